@@ -1,0 +1,49 @@
+{{/*
+Names. Services are always called cairn-<service>: peers find each other at cairn-<peer>:<grpc port>,
+so one release of this chart per namespace.
+*/}}
+
+{{- define "cairn.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Name of one service's Deployment and Service. Call with the service key, e.g. "gateway". */}}
+{{- define "cairn.serviceName" -}}
+{{- printf "cairn-%s" . -}}
+{{- end -}}
+
+{{/* The Secret holding DATABASE_URL, REDIS_URL, NATS_URL and CAIRN_DATA_KEY. */}}
+{{- define "cairn.secretName" -}}
+{{- default "cairn-secrets" .Values.existingSecret -}}
+{{- end -}}
+
+{{- define "cairn.configMapName" -}}
+cairn-env
+{{- end -}}
+
+{{/* Labels on every object besides its selector labels. Call with the root context. */}}
+{{- define "cairn.commonLabels" -}}
+helm.sh/chart: {{ include "cairn.chart" . }}
+app.kubernetes.io/part-of: cairn
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Labels of fleet-wide objects (ConfigMap, Secret). Call with the root context. */}}
+{{- define "cairn.labels" -}}
+app.kubernetes.io/name: cairn
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "cairn.commonLabels" . }}
+{{- end -}}
+
+{{/* Selector labels of one service. Call with (dict "root" $ "name" "<service>"). */}}
+{{- define "cairn.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cairn.serviceName" .name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .name }}
+{{- end -}}
+
+{{/* Environment variable naming a peer's gRPC address, e.g. AUDIT_GRPC_ADDR (packages/config grpcAddrVar). */}}
+{{- define "cairn.grpcAddrVar" -}}
+{{- printf "%s_GRPC_ADDR" (upper .) -}}
+{{- end -}}

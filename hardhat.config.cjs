@@ -1,0 +1,1 @@
+module.exports = { solidity: "0.8.24" };

@@ -1,0 +1,39 @@
+import type { Readable } from 'node:stream';
+
+export interface BlobInfo {
+  key: string;
+  size: number;
+  /** Hex SHA-256 of the content, computed while it was written. */
+  sha256: string;
+  contentType: string;
+}
+
+/**
+ * Where uploads, derived assets and manifests live. Keys are opaque paths chosen by the owner
+ * (`<tenant>/<kind>/<id>`); retention is the owner's job (it knows when an asset expires).
+ */
+export interface BlobStore {
+  readonly kind: 'filesystem' | 's3';
+  /** Writes a blob from a stream or buffer; refuses more than `maxBytes` (the partial write is removed). */
+  put(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number }): Promise<BlobInfo>;
+  /** The content as a stream, or null when absent. */
+  get(key: string): Promise<Readable | null>;
+  getBuffer(key: string): Promise<Buffer | null>;
+  head(key: string): Promise<BlobInfo | null>;
+  delete(key: string): Promise<void>;
+  ping(): Promise<void>;
+}
+
+export class BlobTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`blob larger than ${maxBytes} bytes`);
+    this.name = 'BlobTooLargeError';
+  }
+}
+
+/** Keys are `[A-Za-z0-9_.-]` segments joined by `/`: no traversal, no absolute paths. */
+export function assertBlobKey(key: string): void {
+  if (!/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/.test(key) || key.split('/').some((s) => s === '.' || s === '..')) {
+    throw new Error(`invalid blob key: ${key}`);
+  }
+}

@@ -1,0 +1,177 @@
+import { context } from '@opentelemetry/api';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  RetentionPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type ConsumerMessages,
+} from '@nats-io/jetstream';
+import type { Logger } from '@cairn/logging';
+import { eventEnvelopeSchema, type EventEnvelope, type EventType } from './envelope.js';
+import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
+
+export interface BusOptions {
+  url: string;
+  /** JetStream stream holding every event. */
+  stream: string;
+  /** Subjects are `<prefix>.<event type>`; tests use a unique prefix so runs never see each other. */
+  subjectPrefix: string;
+  name?: string;
+  logger?: Logger;
+}
+
+export interface ConsumerOptions {
+  /** Durable name: one per consuming service and purpose, e.g. `audit-log`. */
+  durable: string;
+  types: ReadonlyArray<EventType> | 'all';
+  handler: (event: EventEnvelope, msg: JsMsg) => Promise<void>;
+  /** Redeliveries before the message is dropped with an error log. */
+  maxDeliver?: number;
+  ackWaitMs?: number;
+}
+
+export interface RunningConsumer {
+  stop(): Promise<void>;
+}
+
+const SECOND_NS = 1_000_000_000;
+
+export class Bus {
+  private readonly consumers = new Set<ConsumerMessages>();
+
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    readonly options: BusOptions,
+  ) {}
+
+  static async connect(options: BusOptions): Promise<Bus> {
+    const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1 });
+    const jsm = await jetstreamManager(nc);
+    const bus = new Bus(nc, jetstream(nc), jsm, options);
+    await bus.ensureStream();
+    return bus;
+  }
+
+  subject(type: EventType): string {
+    return `${this.options.subjectPrefix}.${type}`;
+  }
+
+  /** Creates the event stream if missing. Safe to call from every replica of every service. */
+  async ensureStream(): Promise<void> {
+    const config = {
+      name: this.options.stream,
+      subjects: [`${this.options.subjectPrefix}.>`],
+      retention: RetentionPolicy.Limits,
+      max_age: 7 * 24 * 3600 * SECOND_NS,
+      duplicate_window: 120 * SECOND_NS,
+    };
+    try {
+      await this.jsm.streams.info(this.options.stream);
+    } catch {
+      try {
+        await this.jsm.streams.add(config);
+      } catch (error) {
+        // Another replica created it between our look and our add.
+        await this.jsm.streams.info(this.options.stream).catch(() => {
+          throw error;
+        });
+      }
+    }
+  }
+
+  /**
+   * Publishes an event. The event id is the JetStream message id, so republishing the same event (an outbox
+   * retry) within the duplicate window is stored once.
+   */
+  async publish(event: EventEnvelope, extraHeaders: Record<string, string> = {}): Promise<{ seq: number; duplicate: boolean }> {
+    const hdrs = injectTraceHeaders(newHeaders());
+    for (const [k, v] of Object.entries(extraHeaders)) hdrs.set(k, v);
+    hdrs.set('Cairn-Event-Type', event.type);
+    const ack = await this.js.publish(this.subject(event.type), JSON.stringify(event), { msgID: event.event_id, headers: hdrs });
+    return { seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /** Publishes a pre-rendered subject/body (used by the outbox relay, which stored both at write time). */
+  async publishRaw(subject: string, body: string, msgId: string, headerValues: Record<string, string>): Promise<void> {
+    const hdrs = newHeaders();
+    for (const [k, v] of Object.entries(headerValues)) hdrs.set(k, v);
+    await this.js.publish(subject, body, { msgID: msgId, headers: hdrs });
+  }
+
+  /**
+   * Starts a durable pull consumer. A handler that throws gets the message redelivered with backoff; a
+   * malformed message is logged and terminated (redelivering it cannot help).
+   */
+  async consume(options: ConsumerOptions): Promise<RunningConsumer> {
+    // One filter subject: several (filter_subjects) needs NATS 2.10; a consumer of several types takes the
+    // whole prefix and acknowledges the other types without handling them.
+    const wanted = options.types === 'all' ? null : new Set<string>(options.types);
+    const filterSubject = options.types !== 'all' && options.types.length === 1 ? this.subject(options.types[0]!) : `${this.options.subjectPrefix}.>`;
+    const config = {
+      durable_name: options.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: (options.ackWaitMs ?? 30_000) * 1_000_000,
+      max_deliver: options.maxDeliver ?? 20,
+      filter_subject: filterSubject,
+    };
+    try {
+      await this.jsm.consumers.info(this.options.stream, options.durable);
+      await this.jsm.consumers.update(this.options.stream, options.durable, config);
+    } catch {
+      await this.jsm.consumers.add(this.options.stream, config);
+    }
+    const consumer = await this.js.consumers.get(this.options.stream, options.durable);
+    const messages = await consumer.consume({ max_messages: 64 });
+    this.consumers.add(messages);
+    const log = this.options.logger;
+    const loop = (async () => {
+      for await (const msg of messages) {
+        let event: EventEnvelope;
+        try {
+          event = eventEnvelopeSchema.parse(msg.json());
+        } catch (error) {
+          log?.error({ err: error, subject: msg.subject, durable: options.durable }, 'malformed event dropped');
+          msg.term();
+          continue;
+        }
+        if (wanted && !wanted.has(event.type)) {
+          msg.ack();
+          continue;
+        }
+        try {
+          await context.with(extractTraceContext(msg.headers), () => options.handler(event, msg));
+          msg.ack();
+        } catch (error) {
+          const attempt = msg.info.deliveryCount;
+          log?.warn({ err: error, event_id: event.event_id, type: event.type, attempt, durable: options.durable }, 'event handler failed; will retry');
+          msg.nak(Math.min(30_000, 250 * 2 ** Math.min(attempt, 7)));
+        }
+      }
+    })();
+    return {
+      stop: async () => {
+        await messages.close();
+        this.consumers.delete(messages);
+        await loop;
+      },
+    };
+  }
+
+  async ping(): Promise<void> {
+    await this.nc.flush();
+  }
+
+  async close(): Promise<void> {
+    for (const messages of this.consumers) await messages.close();
+    this.consumers.clear();
+    await this.nc.drain();
+  }
+}

@@ -1,0 +1,100 @@
+import { context } from '@opentelemetry/api';
+import { AckPolicy, DeliverPolicy, RetentionPolicy, type ConsumerMessages } from '@nats-io/jetstream';
+import type { Logger } from '@cairn/logging';
+import type { Bus, RunningConsumer } from './bus.js';
+import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
+
+const SECOND_NS = 1_000_000_000;
+
+export interface WorkHandlerContext {
+  /** 1 on the first delivery. */
+  attempt: number;
+  maxAttempts: number;
+}
+
+/**
+ * A durable work queue on its own JetStream stream (work-queue retention: a message is gone once acked).
+ * A handler that throws gets the item redelivered with backoff, up to `maxAttempts`; a process that dies
+ * mid-item leaves it unacked, so another worker picks it up after `ackWaitMs`.
+ */
+export class WorkQueue<T> {
+  private constructor(
+    private readonly bus: Bus,
+    readonly stream: string,
+    readonly subject: string,
+  ) {}
+
+  static async open<T>(bus: Bus, name: string): Promise<WorkQueue<T>> {
+    const stream = `${bus.options.stream}_WORK_${name.toUpperCase()}`;
+    // Outside the event stream's subject space (`<prefix>.>`): JetStream streams may not overlap.
+    const subject = `work.${bus.options.subjectPrefix}.${name}`;
+    try {
+      await bus.jsm.streams.info(stream);
+    } catch {
+      await bus.jsm.streams
+        .add({ name: stream, subjects: [subject], retention: RetentionPolicy.Workqueue, duplicate_window: 120 * SECOND_NS, max_age: 7 * 24 * 3600 * SECOND_NS })
+        .catch(async (error: unknown) => {
+          await bus.jsm.streams.info(stream).catch(() => {
+            throw error;
+          });
+        });
+    }
+    return new WorkQueue<T>(bus, stream, subject);
+  }
+
+  /** Queues an item; `id` dedupes a retried enqueue within two minutes. */
+  async enqueue(item: T, id: string): Promise<void> {
+    await this.bus.js.publish(this.subject, JSON.stringify(item), { msgID: id, headers: injectTraceHeaders(newHeaders()) });
+  }
+
+  async consume(options: {
+    durable: string;
+    handler: (item: T, ctx: WorkHandlerContext) => Promise<void>;
+    maxAttempts?: number;
+    ackWaitMs?: number;
+    logger?: Logger;
+  }): Promise<RunningConsumer> {
+    const maxAttempts = options.maxAttempts ?? 5;
+    const ackWaitMs = options.ackWaitMs ?? 60_000;
+    const config = {
+      durable_name: options.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: ackWaitMs * 1_000_000,
+      max_deliver: maxAttempts,
+      filter_subject: this.subject,
+    };
+    try {
+      await this.bus.jsm.consumers.info(this.stream, options.durable);
+      await this.bus.jsm.consumers.update(this.stream, options.durable, config);
+    } catch {
+      await this.bus.jsm.consumers.add(this.stream, config);
+    }
+    const consumer = await this.bus.js.consumers.get(this.stream, options.durable);
+    const messages: ConsumerMessages = await consumer.consume({ max_messages: 1 });
+    const loop = (async () => {
+      for await (const msg of messages) {
+        const attempt = msg.info.deliveryCount;
+        // Long items keep their lease while they run.
+        const heartbeat = setInterval(() => msg.working(), Math.max(1000, ackWaitMs / 3));
+        heartbeat.unref();
+        try {
+          const item = msg.json<T>();
+          await context.with(extractTraceContext(msg.headers), () => options.handler(item, { attempt, maxAttempts }));
+          msg.ack();
+        } catch (error) {
+          options.logger?.warn({ err: error, attempt, stream: this.stream }, 'work item failed; will retry');
+          msg.nak(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)));
+        } finally {
+          clearInterval(heartbeat);
+        }
+      }
+    })();
+    return {
+      stop: async () => {
+        await messages.close();
+        await loop;
+      },
+    };
+  }
+}

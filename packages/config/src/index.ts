@@ -1,0 +1,9 @@
+export { loadConfig, commonEnvShape, ConfigError, type CommonEnv } from './load.js';
+export {
+  SERVICE_NAMES,
+  DEFAULT_PORTS,
+  DEFAULT_GATEWAY_HTTP_PORT,
+  grpcAddrVar,
+  type ServiceName,
+  type ServicePorts,
+} from './fleet.js';

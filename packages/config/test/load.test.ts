@@ -1,0 +1,30 @@
+import { describe, expect, it } from '@jest/globals';
+import { z } from 'zod';
+import { ConfigError, commonEnvShape, loadConfig } from '../src/index.js';
+
+describe('loadConfig', () => {
+  it('applies the local defaults when nothing is set', () => {
+    const cfg = loadConfig(commonEnvShape, {});
+    expect(cfg.CAIRN_ENV).toBe('development');
+    expect(cfg.DATABASE_URL).toBe('postgres://cairn@127.0.0.1:5432/cairn');
+    expect(cfg.NATS_SUBJECT_PREFIX).toBe('cairn');
+  });
+
+  it('coerces numbers from strings', () => {
+    const cfg = loadConfig({ ...commonEnvShape, GRPC_PORT: commonEnvShape.GRPC_PORT }, { GRPC_PORT: '50051' });
+    expect(cfg.GRPC_PORT).toBe(50051);
+  });
+
+  it('reports every invalid variable in one error', () => {
+    const shape = { ...commonEnvShape, KEK: z.string().length(64) };
+    let caught: unknown;
+    try {
+      loadConfig(shape, { CAIRN_ENV: 'staging', DATABASE_URL: 'not a url', KEK: 'short' });
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const names = (caught as ConfigError).problems.map((p) => p.split(':')[0]).sort();
+    expect(names).toEqual(['CAIRN_ENV', 'DATABASE_URL', 'KEK']);
+  });
+});

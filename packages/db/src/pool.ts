@@ -1,0 +1,50 @@
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import type { Database } from './tenant.js';
+
+export function createPool(url: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+export function createDb(pool: pg.Pool): Database {
+  return drizzle(pool) as unknown as Database;
+}
+
+/**
+ * Applies a service's migrations. Each service keeps its own journal table so nine services can share a
+ * database, and an advisory lock keyed by the service name serialises replicas starting together.
+ */
+export async function migrateService(pool: pg.Pool, service: string, migrationsFolder: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    // The journals' shared schema first, under one fleet-wide lock: nine services starting against a fresh
+    // database would otherwise race on CREATE SCHEMA IF NOT EXISTS (not concurrency-safe in Postgres).
+    await client.query("select pg_advisory_lock(hashtext('cairn.migrate'))");
+    try {
+      await client.query('create schema if not exists cairn_migrations');
+    } finally {
+      await client.query("select pg_advisory_unlock(hashtext('cairn.migrate'))");
+    }
+    await client.query('select pg_advisory_lock(hashtext($1))', [`cairn.migrate.${service}`]);
+    try {
+      await migrate(drizzle(client), {
+        migrationsFolder,
+        migrationsSchema: 'cairn_migrations',
+        migrationsTable: service,
+      });
+    } finally {
+      await client.query('select pg_advisory_unlock(hashtext($1))', [`cairn.migrate.${service}`]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Readiness probe: one round trip. */
+export async function pingDatabase(pool: pg.Pool): Promise<void> {
+  await pool.query('select 1');
+}

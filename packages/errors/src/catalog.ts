@@ -1,0 +1,41 @@
+// Every error Cairn answers with, by code. HTTP status and a short title per code; the detail is per occurrence.
+// Codes from the API spec's table come first, then the ones DESIGN.md adds.
+export const ERROR_CATALOG = {
+  'cairn.verify.no_input': { status: 400, title: 'No input to verify' },
+  'cairn.verify.unsupported_file_type': { status: 415, title: 'Unsupported file type' },
+  'cairn.sign.invalid_recipe': { status: 400, title: 'Invalid recipe' },
+  'cairn.sign.unsupported_mime': { status: 400, title: 'Media type not allowed by the recipe' },
+  'cairn.sign.missing_idempotency_key': { status: 400, title: 'Idempotency-Key header required' },
+  'cairn.sign.idempotency_conflict': { status: 409, title: 'Idempotency-Key reused with a different payload' },
+  'cairn.sign.file_too_large': { status: 413, title: 'Asset too large' },
+  'cairn.auth.invalid_key': { status: 401, title: 'Invalid API key' },
+  'cairn.auth.forbidden': { status: 403, title: 'Forbidden' },
+  'cairn.billing.quota_exceeded': { status: 402, title: 'Quota exceeded' },
+  'cairn.billing.spending_cap_reached': { status: 402, title: 'Spending cap reached' },
+  'cairn.ratelimit.exceeded': { status: 429, title: 'Rate limit exceeded' },
+  'cairn.signer.unavailable': { status: 503, title: 'Signing key service unavailable' },
+  'cairn.onboard.missing_idempotency_key': { status: 400, title: 'Idempotency-Key header required' },
+  'cairn.onboard.idempotency_conflict': { status: 409, title: 'Idempotency-Key reused with a different payload' },
+  'cairn.onboard.browser_not_allowed': { status: 403, title: 'Onboarding is for programmatic clients' },
+  'cairn.onboard.invalid_payment_method': { status: 400, title: 'Invalid payment method' },
+  'cairn.onboard.payment_declined': { status: 402, title: 'Payment method declined' },
+  'cairn.onboard.plan_not_available': { status: 400, title: 'Plan not available for self-onboarding' },
+  'cairn.tenant.plan_not_allowed': { status: 400, title: 'Plan not allowed for a sub-tenant' },
+  'cairn.settings.out_of_range': { status: 400, title: 'Setting out of range for the plan' },
+  'cairn.webhook.invalid_url': { status: 400, title: 'Webhook URL not allowed' },
+  'cairn.webhook.unknown_event': { status: 400, title: 'Unknown webhook event' },
+  'cairn.validation.invalid_body': { status: 400, title: 'Invalid request body' },
+  'cairn.validation.body_too_large': { status: 413, title: 'Request body too large' },
+  'cairn.validation.unsupported_media_type': { status: 415, title: 'Unsupported Content-Type' },
+  'cairn.not_found': { status: 404, title: 'Not found' },
+  'cairn.asset.expired': { status: 410, title: 'Asset no longer kept' },
+  'cairn.method_not_allowed': { status: 405, title: 'Method not allowed' },
+  'cairn.unavailable': { status: 503, title: 'Service temporarily unavailable' },
+  'cairn.internal_error': { status: 500, title: 'Internal error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.hasOwn(ERROR_CATALOG, value);
+}

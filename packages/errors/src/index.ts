@@ -1,0 +1,3 @@
+export { ERROR_CATALOG, isErrorCode, type ErrorCode } from './catalog.js';
+export { CairnError, isCairnError, toProblem, PROBLEM_CONTENT_TYPE, type ProblemDocument } from './problem.js';
+export { validationError, parseOrThrow } from './validation.js';

@@ -1,0 +1,50 @@
+import { describe, expect, it } from '@jest/globals';
+import { z } from 'zod';
+import { CairnError, ERROR_CATALOG, parseOrThrow, toProblem } from '../src/index.js';
+
+const ctx = { docsUrl: 'https://docs.example/', requestId: 'req_01J0000000000000000000000' };
+
+describe('toProblem', () => {
+  it('renders a catalog error as RFC 7807 with the code in the type URL', () => {
+    const p = toProblem(new CairnError('cairn.auth.invalid_key', 'Key revoked'), ctx);
+    expect(p).toEqual({
+      type: 'https://docs.example/api/errors#cairn.auth.invalid_key',
+      title: 'Invalid API key',
+      status: 401,
+      detail: 'Key revoked',
+      code: 'cairn.auth.invalid_key',
+      request_id: ctx.requestId,
+    });
+  });
+
+  it('hides the message of an unexpected error behind cairn.internal_error', () => {
+    const p = toProblem(new Error('password=hunter2 at db.ts:42'), ctx);
+    expect(p.status).toBe(500);
+    expect(p.code).toBe('cairn.internal_error');
+    expect(JSON.stringify(p)).not.toContain('hunter2');
+  });
+
+  it('gives every catalog code an HTTP error status', () => {
+    for (const [code, entry] of Object.entries(ERROR_CATALOG)) {
+      expect(code).toMatch(/^cairn\.[a-z_]+(\.[a-z_]+)?$/);
+      expect(entry.status).toBeGreaterThanOrEqual(400);
+      expect(entry.status).toBeLessThan(600);
+    }
+  });
+});
+
+describe('parseOrThrow', () => {
+  it('lists each invalid field in the problem', () => {
+    const schema = z.object({ name: z.string().min(1), cap: z.number().nonnegative() });
+    let caught: unknown;
+    try {
+      parseOrThrow(schema, { name: '', cap: -1 });
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(CairnError);
+    const p = toProblem(caught, ctx);
+    expect(p.code).toBe('cairn.validation.invalid_body');
+    expect(p.errors?.map((e) => e.path).sort()).toEqual(['cap', 'name']);
+  });
+});

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { monotonicFactory } from 'ulid';
+
+/** The id prefixes of DESIGN.md; every public identifier is one of these followed by a ULID. */
+export const ID_PREFIXES = {
+  asset: 'a_',
+  watermark: 'w_',
+  batch: 'b_',
+  job: 'j_',
+  tenant: 't_',
+  key: 'key_',
+  webhook: 'wh_',
+  event: 'evt_',
+  request: 'req_',
+  manifest: 'm_',
+  delivery: 'dlv_',
+  entry: 'ae_',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+const ULID_PATTERN = '[0-9A-HJKMNP-TV-Z]{26}';
+const nextUlid = monotonicFactory();
+
+export function newId(kind: IdKind): string {
+  return ID_PREFIXES[kind] + nextUlid();
+}
+
+export function isId(kind: IdKind, value: string): boolean {
+  return new RegExp(`^${ID_PREFIXES[kind]}${ULID_PATTERN}$`).test(value);
+}
+
+/** URL-safe random secret: `bytes` of entropy, base64url without padding. */
+export function randomSecret(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+export function newWebhookSecret(): string {
+  return 'whsec_' + randomSecret(32);
+}
+
+const API_KEY_PREFIX = 'cairn_sk_';
+const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}(key_${ULID_PATTERN})_([A-Za-z0-9_-]{43})$`);
+
+/** `cairn_sk_` + key id + `_` + 32 random bytes. The key id lets the server find the stored hash. */
+export function newApiKey(): { keyId: string; apiKey: string; secret: string } {
+  const keyId = newId('key');
+  const secret = randomSecret(32);
+  return { keyId, apiKey: `${API_KEY_PREFIX}${keyId}_${secret}`, secret };
+}
+
+export function parseApiKey(apiKey: string): { keyId: string; secret: string } | null {
+  const m = API_KEY_PATTERN.exec(apiKey);
+  return m && m[1] && m[2] ? { keyId: m[1], secret: m[2] } : null;
+}

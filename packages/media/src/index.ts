@@ -1,0 +1,1 @@
+export { sniffMediaType, SNIFF_BYTES, type SniffedType, type Modality } from './sniff.js';

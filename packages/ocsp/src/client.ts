@@ -1,0 +1,189 @@
+// OCSP client (RFC 6960): what the verifier uses to ask a certificate's responder about it. Depends only on
+// ./common.js (pkijs, asn1js, node builtins).
+import { randomBytes } from 'node:crypto';
+import * as asn1js from 'asn1js';
+import * as pkijs from 'pkijs';
+import {
+  OID,
+  OcspResponseStatus,
+  nonceExtensionValue,
+  ocspCrypto,
+  ocspUrlsOf,
+  parseCertificate,
+  pemCertificatesToDer,
+  responderKeyHash,
+  revocationReasonName,
+  type RevocationReason,
+} from './common.js';
+
+export type OcspCheckStatus = 'good' | 'revoked' | 'unknown' | 'unavailable';
+
+export interface OcspCheckResult {
+  readonly status: OcspCheckStatus;
+  /** ISO 8601, when revoked. */
+  readonly revokedAt?: string;
+  readonly revocationReason?: RevocationReason;
+  /** Why the answer is `unavailable` (for logs; not for end users). */
+  readonly detail?: string;
+}
+
+export interface OcspCheckOptions {
+  /** POST (default) or GET (RFC 6960 Appendix A.1; cacheable). */
+  readonly method?: 'POST' | 'GET';
+  /** CertID hash. SHA-1 is what every responder supports (it identifies, it does not protect). */
+  readonly hashAlgorithm?: 'SHA-1' | 'SHA-256';
+  /** Tolerated clock difference with the responder. Default 5 minutes. */
+  readonly clockSkewMs?: number;
+  /** A response with neither our nonce nor a nextUpdate must be younger than this. Default 1 day. */
+  readonly maxAgeMs?: number;
+  readonly now?: () => Date;
+}
+
+const MAX_RESPONSE_BYTES = 256 * 1024;
+
+const unavailable = (detail: string): OcspCheckResult => ({ status: 'unavailable', detail });
+
+/**
+ * Asks `url` whether `leafPem` (issued by `issuerPem`) is revoked, and checks the answer: signed by the
+ * issuer itself or by a responder certificate the issuer delegated (EKU OCSPSigning), about this
+ * certificate, fresh, and echoing our nonce when the responder echoes one. Never throws: anything that
+ * prevents a trustworthy answer is `unavailable`.
+ */
+export async function checkOcsp(leafPem: string, issuerPem: string, url: string, timeoutMs: number, options: OcspCheckOptions = {}): Promise<OcspCheckResult> {
+  try {
+    return await check(leafPem, issuerPem, url, timeoutMs, options);
+  } catch (error) {
+    return unavailable(messageOf(error));
+  }
+}
+
+function messageOf(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(error);
+}
+
+/** The OCSP URLs in a certificate's Authority Information Access extension (empty when it has none). */
+export function ocspUrlsOfCertificate(pem: string): string[] {
+  const der = pemCertificatesToDer(pem)[0];
+  return der ? ocspUrlsOf(parseCertificate(der)) : [];
+}
+
+async function check(leafPem: string, issuerPem: string, url: string, timeoutMs: number, options: OcspCheckOptions): Promise<OcspCheckResult> {
+  const leafDer = pemCertificatesToDer(leafPem)[0];
+  const issuerDer = pemCertificatesToDer(issuerPem)[0];
+  if (!leafDer || !issuerDer) return unavailable('certificate PEM missing');
+  const leaf = parseCertificate(leafDer);
+  const issuer = parseCertificate(issuerDer);
+  const crypto = ocspCrypto();
+
+  const request = new pkijs.OCSPRequest();
+  await request.createForCertificate(leaf, { hashAlgorithm: options.hashAlgorithm ?? 'SHA-1', issuerCertificate: issuer }, crypto);
+  const nonce = randomBytes(16);
+  request.tbsRequest.requestExtensions = [new pkijs.Extension({ extnID: OID.ocspNonce, critical: false, extnValue: nonceExtensionValue(nonce) })];
+  const requestDer = Buffer.from(request.toSchema(true).toBER(false));
+  const ourCertID = request.tbsRequest.requestList[0]?.reqCert;
+  if (!ourCertID) return unavailable('could not build the request');
+
+  const body = await fetchResponse(url, requestDer, timeoutMs, options.method ?? 'POST');
+  if (typeof body === 'string') return unavailable(body);
+
+  const response = pkijs.OCSPResponse.fromBER(body);
+  const status = response.responseStatus.valueBlock.valueDec;
+  if (status !== OcspResponseStatus.successful) {
+    const name = Object.entries(OcspResponseStatus).find(([, v]) => v === status)?.[0] ?? String(status);
+    return unavailable(`responder answered ${name}`);
+  }
+  if (!response.responseBytes || response.responseBytes.responseType !== OID.ocspBasic) return unavailable('not a basic OCSP response');
+  const basic = pkijs.BasicOCSPResponse.fromBER(response.responseBytes.response.valueBlock.valueHexView);
+
+  const signer = await responderCertificate(basic, issuer, crypto, options);
+  if (typeof signer === 'string') return unavailable(signer);
+  const signatureOk = await crypto.verifyWithPublicKey(basic.tbsResponseData.tbsView, basic.signature, signer.subjectPublicKeyInfo, basic.signatureAlgorithm);
+  if (!signatureOk) return unavailable('response signature does not verify');
+
+  const echoed = basic.tbsResponseData.responseExtensions?.find((e) => e.extnID === OID.ocspNonce);
+  const nonceMatched = echoed !== undefined && Buffer.from(echoed.extnValue.valueBlock.valueHexView).equals(Buffer.from(nonceExtensionValue(nonce)));
+  // RFC 8954 lets a responder ignore the nonce (pre-produced answers); a wrong one is a replay.
+  if (echoed && !nonceMatched) return unavailable('nonce mismatch');
+
+  const single = basic.tbsResponseData.responses.find((r) => r.certID.isEqual(ourCertID));
+  if (!single) return unavailable('response is not about this certificate');
+
+  const now = (options.now ?? (() => new Date()))().getTime();
+  const skew = options.clockSkewMs ?? 5 * 60_000;
+  if (single.thisUpdate.getTime() > now + skew) return unavailable('response thisUpdate is in the future');
+  if (single.nextUpdate && single.nextUpdate.getTime() < now - skew) return unavailable('response is stale (nextUpdate passed)');
+  if (!single.nextUpdate && !nonceMatched && single.thisUpdate.getTime() < now - (options.maxAgeMs ?? 86_400_000)) {
+    return unavailable('response is too old');
+  }
+
+  return certStatusOf(single.certStatus as asn1js.BaseBlock);
+}
+
+async function fetchResponse(url: string, requestDer: Buffer, timeoutMs: number, method: 'POST' | 'GET'): Promise<Buffer | string> {
+  let res: Response;
+  try {
+    const signal = AbortSignal.timeout(timeoutMs);
+    res =
+      method === 'POST'
+        ? await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/ocsp-request', Accept: 'application/ocsp-response' }, body: requestDer, signal })
+        : await fetch(`${url.replace(/\/+$/, '')}/${encodeURIComponent(requestDer.toString('base64'))}`, { headers: { Accept: 'application/ocsp-response' }, signal });
+    if (res.status !== 200) return `responder answered HTTP ${res.status}`;
+    const declared = Number(res.headers.get('content-length') ?? '0');
+    if (declared > MAX_RESPONSE_BYTES) return 'response too large';
+    const body = Buffer.from(await res.arrayBuffer());
+    if (body.length > MAX_RESPONSE_BYTES) return 'response too large';
+    return body;
+  } catch (error) {
+    // Duck-typed: fetch's DOMExceptions come from another realm under test runners, so instanceof lies.
+    const name = (error as { name?: unknown } | null)?.name;
+    return name === 'TimeoutError' || name === 'AbortError' ? 'responder timed out' : `responder unreachable: ${messageOf(error)}`;
+  }
+}
+
+/** The certificate whose key must have signed the response, or why there is none we may trust. */
+async function responderCertificate(
+  basic: pkijs.BasicOCSPResponse,
+  issuer: pkijs.Certificate,
+  crypto: pkijs.CryptoEngine,
+  options: OcspCheckOptions,
+): Promise<pkijs.Certificate | string> {
+  const responderID: unknown = basic.tbsResponseData.responderID;
+  const matches = (cert: pkijs.Certificate): boolean => {
+    if (responderID instanceof pkijs.RelativeDistinguishedNames) return cert.subject.isEqual(responderID);
+    if (responderID instanceof asn1js.OctetString) return responderKeyHash(cert).equals(Buffer.from(responderID.valueBlock.valueHexView));
+    return false;
+  };
+  if (matches(issuer)) return issuer;
+
+  // A delegated responder: issued by the same CA for exactly this purpose (RFC 6960 §4.2.2.2).
+  const candidate = (basic.certs ?? []).find(matches);
+  if (!candidate) return 'responder is neither the issuer nor a delegate it certified';
+  if (!(await candidate.verify(issuer, crypto))) return 'delegated responder certificate is not signed by the issuer';
+  const eku = candidate.extensions?.find((e) => e.extnID === OID.extKeyUsage)?.parsedValue as pkijs.ExtKeyUsage | undefined;
+  if (!eku?.keyPurposes.includes(OID.ocspSigning)) return 'delegated responder certificate lacks the OCSPSigning EKU';
+  const now = (options.now ?? (() => new Date()))().getTime();
+  if (candidate.notBefore.value.getTime() > now || candidate.notAfter.value.getTime() < now) return 'delegated responder certificate is expired';
+  return candidate;
+}
+
+function certStatusOf(block: asn1js.BaseBlock): OcspCheckResult {
+  if (block.idBlock.tagClass !== 3) return unavailable('malformed certStatus');
+  switch (block.idBlock.tagNumber) {
+    case 0:
+      return { status: 'good' };
+    case 2:
+      return { status: 'unknown' };
+    case 1: {
+      const values = (block as asn1js.Constructed).valueBlock.value;
+      const time = values[0];
+      if (!(time instanceof asn1js.GeneralizedTime)) return unavailable('malformed revocationTime');
+      const reasonBlock = values[1] as asn1js.Constructed | undefined;
+      const reasonValue = reasonBlock?.valueBlock?.value?.[0];
+      const reason = reasonValue instanceof asn1js.Enumerated ? revocationReasonName(reasonValue.valueBlock.valueDec) : undefined;
+      return { status: 'revoked', revokedAt: time.toDate().toISOString(), ...(reason ? { revocationReason: reason } : {}) };
+    }
+    default:
+      return unavailable('malformed certStatus');
+  }
+}

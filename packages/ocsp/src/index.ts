@@ -1,0 +1,2 @@
+export { checkOcsp, ocspUrlsOfCertificate, type OcspCheckResult, type OcspCheckStatus, type OcspCheckOptions } from './client.js';
+export * from './common.js';

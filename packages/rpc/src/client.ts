@@ -1,0 +1,110 @@
+import * as grpc from '@grpc/grpc-js';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { fromServiceError } from './status.js';
+
+export interface CallOptions {
+  /** Per-call deadline; the client default applies when absent. */
+  deadlineMs?: number;
+  metadata?: grpc.Metadata;
+}
+
+export interface ClientOptions {
+  /** Default deadline for every call. */
+  deadlineMs?: number;
+  /** Extra attempts when the server is UNAVAILABLE (not for any other failure: those may have had effects). */
+  retries?: number;
+}
+
+export type ServiceClient<M extends GenServiceMethods> = {
+  [K in keyof M]: M[K] extends { methodKind: 'unary'; input: infer I extends DescMessage; output: infer O extends DescMessage }
+    ? (request: MessageInitShape<I>, options?: CallOptions) => Promise<MessageShape<O>>
+    : M[K] extends { methodKind: 'server_streaming'; input: infer I extends DescMessage; output: infer O extends DescMessage }
+      ? (request: MessageInitShape<I>, options?: CallOptions) => AsyncIterable<MessageShape<O>>
+      : never;
+} & { close(): void; readonly channel: grpc.Client };
+
+const tracer = trace.getTracer('cairn-rpc');
+
+function outgoingMetadata(base: grpc.Metadata | undefined): grpc.Metadata {
+  const metadata = base?.clone() ?? new grpc.Metadata();
+  propagation.inject(context.active(), metadata, { set: (carrier, key, value) => carrier.set(key, value) });
+  return metadata;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A typed client for a generated service. Unary calls get a deadline, a client span whose context travels in
+ * metadata, retries with backoff on UNAVAILABLE, and failures as CairnError (cairn code preserved end to end).
+ */
+export function createClient<M extends GenServiceMethods>(service: GenService<M>, address: string, options: ClientOptions = {}): ServiceClient<M> {
+  const channel = new grpc.Client(address, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': 128 * 1024 * 1024,
+    'grpc.max_send_message_length': 128 * 1024 * 1024,
+    // A peer that restarts (a rollout, a crash) is back within a second or two: reconnect attempts must
+    // not back off far beyond that, or calls keep failing after it is up again.
+    'grpc.initial_reconnect_backoff_ms': 200,
+    'grpc.max_reconnect_backoff_ms': 2000,
+  });
+  const defaultDeadline = options.deadlineMs ?? 10_000;
+  const retries = options.retries ?? 5;
+  const client: Record<string, unknown> = { close: () => channel.close(), channel };
+
+  for (const method of service.methods) {
+    const path = `/${service.typeName}/${method.name}`;
+    const input: DescMessage = method.input;
+    const output: DescMessage = method.output;
+    const serialize = (value: MessageInitShape<DescMessage>) => Buffer.from(toBinary(input, create(input, value)));
+    const deserialize = (bytes: Buffer) => fromBinary(output, bytes);
+
+    if (method.methodKind === 'unary') {
+      const once = (request: MessageInitShape<DescMessage>, metadata: grpc.Metadata, deadline: Date) =>
+        new Promise<MessageShape<DescMessage>>((resolve, reject) => {
+          channel.makeUnaryRequest(path, serialize, deserialize, request, metadata, { deadline }, (error, response) => {
+            if (error) reject(error);
+            else resolve(response as MessageShape<DescMessage>);
+          });
+        });
+      client[method.localName] = (request: MessageInitShape<DescMessage>, callOptions: CallOptions = {}) =>
+        tracer.startActiveSpan(path, { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.method': path } }, async (span) => {
+          const deadline = new Date(Date.now() + (callOptions.deadlineMs ?? defaultDeadline));
+          const metadata = outgoingMetadata(callOptions.metadata);
+          try {
+            for (let attempt = 0; ; attempt++) {
+              try {
+                return await once(request, metadata, deadline);
+              } catch (error) {
+                const serviceError = error as grpc.ServiceError;
+                // 100, 200, 400, 800, 1600 ms: about three seconds in all, never past the deadline.
+                const backoff = 100 * 2 ** attempt;
+                const retryable = serviceError.code === grpc.status.UNAVAILABLE && attempt < retries && Date.now() + backoff < deadline.getTime();
+                if (!retryable) throw fromServiceError(serviceError);
+                await sleep(backoff);
+              }
+            }
+          } catch (error) {
+            span.setStatus({ code: SpanStatusCode.ERROR });
+            throw error;
+          } finally {
+            span.end();
+          }
+        });
+    } else if (method.methodKind === 'server_streaming') {
+      client[method.localName] = (request: MessageInitShape<DescMessage>, callOptions: CallOptions = {}) => {
+        const stream = channel.makeServerStreamRequest(path, serialize, deserialize, request, outgoingMetadata(callOptions.metadata), {
+          deadline: callOptions.deadlineMs ? new Date(Date.now() + callOptions.deadlineMs) : Infinity,
+        });
+        return (async function* () {
+          try {
+            for await (const message of stream) yield message as MessageShape<DescMessage>;
+          } catch (error) {
+            throw fromServiceError(error as grpc.ServiceError);
+          }
+        })();
+      };
+    }
+  }
+  return client as ServiceClient<M>;
+}

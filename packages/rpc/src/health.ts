@@ -1,0 +1,60 @@
+import { EventEmitter, on } from 'node:events';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { CairnError } from '@cairn/errors';
+import { healthV1 } from '@cairn/proto';
+import type { ServiceImpl } from './server.js';
+
+const { HealthCheckResponse_ServingStatus: ServingStatus } = healthV1;
+type ServingStatus = healthV1.HealthCheckResponse_ServingStatus;
+
+/**
+ * grpc.health.v1: the empty service name stands for the whole server. A service marks itself SERVING when
+ * ready and NOT_SERVING when it starts draining, so load balancers stop sending before it stops.
+ */
+export class HealthState {
+  private readonly statuses = new Map<string, ServingStatus>();
+  private readonly changes = new EventEmitter();
+
+  set(service: string, status: ServingStatus): void {
+    this.statuses.set(service, status);
+    this.changes.emit('change', service, status);
+  }
+
+  setAll(status: ServingStatus): void {
+    for (const service of this.statuses.keys()) this.set(service, status);
+  }
+
+  get(service: string): ServingStatus | undefined {
+    return this.statuses.get(service);
+  }
+
+  impl(): ServiceImpl<HealthMethods> {
+    return {
+      check: async (request) => {
+        const status = this.statuses.get(request.service);
+        if (status === undefined) throw new CairnError('cairn.not_found', `Unknown service "${request.service}"`);
+        return { status };
+      },
+      watch: (request, ctx) => this.watch(request.service, ctx.signal),
+    };
+  }
+
+  private async *watch(service: string, signal: AbortSignal): AsyncIterable<{ status: ServingStatus }> {
+    let last = this.statuses.get(service) ?? ServingStatus.SERVICE_UNKNOWN;
+    yield { status: last };
+    try {
+      for await (const [changed, status] of on(this.changes, 'change', { signal }) as AsyncIterable<[string, ServingStatus]>) {
+        if (changed === service && status !== last) {
+          last = status;
+          yield { status };
+        }
+      }
+    } catch (error) {
+      if (!signal.aborted) throw error;
+    }
+  }
+}
+
+type HealthMethods = typeof healthV1.Health extends GenService<infer M> ? M : never;
+
+export { ServingStatus };

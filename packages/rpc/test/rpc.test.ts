@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { trace } from '@opentelemetry/api';
+import { CairnError } from '@cairn/errors';
+import { healthV1 } from '@cairn/proto';
+import { startTelemetry } from '@cairn/telemetry';
+import { createClient, HealthState, RpcServer, ServingStatus } from '../src/index.js';
+
+const telemetry = startTelemetry('rpc-test', {});
+let server: RpcServer;
+let port: number;
+const seenTraceIds: string[] = [];
+
+beforeAll(async () => {
+  server = new RpcServer();
+  // The transport is exercised through the standard health protocol (stable), whose `service` field picks
+  // the behaviour under test.
+  server.add(healthV1.Health, {
+    check: async (request) => {
+      seenTraceIds.push(trace.getActiveSpan()?.spanContext().traceId ?? '');
+      if (request.service === 'forbidden') throw new CairnError('cairn.auth.forbidden', 'not yours');
+      if (request.service === 'boom') throw new Error('secret internals');
+      if (request.service === 'slow') await new Promise((r) => setTimeout(r, 500));
+      return { status: ServingStatus.SERVING };
+    },
+    watch: new HealthState().impl().watch,
+  });
+  port = await server.listen('127.0.0.1', 0);
+});
+
+afterAll(async () => {
+  await server.shutdown(500);
+  await telemetry.shutdown();
+});
+
+describe('rpc client and server', () => {
+  it('round-trips typed messages', async () => {
+    const client = createClient(healthV1.Health, `127.0.0.1:${port}`);
+    expect(await client.check({ service: 'cairn.test' })).toMatchObject({ status: ServingStatus.SERVING });
+    client.close();
+  });
+
+  it('carries the cairn code of a handler’s error to the caller', async () => {
+    const client = createClient(healthV1.Health, `127.0.0.1:${port}`);
+    await expect(client.check({ service: 'forbidden' })).rejects.toMatchObject({ code: 'cairn.auth.forbidden', status: 403, message: 'not yours' });
+    const hidden = await client.check({ service: 'boom' }).catch((e: unknown) => e as CairnError);
+    expect(hidden).toMatchObject({ code: 'cairn.internal_error' });
+    expect((hidden as CairnError).message).not.toContain('secret');
+    client.close();
+  });
+
+  it('enforces the deadline', async () => {
+    const client = createClient(healthV1.Health, `127.0.0.1:${port}`, { deadlineMs: 100 });
+    await expect(client.check({ service: 'slow' })).rejects.toMatchObject({ code: 'cairn.unavailable' });
+    client.close();
+  });
+
+  it('continues the caller’s trace on the server (traceparent in metadata)', async () => {
+    const client = createClient(healthV1.Health, `127.0.0.1:${port}`);
+    const tracer = trace.getTracer('test');
+    const callerTraceId = await tracer.startActiveSpan('caller', async (span) => {
+      await client.check({ service: 'traced' });
+      span.end();
+      return span.spanContext().traceId;
+    });
+    expect(callerTraceId).not.toMatch(/^0+$/);
+    expect(seenTraceIds.at(-1)).toBe(callerTraceId);
+    client.close();
+  });
+
+  it('retries while the server is UNAVAILABLE and succeeds once it is up', async () => {
+    const late = new RpcServer();
+    const health = new HealthState();
+    health.set('', ServingStatus.SERVING);
+    late.add(healthV1.Health, health.impl());
+    // Find a free port, then start the server on it shortly after the first attempt.
+    const probe = new RpcServer();
+    const freePort = await probe.listen('127.0.0.1', 0);
+    await probe.shutdown(100);
+    const client = createClient(healthV1.Health, `127.0.0.1:${freePort}`, { retries: 6, deadlineMs: 5000 });
+    const call = client.check({ service: '' });
+    await new Promise((r) => setTimeout(r, 150));
+    await late.listen('127.0.0.1', freePort);
+    await expect(call).resolves.toMatchObject({ status: ServingStatus.SERVING });
+    client.close();
+    await late.shutdown(100);
+  });
+});

@@ -1,0 +1,260 @@
+import type pg from 'pg';
+import type { DestinationStream } from 'pino';
+import { Redis } from 'ioredis';
+import type { z } from 'zod';
+import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { Bus, idempotentHandler, type EventEnvelope, type EventType, type RunningConsumer } from '@cairn/bus';
+import { commonEnvShape, DEFAULT_PORTS, grpcAddrVar, loadConfig, type CommonEnv, type ServiceName } from '@cairn/config';
+import { createDb, createPool, migrateService, pgDedupeStore, pingDatabase, type Database, type Tx } from '@cairn/db';
+import { createLogger, type Logger } from '@cairn/logging';
+import { createClient, HealthState, RpcServer, ServingStatus, type ServiceClient } from '@cairn/rpc';
+import { healthV1 } from '@cairn/proto';
+import { ServiceMetrics, startTelemetry, type TelemetryHandle } from '@cairn/telemetry';
+import { closeServer, createOpsServer, listen, type ReadinessReport } from './ops-server.js';
+import { Outbox } from './outbox.js';
+
+export type ServiceConfig<S extends z.ZodRawShape> = CommonEnv & z.output<z.ZodObject<S>>;
+
+export interface ServiceContext<S extends z.ZodRawShape = z.ZodRawShape> {
+  readonly name: ServiceName;
+  readonly config: ServiceConfig<S>;
+  readonly logger: Logger;
+  readonly pool: pg.Pool;
+  readonly db: Database;
+  readonly redis: Redis;
+  readonly bus: Bus;
+  readonly rpc: RpcServer;
+  readonly health: HealthState;
+  readonly metrics: ServiceMetrics;
+  readonly outbox: Outbox;
+  /** Runs on SIGTERM before the infrastructure closes, in reverse order of registration. */
+  onShutdown(hook: () => Promise<void>): void;
+  /** A durable consumer whose handler takes effect once per event id, in a transaction scoped to the event's tenant. */
+  consume(durable: string, types: ReadonlyArray<EventType> | 'all', apply: (event: EventEnvelope, tx: Tx) => Promise<void>): Promise<void>;
+  /** Publishes a port the service listens on besides gRPC and ops (the gateway's HTTP API). */
+  expose(name: string, port: number): void;
+  /** A client for a peer service at `<PEER>_GRPC_ADDR` (default: the local fleet's port). */
+  client<M extends GenServiceMethods>(service: GenService<M>, peer: ServiceName): ServiceClient<M>;
+}
+
+export interface ServiceDefinition<S extends z.ZodRawShape> {
+  name: ServiceName;
+  /** Service-specific settings, validated together with the common ones. */
+  configShape: S;
+  migrationsFolder: string;
+  env?: NodeJS.ProcessEnv;
+  /** Where log lines go (stdout by default); tests capture them to check what is (not) logged. */
+  logDestination?: DestinationStream;
+  register(ctx: ServiceContext<S>): Promise<void>;
+}
+
+export interface RunningService {
+  readonly name: ServiceName;
+  readonly grpcPort: number;
+  readonly opsPort: number;
+  /** Extra ports published with ctx.expose, e.g. { http: 8080 }. */
+  readonly endpoints: Readonly<Record<string, number>>;
+  readonly context: ServiceContext<z.ZodRawShape>;
+  stop(): Promise<void>;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Brings a service up the same way for all nine: telemetry, logger, Postgres (migrations applied), Redis,
+ * NATS, gRPC with grpc.health.v1, the ops port, then the service's own registrations; and takes it down in
+ * the reverse order, draining in-flight work first.
+ */
+export async function startService<S extends z.ZodRawShape>(definition: ServiceDefinition<S>): Promise<RunningService> {
+  const env = definition.env ?? process.env;
+  const config = loadConfig({ ...commonEnvShape, ...definition.configShape }, env) as unknown as ServiceConfig<S>;
+  const telemetry: TelemetryHandle = startTelemetry(definition.name, env);
+  const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL, ...(definition.logDestination ? { destination: definition.logDestination } : {}) });
+  const metrics = new ServiceMetrics(definition.name);
+  const health = new HealthState();
+  health.set('', ServingStatus.NOT_SERVING);
+
+  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const closers: Array<() => Promise<void>> = [async () => void (await pool.end())];
+  const shutdownHooks: Array<() => Promise<void>> = [];
+  const consumers: RunningConsumer[] = [];
+  let draining = false;
+
+  const cleanUp = async () => {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    await telemetry.shutdown();
+  };
+
+  try {
+    await withTimeout(pingDatabase(pool), 5000, 'Postgres').catch((error: unknown) => {
+      throw new Error(`Cannot reach Postgres at ${redact(config.DATABASE_URL)}: ${String(error)}`);
+    });
+    await migrateService(pool, definition.name, definition.migrationsFolder);
+    const db = createDb(pool);
+
+    // Until the first connection succeeds a failure is final (start-up reports it); after that, reconnect forever.
+    let redisConnected = false;
+    const redis = new Redis(config.REDIS_URL, {
+      keyPrefix: config.REDIS_KEY_PREFIX,
+      lazyConnect: true,
+      maxRetriesPerRequest: 2,
+      enableOfflineQueue: true,
+      retryStrategy: (attempt) => (redisConnected ? Math.min(attempt * 100, 2000) : null),
+    });
+    redis.on('error', (error) => logger.debug({ err: error }, 'redis connection error'));
+    // Registered before connecting: a client that failed to connect would otherwise retry forever.
+    closers.push(async () => {
+      if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+      else redis.disconnect();
+    });
+    await withTimeout(redis.connect(), 5000, 'Redis').catch((error: unknown) => {
+      throw new Error(`Cannot reach Redis at ${config.REDIS_URL}: ${String(error)}`);
+    });
+    redisConnected = true;
+
+    const bus = await withTimeout(
+      Bus.connect({ url: config.NATS_URL, stream: config.NATS_STREAM, subjectPrefix: config.NATS_SUBJECT_PREFIX, name: `cairn-${definition.name}`, logger }),
+      5000,
+      'NATS',
+    ).catch((error: unknown) => {
+      throw new Error(`Cannot reach NATS JetStream at ${config.NATS_URL}: ${String(error)}`);
+    });
+    closers.push(() => bus.close());
+
+    const outbox = new Outbox(db, definition.name, bus, logger, metrics);
+    const rpc = new RpcServer();
+    rpc.add(healthV1.Health, health.impl());
+    const clients: Array<{ close(): void }> = [];
+    closers.push(async () => clients.forEach((c) => c.close()));
+
+    const dedupe = pgDedupeStore(db, definition.name);
+    const endpoints: Record<string, number> = {};
+    const ctx: ServiceContext<S> = {
+      name: definition.name,
+      config,
+      logger,
+      pool,
+      db,
+      redis,
+      bus,
+      rpc,
+      health,
+      metrics,
+      outbox,
+      onShutdown: (hook) => void shutdownHooks.push(hook),
+      expose: (name, port) => void (endpoints[name] = port),
+      consume: async (durable, types, apply) => {
+        const handler = idempotentHandler(dedupe, durable, apply);
+        const consumer = await bus.consume({
+          durable,
+          types,
+          handler: async (event) => {
+            try {
+              await handler(event);
+              metrics.eventsConsumed.inc({ durable, type: event.type, outcome: 'handled' });
+            } catch (error) {
+              metrics.eventsConsumed.inc({ durable, type: event.type, outcome: 'failed' });
+              throw error;
+            }
+          },
+        });
+        consumers.push(consumer);
+      },
+      client: (service, peer) => {
+        const address = env[grpcAddrVar(peer)] ?? `127.0.0.1:${DEFAULT_PORTS[peer].grpc}`;
+        const client = createClient(service, address);
+        clients.push(client);
+        return client;
+      },
+    };
+
+    await definition.register(ctx);
+    outbox.start();
+    closers.push(() => outbox.stop());
+
+    const grpcPort = await rpc.listen(config.GRPC_HOST, config.GRPC_PORT ?? DEFAULT_PORTS[definition.name].grpc);
+    const readiness = async (): Promise<ReadinessReport> => {
+      const checks: Record<string, string> = {};
+      const probe = async (name: string, check: () => Promise<unknown>) => {
+        try {
+          await withTimeout(check(), 2000, name);
+          checks[name] = 'ok';
+        } catch (error) {
+          checks[name] = error instanceof Error ? error.message : String(error);
+        }
+      };
+      await Promise.all([probe('postgres', () => pingDatabase(pool)), probe('redis', () => redis.ping()), probe('nats', () => bus.ping())]);
+      if (draining) checks.lifecycle = 'draining';
+      return { ready: Object.values(checks).every((c) => c === 'ok'), checks };
+    };
+    const ops = createOpsServer(metrics, readiness);
+    const opsPort = await listen(ops, config.GRPC_HOST, config.OPS_PORT ?? DEFAULT_PORTS[definition.name].ops);
+    closers.push(() => closeServer(ops, 1000));
+    // The whole server ('') and each service by name, as grpc_health_probe -service=... asks.
+    for (const service of ['', ...rpc.serviceNames]) health.set(service, ServingStatus.SERVING);
+    logger.info({ grpc_port: grpcPort, ops_port: opsPort, ...endpoints }, `${definition.name} ready`);
+
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      stopping ??= (async () => {
+        draining = true;
+        health.setAll(ServingStatus.NOT_SERVING);
+        logger.info('draining');
+        for (const hook of shutdownHooks.reverse()) await hook().catch((error: unknown) => logger.error({ err: error }, 'shutdown hook failed'));
+        await rpc.shutdown(config.SHUTDOWN_GRACE_MS);
+        for (const consumer of consumers) await consumer.stop().catch(() => undefined);
+        await cleanUp();
+        logger.info('stopped');
+      })();
+      return stopping;
+    };
+    return { name: definition.name, grpcPort, opsPort, endpoints, context: ctx as unknown as ServiceContext<z.ZodRawShape>, stop };
+  } catch (error) {
+    await cleanUp();
+    throw error;
+  }
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
+}
+
+/**
+ * The process entry point of every service: start, then drain and exit 0 on SIGTERM/SIGINT; exit 1 with a
+ * one-line reason when it cannot start (a dependency down, bad configuration).
+ */
+export function runService<S extends z.ZodRawShape>(definition: ServiceDefinition<S>): void {
+  let running: RunningService | undefined;
+  let stopRequested = false;
+  const stopAndExit = (service: RunningService) =>
+    service.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  // Installed before starting, so a SIGTERM during start-up (a rollout, a Ctrl-C) still drains cleanly.
+  const onSignal = () => {
+    if (stopRequested) process.exit(130); // a second signal means "now"
+    stopRequested = true;
+    if (running) void stopAndExit(running);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  startService(definition).then(
+    (service) => {
+      running = service;
+      if (stopRequested) void stopAndExit(service);
+    },
+    (error: unknown) => {
+      process.stderr.write(`cairn-${definition.name}: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}

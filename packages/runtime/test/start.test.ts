@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSandbox, type Sandbox } from '@cairn/testing';
+import { startService } from '../src/index.js';
+
+let sandbox: Sandbox;
+let migrationsFolder: string;
+
+beforeAll(async () => {
+  sandbox = await createSandbox();
+  migrationsFolder = await mkdtemp(join(tmpdir(), 'cairn-empty-mig-'));
+  await mkdir(join(migrationsFolder, 'meta'));
+  await writeFile(join(migrationsFolder, 'meta', '_journal.json'), JSON.stringify({ version: '7', dialect: 'postgresql', entries: [] }));
+});
+afterAll(() => sandbox.dispose());
+
+function start(overrides: NodeJS.ProcessEnv) {
+  return startService({ name: 'webhook', configShape: {}, migrationsFolder, env: { ...sandbox.env, ...overrides }, register: async () => undefined });
+}
+
+describe('startService', () => {
+  it.each([
+    ['Postgres', { DATABASE_URL: 'postgres://cairn@127.0.0.1:1/cairn' }],
+    ['Redis', { REDIS_URL: 'redis://127.0.0.1:1' }],
+    ['NATS JetStream', { NATS_URL: 'nats://127.0.0.1:1' }],
+  ])('refuses to start with a message naming %s when it is unreachable', async (name, overrides) => {
+    await expect(start(overrides)).rejects.toThrow(new RegExp(`Cannot reach ${name}`));
+  }, 20_000);
+
+  it('reports every invalid setting at once', async () => {
+    await expect(start({ CAIRN_ENV: 'staging', GRPC_PORT: 'eighty' })).rejects.toThrow(/CAIRN_ENV[\s\S]*GRPC_PORT|GRPC_PORT[\s\S]*CAIRN_ENV/);
+  });
+
+  it('starts, reports ready, then reports draining before it stops', async () => {
+    const service = await start({});
+    const ops = `http://127.0.0.1:${service.opsPort}`;
+    expect((await fetch(`${ops}/readyz`)).status).toBe(200);
+    const stopping = service.stop();
+    await stopping;
+    await expect(fetch(`${ops}/readyz`)).rejects.toThrow();
+  });
+});

@@ -1,0 +1,2 @@
+export { startTelemetry, type TelemetryHandle } from './tracing.js';
+export { ServiceMetrics } from './metrics.js';

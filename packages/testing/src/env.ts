@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDatabase, databaseUrl as appDatabaseUrl, dropDatabase } from './provisioning.js';
+import { Redis } from 'ioredis';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+
+export const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const APP_ROLE = process.env.CAIRN_DB_ROLE ?? 'cairn';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+export const TEST_DB_PREFIX = 'cairn_test_';
+
+/**
+ * One isolated world per test file: its own database (owned by the non-superuser app role, so RLS applies),
+ * JetStream stream and subject prefix, and Redis key prefix. Parallel workers and reruns never meet.
+ */
+export interface Sandbox {
+  id: string;
+  databaseName: string;
+  databaseUrl: string;
+  env: NodeJS.ProcessEnv;
+  dispose(): Promise<void>;
+}
+
+export async function createSandbox(overrides: NodeJS.ProcessEnv = {}): Promise<Sandbox> {
+  const id = `${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const databaseName = `${TEST_DB_PREFIX}${id}`;
+  await createDatabase(PG_ADMIN_URL, databaseName, APP_ROLE);
+  const databaseUrl = appDatabaseUrl(PG_ADMIN_URL, databaseName, APP_ROLE);
+  const blobRoot = join(tmpdir(), `cairn-test-blobs-${id}`);
+  // The OCSP responder's URL is written into certificates at issue time, so its port is fixed up front.
+  const ocspPort = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    CAIRN_ENV: 'development',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    DATABASE_URL: databaseUrl,
+    DATABASE_POOL_MAX: '5',
+    REDIS_URL,
+    REDIS_KEY_PREFIX: `test:${id}:`,
+    NATS_URL,
+    NATS_STREAM: `TEST_${id}`,
+    NATS_SUBJECT_PREFIX: `t_${id}`,
+    GRPC_HOST: '127.0.0.1',
+    GRPC_PORT: '0',
+    OPS_PORT: '0',
+    HTTP_PORT: '0',
+    SHUTDOWN_GRACE_MS: '2000',
+    CAIRN_DATA_KEY: randomBytes(32).toString('hex'),
+    BLOB_STORE_URL: `file://${blobRoot}`,
+    OCSP_PORT: String(ocspPort),
+    OCSP_PUBLIC_URL: `http://127.0.0.1:${ocspPort}/ocsp`,
+    ...overrides,
+  };
+  return {
+    id,
+    databaseName,
+    databaseUrl,
+    env,
+    dispose: async () => {
+      await dropStream(env.NATS_STREAM as string).catch(() => undefined);
+      await deleteRedisPrefix(env.REDIS_KEY_PREFIX as string).catch(() => undefined);
+      await rm(blobRoot, { recursive: true, force: true });
+      await dropDatabase(PG_ADMIN_URL, databaseName);
+    },
+  };
+}
+
+async function dropStream(stream: string): Promise<void> {
+  const nc = await connect({ servers: NATS_URL });
+  try {
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.delete(stream);
+  } finally {
+    await nc.close();
+  }
+}
+
+async function deleteRedisPrefix(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A TCP port free right now on 127.0.0.1 (for servers whose port must be known before they start). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+
+/** Hardhat's first development account. Never fund it on a real network; production sets ANCHOR_PRIVATE_KEY. */
+export const DEV_PRIVATE_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+
+/** anchor-only settings (the common ones come from @cairn/config). */
+export const anchorConfigShape = {
+  /** JSON-RPC endpoint of the EVM chain the roots are written to (the local fleet runs a hardhat node). */
+  ANCHOR_RPC_URL: z.string().url().default('http://127.0.0.1:8545'),
+  /** The account that sends the self-transactions (hex private key). */
+  ANCHOR_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/).default(DEV_PRIVATE_KEY),
+  /** A batch closes when it holds this many manifests… */
+  ANCHOR_BATCH_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  /** …or when its first manifest is this old. */
+  ANCHOR_BATCH_MAX_AGE_MS: z.coerce.number().int().positive().default(5000),
+  /** Blocks (including the one holding the transaction) before a batch counts as anchored. */
+  ANCHOR_CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).default(1),
+  /** How often the batcher closes, sends and watches batches. */
+  ANCHOR_POLL_MS: z.coerce.number().int().positive().default(500),
+  /** Ceiling of the exponential backoff after a failed send (RPC down). */
+  ANCHOR_RETRY_MAX_MS: z.coerce.number().int().positive().default(30_000),
+};

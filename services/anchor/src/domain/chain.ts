@@ -1,0 +1,96 @@
+import { createPublicClient, createWalletClient, http, keccak256, TransactionReceiptNotFoundError, TransactionNotFoundError, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+
+/**
+ * The chain side of anchoring, over JSON-RPC with viem. A root is written as the calldata of a transaction the
+ * anchoring account sends to itself: no contract to deploy or audit, the cheapest write there is (21,000 gas +
+ * 16 per non-zero calldata byte), and anyone reads it back with eth_getTransactionByHash. Transactions are
+ * signed here and broadcast raw, so the hash is known (and stored) before the node sees it, and a transaction
+ * the node lost is broadcast again byte for byte.
+ */
+export interface ChainWriter {
+  readonly address: Hex;
+  chainId(): Promise<number>;
+  /** Nonces: mined (`latest`) and including the node's mempool (`pending`). */
+  nonces(): Promise<{ latest: number; pending: number }>;
+  sign(root: Hex, nonce: number): Promise<{ raw: Hex; hash: Hex; chainId: number }>;
+  broadcast(raw: Hex): Promise<void>;
+  receipt(hash: Hex): Promise<{ blockNumber: number; success: boolean } | null>;
+  known(hash: Hex): Promise<boolean>;
+  head(): Promise<number>;
+}
+
+export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5000): ChainWriter {
+  const account = privateKeyToAccount(privateKey);
+  // No transport retries: the batcher's own backoff decides when to try again.
+  const transport = http(rpcUrl, { retryCount: 0, timeout: timeoutMs });
+  const client = createPublicClient({ transport });
+  const wallet = createWalletClient({ account, transport });
+  let chainId: number | undefined;
+  const getChainId = async () => (chainId ??= await client.getChainId());
+  return {
+    address: account.address,
+    chainId: getChainId,
+    nonces: async () => {
+      const [latest, pending] = await Promise.all([
+        client.getTransactionCount({ address: account.address, blockTag: 'latest' }),
+        client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
+      ]);
+      return { latest, pending };
+    },
+    sign: async (root, nonce) => {
+      const id = await getChainId();
+      const request = await wallet.prepareTransactionRequest({ account, chain: null, to: account.address, data: root, nonce, value: 0n, type: 'eip1559', parameters: ['fees', 'gas'] });
+      const raw = await account.signTransaction({
+        type: 'eip1559',
+        chainId: id,
+        nonce,
+        to: account.address,
+        data: root,
+        value: 0n,
+        gas: request.gas,
+        maxFeePerGas: request.maxFeePerGas,
+        maxPriorityFeePerGas: request.maxPriorityFeePerGas,
+      });
+      return { raw, hash: keccak256(raw), chainId: id };
+    },
+    broadcast: async (raw) => {
+      try {
+        await client.sendRawTransaction({ serializedTransaction: raw });
+      } catch (error) {
+        // The node has it already (a repeat broadcast): that is the outcome we wanted.
+        if (/already known|known transaction|already imported|already in (the )?mempool/i.test(errorText(error))) return;
+        throw error;
+      }
+    },
+    receipt: async (hash) => {
+      try {
+        const receipt = await client.getTransactionReceipt({ hash });
+        return { blockNumber: Number(receipt.blockNumber), success: receipt.status === 'success' };
+      } catch (error) {
+        if (error instanceof TransactionReceiptNotFoundError) return null;
+        throw error;
+      }
+    },
+    known: async (hash) => {
+      try {
+        await client.getTransaction({ hash });
+        return true;
+      } catch (error) {
+        if (error instanceof TransactionNotFoundError) return false;
+        throw error;
+      }
+    },
+    head: async () => Number(await client.getBlockNumber({ cacheTime: 0 })),
+  };
+}
+
+export function errorText(error: unknown): string {
+  if (error instanceof Error) return `${error.message} ${'details' in error ? String((error as { details?: unknown }).details) : ''}`;
+  return String(error);
+}
+
+/** The root a transaction carries, or undefined when its calldata is not exactly 32 bytes. */
+export function rootFromCalldata(input: Hex): Hex | undefined {
+  return /^0x[0-9a-fA-F]{64}$/.test(input) ? (input.toLowerCase() as Hex) : undefined;
+}

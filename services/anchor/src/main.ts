@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { anchorService } from './service.js';
+
+runService(anchorService());

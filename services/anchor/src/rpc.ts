@@ -1,0 +1,58 @@
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { Database } from '@cairn/db';
+import { CairnError } from '@cairn/errors';
+import type { anchorV1 } from '@cairn/proto';
+import type { ServiceImpl } from '@cairn/rpc';
+import { enqueue, getBatch, getProof, publicStatus, tenantHasLeafIn, type BatchRow } from './domain/batches.js';
+
+type Methods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
+
+export interface AnchorRpcDeps {
+  db: Database;
+  batchMax: number;
+  /** Chain id reported for batches not yet sent (the configured chain's, when known). */
+  chainId: () => number | undefined;
+}
+
+export function presentBatch(row: BatchRow, fallbackChainId: number | undefined): anchorV1.Batch {
+  return {
+    $typeName: 'cairn.anchor.v1.Batch',
+    batchId: row.batchId,
+    status: publicStatus(row.status),
+    merkleRoot: row.merkleRoot ?? '',
+    size: row.size,
+    chainId: BigInt(row.chainId ?? fallbackChainId ?? 0),
+    txHash: row.status === 'pending' || row.status === 'anchored' ? (row.txHash ?? '') : '',
+    blockNumber: BigInt(row.status === 'anchored' ? (row.blockNumber ?? 0) : 0),
+    confirmedAt: row.confirmedAt?.toISOString() ?? '',
+  };
+}
+
+/** cairn.anchor.v1.AnchorService handlers. */
+export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
+  return {
+    enqueue: async (request) => {
+      const result = await enqueue(deps.db, request, deps.batchMax);
+      return { batchId: result.batchId, status: result.status };
+    },
+    getBatch: async (request) => {
+      const row = request.batchId ? await getBatch(deps.db, request.batchId) : undefined;
+      if (!row || (request.tenantId && !(await tenantHasLeafIn(deps.db, request.tenantId, row.batchId)))) throw new CairnError('cairn.not_found', `Batch ${request.batchId} does not exist.`);
+      return { batch: presentBatch(row, deps.chainId()) };
+    },
+    getProof: async (request) => {
+      if (!request.tenantId) throw new CairnError('cairn.validation.invalid_body', 'tenant_id is required');
+      const proof = await getProof(deps.db, request.tenantId, request.batchId, request.assetId);
+      return {
+        batch: presentBatch(proof.batch, deps.chainId()),
+        assetId: proof.leaf.assetId,
+        manifestId: proof.leaf.manifestId,
+        manifestDigest: proof.leaf.manifestDigest,
+        leafIndex: proof.leaf.leafIndex,
+        treeSize: proof.batch.size,
+        leafHash: proof.leafHash,
+        auditPath: proof.auditPath,
+      };
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import { fileURLToPath } from 'node:url';
+import type { Hex } from 'viem';
+import { anchorV1 } from '@cairn/proto';
+import { every, type ServiceDefinition } from '@cairn/runtime';
+import { anchorConfigShape, DEV_PRIVATE_KEY } from './config.js';
+import { Anchorer } from './domain/anchorer.js';
+import { enqueue } from './domain/batches.js';
+import { createChainWriter } from './domain/chain.js';
+import { anchorHandlers } from './rpc.js';
+
+export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
+
+export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof anchorConfigShape> {
+  return {
+    name: 'anchor',
+    configShape: anchorConfigShape,
+    migrationsFolder,
+    env,
+    register: async (ctx) => {
+      const { config, logger } = ctx;
+      if (config.CAIRN_ENV === 'production' && config.ANCHOR_PRIVATE_KEY.toLowerCase() === DEV_PRIVATE_KEY) {
+        throw new Error('ANCHOR_PRIVATE_KEY is the public hardhat development key: set the anchoring account’s own key in production');
+      }
+      const chain = createChainWriter(config.ANCHOR_RPC_URL, config.ANCHOR_PRIVATE_KEY as Hex);
+      // Known once the node has answered; the service starts (and takes enqueues) while the chain is down.
+      let chainId: number | undefined;
+      void chain.chainId().then(
+        (id) => (chainId = id),
+        () => undefined,
+      );
+      ctx.rpc.add(anchorV1.AnchorService, anchorHandlers({ db: ctx.db, batchMax: config.ANCHOR_BATCH_MAX, chainId: () => chainId }));
+      // The safety net of the signer's Enqueue call: every signed manifest with the anchor layer is enqueued from
+      // its asset.signed event too (a repeat is a no-op), so an anchor service that was down loses nothing.
+      await ctx.consume('anchor-signed', ['asset.signed'], async (event) => {
+        const { anchor, asset_id: assetId, manifest_id: manifestId, manifest_digest: manifestDigest } = event.data;
+        if (anchor !== true || typeof assetId !== 'string' || typeof manifestId !== 'string' || typeof manifestDigest !== 'string' || !/^[0-9a-f]{64}$/.test(manifestDigest)) return;
+        await enqueue(ctx.db, { tenantId: event.tenant_id, assetId, manifestId, manifestDigest }, config.ANCHOR_BATCH_MAX);
+      });
+      const anchorer = new Anchorer({
+        db: ctx.db,
+        pool: ctx.pool,
+        chain,
+        logger,
+        confirmations: config.ANCHOR_CONFIRMATIONS,
+        batchMaxAgeMs: config.ANCHOR_BATCH_MAX_AGE_MS,
+        retryMaxMs: config.ANCHOR_RETRY_MAX_MS,
+        enqueueEvent: (tx, event) => ctx.outbox.enqueue(tx, event),
+        onAnchored: () => void ctx.outbox.flush(),
+      });
+      logger.info({ rpc_url: config.ANCHOR_RPC_URL, from: chain.address, batch_max: config.ANCHOR_BATCH_MAX, batch_max_age_ms: config.ANCHOR_BATCH_MAX_AGE_MS, confirmations: config.ANCHOR_CONFIRMATIONS }, 'anchoring to chain');
+      const stop = every(config.ANCHOR_POLL_MS, () => anchorer.tick(), (error) => logger.error({ err: error }, 'anchor tick failed'));
+      ctx.onShutdown(stop);
+    },
+  };
+}

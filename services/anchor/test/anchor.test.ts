@@ -1,0 +1,173 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { createPublicClient, http, type Hex } from 'viem';
+import { newId } from '@cairn/ids';
+import { anchorV1 } from '@cairn/proto';
+import { createClient } from '@cairn/rpc';
+import { startService, type RunningService } from '@cairn/runtime';
+import { createSandbox, freePort, type HardhatNode, PG_ADMIN_URL, type Sandbox, startHardhat, waitFor } from '@cairn/testing';
+import { verifyAnchorProof, type AnchorProof } from '../../../tools/anchor/verify-proof.js';
+import { fromHex, leafHash, verifyInclusion } from '../src/domain/merkle.js';
+import { anchorService } from '../src/service.js';
+
+let chain: HardhatNode;
+let sandbox: Sandbox;
+let service: RunningService;
+const anchorClient = (address: string) => createClient(anchorV1.AnchorService, address);
+let anchor: ReturnType<typeof anchorClient>;
+let admin: pg.Client;
+
+const digestOf = (text: string) => createHash('sha256').update(text).digest('hex');
+
+beforeAll(async () => {
+  chain = await startHardhat(await freePort());
+  sandbox = await createSandbox();
+  service = await startService(
+    anchorService({ ...sandbox.env, ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX: '4', ANCHOR_BATCH_MAX_AGE_MS: '300', ANCHOR_POLL_MS: '100', ANCHOR_RETRY_MAX_MS: '400', ANCHOR_CONFIRMATIONS: '1' }),
+  );
+  anchor = anchorClient(`127.0.0.1:${service.grpcPort}`);
+  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await admin?.end();
+  anchor?.close();
+  await service?.stop();
+  await sandbox?.dispose();
+  await chain?.stop();
+});
+
+/** Polls until `check` returns a value (no timing is asserted; the jest timeout is the only limit). */
+const anchored = (batchId: string) => waitFor(`batch ${batchId} anchored`, async () => {
+  const { batch } = await anchor.getBatch({ batchId });
+  return batch?.status === 'anchored' ? batch : undefined;
+});
+
+async function proofJson(tenantId: string, batchId: string, assetId: string): Promise<AnchorProof> {
+  const p = await anchor.getProof({ tenantId, batchId, assetId });
+  return {
+    batch_id: batchId,
+    merkle_root: p.batch!.merkleRoot,
+    chain_id: Number(p.batch!.chainId),
+    tx_hash: p.batch!.txHash,
+    block_number: Number(p.batch!.blockNumber),
+    leaf_index: p.leafIndex,
+    tree_size: p.treeSize,
+    audit_path: p.auditPath,
+    leaf_hash: p.leafHash,
+    manifest_digest: p.manifestDigest,
+  };
+}
+
+describe('anchor service on a local chain', () => {
+  it('batches by size and age, anchors the roots, and proves every member', async () => {
+    const tenants = [newId('tenant'), newId('tenant')];
+    const items = Array.from({ length: 6 }, (_, i) => ({ tenantId: tenants[i % 2]!, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`m${i}-${Math.random()}`) }));
+    const queued = [];
+    for (const item of items) queued.push(await anchor.enqueue(item));
+    expect(queued.every((q) => q.status === 'queued' && q.batchId.startsWith('b_'))).toBe(true);
+    // Size 4 closes the first batch; the last two close by age.
+    expect(new Set(queued.slice(0, 4).map((q) => q.batchId)).size).toBe(1);
+    expect(queued[4]!.batchId).not.toBe(queued[0]!.batchId);
+    expect(queued[5]!.batchId).toBe(queued[4]!.batchId);
+    // A repeat enqueue of the same manifest returns its batch, adding nothing.
+    expect((await anchor.enqueue(items[0]!)).batchId).toBe(queued[0]!.batchId);
+
+    const client = createPublicClient({ transport: http(chain.url) });
+    for (const batchId of [queued[0]!.batchId, queued[4]!.batchId]) {
+      const batch = await anchored(batchId);
+      expect(batch).toMatchObject({ chainId: 31337n, size: batchId === queued[0]!.batchId ? 4 : 2 });
+      expect(batch.merkleRoot).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(batch.confirmedAt).not.toBe('');
+      const tx = await client.getTransaction({ hash: batch.txHash as Hex });
+      expect(tx.input).toBe(batch.merkleRoot);
+      expect(tx.to?.toLowerCase()).toBe(tx.from.toLowerCase());
+      expect(Number(tx.blockNumber)).toBe(Number(batch.blockNumber));
+    }
+
+    for (const [i, item] of items.entries()) {
+      const proof = await proofJson(item.tenantId, queued[i]!.batchId, item.assetId);
+      const report = await verifyAnchorProof(proof, item.manifestDigest, chain.url);
+      expect(report).toMatchObject({ valid: true });
+      // An altered digest and a non-member fail against the same proof.
+      const altered = (item.manifestDigest[0] === 'a' ? 'b' : 'a') + item.manifestDigest.slice(1);
+      expect((await verifyAnchorProof(proof, altered, chain.url)).checks.inclusion).toBe(false);
+      expect((await verifyAnchorProof(proof, digestOf('not a member'), chain.url)).valid).toBe(false);
+      expect(verifyInclusion(leafHash(fromHex(item.manifestDigest)), proof.leaf_index, proof.tree_size, proof.audit_path.map((p) => fromHex(p)), fromHex(proof.merkle_root))).toBe(true);
+    }
+
+    // Proofs are tenant-scoped: the other tenant gets not-found for the same asset.
+    await expect(anchor.getProof({ tenantId: tenants[1]!, batchId: queued[0]!.batchId, assetId: items[0]!.assetId })).rejects.toThrow(/not in batch|not_found|NOT_FOUND/i);
+
+    // One anchor.confirmed per tenant per batch, with that tenant's manifest count and the anchor_batch meter.
+    const { rows } = await admin.query<{ envelope: { tenant_id: string; data: Record<string, unknown> } }>(
+      `select envelope from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = any($1)`,
+      [[queued[0]!.batchId, queued[4]!.batchId]],
+    );
+    const seen = rows.map((r) => `${r.envelope.data.batch_id as string}:${r.envelope.tenant_id}:${r.envelope.data.manifests as number}:${r.envelope.data['billing.meter'] as string}`).sort();
+    expect(seen).toEqual(
+      [`${queued[0]!.batchId}:${tenants[0]}:2:anchor_batch`, `${queued[0]!.batchId}:${tenants[1]}:2:anchor_batch`, `${queued[4]!.batchId}:${tenants[0]}:1:anchor_batch`, `${queued[4]!.batchId}:${tenants[1]}:1:anchor_batch`].sort(),
+    );
+  });
+
+  it('keeps leaves tenant-private in the database (RLS forced on the owner)', async () => {
+    const { rows } = await admin.query<{ relforcerowsecurity: boolean; relrowsecurity: boolean }>(`select relrowsecurity, relforcerowsecurity from pg_class where oid = 'anchor.leaves'::regclass`);
+    expect(rows[0]).toEqual({ relrowsecurity: true, relforcerowsecurity: true });
+    const url = String(sandbox.env.DATABASE_URL);
+    const app = new pg.Client({ connectionString: url });
+    await app.connect();
+    try {
+      expect((await app.query('select count(*)::int as n from anchor.leaves')).rows[0]).toEqual({ n: 0 });
+    } finally {
+      await app.end();
+    }
+  });
+
+  it('waits out an RPC outage and anchors everything once the node is back', async () => {
+    await chain.stop();
+    const tenantId = newId('tenant');
+    const items = Array.from({ length: 3 }, (_, i) => ({ tenantId, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`outage ${i} ${Math.random()}`) }));
+    const batchIds = new Set<string>();
+    for (const item of items) batchIds.add((await anchor.enqueue(item)).batchId);
+    // The batch closes, fails to send, and backs off; it is still there, queued.
+    for (const batchId of batchIds) {
+      await waitFor('a failed send', async () => {
+        const { rows } = await admin.query<{ attempts: number; last_error: string | null }>('select attempts, last_error from anchor.batches where batch_id = $1', [batchId]);
+        return rows[0] && rows[0].attempts >= 1 && rows[0].last_error !== null;
+      });
+      expect((await anchor.getBatch({ batchId })).batch?.status).toBe('queued');
+    }
+    await chain.restart();
+    for (const batchId of batchIds) await anchored(batchId);
+    for (const item of items) {
+      const { rows } = await admin.query<{ batch_id: string }>('select batch_id from anchor.leaves where manifest_id = $1', [item.manifestId]);
+      const proof = await proofJson(tenantId, rows[0]!.batch_id, item.assetId);
+      expect(await verifyAnchorProof(proof, item.manifestDigest, chain.url)).toMatchObject({ valid: true });
+    }
+  });
+
+  it('re-broadcasts a transaction the node dropped', async () => {
+    await chain.rpc('evm_setAutomine', [false]);
+    const tenantId = newId('tenant');
+    const item = { tenantId, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`dropped ${Math.random()}`) };
+    const { batchId } = await anchor.enqueue(item);
+    const sent = await waitFor('sent', async () => {
+      const { batch } = await anchor.getBatch({ batchId });
+      return batch?.status === 'pending' ? batch : undefined;
+    });
+    await chain.rpc('hardhat_dropTransaction', [sent.txHash]);
+    await waitFor('re-broadcast', async () => {
+      const { rows } = await admin.query<{ broadcasts: number }>('select broadcasts from anchor.batches where batch_id = $1', [batchId]);
+      return (rows[0]?.broadcasts ?? 0) >= 2;
+    });
+    await chain.rpc('evm_setAutomine', [true]);
+    await chain.rpc('evm_mine');
+    const batch = await anchored(batchId);
+    // The same signed transaction (same hash), not a second one.
+    expect(batch.txHash).toBe(sent.txHash);
+    const proof = await proofJson(tenantId, batchId, item.assetId);
+    expect(await verifyAnchorProof(proof, item.manifestDigest, chain.url)).toMatchObject({ valid: true });
+  });
+});

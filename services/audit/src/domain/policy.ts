@@ -1,0 +1,21 @@
+import type { EventEnvelope, EventType } from '@cairn/bus';
+
+/**
+ * What the audit log records: the spec's audit events (metered work and failed webhooks) and the
+ * administrative facts of DESIGN.md. Verification is recorded only when authenticated: a public verify has
+ * no tenant and must leave no personal trace.
+ */
+const AUDITED: ReadonlySet<EventType> = new Set([
+  'asset.signed',
+  'asset.verified',
+  'asset.lookup',
+  'webhook.failed',
+  'tenant.created',
+  'key.created',
+  'key.revoked',
+  'settings.changed',
+]);
+
+export function isAudited(event: Pick<EventEnvelope, 'type' | 'tenant_id'>): boolean {
+  return AUDITED.has(event.type) && event.tenant_id.startsWith('t_');
+}

@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import type { ExportSettings } from './settings.js';
+
+/** 'written' the first time a key is written; 'exists' when it already was (the write was refused, nothing changed). */
+export type WriteOutcome = 'written' | 'exists';
+
+export interface ExportSink {
+  readonly kind: 'filesystem' | 's3';
+  /** Writes `body` at `key` only if nothing is there yet. */
+  writeOnce(key: string, body: string): Promise<WriteOutcome>;
+  close(): void;
+}
+
+/** Files under a directory; written to a temporary name and hard-linked into place, which fails if the name exists. */
+export class FilesystemSink implements ExportSink {
+  readonly kind = 'filesystem' as const;
+  constructor(private readonly root: string) {}
+
+  async writeOnce(key: string, body: string): Promise<WriteOutcome> {
+    const target = join(this.root, key);
+    await mkdir(dirname(target), { recursive: true });
+    const temporary = `${target}.${randomUUID()}.partial`;
+    await writeFile(temporary, body, { flag: 'wx' });
+    try {
+      await link(temporary, target);
+      return 'written';
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';
+      throw error;
+    } finally {
+      await unlink(temporary).catch(() => undefined);
+    }
+  }
+
+  close(): void {}
+}
+
+/** Objects in a bucket, put with If-None-Match: * so an object already there is never replaced. */
+export class S3Sink implements ExportSink {
+  readonly kind = 's3' as const;
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  async writeOnce(key: string, body: string): Promise<WriteOutcome> {
+    try {
+      const bytes = Buffer.from(body, 'utf8');
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: 'application/x-ndjson', IfNoneMatch: '*' }));
+      return 'written';
+    } catch (error) {
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === 412 || (error as Error).name === 'PreconditionFailed') return 'exists';
+      throw error;
+    }
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}
+
+export interface SinkEnvironment {
+  /** AUDIT_EXPORT_DIR: the filesystem sink writes under <dir>/<tenant_id>/<path>. */
+  exportDir: string;
+  production: boolean;
+  /** The service's own credentials when set in its environment; otherwise the SDK's default provider chain. */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+}
+
+export function credentialsFromEnv(env: NodeJS.ProcessEnv): SinkEnvironment['credentials'] {
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) return undefined;
+  return { accessKeyId, secretAccessKey, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) };
+}
+
+/** Refuses a plain-http endpoint in production (credentials and the log would cross the network in clear). */
+export function assertEndpointAllowed(endpoint: string | null | undefined, production: boolean): void {
+  if (!endpoint) return;
+  if (production && new URL(endpoint).protocol !== 'https:') throw new Error('export endpoint must be https in production');
+}
+
+/** The sink a tenant's settings describe; with role_arn, S3 is written with the role's temporary credentials (AssumeRole, ExternalId = tenant id). */
+export async function openSink(tenantId: string, settings: ExportSettings, environment: SinkEnvironment): Promise<ExportSink> {
+  if (settings.sink === 'filesystem') return new FilesystemSink(join(environment.exportDir, tenantId, settings.path ?? ''));
+  assertEndpointAllowed(settings.endpoint, environment.production);
+  const region = settings.region ?? 'us-east-1';
+  let credentials = environment.credentials;
+  if (settings.roleArn) {
+    const sts = new STSClient({ region, ...(credentials ? { credentials } : {}) });
+    try {
+      const assumed = await sts.send(new AssumeRoleCommand({ RoleArn: settings.roleArn, RoleSessionName: `cairn-audit-export-${tenantId}`.slice(0, 64), ExternalId: tenantId, DurationSeconds: 900 }));
+      const c = assumed.Credentials;
+      if (!c?.AccessKeyId || !c.SecretAccessKey) throw new Error(`AssumeRole ${settings.roleArn} returned no credentials`);
+      credentials = { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, ...(c.SessionToken ? { sessionToken: c.SessionToken } : {}) };
+    } finally {
+      sts.destroy();
+    }
+  }
+  const config: S3ClientConfig = {
+    region,
+    ...(settings.endpoint ? { endpoint: settings.endpoint, forcePathStyle: true } : {}),
+    ...(credentials ? { credentials } : {}),
+  };
+  if (!settings.bucket) throw new Error('s3 export has no bucket');
+  return new S3Sink(new S3Client(config), settings.bucket);
+}

@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { auditService } from './service.js';
+
+runService(auditService());

@@ -1,0 +1,48 @@
+import { fileURLToPath } from 'node:url';
+import { auditV1, gatewayV1 } from '@cairn/proto';
+import { every, type ServiceDefinition } from '@cairn/runtime';
+import { auditConfigShape } from './config.js';
+import { AUDIT_LOG_CONSUMER, recordEvent } from './events.js';
+import { exportDueWindows } from './export/exporter.js';
+import { credentialsFromEnv } from './export/sinks.js';
+import { purgeAllExpired } from './retention.js';
+import { auditHandlers } from './rpc.js';
+
+export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
+
+export function auditService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof auditConfigShape> {
+  return {
+    name: 'audit',
+    configShape: auditConfigShape,
+    migrationsFolder,
+    env,
+    register: async (ctx) => {
+      const { config, logger } = ctx;
+      const production = config.CAIRN_ENV === 'production';
+      ctx.rpc.add(auditV1.AuditService, auditHandlers(ctx.db, { production, exportWindowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS }));
+      await ctx.consume(AUDIT_LOG_CONSUMER, 'all', recordEvent);
+
+      const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);
+      const tenants = ctx.client(gatewayV1.TenantService, 'gateway');
+      const stopPurge = every(
+        config.AUDIT_PURGE_INTERVAL_MS,
+        () => purgeAllExpired({ db: ctx.db, tenants, logger }),
+        onError('audit retention purge'),
+      );
+      const stopExport = every(
+        config.AUDIT_EXPORT_INTERVAL_MS,
+        () =>
+          exportDueWindows({
+            db: ctx.db,
+            logger,
+            windowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS,
+            graceSeconds: config.AUDIT_EXPORT_GRACE_SECONDS,
+            sinks: { exportDir: config.AUDIT_EXPORT_DIR, production, credentials: credentialsFromEnv(env) },
+          }),
+        onError('audit export'),
+      );
+      ctx.onShutdown(stopPurge);
+      ctx.onShutdown(stopExport);
+    },
+  };
+}

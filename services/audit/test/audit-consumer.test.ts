@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { Bus, newEvent, type EventEnvelope } from '@cairn/bus';
+import { newId } from '@cairn/ids';
+import { auditV1 } from '@cairn/proto';
+import { createClient, type ServiceClient } from '@cairn/rpc';
+import { startService, type RunningService } from '@cairn/runtime';
+import { createSandbox, PG_ADMIN_URL, type Sandbox, waitFor } from '@cairn/testing';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { AUDIT_LOG_CONSUMER } from '../src/events.js';
+import { auditService } from '../src/service.js';
+
+type AuditMethods = typeof auditV1.AuditService extends GenService<infer M> ? M : never;
+
+let sandbox: Sandbox;
+let service: RunningService;
+let bus: Bus;
+let audit: ServiceClient<AuditMethods>;
+
+beforeAll(async () => {
+  sandbox = await createSandbox();
+  service = await startService(auditService(sandbox.env));
+  bus = await Bus.connect({ url: String(sandbox.env.NATS_URL), stream: String(sandbox.env.NATS_STREAM), subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX) });
+  audit = createClient(auditV1.AuditService, `127.0.0.1:${service.grpcPort}`);
+});
+
+afterAll(async () => {
+  audit.close();
+  await bus.close();
+  await service.stop();
+  await sandbox.dispose();
+});
+
+/** Resolves once the audit consumer has acknowledged everything in the stream. */
+async function consumerCaughtUp(): Promise<void> {
+  const lastSeq = (await bus.jsm.streams.info(String(sandbox.env.NATS_STREAM))).state.last_seq;
+  await waitFor('consumer to catch up', async () => {
+    const info = await bus.jsm.consumers.info(String(sandbox.env.NATS_STREAM), AUDIT_LOG_CONSUMER);
+    return info.ack_floor.stream_seq >= lastSeq && info.num_ack_pending === 0 ? true : undefined;
+  });
+}
+
+async function entriesOf(tenantId: string, eventType = '') {
+  return (await audit.listEntries({ tenantId, eventType, limit: 100 })).entries;
+}
+
+function publishCopy(event: EventEnvelope): Promise<void> {
+  // A different message id gets past JetStream's duplicate window: only the consumer's dedupe can stop it.
+  return bus.publishRaw(bus.subject(event.type), JSON.stringify(event), `${event.event_id}-copy-${Date.now()}`, {});
+}
+
+describe('audit log consumer', () => {
+  it('records a published event once, even when the same event arrives again', async () => {
+    const tenantId = newId('tenant');
+    const event = newEvent('key.created', tenantId, { key_id: newId('key'), scope: 'sign' });
+    await bus.publish(event);
+    const recorded = await waitFor('entry', async () => ((await entriesOf(tenantId)).length === 1 ? entriesOf(tenantId) : undefined));
+    expect(recorded[0]).toMatchObject({ eventId: event.event_id, eventType: 'key.created', tenantId });
+    expect(JSON.parse(recorded[0]!.dataJson)).toEqual(event.data);
+
+    await publishCopy(event);
+    await publishCopy(event);
+    await consumerCaughtUp();
+    expect(await entriesOf(tenantId)).toHaveLength(1);
+  });
+
+  it('applies an event exactly once when its first delivery fails and it is redelivered', async () => {
+    const tenantId = newId('tenant');
+    const event = newEvent('settings.changed', tenantId, { changes: { spending_cap_usd: { from: null, to: 10 } } });
+    const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
+    await admin.connect();
+    try {
+      // The service's role loses INSERT on the log: the handler fails, its transaction (and event claim) rolls back.
+      await admin.query('revoke insert on audit.entries from cairn');
+      const failed = () => service.context.metrics.eventsConsumed.get().then((m) => m.values.filter((v) => v.labels.outcome === 'failed').reduce((n, v) => n + v.value, 0));
+      const failuresBefore = await failed();
+      await bus.publish(event);
+      await waitFor('a failed delivery', async () => ((await failed()) > failuresBefore ? true : undefined));
+      expect(await entriesOf(tenantId)).toHaveLength(0);
+      await admin.query('grant insert on audit.entries to cairn');
+    } finally {
+      await admin.query('grant insert on audit.entries to cairn').catch(() => undefined);
+      await admin.end();
+    }
+    const recorded = await waitFor('redelivered entry', async () => ((await entriesOf(tenantId)).length > 0 ? entriesOf(tenantId) : undefined), 15_000);
+    await consumerCaughtUp();
+    expect(recorded).toHaveLength(1);
+    expect(await entriesOf(tenantId)).toHaveLength(1);
+  });
+
+  it('keeps tenants apart and filters by event type', async () => {
+    const a = newId('tenant');
+    const b = newId('tenant');
+    await bus.publish(newEvent('key.created', a, { key_id: 'k1' }));
+    await bus.publish(newEvent('key.revoked', a, { key_id: 'k1' }));
+    await bus.publish(newEvent('key.created', b, { key_id: 'k2' }));
+    await waitFor('entries', async () => ((await entriesOf(a)).length === 2 && (await entriesOf(b)).length === 1 ? true : undefined));
+    expect((await entriesOf(a, 'key.revoked')).map((e) => e.eventType)).toEqual(['key.revoked']);
+    expect((await entriesOf(b)).every((e) => e.tenantId === b)).toBe(true);
+  });
+
+  it('does not record events outside the audited set', async () => {
+    const tenantId = newId('tenant');
+    await bus.publish(newEvent('job.completed', tenantId, { job_id: newId('job') }));
+    await consumerCaughtUp();
+    expect(await entriesOf(tenantId)).toHaveLength(0);
+  });
+});

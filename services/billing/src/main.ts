@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { billingService } from './service.js';
+
+runService(billingService());

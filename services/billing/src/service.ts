@@ -1,0 +1,41 @@
+import { fileURLToPath } from 'node:url';
+import { billingV1 } from '@cairn/proto';
+import type { ServiceDefinition } from '@cairn/runtime';
+import { billingConfigShape } from './config.js';
+import { JOB_SETTLEMENT_CONSUMER, settleJobReservation } from './events.js';
+import { PriceTable } from './domain/prices.js';
+import { billingHandlers } from './rpc.js';
+import { MeteringStore } from './store/metering.js';
+
+export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
+
+export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof billingConfigShape> {
+  return {
+    name: 'billing',
+    configShape: billingConfigShape,
+    migrationsFolder,
+    env,
+    register: async (ctx) => {
+      const { config } = ctx;
+      const store = new MeteringStore(ctx.db, ctx.outbox, new PriceTable(config.BILLING_PRICES_JSON), config.BILLING_RESERVATION_TTL_SECONDS);
+      ctx.rpc.add(billingV1.BillingService, billingHandlers(store));
+      const settle = settleJobReservation(store, ctx.logger);
+      await ctx.consume(JOB_SETTLEMENT_CONSUMER, ['job.completed', 'job.failed'], (event) => settle(event));
+      if (config.BILLING_SWEEP_INTERVAL_MS > 0) {
+        let sweeping: Promise<unknown> | undefined;
+        const timer = setInterval(() => {
+          sweeping ??= store
+            .sweepExpired()
+            .then((released) => released > 0 && ctx.logger.info({ released }, 'released expired reservations'))
+            .catch((error: unknown) => ctx.logger.warn({ err: error }, 'reservation sweep failed'))
+            .finally(() => (sweeping = undefined));
+        }, config.BILLING_SWEEP_INTERVAL_MS);
+        timer.unref();
+        ctx.onShutdown(async () => {
+          clearInterval(timer);
+          await sweeping;
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { newId } from '@cairn/ids';
+import { billingV1 } from '@cairn/proto';
+import { createClient, type ServiceClient } from '@cairn/rpc';
+import { startService, type RunningService } from '@cairn/runtime';
+import { createSandbox, type Sandbox } from '@cairn/testing';
+import { CairnError } from '@cairn/errors';
+import { billingService } from '../src/service.js';
+type M = typeof billingV1.BillingService extends GenService<infer X> ? X : never;
+let sandbox: Sandbox;
+let service: RunningService;
+let billing: ServiceClient<M>;
+
+beforeAll(async () => {
+  sandbox = await createSandbox({ DATABASE_POOL_MAX: '20', BILLING_SWEEP_INTERVAL_MS: '0', BILLING_PRICES_JSON: JSON.stringify({ growth: { image_sign: 0.5 } }) });
+  service = await startService(billingService(sandbox.env));
+  billing = createClient(billingV1.BillingService, `127.0.0.1:${service.grpcPort}`);
+});
+afterAll(async () => {
+  billing.close();
+  await service.stop();
+  await sandbox.dispose();
+});
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    return error instanceof CairnError ? error.code : String(error);
+  }
+}
+
+// Overage paths of the single-statement reserve: the spending cap under concurrency, quantities across the
+// quota, release returning spend, enterprise without a contract quota, commit after the expiry sweep.
+it('cap holds under concurrency; release returns spend; commit after sweep bills', async () => {
+  const tenantId = newId('tenant');
+  await billing.setQuota({ tenantId, meter: 'image_sign', quota: 10n });
+  const results = await Promise.all(Array.from({ length: 100 }, () => codeOf(billing.reserve({ tenantId, meter: 'image_sign', plan: 'growth', spendingCapUsd: 5 }))));
+  expect(results.filter((r) => r === 'ok')).toHaveLength(20);
+  expect(results.filter((r) => r === 'cairn.billing.spending_cap_reached')).toHaveLength(80);
+  let u = await billing.getUsage({ tenantId, plan: 'growth' });
+  expect(u.spendUsd).toBe(5);
+  expect(u.meters.find((m) => m.meter === 'image_sign')).toMatchObject({ reserved: 20n, used: 0n });
+  const t2 = newId('tenant');
+  const r = await billing.reserve({ tenantId: t2, meter: 'image_sign', plan: 'growth', quantity: 3 });
+  expect(r).toMatchObject({ overageUnits: 0n });
+  await billing.setQuota({ tenantId: t2, meter: 'lookup', quota: 2n });
+  const r2 = await billing.reserve({ tenantId: t2, meter: 'lookup', plan: 'growth', quantity: 5 });
+  expect(r2).toMatchObject({ overageUnits: 3n, used: 5n, limit: 2n });
+  expect((await billing.getUsage({ tenantId: t2, plan: 'growth' })).spendUsd).toBeCloseTo(0.006);
+  await billing.release({ tenantId: t2, reservationId: r2.reservationId });
+  expect((await billing.getUsage({ tenantId: t2, plan: 'growth' })).spendUsd).toBe(0);
+  const e = await billing.reserve({ tenantId: t2, meter: 'video_sign', plan: 'enterprise', quantity: 2 });
+  expect(e).toMatchObject({ overageUnits: 2n, limit: 0n });
+  await billing.commit({ tenantId: t2, reservationId: e.reservationId });
+  const cap0 = await codeOf(billing.reserve({ tenantId: t2, meter: 'video_sign', plan: 'enterprise', spendingCapUsd: 0 }));
+  expect(cap0).toBe('cairn.billing.spending_cap_reached');
+  // Released by the sweep, then committed: billed all the same.
+  const s = await billing.reserve({ tenantId: t2, meter: 'video_sign', plan: 'enterprise' });
+  await new Promise((r) => setTimeout(r, 1200));
+  expect((await billing.sweepExpired({ olderThanSeconds: 1 })).released).toBeGreaterThanOrEqual(1);
+  expect((await billing.commit({ tenantId: t2, reservationId: s.reservationId })).status).toBe('committed');
+  u = await billing.getUsage({ tenantId: t2, plan: 'enterprise' });
+  expect(u.meters.find((m) => m.meter === 'video_sign')).toMatchObject({ used: 3n, reserved: 0n, overageUnits: 3n });
+  expect(u.spendUsd).toBeCloseTo(0.12);
+  expect(await codeOf(billing.commit({ tenantId: t2, reservationId: 'rsv_nope' }))).toBe('cairn.not_found');
+  expect(await codeOf(billing.release({ tenantId: t2, reservationId: 'rsv_nope' }))).toBe('cairn.not_found');
+});

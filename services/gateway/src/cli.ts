@@ -1,0 +1,73 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { Bus } from '@cairn/bus';
+import { commonEnvShape, loadConfig } from '@cairn/config';
+import { createDb, createPool, migrateService } from '@cairn/db';
+import { pino } from 'pino';
+import { createLogger } from '@cairn/logging';
+import { Outbox } from '@cairn/runtime';
+import { ServiceMetrics } from '@cairn/telemetry';
+import { gatewayConfigShape, resolveDataKey } from './config.js';
+import { Sealer } from '@cairn/sealing';
+import { migrationsFolder } from './service.js';
+import { TenantStore } from './store/tenants.js';
+
+const USAGE = `Usage: pnpm cairn admin bootstrap --name <tenant name> [--email <address>] [--json]
+
+Creates an enterprise primary tenant and prints its admin API key once. Reads DATABASE_URL, NATS_URL (as the
+services do). The key is shown only here: store it in a secret manager.`;
+
+async function bootstrap(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { name: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean', default: false } } });
+  const name = z.string().trim().min(1).max(200).safeParse(values.name);
+  if (!name.success) {
+    process.stderr.write(`--name is required (1-200 characters).\n\n${USAGE}\n`);
+    return 2;
+  }
+  const config = loadConfig({ ...commonEnvShape, ...gatewayConfigShape });
+  const pool = createPool(config.DATABASE_URL, 2);
+  const bus = await Bus.connect({ url: config.NATS_URL, stream: config.NATS_STREAM, subjectPrefix: config.NATS_SUBJECT_PREFIX, name: 'cairn-cli' });
+  try {
+    await migrateService(pool, 'gateway', migrationsFolder);
+    // stdout carries the answer (--json is parsed by scripts); diagnostics go to stderr.
+    const logger = createLogger({ service: 'cli', level: 'warn', destination: pino.destination(2) });
+    const outbox = new Outbox(createDb(pool), 'gateway', bus, logger, new ServiceMetrics('cli', { defaultMetrics: false }));
+    const store = new TenantStore(createDb(pool), outbox, new Sealer(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY), 'CAIRN_DATA_KEY'));
+    const { tenant, key } = await store.bootstrap({ name: name.data, email: values.email ?? null });
+    await outbox.flush();
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ tenant_id: tenant.tenantId, name: tenant.name, plan: tenant.plan, key_id: key.key_id, api_key: key.api_key })}\n`);
+    } else {
+      process.stdout.write(
+        [
+          `Created enterprise tenant "${tenant.name}" (${tenant.tenantId}).`,
+          `Admin API key (shown once, store it now):`,
+          ``,
+          `  ${key.api_key}`,
+          ``,
+          `Try it: curl -H "Authorization: Bearer ${key.api_key}" ${config.PUBLIC_BASE_URL}/v1/recipes`,
+          ``,
+        ].join('\n'),
+      );
+    }
+    return 0;
+  } finally {
+    await bus.close();
+    await pool.end();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [area, command, ...rest] = argv;
+  if (area === 'admin' && command === 'bootstrap') return bootstrap(rest);
+  process.stderr.write(`${USAGE}\n`);
+  return area === '--help' || area === '-h' ? 0 : 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`cairn: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+
+/** Gateway-only settings (the common ones come from @cairn/config). */
+export const gatewayConfigShape = {
+  HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** Defaults to GRPC_HOST. */
+  HTTP_HOST: z.string().optional(),
+  PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
+  /** 32-byte key (64 hex) sealing secrets at rest. Required in production. */
+  CAIRN_DATA_KEY: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters').optional(),
+  PAYMENT_PROCESSOR_SECRET_KEY: z.string().optional(),
+  PAYMENT_PROCESSOR_API_BASE: z.string().url().optional(),
+  TRUST_PROXY: z.string().default('loopback'),
+  /** file:///path (embedded default) or s3://bucket/prefix; shared with the signer and verifier. */
+  BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
+  /** Signs of uploads up to this size answer 200 with the result; larger ones answer 202 with a job. */
+  SYNC_SIGN_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024),
+  /** Direct upload limit of sign and verify. */
+  UPLOAD_MAX_BYTES: z.coerce.number().int().positive().default(100 * 1024 * 1024),
+  /** Unauthenticated verifies per client address per minute. */
+  PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  /** Self-onboarding attempts per client address per minute. */
+  ONBOARD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  /** How often the gateway looks for API keys expiring within 7 days (key.expiring, once per key). */
+  KEY_EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
+};
+
+/** Development runs without configuring a data key; production must never silently use this one. */
+export function resolveDataKey(env: 'development' | 'production', configured: string | undefined): string {
+  if (configured) return configured;
+  if (env === 'production') throw new Error('CAIRN_DATA_KEY is required in production (64 hex characters).');
+  return createHash('sha256').update('cairn-development-data-key').digest('hex');
+}

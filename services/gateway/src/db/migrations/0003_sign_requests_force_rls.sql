@@ -1,0 +1,1 @@
+ALTER TABLE "gateway"."sign_requests" FORCE ROW LEVEL SECURITY;

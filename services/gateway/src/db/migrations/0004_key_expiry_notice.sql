@@ -1,0 +1,2 @@
+ALTER TABLE "gateway"."api_keys" ADD COLUMN "expiring_notified_at" timestamp with time zone;--> statement-breakpoint
+CREATE POLICY "api_keys_expiry_sweep" ON "gateway"."api_keys" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'key-expiry' and "gateway"."api_keys"."expires_at" is not null and "gateway"."api_keys"."revoked_at" is null) WITH CHECK (current_setting('cairn.system', true) = 'key-expiry');

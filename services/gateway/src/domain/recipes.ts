@@ -1,0 +1,67 @@
+import { offersMeter, type Meter, type PlanName } from './plans.js';
+
+export interface Recipe {
+  recipe_id: string;
+  name: string;
+  description: string;
+  media_types: string[];
+  layers: { c2pa: boolean; watermark: boolean; soft_binding: boolean; anchor: boolean };
+  ai: { digital_source_type: string; ai_generated: boolean };
+  retention: { derived_asset_days: number };
+  billing: { meter: Meter };
+}
+
+const TRAINED_ALGORITHMIC_MEDIA = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
+
+/** The recipes every tenant starts with, seeded into gateway.recipes at start (this list is the source). */
+export const SEEDED_RECIPES: readonly Recipe[] = [
+  {
+    recipe_id: 'image-genai-v1',
+    name: 'AI-generated image',
+    description: 'C2PA manifest with c2pa.created and trainedAlgorithmicMedia, invisible watermark, perceptual fingerprint, chain anchor.',
+    media_types: ['image/jpeg', 'image/png', 'image/webp'],
+    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 30 },
+    billing: { meter: 'image_sign' },
+  },
+  {
+    recipe_id: 'audio-genai-v1',
+    name: 'AI-generated audio',
+    description: 'C2PA manifest (embedded for WAV, MP3, FLAC; sidecar for OGG), audio watermark, spectral fingerprint, chain anchor.',
+    media_types: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
+    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 30 },
+    billing: { meter: 'audio_sign' },
+  },
+  {
+    recipe_id: 'video-genai-v1',
+    name: 'AI-generated video',
+    description: 'C2PA manifest (embedded for MP4; sidecar for WebM), frame watermark, scene fingerprints, chain anchor.',
+    media_types: ['video/mp4', 'video/webm'],
+    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 14 },
+    billing: { meter: 'video_sign' },
+  },
+  {
+    recipe_id: 'text-genai-v1',
+    name: 'AI text generation event',
+    description: 'Sidecar C2PA manifest bound to the UTF-8 bytes, text fingerprint (no watermark), chain anchor.',
+    media_types: ['text/plain'],
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 90 },
+    billing: { meter: 'text_sign' },
+  },
+];
+
+/** A recipe is usable by a tenant when its plan offers the recipe's meter. */
+export function recipeAvailable(recipe: Recipe, plan: PlanName): boolean {
+  return offersMeter(plan, recipe.billing.meter);
+}
+
+export function defaultRecipeIds(plan: PlanName, recipes: readonly Recipe[] = SEEDED_RECIPES): string[] {
+  return recipes.filter((r) => recipeAvailable(r, plan)).map((r) => r.recipe_id);
+}

@@ -1,0 +1,102 @@
+import express, { type Express } from 'express';
+import type { Logger } from '@cairn/logging';
+import type { ServiceMetrics } from '@cairn/telemetry';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import type { signerV1, softbindingV1, verifierV1 } from '@cairn/proto';
+import type { BillingClient } from '../domain/metering.js';
+import type { ServiceClient } from '@cairn/rpc';
+import type { PaymentProcessor } from '../domain/payments.js';
+import type { RedisRateLimiter } from '../domain/rate-limit.js';
+import type { RecipeCatalog } from '../store/recipes.js';
+import type { SignRequestStore } from '../store/sign-requests.js';
+import type { TenantStore } from '../store/tenants.js';
+import { authenticate } from './auth.js';
+import { addressRateLimit, tenantRateLimit } from './limits.js';
+import { errorHandler, notFound } from './problem.js';
+import { requestContext } from './request-context.js';
+import { onboardRoutes } from './routes/onboard.js';
+import { pageRoutes } from './routes/page.js';
+import { signRoutes } from './routes/sign.js';
+import { verifyRoutes } from './routes/verify.js';
+import { recipeRoutes } from './routes/recipes.js';
+import { tenantRoutes } from './routes/tenants.js';
+import { webhookRoutes, type WebhookClient } from './routes/webhooks.js';
+import { auditRoutes, type AuditClient } from './routes/audit.js';
+import { usageRoutes } from './routes/usage.js';
+import { lookupRoutes } from './routes/lookup.js';
+import { anchorRoutes, type AnchorClient } from './routes/anchors.js';
+
+export interface GatewayDeps {
+  logger: Logger;
+  metrics: ServiceMetrics;
+  store: TenantStore;
+  recipes: RecipeCatalog;
+  limiter: RedisRateLimiter;
+  payments: PaymentProcessor;
+  docsUrl: string;
+  /** Express "trust proxy" setting: which hops may set X-Forwarded-For. */
+  trustProxy: string;
+  onboardPerMinute: number;
+  blobs: BlobStore;
+  signer: ServiceClient<typeof signerV1.SignerService extends GenService<infer M> ? M : never>;
+  verifier: ServiceClient<typeof verifierV1.VerifierService extends GenService<infer M> ? M : never>;
+  signRequests: SignRequestStore;
+  publicBaseUrl: string;
+  syncSignMaxBytes: number;
+  uploadMaxBytes: number;
+  publicVerifyPerMinute: number;
+  /** Webhook endpoints and deliveries (the webhook service). */
+  webhooks: WebhookClient;
+  /** Metering (reserve/commit/release) and usage. */
+  billing: BillingClient;
+  audit: AuditClient;
+  /** Anchor batches and inclusion proofs (the anchor service). */
+  anchor: AnchorClient;
+  softbinding: ServiceClient<typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never>;
+}
+
+/**
+ * Paths that need an API key. Public: onboarding, manifests, the /v pages; verify takes a key optionally
+ * (its routes authenticate themselves); anything else is unknown (404).
+ */
+const AUTHENTICATED = ['/v1/tenants', '/v1/recipes', '/v1/sign', '/v1/jobs', '/v1/assets', '/v1/usage', '/v1/audit', '/v1/webhooks', '/v1/anchors', '/v1/lookup'];
+
+export function createApp(deps: GatewayDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', deps.trustProxy);
+  app.set('etag', false);
+  app.use(requestContext(deps.logger, deps.metrics));
+  app.use(express.json({ limit: '1mb', strict: true }));
+
+  app.use('/v1/onboard', addressRateLimit(deps.limiter, 'onboard', { limit: deps.onboardPerMinute, windowSeconds: 60 }));
+  app.use(onboardRoutes({ store: deps.store, payments: deps.payments, docsUrl: deps.docsUrl }));
+
+  app.use(AUTHENTICATED, authenticate(deps.store), tenantRateLimit(deps.limiter));
+  app.use(tenantRoutes({ store: deps.store }));
+  app.use(recipeRoutes({ recipes: deps.recipes }));
+  app.use(
+    signRoutes({
+      blobs: deps.blobs,
+      signer: deps.signer,
+      recipes: deps.recipes,
+      signRequests: deps.signRequests,
+      publicBaseUrl: deps.publicBaseUrl,
+      syncMaxBytes: deps.syncSignMaxBytes,
+      uploadMaxBytes: deps.uploadMaxBytes,
+      billing: deps.billing,
+    }),
+  );
+  app.use(verifyRoutes({ blobs: deps.blobs, verifier: deps.verifier, store: deps.store, limiter: deps.limiter, uploadMaxBytes: deps.uploadMaxBytes, publicVerifyPerMinute: deps.publicVerifyPerMinute, billing: deps.billing }));
+  app.use(usageRoutes({ billing: deps.billing }));
+  app.use(lookupRoutes({ blobs: deps.blobs, softbinding: deps.softbinding, billing: deps.billing, uploadMaxBytes: deps.uploadMaxBytes }));
+  app.use(auditRoutes({ audit: deps.audit }));
+  app.use(anchorRoutes({ anchor: deps.anchor }));
+  app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }));
+
+  app.use(webhookRoutes({ webhooks: deps.webhooks }));
+  app.use(notFound);
+  app.use(errorHandler(deps.logger, deps.docsUrl));
+  return app;
+}

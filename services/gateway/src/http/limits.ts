@@ -1,0 +1,34 @@
+import type { RequestHandler } from 'express';
+import { createHash } from 'node:crypto';
+import { CairnError } from '@cairn/errors';
+import { rateLimitHeaders, type RedisRateLimiter } from '../domain/rate-limit.js';
+import './types.js';
+
+/** Per-tenant limits from the tenant's row (sub-tenants have their own), with RateLimit-* headers always. */
+export function tenantRateLimit(limiter: RedisRateLimiter): RequestHandler {
+  return async (req, res, next) => {
+    const tenant = req.auth?.tenant;
+    if (!tenant) return next();
+    const decision = await limiter.consume(`tenant:${tenant.tenantId}`, [
+      { name: 'rps', policy: { limit: tenant.rateLimitRps, windowSeconds: 1 } },
+      { name: 'daily', policy: { limit: tenant.rateLimitDaily, windowSeconds: 86_400, burst: tenant.rateLimitDaily } },
+    ]);
+    res.set(rateLimitHeaders(decision));
+    if (!decision.allowed) return next(new CairnError('cairn.ratelimit.exceeded', `Rate limit exceeded for this tenant; retry after ${decision.retryAfterSeconds} s.`));
+    next();
+  };
+}
+
+/**
+ * Per-client-address limits for unauthenticated endpoints. The address is hashed before it reaches Redis,
+ * so no caller IP is stored.
+ */
+export function addressRateLimit(limiter: RedisRateLimiter, bucket: string, policy: { limit: number; windowSeconds: number }): RequestHandler {
+  return async (req, res, next) => {
+    const address = createHash('sha256').update(req.ip ?? req.socket.remoteAddress ?? 'unknown').digest('hex').slice(0, 32);
+    const decision = await limiter.consume(`${bucket}:ip:${address}`, [{ name: bucket, policy: { ...policy, burst: policy.limit } }]);
+    res.set(rateLimitHeaders(decision));
+    if (!decision.allowed) return next(new CairnError('cairn.ratelimit.exceeded', `Too many requests from this address; retry after ${decision.retryAfterSeconds} s.`));
+    next();
+  };
+}

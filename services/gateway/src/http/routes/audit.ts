@@ -1,0 +1,163 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { auditV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { CairnError } from '@cairn/errors';
+import { requireScope } from '../auth.js';
+import { jsonBody, queryParams } from '../validate.js';
+
+export type AuditClient = ServiceClient<typeof auditV1.AuditService extends GenService<infer M> ? M : never>;
+
+const MAX_PAGE = 1000;
+const isoInstant = z.string().datetime({ offset: true });
+const auditQuery = z
+  .object({
+    event_type: z.string().trim().min(1).max(100).optional(),
+    since: isoInstant.optional(),
+    until: isoInstant.optional(),
+    limit: z.coerce.number().int().min(1).max(MAX_PAGE).optional(),
+    cursor: z.string().max(200).optional(),
+    format: z.enum(['json', 'ndjson']).default('json'),
+  })
+  .strict();
+
+const relativePath = z
+  .string()
+  .trim()
+  .max(512)
+  .regex(/^[A-Za-z0-9._=/-]*$/, 'letters, digits and . _ = - / only')
+  .refine((p) => !p.split('/').includes('..'), 'must not contain ".."');
+const exportBody = z
+  .object({
+    sink: z.enum(['s3', 'filesystem']),
+    bucket: z.string().trim().min(3).max(63).optional(),
+    prefix: relativePath.optional(),
+    region: z.string().trim().min(1).max(32).optional(),
+    endpoint: z.string().url().max(512).optional(),
+    role_arn: z.string().trim().max(2048).optional(),
+    path: relativePath.optional(),
+  })
+  .strict()
+  .refine((b) => b.sink !== 's3' || b.bucket !== undefined, { message: 'bucket is required for the s3 sink', path: ['bucket'] })
+  .refine((b) => b.sink !== 'filesystem' || (b.bucket ?? b.region ?? b.endpoint ?? b.role_arn) === undefined, {
+    message: 'bucket, region, endpoint and role_arn are for the s3 sink',
+    path: ['sink'],
+  })
+  .refine((b) => b.sink !== 's3' || b.path === undefined, { message: 'path is for the filesystem sink', path: ['path'] });
+
+function presentExport(config: auditV1.ExportConfig): Record<string, unknown> {
+  const optional = (value: string) => value || null;
+  return {
+    sink: config.sink,
+    bucket: optional(config.bucket),
+    prefix: optional(config.prefix),
+    region: optional(config.region),
+    endpoint: optional(config.endpoint),
+    role_arn: optional(config.roleArn),
+    path: optional(config.path),
+    exported_until: config.exportedUntil,
+    last_error: optional(config.lastError),
+    created_at: config.createdAt,
+    updated_at: config.updatedAt,
+  };
+}
+
+function presentEntry(entry: auditV1.AuditEntry): Record<string, unknown> {
+  return {
+    entry_id: entry.entryId,
+    event_id: entry.eventId,
+    event_type: entry.eventType,
+    created_at: entry.createdAt,
+    recorded_at: entry.recordedAt,
+    data: JSON.parse(entry.dataJson) as unknown,
+    seq: Number(entry.seq),
+    prev_hash: entry.prevHash,
+    hash: entry.hash,
+  };
+}
+
+/**
+ * GET /v1/audit (newest first; json pages with next_cursor, or ndjson streamed: with a limit, that many lines;
+ * without one, every entry in range) and GET /v1/audit/verify (hash-chain check). Always the caller's own
+ * tenant: a parent does not read its sub-tenants' logs, nor they its.
+ */
+export function auditRoutes(deps: { audit: AuditClient }): Router {
+  const router = Router();
+
+  router.get('/v1/audit', requireScope('read'), async (req, res) => {
+    const q = queryParams(req, auditQuery);
+    const tenantId = req.auth!.tenant.tenantId;
+    const page = (cursor: string, limit: number) =>
+      deps.audit.listEntries({ tenantId, eventType: q.event_type ?? '', since: q.since ?? '', until: q.until ?? '', limit, cursor });
+    res.set('Cache-Control', 'private, no-store');
+    if (q.format === 'json') {
+      const result = await page(q.cursor ?? '', q.limit ?? 100);
+      res.json({ entries: result.entries.map(presentEntry), next_cursor: result.nextCursor || null });
+      return;
+    }
+    // ndjson: the first page is fetched before the status line, so a bad cursor is still a problem+json answer.
+    let remaining = q.limit ?? Number.POSITIVE_INFINITY;
+    let result = await page(q.cursor ?? '', Math.min(remaining, MAX_PAGE));
+    res.status(200).set('Content-Type', 'application/x-ndjson; charset=utf-8');
+    for (;;) {
+      for (const entry of result.entries) res.write(`${JSON.stringify(presentEntry(entry))}\n`);
+      remaining -= result.entries.length;
+      if (!result.nextCursor || remaining <= 0 || res.destroyed) break;
+      result = await page(result.nextCursor, Math.min(remaining, MAX_PAGE));
+    }
+    res.end();
+  });
+
+  router.get('/v1/audit/verify', requireScope('read'), async (req, res) => {
+    const verdict = await deps.audit.verifyChain({ tenantId: req.auth!.tenant.tenantId });
+    res.set('Cache-Control', 'private, no-store');
+    res.json({
+      intact: verdict.intact,
+      entries_checked: Number(verdict.entriesChecked),
+      ...(verdict.checkpointSeq > 0n ? { checkpoint_seq: Number(verdict.checkpointSeq) } : {}),
+      ...(verdict.intact
+        ? { head_hash: verdict.headHash }
+        : { first_broken: { entry_id: verdict.firstBrokenEntryId, seq: Number(verdict.firstBrokenSeq), reason: verdict.reason } }),
+    });
+  });
+
+  // Continuous export (Enterprise): PUT sets the destination, GET shows it and how far it has been written, DELETE stops it.
+  router.use('/v1/audit/export', requireScope('admin'), (req, _res, next) => {
+    if (req.auth!.tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'Continuous audit export is an Enterprise feature.');
+    next();
+  });
+
+  router.put('/v1/audit/export', async (req, res) => {
+    const body = jsonBody(req, exportBody);
+    const { config } = await deps.audit.setExportConfig({
+      config: {
+        tenantId: req.auth!.tenant.tenantId,
+        sink: body.sink,
+        bucket: body.bucket ?? '',
+        prefix: body.prefix ?? '',
+        region: body.region ?? '',
+        endpoint: body.endpoint ?? '',
+        roleArn: body.role_arn ?? '',
+        path: body.path ?? '',
+      },
+    });
+    res.set('Cache-Control', 'private, no-store');
+    res.json(presentExport(config!));
+  });
+
+  router.get('/v1/audit/export', async (req, res) => {
+    const { config } = await deps.audit.getExportConfig({ tenantId: req.auth!.tenant.tenantId });
+    if (!config) throw new CairnError('cairn.not_found', 'No audit export is configured.');
+    res.set('Cache-Control', 'private, no-store');
+    res.json(presentExport(config));
+  });
+
+  router.delete('/v1/audit/export', async (req, res) => {
+    const { deleted } = await deps.audit.deleteExportConfig({ tenantId: req.auth!.tenant.tenantId });
+    if (!deleted) throw new CairnError('cairn.not_found', 'No audit export is configured.');
+    res.status(204).end();
+  });
+
+  return router;
+}

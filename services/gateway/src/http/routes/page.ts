@@ -1,0 +1,71 @@
+import { Router } from 'express';
+import sharp from 'sharp';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import { isCairnError } from '@cairn/errors';
+import { isId } from '@cairn/ids';
+import type { signerV1, verifierV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-page.js';
+
+type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
+
+const PAGE_POLICY = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** `/v/{asset_id}`: the human-readable verification page, public and script-free. */
+export function pageRoutes(deps: { signer: ServiceClient<SignerMethods>; verifier: ServiceClient<VerifierMethods>; blobs: BlobStore; publicBaseUrl: string }): Router {
+  const router = Router();
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
+
+  router.get('/v/:asset_id', async (req, res) => {
+    const assetId = String(req.params.asset_id);
+    res.set({ 'Content-Security-Policy': PAGE_POLICY, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' });
+    const asset = isId('asset', assetId) ? await deps.signer.getPublicAsset({ assetId }).then((r) => r.asset, (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error))) : undefined;
+    if (!asset) {
+      res.status(404).type('html').send(renderNotFoundPage(assetId));
+      return;
+    }
+    const manifestUri = `${base}/v1/manifests/${asset.manifestId}`;
+    const stored = await deps.verifier.getResult({ manifestId: asset.manifestId }).then((r) => r.result, () => undefined);
+    const result = stored ?? (await deps.verifier.verify({ tenantId: '', input: { case: 'manifestUri', value: manifestUri } }, { deadlineMs: 60_000 })).result;
+    if (!result) throw new Error('the verifier returned no result');
+    const claims = result.claims;
+    res.set('Cache-Control', 'public, max-age=60');
+    res.type('html').send(
+      renderVerifierPage({
+        assetId,
+        status: result.status,
+        confidence: result.confidence ?? null,
+        userExplanation: result.userExplanation,
+        signedBy: claims?.signedBy || asset.signerName || undefined,
+        signedAt: claims?.signedAt || asset.createdAt,
+        ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
+        generator: claims?.generator || undefined,
+        model: claims?.model || undefined,
+        proves: result.proves,
+        doesNotProve: result.doesNotProve,
+        warnings: result.warnings,
+        manifestUri,
+        ...(asset.expired ? {} : { thumbnailUrl: `${base}/v/${assetId}/thumbnail.jpg` }),
+        mediaType: asset.mediaType,
+        verifiedAt: result.verifiedAt,
+      }),
+    );
+  });
+
+  router.get('/v/:asset_id/thumbnail.jpg', async (req, res) => {
+    const assetId = String(req.params.asset_id);
+    const asset = isId('asset', assetId) ? await deps.signer.getPublicAsset({ assetId }).then((r) => r.asset, () => undefined) : undefined;
+    const manifest = asset && !asset.expired ? await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined) : undefined;
+    const bytes = manifest?.assetBlobKey ? await deps.blobs.getBuffer(manifest.assetBlobKey) : null;
+    if (!bytes) {
+      res.status(404).end();
+      return;
+    }
+    const thumbnail = await sharp(bytes).resize(320, 320, { fit: 'inside', withoutEnlargement: true }).flatten({ background: '#ffffff' }).jpeg({ quality: 80 }).toBuffer();
+    res.set({ 'Content-Type': 'image/jpeg', 'Cache-Control': 'public, max-age=86400' }).send(thumbnail);
+  });
+
+  return router;
+}

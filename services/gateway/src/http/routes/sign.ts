@@ -1,0 +1,167 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import { CairnError, parseOrThrow } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import type { signerV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { reserveUnit, type BillingClient, type MeteredUnit } from '../../domain/metering.js';
+import type { PlanName } from '../../domain/plans.js';
+import { recipeAvailable, type Recipe } from '../../domain/recipes.js';
+import { requestHash } from '../../domain/request-hash.js';
+import type { RecipeCatalog } from '../../store/recipes.js';
+import type { SignRequestStore } from '../../store/sign-requests.js';
+import { requireScope } from '../auth.js';
+import { discardUpload, singleUpload } from '../uploads.js';
+
+type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+
+export interface SignRouteDeps {
+  blobs: BlobStore;
+  signer: ServiceClient<SignerMethods>;
+  recipes: RecipeCatalog;
+  signRequests: SignRequestStore;
+  publicBaseUrl: string;
+  /** Uploads up to this size are signed while the client waits (200); larger ones become jobs (202). */
+  syncMaxBytes: number;
+  uploadMaxBytes: number;
+  billing: BillingClient;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const fieldsSchema = z.object({ recipe: z.string().trim().min(1).max(100), metadata: z.string().max(32 * 1024).optional() });
+const metadataSchema = z.record(z.string(), z.string(), { message: 'metadata must be a JSON object of strings' });
+
+/** The Sign result (and a done Job's fields) in the API's names. */
+export function presentSignResult(result: signerV1.SignResponse): Record<string, unknown> {
+  return {
+    asset_id: result.assetId,
+    ...(result.watermarkId ? { watermark_id: result.watermarkId } : {}),
+    manifest_id: result.manifestId,
+    manifest_uri: result.manifestUri,
+    verifier_url: result.verifierUrl,
+    asset_url: result.assetUrl,
+    media_type: result.mediaType,
+    ...(result.anchor?.batchId ? { anchor: { batch_id: result.anchor.batchId, status: result.anchor.status } } : {}),
+    created_at: result.createdAt,
+    expires_at: result.expiresAt,
+  };
+}
+
+function recipeSpec(recipe: Recipe): signerV1.RecipeSpec {
+  return {
+    $typeName: 'cairn.signer.v1.RecipeSpec',
+    recipeId: recipe.recipe_id,
+    mediaTypes: recipe.media_types,
+    watermark: recipe.layers.watermark,
+    softBinding: recipe.layers.soft_binding,
+    anchor: recipe.layers.anchor,
+    digitalSourceType: recipe.ai.ai_generated ? recipe.ai.digital_source_type : '',
+    derivedAssetDays: recipe.retention.derived_asset_days,
+    meter: recipe.billing.meter,
+  };
+}
+
+export function signRoutes(deps: SignRouteDeps): Router {
+  const router = Router();
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
+
+  router.post(
+    '/v1/sign',
+    requireScope('sign'),
+    (req, _res, next) => {
+      // Before the upload is read: a request that cannot be made idempotent is refused at once.
+      const key = req.header('idempotency-key');
+      if (!key) return next(new CairnError('cairn.sign.missing_idempotency_key', 'Send an Idempotency-Key header (a UUID, v7 preferred) so a retried sign never signs twice.'));
+      if (!UUID.test(key)) return next(new CairnError('cairn.sign.missing_idempotency_key', 'Idempotency-Key must be a UUID, e.g. 0190d6c8-8f4e-7a8b-9c1d-2e3f4a5b6c7d.'));
+      next();
+    },
+    singleUpload({ blobs: deps.blobs, field: 'asset', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.sign.file_too_large' }),
+    async (req, res) => {
+      const tenant = req.auth!.tenant;
+      let keepUpload = false;
+      try {
+        const upload = req.upload;
+        if (!upload) throw new CairnError('cairn.validation.invalid_body', 'Send the asset as multipart/form-data in the field "asset".');
+        if (upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The asset is empty.');
+        const fields = parseOrThrow(fieldsSchema, req.body ?? {}, 'form fields');
+        let metadata: Record<string, string> = {};
+        if (fields.metadata) {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(fields.metadata);
+          } catch {
+            throw new CairnError('cairn.validation.invalid_body', 'metadata must be a JSON object (sent as a form field string).', { errors: [{ path: 'metadata', message: 'not JSON' }] });
+          }
+          metadata = parseOrThrow(metadataSchema, parsed, 'metadata');
+        }
+        const recipe = await deps.recipes.get(fields.recipe);
+        if (!recipe || !recipeAvailable(recipe, tenant.plan as PlanName)) {
+          throw new CairnError('cairn.sign.invalid_recipe', recipe ? `Recipe ${fields.recipe} is not available on the ${tenant.plan} plan.` : `Recipe ${fields.recipe} does not exist; GET /v1/recipes lists them.`);
+        }
+        const hash = requestHash({ file: upload.sha256, size: upload.size, recipe: recipe.recipe_id, metadata });
+        // Metered only when the sign really runs (never for a replay): reserved before, committed after the
+        // answer is recorded, released when anything fails.
+        let metered: MeteredUnit | undefined;
+        const answer = await deps.signRequests.once(tenant.tenantId, req.header('idempotency-key')!, hash, async () => {
+          metered = await reserveUnit(deps.billing, tenant, recipe.billing.meter);
+          const assetId = newId('asset');
+          const sign = { tenantId: tenant.tenantId, assetId, recipe: recipeSpec(recipe), uploadBlobKey: upload.key, metadata };
+          if (upload.size <= deps.syncMaxBytes) {
+            const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
+            return { assetId, httpStatus: 200, body: presentSignResult(result) };
+          }
+          const job = await deps.signer.enqueueSign({ sign: { ...sign, reservationId: metered.reservationId } });
+          keepUpload = true; // the signer worker reads it, then deletes it
+          return { assetId, httpStatus: 202, body: { job_id: job.jobId, status: job.status, poll_url: `${base}/v1/jobs/${job.jobId}` } };
+        }).catch(async (error: unknown) => {
+          await metered?.release();
+          throw error;
+        });
+        // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
+        if (answer.httpStatus === 202) metered?.handOver();
+        else await metered?.commit();
+        if (answer.replayed) res.set('Idempotent-Replayed', 'true');
+        if (answer.httpStatus === 202) res.set('Location', String(answer.body.poll_url));
+        res.status(answer.httpStatus).json(answer.body);
+      } finally {
+        if (!keepUpload) await discardUpload(deps.blobs, req);
+      }
+    },
+  );
+
+  router.get('/v1/jobs/:job_id', requireScope('read'), async (req, res) => {
+    const { job } = await deps.signer.getJob({ tenantId: req.auth!.tenant.tenantId, jobId: String(req.params.job_id) });
+    if (!job) throw new CairnError('cairn.not_found', `Job ${String(req.params.job_id)} not found.`);
+    res.json({
+      job_id: job.jobId,
+      status: job.status,
+      poll_url: `${base}/v1/jobs/${job.jobId}`,
+      ...(job.status === 'done' && job.result ? presentSignResult(job.result) : {}),
+      ...(job.status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
+      attempts: job.attempts,
+      created_at: job.createdAt,
+      updated_at: job.updatedAt,
+    });
+  });
+
+  router.get('/v1/assets/:asset_id/content', requireScope('read'), async (req, res) => {
+    const { asset } = await deps.signer.getAsset({ tenantId: req.auth!.tenant.tenantId, assetId: String(req.params.asset_id) });
+    if (!asset) throw new CairnError('cairn.not_found', `Asset ${String(req.params.asset_id)} not found.`);
+    const stream = asset.expired || !asset.blobKey ? null : await deps.blobs.get(asset.blobKey);
+    if (!stream) throw new CairnError('cairn.asset.expired', `Asset ${asset.assetId}'s file was deleted when its retention ended (${asset.expiresAt}); its manifest remains at /v1/manifests/${asset.manifestId}.`);
+    const extension = asset.mediaType.split('/')[1] === 'jpeg' ? 'jpg' : asset.mediaType.split('/')[1];
+    res.set({ 'Content-Type': asset.mediaType, 'Content-Length': String(asset.sizeBytes), 'Content-Disposition': `attachment; filename="${asset.assetId}.${extension}"`, 'Cache-Control': 'private, no-store' });
+    stream.pipe(res);
+  });
+
+  router.get('/v1/manifests/:manifest_id', async (req, res) => {
+    const manifest = await deps.signer.getManifest({ manifestId: String(req.params.manifest_id) });
+    // A manifest never changes once signed: cache it anywhere, for as long as anyone likes.
+    res.set({ 'Content-Type': 'application/c2pa', 'Cache-Control': 'public, max-age=31536000, immutable', ETag: `"${String(req.params.manifest_id)}"` });
+    res.send(Buffer.from(manifest.manifestStore));
+  });
+
+  return router;
+}

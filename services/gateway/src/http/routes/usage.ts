@@ -1,0 +1,21 @@
+import { Router } from 'express';
+import type { BillingClient } from '../../domain/metering.js';
+import { requireScope } from '../auth.js';
+
+/** GET /v1/usage: the current UTC month's metered use per meter (Usage resource of the spec). */
+export function usageRoutes(deps: { billing: BillingClient }): Router {
+  const router = Router();
+  router.get('/v1/usage', requireScope('read'), async (req, res) => {
+    const tenant = req.auth!.tenant;
+    const usage = await deps.billing.getUsage({ tenantId: tenant.tenantId, plan: tenant.plan });
+    res.set('Cache-Control', 'private, no-store');
+    res.json({
+      period_start: usage.periodStart,
+      period_end: usage.periodEnd,
+      meters: Object.fromEntries(usage.meters.map((m) => [m.meter, { used: Number(m.used), limit: Number(m.limit), ...(m.reserved > 0n ? { reserved: Number(m.reserved) } : {}), ...(m.overageUnits > 0n ? { overage: Number(m.overageUnits) } : {}) }])),
+      spend_usd: usage.spendUsd,
+      spending_cap_usd: tenant.spendingCapUsd ?? null,
+    });
+  });
+  return router;
+}

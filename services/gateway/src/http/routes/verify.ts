@@ -1,0 +1,182 @@
+import { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import { CairnError, parseOrThrow } from '@cairn/errors';
+import type { verifierV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { sniffMediaType } from '@cairn/media';
+import { reserveUnit, type BillingClient, type MeteredUnit } from '../../domain/metering.js';
+import type { RedisRateLimiter } from '../../domain/rate-limit.js';
+import type { TenantStore } from '../../store/tenants.js';
+import { authenticate, requireScope } from '../auth.js';
+import { addressRateLimit, tenantRateLimit } from '../limits.js';
+import { discardUpload, singleUpload } from '../uploads.js';
+
+type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
+
+export interface VerifyRouteDeps {
+  blobs: BlobStore;
+  verifier: ServiceClient<VerifierMethods>;
+  store: TenantStore;
+  limiter: RedisRateLimiter;
+  uploadMaxBytes: number;
+  publicVerifyPerMinute: number;
+  billing: BillingClient;
+}
+
+/** The Verification result in the API's names. */
+export function presentVerification(result: verifierV1.VerificationResult): Record<string, unknown> {
+  const s = result.signals;
+  const c = result.claims;
+  return {
+    status: result.status,
+    confidence: result.confidence ?? null,
+    signals: s
+      ? Object.fromEntries(
+          Object.entries({
+            c2pa_manifest_present: s.c2paManifestPresent,
+            c2pa_signature_valid: s.c2paSignatureValid,
+            signer_trusted: s.signerTrusted,
+            timestamp_valid: s.timestampValid,
+            ocsp_status: s.ocspStatus,
+            watermark_present: s.watermarkPresent,
+            watermark_payload_valid: s.watermarkPayloadValid,
+            fingerprint_match: s.fingerprintMatch,
+            anchor_match: s.anchorMatch,
+          }).filter(([, v]) => v !== undefined),
+        )
+      : {},
+    ...(c
+      ? {
+          claims: Object.fromEntries(
+            Object.entries({ origin: c.origin, generator: c.generator, model: c.model, ai_generated: c.aiGenerated, ai_assisted: c.aiAssisted, created_at: c.createdAt, signed_by: c.signedBy, signed_at: c.signedAt }).filter(
+              ([, v]) => v !== undefined && v !== '',
+            ),
+          ),
+        }
+      : {}),
+    matches: result.matches.map((m) => ({ asset_id: m.assetId, manifest_uri: m.manifestUri, verifier_url: m.verifierUrl, via: m.via, similarity: m.similarity })),
+    warnings: result.warnings,
+    developer_explanation: result.developerExplanation,
+    user_explanation: result.userExplanation,
+    proves: result.proves,
+    does_not_prove: result.doesNotProve,
+    ...(result.manifestId ? { manifest_id: result.manifestId } : {}),
+    ...(result.assetId ? { asset_id: result.assetId } : {}),
+    verified_at: result.verifiedAt,
+  };
+}
+
+const jsonInput = z
+  .object({ asset_id: z.string().trim().min(1).max(64).optional(), manifest_uri: z.string().trim().min(1).max(2048).optional() })
+  .strict();
+
+export function verifyRoutes(deps: VerifyRouteDeps): Router {
+  const router = Router();
+
+  /** A key makes it an authenticated (tenant-scoped, metered) verify; without one it is the public verify. */
+  const keyOrPublic: RequestHandler = (req, res, next) => {
+    if (req.header('authorization')) {
+      authenticate(deps.store)(req, res, (error?: unknown) => {
+        if (error) return next(error);
+        tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) => (limited ? next(limited) : requireScope('verify')(req, res, next)));
+      });
+      return;
+    }
+    addressRateLimit(deps.limiter, 'public-verify', { limit: deps.publicVerifyPerMinute, windowSeconds: 60 })(req, res, next);
+  };
+  const fileIfMultipart: RequestHandler = (req, res, next) =>
+    req.is('multipart/form-data') ? singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.validation.body_too_large' })(req, res, next) : next();
+
+  router.post('/v1/verify', keyOrPublic, fileIfMultipart, async (req, res) => {
+    try {
+      const tenantId = req.auth?.tenant.tenantId ?? '';
+      let input: verifierV1.VerifyRequest['input'];
+      if (req.upload) {
+        if (req.upload.size === 0) throw new CairnError('cairn.verify.no_input', 'The file is empty.');
+        input = { case: 'uploadBlobKey', value: req.upload.key };
+      } else {
+        const body = req.is('application/json') ? parseOrThrow(jsonInput, req.body ?? {}, 'request body') : {};
+        const given = [body.asset_id, body.manifest_uri].filter(Boolean).length;
+        if (given === 0) throw new CairnError('cairn.verify.no_input', 'Send exactly one of: a file (multipart field "file"), {"asset_id"} or {"manifest_uri"}.');
+        if (given > 1) throw new CairnError('cairn.validation.invalid_body', 'Send only one of asset_id and manifest_uri.');
+        if (body.asset_id) {
+          if (!tenantId) throw new CairnError('cairn.auth.invalid_key', 'Verifying by asset_id needs an API key of the asset’s tenant; anyone can verify the file or its manifest_uri.');
+          input = { case: 'assetId', value: body.asset_id };
+        } else {
+          input = { case: 'manifestUri', value: body.manifest_uri! };
+        }
+      }
+      // Authenticated verifies are metered by modality: an upload's is known up front (reserved before the
+      // work, so a tenant out of quota is refused before it runs); an asset_id / manifest_uri's only from the
+      // verifier's answer. Public verify is never metered; a failed verify (internal error) never is.
+      const tenant = req.auth?.tenant;
+      let metered: MeteredUnit | undefined;
+      if (tenant && req.upload) {
+        const meter = verifyMeter((await uploadHead(deps.blobs, req.upload.key)) ?? '');
+        if (meter) metered = await reserveUnit(deps.billing, tenant, meter);
+      }
+      let verified: Awaited<ReturnType<typeof deps.verifier.verify>>;
+      try {
+        verified = await deps.verifier.verify({ tenantId, input }, { deadlineMs: 60_000 });
+        if (!verified.result) throw new CairnError('cairn.internal_error');
+      } catch (error) {
+        await metered?.release();
+        throw error;
+      }
+      if (metered) await metered.commit();
+      else if (tenant) {
+        const meter = verifyMeter(verified.modality);
+        if (meter) await (await reserveUnit(deps.billing, tenant, meter)).commit();
+      }
+      res.json(presentVerification(verified.result));
+    } finally {
+      await discardUpload(deps.blobs, req);
+    }
+  });
+
+  router.get('/v1/verify/:manifest_id', authenticate(deps.store), tenantRateLimit(deps.limiter), requireScope('read'), async (req, res) => {
+    const { result } = await deps.verifier.getResult({ manifestId: String(req.params.manifest_id) });
+    if (!result) throw new CairnError('cairn.not_found');
+    res.set('Cache-Control', 'private, max-age=60');
+    res.json(presentVerification(result));
+  });
+
+  const trustListBody = z.object({ entries: z.array(z.object({ issuer_cn: z.string().trim().min(1).max(200), certificate_pem: z.string().min(1).max(20_000) })).min(1).max(100) });
+  router.post('/v1/trust-list', authenticate(deps.store), tenantRateLimit(deps.limiter), requireScope('admin'), async (req, res) => {
+    const tenant = req.auth!.tenant;
+    if (tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'A custom trust list is an Enterprise feature.');
+    if (!req.is('application/json')) throw new CairnError('cairn.validation.unsupported_media_type', 'Send the body as application/json.');
+    const body = parseOrThrow(trustListBody, req.body ?? {}, 'request body');
+    const result = await deps.verifier.setTrustList({ tenantId: tenant.tenantId, entries: body.entries.map((e) => ({ issuerCn: e.issuer_cn, certificatePem: e.certificate_pem })) });
+    res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: result.updatedAt });
+  });
+
+  return router;
+}
+
+const VERIFY_METERS: Readonly<Record<string, string>> = { image: 'image_verify', audio: 'audio_verify', video: 'video_verify' };
+
+/** The meter of an authenticated verify of `modality`; text verifies have no meter in the spec. */
+function verifyMeter(modality: string): string | undefined {
+  return VERIFY_METERS[modality];
+}
+
+/** The sniffed modality of an uploaded file (its first bytes), or null when it is no known type. */
+async function uploadHead(blobs: BlobStore, key: string): Promise<string | null> {
+  const stream = await blobs.get(key);
+  if (!stream) return null;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= 4096) break;
+    }
+  } finally {
+    stream.destroy();
+  }
+  return sniffMediaType(Buffer.concat(chunks))?.modality ?? null;
+}

@@ -1,0 +1,106 @@
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { webhookV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { requireScope } from '../auth.js';
+import { jsonBody, queryParams } from '../validate.js';
+
+export type WebhookClient = ServiceClient<typeof webhookV1.WebhookService extends GenService<infer M> ? M : never>;
+
+const createBody = z
+  .object({
+    url: z.string().trim().min(1).max(2048),
+    events: z.array(z.string().trim().min(1).max(100)).min(1).max(20),
+    description: z.string().trim().max(500).optional(),
+    payload_format: z.enum(['a', 'b']).default('a'),
+  })
+  .strict();
+
+const deliveriesQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) });
+const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) });
+
+/** The Webhook endpoint resource in the API's names; `secret` only where it is shown (create, rotate). */
+export function presentWebhook(endpoint: webhookV1.Endpoint | undefined, secret?: string): Record<string, unknown> {
+  if (!endpoint) return {};
+  return {
+    webhook_id: endpoint.webhookId,
+    url: endpoint.url,
+    events: endpoint.events,
+    ...(endpoint.description ? { description: endpoint.description } : {}),
+    payload_format: endpoint.payloadFormat,
+    ...(secret ? { secret } : {}),
+    created_at: endpoint.createdAt,
+  };
+}
+
+export function presentDelivery(d: webhookV1.Delivery | undefined): Record<string, unknown> {
+  if (!d) return {};
+  return {
+    delivery_id: d.deliveryId,
+    webhook_id: d.webhookId,
+    event_id: d.eventId,
+    event_type: d.eventType,
+    status: d.status,
+    attempts: d.attempts,
+    next_attempt_at: d.nextAttemptAt || null,
+    last_status_code: d.lastStatusCode || null,
+    last_error: d.lastError || null,
+    last_latency_ms: d.attempts > 0 ? d.lastLatencyMs : null,
+    created_at: d.createdAt,
+    delivered_at: d.deliveredAt || null,
+    attempt_log: d.attemptLog.map((a) => ({ n: a.n, started_at: a.startedAt, status_code: a.statusCode || null, latency_ms: a.latencyMs, error: a.error || null })),
+  };
+}
+
+/**
+ * Routes on /v1/webhooks: a tenant's receivers and their delivery history. The webhook service owns the data
+ * and the rules (allowed events, allowed URLs); every call names the caller's tenant, so another tenant's ids
+ * are not found (404).
+ */
+export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
+  const router = Router();
+  const { webhooks } = deps;
+  const tenantOf = (req: Request) => req.auth!.tenant.tenantId;
+  const id = (req: Request, name: string) => String(req.params[name]);
+
+  router.post('/v1/webhooks', requireScope('admin'), async (req, res) => {
+    const body = jsonBody(req, createBody);
+    const created = await webhooks.createEndpoint({ tenantId: tenantOf(req), url: body.url, events: body.events, description: body.description ?? '', payloadFormat: body.payload_format });
+    res.status(201).location(`/v1/webhooks/${created.endpoint?.webhookId ?? ''}`).json(presentWebhook(created.endpoint, created.secret));
+  });
+
+  router.get('/v1/webhooks', requireScope('read'), async (req, res) => {
+    const { limit } = queryParams(req, listQuery);
+    const listed = await webhooks.listEndpoints({ tenantId: tenantOf(req), limit });
+    res.json({ data: listed.endpoints.map((e) => presentWebhook(e)) });
+  });
+
+  router.get('/v1/webhooks/:webhook_id', requireScope('read'), async (req, res) => {
+    const got = await webhooks.getEndpoint({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id') });
+    res.json(presentWebhook(got.endpoint));
+  });
+
+  router.delete('/v1/webhooks/:webhook_id', requireScope('admin'), async (req, res) => {
+    await webhooks.deleteEndpoint({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id') });
+    res.status(204).end();
+  });
+
+  router.post('/v1/webhooks/:webhook_id/rotate-secret', requireScope('admin'), async (req, res) => {
+    const rotated = await webhooks.rotateSecret({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id') });
+    res.json(presentWebhook(rotated.endpoint, rotated.secret));
+  });
+
+  router.get('/v1/webhooks/:webhook_id/deliveries', requireScope('read'), async (req, res) => {
+    const { limit } = queryParams(req, deliveriesQuery);
+    const listed = await webhooks.listDeliveries({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id'), limit });
+    res.json({ data: listed.deliveries.map(presentDelivery) });
+  });
+
+  router.post('/v1/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', requireScope('admin'), async (req, res) => {
+    const again = await webhooks.redeliver({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id'), deliveryId: id(req, 'delivery_id') });
+    res.status(202).json(presentDelivery(again.delivery));
+  });
+
+  return router;
+}

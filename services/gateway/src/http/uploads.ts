@@ -1,0 +1,84 @@
+import type { Request, RequestHandler } from 'express';
+import multer, { type StorageEngine } from 'multer';
+import { BlobTooLargeError, type BlobInfo, type BlobStore } from '@cairn/blob';
+import { CairnError, type ErrorCode } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+
+export interface StoredUpload extends BlobInfo {
+  fieldname: string;
+  originalname: string;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      upload?: StoredUpload;
+    }
+  }
+}
+
+/**
+ * A multer storage engine that streams the file part straight into the blob store, hashing and counting on
+ * the way: the upload is never held whole in memory, and a file past the limit is cut off and removed.
+ */
+class BlobStorage implements StorageEngine {
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly maxBytes: number,
+  ) {}
+
+  _handleFile(req: Request, file: Express.Multer.File, callback: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+    const owner = req.auth?.tenant.tenantId ?? 'public';
+    const key = `${owner}/uploads/${newId('request').slice(4)}`;
+    this.blobs.put(key, file.stream, { contentType: 'application/octet-stream', maxBytes: this.maxBytes }).then(
+      (info) => {
+        req.upload = { ...info, fieldname: file.fieldname, originalname: file.originalname };
+        callback(null, { size: info.size, path: key });
+      },
+      (error: unknown) => {
+        file.stream.resume();
+        callback(error);
+      },
+    );
+  }
+
+  _removeFile(_req: Request, file: Express.Multer.File & { path?: string }, callback: (error: Error | null) => void): void {
+    if (!file.path) return callback(null);
+    this.blobs.delete(file.path).then(
+      () => callback(null),
+      (error: Error) => callback(error),
+    );
+  }
+}
+
+/**
+ * Multipart parsing for one file field plus small text fields. Limits and malformed bodies become
+ * Problem+JSON: `tooLarge` names the code for an oversize file (sign and verify differ).
+ */
+export function singleUpload(options: { blobs: BlobStore; field: string; maxBytes: number; tooLarge: ErrorCode }): RequestHandler {
+  const upload = multer({
+    storage: new BlobStorage(options.blobs, options.maxBytes),
+    limits: { fileSize: options.maxBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
+  }).single(options.field);
+  const limitText = `${Math.round(options.maxBytes / (1024 * 1024))} MB`;
+  return (req, res, next) => {
+    upload(req, res, (error: unknown) => {
+      if (!error) return next();
+      if (error instanceof BlobTooLargeError) return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
+      if (error instanceof multer.MulterError) {
+        if (error.code === 'LIMIT_FILE_SIZE') return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
+        if (error.code === 'LIMIT_UNEXPECTED_FILE') return next(new CairnError('cairn.validation.invalid_body', `Send the file in the multipart field "${options.field}" (one file only).`));
+        return next(new CairnError('cairn.validation.invalid_body', `Malformed multipart body: ${error.message}.`));
+      }
+      const message = error instanceof Error ? error.message : '';
+      if (/multipart|boundary|unexpected end|malformed/i.test(message)) return next(new CairnError('cairn.validation.invalid_body', 'Malformed multipart body.'));
+      next(error);
+    });
+  };
+}
+
+/** Removes the stored upload once the request no longer needs it (its content now lives elsewhere). */
+export async function discardUpload(blobs: BlobStore, req: Request): Promise<void> {
+  if (req.upload) await blobs.delete(req.upload.key).catch(() => undefined);
+}

@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { gatewayService } from './service.js';
+
+runService(gatewayService());

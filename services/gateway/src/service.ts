@@ -1,0 +1,69 @@
+import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:http';
+import { createBlobStore } from '@cairn/blob';
+import { anchorV1, auditV1, billingV1, gatewayV1, signerV1, softbindingV1, verifierV1, webhookV1 } from '@cairn/proto';
+import { closeServer, listen, type ServiceDefinition } from '@cairn/runtime';
+import { gatewayConfigShape, resolveDataKey } from './config.js';
+import { createPaymentProcessor } from './domain/payments.js';
+import { RedisRateLimiter } from './domain/rate-limit.js';
+import { Sealer } from '@cairn/sealing';
+import { createApp } from './http/app.js';
+import { tenantService } from './rpc.js';
+import { RecipeCatalog } from './store/recipes.js';
+import { SignRequestStore } from './store/sign-requests.js';
+import { TenantStore } from './store/tenants.js';
+import { startKeyExpirySweep } from './store/key-expiry.js';
+
+export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
+
+export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof gatewayConfigShape> {
+  return {
+    name: 'gateway',
+    configShape: gatewayConfigShape,
+    migrationsFolder,
+    env,
+    register: async (ctx) => {
+      const { config } = ctx;
+      const sealer = new Sealer(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY), 'CAIRN_DATA_KEY');
+      const store = new TenantStore(ctx.db, ctx.outbox, sealer);
+      const recipes = new RecipeCatalog(ctx.db);
+      await recipes.seed();
+
+      ctx.rpc.add(gatewayV1.TenantService, tenantService(store));
+      const blobs = createBlobStore(config.BLOB_STORE_URL, env);
+      await blobs.ping();
+
+      const app = createApp({
+        logger: ctx.logger,
+        metrics: ctx.metrics,
+        store,
+        recipes,
+        limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:'),
+        payments: createPaymentProcessor(config),
+        docsUrl: config.DOCS_URL,
+        trustProxy: config.TRUST_PROXY,
+        onboardPerMinute: config.ONBOARD_RATE_LIMIT_PER_MINUTE,
+        blobs,
+        signer: ctx.client(signerV1.SignerService, 'signer'),
+        verifier: ctx.client(verifierV1.VerifierService, 'verifier'),
+        signRequests: new SignRequestStore(ctx.db),
+        publicBaseUrl: config.PUBLIC_BASE_URL,
+        syncSignMaxBytes: config.SYNC_SIGN_MAX_BYTES,
+        uploadMaxBytes: config.UPLOAD_MAX_BYTES,
+        publicVerifyPerMinute: config.PUBLIC_VERIFY_PER_MINUTE,
+        webhooks: ctx.client(webhookV1.WebhookService, 'webhook'),
+        billing: ctx.client(billingV1.BillingService, 'billing'),
+        audit: ctx.client(auditV1.AuditService, 'audit'),
+        anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
+        softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
+      });
+      const server = createServer(app);
+      server.requestTimeout = 120_000;
+      server.headersTimeout = 30_000;
+      const port = await listen(server, config.HTTP_HOST ?? config.GRPC_HOST, config.HTTP_PORT);
+      ctx.expose('http', port);
+      ctx.onShutdown(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
+      ctx.onShutdown(startKeyExpirySweep(ctx.db, ctx.outbox, ctx.logger, config.KEY_EXPIRY_SWEEP_INTERVAL_MS));
+    },
+  };
+}

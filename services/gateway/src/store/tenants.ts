@@ -1,0 +1,245 @@
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import { newEvent, type EventEnvelope } from '@cairn/bus';
+import { setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
+import { CairnError } from '@cairn/errors';
+import { newApiKey, newId, parseApiKey } from '@cairn/ids';
+import type { Outbox } from '@cairn/runtime';
+import { apiKeys, onboardingRequests, tenants } from '../db/schema.js';
+import { apiKeyMatches, hashApiKey, keyState, type Scope } from '../domain/api-keys.js';
+import { PLANS, type PlanName } from '../domain/plans.js';
+import type { Sealer } from '@cairn/sealing';
+
+export type TenantRecord = typeof tenants.$inferSelect;
+export type KeyRecord = Omit<typeof apiKeys.$inferSelect, 'keyHash' | 'expiringNotifiedAt'>;
+
+export interface AuthenticatedKey {
+  keyId: string;
+  scope: Scope;
+  tenant: TenantRecord;
+}
+
+export interface NewKey {
+  key_id: string;
+  api_key: string;
+  scope: Scope;
+  description: string | null;
+  expires_at: string | null;
+  created_at: string;
+}
+
+export interface NewTenantInput {
+  name: string;
+  email?: string | null;
+  plan: PlanName;
+  spendingCapUsd?: number | null;
+  paymentCustomerRef?: string | null;
+}
+
+export interface SettingsPatch {
+  auditRetentionDays?: number;
+  spendingCapUsd?: number | null;
+}
+
+/** Tenants, their keys and onboarding records; every query runs under row-level security. */
+export class TenantStore {
+  constructor(
+    private readonly db: Database,
+    private readonly outbox: Outbox,
+    private readonly sealer: Sealer,
+  ) {}
+
+  /** Resolves a presented API key; failures are values so the caller picks the answer (always 401 today). */
+  async authenticate(apiKey: string): Promise<AuthenticatedKey | { error: 'malformed' | 'unknown' | 'revoked' | 'expired' }> {
+    const parsed = parseApiKey(apiKey);
+    if (!parsed) return { error: 'malformed' };
+    return withRlsSettings(this.db, { 'cairn.key_id': parsed.keyId }, async (tx) => {
+      const [key] = await tx.select().from(apiKeys).where(eq(apiKeys.keyId, parsed.keyId));
+      // Hash first: only the key's holder learns whether it is revoked or expired.
+      if (!key || !apiKeyMatches(apiKey, key.keyHash)) return { error: 'unknown' as const };
+      const state = keyState(key);
+      if (state !== 'active') return { error: state };
+      await setTenant(tx, key.tenantId);
+      const [tenant] = await tx.select().from(tenants).where(eq(tenants.tenantId, key.tenantId));
+      if (!tenant) return { error: 'unknown' as const };
+      return { keyId: key.keyId, scope: key.scope as Scope, tenant };
+    });
+  }
+
+  async getTenant(tenantId: string): Promise<TenantRecord | null> {
+    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, tenantId)))[0] ?? null);
+  }
+
+  /**
+   * The tenant `targetId` if `actor` may manage it: itself, or one of its sub-tenants. Anything else is
+   * invisible under the actor's RLS context, so it reads as absent (404), never as forbidden.
+   */
+  async findManaged(actor: TenantRecord, targetId: string): Promise<TenantRecord | null> {
+    return withTenant(this.db, actor.tenantId, async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, targetId)))[0] ?? null);
+  }
+
+  /**
+   * Self-onboarding, exactly once per Idempotency-Key. The key's row is inserted first in the transaction:
+   * a concurrent duplicate blocks on it and then reads the committed answer instead of creating a tenant.
+   */
+  async onboard(input: {
+    idempotencyKey: string;
+    requestHash: string;
+    tenant: Omit<NewTenantInput, 'paymentCustomerRef'>;
+    attachPayment: () => Promise<string | null>;
+    render: (tenant: TenantRecord, key: NewKey) => Record<string, unknown>;
+  }): Promise<{ replayed: boolean; body: Record<string, unknown> }> {
+    const tenantId = newId('tenant');
+    return withRlsSettings(this.db, { 'cairn.idempotency_key': input.idempotencyKey }, async (tx) => {
+      const claimed = await tx
+        .insert(onboardingRequests)
+        .values({ idempotencyKey: input.idempotencyKey, requestHash: input.requestHash, tenantId })
+        .onConflictDoNothing()
+        .returning({ key: onboardingRequests.idempotencyKey });
+      if (claimed.length === 0) {
+        const [previous] = await tx.select().from(onboardingRequests).where(eq(onboardingRequests.idempotencyKey, input.idempotencyKey));
+        if (!previous?.sealedResponse) throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key is in use by a request that did not complete.');
+        if (previous.requestHash !== input.requestHash) {
+          throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key was used with a different request body.');
+        }
+        return { replayed: true, body: JSON.parse(this.sealer.open(previous.sealedResponse, input.idempotencyKey)) as Record<string, unknown> };
+      }
+      const paymentCustomerRef = await input.attachPayment();
+      await setTenant(tx, tenantId);
+      const tenant = await this.insertTenant(tx, tenantId, null, { ...input.tenant, paymentCustomerRef }, 'onboard');
+      const key = await this.insertKey(tx, tenantId, { scope: 'admin', description: 'Created by onboarding', expiresAt: null }, tenantId);
+      const body = input.render(tenant, key);
+      await tx
+        .update(onboardingRequests)
+        .set({ sealedResponse: this.sealer.seal(JSON.stringify(body), input.idempotencyKey) })
+        .where(eq(onboardingRequests.idempotencyKey, input.idempotencyKey));
+      return { replayed: false, body };
+    }).finally(() => this.outbox.flush());
+  }
+
+  /** A primary enterprise tenant and its first admin key (the operator's bootstrap command). */
+  async bootstrap(input: { name: string; email?: string | null }): Promise<{ tenant: TenantRecord; key: NewKey }> {
+    const tenantId = newId('tenant');
+    return withTenant(this.db, tenantId, async (tx) => {
+      const tenant = await this.insertTenant(tx, tenantId, null, { name: input.name, email: input.email ?? null, plan: 'enterprise' }, 'bootstrap');
+      const key = await this.insertKey(tx, tenantId, { scope: 'admin', description: 'Created by admin bootstrap', expiresAt: null }, tenantId);
+      return { tenant, key };
+    });
+  }
+
+  async createSubTenant(parent: TenantRecord, input: NewTenantInput): Promise<TenantRecord> {
+    const tenantId = newId('tenant');
+    return withTenant(this.db, parent.tenantId, (tx) => this.insertTenant(tx, tenantId, parent.tenantId, input, 'subtenant')).finally(() => this.outbox.flush());
+  }
+
+  async createKey(tenantId: string, input: { scope: Scope; description: string | null; expiresAt: Date | null }, actorTenantId: string): Promise<NewKey> {
+    return withTenant(this.db, tenantId, (tx) => this.insertKey(tx, tenantId, input, actorTenantId)).finally(() => this.outbox.flush());
+  }
+
+  async listKeys(tenantId: string, limit: number): Promise<KeyRecord[]> {
+    return withTenant(this.db, tenantId, (tx) =>
+      tx
+        .select({
+          keyId: apiKeys.keyId,
+          tenantId: apiKeys.tenantId,
+          scope: apiKeys.scope,
+          description: apiKeys.description,
+          expiresAt: apiKeys.expiresAt,
+          revokedAt: apiKeys.revokedAt,
+          createdAt: apiKeys.createdAt,
+        })
+        .from(apiKeys)
+        .where(eq(apiKeys.tenantId, tenantId))
+        .orderBy(desc(apiKeys.createdAt))
+        .limit(limit),
+    );
+  }
+
+  /** Revokes a key of `tenantId`; null when no such key (or not this tenant's). Revoking twice is a no-op. */
+  async revokeKey(tenantId: string, keyId: string, actorTenantId: string): Promise<KeyRecord | null> {
+    return withTenant(this.db, tenantId, async (tx) => {
+      const [existing] = await tx.select().from(apiKeys).where(and(eq(apiKeys.keyId, keyId), eq(apiKeys.tenantId, tenantId)));
+      if (!existing) return null;
+      if (existing.revokedAt) return stripHash(existing);
+      const [revoked] = await tx
+        .update(apiKeys)
+        .set({ revokedAt: new Date() })
+        .where(and(eq(apiKeys.keyId, keyId), isNull(apiKeys.revokedAt)))
+        .returning();
+      await this.emit(tx, newEvent('key.revoked', tenantId, { key_id: keyId, actor_tenant_id: actorTenantId }));
+      return revoked ? stripHash(revoked) : null;
+    }).finally(() => this.outbox.flush());
+  }
+
+  async updateSettings(tenant: TenantRecord, patch: SettingsPatch, actorTenantId: string): Promise<TenantRecord> {
+    return withTenant(this.db, tenant.tenantId, async (tx) => {
+      const [updated] = await tx
+        .update(tenants)
+        .set({
+          ...(patch.auditRetentionDays !== undefined ? { auditRetentionDays: patch.auditRetentionDays } : {}),
+          ...(patch.spendingCapUsd !== undefined ? { spendingCapUsd: patch.spendingCapUsd } : {}),
+          updatedAt: new Date(),
+        })
+        .where(eq(tenants.tenantId, tenant.tenantId))
+        .returning();
+      if (!updated) throw new CairnError('cairn.not_found', 'Tenant not found');
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      if (patch.auditRetentionDays !== undefined) changes.audit_retention_days = { from: tenant.auditRetentionDays, to: updated.auditRetentionDays };
+      if (patch.spendingCapUsd !== undefined) changes.spending_cap_usd = { from: tenant.spendingCapUsd, to: updated.spendingCapUsd };
+      await this.emit(tx, newEvent('settings.changed', tenant.tenantId, { changes, actor_tenant_id: actorTenantId }));
+      return updated;
+    }).finally(() => this.outbox.flush());
+  }
+
+  private async insertTenant(tx: Tx, tenantId: string, parentTenantId: string | null, input: NewTenantInput, via: string): Promise<TenantRecord> {
+    const plan = PLANS[input.plan];
+    const [tenant] = await tx
+      .insert(tenants)
+      .values({
+        tenantId,
+        parentTenantId,
+        name: input.name,
+        email: input.email ?? null,
+        plan: input.plan,
+        spendingCapUsd: input.spendingCapUsd ?? null,
+        auditRetentionDays: plan.audit.defaultRetentionDays,
+        rateLimitRps: plan.rateLimits.rps,
+        rateLimitDaily: plan.rateLimits.daily,
+        paymentCustomerRef: input.paymentCustomerRef ?? null,
+      })
+      .returning();
+    if (!tenant) throw new Error('tenant insert returned nothing');
+    const data = { tenant_id: tenantId, name: input.name, plan: input.plan, parent_tenant_id: parentTenantId, via };
+    await this.emit(tx, newEvent('tenant.created', tenantId, data));
+    // The parent's own log also records that it made a sub-tenant.
+    if (parentTenantId) await this.emit(tx, newEvent('tenant.created', parentTenantId, data));
+    return tenant;
+  }
+
+  private async insertKey(tx: Tx, tenantId: string, input: { scope: Scope; description: string | null; expiresAt: Date | null }, actorTenantId: string): Promise<NewKey> {
+    const { keyId, apiKey } = newApiKey();
+    const [row] = await tx
+      .insert(apiKeys)
+      .values({ keyId, tenantId, keyHash: hashApiKey(apiKey), scope: input.scope, description: input.description, expiresAt: input.expiresAt })
+      .returning();
+    if (!row) throw new Error('key insert returned nothing');
+    const key: NewKey = {
+      key_id: keyId,
+      api_key: apiKey,
+      scope: input.scope,
+      description: input.description,
+      expires_at: input.expiresAt?.toISOString() ?? null,
+      created_at: row.createdAt.toISOString(),
+    };
+    await this.emit(tx, newEvent('key.created', tenantId, { key_id: keyId, scope: input.scope, expires_at: key.expires_at, actor_tenant_id: actorTenantId }));
+    return key;
+  }
+
+  private emit(tx: Tx, event: EventEnvelope): Promise<void> {
+    return this.outbox.enqueue(tx, event);
+  }
+}
+
+function stripHash(row: typeof apiKeys.$inferSelect): KeyRecord {
+  const { keyHash: _hash, ...rest } = row;
+  return rest;
+}

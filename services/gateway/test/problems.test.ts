@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { problemOf, startGateway, type GatewayHarness } from './harness.js';
+
+let gw: GatewayHarness;
+let admin: { tenant_id: string; api_key: string };
+
+beforeAll(async () => {
+  gw = await startGateway();
+  admin = await gw.onboard('developer');
+});
+afterAll(() => gw.stop());
+
+function expectShape(problem: Awaited<ReturnType<typeof problemOf>>, res: Response, status: number, code: string) {
+  expect(problem).toMatchObject({
+    type: `https://docs.cairn.dev/api/errors#${code}`,
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+    code,
+    request_id: expect.stringMatching(/^req_[0-9A-Z]{26}$/),
+  });
+  expect(res.status).toBe(status);
+  expect(res.headers.get('x-request-id')).toBe(problem.request_id);
+}
+
+describe('every error is RFC 7807 Problem+JSON with a cairn code and the request id', () => {
+  it('unknown route → 404 cairn.not_found', async () => {
+    const res = await gw.request('/v1/no-such-thing');
+    expectShape(await problemOf(res), res, 404, 'cairn.not_found');
+  });
+
+  it('unknown route, even with a key → 404', async () => {
+    const res = await gw.request('/v2/recipes', { key: admin.api_key });
+    expectShape(await problemOf(res), res, 404, 'cairn.not_found');
+  });
+
+  it('malformed JSON → 400 cairn.validation.invalid_body', async () => {
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, headers: { 'content-type': 'application/json' }, body: '{"scope": "sign",' });
+    expectShape(await problemOf(res), res, 400, 'cairn.validation.invalid_body');
+  });
+
+  it('oversize body → 413 cairn.validation.body_too_large', async () => {
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, json: { scope: 'sign', description: 'x'.repeat(2 * 1024 * 1024) } });
+    expectShape(await problemOf(res), res, 413, 'cairn.validation.body_too_large');
+  });
+
+  it('non-JSON body on a JSON endpoint → 415', async () => {
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, headers: { 'content-type': 'text/plain' }, body: 'scope=sign' });
+    expectShape(await problemOf(res), res, 415, 'cairn.validation.unsupported_media_type');
+  });
+
+  it('a JSON array where an object belongs → 400', async () => {
+    const res = await gw.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': 'abcdefgh-1' }, json: [1, 2, 3] });
+    expectShape(await problemOf(res), res, 400, 'cairn.validation.invalid_body');
+  });
+
+  it('bad query parameter → 400', async () => {
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys?limit=5000`, { key: admin.api_key });
+    expectShape(await problemOf(res), res, 400, 'cairn.validation.invalid_body');
+  });
+
+  it('missing key → 401, scope → 403, each with a request id that differs per request', async () => {
+    const a = await gw.request('/v1/recipes');
+    const b = await gw.request('/v1/recipes');
+    const pa = await problemOf(a);
+    expectShape(pa, a, 401, 'cairn.auth.invalid_key');
+    expect((await problemOf(b)).request_id).not.toBe(pa.request_id);
+  });
+
+  it('successful answers carry X-Request-Id too', async () => {
+    const res = await gw.request('/v1/recipes', { key: admin.api_key });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+});

@@ -1,0 +1,200 @@
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { RedisRateLimiter, rateLimitHeaders, type RateLimitDecision } from '../src/domain/rate-limit.js';
+
+const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const PREFIX = `test:ratelimit:${process.pid}:${Date.now()}:`;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+let redis: Redis;
+let limiter: RedisRateLimiter;
+let subjectSeq = 0;
+// Each test gets its own subject so buckets never leak between tests.
+const freshSubject = (label: string): string => `${label}-${++subjectSeq}`;
+
+async function keysUnderPrefix(): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== '0');
+  return found;
+}
+
+beforeAll(async () => {
+  redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  limiter = new RedisRateLimiter(redis, PREFIX);
+});
+
+afterAll(async () => {
+  const keys = await keysUnderPrefix();
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+});
+
+describe('RedisRateLimiter', () => {
+  it('refuses a burst beyond the limit with remaining 0 and a retry delay', async () => {
+    const subject = freshSubject('burst');
+    const policies = [{ name: 'rpm', policy: { limit: 3, windowSeconds: 60 } }];
+
+    const allowed: RateLimitDecision[] = [];
+    for (let i = 0; i < 3; i++) allowed.push(await limiter.consume(subject, policies));
+    expect(allowed.map((d) => d.allowed)).toEqual([true, true, true]);
+    expect(allowed.map((d) => d.remaining)).toEqual([2, 1, 0]);
+    expect(allowed.every((d) => d.limit === 3 && d.retryAfterSeconds === 0)).toBe(true);
+
+    const refused = await limiter.consume(subject, policies);
+    expect(refused.allowed).toBe(false);
+    expect(refused.remaining).toBe(0);
+    expect(refused.limit).toBe(3);
+    expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    // One token per 20 s at 3 per minute.
+    expect(refused.retryAfterSeconds).toBeLessThanOrEqual(20);
+    expect(refused.resetSeconds).toBeGreaterThan(40);
+    expect(refused.resetSeconds).toBeLessThanOrEqual(60);
+  });
+
+  it('refills tokens over time', async () => {
+    const subject = freshSubject('refill');
+    const policies = [{ name: 'rps', policy: { limit: 2, windowSeconds: 1 } }];
+
+    expect((await limiter.consume(subject, policies)).allowed).toBe(true);
+    expect((await limiter.consume(subject, policies)).allowed).toBe(true);
+    const refused = await limiter.consume(subject, policies);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterSeconds).toBe(1);
+
+    // 2 per second refills one token every 500 ms.
+    await sleep(600);
+    expect((await limiter.consume(subject, policies)).allowed).toBe(true);
+    expect((await limiter.consume(subject, policies)).allowed).toBe(false);
+  });
+
+  it('keeps separate buckets per subject', async () => {
+    const a = freshSubject('tenant-a');
+    const b = freshSubject('tenant-b');
+    const policies = [{ name: 'rpm', policy: { limit: 1, windowSeconds: 60 } }];
+
+    expect((await limiter.consume(a, policies)).allowed).toBe(true);
+    expect((await limiter.consume(a, policies)).allowed).toBe(false);
+    const forB = await limiter.consume(b, policies);
+    expect(forB.allowed).toBe(true);
+    expect(forB.remaining).toBe(0);
+  });
+
+  it('does not consume from other policies when one refuses, and reports the most restrictive', async () => {
+    const subject = freshSubject('two-policies');
+    const short = { name: 'short', policy: { limit: 1, windowSeconds: 60 } };
+    const long = { name: 'long', policy: { limit: 5, windowSeconds: 3600 } };
+
+    const first = await limiter.consume(subject, [short, long]);
+    expect(first).toMatchObject({ allowed: true, limit: 1, remaining: 0 });
+
+    for (let i = 0; i < 3; i++) {
+      const refused = await limiter.consume(subject, [short, long]);
+      expect(refused).toMatchObject({ allowed: false, limit: 1, remaining: 0 });
+      expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      expect(refused.retryAfterSeconds).toBeLessThanOrEqual(60);
+    }
+
+    // Only the first (allowed) call took from "long": 5 - 1 - this call = 3.
+    const longOnly = await limiter.consume(subject, [long]);
+    expect(longOnly).toMatchObject({ allowed: true, limit: 5, remaining: 3 });
+  });
+
+  it('reports the longest wait when several policies refuse', async () => {
+    const subject = freshSubject('both-refuse');
+    const minute = { name: 'minute', policy: { limit: 1, windowSeconds: 60 } };
+    const hour = { name: 'hour', policy: { limit: 1, windowSeconds: 3600 } };
+
+    expect((await limiter.consume(subject, [minute, hour])).allowed).toBe(true);
+    const refused = await limiter.consume(subject, [minute, hour]);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterSeconds).toBeGreaterThan(3500);
+    expect(refused.resetSeconds).toBeGreaterThan(3500);
+  });
+
+  it('honours burst as the bucket capacity', async () => {
+    const subject = freshSubject('burst-capacity');
+    const policies = [{ name: 'daily', policy: { limit: 1, windowSeconds: 86_400, burst: 4 } }];
+
+    const results: boolean[] = [];
+    for (let i = 0; i < 5; i++) results.push((await limiter.consume(subject, policies)).allowed);
+    expect(results).toEqual([true, true, true, true, false]);
+  });
+
+  it('allows exactly the limit under 50 concurrent calls from several connections', async () => {
+    const subject = freshSubject('concurrent');
+    const policies = [{ name: 'rpm', policy: { limit: 10, windowSeconds: 60 } }];
+    // Separate connections make the calls genuinely race on the server, like separate gateway replicas.
+    const clients = Array.from({ length: 5 }, () => new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }));
+    try {
+      const limiters = clients.map((c) => new RedisRateLimiter(c, PREFIX));
+      const decisions = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => (limiters[i % limiters.length] as RedisRateLimiter).consume(subject, policies)),
+      );
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+      expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.retryAfterSeconds >= 1)).toBe(true);
+    } finally {
+      await Promise.all(clients.map((c) => c.quit()));
+    }
+  });
+
+  it('lets its keys expire once idle', async () => {
+    const subject = freshSubject('expiry');
+    await limiter.consume(subject, [
+      { name: 'rps', policy: { limit: 20, windowSeconds: 1 } },
+      { name: 'daily', policy: { limit: 50_000, windowSeconds: 86_400, burst: 50_000 } },
+    ]);
+    const keys = (await keysUnderPrefix()).filter((k) => k.includes(`{${subject}}`));
+    expect(keys).toHaveLength(2);
+    for (const key of keys) {
+      const ttl = await redis.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      // Time to refill one token: 50 ms for rps, ~1.7 s for daily.
+      expect(ttl).toBeLessThanOrEqual(2000);
+    }
+  });
+
+  it('rejects invalid policies', async () => {
+    await expect(limiter.consume('x', [])).rejects.toThrow(RangeError);
+    await expect(limiter.consume('x', [{ name: 'bad', policy: { limit: 0, windowSeconds: 1 } }])).rejects.toThrow(RangeError);
+    await expect(limiter.consume('x', [{ name: 'bad', policy: { limit: 1.5, windowSeconds: 1 } }])).rejects.toThrow(RangeError);
+    await expect(
+      limiter.consume('x', [
+        { name: 'dup', policy: { limit: 1, windowSeconds: 1 } },
+        { name: 'dup', policy: { limit: 2, windowSeconds: 1 } },
+      ]),
+    ).rejects.toThrow(RangeError);
+  });
+});
+
+describe('rateLimitHeaders', () => {
+  it('formats integers and omits Retry-After when allowed', async () => {
+    const decision = await limiter.consume(freshSubject('headers-ok'), [{ name: 'rps', policy: { limit: 20, windowSeconds: 1 } }]);
+    const headers = rateLimitHeaders(decision);
+    expect(Object.keys(headers).sort()).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
+    expect(headers['RateLimit-Limit']).toBe('20');
+    expect(headers['RateLimit-Remaining']).toBe('19');
+    expect(headers['RateLimit-Reset']).toMatch(/^\d+$/);
+  });
+
+  it('adds Retry-After when refused', async () => {
+    const subject = freshSubject('headers-refused');
+    const policies = [{ name: 'rpm', policy: { limit: 1, windowSeconds: 60 } }];
+    await limiter.consume(subject, policies);
+    const headers = rateLimitHeaders(await limiter.consume(subject, policies));
+    expect(headers['RateLimit-Remaining']).toBe('0');
+    expect(headers['Retry-After']).toMatch(/^[1-9]\d*$/);
+    for (const value of Object.values(headers)) expect(value).toMatch(/^\d+$/);
+  });
+
+  it('never emits fractional or negative values', () => {
+    const headers = rateLimitHeaders({ allowed: false, limit: 10, remaining: -1, resetSeconds: 2.2, retryAfterSeconds: 0.4 });
+    expect(headers).toEqual({ 'RateLimit-Limit': '10', 'RateLimit-Remaining': '0', 'RateLimit-Reset': '3', 'Retry-After': '1' });
+  });
+});

@@ -1,0 +1,15 @@
+export { buildAndSign, C2paSignError, SIGN_SETTINGS, newBuilder } from './sign.js';
+export { buildManifestPlan, generationAssertionData, C2paInputError } from './manifest-definition.js';
+export type { ManifestDefinition, ManifestPlan, AssertionDefinition } from './manifest-definition.js';
+export { activeManifestLabel } from './manifest-label.js';
+export * from './labels.js';
+export { EMBEDDABLE_MIME_TYPES, isEmbeddableMimeType } from './types.js';
+export type {
+  BuildAndSignInput,
+  BuildAndSignResult,
+  C2paSigner,
+  EmbeddableMimeType,
+  GenerationMetadata,
+  SoftBindingInput,
+  ThumbnailInput,
+} from './types.js';

@@ -1,0 +1,82 @@
+import { sql } from 'drizzle-orm';
+import { bigint, index, integer, jsonb, pgPolicy, text, timestamp } from 'drizzle-orm/pg-core';
+import { signer } from './namespace.js';
+
+const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
+
+/**
+ * Signed assets, one row per sign. A tenant sees its own; the public verifier page may open exactly one row
+ * by presenting its asset id (`cairn.asset_id`), and the retention sweep may see rows past their expiry
+ * (`cairn.system = 'asset-expiry'`) and nothing else.
+ */
+export const assets = signer.table(
+  'assets',
+  {
+    assetId: text('asset_id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    recipeId: text('recipe_id').notNull(),
+    mediaType: text('media_type').notNull(),
+    sizeBytes: bigint('size_bytes', { mode: 'number' }).notNull(),
+    contentSha256: text('content_sha256').notNull(),
+    uploadSha256: text('upload_sha256').notNull(),
+    watermarkId: text('watermark_id'),
+    watermarkPayload: text('watermark_payload'),
+    manifestId: text('manifest_id').notNull(),
+    blobKey: text('blob_key'),
+    metadata: jsonb('metadata').$type<Record<string, string>>().notNull(),
+    signerName: text('signer_name').notNull(),
+    certificateSerial: text('certificate_serial').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    deletedAt: timestamp('deleted_at', { withTimezone: true }),
+  },
+  (t) => [
+    index('assets_tenant_created_idx').on(t.tenantId, t.createdAt),
+    index('assets_expiry_idx').on(t.expiresAt).where(sql`${t.deletedAt} is null`),
+    pgPolicy('assets_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('assets_by_id', { for: 'select', using: sql`${t.assetId} = current_setting('cairn.asset_id', true)` }),
+    pgPolicy('assets_expiry_sweep', {
+      for: 'all',
+      using: sql`current_setting('cairn.system', true) = 'asset-expiry' and ${t.expiresAt} < now()`,
+      withCheck: sql`current_setting('cairn.system', true) = 'asset-expiry'`,
+    }),
+  ],
+);
+
+/** Manifest stores are public by design (served at manifest_uri without auth): one row opens by its id. */
+export const manifests = signer.table(
+  'manifests',
+  {
+    manifestId: text('manifest_id').primaryKey(),
+    assetId: text('asset_id').notNull(),
+    tenantId: text('tenant_id').notNull(),
+    blobKey: text('blob_key').notNull(),
+    label: text('label').notNull(),
+    sizeBytes: integer('size_bytes').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    pgPolicy('manifests_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('manifests_by_id', { for: 'select', using: sql`${t.manifestId} = current_setting('cairn.manifest_id', true)` }),
+  ],
+);
+
+/** Asynchronous signs (large uploads). */
+export const jobs = signer.table(
+  'jobs',
+  {
+    jobId: text('job_id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    status: text('status').$type<'queued' | 'running' | 'done' | 'failed'>().notNull(),
+    request: jsonb('request').notNull(),
+    result: jsonb('result'),
+    problem: jsonb('problem'),
+    attempts: integer('attempts').notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('jobs_tenant_created_idx').on(t.tenantId, t.createdAt),
+    pgPolicy('jobs_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+  ],
+);

@@ -1,0 +1,221 @@
+import { createHash, X509Certificate } from 'node:crypto';
+import type { BlobStore } from '@cairn/blob';
+import { newEvent } from '@cairn/bus';
+import { withTenant, type Database, type Tx } from '@cairn/db';
+import { CairnError } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import { sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import type { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import type { Logger } from '@cairn/logging';
+import type { Outbox } from '@cairn/runtime';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { buildAndSign } from '../c2pa/index.js';
+import { c2paSignerFailure, createC2paSigner, type CertificateAuthority } from '../pki/index.js';
+import type { AssetStore } from '../store/assets.js';
+import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from './image.js';
+import { parseSignMetadata } from './metadata.js';
+
+type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
+type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
+export type SignRequest = signerV1.SignRequest;
+export type SignResult = Omit<signerV1.SignResponse, '$typeName' | '$unknown' | 'anchor'> & { anchor?: { batchId: string; status: string } };
+
+export interface PipelineDeps {
+  db: Database;
+  blobs: BlobStore;
+  outbox: Outbox;
+  store: AssetStore;
+  authority: CertificateAuthority;
+  watermark: ServiceClient<WatermarkMethods>;
+  /** Enqueues manifest digests for anchoring (recipes with the anchor layer); absent: no anchoring. */
+  anchor?: ServiceClient<AnchorMethods>;
+  logger?: Logger;
+  publicBaseUrl: string;
+  version: string;
+  /** Seconds spent per pipeline stage (decode, watermark, encode, c2pa, store, record), for /metrics. */
+  observeStage?: (stage: SignStage, seconds: number) => void;
+}
+
+export type SignStage = 'read' | 'decode' | 'watermark' | 'encode' | 'c2pa' | 'store' | 'record';
+
+async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () => Promise<T>): Promise<T> {
+  const started = process.hrtime.bigint();
+  try {
+    return await work();
+  } finally {
+    deps.observeStage?.(stage, Number(process.hrtime.bigint() - started) / 1e9);
+  }
+}
+
+const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp']);
+const DAY_MS = 86_400_000;
+
+function signerNameOf(certificatePem: string): string {
+  const subject = new X509Certificate(certificatePem).subject;
+  const field = (name: string) => subject.split('\n').find((l) => l.startsWith(`${name}=`))?.slice(name.length + 1);
+  return [field('O'), field('CN')].filter(Boolean).join(' — ') || subject;
+}
+
+/**
+ * One sign: the upload is read once, decoded once; the watermark is embedded in those pixels, the thumbnail
+ * made from them, the result encoded once and signed once. Everything is recorded, with its events, in one
+ * transaction after the blobs are written, so a failure leaves no half-signed asset behind.
+ */
+export async function signAsset(deps: PipelineDeps, request: SignRequest, onCommitted?: (tx: Tx, result: SignResult) => Promise<void>): Promise<SignResult> {
+  const recipe = request.recipe;
+  if (!recipe) throw new CairnError('cairn.sign.invalid_recipe', 'The recipe is missing.');
+  const metadata = parseSignMetadata(request.metadata);
+  const upload = await timed(deps, 'read', () => deps.blobs.getBuffer(request.uploadBlobKey));
+  if (!upload) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
+  const sniffed = sniffMediaType(upload.subarray(0, SNIFF_BYTES));
+  if (!sniffed || !recipe.mediaTypes.includes(sniffed.mediaType)) {
+    throw new CairnError(
+      'cairn.sign.unsupported_mime',
+      `${sniffed ? `This file is ${sniffed.mediaType} (by its content)` : 'This file’s type is not recognised'}; recipe ${recipe.recipeId} accepts ${recipe.mediaTypes.join(', ')}.`,
+    );
+  }
+  if (!IMAGE_TYPES.has(sniffed.mediaType)) {
+    throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP) are.`);
+  }
+  const mediaType = sniffed.mediaType as ImageMediaType;
+
+  let image;
+  try {
+    image = await timed(deps, 'decode', () => decodeImage(upload, mediaType));
+  } catch {
+    throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
+  }
+  if (Math.min(image.width, image.height) < MIN_IMAGE_SIDE) {
+    throw new CairnError('cairn.validation.invalid_body', `Images must be at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} pixels to carry a watermark (this one is ${image.width}×${image.height}).`);
+  }
+
+  const assetId = request.assetId;
+  let watermark: { id: string; payloadHex: string; algorithm: string } | undefined;
+  if (recipe.watermark) {
+    const watermarkId = newId('watermark');
+    const pixels = image;
+    const marked = await timed(deps, 'watermark', () =>
+      deps.watermark.embedImage(
+        { tenantId: request.tenantId, watermarkId, assetId, image: { pixels: pixels.pixels, width: pixels.width, height: pixels.height, channels: pixels.channels } },
+        { deadlineMs: 60_000 },
+      ),
+    );
+    if (!marked.image) throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
+    image = { ...image, pixels: Buffer.from(marked.image.pixels) };
+    watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
+  }
+
+  const marked = image;
+  const [encoded, thumbnail] = await timed(deps, 'encode', () => Promise.all([encodeImage(marked, mediaType), makeThumbnail(marked)]));
+  const active = await deps.authority.activeSigningKey();
+  const c2paSigner = createC2paSigner(active);
+  const signed = await timed(deps, 'c2pa', () => buildAndSign({
+    asset: encoded,
+    mimeType: mediaType,
+    signer: c2paSigner,
+    claimGenerator: { name: 'cairn', version: deps.version },
+    title: `${assetId}.${sniffed.extension}`,
+    ...(recipe.digitalSourceType ? { digitalSourceType: recipe.digitalSourceType } : {}),
+    metadata,
+    ...(watermark ? { softBinding: { alg: watermark.algorithm, value: watermark.payloadHex } } : {}),
+    thumbnail: { bytes: thumbnail, mimeType: 'image/jpeg' },
+  })).catch((error: unknown) => {
+    // c2pa-rs replaces a key backend's error with its own; the signer kept ours (503, not 500).
+    throw c2paSignerFailure(c2paSigner) ?? error;
+  });
+
+  const manifestId = newId('manifest');
+  const assetKey = `${request.tenantId}/assets/${assetId}.${sniffed.extension}`;
+  const manifestKey = `manifests/${manifestId}.c2pa`;
+  const [stored] = await timed(deps, 'store', () =>
+    Promise.all([deps.blobs.put(assetKey, signed.signed, { contentType: mediaType }), deps.blobs.put(manifestKey, signed.manifestStore, { contentType: 'application/c2pa' })]),
+  );
+
+  // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
+  const manifestDigest = createHash('sha256').update(signed.manifestStore).digest('hex');
+  const createdAt = new Date();
+  const expiresAt = new Date(createdAt.getTime() + Math.max(1, recipe.derivedAssetDays) * DAY_MS);
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
+  const result: SignResult = {
+    assetId,
+    watermarkId: watermark?.id ?? '',
+    manifestId,
+    manifestUri: `${base}/v1/manifests/${manifestId}`,
+    verifierUrl: `${base}/v/${assetId}`,
+    assetUrl: `${base}/v1/assets/${assetId}/content`,
+    mediaType,
+    createdAt: createdAt.toISOString(),
+    expiresAt: expiresAt.toISOString(),
+  };
+  const signerName = signerNameOf(active.certificatePem);
+  try {
+    await timed(deps, 'record', () => withTenant(deps.db, request.tenantId, async (tx) => {
+      await deps.store.insertSigned(
+        tx,
+        {
+          assetId,
+          tenantId: request.tenantId,
+          recipeId: recipe.recipeId,
+          mediaType,
+          sizeBytes: stored.size,
+          contentSha256: stored.sha256,
+          uploadSha256: createHash('sha256').update(upload).digest('hex'),
+          watermarkId: watermark?.id ?? null,
+          watermarkPayload: watermark?.payloadHex ?? null,
+          manifestId,
+          blobKey: assetKey,
+          metadata: { ...metadata },
+          signerName,
+          certificateSerial: active.serialHex,
+          createdAt,
+          expiresAt,
+        },
+        { manifestId, assetId, tenantId: request.tenantId, blobKey: manifestKey, label: signed.manifestLabel, sizeBytes: signed.manifestStore.length, createdAt },
+      );
+      const common = { asset_id: assetId, manifest_id: manifestId, recipe_id: recipe.recipeId, media_type: mediaType, 'billing.meter': recipe.meter };
+      await deps.outbox.enqueue(
+        tx,
+        newEvent('asset.signed', request.tenantId, {
+          ...common,
+          watermark_id: watermark?.id ?? null,
+          watermark_payload: watermark?.payloadHex ?? null,
+          manifest_uri: result.manifestUri,
+          verifier_url: result.verifierUrl,
+          content_sha256: stored.sha256,
+          soft_binding: recipe.softBinding,
+          anchor: recipe.anchor,
+          // The anchor service also consumes this (idempotently), so a digest whose Enqueue call failed is anchored anyway.
+          ...(recipe.anchor ? { manifest_digest: manifestDigest } : {}),
+        }),
+      );
+      await deps.outbox.enqueue(tx, newEvent('manifest.signed', request.tenantId, { manifest_id: manifestId, asset_id: assetId, recipe: recipe.recipeId, status: 'signed' }));
+      if (onCommitted) await onCommitted(tx, result);
+    }));
+  } catch (error) {
+    // Nothing refers to the blobs if the record did not commit.
+    await Promise.allSettled([deps.blobs.delete(assetKey), deps.blobs.delete(manifestKey)]);
+    throw error;
+  }
+  void deps.outbox.flush();
+  if (recipe.anchor && deps.anchor) {
+    const anchor = await enqueueAnchor(deps, { tenantId: request.tenantId, assetId, manifestId, manifestDigest });
+    if (anchor) result.anchor = anchor;
+  }
+  return result;
+}
+
+/**
+ * Anchoring never fails a sign: the asset is signed and recorded already. When the anchor service does not answer,
+ * the result carries no `anchor` and a warning is logged; the asset.signed event (with the digest) still reaches
+ * the anchor service, which enqueues it then, so the manifest is anchored all the same.
+ */
+async function enqueueAnchor(deps: PipelineDeps, input: { tenantId: string; assetId: string; manifestId: string; manifestDigest: string }): Promise<{ batchId: string; status: string } | undefined> {
+  try {
+    const queued = await deps.anchor!.enqueue(input, { deadlineMs: 3000 });
+    return { batchId: queued.batchId, status: queued.status };
+  } catch (error) {
+    deps.logger?.warn({ err: error, asset_id: input.assetId, manifest_id: input.manifestId }, 'anchor service unavailable; the manifest is anchored from asset.signed instead');
+    return undefined;
+  }
+}

@@ -1,0 +1,77 @@
+import { create, fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
+import { newEvent, type WorkQueue } from '@cairn/bus';
+import { withTenant } from '@cairn/db';
+import { CairnError, ERROR_CATALOG } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import type { Logger } from '@cairn/logging';
+import { signerV1 } from '@cairn/proto';
+import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './domain/pipeline.js';
+
+export interface SignJobItem {
+  jobId: string;
+  tenantId: string;
+}
+
+/** Failures worth another attempt: the key service or a peer was briefly away. */
+const TRANSIENT = new Set(['cairn.signer.unavailable', 'cairn.unavailable', 'cairn.internal_error']);
+
+export function jobCompletedData(jobId: string, recipeId: string, result: SignResult, reservationId: string): Record<string, unknown> {
+  return {
+    job_id: jobId,
+    reservation_id: reservationId || null,
+    asset_id: result.assetId,
+    watermark_id: result.watermarkId || null,
+    manifest_uri: result.manifestUri,
+    verifier_url: result.verifierUrl,
+    recipe_id: recipeId,
+    anchor: result.anchor ? { batch_id: result.anchor.batchId, status: result.anchor.status } : null,
+  };
+}
+
+/**
+ * Asynchronous signs: the job row is the source of truth for its status; the work queue only carries
+ * "run job X". A signer that dies mid-job leaves the item unacknowledged, and another (or the restarted
+ * one) runs it again; a job already done or failed is skipped.
+ */
+export class SignJobs {
+  constructor(
+    private readonly deps: PipelineDeps,
+    private readonly queue: WorkQueue<SignJobItem>,
+    private readonly logger: Logger,
+  ) {}
+
+  async enqueue(request: SignRequest): Promise<{ jobId: string }> {
+    const jobId = newId('job');
+    const stored = toJson(signerV1.SignRequestSchema, create(signerV1.SignRequestSchema, { ...request, jobId }));
+    await this.deps.store.createJob(request.tenantId, jobId, stored);
+    await this.queue.enqueue({ jobId, tenantId: request.tenantId }, jobId);
+    return { jobId };
+  }
+
+  async run(item: SignJobItem, attempt: number, maxAttempts: number): Promise<void> {
+    const job = await this.deps.store.getJob(item.tenantId, item.jobId);
+    if (!job || job.status === 'done' || job.status === 'failed') return;
+    await withTenant(this.deps.db, item.tenantId, (tx) => this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt }));
+    const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
+    // The upload is the job's input until the job ends, either way.
+    const finished = () => this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
+    try {
+      await signAsset(this.deps, request, async (tx, result) => {
+        await this.deps.store.markJob(tx, item.jobId, { status: 'done', result: toJson(signerV1.SignResponseSchema, create(signerV1.SignResponseSchema, result)) });
+        await this.deps.outbox.enqueue(tx, newEvent('job.completed', item.tenantId, jobCompletedData(item.jobId, request.recipe?.recipeId ?? '', result, request.reservationId)));
+      });
+      await finished();
+    } catch (error) {
+      const known = error instanceof CairnError ? error : new CairnError('cairn.internal_error', 'The sign failed unexpectedly.', {}, { cause: error });
+      if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
+      this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'sign job failed');
+      const problem = { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
+      await withTenant(this.deps.db, item.tenantId, async (tx) => {
+        await this.deps.store.markJob(tx, item.jobId, { status: 'failed', problem });
+        await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: request.reservationId || null, recipe_id: request.recipe?.recipeId ?? null, problem }));
+      });
+      void this.deps.outbox.flush();
+      await finished();
+    }
+  }
+}

@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { signerService } from './service.js';
+
+runService(signerService());

@@ -1,0 +1,92 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Pkcs11Config } from './keys.js';
+
+/**
+ * PKI settings of the signer. The wiring merges this shape into the service's config shape
+ * (`{ ...commonEnvShape, ...pkiConfigShape }`) and passes the parsed result to `pkiSettingsFromConfig`.
+ */
+export const pkiConfigShape = {
+  /** 32-byte key-encryption key (64 hex) sealing CA and software signing keys at rest. Required in production. */
+  SIGNER_KEK: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters').optional(),
+  /** O= of every certificate the signer issues. */
+  SIGNER_ORG: z.string().min(1).max(64).default('Cairn'),
+  /** Where the signing (leaf) key lives. CA keys are always software keys sealed under SIGNER_KEK. */
+  SIGNER_KEY_BACKEND: z.enum(['software', 'pkcs11']).default('software'),
+  SIGNER_PKCS11_MODULE: z.string().default('/usr/lib/softhsm/libsofthsm2.so'),
+  /** Token label (CKA_LABEL of the token, not a slot number: slot ids change when tokens are added). */
+  SIGNER_PKCS11_TOKEN: z.string().optional(),
+  SIGNER_PKCS11_PIN: z.string().optional(),
+  /** Prefix of the labels of keys generated on the token; each signing certificate gets `<prefix>-<serial>`. */
+  SIGNER_PKCS11_KEY_LABEL: z.string().min(1).default('cairn-signing'),
+  SIGNER_CERT_VALIDITY_DAYS: z.coerce.number().int().min(1).max(3650).default(365),
+  /** rotateIfDue issues a new signing certificate when the active one has fewer days left than this. */
+  SIGNER_ROTATE_BEFORE_DAYS: z.coerce.number().int().min(0).default(30),
+  /** notifyExpiring announces certificate.expiring this many days before notAfter. */
+  SIGNER_EXPIRY_NOTICE_DAYS: z.coerce.number().int().min(0).default(30),
+  /** How often a replica re-reads which signing key is active (another replica may have rotated or revoked). */
+  SIGNER_ACTIVE_KEY_RECHECK_MS: z.coerce.number().int().min(0).default(1000),
+  /** The OCSP URL written into signing certificates (AIA): must be reachable by verifiers. */
+  OCSP_PUBLIC_URL: z.string().url().default('http://127.0.0.1:9471/ocsp'),
+  /** Listen address of the OCSP responder; the wiring defaults it to GRPC_HOST. */
+  OCSP_HOST: z.string().optional(),
+  OCSP_PORT: z.coerce.number().int().min(0).max(65535).default(9471),
+  /** nextUpdate − thisUpdate of OCSP responses: how long a verifier may cache "good". */
+  OCSP_RESPONSE_VALIDITY_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(3600),
+} as const;
+
+export type PkiConfig = z.output<z.ZodObject<typeof pkiConfigShape>>;
+
+export interface PkiSettings {
+  readonly org: string;
+  /** 32 bytes. */
+  readonly kek: Buffer;
+  readonly keyBackend: 'software' | 'pkcs11';
+  /** Present when keyBackend is 'pkcs11'. */
+  readonly pkcs11?: Pkcs11Config;
+  readonly pkcs11KeyLabelPrefix: string;
+  readonly ocspPublicUrl: string;
+  readonly leafValidityDays: number;
+  readonly rotateBeforeDays: number;
+  readonly expiryNoticeDays: number;
+  readonly activeKeyRecheckMs: number;
+  readonly ocspResponseValiditySeconds: number;
+}
+
+/** Development runs without configuring a KEK; production must never silently use this one. */
+export function resolveKek(env: 'development' | 'production', configured: string | undefined): Buffer {
+  if (configured) return Buffer.from(configured, 'hex');
+  if (env === 'production') throw new Error('SIGNER_KEK is required in production (64 hex characters).');
+  return createHash('sha256').update('cairn-development-signer-kek').digest();
+}
+
+/** Checks the combinations zod cannot express per variable; throws at start so a bad deployment fails early. */
+export function pkiSettingsFromConfig(config: PkiConfig & { CAIRN_ENV: 'development' | 'production' }): PkiSettings {
+  const problems: string[] = [];
+  let pkcs11: Pkcs11Config | undefined;
+  if (config.SIGNER_KEY_BACKEND === 'pkcs11') {
+    if (!config.SIGNER_PKCS11_TOKEN) problems.push('SIGNER_PKCS11_TOKEN is required when SIGNER_KEY_BACKEND=pkcs11');
+    if (!config.SIGNER_PKCS11_PIN) problems.push('SIGNER_PKCS11_PIN is required when SIGNER_KEY_BACKEND=pkcs11');
+    if (config.SIGNER_PKCS11_TOKEN && config.SIGNER_PKCS11_PIN) {
+      pkcs11 = { modulePath: config.SIGNER_PKCS11_MODULE, tokenLabel: config.SIGNER_PKCS11_TOKEN, pin: config.SIGNER_PKCS11_PIN };
+    }
+  }
+  // Otherwise every new certificate would be due for rotation the moment it is issued.
+  if (config.SIGNER_CERT_VALIDITY_DAYS <= config.SIGNER_ROTATE_BEFORE_DAYS) {
+    problems.push('SIGNER_CERT_VALIDITY_DAYS must be greater than SIGNER_ROTATE_BEFORE_DAYS');
+  }
+  if (problems.length > 0) throw new Error(`Invalid signer PKI configuration:\n  ${problems.join('\n  ')}`);
+  return {
+    org: config.SIGNER_ORG,
+    kek: resolveKek(config.CAIRN_ENV, config.SIGNER_KEK),
+    keyBackend: config.SIGNER_KEY_BACKEND,
+    ...(pkcs11 ? { pkcs11 } : {}),
+    pkcs11KeyLabelPrefix: config.SIGNER_PKCS11_KEY_LABEL,
+    ocspPublicUrl: config.OCSP_PUBLIC_URL,
+    leafValidityDays: config.SIGNER_CERT_VALIDITY_DAYS,
+    rotateBeforeDays: config.SIGNER_ROTATE_BEFORE_DAYS,
+    expiryNoticeDays: config.SIGNER_EXPIRY_NOTICE_DAYS,
+    activeKeyRecheckMs: config.SIGNER_ACTIVE_KEY_RECHECK_MS,
+    ocspResponseValiditySeconds: config.OCSP_RESPONSE_VALIDITY_SECONDS,
+  };
+}

@@ -1,0 +1,102 @@
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import { CairnError } from '@cairn/errors';
+import { isId } from '@cairn/ids';
+import { signerV1 } from '@cairn/proto';
+import type { ServiceImpl } from '@cairn/rpc';
+import { signAsset, type PipelineDeps } from './domain/pipeline.js';
+import type { SignJobs } from './jobs.js';
+import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
+import type { AssetRow, AssetStore } from './store/assets.js';
+
+type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+
+function requireIds(tenantId: string, assetId: string): void {
+  if (!isId('tenant', tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+  if (!isId('asset', assetId)) throw new CairnError('cairn.not_found', `Asset ${assetId} not found.`);
+}
+
+function presentAsset(row: AssetRow): signerV1.Asset {
+  return {
+    $typeName: 'cairn.signer.v1.Asset',
+    assetId: row.assetId,
+    tenantId: row.tenantId,
+    mediaType: row.mediaType,
+    manifestId: row.manifestId,
+    watermarkId: row.watermarkId ?? '',
+    recipeId: row.recipeId,
+    blobKey: row.blobKey ?? '',
+    createdAt: row.createdAt.toISOString(),
+    expiresAt: row.expiresAt.toISOString(),
+    expired: row.deletedAt !== null || row.expiresAt.getTime() <= Date.now(),
+    metadataJson: JSON.stringify(row.metadata),
+    signerName: row.signerName,
+    sizeBytes: BigInt(row.sizeBytes),
+  };
+}
+
+/** cairn.signer.v1.SignerService. */
+export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: SignJobs; blobs: BlobStore; authority: CertificateAuthority }): ServiceImpl<Methods> {
+  return {
+    sign: async (request) => {
+      requireIds(request.tenantId, request.assetId);
+      return signAsset(deps, request);
+    },
+    enqueueSign: async (request) => {
+      if (!request.sign) throw new CairnError('cairn.validation.invalid_body', 'sign is required');
+      requireIds(request.sign.tenantId, request.sign.assetId);
+      const { jobId } = await deps.jobs.enqueue(request.sign);
+      return { jobId, status: 'queued' };
+    },
+    getJob: async (request) => {
+      const job = isId('job', request.jobId) ? await deps.store.getJob(request.tenantId, request.jobId) : null;
+      if (!job) throw new CairnError('cairn.not_found', `Job ${request.jobId} not found.`);
+      return {
+        job: {
+          jobId: job.jobId,
+          status: job.status,
+          ...(job.result ? { result: fromJson(signerV1.SignResponseSchema, job.result as JsonValue) } : {}),
+          problemJson: job.problem ? JSON.stringify(job.problem) : '',
+          createdAt: job.createdAt.toISOString(),
+          updatedAt: job.updatedAt.toISOString(),
+          attempts: job.attempts,
+        },
+      };
+    },
+    getAsset: async (request) => {
+      requireIds(request.tenantId, request.assetId);
+      const row = await deps.store.getForTenant(request.tenantId, request.assetId);
+      if (!row) throw new CairnError('cairn.not_found', `Asset ${request.assetId} not found.`);
+      return { asset: presentAsset(row) };
+    },
+    getPublicAsset: async (request) => {
+      const row = isId('asset', request.assetId) ? await deps.store.getPublic(request.assetId) : null;
+      if (!row) throw new CairnError('cairn.not_found', `Asset ${request.assetId} not found.`);
+      // Public: no storage location, no tenant.
+      return { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } };
+    },
+    getManifest: async (request) => {
+      const row = isId('manifest', request.manifestId) ? await deps.store.getManifest(request.manifestId) : null;
+      const bytes = row ? await deps.blobs.getBuffer(row.blobKey) : null;
+      if (!row || !bytes) throw new CairnError('cairn.not_found', `Manifest ${request.manifestId} not found.`);
+      const asset = await deps.store.getPublic(row.assetId);
+      return {
+        manifestStore: bytes,
+        assetId: row.assetId,
+        createdAt: row.createdAt.toISOString(),
+        assetBlobKey: asset?.deletedAt ? '' : (asset?.blobKey ?? ''),
+        mediaType: asset?.mediaType ?? '',
+        expiresAt: asset?.expiresAt.toISOString() ?? '',
+      };
+    },
+    getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),
+    revokeCertificate: async (request) => {
+      const reason = request.reason || 'unspecified';
+      if (!isRevocationReason(reason)) throw new CairnError('cairn.validation.invalid_body', `Unknown revocation reason "${reason}".`);
+      const result = await deps.authority.revoke(request.serialHex || 'current', reason);
+      if (!result.ok) throw new CairnError(result.error === 'not_found' ? 'cairn.not_found' : 'cairn.validation.invalid_body', `Cannot revoke: ${result.error}`);
+      return { serialHex: result.revoked.serialHex, revokedAt: (result.revoked.revokedAt ?? new Date()).toISOString() };
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { fileURLToPath } from 'node:url';
+import { Histogram } from 'prom-client';
+import { createBlobStore } from '@cairn/blob';
+import { WorkQueue } from '@cairn/bus';
+import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
+import { every, type ServiceDefinition } from '@cairn/runtime';
+import { signerConfigShape } from './config.js';
+import type { PipelineDeps } from './domain/pipeline.js';
+import { SignJobs, type SignJobItem } from './jobs.js';
+import { CertificateAuthority, createOcspHandler, pkiSettingsFromConfig, startOcspServer } from './pki/index.js';
+import { signerHandlers } from './rpc.js';
+import { AssetStore } from './store/assets.js';
+
+export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
+const VERSION = '0.1.0';
+
+export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof signerConfigShape> {
+  return {
+    name: 'signer',
+    configShape: signerConfigShape,
+    migrationsFolder,
+    env,
+    register: async (ctx) => {
+      const { config, logger } = ctx;
+      const blobs = createBlobStore(config.BLOB_STORE_URL, env);
+      await blobs.ping();
+      const authority = new CertificateAuthority({ db: ctx.db, settings: pkiSettingsFromConfig(config), logger });
+      await authority.ensureDevelopmentPki();
+
+      const ocsp = await startOcspServer(createOcspHandler(authority.ocspResponderDeps({ onError: (error) => logger.error({ err: error }, 'OCSP responder error') })), config.OCSP_HOST ?? config.GRPC_HOST, config.OCSP_PORT);
+      ctx.expose('ocsp', ocsp.port);
+      ctx.onShutdown(() => ocsp.close());
+
+      const store = new AssetStore(ctx.db);
+      const stageSeconds = new Histogram({
+        name: 'cairn_sign_stage_seconds',
+        help: 'Time spent in each stage of a sign',
+        labelNames: ['stage'],
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+        registers: [ctx.metrics.registry],
+      });
+      const deps: PipelineDeps = {
+        db: ctx.db,
+        blobs,
+        outbox: ctx.outbox,
+        store,
+        authority,
+        watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
+        anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
+        logger,
+        publicBaseUrl: config.PUBLIC_BASE_URL,
+        version: VERSION,
+        observeStage: (stage, seconds) => stageSeconds.observe({ stage }, seconds),
+      };
+      const queue = await WorkQueue.open<SignJobItem>(ctx.bus, 'sign');
+      const jobs = new SignJobs(deps, queue, logger);
+      ctx.rpc.add(signerV1.SignerService, signerHandlers({ ...deps, jobs }));
+
+      const worker = await queue.consume({
+        durable: 'signer-jobs',
+        maxAttempts: config.SIGN_JOB_MAX_ATTEMPTS,
+        ackWaitMs: 120_000,
+        logger,
+        handler: (item, job) => jobs.run(item, job.attempt, job.maxAttempts),
+      });
+      ctx.onShutdown(() => worker.stop());
+
+      const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);
+      const stopPki = every(
+        config.PKI_CHECK_INTERVAL_MS,
+        async () => {
+          await authority.rotateIfDue();
+          if ((await authority.notifyExpiring(new Date(), (tx, event) => ctx.outbox.enqueue(tx, event))) > 0) await ctx.outbox.flush();
+        },
+        onError('certificate check'),
+      );
+      const stopSweep = every(
+        config.ASSET_SWEEP_INTERVAL_MS,
+        async () => {
+          const removed = await store.claimExpired(200, (row) => (row.blobKey ? blobs.delete(row.blobKey) : Promise.resolve()));
+          if (removed > 0) logger.info({ removed }, 'deleted derived assets past their retention');
+        },
+        onError('asset retention sweep'),
+      );
+      ctx.onShutdown(stopPki);
+      ctx.onShutdown(stopSweep);
+    },
+  };
+}

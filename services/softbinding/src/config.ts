@@ -1,0 +1,9 @@
+import { z } from 'zod';
+
+/** Soft-binding settings (the common ones come from @cairn/config). */
+export const softbindingConfigShape = {
+  /** Where signed assets and uploads are (shared with the gateway, signer and verifier). */
+  BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
+  /** Most matches a lookup answers. */
+  LOOKUP_MAX_RESULTS: z.coerce.number().int().min(1).max(100).default(10),
+};

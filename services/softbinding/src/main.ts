@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { softbindingService } from './service.js';
+
+runService(softbindingService());

@@ -1,0 +1,26 @@
+import { fileURLToPath } from 'node:url';
+import { createBlobStore } from '@cairn/blob';
+import { signerV1, softbindingV1 } from '@cairn/proto';
+import type { ServiceDefinition } from '@cairn/runtime';
+import { softbindingConfigShape } from './config.js';
+import { FingerprintIndex } from './db/fingerprints.js';
+import { INDEX_CONSUMER, indexSignedAsset } from './events.js';
+import { softbindingHandlers } from './rpc.js';
+
+export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
+
+export function softbindingService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof softbindingConfigShape> {
+  return {
+    name: 'softbinding',
+    configShape: softbindingConfigShape,
+    migrationsFolder,
+    env,
+    register: async (ctx) => {
+      const blobs = createBlobStore(ctx.config.BLOB_STORE_URL, env);
+      await blobs.ping();
+      const index = new FingerprintIndex(ctx.db);
+      ctx.rpc.add(softbindingV1.SoftBindingService, softbindingHandlers({ db: ctx.db, blobs, index, outbox: ctx.outbox, maxResults: ctx.config.LOOKUP_MAX_RESULTS }));
+      await ctx.consume(INDEX_CONSUMER, ['asset.signed'], indexSignedAsset({ signer: ctx.client(signerV1.SignerService, 'signer'), blobs, index, logger: ctx.logger }));
+    },
+  };
+}

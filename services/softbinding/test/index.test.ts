@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { createDb, createPool, migrateService, withTenant, type Database } from '@cairn/db';
+import { createSandbox, type Sandbox } from '@cairn/testing';
+import type pg from 'pg';
+import { FingerprintIndex, neighbours, type NewFingerprint } from '../src/db/fingerprints.js';
+import { hamming, PDQ_ALG } from '../src/domain/pdq.js';
+import { LOOKUP_RADIUS } from '../src/domain/threshold.js';
+import { migrationsFolder } from '../src/service.js';
+
+let sandbox: Sandbox;
+let pool: pg.Pool;
+let db: Database;
+let index: FingerprintIndex;
+const TENANTS = ['t_A', 't_B'];
+const stored: Array<{ tenantId: string; assetId: string; bits: Uint8Array }> = [];
+
+/** A copy of `bits` with `flips` distinct bits flipped. */
+function near(bits: Uint8Array, flips: number): Uint8Array {
+  const out = Uint8Array.from(bits);
+  const chosen = new Set<number>();
+  while (chosen.size < flips) chosen.add(randomBytes(1)[0]!);
+  for (const b of chosen) out[b >> 3] = out[b >> 3]! ^ (0x80 >> (b & 7));
+  return out;
+}
+
+const row = (tenantId: string, i: number, bits: Uint8Array): NewFingerprint => ({
+  tenantId,
+  assetId: `a_${tenantId}_${i}`,
+  manifestId: `m_${i}`,
+  manifestUri: `https://cairn.test/v1/manifests/m_${i}`,
+  verifierUrl: `https://cairn.test/v/a_${i}`,
+  alg: PDQ_ALG,
+  variant: 'full',
+  bits,
+  quality: 100,
+});
+
+beforeAll(async () => {
+  sandbox = await createSandbox();
+  pool = createPool(String(sandbox.env.DATABASE_URL), 4);
+  await migrateService(pool, 'softbinding', migrationsFolder);
+  db = createDb(pool);
+  index = new FingerprintIndex(db);
+  // ~3000 hashes: random ones, and clusters around a few centres at distances 0..40 so radius searches hit.
+  const centres = Array.from({ length: 20 }, () => new Uint8Array(randomBytes(32)));
+  for (const tenantId of TENANTS) {
+    const rows: NewFingerprint[] = [];
+    for (let i = 0; i < 1500; i++) {
+      const bits = i < 600 ? near(centres[i % centres.length]!, i % 41) : new Uint8Array(randomBytes(32));
+      rows.push(row(tenantId, i, bits));
+      stored.push({ tenantId, assetId: `a_${tenantId}_${i}`, bits });
+    }
+    await withTenant(db, tenantId, async (tx) => {
+      for (let i = 0; i < rows.length; i += 500) await index.add(tx, rows.slice(i, i + 500));
+    });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await pool?.end();
+  await sandbox?.dispose();
+});
+
+describe('multi-index hashing over Postgres', () => {
+  it('neighbours enumerates the Hamming ball of a 16-bit chunk', () => {
+    expect(neighbours(0, 0)).toEqual([0]);
+    expect(new Set(neighbours(0xabcd, 1)).size).toBe(17);
+    expect(new Set(neighbours(0xabcd, 2)).size).toBe(137);
+  });
+
+  it('returns the same matches as a sequential scan (and as brute force in JS), for random queries', async () => {
+    const centresHit = stored.filter((_, i) => i % 50 === 0);
+    let nonEmpty = 0;
+    for (let q = 0; q < 60; q++) {
+      const base = centresHit[q % centresHit.length]!;
+      const query = q % 3 === 2 ? new Uint8Array(randomBytes(32)) : near(base.bits, q % 25);
+      for (const radius of [7, 15, LOOKUP_RADIUS]) {
+        const scope = { tenantId: TENANTS[q % 2]! };
+        const viaIndex = await index.search(scope, query, radius, 10_000);
+        const viaScan = await index.scan(scope, query, radius, 10_000);
+        expect(viaIndex).toEqual(viaScan);
+        const brute = stored.filter((s) => s.tenantId === scope.tenantId && hamming(s.bits, query) <= radius).map((s) => s.assetId).sort();
+        expect(viaIndex.map((m) => m.asset_id).sort()).toEqual(brute);
+        if (viaIndex.length > 0) nonEmpty++;
+      }
+    }
+    expect(nonEmpty).toBeGreaterThan(20);
+  }, 120_000);
+
+  it('a tenant sees only its own matches; the public sees every tenant but only public fields', async () => {
+    const target = stored.find((s) => s.tenantId === 't_B')!;
+    expect(await index.search({ tenantId: 't_A' }, target.bits, LOOKUP_RADIUS)).not.toContainEqual(expect.objectContaining({ asset_id: target.assetId }));
+    const own = await index.search({ tenantId: 't_B' }, target.bits, LOOKUP_RADIUS);
+    expect(own[0]).toMatchObject({ asset_id: target.assetId, distance: 0, similarity: 1, alg: PDQ_ALG });
+    const pub = await index.search('public', target.bits, LOOKUP_RADIUS);
+    expect(pub.map((m) => m.asset_id)).toContain(target.assetId);
+    for (const m of pub) expect(Object.keys(m).sort()).toEqual(['alg', 'asset_id', 'distance', 'manifest_uri', 'similarity', 'verifier_url']);
+    // No tenant and no public flag: RLS (forced on the owner) shows nothing.
+    const bare = await db.execute<{ n: number }>(sql`select count(*)::int as n from softbinding.fingerprints`);
+    expect(bare.rows[0]!.n).toBe(0);
+  });
+
+  it('indexing is idempotent and the public flag does not open writes', async () => {
+    const first = stored[0]!;
+    await withTenant(db, first.tenantId, (tx) => index.add(tx, [row(first.tenantId, 0, first.bits)]));
+    const n = await withTenant(db, first.tenantId, (tx) => tx.execute<{ n: number }>(sql`select count(*)::int as n from softbinding.fingerprints`));
+    expect(n.rows[0]!.n).toBe(1500);
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.execute(sql`select set_config('cairn.softbinding_public', 'on', true)`);
+        await index.add(tx, [row('t_C', 1, first.bits)]);
+      }),
+    ).rejects.toThrow();
+  });
+});

@@ -1,0 +1,74 @@
+// Entry point of the reader child process. c2pa-rs parses hostile files natively; a panic or runaway recursion
+// there kills this process, not the verifier. One read at a time; the parent kills it when a read overruns.
+// Built as its own entry (dist/reader-child.js next to dist/main.js); run from source with `--import tsx`.
+import { Reader } from '@contentauth/c2pa-node';
+import { extractManifestStore, withFileAccess } from './asset-store.js';
+import { readingFromError, readingFromStore, type StoreReport } from './normalize.js';
+import { parseStoreJson } from './store-json.js';
+import { readerSettingsJson } from './settings.js';
+import { isReadRequest, type ChildMessage, type ReadRequest } from './protocol.js';
+import type { C2paReading } from './types.js';
+
+/** Thumbnails above this are not shipped back (a claim thumbnail is a few tens of KB). */
+const MAX_THUMBNAIL_BYTES = 4 * 1024 * 1024;
+
+function send(message: ChildMessage): void {
+  process.send?.(message);
+}
+
+async function thumbnailOf(reader: Reader, json: unknown): Promise<StoreReport['thumbnail']> {
+  const thumb = parseStoreJson(json).active?.thumbnail;
+  if (!thumb) return undefined;
+  try {
+    const { buffer } = await reader.resourceToAsset(thumb.identifier, { buffer: null });
+    return buffer.length > 0 && buffer.length <= MAX_THUMBNAIL_BYTES ? { mimeType: thumb.format, bytes: buffer } : undefined;
+  } catch {
+    return undefined; // a missing thumbnail is not a reason to fail the reading
+  }
+}
+
+function storeBytes(path: string): Buffer | null {
+  try {
+    return withFileAccess(path, extractManifestStore);
+  } catch {
+    return null;
+  }
+}
+
+async function read(request: ReadRequest): Promise<ChildMessage> {
+  let reader: Reader | null;
+  try {
+    reader = await Reader.fromAsset({ path: request.path, mimeType: request.mimeType }, request.settings);
+  } catch (error) {
+    const name = error instanceof Error ? error.name : 'Error';
+    const message = error instanceof Error ? error.message : String(error);
+    const verdict = readingFromError(name, message, request.mimeType);
+    return verdict.type === 'settings'
+      ? { type: 'settings-error', id: request.id, detail: verdict.detail }
+      : { type: 'result', id: request.id, reading: verdict.reading };
+  }
+  if (!reader) return { type: 'result', id: request.id, reading: { kind: 'none' } };
+  const json: unknown = reader.json();
+  const reading: C2paReading = readingFromStore({
+    storeJson: json,
+    manifestStore: storeBytes(request.path),
+    thumbnail: await thumbnailOf(reader, json),
+  });
+  return { type: 'result', id: request.id, reading };
+}
+
+process.on('message', (message: unknown) => {
+  if (!isReadRequest(message)) return;
+  read(message).then(send, (error: unknown) => {
+    send({ type: 'result', id: message.id, reading: { kind: 'malformed', detail: `reader failed: ${String(error)}` } });
+  });
+});
+
+// Without the parent there is nobody to answer; do not linger as an orphan.
+process.on('disconnect', () => process.exit(0));
+
+// Load the 67 MB native addon now rather than on the first request, so that the first file's time budget
+// is spent on the file. A two-byte "JPEG" has no JUMBF: c2pa-node answers null (or throws) quickly.
+Reader.fromAsset({ buffer: Buffer.from([0xff, 0xd8, 0xff, 0xd9]), mimeType: 'image/jpeg' }, readerSettingsJson([]))
+  .catch(() => null)
+  .finally(() => send({ type: 'ready' }));

@@ -1,0 +1,60 @@
+/**
+ * Everything the verifier learned about a file, signal by signal, before any judgement. Each signal says
+ * whether it ran, failed (its service was down: the verdict may be inconclusive) or was not applicable.
+ */
+export type ManifestEvidence =
+  | { kind: 'none' }
+  | { kind: 'malformed'; detail: string }
+  | { kind: 'unreachable'; url: string }
+  | {
+      kind: 'manifest';
+      signatureValid: boolean;
+      trusted: boolean;
+      hardBindingValid: boolean;
+      certificateExpired: boolean;
+      timestamped: boolean;
+      signerName?: string;
+      signedAt?: string;
+      claims: {
+        generator?: string;
+        model?: string;
+        aiGenerated: boolean;
+        aiAssisted: boolean;
+        createdAt?: string;
+        origin?: string;
+      };
+      /** The watermark the manifest's soft-binding assertion names (payload hex), if any. */
+      softBindingValue?: string;
+      manifestId?: string;
+      assetId?: string;
+      validationCodes: string[];
+    };
+
+export type OcspEvidence = 'good' | 'revoked' | 'unknown' | 'unavailable' | 'not_checked';
+
+export type WatermarkEvidence =
+  | { ran: false; reason: 'not_applicable' | 'failed'; detail?: string }
+  | { ran: true; detected: false }
+  | { ran: true; detected: true; payloadHex: string; confidence: number; registered: boolean; assetId?: string; watermarkId?: string };
+
+export interface SoftMatch {
+  assetId: string;
+  manifestUri: string;
+  verifierUrl: string;
+  via: 'watermark' | 'fingerprint';
+  similarity: number;
+}
+
+export type FingerprintEvidence = { ran: false; reason: 'not_available' | 'failed'; detail?: string } | { ran: true; matches: SoftMatch[] };
+
+export type AnchorEvidence = { ran: false; reason: 'not_available' | 'failed'; detail?: string } | { ran: true; match: boolean };
+
+export interface Evidence {
+  manifest: ManifestEvidence;
+  ocsp: OcspEvidence;
+  watermark: WatermarkEvidence;
+  fingerprint: FingerprintEvidence;
+  anchor: AnchorEvidence;
+  /** Public URLs of the matched record, for watermark-only results. */
+  watermarkMatch?: SoftMatch;
+}

@@ -1,0 +1,51 @@
+import type { C2paReading } from '../c2pa/index.js';
+import type { ManifestEvidence } from './evidence.js';
+
+/** The signer as people should read it: organisation and name from the leaf certificate. */
+function signerName(reading: Extract<C2paReading, { kind: 'manifest' }>): string | undefined {
+  const { organization, commonName } = reading.signer;
+  return [organization, commonName].filter(Boolean).join(' — ') || undefined;
+}
+
+/**
+ * Turns the C2PA reading into decision-table evidence. Tampering covers both a failed claim signature and
+ * a failed assertion check (DESIGN.md: "claim signature or an assertion hash fails"); the hard binding is
+ * judged separately as content modification.
+ */
+export function manifestEvidence(reading: C2paReading, ids: { manifestId?: string; assetId?: string } = {}): ManifestEvidence {
+  switch (reading.kind) {
+    case 'none':
+    case 'unsupported':
+      return { kind: 'none' };
+    case 'malformed':
+      return { kind: 'malformed', detail: reading.detail };
+    case 'remote':
+      return { kind: 'unreachable', url: reading.url };
+    case 'manifest': {
+      const claims = reading.claims;
+      return {
+        kind: 'manifest',
+        signatureValid: reading.signatureValid && reading.assertionsValid,
+        trusted: reading.trusted,
+        hardBindingValid: reading.hardBindingValid,
+        certificateExpired: reading.certificateExpired,
+        timestamped: reading.timestamped && reading.timestampTrusted,
+        signerName: signerName(reading),
+        // Only a trusted time-stamp dates a signature; created_at is the signer's claim about generation.
+        signedAt: reading.signedAt,
+        claims: {
+          generator: claims.generator,
+          model: claims.model,
+          aiGenerated: claims.aiGenerated,
+          aiAssisted: claims.aiAssisted,
+          createdAt: claims.createdAt,
+          origin: claims.claimGenerator,
+        },
+        softBindingValue: reading.softBinding?.value,
+        ...(ids.manifestId ? { manifestId: ids.manifestId } : {}),
+        ...(ids.assetId ? { assetId: ids.assetId } : {}),
+        validationCodes: reading.validationCodes,
+      };
+    }
+  }
+}

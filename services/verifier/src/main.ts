@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { verifierService } from './service.js';
+
+runService(verifierService());

@@ -1,0 +1,49 @@
+import { eq, sql } from 'drizzle-orm';
+import { withTenant, type Database } from '@cairn/db';
+import { CairnError } from '@cairn/errors';
+import { marks } from './schema.js';
+
+export interface MarkRecord {
+  readonly watermarkId: string;
+  readonly payloadHex: string;
+  readonly tenantId: string;
+  readonly assetId: string;
+  readonly algorithm: string;
+  readonly createdAt: Date;
+}
+
+export type NewMark = Omit<MarkRecord, 'createdAt'>;
+
+/** The payload → watermark id registry (watermark.marks), always under row-level security. */
+export class MarkRegistry {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Records a mark as its tenant. Idempotent on the watermark id: recording the same mark again returns the
+   * row already there. The same id for another asset or tenant, or a payload already taken by another id (a
+   * 64-bit collision), is refused.
+   */
+  async record(mark: NewMark): Promise<MarkRecord> {
+    return withTenant(this.db, mark.tenantId, async (tx) => {
+      // No conflict target: a clash on the id or on the payload both leave the table as it was.
+      await tx.insert(marks).values(mark).onConflictDoNothing();
+      const [row] = await tx.select().from(marks).where(eq(marks.watermarkId, mark.watermarkId));
+      if (!row || row.assetId !== mark.assetId || row.payloadHex !== mark.payloadHex || row.algorithm !== mark.algorithm) {
+        throw new CairnError('cairn.sign.idempotency_conflict', `watermark_id ${mark.watermarkId} is already registered for a different mark; use a new watermark id`);
+      }
+      return row;
+    });
+  }
+
+  /**
+   * The mark carrying `payloadHex`, whoever's it is (public verification). The payload setting opens that
+   * one row and nothing else: `withRlsSettings` knows only the fleet's common settings, so it is set here.
+   */
+  async findByPayload(payloadHex: string): Promise<MarkRecord | null> {
+    return this.db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('cairn.watermark_payload', ${payloadHex}, true)`);
+      const [row] = await tx.select().from(marks).where(eq(marks.payloadHex, payloadHex)).limit(1);
+      return row ?? null;
+    });
+  }
+}

@@ -1,0 +1,40 @@
+import { sql } from 'drizzle-orm';
+import { index, pgPolicy, pgSchema, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { outboxTable, processedEventsTable } from '@cairn/db';
+
+/** The watermark service's own schema; no other service reads it. */
+export const watermark = pgSchema('watermark');
+
+/**
+ * The registry of embedded marks: which watermark id (and so which tenant and asset) a payload stands for.
+ * A tenant sees its own rows. Detection is public (anyone may verify a file) and does not know the tenant:
+ * it presents the payload it decoded in `cairn.watermark_payload`, which opens exactly that one row, for
+ * reading only.
+ */
+export const marks = watermark.table(
+  'marks',
+  {
+    watermarkId: text('watermark_id').primaryKey(),
+    payloadHex: text('payload_hex').notNull(),
+    tenantId: text('tenant_id').notNull(),
+    assetId: text('asset_id').notNull(),
+    algorithm: text('algorithm').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('marks_payload_idx').on(t.payloadHex),
+    index('marks_tenant_asset_idx').on(t.tenantId, t.assetId),
+    pgPolicy('marks_isolation', {
+      for: 'all',
+      using: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
+      withCheck: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
+    }),
+    pgPolicy('marks_by_payload', {
+      for: 'select',
+      using: sql`${t.payloadHex} = current_setting('cairn.watermark_payload', true)`,
+    }),
+  ],
+);
+
+export const outbox = outboxTable(watermark);
+export const processedEvents = processedEventsTable(watermark);

@@ -1,0 +1,100 @@
+/**
+ * Separable linear resampling with a tent kernel (bilinear when enlarging, an anti-aliasing triangle filter
+ * as wide as the scale factor when reducing). Sample centres are aligned the way image scalers align them
+ * ((i + 0.5) · scale − 0.5), so that resizing an image and resampling it to the grid commute closely: that is
+ * what makes the mark survive a resize.
+ */
+
+/** Sparse weights: output i = Σ weight[k] · input[index[k]] for k in [start[i], start[i + 1]). */
+export interface Kernel1D {
+  readonly inSize: number;
+  readonly outSize: number;
+  readonly start: Int32Array;
+  readonly index: Int32Array;
+  readonly weight: Float64Array;
+}
+
+export function tentKernel(inSize: number, outSize: number): Kernel1D {
+  const scale = inSize / outSize;
+  const radius = Math.max(1, scale);
+  const start = new Int32Array(outSize + 1);
+  const index: number[] = [];
+  const weight: number[] = [];
+  for (let i = 0; i < outSize; i++) {
+    const centre = (i + 0.5) * scale - 0.5;
+    const first = Math.max(0, Math.ceil(centre - radius));
+    const last = Math.min(inSize - 1, Math.floor(centre + radius));
+    let sum = 0;
+    const from = index.length;
+    for (let j = first; j <= last; j++) {
+      const w = 1 - Math.abs(j - centre) / radius;
+      if (w <= 0) continue;
+      index.push(j);
+      weight.push(w);
+      sum += w;
+    }
+    if (index.length === from) {
+      // Only possible at an edge when enlarging: take the nearest sample.
+      index.push(Math.min(inSize - 1, Math.max(0, Math.round(centre))));
+      weight.push(1);
+      sum = 1;
+    }
+    for (let k = from; k < weight.length; k++) weight[k] = weight[k]! / sum;
+    start[i + 1] = index.length;
+  }
+  return { inSize, outSize, start, index: Int32Array.from(index), weight: Float64Array.from(weight) };
+}
+
+/** The kernel of `second ∘ first` (first applied, then second) as one sparse kernel. */
+export function composeKernels(first: Kernel1D, second: Kernel1D): Kernel1D {
+  if (first.outSize !== second.inSize) throw new Error('kernel sizes do not chain');
+  const start = new Int32Array(second.outSize + 1);
+  const index: number[] = [];
+  const weight: number[] = [];
+  const row = new Float64Array(first.inSize);
+  for (let i = 0; i < second.outSize; i++) {
+    row.fill(0);
+    for (let k = second.start[i]!; k < second.start[i + 1]!; k++) {
+      const mid = second.index[k]!;
+      const w = second.weight[k]!;
+      for (let m = first.start[mid]!; m < first.start[mid + 1]!; m++) row[first.index[m]!]! += w * first.weight[m]!;
+    }
+    for (let j = 0; j < row.length; j++) {
+      const w = row[j]!;
+      if (w > 1e-12 || w < -1e-12) {
+        index.push(j);
+        weight.push(w);
+      }
+    }
+    start[i + 1] = index.length;
+  }
+  return { inSize: first.inSize, outSize: second.outSize, start, index: Int32Array.from(index), weight: Float64Array.from(weight) };
+}
+
+/** Resamples a row-major plane (width = kx.inSize, height = ky.inSize) to kx.outSize × ky.outSize. */
+export function resamplePlane(src: Float32Array, kx: Kernel1D, ky: Kernel1D): Float32Array {
+  const inW = kx.inSize;
+  const outW = kx.outSize;
+  const tmp = new Float32Array(outW * ky.inSize);
+  for (let y = 0; y < ky.inSize; y++) resampleRow(src, y * inW, kx, tmp, y * outW);
+  const dst = new Float32Array(outW * ky.outSize);
+  for (let y = 0; y < ky.outSize; y++) {
+    const out = y * outW;
+    for (let k = ky.start[y]!; k < ky.start[y + 1]!; k++) {
+      const w = ky.weight[k]!;
+      const from = ky.index[k]! * outW;
+      for (let x = 0; x < outW; x++) dst[out + x]! += w * tmp[from + x]!;
+    }
+  }
+  return dst;
+}
+
+/** One row through a 1-D kernel: dst[dstOffset + i] = Σ w · src[srcOffset + j]. */
+export function resampleRow(src: ArrayLike<number>, srcOffset: number, kernel: Kernel1D, dst: Float32Array, dstOffset: number): void {
+  const { start, index, weight } = kernel;
+  for (let i = 0; i < kernel.outSize; i++) {
+    let acc = 0;
+    for (let k = start[i]!; k < start[i + 1]!; k++) acc += weight[k]! * src[srcOffset + index[k]!]!;
+    dst[dstOffset + i] = acc;
+  }
+}

@@ -1,0 +1,19 @@
+import { createHash } from 'node:crypto';
+
+/** Bytes of the payload an image mark carries (64 bits). */
+export const PAYLOAD_BYTES = 8;
+
+const PAYLOAD_TAG = 'cairn-watermark-v1:';
+
+/**
+ * The payload for a watermark id: the first 8 bytes of SHA-256("cairn-watermark-v1:" + id). Derived rather
+ * than random so that re-embedding the same id always writes the same mark, and the registry can be checked
+ * against the id alone.
+ */
+export function payloadFor(watermarkId: string): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(PAYLOAD_TAG + watermarkId, 'utf8').digest().subarray(0, PAYLOAD_BYTES));
+}
+
+export function payloadHex(payload: Uint8Array): string {
+  return Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('hex');
+}

@@ -1,0 +1,224 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { ImageRejectedError, type RawImage } from './image/raw-image.js';
+import { transferable } from './image-tasks.js';
+import { WORKER_READY, type DetectOutcome, type EmbedOutcome, type WorkerRequest, type WorkerResponse } from './worker-protocol.js';
+
+/** Where a worker's code is: a module file, or (eval) a bootstrap script that loads one. */
+export interface WorkerEntry {
+  readonly code: URL | string;
+  readonly eval: boolean;
+}
+
+/**
+ * The worker entry for the code that is running. From the bundle (dist/main.js) it is dist/worker.js beside
+ * it, a second entry of the build. From the TypeScript sources (jest, `pnpm dev`) it is src/worker.ts, and a
+ * worker thread inherits neither jest's transform nor tsx's hooks (Node 20 ignores `--import` hooks in
+ * workers), so a bootstrap registers tsx inside the worker first.
+ */
+export function resolveWorkerEntry(from: string = import.meta.url): WorkerEntry {
+  if (from.endsWith('.ts')) {
+    const target = new URL('../worker.ts', from).href;
+    const tsx = tsxEsmApi(from);
+    return { code: `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(target)}); });`, eval: true };
+  }
+  const url = new URL('./worker.js', from);
+  if (!existsSync(url)) {
+    throw new Error(`watermark worker entry missing: ${fileURLToPath(url)} (the build must bundle services/watermark/src/worker.ts to dist/worker.js)`);
+  }
+  return { code: url, eval: false };
+}
+
+/** File URL of tsx's ESM API (`tsx/esm/api`, import condition), looked up from `from` like an import would. */
+function tsxEsmApi(from: string): string {
+  const packageJson = createRequire(from).resolve('tsx/package.json');
+  const manifest = JSON.parse(readFileSync(packageJson, 'utf8')) as { exports?: Record<string, { import?: { default?: string } }> };
+  const entry = manifest.exports?.['./esm/api']?.import?.default;
+  if (!entry) throw new Error('tsx/esm/api not found: running the watermark worker from TypeScript sources needs tsx');
+  return pathToFileURL(join(dirname(packageJson), entry)).href;
+}
+
+export function defaultPoolSize(): number {
+  return Math.max(1, availableParallelism() - 1);
+}
+
+/** The pool no longer takes work (the service is draining). */
+export class PoolClosedError extends Error {
+  constructor() {
+    super('the image worker pool is shutting down');
+    this.name = 'PoolClosedError';
+  }
+}
+
+interface Task {
+  readonly request: WorkerRequest;
+  readonly transfer: ArrayBuffer[];
+  resolve(response: WorkerResponse): void;
+  reject(error: Error): void;
+}
+
+interface Slot {
+  readonly worker: Worker;
+  readonly ready: Promise<void>;
+  task: Task | null;
+}
+
+export interface PoolOptions {
+  readonly size: number;
+  readonly entry?: WorkerEntry;
+}
+
+/**
+ * A fixed set of worker threads for embedding and detection, which take hundreds of milliseconds of CPU on
+ * large images: on the main thread they would stall every other call, health checks included. One task per
+ * worker at a time, the rest queued in arrival order. A worker that dies fails only its own task and is
+ * replaced when the next task needs it.
+ */
+export class ImageWorkerPool {
+  readonly size: number;
+  private readonly entry: WorkerEntry;
+  private readonly slots = new Set<Slot>();
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private closed = false;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(options: PoolOptions) {
+    if (!Number.isInteger(options.size) || options.size < 1) throw new Error(`pool size must be a positive integer, got ${options.size}`);
+    this.size = options.size;
+    this.entry = options.entry ?? resolveWorkerEntry();
+    // Started up front: a missing or broken worker shows at start-up, and the first request pays no start.
+    for (let i = 0; i < this.size; i++) this.spawn();
+  }
+
+  /** Resolves once every worker has loaded its code (rejects if one fails to). */
+  async ready(): Promise<void> {
+    await Promise.all([...this.slots].map((slot) => slot.ready));
+  }
+
+  /**
+   * Marks a copy of `image`. The pixel buffer is handed to the worker when `image.pixels` is exactly its
+   * ArrayBuffer (which is then detached: the caller gives it up); otherwise it is copied once.
+   */
+  async embed(image: RawImage, payload: Uint8Array): Promise<EmbedOutcome> {
+    const response = await this.run((id) => ({ id, op: 'embed', image: { ...image, pixels: owned(image.pixels) }, payload: Uint8Array.from(payload) }));
+    if (response.op !== 'embed') throw new Error('image worker answered the wrong operation');
+    return response.outcome;
+  }
+
+  /** Reads the mark of `image`, with the same buffer hand-over as embed. */
+  async detect(image: RawImage): Promise<DetectOutcome> {
+    const response = await this.run((id) => ({ id, op: 'detect', image: { ...image, pixels: owned(image.pixels) } }));
+    if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
+    return response.outcome;
+  }
+
+  /** Tasks waiting or running. */
+  get pending(): number {
+    let running = 0;
+    for (const slot of this.slots) if (slot.task) running++;
+    return running + this.queue.length;
+  }
+
+  /**
+   * Stops taking work, lets queued and running tasks finish for up to `graceMs`, then stops the workers
+   * (whatever is still unfinished fails with PoolClosedError).
+   */
+  async close(graceMs = 10_000): Promise<void> {
+    this.closed = true;
+    if (this.pending > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    for (const task of this.queue.splice(0)) task.reject(new PoolClosedError());
+    await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
+  }
+
+  private run(build: (id: number) => WorkerRequest): Promise<Extract<WorkerResponse, { ok: true }>> {
+    if (this.closed) return Promise.reject(new PoolClosedError());
+    const request = build(this.nextId++);
+    const transfer = transferable(request.image.pixels);
+    return new Promise<WorkerResponse>((resolve, reject) => {
+      this.queue.push({ request, transfer, resolve, reject });
+      this.dispatch();
+    }).then((response) => {
+      if (!response.ok) throw workerFailure(response.error);
+      return response;
+    });
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0) {
+      let slot = [...this.slots].find((s) => s.task === null);
+      if (!slot && this.slots.size < this.size && !this.closed) slot = this.spawn();
+      if (!slot) return;
+      const task = this.queue.shift()!;
+      slot.task = task;
+      slot.worker.ref();
+      try {
+        slot.worker.postMessage(task.request, task.transfer);
+      } catch (error) {
+        slot.task = null;
+        slot.worker.unref();
+        task.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    }
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(this.entry.code, { eval: this.entry.eval, name: 'cairn-watermark' });
+    let loaded: () => void = () => undefined;
+    let failed: (error: Error) => void = () => undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      loaded = resolve;
+      failed = reject;
+    });
+    ready.catch(() => undefined); // observed through ready() or the task that fails; never unhandled
+    const slot: Slot = { worker, ready, task: null };
+    this.slots.add(slot);
+    // Idle workers do not keep the process alive; a busy one does until its answer is in.
+    worker.unref();
+
+    const finish = (settle: (task: Task) => void) => {
+      const task = slot.task;
+      slot.task = null;
+      worker.unref();
+      if (task) settle(task);
+      if (this.pending === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    };
+    worker.on('message', (message: WorkerResponse | typeof WORKER_READY) => {
+      if (message === WORKER_READY) return loaded();
+      finish((task) => task.resolve(message));
+      this.dispatch();
+    });
+    worker.on('error', (error: Error) => {
+      failed(error);
+      finish((task) => task.reject(new Error(`image worker crashed: ${error.message}`, { cause: error })));
+    });
+    worker.on('exit', (code) => {
+      this.slots.delete(slot);
+      failed(new Error(`image worker exited with code ${code} before it was ready`));
+      finish((task) => task.reject(this.closed ? new PoolClosedError() : new Error(`image worker exited with code ${code}`)));
+      if (!this.closed) this.dispatch();
+    });
+    return slot;
+  }
+}
+
+/** A view that owns its whole buffer, so it can be transferred without detaching anyone else's bytes. */
+function owned(bytes: Uint8Array): Uint8Array {
+  return transferable(bytes).length > 0 ? bytes : bytes.slice();
+}
+
+function workerFailure(error: { name: string; message: string }): Error {
+  if (error.name === 'ImageRejectedError') return new ImageRejectedError(error.message);
+  return new Error(`image worker failed: ${error.name}: ${error.message}`);
+}

@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { watermarkService } from './service.js';
+
+runService(watermarkService());

@@ -1,0 +1,32 @@
+import { fileURLToPath } from 'node:url';
+import { watermarkV1 } from '@cairn/proto';
+import type { ServiceDefinition } from '@cairn/runtime';
+import { watermarkConfigShape } from './config.js';
+import { MarkRegistry } from './db/marks.js';
+import { createImageWatermark } from './domain/image/cairn-dct-v1.js';
+import { ImageWorkerPool } from './domain/pool.js';
+import { watermarkHandlers } from './rpc.js';
+
+export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
+
+export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof watermarkConfigShape> {
+  return {
+    name: 'watermark',
+    configShape: watermarkConfigShape,
+    migrationsFolder,
+    env,
+    register: async (ctx) => {
+      const pool = new ImageWorkerPool({ size: ctx.config.WATERMARK_WORKERS });
+      // A worker that cannot load fails start-up here rather than the first request.
+      await pool.ready().catch(async (error: unknown) => {
+        await pool.close(0);
+        throw error;
+      });
+      // Draining: work already accepted finishes (within the grace period) before the workers stop.
+      ctx.onShutdown(() => pool.close(ctx.config.SHUTDOWN_GRACE_MS));
+      const handlers = watermarkHandlers({ pool, registry: new MarkRegistry(ctx.db), algorithm: createImageWatermark(), logger: ctx.logger });
+      ctx.rpc.add(watermarkV1.WatermarkService, handlers);
+      ctx.logger.info({ workers: pool.size }, 'image worker pool started');
+    },
+  };
+}

@@ -1,0 +1,19 @@
+/**
+ * Worker-thread entry of the image pool (src/domain/pool.ts). A separate bundle entry: the build turns this
+ * file into dist/worker.js next to dist/main.js. It imports only the algorithm, never the service's
+ * infrastructure, so a worker starts in milliseconds and holds no connections.
+ */
+import { parentPort } from 'node:worker_threads';
+import { createImageWatermark } from './domain/image/cairn-dct-v1.js';
+import { runImageTask } from './domain/image-tasks.js';
+import { WORKER_READY, type WorkerRequest } from './domain/worker-protocol.js';
+
+const port = parentPort;
+if (!port) throw new Error('src/worker.ts must run as a worker thread');
+
+const algorithm = createImageWatermark();
+port.on('message', (request: WorkerRequest) => {
+  const { response, transfer } = runImageTask(algorithm, request);
+  port.postMessage(response, transfer);
+});
+port.postMessage(WORKER_READY);

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
+import { ImageRejectedError, type RawImage } from '../src/domain/image/raw-image.js';
+import { payloadFor } from '../src/domain/payload.js';
+import { ImageWorkerPool, PoolClosedError } from '../src/domain/pool.js';
+import { loadPhoto } from './support/images.js';
+
+const payload = payloadFor('w_01JD3M4X5Y6Z7A8B9C0D1E2F3G');
+
+/** A photo-like image of any size, in a buffer of its own (so the pool may take it over). */
+function gradientImage(width: number, height: number): RawImage {
+  const pixels = new Uint8Array(width * height * 3);
+  for (let y = 0, p = 0; y < height; y++) {
+    for (let x = 0; x < width; x++, p += 3) {
+      pixels[p] = (x * 255) / width;
+      pixels[p + 1] = (y * 255) / height;
+      pixels[p + 2] = ((x ^ y) & 63) + 96;
+    }
+  }
+  return { pixels, width, height, channels: 3 };
+}
+
+let pool: ImageWorkerPool;
+
+beforeAll(async () => {
+  pool = new ImageWorkerPool({ size: 1 });
+  await pool.ready();
+});
+
+afterAll(async () => {
+  await pool.close();
+});
+
+describe('image worker pool', () => {
+  it('embeds and detects in a worker exactly as in-process', async () => {
+    const photo = await loadPhoto('coffee.png');
+    const expected = createImageWatermark().embed(photo, payload);
+    // A view into a larger buffer is copied, never detached: the caller keeps it.
+    const view = new Uint8Array(photo.pixels.length + 16);
+    view.set(photo.pixels, 8);
+    const input = { ...photo, pixels: view.subarray(8, 8 + photo.pixels.length) };
+    const outcome = await pool.embed(input, payload);
+    expect(input.pixels.byteLength).toBe(photo.pixels.length);
+    expect(outcome.algorithm).toBe('cairn-dct-v1');
+    expect(outcome.psnrDb).toBeGreaterThanOrEqual(38);
+    expect(Buffer.from(outcome.image.pixels).equals(Buffer.from(expected.pixels))).toBe(true);
+    const { detection } = await pool.detect(outcome.image);
+    expect(detection?.payload).toEqual(payload);
+  });
+
+  it('hands over a buffer that is exactly its view instead of copying it', async () => {
+    const image = gradientImage(300, 300);
+    await pool.detect(image);
+    expect(image.pixels.byteLength).toBe(0); // transferred: detached on this side
+  });
+
+  it('reports a refused image as ImageRejectedError', async () => {
+    await expect(pool.embed(gradientImage(200, 300), payload)).rejects.toThrow(ImageRejectedError);
+    await expect(pool.embed(gradientImage(200, 300), payload)).rejects.toThrow('needs at least 256×256');
+  });
+
+  it('keeps the event loop responsive while a 3000×3000 embed runs', async () => {
+    const image = gradientImage(3000, 3000);
+    let last = performance.now();
+    let maxGap = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 10);
+    const started = performance.now();
+    const outcome = await pool.embed(image, payload);
+    const took = performance.now() - started;
+    clearInterval(timer);
+    expect(outcome.image.width).toBe(3000);
+    // On the main thread the embed would be one gap as long as itself; in the pool, ticks keep coming.
+    expect(took).toBeGreaterThan(150);
+    expect(maxGap).toBeLessThan(Math.min(100, took / 3));
+  });
+
+  it('queues work beyond its size and answers every task', async () => {
+    const images = [0, 1, 2, 3].map(() => gradientImage(256, 256));
+    const outcomes = await Promise.all(images.map((image) => pool.embed(image, payload)));
+    expect(outcomes.map((o) => o.image.width)).toEqual([256, 256, 256, 256]);
+    expect(pool.pending).toBe(0);
+  });
+});
+
+describe('image worker pool failures', () => {
+  it('fails the task of a worker that dies, and replaces the worker for the next task', async () => {
+    // Every worker of this pool exits on its first task. The second task is answered (not left queued
+    // forever) only because the pool starts a new worker for it.
+    const crashing = new ImageWorkerPool({ size: 1, entry: { code: `require('node:worker_threads').parentPort.once('message', () => process.exit(3));`, eval: true } });
+    try {
+      await expect(crashing.detect(gradientImage(256, 256))).rejects.toThrow('image worker exited with code 3');
+      await expect(crashing.detect(gradientImage(256, 256))).rejects.toThrow('image worker exited with code 3');
+    } finally {
+      await crashing.close();
+    }
+  });
+
+  it('drains accepted work on close, then refuses new work', async () => {
+    const draining = new ImageWorkerPool({ size: 1 });
+    const accepted = draining.embed(gradientImage(512, 512), payload);
+    const closed = draining.close(10_000);
+    await expect(draining.detect(gradientImage(256, 256))).rejects.toThrow(PoolClosedError);
+    expect((await accepted).image.width).toBe(512);
+    await closed;
+  });
+});

@@ -1,0 +1,243 @@
+import { and, asc, eq, inArray, lte, notInArray, sql } from 'drizzle-orm';
+import { newEvent } from '@cairn/bus';
+import type { Database, Tx } from '@cairn/db';
+import type { Logger } from '@cairn/logging';
+import type { Outbox } from '@cairn/runtime';
+import { attempts, deliveries, endpoints } from '../db/schema.js';
+import { renderBody, retryDelayMs, signatureHeader } from './events.js';
+import type { Sealer } from '@cairn/sealing';
+import type { Sender, SendOutcome } from './sender.js';
+
+/** Runs `fn` as the delivery scheduler: it sees unfinished deliveries (and their endpoints) of every tenant. */
+export function asDispatcher<T>(db: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('cairn.system', 'webhook-dispatch', true)`);
+    return fn(tx);
+  });
+}
+
+export interface DispatcherOptions {
+  retryScale: number;
+  timeoutMs: number;
+  maxInFlight: number;
+  pollIntervalMs: number;
+  userAgent: string;
+}
+
+type DeliveryRow = typeof deliveries.$inferSelect;
+type EndpointRow = typeof endpoints.$inferSelect;
+
+interface Claimed {
+  delivery: DeliveryRow;
+  endpoint: EndpointRow | undefined;
+}
+
+const afterMs = (ms: number) => sql`now() + ${ms} * interval '1 millisecond'`;
+
+/**
+ * The delivery engine. Due deliveries live in Postgres (status + next_attempt_at), so the schedule survives
+ * restarts. A claim marks a row `delivering` with a lease (next_attempt_at = now + timeout + margin): a process
+ * that dies mid-attempt leaves a row that becomes due again when the lease runs out (at-least-once). Each
+ * endpoint has at most one delivery in flight (here, and across replicas through the live-lease check), and
+ * at most `maxInFlight` are in flight in all, so a slow or dead receiver holds one slot, never the others.
+ */
+export class Dispatcher {
+  private readonly inFlight = new Map<string, AbortController>();
+  private readonly busyEndpoints = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private loop: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly outbox: Outbox,
+    private readonly sealer: Sealer,
+    private readonly sender: Sender,
+    private readonly logger: Logger,
+    private readonly options: DispatcherOptions,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Claims and starts due deliveries until none is due or every slot is taken. Never throws. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.loop) {
+      this.again = true;
+      return;
+    }
+    this.loop = (async () => {
+      do {
+        this.again = false;
+        try {
+          while (!this.stopped && this.inFlight.size < this.options.maxInFlight && (await this.claimBatch()) > 0);
+        } catch (error) {
+          this.logger.warn({ err: error }, 'webhook claim failed; will retry');
+        }
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.loop = undefined;
+    });
+  }
+
+  /** Stops claiming, cuts in-flight attempts short and hands their rows back (they do not count as attempts). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.loop;
+    for (const controller of this.inFlight.values()) controller.abort();
+    await Promise.allSettled([...this.running]);
+    this.sender.close();
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  private async claimBatch(): Promise<number> {
+    const free = this.options.maxInFlight - this.inFlight.size;
+    if (free <= 0) return 0;
+    const busy = [...this.busyEndpoints];
+    const lease = this.options.timeoutMs + 30_000;
+    const claimed = await asDispatcher(this.db, async (tx) => {
+      const candidates = await tx
+        .select()
+        .from(deliveries)
+        .where(
+          and(
+            inArray(deliveries.status, ['pending', 'delivering']),
+            lte(deliveries.nextAttemptAt, sql`now()`),
+            busy.length > 0 ? notInArray(deliveries.webhookId, busy) : undefined,
+            // Another replica's live lease on the same endpoint: leave the endpoint alone for now.
+            sql`not exists (select 1 from webhook.deliveries x where x.webhook_id = ${deliveries.webhookId} and x.status = 'delivering' and x.next_attempt_at > now())`,
+          ),
+        )
+        .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.createdAt))
+        .limit(free * 4)
+        .for('update', { skipLocked: true });
+      const picked: DeliveryRow[] = [];
+      const seen = new Set<string>();
+      for (const candidate of candidates) {
+        if (seen.has(candidate.webhookId)) continue;
+        seen.add(candidate.webhookId);
+        picked.push(candidate);
+        if (picked.length >= free) break;
+      }
+      if (picked.length === 0) return [];
+      await tx
+        .update(deliveries)
+        .set({ status: 'delivering', nextAttemptAt: afterMs(lease) })
+        .where(inArray(deliveries.deliveryId, picked.map((p) => p.deliveryId)));
+      // The endpoints come with the claim: one transaction per batch, not one per attempt.
+      const owners = await tx.select().from(endpoints).where(inArray(endpoints.webhookId, [...seen]));
+      return picked.map((delivery): Claimed => ({ delivery: { ...delivery, status: 'delivering' }, endpoint: owners.find((e) => e.webhookId === delivery.webhookId) }));
+    });
+    for (const c of claimed) this.launch(c);
+    return claimed.length;
+  }
+
+  private launch(c: Claimed): void {
+    const controller = new AbortController();
+    const { deliveryId, webhookId } = c.delivery;
+    this.inFlight.set(deliveryId, controller);
+    this.busyEndpoints.add(webhookId);
+    const run: Promise<void> = this.attempt(c, controller.signal)
+      .catch((error: unknown) => this.logger.error({ err: error, delivery_id: deliveryId }, 'webhook attempt could not be recorded; the lease will expire and it runs again'))
+      .finally(() => {
+        this.inFlight.delete(deliveryId);
+        this.busyEndpoints.delete(webhookId);
+        this.running.delete(run);
+        this.wake();
+      });
+    this.running.add(run);
+  }
+
+  private async attempt({ delivery, endpoint }: Claimed, signal: AbortSignal): Promise<void> {
+    if (!endpoint || endpoint.deletedAt) {
+      await this.finish(delivery, new Date(), { body: '', error: 'endpoint deleted', latencyMs: 0 }, { final: true, silent: true });
+      return;
+    }
+    const secret = this.sealer.open(endpoint.sealedSecret, endpoint.webhookId);
+    const body = renderBody(delivery.payload);
+    const signature = signatureHeader(body, secret);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': this.options.userAgent,
+      'cairn-event-id': delivery.eventId,
+      'cairn-event-type': delivery.eventType,
+      'cairn-delivery-id': delivery.deliveryId,
+      'cairn-attempt': String(delivery.attempts + 1),
+      'cairn-signature': signature,
+      'x-cairn-signature': signature,
+    };
+    const startedAt = new Date();
+    const outcome = await this.sender.send(endpoint.url, body, headers, signal);
+    if (outcome.aborted) {
+      await asDispatcher(this.db, (tx) =>
+        tx
+          .update(deliveries)
+          .set({ status: 'pending', nextAttemptAt: sql`now()` })
+          .where(and(eq(deliveries.deliveryId, delivery.deliveryId), eq(deliveries.status, 'delivering'))),
+      );
+      return;
+    }
+    await this.finish(delivery, startedAt, outcome, { final: false, silent: false, url: endpoint.url });
+  }
+
+  /** Records the attempt and moves the delivery on: delivered, scheduled again, or failed (webhook.failed). */
+  private async finish(delivery: DeliveryRow, startedAt: Date, outcome: SendOutcome, how: { final: boolean; silent: boolean; url?: string }): Promise<void> {
+    const ok = outcome.statusCode !== undefined && outcome.statusCode >= 200 && outcome.statusCode < 300;
+    const n = delivery.attempts + 1;
+    const error = ok ? null : (outcome.error ?? `HTTP ${outcome.statusCode ?? 0}${outcome.body ? `: ${outcome.body.slice(0, 500)}` : ''}`);
+    const delay = how.final ? undefined : retryDelayMs(n, this.options.retryScale);
+    let emitted = false;
+    await this.db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('cairn.tenant_id', ${delivery.tenantId}, true)`);
+      if (!how.silent) {
+        await tx.insert(attempts).values({
+          deliveryId: delivery.deliveryId,
+          n: sql`(select coalesce(max(n), 0) + 1 from webhook.attempts where delivery_id = ${delivery.deliveryId})`,
+          tenantId: delivery.tenantId,
+          startedAt,
+          statusCode: outcome.statusCode ?? null,
+          latencyMs: outcome.latencyMs,
+          error,
+          responseBody: outcome.body || null,
+        });
+      }
+      const last = { attempts: n, lastStatusCode: outcome.statusCode ?? null, lastError: error, lastLatencyMs: outcome.latencyMs };
+      // Only the claim this attempt ran under may move the row (a redelivery or an expired lease may have moved it).
+      const guard = and(eq(deliveries.deliveryId, delivery.deliveryId), eq(deliveries.status, 'delivering'), eq(deliveries.attempts, delivery.attempts));
+      if (ok) {
+        await tx.update(deliveries).set({ ...last, status: 'delivered', deliveredAt: sql`now()`, nextAttemptAt: null }).where(guard);
+      } else if (delay !== undefined) {
+        await tx.update(deliveries).set({ ...last, status: 'pending', nextAttemptAt: afterMs(delay) }).where(guard);
+      } else {
+        const moved = await tx.update(deliveries).set({ ...last, status: 'failed', nextAttemptAt: null }).where(guard).returning({ id: deliveries.deliveryId });
+        if (moved.length > 0 && !how.silent) {
+          await this.outbox.enqueue(
+            tx,
+            newEvent('webhook.failed', delivery.tenantId, {
+              webhook_id: delivery.webhookId,
+              delivery_id: delivery.deliveryId,
+              event_id: delivery.eventId,
+              event_type: delivery.eventType,
+              url: how.url ?? null,
+              attempts: n,
+              last_status_code: outcome.statusCode ?? null,
+              last_error: error,
+            }),
+          );
+          emitted = true;
+        }
+      }
+    });
+    if (emitted) void this.outbox.flush();
+  }
+}

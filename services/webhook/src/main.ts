@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { webhookService } from './service.js';
+
+runService(webhookService());

@@ -1,0 +1,338 @@
+/**
+ * The deployment files (services/*\/Dockerfile, charts/cairn, skaffold.yaml) must cover exactly the
+ * fleet of packages/config/src/fleet.ts: every service, with its default ports, and nothing else.
+ * No YAML library: values.yaml is kept to plain two-space mappings that the small reader below
+ * understands, and skaffold.yaml is read line by line.
+ */
+import { describe, it, expect } from '@jest/globals';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+// '@cairn/config' is not a dependency of the workspace root, so import its source directly.
+import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '../packages/config/src/index.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const read = (rel: string): string => readFileSync(join(ROOT, rel), 'utf8');
+const sorted = (xs: Iterable<string>): string[] => [...xs].sort();
+
+// ---------------------------------------------------------------------------------------------------
+// A reader for the YAML subset values.yaml keeps to: nested `key: value` mappings by indentation, with
+// scalar values (plain or quoted, `{}`/`[]` kept as text). A list or block scalar is skipped whole and
+// its key set to the marker '[list]' or '[block]', so adding one elsewhere in the file does not break this.
+
+type YamlMap = { [key: string]: YamlValue };
+type YamlValue = string | YamlMap;
+
+function stripComment(line: string): string {
+  let quote: string | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quote) {
+      if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+    } else if (c === '#' && (i === 0 || /\s/.test(line[i - 1]!))) {
+      return line.slice(0, i);
+    }
+  }
+  return line;
+}
+
+function unquote(value: string): string {
+  if (/^".*"$/.test(value)) return JSON.parse(value) as string;
+  if (/^'.*'$/.test(value)) return value.slice(1, -1).replace(/''/g, "'");
+  return value;
+}
+
+function parseSimpleYaml(text: string): YamlMap {
+  const root: YamlMap = {};
+  const stack: { indent: number; map: YamlMap }[] = [{ indent: -1, map: root }];
+  let skipDeeperThan: number | null = null; // inside a skipped list or block scalar
+  let skipListAt: number | null = null; // further `- ` items of a skipped list at this indent
+
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = stripComment(raw).replace(/\s+$/, '');
+    if (line.trim() === '' || line === '---') return;
+    const indent = line.length - line.trimStart().length;
+    const content = line.trim();
+
+    if (skipDeeperThan !== null) {
+      if (indent > skipDeeperThan || (indent === skipListAt && content.startsWith('-'))) return;
+      skipDeeperThan = null;
+      skipListAt = null;
+    }
+
+    if (content === '-' || content.startsWith('- ')) {
+      // A list under the key just opened (indented or not): mark that key and skip the whole list.
+      while (stack.length > 1 && stack[stack.length - 1]!.indent > indent) stack.pop();
+      const opened = stack[stack.length - 1]!;
+      if (stack.length < 2 || Object.keys(opened.map).length > 0) throw new Error(`line ${index + 1}: list item without a key`);
+      const owner = stack[stack.length - 2]!.map;
+      const key = Object.keys(owner).find((k) => owner[k] === opened.map)!;
+      owner[key] = '[list]';
+      stack.pop();
+      skipDeeperThan = indent;
+      skipListAt = indent;
+      return;
+    }
+
+    while (stack.length > 1 && stack[stack.length - 1]!.indent >= indent) stack.pop();
+    const parent = stack[stack.length - 1]!;
+
+    const m = /^("[^"]*"|'[^']*'|[^\s:][^:]*?)\s*:(?:\s+(.*))?$/.exec(content);
+    if (!m) throw new Error(`line ${index + 1}: not a 'key: value' line: ${raw}`);
+    const key = unquote(m[1]!);
+    const value = (m[2] ?? '').trim();
+    if (value === '') {
+      const child: YamlMap = {};
+      parent.map[key] = child;
+      stack.push({ indent, map: child });
+    } else if (/^[|>][-+0-9]*$/.test(value)) {
+      parent.map[key] = '[block]';
+      skipDeeperThan = indent;
+    } else {
+      parent.map[key] = unquote(value);
+    }
+  });
+  return root;
+}
+
+function mapAt(value: YamlValue | undefined, where: string): YamlMap {
+  if (value === undefined || typeof value === 'string') throw new Error(`${where} is not a mapping`);
+  return value;
+}
+
+function scalarAt(value: YamlValue | undefined, where: string): string {
+  if (typeof value !== 'string') throw new Error(`${where} is not a scalar`);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('the reader of values.yaml', () => {
+  it('reads nested mappings, quoted scalars and comments, and skips lists', () => {
+    const doc = parseSimpleYaml(
+      [
+        '# comment',
+        'a:',
+        '  b: "x # y"   # trailing',
+        "  c: 'it''s'",
+        '  list:',
+        '    - one',
+        '    - two: 2',
+        '      three: 3',
+        '  d: 4',
+        'e: {}',
+      ].join('\n'),
+    );
+    expect(doc).toEqual({ a: { b: 'x # y', c: "it's", list: '[list]', d: '4' }, e: '{}' });
+  });
+});
+
+describe('service images: services/<svc>/Dockerfile', () => {
+  /** The Dockerfile with its service name, ports and the gateway-only HTTP lines taken out. */
+  function normalizedDockerfile(service: string): string {
+    return read(`services/${service}/Dockerfile`)
+      .split('\n')
+      .filter((l) => !/HTTP_PORT|\b8080\b|Public REST API/.test(l))
+      .join('\n')
+      .replace(new RegExp(`(services/|cairn-|Cairn |SERVICE=)${service}\\b`, 'g'), '$1<svc>')
+      .replace(/^ARG GRPC_PORT=\d+$/m, 'ARG GRPC_PORT=<grpc>')
+      .replace(/^ARG OPS_PORT=\d+$/m, 'ARG OPS_PORT=<ops>')
+      .replace(/^ARG EXTRA_PORTS="[\d ]*"$/m, 'ARG EXTRA_PORTS=<extra>');
+  }
+
+  it.each([...SERVICE_NAMES])('%s has a multi-stage, non-root Dockerfile running dist/main.js', (service) => {
+    const rel = `services/${service}/Dockerfile`;
+    expect(existsSync(join(ROOT, rel))).toBe(true);
+    const text = read(rel);
+    const instructions = text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
+
+    expect(instructions.filter((l) => /^FROM\s/i.test(l)).length).toBeGreaterThanOrEqual(2);
+
+    // The last USER (the one the runtime stage runs as) is the image's unprivileged `node` user.
+    const users = instructions.filter((l) => /^USER\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
+    expect(users.length).toBeGreaterThan(0);
+    expect(['root', '0', '0:0']).not.toContain(users[users.length - 1]);
+    expect(users[users.length - 1]).toBe('node');
+
+    const cmds = instructions.filter((l) => /^CMD\s/i.test(l));
+    expect(cmds.length).toBeGreaterThan(0);
+    expect(cmds[cmds.length - 1]).toMatch(/^CMD\s+\[\s*"node"\s*,\s*"dist\/main\.js"\s*\]$/);
+
+    // Name and ports come from the fleet definition.
+    const { grpc, ops } = DEFAULT_PORTS[service];
+    expect(text).toMatch(new RegExp(`^ARG SERVICE=${service}$`, 'm'));
+    expect(text).toMatch(new RegExp(`^ARG GRPC_PORT=${grpc}$`, 'm'));
+    expect(text).toMatch(new RegExp(`^ARG OPS_PORT=${ops}$`, 'm'));
+    expect(text).toMatch(/^EXPOSE \$\{GRPC_PORT\} \$\{OPS_PORT\}( \$\{EXTRA_PORTS\})?$/m);
+    expect(text).toMatch(/^ENV NODE_ENV=production/m);
+    expect(text).toMatch(/^HEALTHCHECK\s.*\\$\n\s*CMD \["node", "-e", ".*\/healthz/m);
+    if (service === 'gateway') expect(text).toMatch(new RegExp(`^EXPOSE ${DEFAULT_GATEWAY_HTTP_PORT}$`, 'm'));
+  });
+
+  it('the Dockerfiles differ only in service name and ports', () => {
+    const [first, ...rest] = SERVICE_NAMES;
+    const reference = normalizedDockerfile(first);
+    for (const service of rest) expect({ service, text: normalizedDockerfile(service) }).toEqual({ service, text: reference });
+  });
+
+  it('.dockerignore keeps installs, builds and generated code out of the context', () => {
+    const lines = read('.dockerignore').split('\n').map((l) => l.trim());
+    for (const entry of ['node_modules', 'dist', '.git', 'packages/proto/src/gen', 'tools/out', '.cairn']) {
+      expect(lines.some((l) => l === entry || l === `**/${entry}`)).toBe(true);
+    }
+  });
+});
+
+describe('Helm chart: charts/cairn', () => {
+  const values = parseSimpleYaml(read('charts/cairn/values.yaml'));
+  const services = mapAt(values.services, 'services');
+
+  it('Chart.yaml names the chart and versions', () => {
+    const chart = parseSimpleYaml(read('charts/cairn/Chart.yaml'));
+    expect(chart).toMatchObject({ apiVersion: 'v2', name: 'cairn', version: '0.1.0', appVersion: '0.1.0' });
+  });
+
+  it('values.yaml `services:` has exactly the fleet (no drift either way)', () => {
+    expect(sorted(Object.keys(services))).toEqual(sorted(SERVICE_NAMES));
+  });
+
+  it.each([...SERVICE_NAMES])('values.yaml services.%s has the default ports and the expected fields', (service) => {
+    const entry = mapAt(services[service], `services.${service}`);
+    const ports = mapAt(entry.ports, `services.${service}.ports`);
+    expect(Number(scalarAt(ports.grpc, 'ports.grpc'))).toBe(DEFAULT_PORTS[service].grpc);
+    expect(Number(scalarAt(ports.ops, 'ports.ops'))).toBe(DEFAULT_PORTS[service].ops);
+    if (service === 'gateway') expect(Number(scalarAt(ports.http, 'ports.http'))).toBe(DEFAULT_GATEWAY_HTTP_PORT);
+    else expect(ports.http).toBeUndefined();
+
+    expect(['true', 'false']).toContain(scalarAt(entry.enabled, 'enabled'));
+    expect(Number(scalarAt(entry.replicas, 'replicas'))).toBeGreaterThanOrEqual(0);
+    const image = mapAt(entry.image, `services.${service}.image`);
+    expect(scalarAt(image.repository, 'image.repository')).toBe(`cairn-${service}`);
+    expect(scalarAt(image.tag, 'image.tag')).not.toBe('');
+    expect(entry.resources).toBeDefined();
+    expect(entry.env).toBeDefined();
+  });
+
+  it('global values: production env, connection URLs, public URL, gateway Service type, Ingress off', () => {
+    const global = mapAt(values.global, 'global');
+    expect(mapAt(global.env, 'global.env').CAIRN_ENV).toBe('production');
+    for (const k of ['database', 'redis', 'nats']) expect(mapAt(values[k], k).url).toMatch(/^\w+:\/\//);
+    expect(values.publicBaseUrl).toMatch(/^https?:\/\//);
+    expect(mapAt(values.gatewayService, 'gatewayService').type).toBe('ClusterIP');
+    expect(mapAt(values.ingress, 'ingress').enabled).toBe('false');
+    expect(values).toHaveProperty('existingSecret');
+  });
+
+  const templates = ['_helpers.tpl', 'deployment.yaml', 'service.yaml', 'configmap.yaml', 'secret.yaml', 'ingress.yaml', 'NOTES.txt'];
+
+  it.each(templates)('templates/%s has balanced template actions', (file) => {
+    const text = read(`charts/cairn/templates/${file}`).replace(/\{\{-?\s*\/\*[\s\S]*?\*\/\s*-?\}\}/g, '');
+    expect((text.match(/\{\{/g) ?? []).length).toBe((text.match(/\}\}/g) ?? []).length);
+    const opens = (text.match(/\{\{-?\s*(if|range|with|define)\b/g) ?? []).length;
+    const ends = (text.match(/\{\{-?\s*end\b/g) ?? []).length;
+    expect(ends).toBe(opens);
+  });
+
+  it('the Deployment template ranges over .Values.services, with probes, security and peer addresses', () => {
+    const t = read('charts/cairn/templates/deployment.yaml');
+    expect(t).toMatch(/range\s+\$name,\s*\$svc\s*:=\s*\.Values\.services\b/);
+    expect(t).toMatch(/readinessProbe:\s*\n\s*httpGet:\s*\n\s*path: \/readyz\s*\n\s*port: ops/);
+    expect(t).toMatch(/livenessProbe:\s*\n\s*httpGet:\s*\n\s*path: \/healthz\s*\n\s*port: ops/);
+    expect(t).toMatch(/terminationGracePeriodSeconds:/);
+    expect(t).toMatch(/runAsNonRoot: true/);
+    expect(t).toMatch(/runAsUser: 1000/);
+    expect(t).toMatch(/readOnlyRootFilesystem: true/);
+    expect(t).toMatch(/allowPrivilegeEscalation: false/);
+    expect(t).toMatch(/mountPath: \/tmp/);
+    expect(t).toMatch(/emptyDir: \{\}/);
+    expect(t).toMatch(/prometheus\.io\/scrape: "true"/);
+    expect(t).toMatch(/prometheus\.io\/port: \{\{ \$svc\.ports\.ops \| quote \}\}/);
+    expect(t).toMatch(/configMapRef:/);
+    expect(t).toMatch(/secretKeyRef:/);
+    expect(t).toMatch(/name: GRPC_HOST\s*\n\s*value: "0\.0\.0\.0"/);
+    expect(t).toMatch(/range\s+\$peer,\s*\$peerSvc\s*:=\s*\$\.Values\.services[\s\S]*cairn\.grpcAddrVar/);
+    expect(read('charts/cairn/templates/_helpers.tpl')).toMatch(/printf "%s_GRPC_ADDR" \(upper \.\)/);
+  });
+
+  it('the Service template ranges over .Values.services with ports grpc, ops and http', () => {
+    const t = read('charts/cairn/templates/service.yaml');
+    expect(t).toMatch(/range\s+\$name,\s*\$svc\s*:=\s*\.Values\.services\b/);
+    for (const port of ['grpc', 'ops', 'http']) expect(t).toMatch(new RegExp(`- name: ${port}\\n`));
+    expect(read('charts/cairn/templates/_helpers.tpl')).toMatch(/printf "cairn-%s" \./);
+  });
+
+  it('the Secret is skipped when existingSecret is set', () => {
+    const t = read('charts/cairn/templates/secret.yaml');
+    expect(t).toMatch(/\{\{- if not \.Values\.existingSecret \}\}/);
+    for (const key of ['DATABASE_URL', 'REDIS_URL', 'NATS_URL', 'CAIRN_DATA_KEY']) expect(t).toContain(`${key}:`);
+  });
+});
+
+describe('skaffold.yaml', () => {
+  const lines = read('skaffold.yaml').split('\n');
+
+  interface Artifact {
+    image: string;
+    context?: string;
+    dockerfile?: string;
+  }
+  const artifacts: Artifact[] = [];
+  let inArtifacts = false;
+  for (const line of lines) {
+    if (/^\s*artifacts:\s*$/.test(line)) {
+      inArtifacts = true;
+      continue;
+    }
+    if (!inArtifacts) continue;
+    if (/^\S/.test(line)) break; // the next top-level key ends build:
+    const image = /^\s*- image:\s*(\S+)\s*$/.exec(line);
+    if (image) {
+      artifacts.push({ image: image[1]! });
+      continue;
+    }
+    const current = artifacts[artifacts.length - 1];
+    const context = /^\s+context:\s*(\S+)\s*$/.exec(line);
+    if (current && context) current.context = context[1]!;
+    const dockerfile = /^\s+dockerfile:\s*(\S+)\s*$/.exec(line);
+    if (current && dockerfile) current.dockerfile = dockerfile[1]!;
+  }
+
+  const setValueTemplates = lines
+    .map((l) => /^\s*services\.([^.\s]+)\.image\.(repository|tag):\s*"\{\{\s*\.IMAGE_(REPO|TAG)_(\w+)\s*\}\}"\s*$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ service: m[1]!, field: m[2]!, kind: m[3]!, artifact: m[4]! }));
+
+  it('starts with the v4beta11 Config header', () => {
+    expect(lines).toContain('apiVersion: skaffold/v4beta11');
+    expect(lines).toContain('kind: Config');
+  });
+
+  it('has one artifact per service and none other (no drift either way)', () => {
+    expect(sorted(artifacts.map((a) => a.image))).toEqual(sorted(SERVICE_NAMES.map((s) => `cairn-${s}`)));
+  });
+
+  it.each([...SERVICE_NAMES])('builds cairn-%s from its Dockerfile and sets its image in the chart', (service) => {
+    const artifact = artifacts.find((a) => a.image === `cairn-${service}`);
+    expect(artifact).toEqual({ image: `cairn-${service}`, context: '.', dockerfile: `services/${service}/Dockerfile` });
+    const mine = setValueTemplates.filter((s) => s.service === service);
+    expect(mine).toEqual(
+      expect.arrayContaining([
+        { service, field: 'repository', kind: 'REPO', artifact: `cairn_${service}` },
+        { service, field: 'tag', kind: 'TAG', artifact: `cairn_${service}` },
+      ]),
+    );
+    expect(mine).toHaveLength(2);
+  });
+
+  it('sets image values only for services of the fleet, and deploys charts/cairn with the gateway forwarded', () => {
+    expect(sorted(new Set(setValueTemplates.map((s) => s.service)))).toEqual(sorted(SERVICE_NAMES));
+    expect(lines.some((l) => /^\s+chartPath:\s*charts\/cairn\s*$/.test(l))).toBe(true);
+    const forward = lines.slice(lines.findIndex((l) => /^portForward:/.test(l)));
+    expect(forward.join('\n')).toMatch(/resourceName: cairn-gateway\s*\n\s*port: 8080\b/);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * The local fleet as a user runs it: the launcher (tools/dev/src/fleet.ts) as a process, starting the nine
+ * built bundles (services/*\/dist, which the test command builds before jest) as processes of their own,
+ * against an isolated sandbox (database, NATS stream and prefix, Redis prefix) and a random port offset.
+ */
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { connect, createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '@cairn/config';
+import { createSandbox, type Sandbox } from '@cairn/testing';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+function fleetPorts(offset: number): number[] {
+  return [DEFAULT_GATEWAY_HTTP_PORT + offset, ...SERVICE_NAMES.flatMap((n) => [DEFAULT_PORTS[n].grpc + offset, DEFAULT_PORTS[n].ops + offset])];
+}
+
+/** An offset between 1000 and 5000 at which all nineteen ports are free right now. */
+async function freeOffset(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const offset = 1000 + Math.floor(Math.random() * 4001);
+    const free = await Promise.all(fleetPorts(offset).map(portFree));
+    if (free.every(Boolean)) return offset;
+  }
+  throw new Error('no port offset between 1000 and 5000 has all the fleet ports free');
+}
+
+/** Resolves true when nothing listens on the port any more. */
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
+  });
+}
+
+/** The promise's value, or 'timeout' after `ms` (the timer never outlives the promise). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let sandbox: Sandbox;
+let offset: number;
+let launcher: ChildProcess;
+let output = '';
+let exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+const gateway = () => `http://127.0.0.1:${DEFAULT_GATEWAY_HTTP_PORT + offset}`;
+
+beforeAll(async () => {
+  sandbox = await createSandbox();
+  offset = await freeOffset();
+  const env: NodeJS.ProcessEnv = { ...process.env, ...sandbox.env, LOG_LEVEL: 'info' };
+  // The launcher gives each service its own ports; jest's vm-modules flag is not for the services.
+  for (const name of ['GRPC_PORT', 'OPS_PORT', 'HTTP_PORT', 'NODE_OPTIONS']) delete env[name];
+
+  launcher = spawn(process.execPath, ['--import', 'tsx', 'tools/dev/src/fleet.ts', '--no-provision', '--port-offset', String(offset)], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  exit = new Promise((resolve) => launcher.once('close', (code, signal) => resolve({ code, signal })));
+  launcher.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "fleet ready" within 90 s; output:\n${output}`)), 90_000);
+    launcher.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (/^fleet ready$/m.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exit.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`the launcher exited (${code ?? signal}) before the fleet was ready; output:\n${output}`));
+    });
+  });
+}, 120_000);
+
+afterAll(async () => {
+  if (launcher && launcher.exitCode === null && launcher.signalCode === null) {
+    launcher.kill('SIGTERM');
+    if ((await within(exit, 20_000)) === 'timeout') launcher.kill('SIGKILL');
+  }
+  await sandbox?.dispose();
+}, 60_000);
+
+describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
+  it.each(SERVICE_NAMES.map((n) => [n]))('starts %s as a process and it is ready on its shifted ops port', async (name) => {
+    const res = await fetch(`http://127.0.0.1:${DEFAULT_PORTS[name].ops + offset}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: 'ready' });
+  });
+
+  it('prints the gateway URL and how to get a key', () => {
+    expect(output).toContain(gateway());
+    expect(output).toContain('pnpm cairn admin bootstrap --name ACME');
+    expect(output).toContain(`curl -X POST ${gateway()}/v1/onboard`);
+  });
+
+  it('serves the public API: self-onboarding gives a key that the API accepts', async () => {
+    const onboard = await fetch(`${gateway()}/v1/onboard`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ email: 'fleet-process@example.com', tenant_name: 'Fleet Process', plan: 'free' }),
+    });
+    expect(onboard.status).toBe(201);
+    const body = (await onboard.json()) as { api_key?: unknown };
+    expect(typeof body.api_key).toBe('string');
+
+    const recipes = await fetch(`${gateway()}/v1/recipes`, { headers: { authorization: `Bearer ${String(body.api_key)}` } });
+    expect(recipes.status).toBe(200);
+    const anonymous = await fetch(`${gateway()}/v1/recipes`);
+    expect(anonymous.status).toBe(401);
+  });
+
+  it('drains every service on SIGINT and exits 0, leaving no service process behind', async () => {
+    launcher.kill('SIGINT');
+    const ended = await within(exit, 20_000);
+    if (ended === 'timeout') throw new Error(`the launcher did not exit within 20 s of SIGINT; output:\n${output}`);
+    expect({ ...ended, output: ended.code === 0 ? '' : output }).toEqual({ code: 0, signal: null, output: '' });
+    expect(output).toContain('all services stopped cleanly');
+
+    const ports = [DEFAULT_GATEWAY_HTTP_PORT + offset, ...SERVICE_NAMES.map((n) => DEFAULT_PORTS[n].ops + offset)];
+    const gone = await Promise.all(ports.map(refused));
+    expect(Object.fromEntries(ports.map((p, i) => [p, gone[i]]))).toEqual(Object.fromEntries(ports.map((p) => [p, true])));
+  }, 30_000);
+});

@@ -1,0 +1,109 @@
+import type { DestinationStream } from 'pino';
+import { startService, type RunningService } from '@cairn/runtime';
+import { apiRequester, createSandbox, type ApiRequest, type Sandbox } from '@cairn/testing';
+import { grpcAddrVar, type ServiceName } from '../../packages/config/src/index.js';
+import { anchorService } from '../../services/anchor/src/service.js';
+import { auditService } from '../../services/audit/src/service.js';
+import { billingService } from '../../services/billing/src/service.js';
+import { gatewayService } from '../../services/gateway/src/service.js';
+import { signerService } from '../../services/signer/src/service.js';
+import { softbindingService } from '../../services/softbinding/src/service.js';
+import { verifierService } from '../../services/verifier/src/service.js';
+import { watermarkService } from '../../services/watermark/src/service.js';
+import { webhookService } from '../../services/webhook/src/service.js';
+import { freePort } from '@cairn/testing';
+import { collectGarbage } from '../../services/signer/test/c2pa-fixtures.js';
+
+type Definition = Parameters<typeof startService>[0];
+const DEFINITIONS: Record<ServiceName, (env: NodeJS.ProcessEnv) => Definition> = {
+  gateway: gatewayService as (env: NodeJS.ProcessEnv) => Definition,
+  signer: signerService as (env: NodeJS.ProcessEnv) => Definition,
+  verifier: verifierService as (env: NodeJS.ProcessEnv) => Definition,
+  watermark: watermarkService as (env: NodeJS.ProcessEnv) => Definition,
+  softbinding: softbindingService as (env: NodeJS.ProcessEnv) => Definition,
+  anchor: anchorService as (env: NodeJS.ProcessEnv) => Definition,
+  billing: billingService as (env: NodeJS.ProcessEnv) => Definition,
+  audit: auditService as (env: NodeJS.ProcessEnv) => Definition,
+  webhook: webhookService as (env: NodeJS.ProcessEnv) => Definition,
+};
+
+/** Starts one service of the fleet in-process, optionally capturing its log lines. */
+export function startFleetService(name: ServiceName, env: NodeJS.ProcessEnv, logDestination?: DestinationStream): Promise<RunningService> {
+  return startService({ ...DEFINITIONS[name](env), ...(logDestination ? { logDestination } : {}) });
+}
+
+export interface Stack {
+  sandbox: Sandbox;
+  env: NodeJS.ProcessEnv;
+  services: Map<ServiceName, RunningService>;
+  baseUrl: string;
+  request: ApiRequest;
+  /** Stops one service (e.g. to take a signal down) and starts it again later with `restart`. */
+  stopService(name: ServiceName): Promise<void>;
+  restart(name: ServiceName): Promise<RunningService>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Several services of the fleet in one sandbox, each on a port chosen up front so peers find each other.
+ * The gateway's public base URL is its real address, so manifest_uri and verifier_url work.
+ */
+export async function startStack(names: ServiceName[], overrides: NodeJS.ProcessEnv = {}, logs?: Partial<Record<ServiceName, DestinationStream>>): Promise<Stack> {
+  // The gateway meters every sign and authenticated verify through billing: a stack with it runs billing too.
+  if (names.includes('gateway') && !names.includes('billing')) names = [...names, 'billing'];
+  // The verifier asks the soft-binding service when nothing else leads to a record.
+  if (names.includes('verifier') && !names.includes('softbinding')) names = [...names, 'softbinding'];
+  const sandbox = await createSandbox(overrides);
+  const ports = new Map<ServiceName, number>();
+  for (const name of names) ports.set(name, await freePort());
+  const httpPort = await freePort();
+  const env: NodeJS.ProcessEnv = { ...sandbox.env, HTTP_PORT: String(httpPort), PUBLIC_BASE_URL: `http://127.0.0.1:${httpPort}` };
+  for (const [name, port] of ports) env[grpcAddrVar(name)] = `127.0.0.1:${port}`;
+  const services = new Map<ServiceName, RunningService>();
+  // `env` stays live: a test may change it before restarting a service.
+  const start = async (name: ServiceName) => {
+    const service = await startFleetService(name, { ...env, GRPC_PORT: String(ports.get(name)) }, logs?.[name]);
+    services.set(name, service);
+    return service;
+  };
+  // Dependencies first: the verifier reads the signer's trust anchors, the signer calls the watermark service.
+  const order: ServiceName[] = ['watermark', 'signer', 'verifier', 'softbinding', 'anchor', 'billing', 'audit', 'webhook', 'gateway'];
+  for (const name of order) if (names.includes(name)) await start(name);
+  const baseUrl = `http://127.0.0.1:${httpPort}`;
+  return {
+    sandbox,
+    env,
+    services,
+    baseUrl,
+    request: apiRequester(baseUrl),
+    stopService: async (name) => {
+      await services.get(name)?.stop();
+      services.delete(name);
+    },
+    restart: start,
+    stop: async () => {
+      for (const name of [...order].reverse()) await services.get(name)?.stop();
+      await sandbox.dispose();
+      // c2pa-node's callback signers hold a handle until collected: release them so the process can exit.
+      collectGarbage();
+    },
+  };
+}
+
+/** Onboards a tenant through the API and returns its admin key. */
+export async function onboard(stack: Stack, plan: 'free' | 'developer' | 'growth' = 'developer'): Promise<{ tenant_id: string; api_key: string }> {
+  const res = await stack.request('/v1/onboard', {
+    method: 'POST',
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    json: { email: 'e2e@example.com', tenant_name: 'E2E', plan, ...(plan === 'free' ? {} : { payment_method_id: 'pm_card_visa' }) },
+  });
+  if (res.status !== 201) throw new Error(`onboard: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { tenant_id: string; api_key: string };
+}
+
+export function multipart(fields: Record<string, string>, file?: { field: string; bytes: Buffer; name: string; type?: string }): FormData {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  if (file) form.append(file.field, new Blob([file.bytes], { type: file.type ?? 'application/octet-stream' }), file.name);
+  return form;
+}

@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFile } from 'node:fs/promises';
+import sharp from 'sharp';
+import { signerV1 } from '@cairn/proto';
+import { createClient } from '@cairn/rpc';
+import { buildAndSign } from '../services/signer/src/c2pa/index.js';
+import { collectGarbage, localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+
+const PHOTOS = '/work/shared/fixtures/photos';
+let stack: Stack;
+let tenant: { tenant_id: string; api_key: string };
+let photo: Buffer;
+let signed: { asset_id: string; manifest_id: string };
+let signedBytes: Buffer;
+
+beforeAll(async () => {
+  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
+  tenant = await onboard(stack);
+  photo = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg({ quality: 90 }).toBuffer();
+  const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }) });
+  signed = (await res.json()) as typeof signed;
+  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+}, 120_000);
+afterAll(async () => {
+  await stack?.stop();
+  collectGarbage();
+});
+
+async function verify(bytes: Buffer) {
+  const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'f' }) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { status: string; confidence: number | null; warnings: string[]; signals: Record<string, unknown> };
+}
+
+async function manifestBytes(): Promise<Buffer> {
+  return Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());
+}
+
+async function signElsewhere(options: Parameters<typeof makeTestCredential>[0]) {
+  const credential = await makeTestCredential(options);
+  const result = await buildAndSign({ asset: photo, mimeType: 'image/jpeg', signer: localSignerFor(credential), claimGenerator: { name: 'cairn', version: 'test' }, metadata: {} });
+  return result.signed;
+}
+
+describe('verification statuses from real assets', () => {
+  it('pixels edited after signing: manifest_content_modified', async () => {
+    const edited = Buffer.from(signedBytes);
+    // Overwrite entropy-coded image data just before the end-of-image marker; the manifest is untouched.
+    const end = edited.lastIndexOf(Buffer.from([0xff, 0xd9]));
+    edited.fill(0x00, end - 400, end - 100);
+    const result = await verify(edited);
+    expect(result.status).toBe('manifest_content_modified');
+    expect(result.confidence).toBeLessThanOrEqual(0.35);
+  });
+
+  it('corrupt JUMBF: manifest_malformed, never a 500', async () => {
+    const manifest = await manifestBytes();
+    const at = signedBytes.indexOf(manifest);
+    const corrupt = Buffer.from(signedBytes);
+    // Overwrite the type of the store's outer JUMBF box ("jumb"): still found, no longer parseable.
+    corrupt.fill(0xff, at + 4, at + 8);
+    const result = await verify(corrupt);
+    expect(result.status).toBe('manifest_malformed');
+    expect(result.confidence).toBeNull();
+  });
+
+  it('a chain from a CA not on the trust list: manifest_signer_untrusted', async () => {
+    const result = await verify(await signElsewhere({ commonName: 'Someone Else', organization: 'Elsewhere Inc' }));
+    expect(result.status).toBe('manifest_signer_untrusted');
+    expect(result.signals).toMatchObject({ c2pa_signature_valid: true, signer_trusted: false });
+  });
+
+  it('a signing certificate that has expired since, with no time-stamp: manifest_certificate_expired', async () => {
+    // c2pa-rs will not sign with an expired certificate; sign with one that lapses two seconds later.
+    const lapsesAt = Date.now() + 2000;
+    const file = await signElsewhere({ leafNotBefore: new Date(Date.now() - 86_400_000), leafNotAfter: new Date(lapsesAt) });
+    await new Promise((r) => setTimeout(r, Math.max(0, lapsesAt - Date.now()) + 1200));
+    const result = await verify(file);
+    expect(result.status).toBe('manifest_certificate_expired');
+  });
+
+  it('watermark service down: inconclusive, naming it in warnings', async () => {
+    await stack.stopService('watermark');
+    try {
+      const result = await verify(signedBytes);
+      expect(result.status).toBe('inconclusive');
+      expect(result.warnings).toContain('watermark_unavailable');
+      expect(result.confidence).toBeGreaterThan(0);
+    } finally {
+      await stack.restart('watermark');
+    }
+  }, 30_000);
+
+  it('OCSP responder down: still verified, with the warning ocsp_unavailable', async () => {
+    await stack.stopService('signer');
+    try {
+      const result = await verify(signedBytes);
+      expect(result.status).toBe('verified_manifest_and_watermark_match');
+      expect(result.signals.ocsp_status).toBe('unavailable');
+      expect(result.warnings).toContain('ocsp_unavailable');
+    } finally {
+      await stack.restart('signer');
+    }
+  }, 30_000);
+
+  it('a revoked signing certificate (OCSP): manifest_signer_revoked, and signing goes on with a new one', async () => {
+    const signer = createClient(signerV1.SignerService, String(stack.env.SIGNER_GRPC_ADDR));
+    try {
+      const revoked = await signer.revokeCertificate({ serialHex: '', reason: 'keyCompromise' });
+      expect(revoked.serialHex).toMatch(/^[0-9a-f]+$/);
+    } finally {
+      signer.close();
+    }
+    const result = await verify(signedBytes);
+    expect(result.status).toBe('manifest_signer_revoked');
+    expect(result.confidence).toBeNull();
+    expect(result.signals.ocsp_status).toBe('revoked');
+    const fresh = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }) });
+    expect(fresh.status).toBe(200);
+    const freshBytes = Buffer.from(await (await stack.request(`/v1/assets/${((await fresh.json()) as { asset_id: string }).asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+    expect((await verify(freshBytes)).status).toBe('verified_manifest_and_watermark_match');
+  }, 30_000);
+});

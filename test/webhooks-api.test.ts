@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Bus, newEvent } from '@cairn/bus';
+import { newId } from '@cairn/ids';
+import { startReceiver, verifySignature, waitFor, type Receiver } from '../services/webhook/test/support/receiver.js';
+import { onboard, startStack, type Stack } from './support/stack.js';
+
+let stack: Stack;
+let bus: Bus;
+let a: { tenant_id: string; api_key: string };
+let b: { tenant_id: string; api_key: string };
+let receiver: Receiver;
+
+beforeAll(async () => {
+  stack = await startStack(['audit', 'webhook', 'gateway'], { WEBHOOK_RETRY_SCALE: '0.001', WEBHOOK_POLL_INTERVAL_MS: '50', KEY_EXPIRY_SWEEP_INTERVAL_MS: '200' });
+  a = await onboard(stack);
+  b = await onboard(stack);
+  receiver = await startReceiver();
+  bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
+}, 120_000);
+
+afterAll(async () => {
+  await bus?.close();
+  await receiver?.close();
+  await stack?.stop();
+});
+
+type Json = Record<string, unknown>;
+const json = async (res: Response) => (await res.json()) as Json;
+
+describe('/v1/webhooks', () => {
+  let webhookId: string;
+  let secret: string;
+
+  it('creates an endpoint and shows its secret once', async () => {
+    const res = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: ['job.completed', 'key.expiring'], description: 'ci' } });
+    expect(res.status).toBe(201);
+    const body = await json(res);
+    expect(body).toMatchObject({ url: receiver.url, events: ['job.completed', 'key.expiring'], description: 'ci', payload_format: 'a' });
+    expect(body.webhook_id).toMatch(/^wh_/);
+    expect(body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(res.headers.get('location')).toBe(`/v1/webhooks/${String(body.webhook_id)}`);
+    webhookId = String(body.webhook_id);
+    secret = String(body.secret);
+
+    const got = await json(await stack.request(`/v1/webhooks/${webhookId}`, { key: a.api_key }));
+    expect(got.webhook_id).toBe(webhookId);
+    expect(got).not.toHaveProperty('secret');
+    const list = await json(await stack.request('/v1/webhooks', { key: a.api_key }));
+    expect((list.data as Json[]).map((w) => w.webhook_id)).toEqual([webhookId]);
+    expect(JSON.stringify(list)).not.toContain('whsec_');
+  });
+
+  it('refuses unknown events (naming the allowed ones), bad URLs and bad bodies', async () => {
+    const bad = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: ['asset.signed'] } });
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    const problem = await json(bad);
+    expect(problem.type).toMatch(/#cairn\.webhook\.unknown_event$/);
+    for (const name of ['job.completed', 'manifest.signed', 'certificate.expiring', 'billing.quota_exceeded']) expect(String(problem.detail)).toContain(name);
+
+    const url = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: 'ftp://example.com/x', events: ['job.completed'] } });
+    expect(url.status).toBe(400);
+    expect((await json(url)).type).toMatch(/#cairn\.webhook\.invalid_url$/);
+    const shape = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: [] } });
+    expect(shape.status).toBe(400);
+    const format = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: ['job.completed'], payload_format: 'c' } });
+    expect(format.status).toBe(400);
+  });
+
+  it('needs an admin key to change endpoints', async () => {
+    const keyRes = await stack.request(`/v1/tenants/${a.tenant_id}/keys`, { method: 'POST', key: a.api_key, json: { scope: 'read' } });
+    expect(keyRes.status).toBe(201);
+    const readKey = String((await json(keyRes)).api_key);
+    expect((await stack.request('/v1/webhooks', { method: 'POST', key: readKey, json: { url: receiver.url, events: ['job.completed'] } })).status).toBe(403);
+    expect((await stack.request('/v1/webhooks', { key: readKey })).status).toBe(200);
+    expect((await stack.request('/v1/webhooks')).status).toBe(401);
+  });
+
+  it("hides one tenant's endpoints from another (404)", async () => {
+    for (const [method, path] of [
+      ['GET', `/v1/webhooks/${webhookId}`],
+      ['DELETE', `/v1/webhooks/${webhookId}`],
+      ['POST', `/v1/webhooks/${webhookId}/rotate-secret`],
+      ['GET', `/v1/webhooks/${webhookId}/deliveries`],
+      ['POST', `/v1/webhooks/${webhookId}/deliveries/dlv_01JZZZZZZZZZZZZZZZZZZZZZZZ/redeliver`],
+    ] as const) {
+      const res = await stack.request(path, { method, key: b.api_key });
+      expect([method, path, res.status]).toEqual([method, path, 404]);
+    }
+    expect(((await json(await stack.request('/v1/webhooks', { key: b.api_key }))).data as Json[]).length).toBe(0);
+    expect((await stack.request('/v1/webhooks/wh_nope', { key: a.api_key })).status).toBe(404);
+  });
+
+  it('delivers, lists deliveries with attempts, rotates the secret and redelivers', async () => {
+    const event = newEvent('job.completed', a.tenant_id, { job_id: newId('job') });
+    await bus.publish(event);
+    await bus.publish(newEvent('job.completed', b.tenant_id, { job_id: newId('job') })); // another tenant: not ours
+    const first = await waitFor('delivery', () => receiver.received.find((r) => r.headers['cairn-event-id'] === event.event_id));
+    expect(verifySignature(first.body, first.headers['cairn-signature'], secret)).toBe(true);
+
+    const list = await waitFor('delivered', async () => {
+      const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries?limit=10`, { key: a.api_key }))).data as Json[];
+      return l[0]?.status === 'delivered' ? l : undefined;
+    });
+    expect(list).toHaveLength(1);
+    expect(list[0]).toMatchObject({ event_id: event.event_id, event_type: 'job.completed', attempts: 1, last_status_code: 200, next_attempt_at: null });
+    expect((list[0]!.attempt_log as Json[])[0]).toMatchObject({ n: 1, status_code: 200 });
+    expect(typeof (list[0]!.attempt_log as Json[])[0]!.latency_ms).toBe('number');
+    expect((await stack.request(`/v1/webhooks/${webhookId}/deliveries?limit=0`, { key: a.api_key })).status).toBe(400);
+
+    const rotated = await stack.request(`/v1/webhooks/${webhookId}/rotate-secret`, { method: 'POST', key: a.api_key });
+    expect(rotated.status).toBe(200);
+    const newSecret = String((await json(rotated)).secret);
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(secret);
+
+    const again = await stack.request(`/v1/webhooks/${webhookId}/deliveries/${String(list[0]!.delivery_id)}/redeliver`, { method: 'POST', key: a.api_key });
+    expect(again.status).toBe(202);
+    const second = await waitFor('redelivery', () => receiver.received.filter((r) => r.headers['cairn-event-id'] === event.event_id)[1]);
+    expect(verifySignature(second.body, second.headers['x-cairn-signature'], newSecret)).toBe(true);
+    expect(verifySignature(second.body, second.headers['x-cairn-signature'], secret)).toBe(false);
+  });
+
+  it('emits key.expiring once for a key that expires within 7 days', async () => {
+    const expiresAt = new Date(Date.now() + 3 * 86_400_000).toISOString();
+    const created = await json(await stack.request(`/v1/tenants/${a.tenant_id}/keys`, { method: 'POST', key: a.api_key, json: { scope: 'sign', expires_at: expiresAt } }));
+    const later = await json(await stack.request(`/v1/tenants/${a.tenant_id}/keys`, { method: 'POST', key: a.api_key, json: { scope: 'sign', expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString() } }));
+    const got = await waitFor('key.expiring', () => receiver.received.find((r) => (JSON.parse(r.body) as Json).type === 'key.expiring'));
+    expect((JSON.parse(got.body) as { data: Json }).data).toMatchObject({ key_id: created.key_id, expires_at: expiresAt });
+    // Several more sweeps: still one notice, and none for the key that expires in 30 days.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const notices = receiver.received.filter((r) => (JSON.parse(r.body) as Json).type === 'key.expiring').map((r) => (JSON.parse(r.body) as { data: Json }).data.key_id);
+    expect(notices).toEqual([created.key_id]);
+    expect(notices).not.toContain(later.key_id);
+  });
+
+  it('deletes an endpoint', async () => {
+    expect((await stack.request(`/v1/webhooks/${webhookId}`, { method: 'DELETE', key: a.api_key })).status).toBe(204);
+    expect((await stack.request(`/v1/webhooks/${webhookId}`, { key: a.api_key })).status).toBe(404);
+    expect((await stack.request(`/v1/webhooks/${webhookId}`, { method: 'DELETE', key: a.api_key })).status).toBe(404);
+  });
+});

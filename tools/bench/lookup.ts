@@ -1,0 +1,89 @@
+/**
+ * Soft-binding lookup benchmark: fills softbinding.fingerprints with N synthetic 256-bit hashes (bulk insert in
+ * SQL) plus the real photos' indexed hashes, then times lookups through the multi-index (MIH) path and the
+ * same lookups by sequential scan, and measures recall of transformed real photos at the lookup radius.
+ *   pnpm bench:lookup [--rows 1000000] [--queries 200] [--scans 10]
+ */
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { sql } from '../../services/softbinding/node_modules/drizzle-orm/index.js';
+import { createDb, createPool, migrateService, withTenant } from '../../packages/db/src/index.js';
+import { createSandbox } from '@cairn/testing';
+import { FingerprintIndex } from '../../services/softbinding/src/db/fingerprints.js';
+import { hashImageBytes, PDQ_ALG, pdqFingerprinter } from '../../services/softbinding/src/domain/pdq.js';
+import { LOOKUP_RADIUS } from '../../services/softbinding/src/domain/threshold.js';
+import { indexHashes } from '../../services/softbinding/src/domain/variants.js';
+import { migrationsFolder } from '../../services/softbinding/src/service.js';
+import { loadPhotos, TRANSFORMS } from '../../services/softbinding/test/support/variants.js';
+
+const { values } = parseArgs({ options: { rows: { type: 'string', default: '1000000' }, queries: { type: 'string', default: '200' }, scans: { type: 'string', default: '10' } } });
+const ROWS = Number(values.rows);
+const TENANT = 't_bench';
+const sandbox = await createSandbox({ LOG_LEVEL: 'warn' });
+const pool = createPool(String(sandbox.env.DATABASE_URL), 4);
+try {
+  await migrateService(pool, 'softbinding', migrationsFolder);
+  const db = createDb(pool);
+  const index = new FingerprintIndex(db);
+
+  const t0 = performance.now();
+  const chunkExprs = Array.from({ length: 16 }, (_, i) => `substring(h from ${i * 16 + 1} for 16)::int`).join(', ');
+  for (let start = 0; start < ROWS; start += 100_000) {
+    const end = Math.min(ROWS, start + 100_000);
+    await withTenant(db, TENANT, (tx) =>
+      tx.execute(
+        sql.raw(`insert into softbinding.fingerprints (tenant_id, asset_id, manifest_id, manifest_uri, verifier_url, alg, variant, hash, quality, ${Array.from({ length: 16 }, (_, i) => `c${i}`).join(', ')})
+        select '${TENANT}', 'a_syn_' || i, 'm_syn_' || i, 'https://bench/v1/manifests/m_' || i, 'https://bench/v/a_' || i, '${PDQ_ALG}', 'full', h, 100, ${chunkExprs}
+        from (select i, ('x' || md5(i::text || 'x') || md5(i::text || 'y'))::bit(256) as h from generate_series(${start}, ${end - 1}) i) s`),
+      ),
+    );
+  }
+  const fillSeconds = (performance.now() - t0) / 1000;
+  await pool.query('analyze softbinding.fingerprints');
+
+  const photos = await loadPhotos();
+  await withTenant(db, TENANT, async (tx) => {
+    for (const p of photos) {
+      const hashes = await indexHashes(pdqFingerprinter, p.bytes);
+      await index.add(tx, hashes.map((h) => ({ tenantId: TENANT, assetId: `a_real_${p.name}`, manifestId: `m_${p.name}`, manifestUri: `https://bench/v1/manifests/m_${p.name}`, verifierUrl: `https://bench/v/${p.name}`, alg: PDQ_ALG, variant: h.variant, bits: h.bits, quality: h.quality })));
+    }
+  });
+
+  // Queries: every real photo under every transform (recall), repeated up to --queries.
+  const queries: Array<{ expect: string; bits: Uint8Array }> = [];
+  for (const p of photos) for (const t of Object.values(TRANSFORMS)) queries.push({ expect: `a_real_${p.name}`, bits: (await hashImageBytes(await t(p.bytes))).bits });
+  const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
+  const mih: number[] = [];
+  let found = 0;
+  let total = 0;
+  const n = Number(values.queries);
+  for (let i = 0; i < n; i++) {
+    const q = queries[i % queries.length]!;
+    const s = performance.now();
+    const matches = await index.search({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
+    mih.push(performance.now() - s);
+    if (i < queries.length) {
+      total++;
+      if (matches.some((m) => m.asset_id === q.expect)) found++;
+    }
+  }
+  const scan: number[] = [];
+  let agree = true;
+  for (let i = 0; i < Number(values.scans); i++) {
+    const q = queries[i % queries.length]!;
+    const s = performance.now();
+    const viaScan = await index.scan({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
+    scan.push(performance.now() - s);
+    const viaIndex = await index.search({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
+    agree &&= JSON.stringify(viaScan) === JSON.stringify(viaIndex);
+  }
+  const f = (x: number) => x.toFixed(1);
+  console.log(`rows: ${ROWS} synthetic + ${photos.length * 6} real (${photos.length} photos × 6 indexed variants); bulk insert ${fillSeconds.toFixed(1)} s (${Math.round(ROWS / fillSeconds)} rows/s)`);
+  console.log(`radius ${LOOKUP_RADIUS}: recall ${found}/${total} = ${(found / total).toFixed(3)} (photos × {${Object.keys(TRANSFORMS).join(', ')}})`);
+  console.log(`MIH lookup (${mih.length}): p50 ${f(pct(mih, 50))} ms, p99 ${f(pct(mih, 99))} ms`);
+  console.log(`sequential scan (${scan.length}): p50 ${f(pct(scan, 50))} ms, p99 ${f(pct(scan, 99))} ms; same answers: ${agree}`);
+  console.log(`ratio scan/MIH at p50: ${(pct(scan, 50) / pct(mih, 50)).toFixed(0)}×`);
+} finally {
+  await pool.end();
+  await sandbox.dispose();
+}

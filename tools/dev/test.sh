@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `npm test`: prepare the workspace (the fleet tests run the bundles), typecheck, then the jest suites against
+# Postgres, Redis and NATS on this machine. Arguments go to jest:
+#   npm test -- test/fleet-process.test.ts
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source tools/dev/prepare.sh
+source tools/dev/system-packages.sh
+ensure_system_packages softhsm2 chromium
+step "typecheck"
+pnpm typecheck
+step "jest"
+mkdir -p tools/out
+status=0
+NODE_OPTIONS=--experimental-vm-modules pnpm exec jest -c jest.config.js --ci --json --outputFile=tools/out/jest-results.json "$@" || status=$?
+# One plain closing line with the counts, whatever reads the log.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync("tools/out/jest-results.json", "utf8"));
+  const skipped = r.numPendingTests + r.numTodoTests;
+  console.log(`\n${r.numPassedTests} passed, ${r.numFailedTests + r.numRuntimeErrorTestSuites} failed` + (skipped ? `, ${skipped} skipped` : ""));
+' || true
+exit "$status"
