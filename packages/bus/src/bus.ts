@@ -148,7 +148,8 @@ export class Bus {
         }
         try {
           await context.with(extractTraceContext(msg.headers), () => options.handler(event, msg));
-          msg.ack();
+          // Confirmed before the next message: stop() then means every handled event is settled on the server.
+          await msg.ackAck().catch((error: unknown) => log?.warn({ err: error, event_id: event.event_id, durable: options.durable }, 'ack not confirmed; the event may be redelivered (deduped)'));
         } catch (error) {
           const attempt = msg.info.deliveryCount;
           log?.warn({ err: error, event_id: event.event_id, type: event.type, attempt, durable: options.durable }, 'event handler failed; will retry');

@@ -81,7 +81,9 @@ export class WorkQueue<T> {
         try {
           const item = msg.json<T>();
           await context.with(extractTraceContext(msg.headers), () => options.handler(item, { attempt, maxAttempts }));
-          msg.ack();
+          // Confirmed, so a stopped worker has really released what it finished (an unconfirmed ack can be lost
+          // with the connection; the item then comes back, which handlers tolerate, but never silently late).
+          await msg.ackAck().catch((error: unknown) => options.logger?.warn({ err: error, stream: this.stream }, 'ack not confirmed; the item may be redelivered'));
         } catch (error) {
           options.logger?.warn({ err: error, attempt, stream: this.stream }, 'work item failed; will retry');
           msg.nak(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)));
