@@ -10,12 +10,16 @@ import type { Outbox } from '@cairn/runtime';
 import type { FingerprintIndex } from './db/fingerprints.js';
 import { fromHex, HASH_BYTES, pdqFingerprinter } from './domain/pdq.js';
 import { LOOKUP_RADIUS } from './domain/threshold.js';
+import { ALGORITHMS } from './domain/algorithms.js';
 
 type Methods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
 /** cairn.softbinding.v1.SoftBindingService. */
 export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; index: FingerprintIndex; outbox: Outbox; maxResults: number }): ServiceImpl<Methods> {
   return {
+    supportedAlgorithms: async () => ({
+      algorithms: ALGORITHMS.map((a) => ({ alg: a.alg, kind: 'fingerprint', mediaTypes: [...a.mediaTypes], valueHexDigits: a.valueHexDigits })),
+    }),
     lookup: async (request) => {
       if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       let bits: Uint8Array;
