@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import sharp from 'sharp';
+import { newId } from '@cairn/ids';
 import { freePort, type HardhatNode, PG_ADMIN_URL, startHardhat, waitFor } from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../tools/anchor/verify-proof.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
@@ -12,22 +13,27 @@ let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let other: { tenant_id: string; api_key: string };
 let image: Buffer;
+let admin: pg.Client;
 
 beforeAll(async () => {
   chain = await startHardhat(await freePort());
-  stack = await startStack(['watermark', 'signer', 'anchor', 'gateway'], { ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX_AGE_MS: '300', ANCHOR_POLL_MS: '100' });
+  // Two manifests close a batch at once (two tenants' signs share one); a single one closes after 1.5 s.
+  stack = await startStack(['watermark', 'signer', 'verifier', 'anchor', 'gateway'], { ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX: '2', ANCHOR_BATCH_MAX_AGE_MS: '1500', ANCHOR_POLL_MS: '100', PUBLIC_VERIFY_PER_MINUTE: '1000' });
   tenant = await onboard(stack);
   other = await onboard(stack);
   image = await sharp(await readFile('/work/shared/fixtures/photos/chelsea.png')).jpeg({ quality: 85 }).toBuffer();
+  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
+  await admin.connect();
 }, 120_000);
 
 afterAll(async () => {
+  await admin?.end();
   await stack?.stop();
   await chain?.stop();
 });
 
-const sign = async () => {
-  const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: image, name: 'a.jpg' }) });
+const sign = async (key = tenant.api_key) => {
+  const res = await stack.request('/v1/sign', { method: 'POST', key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: image, name: 'a.jpg' }) });
   expect(res.status).toBe(200);
   return (await res.json()) as { asset_id: string; manifest_id: string; anchor?: { batch_id: string; status: string } };
 };
@@ -76,5 +82,130 @@ describe('anchoring through the API', () => {
     } finally {
       await admin.end();
     }
+  });
+});
+
+interface Verdict {
+  status: string;
+  confidence: number | null;
+  signals: Record<string, unknown>;
+  warnings: string[];
+  developer_explanation: string;
+  proves: string[];
+}
+
+const batchStatus = async (batchId: string, key = tenant.api_key) => ((await (await stack.request(`/v1/anchors/${batchId}`, { key })).json()) as { status: string; tx_hash: string; block_number: number }).status;
+const anchoredBatch = (batchId: string, key = tenant.api_key) => waitFor(`batch ${batchId} anchored`, async () => (await batchStatus(batchId, key)) === 'anchored');
+const signedFile = async (assetId: string, key = tenant.api_key) => Buffer.from(await (await stack.request(`/v1/assets/${assetId}/content`, { key })).arrayBuffer());
+const verifyFile = async (bytes: Buffer): Promise<Verdict> => {
+  const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'signed.jpg' }) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as Verdict;
+};
+
+describe('the verifier’s anchor signal', () => {
+  let anchoredAsset: { asset_id: string; batch_id: string; file: Buffer };
+
+  it('proves the manifest store found in the file is included in the root on chain: anchor_match', async () => {
+    const signed = await sign();
+    await anchoredBatch(signed.anchor!.batch_id);
+    const file = await signedFile(signed.asset_id);
+    const verdict = await verifyFile(file);
+    expect(verdict.status).toBe('verified_manifest_and_watermark_match');
+    expect(verdict.signals.anchor_match).toBe(true);
+    expect(verdict.warnings).toEqual([]);
+    expect(verdict.proves.some((p) => /recorded on a public ledger/.test(p))).toBe(true);
+    expect(verdict.developer_explanation).toMatch(/proved included/);
+    // The authenticated verify by asset id sees the same.
+    const byId = await stack.request('/v1/verify', { method: 'POST', key: tenant.api_key, json: { asset_id: signed.asset_id } });
+    expect(((await byId.json()) as Verdict).signals.anchor_match).toBe(true);
+    anchoredAsset = { asset_id: signed.asset_id, batch_id: signed.anchor!.batch_id, file };
+  });
+
+  it('answers anchor_mismatch when the batch’s transaction on chain carries another root', async () => {
+    const [from] = await chain.rpc<string[]>('eth_accounts');
+    // A real transaction of the anchoring account to itself, carrying some other 32 bytes.
+    const otherTx = await chain.rpc<string>('eth_sendTransaction', [{ from, to: from, data: `0x${createHash('sha256').update(`other root ${Math.random()}`).digest('hex')}` }]);
+    const receipt = await waitFor('the other transaction mined', () => chain.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [otherTx]).then((r) => r ?? undefined));
+    const { rows } = await admin.query<{ tx_hash: string; block_number: string }>('select tx_hash, block_number from anchor.batches where batch_id = $1', [anchoredAsset.batch_id]);
+    await admin.query('update anchor.batches set tx_hash = $1, block_number = $2 where batch_id = $3', [otherTx, Number(BigInt(receipt.blockNumber)), anchoredAsset.batch_id]);
+    try {
+      const verdict = await verifyFile(anchoredAsset.file);
+      expect(verdict.status).toBe('anchor_mismatch');
+      expect(verdict.signals.anchor_match).toBe(false);
+      expect(verdict.confidence).not.toBeNull();
+      expect(verdict.confidence!).toBeLessThanOrEqual(0.35);
+      expect(verdict.developer_explanation).toMatch(/root_not_on_chain/);
+    } finally {
+      await admin.query('update anchor.batches set tx_hash = $1, block_number = $2 where batch_id = $3', [rows[0]!.tx_hash, rows[0]!.block_number, anchoredAsset.batch_id]);
+    }
+    // Pointed back at its own transaction, the anchor matches again.
+    expect((await verifyFile(anchoredAsset.file)).signals.anchor_match).toBe(true);
+  });
+
+  it('reports the anchor as pending (not checked) while the batch waits for the chain, then matches', async () => {
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const signed = await sign();
+      await waitFor('the batch sent, not mined', async () => (await batchStatus(signed.anchor!.batch_id)) === 'pending');
+      const verdict = await verifyFile(await signedFile(signed.asset_id));
+      expect(verdict.status).toBe('verified_manifest_and_watermark_match');
+      expect(verdict.signals).not.toHaveProperty('anchor_match');
+      expect(verdict.warnings).toEqual([]);
+      expect(verdict.developer_explanation).toMatch(/not confirmed on chain/);
+      await chain.rpc('evm_setAutomine', [true]);
+      await chain.rpc('evm_mine');
+      await anchoredBatch(signed.anchor!.batch_id);
+      expect((await verifyFile(await signedFile(signed.asset_id))).signals.anchor_match).toBe(true);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+  });
+
+  it('still answers when the anchor service is down: inconclusive with anchor_unavailable', async () => {
+    await stack.stopService('anchor');
+    try {
+      const verdict = await verifyFile(anchoredAsset.file);
+      expect(verdict.status).toBe('inconclusive');
+      expect(verdict.warnings).toContain('anchor_unavailable');
+      expect(verdict.signals).not.toHaveProperty('anchor_match');
+    } finally {
+      await stack.restart('anchor');
+    }
+  });
+});
+
+describe('billing of anchor_batch', () => {
+  it('meters one anchor_batch per tenant with manifests in a confirmed batch, once even when the event comes again', async () => {
+    const developer = await onboard(stack);
+    const growth = await onboard(stack, 'growth');
+    const [a, b] = await Promise.all([sign(developer.api_key), sign(growth.api_key)]);
+    // Two manifests close the batch: both tenants are in it.
+    expect(a.anchor!.batch_id).toBe(b.anchor!.batch_id);
+    const batchId = a.anchor!.batch_id;
+    await anchoredBatch(batchId, developer.api_key);
+
+    const anchorBatch = async (key: string) => ((await (await stack.request('/v1/usage', { key })).json()) as { meters: Record<string, { used: number; limit: number; overage?: number }> }).meters.anchor_batch;
+    // Developer: the meter is not in the plan; the batch is recorded (limit 0) and never refused or charged.
+    expect(await waitFor('developer metered', async () => ((await anchorBatch(developer.api_key))?.used === 1 ? anchorBatch(developer.api_key) : undefined))).toEqual({ used: 1, limit: 0 });
+    // Growth: counted against the 3,000 included.
+    expect(await waitFor('growth metered', async () => ((await anchorBatch(growth.api_key))?.used === 1 ? anchorBatch(growth.api_key) : undefined))).toEqual({ used: 1, limit: 3000 });
+
+    // The same event again (a second copy through the outbox relay, under another JetStream message id), then a
+    // distinct sentinel event; the consumer handles them in order, so once the sentinel is processed the copy was.
+    const original = await admin.query<{ subject: string; envelope: Record<string, unknown>; headers: Record<string, string> }>(
+      `select subject, envelope, headers from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->>'tenant_id' = $1 and envelope->'data'->>'batch_id' = $2`,
+      [developer.tenant_id, batchId],
+    );
+    expect(original.rowCount).toBe(1);
+    const row = original.rows[0]!;
+    const sentinel = { ...row.envelope, event_id: newId('event'), created_at: new Date().toISOString(), data: { batch_id: newId('batch'), manifests: 1, 'billing.meter': 'anchor_batch', 'billing.quantity': 1 } };
+    await admin.query('insert into anchor.outbox (event_id, subject, envelope, headers) values ($1, $2, $3, $4), ($5, $2, $6, $4)', [
+      newId('event'), row.subject, JSON.stringify(row.envelope), JSON.stringify(row.headers), sentinel.event_id, JSON.stringify(sentinel),
+    ]);
+    await waitFor('the sentinel metered', async () => (await admin.query(`select 1 from billing.processed_events where consumer = 'billing-event-meter' and event_id = $1`, [sentinel.event_id])).rowCount === 1);
+    // The copy added nothing; the sentinel (another batch) added one.
+    expect((await anchorBatch(developer.api_key))?.used).toBe(2);
+    expect((await anchorBatch(growth.api_key))?.used).toBe(1);
   });
 });

@@ -53,6 +53,13 @@ export async function startStack(names: ServiceName[], overrides: NodeJS.Process
   if (names.includes('gateway') && !names.includes('billing')) names = [...names, 'billing'];
   // The verifier asks the soft-binding service when nothing else leads to a record.
   if (names.includes('verifier') && !names.includes('softbinding')) names = [...names, 'softbinding'];
+  // ...and the anchor service for its anchor signal. Without a chain of the test's own (ANCHOR_RPC_URL), it
+  // points at port 1, where nothing listens: batches then stay queued (never written to any chain, least of all
+  // a development node on 8545) and verifies report the anchor as pending.
+  if (names.includes('verifier') && !names.includes('anchor')) {
+    names = [...names, 'anchor'];
+    if (!overrides.ANCHOR_RPC_URL) overrides = { ...overrides, ANCHOR_RPC_URL: 'http://127.0.0.1:1' };
+  }
   const sandbox = await createSandbox(overrides);
   const ports = new Map<ServiceName, number>();
   for (const name of names) ports.set(name, await freePort());

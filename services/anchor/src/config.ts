@@ -19,4 +19,6 @@ export const anchorConfigShape = {
   ANCHOR_POLL_MS: z.coerce.number().int().positive().default(500),
   /** Ceiling of the exponential backoff after a failed send (RPC down). */
   ANCHOR_RETRY_MAX_MS: z.coerce.number().int().positive().default(30_000),
+  /** Budget of one chain read made for a verify's anchor check (a confirmed root is then cached). */
+  ANCHOR_CHECK_TIMEOUT_MS: z.coerce.number().int().positive().default(2000),
 };

@@ -4,6 +4,7 @@ import { CairnError } from '@cairn/errors';
 import type { anchorV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { enqueue, getBatch, getProof, publicStatus, tenantHasLeafIn, type BatchRow } from './domain/batches.js';
+import type { AnchorChecker } from './domain/check.js';
 
 type Methods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 
@@ -12,6 +13,7 @@ export interface AnchorRpcDeps {
   batchMax: number;
   /** Chain id reported for batches not yet sent (the configured chain's, when known). */
   chainId: () => number | undefined;
+  checker: AnchorChecker;
 }
 
 export function presentBatch(row: BatchRow, fallbackChainId: number | undefined): anchorV1.Batch {
@@ -52,6 +54,20 @@ export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
         treeSize: proof.batch.size,
         leafHash: proof.leafHash,
         auditPath: proof.auditPath,
+      };
+    },
+    checkAnchor: async (request) => {
+      const result = await deps.checker.check(request.assetId, request.manifestDigest);
+      const batch = result.batch ? presentBatch(result.batch, deps.chainId()) : undefined;
+      return {
+        status: result.status,
+        match: result.match,
+        reason: result.reason ?? '',
+        batchId: batch?.batchId ?? '',
+        chainId: batch?.chainId ?? 0n,
+        txHash: batch?.txHash ?? '',
+        blockNumber: batch?.blockNumber ?? 0n,
+        confirmedAt: batch?.confirmedAt ?? '',
       };
     },
   };

@@ -5,6 +5,7 @@ import { every, type ServiceDefinition } from '@cairn/runtime';
 import { anchorConfigShape, DEV_PRIVATE_KEY } from './config.js';
 import { Anchorer } from './domain/anchorer.js';
 import { enqueue } from './domain/batches.js';
+import { AnchorChecker } from './domain/check.js';
 import { createChainWriter } from './domain/chain.js';
 import { anchorHandlers } from './rpc.js';
 
@@ -28,7 +29,10 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         (id) => (chainId = id),
         () => undefined,
       );
-      ctx.rpc.add(anchorV1.AnchorService, anchorHandlers({ db: ctx.db, batchMax: config.ANCHOR_BATCH_MAX, chainId: () => chainId }));
+      // Reads for the verifier's check get a short budget of their own: a verify waits on them.
+      const reader = createChainWriter(config.ANCHOR_RPC_URL, config.ANCHOR_PRIVATE_KEY as Hex, config.ANCHOR_CHECK_TIMEOUT_MS);
+      const checker = new AnchorChecker(ctx.db, reader);
+      ctx.rpc.add(anchorV1.AnchorService, anchorHandlers({ db: ctx.db, batchMax: config.ANCHOR_BATCH_MAX, chainId: () => chainId, checker }));
       // The safety net of the signer's Enqueue call: every signed manifest with the anchor layer is enqueued from
       // its asset.signed event too (a repeat is a no-op), so an anchor service that was down loses nothing.
       await ctx.consume('anchor-signed', ['asset.signed'], async (event) => {

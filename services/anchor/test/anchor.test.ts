@@ -112,6 +112,30 @@ describe('anchor service on a local chain', () => {
     );
   });
 
+  it('checks a presented manifest digest against the root its batch carries on chain (CheckAnchor)', async () => {
+    const tenantId = newId('tenant');
+    const items = Array.from({ length: 3 }, (_, i) => ({ tenantId, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`check ${i} ${Math.random()}`) }));
+    const batchIds = new Set<string>();
+    for (const item of items) batchIds.add((await anchor.enqueue(item)).batchId);
+    for (const batchId of batchIds) await anchored(batchId);
+
+    // Every member's own digest is proved included in the root the chain carries.
+    for (const item of items) {
+      const answer = await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest });
+      expect(answer).toMatchObject({ status: 'anchored', match: true, reason: '', chainId: 31337n });
+      expect(answer.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    }
+    // Another manifest presented for an anchored asset is not what was anchored.
+    expect(await anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: digestOf('another manifest') })).toMatchObject({ status: 'anchored', match: false, reason: 'digest_not_anchored' });
+    // Rewriting the stored digest cannot make another manifest pass: the proof is checked against the chain's root.
+    const forged = digestOf(`forged ${Math.random()}`);
+    await admin.query('update anchor.leaves set manifest_digest = $1 where asset_id = $2', [forged, items[1]!.assetId]);
+    expect(await anchor.checkAnchor({ assetId: items[1]!.assetId, manifestDigest: forged })).toMatchObject({ status: 'anchored', match: false, reason: 'root_not_on_chain' });
+    // An asset in no batch, and malformed input.
+    expect(await anchor.checkAnchor({ assetId: newId('asset'), manifestDigest: items[0]!.manifestDigest })).toMatchObject({ status: 'not_anchored', match: false });
+    await expect(anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: 'xyz' })).rejects.toMatchObject({ code: 'cairn.validation.invalid_body' });
+  });
+
   it('keeps leaves tenant-private in the database (RLS forced on the owner)', async () => {
     const { rows } = await admin.query<{ relforcerowsecurity: boolean; relrowsecurity: boolean }>(`select relrowsecurity, relforcerowsecurity from pg_class where oid = 'anchor.leaves'::regclass`);
     expect(rows[0]).toEqual({ relrowsecurity: true, relforcerowsecurity: true });

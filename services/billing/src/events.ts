@@ -1,7 +1,48 @@
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { EventEnvelope } from '@cairn/bus';
+import type { Tx } from '@cairn/db';
 import { isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
+import type { gatewayV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { isMeter, isPlanName, type PlanName } from './domain/plans.js';
 import type { MeteringStore } from './store/metering.js';
+
+export type TenantClient = ServiceClient<typeof gatewayV1.TenantService extends GenService<infer M> ? M : never>;
+
+/** Durable consumer metering facts that carry `billing.meter` after the work is done (anchor.confirmed). */
+export const EVENT_METER_CONSUMER = 'billing-event-meter';
+
+/** Event types metered from the bus; signs and verifies are metered synchronously (reserve/commit). */
+export const METERED_EVENT_TYPES = ['anchor.confirmed'] as const;
+
+/**
+ * Records an event's `billing.meter` × `billing.quantity` (default 1) for its tenant, inside the consumer's
+ * transaction that claims the event id: once per event however often it is delivered. anchor.confirmed is
+ * written once per tenant per batch, so a tenant's anchor_batch counts each batch it has manifests in once.
+ * The plan (quota, overage price) is asked of the gateway; a tenant the gateway does not know is recorded
+ * without a plan (counted, not charged); the gateway being down fails the handler and the event comes again.
+ */
+export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: Logger) {
+  return async (event: EventEnvelope, tx: Tx): Promise<void> => {
+    const meter = event.data['billing.meter'];
+    const quantity = event.data['billing.quantity'] ?? 1;
+    if (typeof meter !== 'string' || !isMeter(meter) || typeof quantity !== 'number' || !Number.isInteger(quantity) || quantity < 1) {
+      logger.warn({ event_id: event.event_id, type: event.type, meter, quantity }, 'event carries no valid billing.meter/quantity; not metered');
+      return;
+    }
+    let plan: PlanName | null = null;
+    try {
+      const { tenant } = await tenants.getTenant({ tenantId: event.tenant_id }, { deadlineMs: 5000 });
+      if (tenant && isPlanName(tenant.plan)) plan = tenant.plan;
+    } catch (error) {
+      if (!(isCairnError(error) && error.code === 'cairn.not_found')) throw error;
+      logger.warn({ event_id: event.event_id, tenant_id: event.tenant_id }, 'metered event for a tenant the gateway does not know; recorded without a plan');
+    }
+    const at = new Date(event.created_at);
+    await store.recordUsed(tx, { tenantId: event.tenant_id, meter, plan, quantity, at: Number.isNaN(at.getTime()) ? new Date() : at });
+  };
+}
 
 /** Durable consumer settling the reservations of asynchronous signs when their jobs end. */
 export const JOB_SETTLEMENT_CONSUMER = 'billing-job-settlement';

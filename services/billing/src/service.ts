@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
-import { billingV1 } from '@cairn/proto';
+import { billingV1, gatewayV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { billingConfigShape } from './config.js';
-import { JOB_SETTLEMENT_CONSUMER, settleJobReservation } from './events.js';
+import { EVENT_METER_CONSUMER, JOB_SETTLEMENT_CONSUMER, meterEvent, METERED_EVENT_TYPES, settleJobReservation } from './events.js';
 import { PriceTable } from './domain/prices.js';
 import { billingHandlers } from './rpc.js';
 import { MeteringStore } from './store/metering.js';
@@ -21,6 +21,7 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       ctx.rpc.add(billingV1.BillingService, billingHandlers(store));
       const settle = settleJobReservation(store, ctx.logger);
       await ctx.consume(JOB_SETTLEMENT_CONSUMER, ['job.completed', 'job.failed'], (event) => settle(event));
+      await ctx.consume(EVENT_METER_CONSUMER, METERED_EVENT_TYPES, meterEvent(store, ctx.client(gatewayV1.TenantService, 'gateway'), ctx.logger));
       if (config.BILLING_SWEEP_INTERVAL_MS > 0) {
         let sweeping: Promise<unknown> | undefined;
         const timer = setInterval(() => {

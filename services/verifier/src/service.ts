@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
-import { signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
+import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { createManifestReader } from './c2pa/index.js';
 import { verifierConfigShape } from './config.js';
@@ -35,6 +35,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
           signer,
           watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
           softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
+          anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
           trust,
           results,
           outbox: ctx.outbox,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
@@ -7,11 +8,11 @@ import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import { sniffMediaType, SNIFF_BYTES, type Modality } from '@cairn/media';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
-import type { signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
+import type { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import type { C2paReading, ManifestReader } from './c2pa/index.js';
-import type { FingerprintEvidence, OcspEvidence, SoftMatch, WatermarkEvidence } from './domain/evidence.js';
+import type { AnchorEvidence, FingerprintEvidence, OcspEvidence, SoftMatch, WatermarkEvidence } from './domain/evidence.js';
 import { manifestEvidence } from './domain/from-reading.js';
 import { decide, type Verdict } from './domain/verdict.js';
 import type { ResultStore } from './store/results.js';
@@ -20,6 +21,7 @@ import type { TrustLists } from './store/trust.js';
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
+type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 
 export interface VerifyDeps {
   db: Database;
@@ -28,6 +30,7 @@ export interface VerifyDeps {
   signer: ServiceClient<SignerMethods>;
   watermark: ServiceClient<WatermarkMethods>;
   softbinding: ServiceClient<SoftBindingMethods>;
+  anchor: ServiceClient<AnchorMethods>;
   trust: TrustLists;
   results: ResultStore;
   outbox: Outbox;
@@ -148,6 +151,30 @@ async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobK
   }
 }
 
+/** Budget of the anchor check (the anchor service reads the chain once per batch, then answers from its cache). */
+const ANCHOR_DEADLINE_MS = 5000;
+
+/**
+ * The anchor signal: the SHA-256 of the manifest store found in the file (the bytes anchoring committed to, as
+ * served at manifest_uri) must be proved included in the root its batch's transaction carries on chain. The
+ * anchor service does the proof and the chain read; only Cairn assets with a readable store are asked about.
+ */
+async function checkAnchor(deps: VerifyDeps, reading: C2paReading, assetId: string | undefined): Promise<AnchorEvidence> {
+  if (reading.kind !== 'manifest' || !reading.signatureValid || !assetId) return { ran: false, reason: 'not_available' };
+  if (!reading.manifestStore) return { ran: false, reason: 'not_available', detail: 'the manifest store could not be extracted from this container' };
+  const manifestDigest = createHash('sha256').update(reading.manifestStore).digest('hex');
+  try {
+    const answer = await deps.anchor.checkAnchor({ assetId, manifestDigest }, { deadlineMs: ANCHOR_DEADLINE_MS });
+    if (answer.status === 'not_anchored') return { ran: false, reason: 'not_anchored' };
+    if (answer.status !== 'anchored') return { ran: false, reason: 'pending', detail: `batch ${answer.status}` };
+    const where = { ...(answer.txHash ? { txHash: answer.txHash } : {}), ...(answer.chainId ? { chainId: Number(answer.chainId) } : {}), ...(answer.blockNumber ? { blockNumber: Number(answer.blockNumber) } : {}), ...(answer.confirmedAt ? { confirmedAt: answer.confirmedAt } : {}) };
+    return answer.match ? { ran: true, match: true, ...where } : { ran: true, match: false, detail: answer.reason || 'mismatch', ...where };
+  } catch (error) {
+    deps.logger.warn({ err: error, asset_id: assetId }, 'anchor check failed');
+    return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /** Cairn's public record of an asset (when it was signed, its manifest), or undefined when unknown. */
 async function publicAsset(deps: VerifyDeps, assetId: string | undefined): Promise<signerV1.Asset | undefined> {
   if (!assetId) return undefined;
@@ -164,8 +191,8 @@ function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'],
 }
 
 /**
- * Gathers every signal (C2PA in an isolated reader, watermark, OCSP; soft-binding and anchor are reported as
- * not checked until their services exist), decides, records the result and, for a tenant, the event.
+ * Gathers every signal (C2PA in an isolated reader, watermark, then OCSP and the anchor check together; the
+ * soft-binding lookup when nothing stronger leads to a record), decides, records the result and, for a tenant, the event.
  */
 export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<VerifyOutcome> {
   const subject = await resolveSubject(deps, request);
@@ -178,10 +205,11 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     deps.reader.readManifest({ asset: subject.bytes, mimeType: sniffed.mediaType, trustAnchorsPem: trust.pems, allowRemoteFetch: false }),
     sniffed.modality === 'image' ? detectWatermark(deps, subject.bytes) : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
   ]);
-  const ocsp = await checkRevocation(deps, reading);
+  // The anchor is checked for the asset the manifest itself names (its signed title), else the input's asset.
+  const titleAsset = reading.kind === 'manifest' ? ASSET_IN_TITLE.exec(reading.claims.title ?? '')?.[1] : undefined;
+  const [ocsp, anchor] = await Promise.all([checkRevocation(deps, reading), checkAnchor(deps, reading, titleAsset ?? subject.assetId)]);
 
   // Which Cairn asset is this? Known from the input, else from the watermark registry or the manifest title.
-  const titleAsset = reading.kind === 'manifest' ? ASSET_IN_TITLE.exec(reading.claims.title ?? '')?.[1] : undefined;
   const assetId = subject.assetId ?? (watermark.ran && watermark.detected ? watermark.assetId : undefined) ?? titleAsset;
   const record = await publicAsset(deps, assetId);
   const match = watermark.ran && watermark.detected && watermark.registered && record ? matchOf(deps, record, 'watermark', watermark.confidence) : undefined;
@@ -199,7 +227,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
       reading.kind === 'manifest' || (watermark.ran && watermark.detected && watermark.registered)
         ? { ran: false, reason: 'not_available' }
         : await lookupFingerprint(deps, request.tenantId, subject.uploadBlobKey, sniffed.modality === 'image'),
-    anchor: { ran: false, reason: 'not_available' },
+    anchor,
     ...(match ? { watermarkMatch: match } : {}),
   });
   const verifiedAt = new Date().toISOString();

@@ -31,6 +31,8 @@ export const batches = anchor.table(
     broadcasts: integer('broadcasts').notNull().default(0),
     sentAt: timestamp('sent_at', { withTimezone: true }),
     blockNumber: bigint('block_number', { mode: 'number' }),
+    /** Confirmations last seen by the watcher while pending (head − block + 1); the final count once anchored. */
+    confirmations: integer('confirmations').notNull().default(0),
     confirmedAt: timestamp('confirmed_at', { withTimezone: true }),
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
@@ -64,6 +66,8 @@ export const leaves = anchor.table(
     primaryKey({ columns: [t.batchId, t.leafIndex] }),
     uniqueIndex('leaves_tenant_manifest_idx').on(t.tenantId, t.manifestId),
     index('leaves_tenant_asset_idx').on(t.tenantId, t.assetId),
+    // The verifier's anchor check finds an asset's leaf without its tenant (public verify).
+    index('leaves_asset_idx').on(t.assetId),
     pgPolicy('leaves_isolation', {
       for: 'all',
       using: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,

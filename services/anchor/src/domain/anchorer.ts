@@ -84,12 +84,14 @@ export class Anchorer {
       try {
         const receipt = await this.o.chain.receipt(hash);
         if (receipt && receipt.success) {
-          if (head - receipt.blockNumber + 1 >= this.o.confirmations) {
-            await markAnchored(this.o.db, batch, receipt.blockNumber, this.o.enqueueEvent);
-            this.o.logger.info({ batch_id: batch.batchId, tx_hash: hash, block_number: receipt.blockNumber, size: batch.size }, 'anchor: batch anchored');
+          const seen = Math.max(0, head - receipt.blockNumber + 1);
+          if (seen >= this.o.confirmations) {
+            await markAnchored(this.o.db, batch, receipt.blockNumber, this.o.enqueueEvent, seen);
+            this.o.logger.info({ batch_id: batch.batchId, tx_hash: hash, block_number: receipt.blockNumber, confirmations: seen, size: batch.size }, 'anchor: batch anchored');
             this.o.onAnchored?.(batch.batchId);
-          } else if (batch.blockNumber !== receipt.blockNumber) {
-            await this.o.db.update(batches).set({ blockNumber: receipt.blockNumber }).where(eq(batches.batchId, batch.batchId));
+          } else if (batch.blockNumber !== receipt.blockNumber || batch.confirmations !== seen) {
+            // Mined, not yet deep enough: recorded so the wait is visible (and a reorg that moves it is followed).
+            await this.o.db.update(batches).set({ blockNumber: receipt.blockNumber, confirmations: seen }).where(eq(batches.batchId, batch.batchId));
           }
           continue;
         }
@@ -101,7 +103,7 @@ export class Anchorer {
           inFlight.delete(batch.txNonce);
           await this.o.db
             .update(batches)
-            .set({ status: 'closed', txHash: null, txNonce: null, rawTx: null, sentAt: null, blockNumber: null, nextAttemptAt: null })
+            .set({ status: 'closed', txHash: null, txNonce: null, rawTx: null, sentAt: null, blockNumber: null, confirmations: 0, nextAttemptAt: null })
             .where(and(eq(batches.batchId, batch.batchId), eq(batches.status, 'pending')));
           this.o.logger.warn({ batch_id: batch.batchId, tx_hash: hash, nonce, chain_nonce: latest }, 'anchor: transaction cannot be mined as signed; re-signing');
           continue;

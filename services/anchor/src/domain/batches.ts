@@ -108,12 +108,12 @@ export async function sealClosed(db: Database): Promise<number> {
  * Marks a batch anchored and, in the same transaction, writes one anchor.confirmed per tenant in it (with that
  * tenant's manifest count and meter anchor_batch, quantity 1: a tenant is billed once per batch).
  */
-export async function markAnchored(db: Database, batch: BatchRow, blockNumber: number, enqueueEvent: (tx: Tx, event: EventEnvelope) => Promise<void>): Promise<void> {
+export async function markAnchored(db: Database, batch: BatchRow, blockNumber: number, enqueueEvent: (tx: Tx, event: EventEnvelope) => Promise<void>, confirmations = 1): Promise<void> {
   await asBatcher(db, async (tx) => {
     const confirmedAt = new Date();
     const updated = await tx
       .update(batches)
-      .set({ status: 'anchored', blockNumber, confirmedAt, lastError: null })
+      .set({ status: 'anchored', blockNumber, confirmations, confirmedAt, lastError: null })
       .where(and(eq(batches.batchId, batch.batchId), eq(batches.status, 'pending')))
       .returning({ batchId: batches.batchId });
     if (updated.length === 0) return;

@@ -18,6 +18,15 @@ export interface ChainWriter {
   receipt(hash: Hex): Promise<{ blockNumber: number; success: boolean } | null>;
   known(hash: Hex): Promise<boolean>;
   head(): Promise<number>;
+  /** A mined transaction as the chain holds it (null when the node does not know it or it is not mined). */
+  transaction(hash: Hex): Promise<ChainTransaction | null>;
+}
+
+export interface ChainTransaction {
+  from: Hex;
+  to: Hex | null;
+  input: Hex;
+  blockNumber: number;
 }
 
 export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5000): ChainWriter {
@@ -82,6 +91,16 @@ export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5
       }
     },
     head: async () => Number(await client.getBlockNumber({ cacheTime: 0 })),
+    transaction: async (hash) => {
+      try {
+        const tx = await client.getTransaction({ hash });
+        if (tx.blockNumber === null) return null;
+        return { from: tx.from, to: tx.to, input: tx.input, blockNumber: Number(tx.blockNumber) };
+      } catch (error) {
+        if (error instanceof TransactionNotFoundError) return null;
+        throw error;
+      }
+    },
   };
 }
 

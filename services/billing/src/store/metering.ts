@@ -297,6 +297,47 @@ export class MeteringStore {
     });
   }
 
+  /**
+   * Records units of work that already happened and cannot be refused (an anchor batch confirmed on chain), in
+   * the caller's transaction — the event consumer's, which also claims the event id, so a redelivered event
+   * records nothing. The month is the one the work happened in (`at`). Never refused: quota and spending cap
+   * bound the work a tenant asks for, not facts after it. On a plan that offers the meter the units count against
+   * its quota and, where the plan bills overage, the units above it are priced into the month's spend; on a plan
+   * that does not offer it (`plan` null: the tenant is unknown) they are recorded, visible in usage, not charged.
+   */
+  async recordUsed(tx: Tx, input: { tenantId: string; meter: Meter; plan: PlanName | null; quantity: number; at: Date }): Promise<{ used: number; overageUnits: number }> {
+    const period = periodOf(input.at);
+    const { tenantId, meter, quantity } = input;
+    const planQuota = input.plan ? QUOTAS[input.plan][meter] : null;
+    const offered = planQuota !== null;
+    const planLimit = typeof planQuota === 'number' ? planQuota : 0;
+    const bills = offered && input.plan !== null && billsOverage(input.plan);
+    const unitMicros = bills && input.plan ? this.prices.unitMicros(input.plan, meter) : 0;
+    const { rows } = await tx.execute<{ lim: string; before: string }>(sql`
+      with lim as (
+        select coalesce((select q.quota from billing.quotas q where q.tenant_id = ${tenantId} and q.meter = ${meter}), ${planLimit}::bigint) as v
+      )
+      insert into billing.counters as c (tenant_id, meter, period_start, used)
+      values (${tenantId}, ${meter}, ${period.key}::date, ${quantity}::bigint)
+      on conflict (tenant_id, meter, period_start) do update set used = c.used + excluded.used
+      returning (select v from lim) as lim, c.used + c.reserved - ${quantity}::bigint as before
+    `);
+    const row = rows[0];
+    if (!row) throw new Error('record statement returned no row');
+    const before = Number(row.before);
+    const over = bills ? quantity - Math.max(0, Math.min(quantity, Number(row.lim) - before)) : 0;
+    if (over > 0) {
+      await tx.update(counters).set({ overageUnits: sql`${counters.overageUnits} + ${over}` }).where(and(eq(counters.tenantId, tenantId), eq(counters.meter, meter), eq(counters.periodStart, period.key)));
+      if (unitMicros > 0) {
+        await tx
+          .insert(spend)
+          .values({ tenantId, periodStart: period.key, micros: over * unitMicros })
+          .onConflictDoUpdate({ target: [spend.tenantId, spend.periodStart], set: { micros: sql`${spend.micros} + ${over * unitMicros}` } });
+      }
+    }
+    return { used: before + quantity, overageUnits: over };
+  }
+
   async usage(tenantId: string, plan: PlanName): Promise<{ periodStart: Date; periodEnd: Date; meters: MeterUsage[]; spendUsd: number }> {
     const period = periodOf(this.now());
     return withTenant(this.db, tenantId, async (tx) => {

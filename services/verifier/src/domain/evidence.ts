@@ -47,7 +47,15 @@ export interface SoftMatch {
 
 export type FingerprintEvidence = { ran: false; reason: 'not_available' | 'failed'; detail?: string } | { ran: true; matches: SoftMatch[] };
 
-export type AnchorEvidence = { ran: false; reason: 'not_available' | 'failed'; detail?: string } | { ran: true; match: boolean };
+/**
+ * The anchor signal. Not run: `not_available` (no Cairn manifest whose store could be read from the file),
+ * `not_anchored` (the asset's recipe has no anchor layer), `pending` (its batch is not yet confirmed on chain),
+ * `failed` (the anchor service or the chain did not answer). Run: the digest of the manifest store found in the
+ * file was (or was not) proved included in the root its batch's transaction carries on chain.
+ */
+export type AnchorEvidence =
+  | { ran: false; reason: 'not_available' | 'failed' | 'pending' | 'not_anchored'; detail?: string }
+  | { ran: true; match: boolean; detail?: string; txHash?: string; chainId?: number; blockNumber?: number; confirmedAt?: string };
 
 export interface Evidence {
   manifest: ManifestEvidence;

@@ -1,0 +1,73 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { newId } from '@cairn/ids';
+import { anchorV1 } from '@cairn/proto';
+import { createClient } from '@cairn/rpc';
+import { startService, type RunningService } from '@cairn/runtime';
+import { createSandbox, freePort, type HardhatNode, PG_ADMIN_URL, type Sandbox, startHardhat, waitFor } from '@cairn/testing';
+import { anchorService } from '../src/service.js';
+
+let chain: HardhatNode;
+let sandbox: Sandbox;
+let service: RunningService;
+const anchorClient = (address: string) => createClient(anchorV1.AnchorService, address);
+let anchor: ReturnType<typeof anchorClient>;
+let admin: pg.Client;
+
+beforeAll(async () => {
+  chain = await startHardhat(await freePort());
+  sandbox = await createSandbox();
+  service = await startService(anchorService({ ...sandbox.env, ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX_AGE_MS: '200', ANCHOR_POLL_MS: '100', ANCHOR_CONFIRMATIONS: '3' }));
+  anchor = anchorClient(`127.0.0.1:${service.grpcPort}`);
+  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await admin?.end();
+  anchor?.close();
+  await service?.stop();
+  await sandbox?.dispose();
+  await chain?.stop();
+});
+
+const watched = (batchId: string) => async () =>
+  (await admin.query<{ status: string; confirmations: number; block_number: string | null }>('select status, confirmations, block_number from anchor.batches where batch_id = $1', [batchId])).rows[0];
+
+describe('ANCHOR_CONFIRMATIONS = 3', () => {
+  it('keeps a mined batch pending until two more blocks are on it, then anchors it', async () => {
+    const item = { tenantId: newId('tenant'), assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: createHash('sha256').update(`c ${Math.random()}`).digest('hex') };
+    const { batchId } = await anchor.enqueue(item);
+    const row = watched(batchId);
+
+    // hardhat mines the transaction at once (automine) and nothing else: one confirmation, seen by the watcher.
+    const mined = await waitFor('the transaction mined and seen with 1 confirmation', async () => {
+      const r = await row();
+      return r?.status === 'pending' && r.confirmations === 1 ? r : undefined;
+    });
+    expect(mined.block_number).not.toBeNull();
+    expect((await anchor.getBatch({ batchId })).batch?.status).toBe('pending');
+    expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({ status: 'pending', match: false });
+    expect((await admin.query(`select 1 from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = $1`, [batchId])).rowCount).toBe(0);
+
+    await chain.rpc('hardhat_mine', ['0x1']);
+    const second = await waitFor('2 confirmations seen', async () => {
+      const r = await row();
+      return r && r.confirmations >= 2 ? r : undefined;
+    });
+    // Seen with 2 of 3: still pending, no event.
+    expect(second).toMatchObject({ status: 'pending', confirmations: 2 });
+    expect((await anchor.getBatch({ batchId })).batch?.status).toBe('pending');
+
+    await chain.rpc('hardhat_mine', ['0x1']);
+    const done = await waitFor('anchored', async () => {
+      const { batch } = await anchor.getBatch({ batchId });
+      return batch?.status === 'anchored' ? batch : undefined;
+    });
+    expect(Number(done.blockNumber)).toBe(Number(mined.block_number));
+    expect(await row()).toMatchObject({ status: 'anchored', confirmations: 3 });
+    expect((await admin.query(`select 1 from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = $1`, [batchId])).rowCount).toBe(1);
+    expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({ status: 'anchored', match: true });
+  });
+});
