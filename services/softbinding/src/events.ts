@@ -5,8 +5,11 @@ import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { signerV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import type { FingerprintIndex } from './db/fingerprints.js';
+import { FfmpegError } from '@cairn/media';
+import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './domain/audio.js';
 import { pdqFingerprinter } from './domain/pdq.js';
+import { fingerprintText, TextFingerprintError } from './domain/text.js';
+import type { Indexes } from './lookup.js';
 import { indexHashes } from './domain/variants.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
@@ -14,13 +17,17 @@ type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ?
 export const INDEX_CONSUMER = 'softbinding-index';
 
 /**
- * Indexes the fingerprints of every signed image whose recipe enables soft binding. Runs in the idempotent
- * consumer's transaction (tenant set, event id claimed): a redelivered asset.signed indexes nothing twice.
+ * Indexes the fingerprints of every signed asset whose recipe enables soft binding: images (PDQ, whole and crops),
+ * audio (spectral-peak landmarks), text (MinHash). Runs in the idempotent consumer's transaction (tenant set,
+ * event id claimed): a redelivered asset.signed indexes nothing twice. A file that cannot be fingerprinted (too
+ * short, too flat, undecodable) is logged and skipped: retrying would not change it.
  */
-export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; blobs: BlobStore; index: FingerprintIndex; logger: Logger }) {
+export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; blobs: BlobStore; indexes: Indexes; logger: Logger }) {
   return async (event: EventEnvelope, tx: Tx): Promise<void> => {
     const data = event.data;
-    if (data.soft_binding === false || typeof data.media_type !== 'string' || !data.media_type.startsWith('image/')) return;
+    if (data.soft_binding === false || typeof data.media_type !== 'string') return;
+    const modality = data.media_type.split('/')[0];
+    if (modality !== 'image' && modality !== 'audio' && !data.media_type.startsWith('text/plain')) return;
     const assetId = String(data.asset_id);
     const { asset } = await deps.signer.getAsset({ tenantId: event.tenant_id, assetId });
     const bytes = asset?.blobKey ? await deps.blobs.getBuffer(asset.blobKey) : null;
@@ -28,20 +35,26 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
       deps.logger.warn({ asset_id: assetId }, 'signed asset no longer available; not indexed');
       return;
     }
-    const hashes = await indexHashes(pdqFingerprinter, bytes);
-    await deps.index.add(
-      tx,
-      hashes.map((h) => ({
-        tenantId: event.tenant_id,
-        assetId,
-        manifestId: String(data.manifest_id),
-        manifestUri: String(data.manifest_uri),
-        verifierUrl: String(data.verifier_url),
-        alg: pdqFingerprinter.alg,
-        variant: h.variant,
-        bits: h.bits,
-        quality: h.quality,
-      })),
-    );
+    const record = { tenantId: event.tenant_id, assetId, manifestId: String(data.manifest_id), manifestUri: String(data.manifest_uri), verifierUrl: String(data.verifier_url) };
+    try {
+      if (modality === 'image') {
+        const hashes = await indexHashes(pdqFingerprinter, bytes);
+        await deps.indexes.images.add(
+          tx,
+          hashes.map((h) => ({ ...record, alg: pdqFingerprinter.alg, variant: h.variant, bits: h.bits, quality: h.quality })),
+        );
+      } else if (modality === 'audio') {
+        await deps.indexes.audio.add(tx, record, await fingerprintAudio(bytes));
+      } else {
+        await deps.indexes.text.add(tx, record, fingerprintText(bytes.toString('utf8')));
+      }
+    } catch (error) {
+      if (!unindexable(error)) throw error;
+      deps.logger.warn({ asset_id: assetId, media_type: data.media_type, err: error }, 'signed asset cannot be fingerprinted; not indexed');
+    }
   };
+}
+
+function unindexable(error: unknown): boolean {
+  return error instanceof AudioTooShortError || error instanceof AudioTooSparseError || error instanceof TextFingerprintError || error instanceof FfmpegError;
 }

@@ -7,42 +7,32 @@ import { isId } from '@cairn/ids';
 import type { softbindingV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
-import type { FingerprintIndex } from './db/fingerprints.js';
-import { fromHex, HASH_BYTES, pdqFingerprinter } from './domain/pdq.js';
-import { LOOKUP_RADIUS } from './domain/threshold.js';
 import { ALGORITHMS } from './domain/algorithms.js';
+import { lookupBinding, lookupContent, type Indexes } from './lookup.js';
 
 type Methods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
 /** cairn.softbinding.v1.SoftBindingService. */
-export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; index: FingerprintIndex; outbox: Outbox; maxResults: number }): ServiceImpl<Methods> {
+export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; indexes: Indexes; outbox: Outbox; maxResults: number }): ServiceImpl<Methods> {
   return {
     supportedAlgorithms: async () => ({
       algorithms: ALGORITHMS.map((a) => ({ alg: a.alg, kind: 'fingerprint', mediaTypes: [...a.mediaTypes], valueHexDigits: a.valueHexDigits })),
     }),
     lookup: async (request) => {
       if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
-      let bits: Uint8Array;
       const query = request.query;
+      const limit = Math.min(Math.max(request.limit || deps.maxResults, 1), deps.maxResults);
+      const scope = request.tenantId ? { tenantId: request.tenantId } : ('public' as const);
+      let matches;
       if (query.case === 'uploadBlobKey') {
         const bytes = await deps.blobs.getBuffer(query.value);
         if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the file again.');
-        try {
-          bits = (await pdqFingerprinter.hashImage(bytes)).bits;
-        } catch {
-          throw new CairnError('cairn.verify.unsupported_file_type', 'Lookup by content supports images (JPEG, PNG, WebP) today.');
-        }
+        matches = await lookupContent(deps.indexes, scope, bytes, limit);
       } else if (query.case === 'binding') {
-        if (query.value.alg !== pdqFingerprinter.alg) throw new CairnError('cairn.validation.invalid_body', `Unknown binding algorithm "${query.value.alg}"; known: ${pdqFingerprinter.alg}.`);
-        if (!/^[0-9a-f]+$/i.test(query.value.value) || query.value.value.length !== HASH_BYTES * 2) {
-          throw new CairnError('cairn.validation.invalid_body', `A ${pdqFingerprinter.alg} binding value is ${HASH_BYTES * 2} hex digits.`);
-        }
-        bits = fromHex(query.value.value);
+        matches = await lookupBinding(deps.indexes, scope, query.value, limit);
       } else {
         throw new CairnError('cairn.validation.invalid_body', 'Send a file or a binding {alg, value}.');
       }
-      const limit = Math.min(Math.max(request.limit || deps.maxResults, 1), deps.maxResults);
-      const matches = await deps.index.search(request.tenantId ? { tenantId: request.tenantId } : 'public', bits, LOOKUP_RADIUS, limit);
       if (request.tenantId) {
         // Recorded (audit log, and the lookup meter's evidence) even with zero matches.
         await withTenant(deps.db, request.tenantId, (tx) => deps.outbox.enqueue(tx, newEvent('asset.lookup', request.tenantId, { matches: matches.length, 'billing.meter': 'lookup' })));

@@ -3,6 +3,7 @@ import { createBlobStore } from '@cairn/blob';
 import { signerV1, softbindingV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { softbindingConfigShape } from './config.js';
+import { AudioIndex, TextIndex } from './db/feature-index.js';
 import { FingerprintIndex } from './db/fingerprints.js';
 import { INDEX_CONSUMER, indexSignedAsset } from './events.js';
 import { softbindingHandlers } from './rpc.js';
@@ -18,9 +19,9 @@ export function softbindingService(env: NodeJS.ProcessEnv = process.env): Servic
     register: async (ctx) => {
       const blobs = createBlobStore(ctx.config.BLOB_STORE_URL, env);
       await blobs.ping();
-      const index = new FingerprintIndex(ctx.db);
-      ctx.rpc.add(softbindingV1.SoftBindingService, softbindingHandlers({ db: ctx.db, blobs, index, outbox: ctx.outbox, maxResults: ctx.config.LOOKUP_MAX_RESULTS }));
-      await ctx.consume(INDEX_CONSUMER, ['asset.signed'], indexSignedAsset({ signer: ctx.client(signerV1.SignerService, 'signer'), blobs, index, logger: ctx.logger }));
+      const indexes = { images: new FingerprintIndex(ctx.db), audio: new AudioIndex(ctx.db), text: new TextIndex(ctx.db) };
+      ctx.rpc.add(softbindingV1.SoftBindingService, softbindingHandlers({ db: ctx.db, blobs, indexes, outbox: ctx.outbox, maxResults: ctx.config.LOOKUP_MAX_RESULTS }));
+      await ctx.consume(INDEX_CONSUMER, ['asset.signed'], indexSignedAsset({ signer: ctx.client(signerV1.SignerService, 'signer'), blobs, indexes, logger: ctx.logger }));
     },
   };
 }

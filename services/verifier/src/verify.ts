@@ -140,8 +140,8 @@ async function checkRevocation(deps: VerifyDeps, reading: C2paReading): Promise<
  * The soft-binding signal: asked only when nothing stronger leads to a record (no manifest, no registered
  * watermark), for uploaded images. A tenant's verify sees its own matches; the public sees public fields.
  */
-async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobKey: string | undefined, image: boolean): Promise<FingerprintEvidence> {
-  if (!uploadBlobKey || !image) return { ran: false, reason: 'not_available' };
+async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobKey: string | undefined, fingerprinted: boolean): Promise<FingerprintEvidence> {
+  if (!uploadBlobKey || !fingerprinted) return { ran: false, reason: 'not_available' };
   try {
     const { matches } = await deps.softbinding.lookup({ tenantId, query: { case: 'uploadBlobKey', value: uploadBlobKey } }, { deadlineMs: 20_000 });
     return { ran: true, matches: matches.map((m) => ({ assetId: m.assetId, manifestUri: m.manifestUri, verifierUrl: m.verifierUrl, via: 'fingerprint' as const, similarity: m.similarity })) };
@@ -226,7 +226,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     fingerprint:
       reading.kind === 'manifest' || (watermark.ran && watermark.detected && watermark.registered)
         ? { ran: false, reason: 'not_available' }
-        : await lookupFingerprint(deps, request.tenantId, subject.uploadBlobKey, sniffed.modality === 'image'),
+        : await lookupFingerprint(deps, request.tenantId, subject.uploadBlobKey, sniffed.modality === 'image' || sniffed.modality === 'audio'),
     anchor,
     ...(match ? { watermarkMatch: match } : {}),
   });

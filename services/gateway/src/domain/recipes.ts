@@ -28,9 +28,9 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'audio-genai-v1',
     name: 'AI-generated audio',
-    description: 'C2PA manifest (embedded for WAV, MP3, FLAC; sidecar for OGG), audio watermark, spectral fingerprint, chain anchor.',
+    description: 'C2PA manifest embedded in WAV, MP3 and FLAC (OGG needs a sidecar manifest: not available yet), spectral-peak fingerprint, chain anchor. No audio watermark yet.',
     media_types: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
-    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
     retention: { derived_asset_days: 30 },
     billing: { meter: 'audio_sign' },

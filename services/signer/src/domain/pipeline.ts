@@ -10,7 +10,7 @@ import type { ServiceClient } from '@cairn/rpc';
 import type { Logger } from '@cairn/logging';
 import type { Outbox } from '@cairn/runtime';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { buildAndSign } from '../c2pa/index.js';
+import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, type EmbeddableMimeType } from '../c2pa/index.js';
 import { c2paSignerFailure, createC2paSigner, type CertificateAuthority } from '../pki/index.js';
 import type { AssetStore } from '../store/assets.js';
 import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from './image.js';
@@ -49,6 +49,23 @@ async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () => Promis
 }
 
 const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp']);
+const AUDIO_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg', 'audio/flac']);
+
+/**
+ * An audio upload is signed as it is; c2pa-rs refuses a container it cannot parse, which is the upload's fault
+ * (a truncated or mislabelled file), so that is a 400, never a 500. A key backend's failure reaches here as its
+ * own error (503), not as a C2paSignError.
+ */
+async function signAudio<T>(upload: Buffer, mimeType: EmbeddableMimeType, sign: (input: { asset: Buffer; mimeType: EmbeddableMimeType }) => Promise<T>): Promise<T> {
+  try {
+    return await sign({ asset: upload, mimeType });
+  } catch (error) {
+    if (error instanceof C2paInputError || error instanceof C2paSignError) {
+      throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mimeType} but its container cannot be read (${error.message}).`);
+    }
+    throw error;
+  }
+}
 const DAY_MS = 86_400_000;
 
 function signerNameOf(certificatePem: string): string {
@@ -75,55 +92,68 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
       `${sniffed ? `This file is ${sniffed.mediaType} (by its content)` : 'This file’s type is not recognised'}; recipe ${recipe.recipeId} accepts ${recipe.mediaTypes.join(', ')}.`,
     );
   }
-  if (!IMAGE_TYPES.has(sniffed.mediaType)) {
-    throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP) are.`);
-  }
-  const mediaType = sniffed.mediaType as ImageMediaType;
-
-  let image;
-  try {
-    image = await timed(deps, 'decode', () => decodeImage(upload, mediaType));
-  } catch {
-    throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
-  }
-  if (Math.min(image.width, image.height) < MIN_IMAGE_SIDE) {
-    throw new CairnError('cairn.validation.invalid_body', `Images must be at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} pixels to carry a watermark (this one is ${image.width}×${image.height}).`);
-  }
-
-  const assetId = request.assetId;
+  let signed: { signed: Buffer; manifestStore: Buffer; manifestLabel: string };
   let watermark: { id: string; payloadHex: string; algorithm: string } | undefined;
-  if (recipe.watermark) {
-    const watermarkId = newId('watermark');
-    const pixels = image;
-    const marked = await timed(deps, 'watermark', () =>
-      deps.watermark.embedImage(
-        { tenantId: request.tenantId, watermarkId, assetId, image: { pixels: pixels.pixels, width: pixels.width, height: pixels.height, channels: pixels.channels } },
-        { deadlineMs: 60_000 },
-      ),
-    );
-    if (!marked.image) throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
-    image = { ...image, pixels: Buffer.from(marked.image.pixels) };
-    watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
-  }
-
-  const marked = image;
-  const [encoded, thumbnail] = await timed(deps, 'encode', () => Promise.all([encodeImage(marked, mediaType), makeThumbnail(marked)]));
+  const assetId = request.assetId;
   const active = await deps.authority.activeSigningKey();
   const c2paSigner = createC2paSigner(active);
-  const signed = await timed(deps, 'c2pa', () => buildAndSign({
-    asset: encoded,
-    mimeType: mediaType,
-    signer: c2paSigner,
-    claimGenerator: { name: 'cairn', version: deps.version },
-    title: `${assetId}.${sniffed.extension}`,
-    ...(recipe.digitalSourceType ? { digitalSourceType: recipe.digitalSourceType } : {}),
-    metadata,
-    ...(watermark ? { softBinding: { alg: watermark.algorithm, value: watermark.payloadHex } } : {}),
-    thumbnail: { bytes: thumbnail, mimeType: 'image/jpeg' },
-  })).catch((error: unknown) => {
-    // c2pa-rs replaces a key backend's error with its own; the signer kept ours (503, not 500).
-    throw c2paSignerFailure(c2paSigner) ?? error;
-  });
+  const sign = (input: { asset: Buffer; mimeType: EmbeddableMimeType; thumbnail?: Buffer }) =>
+    timed(deps, 'c2pa', () =>
+      buildAndSign({
+        asset: input.asset,
+        mimeType: input.mimeType,
+        signer: c2paSigner,
+        claimGenerator: { name: 'cairn', version: deps.version },
+        title: `${assetId}.${sniffed.extension}`,
+        ...(recipe.digitalSourceType ? { digitalSourceType: recipe.digitalSourceType } : {}),
+        metadata,
+        ...(watermark ? { softBinding: { alg: watermark.algorithm, value: watermark.payloadHex } } : {}),
+        ...(input.thumbnail ? { thumbnail: { bytes: input.thumbnail, mimeType: 'image/jpeg' as const } } : {}),
+      }),
+    ).catch((error: unknown) => {
+      // c2pa-rs replaces a key backend's error with its own; the signer kept ours (503, not 500).
+      throw c2paSignerFailure(c2paSigner) ?? error;
+    });
+
+  if (sniffed.modality === 'audio') {
+    // Audio is signed as uploaded (no watermark for audio yet): the manifest is embedded in the container.
+    if (!AUDIO_TYPES.has(sniffed.mediaType) || !isEmbeddableMimeType(sniffed.mediaType)) {
+      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.mediaType} needs a sidecar manifest, which is not available yet; WAV, MP3 and FLAC are signed with an embedded manifest.`);
+    }
+    const audioType = sniffed.mediaType;
+    signed = await signAudio(upload, audioType, sign);
+  } else {
+    if (!IMAGE_TYPES.has(sniffed.mediaType)) {
+      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP) and audio (WAV, MP3, FLAC) are.`);
+    }
+    const mediaType = sniffed.mediaType as ImageMediaType;
+    let image;
+    try {
+      image = await timed(deps, 'decode', () => decodeImage(upload, mediaType));
+    } catch {
+      throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
+    }
+    if (Math.min(image.width, image.height) < MIN_IMAGE_SIDE) {
+      throw new CairnError('cairn.validation.invalid_body', `Images must be at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} pixels to carry a watermark (this one is ${image.width}×${image.height}).`);
+    }
+    if (recipe.watermark) {
+      const watermarkId = newId('watermark');
+      const pixels = image;
+      const marked = await timed(deps, 'watermark', () =>
+        deps.watermark.embedImage(
+          { tenantId: request.tenantId, watermarkId, assetId, image: { pixels: pixels.pixels, width: pixels.width, height: pixels.height, channels: pixels.channels } },
+          { deadlineMs: 60_000 },
+        ),
+      );
+      if (!marked.image) throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
+      image = { ...image, pixels: Buffer.from(marked.image.pixels) };
+      watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
+    }
+    const marked = image;
+    const [encoded, thumbnail] = await timed(deps, 'encode', () => Promise.all([encodeImage(marked, mediaType), makeThumbnail(marked)]));
+    signed = await sign({ asset: encoded, mimeType: mediaType, thumbnail });
+  }
+  const mediaType = sniffed.mediaType;
 
   const manifestId = newId('manifest');
   const assetKey = `${request.tenantId}/assets/${assetId}.${sniffed.extension}`;

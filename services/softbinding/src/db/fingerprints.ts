@@ -95,7 +95,7 @@ export class FingerprintIndex {
   }
 
   /** Matches within `radius` (< 32), best first, one per asset, through the chunk indexes. */
-  search(scope: LookupScope, bits: Uint8Array, radius: number, limit = 10): Promise<PublicMatch[]> {
+  search(scope: LookupScope, bits: Uint8Array, radius: number, limit = 10, alg?: string): Promise<PublicMatch[]> {
     if (radius < 0 || radius >= 2 * CHUNKS * 16) throw new RangeError('radius out of range');
     const perChunk = Math.floor(radius / CHUNKS);
     const chunks = chunksOf(bits);
@@ -103,7 +103,7 @@ export class FingerprintIndex {
       chunks.map((c, i) => sql`${sql.raw(`c${i}`)} = any(${`{${neighbours(c, perChunk).join(',')}}`}::int[])`),
       sql` or `,
     );
-    return this.run(scope, bits, radius, limit, sql`(${candidates})`);
+    return this.run(scope, bits, radius, limit, alg ? sql`(${candidates}) and alg = ${alg}` : sql`(${candidates})`);
   }
 
   /** The same answer by a sequential scan of every visible row (the baseline, and the property tests' oracle). */
@@ -130,14 +130,19 @@ export class FingerprintIndex {
       }
       return out;
     };
-    if (scope === 'public') {
-      return this.db.transaction(async (tx) => {
-        await tx.execute(sql`select set_config('cairn.softbinding_public', 'on', true)`);
-        return query(tx);
-      });
-    }
-    return withTenant(this.db, scope.tenantId, query);
+    return inScope(this.db, scope, query);
   }
+}
+
+/** Runs a read as the scope allows: a tenant's own rows, or (public) every row, of which callers return public fields. */
+export function inScope<T>(db: Database, scope: LookupScope, read: (tx: Tx) => Promise<T>): Promise<T> {
+  if (scope === 'public') {
+    return db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('cairn.softbinding_public', 'on', true)`);
+      return read(tx);
+    });
+  }
+  return withTenant(db, scope.tenantId, read);
 }
 
 /** Only the public fields, whatever the row held. */

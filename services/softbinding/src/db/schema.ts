@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, bit, index, integer, pgPolicy, pgSchema, text, timestamp, uniqueIndex, type PgColumn } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, bit, index, integer, pgPolicy, pgSchema, primaryKey, text, timestamp, uniqueIndex, type PgColumn } from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 /** The softbinding service's own schema; no other service reads it. */
@@ -61,6 +61,61 @@ export const fingerprints = softbinding.table(
       using: sql`current_setting('cairn.softbinding_public', true) = 'on'`,
     }),
   ],
+);
+
+/** The policies every tenant table of this schema carries (see `fingerprints`). */
+function tenantPolicies(name: string, tenantId: PgColumn) {
+  return [
+    pgPolicy(`${name}_isolation`, {
+      for: 'all',
+      using: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
+      withCheck: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
+    }),
+    pgPolicy(`${name}_public_lookup`, { for: 'select', using: sql`current_setting('cairn.softbinding_public', true) = 'on'` }),
+  ];
+}
+
+/**
+ * One row per asset and algorithm for the fingerprints that are not single 256-bit hashes (audio landmarks,
+ * text MinHash): the public fields of a match, and for text the signature itself (hex) to score candidates.
+ */
+export const indexedAssets = softbinding.table(
+  'indexed_assets',
+  {
+    tenantId: text('tenant_id').notNull(),
+    assetId: text('asset_id').notNull(),
+    alg: text('alg').notNull(),
+    manifestId: text('manifest_id').notNull(),
+    manifestUri: text('manifest_uri').notNull(),
+    verifierUrl: text('verifier_url').notNull(),
+    signature: text('signature'),
+    features: integer('features').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.assetId, t.alg] }), ...tenantPolicies('indexed_assets', t.tenantId)],
+);
+
+/** Spectral-peak landmarks of signed audio: exact-matched by hash, then aligned in time (domain/audio.ts). */
+export const audioLandmarks = softbinding.table(
+  'audio_landmarks',
+  {
+    tenantId: text('tenant_id').notNull(),
+    assetId: text('asset_id').notNull(),
+    hash: integer('hash').notNull(),
+    t: integer('t').notNull(),
+  },
+  (t) => [index('audio_landmarks_hash_idx').on(t.hash), index('audio_landmarks_asset_idx').on(t.tenantId, t.assetId), ...tenantPolicies('audio_landmarks', t.tenantId)],
+);
+
+/** LSH band keys of text MinHash signatures: an asset is a candidate when it shares a band key (domain/text.ts). */
+export const textBands = softbinding.table(
+  'text_bands',
+  {
+    tenantId: text('tenant_id').notNull(),
+    assetId: text('asset_id').notNull(),
+    band: bigint('band', { mode: 'number' }).notNull(),
+  },
+  (t) => [index('text_bands_band_idx').on(t.band), index('text_bands_asset_idx').on(t.tenantId, t.assetId), ...tenantPolicies('text_bands', t.tenantId)],
 );
 
 export const outbox = outboxTable(softbinding);

@@ -1,5 +1,7 @@
 import type { Modality } from '@cairn/media';
+import { AUDIO_ALG } from './audio.js';
 import { HASH_BYTES, PDQ_ALG } from './pdq.js';
+import { SIGNATURE_HEX_DIGITS, TEXT_ALG } from './text.js';
 
 /** A fingerprint algorithm Lookup accepts, by content (files of `mediaTypes`) and, when it has one, by value. */
 export interface FingerprintAlgorithm {
@@ -12,8 +14,18 @@ export interface FingerprintAlgorithm {
 
 export const IMAGE_ALGORITHM: FingerprintAlgorithm = { alg: PDQ_ALG, modality: 'image', mediaTypes: ['image/jpeg', 'image/png', 'image/webp'], valueHexDigits: HASH_BYTES * 2 };
 
+/** Landmarks are many per clip, aligned in time: looked up by content only. */
+export const AUDIO_ALGORITHM: FingerprintAlgorithm = {
+  alg: AUDIO_ALG,
+  modality: 'audio',
+  mediaTypes: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg', 'audio/mp4'],
+  valueHexDigits: 0,
+};
+
+export const TEXT_ALGORITHM: FingerprintAlgorithm = { alg: TEXT_ALG, modality: 'text', mediaTypes: ['text/plain'], valueHexDigits: SIGNATURE_HEX_DIGITS };
+
 /** Every algorithm this service computes and indexes, one per modality. */
-export const ALGORITHMS: readonly FingerprintAlgorithm[] = [IMAGE_ALGORITHM];
+export const ALGORITHMS: readonly FingerprintAlgorithm[] = [IMAGE_ALGORITHM, AUDIO_ALGORITHM, TEXT_ALGORITHM];
 
 export function algorithmNamed(alg: string): FingerprintAlgorithm | undefined {
   return ALGORITHMS.find((a) => a.alg === alg);

@@ -1,0 +1,76 @@
+import { CairnError } from '@cairn/errors';
+import { FfmpegError, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import type { AudioIndex, TextIndex } from './db/feature-index.js';
+import type { FingerprintIndex, LookupScope, PublicMatch } from './db/fingerprints.js';
+import { algorithmNamed, ALGORITHMS } from './domain/algorithms.js';
+import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './domain/audio.js';
+import { fromHex, HASH_BYTES, pdqFingerprinter, PDQ_ALG } from './domain/pdq.js';
+import { fingerprintText, signatureFromHex, TextFingerprintError, TEXT_ALG, lshBands } from './domain/text.js';
+import { LOOKUP_RADIUS } from './domain/threshold.js';
+
+export interface Indexes {
+  images: FingerprintIndex;
+  audio: AudioIndex;
+  text: TextIndex;
+}
+
+/** Turns a fingerprinting failure into what the caller can act on (never a 500 for a file we cannot read). */
+function lookupError(error: unknown, what: string): CairnError {
+  if (error instanceof CairnError) return error;
+  if (error instanceof AudioTooShortError || error instanceof AudioTooSparseError) return new CairnError('cairn.validation.invalid_body', `Cannot look this audio up: ${error.message}.`);
+  if (error instanceof TextFingerprintError) return new CairnError('cairn.validation.invalid_body', `Cannot look this text up: ${error.message}.`);
+  if (error instanceof FfmpegError) return new CairnError('cairn.verify.unsupported_file_type', `This ${what} could not be decoded.`);
+  return new CairnError('cairn.verify.unsupported_file_type', `This ${what} could not be decoded.`);
+}
+
+const supported = () => ALGORITHMS.map((a) => a.mediaTypes.join(', ')).join('; ');
+
+/** Lookup by content: the file's type (by its bytes) picks the fingerprint and the index. */
+export async function lookupContent(indexes: Indexes, scope: LookupScope, bytes: Buffer, limit: number): Promise<PublicMatch[]> {
+  const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
+  const algorithm = sniffed ? ALGORITHMS.find((a) => a.modality === sniffed.modality) : undefined;
+  if (!sniffed || !algorithm) throw new CairnError('cairn.verify.unsupported_file_type', `Lookup by content reads ${supported()}.`);
+  switch (algorithm.modality) {
+    case 'image': {
+      const hash = await pdqFingerprinter.hashImage(bytes).catch((error: unknown) => {
+        throw lookupError(error, 'image');
+      });
+      return indexes.images.search(scope, hash.bits, LOOKUP_RADIUS, limit, PDQ_ALG);
+    }
+    case 'audio': {
+      const fingerprint = await fingerprintAudio(bytes).catch((error: unknown) => {
+        throw lookupError(error, 'audio');
+      });
+      return indexes.audio.search(scope, fingerprint, limit);
+    }
+    case 'text': {
+      let fingerprint;
+      try {
+        fingerprint = fingerprintText(bytes.toString('utf8'));
+      } catch (error) {
+        throw lookupError(error, 'text');
+      }
+      return indexes.text.search(scope, fingerprint, limit);
+    }
+    default:
+      throw new CairnError('cairn.verify.unsupported_file_type', `Lookup by content reads ${supported()}.`);
+  }
+}
+
+/** Lookup by a binding value of an algorithm that has one (a hash anyone holding the file can compute). */
+export async function lookupBinding(indexes: Indexes, scope: LookupScope, binding: { alg: string; value: string }, limit: number): Promise<PublicMatch[]> {
+  const algorithm = algorithmNamed(binding.alg);
+  const byValue = ALGORITHMS.filter((a) => a.valueHexDigits > 0).map((a) => a.alg);
+  if (!algorithm || algorithm.valueHexDigits === 0) {
+    throw new CairnError('cairn.validation.invalid_body', `Lookup by value takes the algorithms ${byValue.join(', ')}; "${binding.alg}" is not one of them.`);
+  }
+  if (binding.value.length !== algorithm.valueHexDigits || !/^[0-9a-f]+$/i.test(binding.value)) {
+    throw new CairnError('cairn.validation.invalid_body', `A ${algorithm.alg} binding value is ${algorithm.valueHexDigits} hex digits.`);
+  }
+  if (algorithm.alg === TEXT_ALG) {
+    const signature = signatureFromHex(binding.value);
+    return indexes.text.search(scope, { signature, bands: lshBands(signature) }, limit);
+  }
+  if (algorithm.valueHexDigits === HASH_BYTES * 2) return indexes.images.search(scope, fromHex(binding.value), LOOKUP_RADIUS, limit, algorithm.alg);
+  throw new CairnError('cairn.validation.invalid_body', `Lookup by value does not take ${algorithm.alg}.`);
+}

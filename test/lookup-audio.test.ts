@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFile } from 'node:fs/promises';
+import { runFfmpeg } from '@cairn/media';
+import { sonify } from '../services/softbinding/test/support/audio.js';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+
+const WAV = '/work/shared/fixtures/c2pa-rs/sample1.wav';
+let stack: Stack;
+let owner: { tenant_id: string; api_key: string };
+let other: { tenant_id: string; api_key: string };
+let signed: { asset_id: string; manifest_uri: string; verifier_url: string; media_type: string; watermark_id: string };
+let signedBytes: Buffer;
+/** The signed clip re-encoded to MP3 at 64 kbit/s: the manifest is gone, the sound is the same. */
+let mp3Copy: Buffer;
+
+function lookup(bytes: Buffer, key: string, name = 'q.mp3') {
+  return stack.request('/v1/lookup', { method: 'POST', key, body: multipart({}, { field: 'file', bytes, name }) });
+}
+
+async function matchesOf(res: Response): Promise<Array<Record<string, unknown>>> {
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { matches: Array<Record<string, unknown>> }).matches;
+}
+
+beforeAll(async () => {
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
+  owner = await onboard(stack);
+  other = await onboard(stack);
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: owner.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: await readFile(WAV), name: 'clip.wav' }),
+  });
+  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
+  signed = (await res.json()) as typeof signed;
+  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+  mp3Copy = await runFfmpeg({ args: ['-i', 'pipe:0', '-codec:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], input: signedBytes });
+  // Indexing follows asset.signed asynchronously.
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if ((await matchesOf(await lookup(signedBytes, owner.api_key, 'a.wav'))).length > 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}, 120_000);
+afterAll(() => stack?.stop());
+
+describe('audio: sign, then find a re-encoded copy', () => {
+  it('signs WAV with an embedded manifest (no audio watermark yet) and verifies it', async () => {
+    expect(signed.media_type).toBe('audio/wav');
+    expect(signed.watermark_id ?? '').toBe('');
+    const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: signedBytes, name: 'clip.wav' }) });
+    expect(res.status).toBe(200);
+    const verdict = (await res.json()) as { status: string; signals: Record<string, unknown> };
+    expect(verdict.signals.c2pa_manifest_present).toBe(true);
+    expect(verdict.signals.c2pa_signature_valid).toBe(true);
+    expect(verdict.status).toBe('verified_manifest');
+  });
+
+  it('finds the signed clip from an MP3 re-encode that lost the manifest', async () => {
+    const matches = await matchesOf(await lookup(mp3Copy, owner.api_key));
+    expect(matches).toHaveLength(1);
+    expect(matches[0]).toMatchObject({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, verifier_url: signed.verifier_url, alg: 'cairn.audio-peaks.v1' });
+    expect(matches[0]!.similarity as number).toBeGreaterThan(0.1);
+  });
+
+  it('finds an 8-second excerpt', async () => {
+    const excerpt = await runFfmpeg({ args: ['-i', 'pipe:0', '-af', 'atrim=start=10:duration=8', '-f', 'wav', 'pipe:1'], input: signedBytes });
+    expect((await matchesOf(await lookup(excerpt, owner.api_key, 'e.wav'))).map((m) => m.asset_id)).toEqual([signed.asset_id]);
+  });
+
+  it('does not find different audio', async () => {
+    const different = await sonify(await readFile('/work/shared/fixtures/photos/coffee.png'));
+    expect(await matchesOf(await lookup(different, owner.api_key, 'd.wav'))).toEqual([]);
+  });
+
+  it('never shows one tenant another tenant’s clip', async () => {
+    expect(await matchesOf(await lookup(mp3Copy, other.api_key))).toEqual([]);
+  });
+
+  it('verify of the stripped copy answers fingerprint_match_only, for the owner and (public fields) for anyone', async () => {
+    const own = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: mp3Copy, name: 'c.mp3' }) });
+    const ownVerdict = (await own.json()) as { status: string; matches: Array<Record<string, unknown>> };
+    expect(ownVerdict.status).toBe('fingerprint_match_only');
+    expect(ownVerdict.matches[0]).toMatchObject({ asset_id: signed.asset_id });
+    const pub = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: mp3Copy, name: 'c.mp3' }) });
+    const pubVerdict = (await pub.json()) as { status: string; matches: Array<Record<string, unknown>> };
+    expect(pubVerdict.status).toBe('fingerprint_match_only');
+    expect(JSON.stringify(pubVerdict)).not.toContain(owner.tenant_id);
+  });
+
+  it('refuses audio too short to fingerprint with a clear 400', async () => {
+    const short = await runFfmpeg({ args: ['-i', 'pipe:0', '-af', 'atrim=duration=1', '-f', 'wav', 'pipe:1'], input: signedBytes });
+    const res = await lookup(short, owner.api_key, 's.wav');
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/too short/);
+  });
+
+  it('answers a truncated WAV with 400, not 500, on sign and on lookup', async () => {
+    const broken = Buffer.concat([signedBytes.subarray(0, 44), Buffer.from('garbage')]);
+    const sign = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: broken, name: 'b.wav' }) });
+    expect(sign.status).toBe(400);
+    expect(((await lookup(broken, owner.api_key, 'b.wav')).status)).toBe(400);
+  });
+});
