@@ -30,6 +30,7 @@ export const ERROR_CATALOG = {
   'cairn.not_found': { status: 404, title: 'Not found' },
   'cairn.asset.expired': { status: 410, title: 'Asset no longer kept' },
   'cairn.method_not_allowed': { status: 405, title: 'Method not allowed' },
+  'cairn.not_implemented': { status: 501, title: 'Not implemented' },
   'cairn.unavailable': { status: 503, title: 'Service temporarily unavailable' },
   'cairn.internal_error': { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -20,6 +20,8 @@ export const gatewayConfigShape = {
   UPLOAD_MAX_BYTES: z.coerce.number().int().positive().default(100 * 1024 * 1024),
   /** Unauthenticated verifies per client address per minute. */
   PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  /** Unauthenticated C2PA soft-binding queries (/c2pa/v1/matches/*) per client address per minute. */
+  PUBLIC_RESOLUTION_PER_MINUTE: z.coerce.number().int().positive().default(30),
   /** Self-onboarding attempts per client address per minute. */
   ONBOARD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** How often the gateway looks for API keys expiring within 7 days (key.expiring, once per key). */

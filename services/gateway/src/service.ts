@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
 import { createBlobStore } from '@cairn/blob';
-import { anchorV1, auditV1, billingV1, gatewayV1, signerV1, softbindingV1, verifierV1, webhookV1 } from '@cairn/proto';
+import { anchorV1, auditV1, billingV1, gatewayV1, signerV1, softbindingV1, verifierV1, watermarkV1, webhookV1 } from '@cairn/proto';
 import { closeServer, listen, type ServiceDefinition } from '@cairn/runtime';
 import { gatewayConfigShape, resolveDataKey } from './config.js';
 import { createPaymentProcessor } from './domain/payments.js';
@@ -56,6 +56,8 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         audit: ctx.client(auditV1.AuditService, 'audit'),
         anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
         softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
+        watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
+        publicResolutionPerMinute: config.PUBLIC_RESOLUTION_PER_MINUTE,
       });
       const server = createServer(app);
       server.requestTimeout = 120_000;

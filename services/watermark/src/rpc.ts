@@ -6,7 +6,7 @@ import type { ServiceImpl } from '@cairn/rpc';
 import type { MarkRegistry } from './db/marks.js';
 import type { ImageWatermarkAlgorithm } from './domain/image/algorithm.js';
 import { ImageRejectedError } from './domain/image/raw-image.js';
-import { payloadFor, payloadHex } from './domain/payload.js';
+import { PAYLOAD_BYTES, payloadFor, payloadHex } from './domain/payload.js';
 import { PoolClosedError, type ImageWorkerPool } from './domain/pool.js';
 import { requireId, requireImage } from './domain/validation.js';
 
@@ -66,5 +66,15 @@ export function watermarkHandlers({ pool, registry, algorithm, logger }: Waterma
         algorithm: mark?.algorithm ?? name,
       };
     },
+
+    resolvePayload: async (request) => {
+      const hex = request.payloadHex.toLowerCase();
+      if (!PAYLOAD_HEX.test(hex)) throw new CairnError('cairn.validation.invalid_body', `payload_hex must be ${PAYLOAD_BYTES * 2} hex digits`);
+      const mark = await registry.findByPayload(hex);
+      // Public fields only: whose mark it is stays with the registry.
+      return mark ? { registered: true, watermarkId: mark.watermarkId, assetId: mark.assetId, algorithm: mark.algorithm } : { registered: false };
+    },
   };
 }
+
+const PAYLOAD_HEX = new RegExp(`^[0-9a-f]{${PAYLOAD_BYTES * 2}}$`);

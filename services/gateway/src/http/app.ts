@@ -3,7 +3,7 @@ import type { Logger } from '@cairn/logging';
 import type { ServiceMetrics } from '@cairn/telemetry';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
-import type { signerV1, softbindingV1, verifierV1 } from '@cairn/proto';
+import type { signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { BillingClient } from '../domain/metering.js';
 import type { ServiceClient } from '@cairn/rpc';
 import type { PaymentProcessor } from '../domain/payments.js';
@@ -26,6 +26,7 @@ import { auditRoutes, type AuditClient } from './routes/audit.js';
 import { usageRoutes } from './routes/usage.js';
 import { lookupRoutes } from './routes/lookup.js';
 import { anchorRoutes, type AnchorClient } from './routes/anchors.js';
+import { c2paResolutionRoutes } from './routes/c2pa-resolution.js';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -54,10 +55,15 @@ export interface GatewayDeps {
   /** Anchor batches and inclusion proofs (the anchor service). */
   anchor: AnchorClient;
   softbinding: ServiceClient<typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never>;
+  /** Watermark detection and payload resolution (the C2PA Soft Binding Resolution API). */
+  watermark: ServiceClient<typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never>;
+  /** Unauthenticated C2PA soft-binding queries per client address per minute. */
+  publicResolutionPerMinute: number;
 }
 
 /**
- * Paths that need an API key. Public: onboarding, manifests, the /v pages; verify takes a key optionally
+ * Paths that need an API key. Public: onboarding, manifests, the /v pages, the C2PA Soft Binding Resolution API
+ * (/c2pa/v1); verify takes a key optionally
  * (its routes authenticate themselves); anything else is unknown (404).
  */
 const AUTHENTICATED = ['/v1/tenants', '/v1/recipes', '/v1/sign', '/v1/jobs', '/v1/assets', '/v1/usage', '/v1/audit', '/v1/webhooks', '/v1/anchors', '/v1/lookup'];
@@ -93,6 +99,18 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(lookupRoutes({ blobs: deps.blobs, softbinding: deps.softbinding, billing: deps.billing, uploadMaxBytes: deps.uploadMaxBytes }));
   app.use(auditRoutes({ audit: deps.audit }));
   app.use(anchorRoutes({ anchor: deps.anchor }));
+  app.use(
+    c2paResolutionRoutes({
+      blobs: deps.blobs,
+      softbinding: deps.softbinding,
+      signer: deps.signer,
+      watermark: deps.watermark,
+      limiter: deps.limiter,
+      publicBaseUrl: deps.publicBaseUrl,
+      uploadMaxBytes: deps.uploadMaxBytes,
+      perMinute: deps.publicResolutionPerMinute,
+    }),
+  );
   app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }));
 
   app.use(webhookRoutes({ webhooks: deps.webhooks }));

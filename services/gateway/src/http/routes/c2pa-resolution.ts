@@ -1,0 +1,327 @@
+import { Router, type Request, type RequestHandler } from 'express';
+import sharp from 'sharp';
+import { z } from 'zod';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
+import { CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
+import { isId, newId } from '@cairn/ids';
+import { SNIFF_BYTES, sniffMediaType } from '@cairn/media';
+import { activeManifestLabel, childBoxes, readBox } from '@cairn/jumbf';
+import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import type { RedisRateLimiter } from '../../domain/rate-limit.js';
+import { addressRateLimit } from '../limits.js';
+import { discardUpload, singleUpload } from '../uploads.js';
+
+type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
+type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
+
+/** Where the C2PA Soft Binding Resolution API lives: its own version segment, like the spec's `…/v1` server URL. */
+export const C2PA_RESOLUTION_PREFIX = '/c2pa/v1';
+
+/** The invisible watermark the signer embeds (the watermark service's algorithm; recorded in each manifest). */
+export const WATERMARK_ALG = 'cairn-dct-v1';
+const WATERMARK_PAYLOAD_BYTES = 8;
+
+/** Matches per query when the caller gives no maxResults (the spec's default), and the most we ever return. */
+const DEFAULT_RESULTS = 10;
+const MAX_RESULTS = 100;
+
+export interface C2paResolutionDeps {
+  blobs: BlobStore;
+  softbinding: ServiceClient<SoftBindingMethods>;
+  signer: ServiceClient<SignerMethods>;
+  watermark: ServiceClient<WatermarkMethods>;
+  limiter: RedisRateLimiter;
+  publicBaseUrl: string;
+  uploadMaxBytes: number;
+  /** Unauthenticated queries per client address per minute (manifest fetches and the algorithm list are free). */
+  perMinute: number;
+}
+
+/** One match in the spec's `c2pa.softBindingQueryResult` shape: public fields only. */
+interface SpecMatch {
+  manifestId: string;
+  endpoint: string;
+  similarityScore?: number;
+}
+
+/**
+ * maxResults per the spec: an integer ≥ 1, default 10. Larger values are served as the service's maximum
+ * (the spec sets no upper bound, so they are not an error).
+ */
+const maxResults = z.coerce.number({ message: 'maxResults must be an integer ≥ 1' }).int('maxResults must be an integer ≥ 1').min(1, 'maxResults must be an integer ≥ 1').optional();
+const algName = z.string().trim().min(1, 'alg must not be empty').max(128);
+const byBindingQuery = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(4096), maxResults });
+const byContentQuery = z.object({ alg: algName.optional(), maxResults, hintAlg: z.string().max(128).optional(), hintValue: z.string().max(4096).optional() });
+const byBindingBody = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(64 * 1024) });
+const manifestQuery = z.object({
+  returnActiveManifest: z
+    .enum(['true', 'false', '1', '0'], { message: 'returnActiveManifest must be true or false' })
+    .optional()
+    .transform((v) => v === 'true' || v === '1'),
+});
+
+/** The spec's media type ranges for an uploaded asset (requestBody of `POST /matches/byContent`). */
+const ASSET_TYPES = /^(image|audio|video|application|model|text)\/[\w.+-]+$/i;
+
+/**
+ * The C2PA Soft Binding Resolution API (C2PA 2.x "Soft Binding API" document, §1.4, OpenAPI
+ * `C2PA Soft Binding Resolution API`), query, fetch and service routes, public and unauthenticated: a C2PA
+ * client that holds a watermark payload, a fingerprint or the stripped asset finds the manifest it came with.
+ * Every answer comes from the public lookups (no tenant ids, no storage locations); Problem+JSON on errors.
+ */
+export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
+  const router = Router();
+  const base = `${deps.publicBaseUrl.replace(/\/$/, '')}${C2PA_RESOLUTION_PREFIX}`;
+  const limited = addressRateLimit(deps.limiter, 'c2pa-resolution', { limit: deps.perMinute, windowSeconds: 60 });
+  const algorithms = supportedAlgorithmsCache(deps.softbinding);
+
+  const match = (manifestId: string, similarity: number | undefined): SpecMatch => ({
+    manifestId,
+    endpoint: base,
+    ...(similarity === undefined ? {} : { similarityScore: Math.max(0, Math.min(100, Math.round(similarity * 100))) }),
+  });
+
+  /** Fingerprint matches from the public Lookup, as spec matches (one per manifest, best first). */
+  const fingerprintMatches = async (query: softbindingV1.LookupRequest['query'], limit: number, alg?: string): Promise<SpecMatch[]> => {
+    const { matches } = await deps.softbinding.lookup({ tenantId: '', query, limit }, { deadlineMs: 30_000 });
+    // The service picks the algorithm from the content; a caller who named one gets that one's matches only.
+    return matches.flatMap((m) => {
+      if (alg !== undefined && m.alg && m.alg !== alg) return [];
+      const id = manifestIdOf(m.manifestUri);
+      return id ? [match(id, m.similarity)] : [];
+    });
+  };
+
+  /** A registered watermark payload → the manifest of the asset it was embedded in. */
+  const watermarkMatch = async (payloadHex: string, confidence: number | undefined): Promise<SpecMatch[]> => {
+    const mark = await deps.watermark.resolvePayload({ payloadHex }, { deadlineMs: 10_000 });
+    if (!mark.registered || !isId('asset', mark.assetId)) return [];
+    const asset = await deps.signer.getPublicAsset({ assetId: mark.assetId }).then(
+      (r) => r.asset,
+      (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)),
+    );
+    return asset?.manifestId ? [match(asset.manifestId, confidence)] : [];
+  };
+
+  const byBinding = async (alg: string, value: string, limit: number): Promise<SpecMatch[]> => {
+    if (alg === WATERMARK_ALG) return watermarkMatch(bindingBytes(value, WATERMARK_PAYLOAD_BYTES, alg).toString('hex'), undefined);
+    const known = (await algorithms()).find((a) => a.alg === alg && a.kind === 'fingerprint');
+    if (!known) throw new CairnError('cairn.validation.invalid_body', `Unsupported soft binding algorithm "${alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`);
+    if (known.valueHexDigits <= 0) throw new CairnError('cairn.validation.invalid_body', `${alg} is looked up by content only (POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent).`);
+    const hex = bindingBytes(value, known.valueHexDigits / 2, alg).toString('hex');
+    return fingerprintMatches({ case: 'binding', value: { alg, value: hex, $typeName: 'cairn.softbinding.v1.Binding' } }, limit);
+  };
+
+  router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
+    const query = parseOrThrow(byBindingQuery, req.query, 'query parameters');
+    const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
+    res.set('Cache-Control', 'no-store');
+    res.json({ matches: distinct(await byBinding(query.alg, query.value, limit), limit) });
+  });
+
+  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
+    const query = parseOrThrow(z.object({ maxResults }), req.query, 'query parameters');
+    if (!req.is('application/json')) throw new CairnError('cairn.validation.unsupported_media_type', 'Send the soft binding query as application/json: {"alg", "value"}.');
+    const body = parseOrThrow(byBindingBody, req.body ?? {}, 'request body');
+    const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
+    res.set('Cache-Control', 'no-store');
+    res.json({ matches: distinct(await byBinding(body.alg, body.value, limit), limit) });
+  });
+
+  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byContent`, limited, assetUpload(deps), async (req, res) => {
+    try {
+      const query = parseOrThrow(byContentQuery, req.query, 'query parameters');
+      const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
+      if (!req.upload || req.upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).');
+      const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => a.alg);
+      if (query.alg !== undefined && query.alg !== WATERMARK_ALG && !fingerprints.includes(query.alg)) {
+        throw new CairnError('cairn.validation.invalid_body', `Unsupported soft binding algorithm "${query.alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`);
+      }
+      const sniffed = sniffMediaType(await uploadHead(deps.blobs, req.upload.key));
+      if (!sniffed) throw new CairnError('cairn.verify.unsupported_file_type', 'The body is not an asset type this service reads (images: JPEG, PNG, WebP).');
+      const found: SpecMatch[] = [];
+      // Without alg every algorithm runs: the watermark (an exact identification) first, then fingerprints.
+      if (query.alg === WATERMARK_ALG && sniffed.modality !== 'image') throw new CairnError('cairn.verify.unsupported_file_type', `${WATERMARK_ALG} reads images (JPEG, PNG, WebP).`);
+      if ((query.alg === undefined && sniffed.modality === 'image') || query.alg === WATERMARK_ALG) {
+        const detected = await detectWatermark(deps, req.upload.key, query.alg === WATERMARK_ALG);
+        if (detected) found.push(...(await watermarkMatch(detected.payloadHex, detected.confidence)));
+      }
+      if (query.alg !== WATERMARK_ALG) found.push(...(await fingerprintMatches({ case: 'uploadBlobKey', value: req.upload.key }, limit, query.alg)));
+      res.set('Cache-Control', 'no-store');
+      res.json({ matches: distinct(found, limit) });
+    } finally {
+      await discardUpload(deps.blobs, req);
+    }
+  });
+
+  // Optional in the spec. Refused for now: see docs/architecture.md ("C2PA Soft Binding Resolution API").
+  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byReference`, limited, () => {
+    throw new CairnError(
+      'cairn.not_implemented',
+      `Lookup by reference URL is not offered: this service does not fetch remote assets. Upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent (images up to ${Math.round(deps.uploadMaxBytes / (1024 * 1024))} MB), or send its soft binding to ${C2PA_RESOLUTION_PREFIX}/matches/byBinding.`,
+    );
+  });
+
+  router.get(`${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId`, async (req, res) => {
+    const manifestId = String(req.params.manifestId);
+    if (!isId('manifest', manifestId)) throw new CairnError('cairn.validation.invalid_body', 'manifestId must be a Cairn manifest id (m_…), as returned in matches.');
+    const { returnActiveManifest } = parseOrThrow(manifestQuery, req.query, 'query parameters');
+    const manifest = await deps.signer.getManifest({ manifestId });
+    const store = Buffer.from(manifest.manifestStore);
+    const body = returnActiveManifest ? activeManifestOnly(store) : store;
+    // A manifest never changes once signed: cacheable anywhere, for as long as anyone likes.
+    res.set({ 'Content-Type': 'application/c2pa', 'Cache-Control': 'public, max-age=31536000, immutable', ETag: `"${manifestId}${returnActiveManifest ? '-active' : ''}"` });
+    res.send(body);
+  });
+
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, async (_req, res) => {
+    const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => ({ alg: a.alg }));
+    res.set('Cache-Control', 'public, max-age=300');
+    res.json({ watermarks: [{ alg: WATERMARK_ALG }], fingerprints });
+  });
+
+  return router;
+}
+
+/** The supported algorithms of the soft-binding service, asked at most once a minute. */
+function supportedAlgorithmsCache(softbinding: ServiceClient<SoftBindingMethods>): () => Promise<softbindingV1.Algorithm[]> {
+  let cached: { at: number; value: Promise<softbindingV1.Algorithm[]> } | undefined;
+  return () => {
+    if (!cached || Date.now() - cached.at > 60_000) {
+      const value = softbinding.supportedAlgorithms({}, { deadlineMs: 10_000 }).then((r) => r.algorithms);
+      cached = { at: Date.now(), value };
+      value.catch(() => (cached = undefined));
+    }
+    return cached.value;
+  };
+}
+
+/**
+ * A binding value as bytes. The spec's form is base64 (standard or URL-safe alphabet, padding optional);
+ * Cairn's own hex form (as written in its manifests' soft-binding assertions and in /v1/lookup) is accepted
+ * too. The two never collide: for a value of n bytes hex has 2n characters, base64 about 4n/3.
+ */
+export function bindingBytes(value: string, bytes: number, alg: string): Buffer {
+  if (value.length === bytes * 2 && /^[0-9a-f]+$/i.test(value)) return Buffer.from(value, 'hex');
+  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) {
+    const normalized = value.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '');
+    const decoded = Buffer.from(normalized, 'base64');
+    if (decoded.length === bytes && decoded.toString('base64').replace(/=+$/, '') === normalized) return decoded;
+  }
+  throw new CairnError('cairn.validation.invalid_body', `A ${alg} binding value is ${bytes} bytes, base64-encoded (or ${bytes * 2} hex digits).`);
+}
+
+/** The manifest id of one of Cairn's own manifest URIs (…/v1/manifests/m_…), or undefined. */
+function manifestIdOf(manifestUri: string): string | undefined {
+  let path: string;
+  try {
+    path = new URL(manifestUri).pathname;
+  } catch {
+    return undefined;
+  }
+  const id = /\/v1\/manifests\/([^/]+)$/.exec(path)?.[1];
+  return id && isId('manifest', id) ? id : undefined;
+}
+
+/** One entry per manifest (the first, i.e. strongest, wins), at most `limit`. */
+function distinct(matches: SpecMatch[], limit: number): SpecMatch[] {
+  const seen = new Set<string>();
+  return matches.filter((m) => !seen.has(m.manifestId) && seen.add(m.manifestId)).slice(0, limit);
+}
+
+/**
+ * The request body as a stored upload: the raw asset bytes (the spec's form: Content-Type image/*, audio/*, …),
+ * or for convenience a multipart body with the file in "file". Streamed into the blob store, cut at the upload
+ * limit; the route deletes it when done.
+ */
+function assetUpload(deps: Pick<C2paResolutionDeps, 'blobs' | 'uploadMaxBytes'>): RequestHandler {
+  const multipart = singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.validation.body_too_large' });
+  const limitText = `${Math.round(deps.uploadMaxBytes / (1024 * 1024))} MB`;
+  return (req, res, next) => {
+    if (req.is('multipart/form-data')) return multipart(req, res, next);
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
+    if (!ASSET_TYPES.test(type) || /^application\/(json|x-www-form-urlencoded)$/i.test(type)) {
+      req.resume();
+      return next(new CairnError('cairn.validation.unsupported_media_type', 'Send the asset itself as the body, with its media type as Content-Type (e.g. image/jpeg).'));
+    }
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > deps.uploadMaxBytes) {
+      req.resume();
+      return next(new CairnError('cairn.validation.body_too_large', `The asset is larger than the ${limitText} upload limit.`));
+    }
+    storeRaw(deps.blobs, req, deps.uploadMaxBytes).then(
+      () => next(),
+      (error: unknown) => {
+        req.resume();
+        next(error instanceof BlobTooLargeError ? new CairnError('cairn.validation.body_too_large', `The asset is larger than the ${limitText} upload limit.`) : error);
+      },
+    );
+  };
+}
+
+async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promise<void> {
+  const key = `public/uploads/${newId('request').slice(4)}`;
+  const info = await blobs.put(key, req, { contentType: 'application/octet-stream', maxBytes });
+  req.upload = { ...info, fieldname: 'body', originalname: '' };
+}
+
+/** The first bytes of an upload (enough to tell its media type), without reading the rest. */
+async function uploadHead(blobs: BlobStore, key: string): Promise<Buffer> {
+  const stream = await blobs.get(key);
+  if (!stream) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= SNIFF_BYTES) break;
+    }
+  } finally {
+    stream.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, SNIFF_BYTES);
+}
+
+/**
+ * Reads the watermark of an uploaded image. Undefined when none is found, or when the file is not an image it
+ * can decode (then the fingerprints decide), unless the caller asked for the watermark alone: then an
+ * undecodable file is the spec's 415.
+ */
+async function detectWatermark(deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>, key: string, only: boolean): Promise<{ payloadHex: string; confidence: number } | undefined> {
+  const bytes = await deps.blobs.getBuffer(key);
+  if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
+  let decoded: { data: Buffer; info: sharp.OutputInfo };
+  try {
+    decoded = await sharp(bytes, { failOn: 'error', limitInputPixels: 40_000_000 }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  } catch {
+    if (only) throw new CairnError('cairn.verify.unsupported_file_type', `${WATERMARK_ALG} reads images (JPEG, PNG, WebP).`);
+    return undefined;
+  }
+  if (Math.min(decoded.info.width, decoded.info.height) < 64) return undefined;
+  const found = await deps.watermark.detectImage({ image: { pixels: decoded.data, width: decoded.info.width, height: decoded.info.height, channels: decoded.info.channels } }, { deadlineMs: 30_000 });
+  return found.detected ? { payloadHex: found.payloadHex, confidence: found.confidence } : undefined;
+}
+
+/**
+ * A manifest store holding only its active manifest (the last one): the store's own description box followed
+ * by that manifest's superbox, byte for byte. Ingredient manifests the active one refers to are left out, as
+ * the spec's returnActiveManifest asks.
+ */
+export function activeManifestOnly(store: Buffer): Buffer {
+  const root = readBox(store, 0, store.length);
+  const children = root && root.type === 'jumb' ? childBoxes(store, root) : [];
+  const description = children[0];
+  const manifests = children.filter((b) => b.type === 'jumb');
+  const active = manifests.at(-1);
+  if (!description || description.type !== 'jumd' || !active || !activeManifestLabel(store)) throw new CairnError('cairn.internal_error', 'The stored manifest store cannot be read.');
+  if (manifests.length === 1) return store;
+  const body = Buffer.concat([store.subarray(description.start, description.end), store.subarray(active.start, active.end)]);
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(body.length + 8, 0);
+  header.write('jumb', 4, 'latin1');
+  return Buffer.concat([header, body]);
+}

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { CairnError } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import { watermarkV1 } from '@cairn/proto';
+import { createClient, type ServiceClient } from '@cairn/rpc';
+import { startService, type RunningService } from '@cairn/runtime';
+import { createSandbox, type Sandbox } from '@cairn/testing';
+import { payloadFor, payloadHex } from '../src/domain/payload.js';
+import { watermarkService } from '../src/service.js';
+import { loadPhoto } from './support/images.js';
+
+type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
+
+let sandbox: Sandbox;
+let service: RunningService;
+let client: ServiceClient<WatermarkMethods>;
+
+beforeAll(async () => {
+  sandbox = await createSandbox();
+  service = await startService(watermarkService({ ...sandbox.env, WATERMARK_WORKERS: '1' }));
+  client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${service.grpcPort}`, { deadlineMs: 30_000 });
+});
+
+afterAll(async () => {
+  client.close();
+  await service.stop();
+  await sandbox.dispose();
+});
+
+describe('ResolvePayload', () => {
+  it('resolves a registered payload to its watermark and asset, never to its tenant', async () => {
+    const mark = { tenantId: newId('tenant'), watermarkId: newId('watermark'), assetId: newId('asset') };
+    const embedded = await client.embedImage({ ...mark, image: await loadPhoto('coffee.png') });
+    const resolved = await client.resolvePayload({ payloadHex: embedded.payloadHex.toUpperCase() });
+    expect(resolved).toMatchObject({ registered: true, watermarkId: mark.watermarkId, assetId: mark.assetId, algorithm: 'cairn-dct-v1' });
+    expect(JSON.stringify(resolved)).not.toContain(mark.tenantId);
+  });
+
+  it('answers registered: false for a payload nobody embedded', async () => {
+    const resolved = await client.resolvePayload({ payloadHex: payloadHex(payloadFor(newId('watermark'))) });
+    expect(resolved.registered).toBe(false);
+    expect(resolved.assetId).toBe('');
+  });
+
+  it.each(['', 'abc', 'zz'.repeat(8), '00'.repeat(9)])('refuses a malformed payload %j', async (payload) => {
+    const error = await client.resolvePayload({ payloadHex: payload }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(CairnError);
+    expect((error as CairnError).code).toBe('cairn.validation.invalid_body');
+  });
+});

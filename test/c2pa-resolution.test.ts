@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFile } from 'node:fs/promises';
+import sharp from 'sharp';
+import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
+import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
+import { payloadFor } from '../services/watermark/src/domain/payload.js';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+
+// The C2PA Soft Binding Resolution API (/c2pa/v1): public, no key anywhere in this file except to sign.
+const PHOTOS = '/work/shared/fixtures/photos';
+const API = '/c2pa/v1';
+let stack: Stack;
+let owner: { tenant_id: string; api_key: string };
+let signed: { asset_id: string; watermark_id: string; manifest_uri: string };
+let manifestId: string;
+let signedBytes: Buffer;
+let copy: Buffer;
+
+interface SpecMatch {
+  manifestId: string;
+  endpoint?: string;
+  similarityScore?: number;
+}
+
+/** JPEG 60, resized to 50%, cropped 5%, re-encoded: no manifest survives (nor the watermark, which does not survive crops). */
+async function degrade(bytes: Buffer): Promise<Buffer> {
+  const half = await sharp(bytes).resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) }).jpeg({ quality: 60 }).toBuffer();
+  const { width = 0, height = 0 } = await sharp(half).metadata();
+  return sharp(half).extract({ left: Math.round(width * 0.05), top: Math.round(height * 0.05), width: Math.round(width * 0.95), height: Math.round(height * 0.95) }).jpeg({ quality: 60 }).toBuffer();
+}
+
+function byContent(bytes: Buffer, query = '', type = 'image/jpeg') {
+  return stack.request(`${API}/matches/byContent${query}`, { method: 'POST', headers: { 'content-type': type }, body: bytes });
+}
+
+function byBinding(alg: string, value: string, extra = '') {
+  return stack.request(`${API}/matches/byBinding?alg=${encodeURIComponent(alg)}&value=${encodeURIComponent(value)}${extra}`);
+}
+
+async function matchesOf(res: Response): Promise<SpecMatch[]> {
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  const body = (await res.json()) as { matches: SpecMatch[] };
+  // Only the spec's fields: nothing about tenants, assets or storage.
+  for (const m of body.matches) {
+    expect(Object.keys(m).every((k) => ['manifestId', 'endpoint', 'similarityScore'].includes(k))).toBe(true);
+    if (m.similarityScore !== undefined) {
+      expect(Number.isInteger(m.similarityScore)).toBe(true);
+      expect(m.similarityScore).toBeGreaterThanOrEqual(0);
+      expect(m.similarityScore).toBeLessThanOrEqual(100);
+    }
+  }
+  expect(JSON.stringify(body)).not.toContain(owner.tenant_id);
+  expect(JSON.stringify(body)).not.toMatch(/"t_|"a_|uploads\//);
+  return body.matches;
+}
+
+async function expectProblem(res: Response, status: number, code?: string): Promise<void> {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  const problem = (await res.json()) as Record<string, unknown>;
+  expect(problem).toMatchObject({ status, title: expect.any(String), detail: expect.any(String), request_id: expect.stringMatching(/^req_/) });
+  if (code) expect(problem.code).toBe(code);
+}
+
+beforeAll(async () => {
+  stack = await startStack(['watermark', 'signer', 'softbinding', 'gateway'], { PUBLIC_RESOLUTION_PER_MINUTE: '1000' });
+  owner = await onboard(stack);
+  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).resize(1024, 1024).jpeg({ quality: 90 }).toBuffer();
+  const res = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg' }) });
+  expect(res.status).toBe(200);
+  signed = (await res.json()) as typeof signed;
+  manifestId = signed.manifest_uri.split('/').at(-1)!;
+  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+  copy = await degrade(signedBytes);
+  // Indexing follows asset.signed asynchronously: wait until the public lookup sees it.
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const found = (await (await byContent(signedBytes, '?alg=cairn.pdq.v1')).json()) as { matches: unknown[] };
+    if (found.matches.length > 0) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}, 120_000);
+afterAll(() => stack?.stop());
+
+describe(`GET ${API}/services/supportedAlgorithms`, () => {
+  it('lists the fingerprint and the watermark Cairn resolves, in the spec’s shape', async () => {
+    const res = await stack.request(`${API}/services/supportedAlgorithms`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { watermarks: Array<{ alg: string }>; fingerprints: Array<{ alg: string }> };
+    expect(body.fingerprints).toContainEqual({ alg: 'cairn.pdq.v1' });
+    expect(body.watermarks).toEqual([{ alg: 'cairn-dct-v1' }]);
+  });
+});
+
+describe(`POST ${API}/matches/byContent`, () => {
+  it('finds the manifest of a signed image re-encoded, resized and cropped (no manifest, no watermark left)', async () => {
+    const matches = await matchesOf(await byContent(copy));
+    expect(matches[0]).toEqual({ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) });
+    expect(matches[0]!.similarityScore!).toBeGreaterThan(80);
+    expect((await matchesOf(await byContent(copy, '?alg=cairn.pdq.v1&maxResults=1')))[0]?.manifestId).toBe(manifestId);
+  });
+
+  it('finds it by its watermark when asked for cairn-dct-v1', async () => {
+    const reencoded = await sharp(signedBytes).jpeg({ quality: 85 }).toBuffer();
+    const matches = await matchesOf(await byContent(reencoded, '?alg=cairn-dct-v1'));
+    expect(matches).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) }]);
+  });
+
+  it('takes a multipart upload too', async () => {
+    const res = await stack.request(`${API}/matches/byContent`, { method: 'POST', body: multipart({}, { field: 'file', bytes: copy, name: 'q.jpg', type: 'image/jpeg' }) });
+    expect((await matchesOf(res))[0]?.manifestId).toBe(manifestId);
+  });
+
+  it('finds nothing for a different image', async () => {
+    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+    expect(await matchesOf(await byContent(different))).toEqual([]);
+    expect(await matchesOf(await byContent(different, '?alg=cairn-dct-v1'))).toEqual([]);
+  });
+
+  it('refuses what is not an asset', async () => {
+    await expectProblem(await byContent(Buffer.alloc(0)), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await byContent(Buffer.from('{"a":1}'), '', 'application/json'), 415);
+    await expectProblem(await stack.request(`${API}/matches/byContent`, { method: 'POST', body: copy }), 415);
+    const garbage = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131 + 7) % 256));
+    await expectProblem(await byContent(garbage, '', 'image/jpeg'), 415, 'cairn.verify.unsupported_file_type');
+    await expectProblem(await byContent(garbage, '?alg=cairn-dct-v1', 'image/jpeg'), 415, 'cairn.verify.unsupported_file_type');
+    await expectProblem(await byContent(copy, '?alg=md5'), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await byContent(copy, '?maxResults=0'), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await byContent(copy, '?maxResults=ten'), 400, 'cairn.validation.invalid_body');
+  });
+
+  it('is rate limited per address like the other public endpoints', async () => {
+    const res = await byContent(copy);
+    expect(res.headers.get('ratelimit-limit')).toBe('1000');
+    expect(Number(res.headers.get('ratelimit-remaining'))).toBeLessThan(1000);
+  });
+});
+
+describe(`${API}/matches/byBinding`, () => {
+  it('finds the manifest by a cairn.pdq.v1 fingerprint, base64 (the spec’s form) or hex (Cairn’s)', async () => {
+    const bits = Buffer.from((await hashImageBytes(copy)).bits);
+    const viaBase64 = await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('base64')));
+    expect(viaBase64[0]).toEqual({ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) });
+    expect((await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('base64url'))))[0]?.manifestId).toBe(manifestId);
+    expect((await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('hex'), '&maxResults=3')))[0]?.manifestId).toBe(manifestId);
+    const post = await stack.request(`${API}/matches/byBinding?maxResults=5`, { method: 'POST', json: { alg: 'cairn.pdq.v1', value: bits.toString('base64') } });
+    expect((await matchesOf(post))[0]?.manifestId).toBe(manifestId);
+  });
+
+  it('finds the manifest by the cairn-dct-v1 watermark payload', async () => {
+    const payload = Buffer.from(payloadFor(signed.watermark_id));
+    expect(await matchesOf(await byBinding('cairn-dct-v1', payload.toString('base64')))).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}` }]);
+    expect((await matchesOf(await byBinding('cairn-dct-v1', payload.toString('hex'))))[0]?.manifestId).toBe(manifestId);
+  });
+
+  it('finds nothing for another image’s fingerprint or an unknown payload', async () => {
+    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+    const bits = Buffer.from((await hashImageBytes(different)).bits);
+    expect(await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('base64')))).toEqual([]);
+    expect(await matchesOf(await byBinding('cairn-dct-v1', Buffer.alloc(8, 7).toString('base64')))).toEqual([]);
+  });
+
+  it('answers 400 Problem+JSON for malformed queries, never a 500', async () => {
+    const value = Buffer.alloc(32, 1).toString('base64');
+    const bad = [
+      `${API}/matches/byBinding`,
+      `${API}/matches/byBinding?alg=cairn.pdq.v1`,
+      `${API}/matches/byBinding?value=${encodeURIComponent(value)}`,
+      `${API}/matches/byBinding?alg=md5&value=${encodeURIComponent(value)}`,
+      `${API}/matches/byBinding?alg=cairn.pdq.v1&value=%%%%`,
+      `${API}/matches/byBinding?alg=cairn.pdq.v1&value=${encodeURIComponent(Buffer.alloc(31).toString('base64'))}`,
+      `${API}/matches/byBinding?alg=cairn-dct-v1&value=${encodeURIComponent(value)}`,
+      `${API}/matches/byBinding?alg=cairn.pdq.v1&value=${encodeURIComponent(value)}&maxResults=-1`,
+      `${API}/matches/byBinding?alg=cairn.pdq.v1&value=${encodeURIComponent(value)}&maxResults=1.5`,
+      `${API}/matches/byBinding?alg=cairn.pdq.v1&alg=cairn-dct-v1&value=${encodeURIComponent(value)}`,
+    ];
+    for (const path of bad) await expectProblem(await stack.request(path), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: { alg: 'cairn.pdq.v1' } }), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: [1, 2] }), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"alg":' }), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' }), 415);
+  });
+});
+
+describe(`POST ${API}/matches/byReference`, () => {
+  it('is not offered: 501 Problem+JSON pointing at byContent', async () => {
+    const res = await stack.request(`${API}/matches/byReference`, { method: 'POST', json: { referenceUrl: 'https://example.com/a.mp4', assetLength: 1000 } });
+    await expectProblem(res, 501, 'cairn.not_implemented');
+  });
+});
+
+describe(`GET ${API}/manifests/{manifestId}`, () => {
+  it('answers the manifest store of a match, as application/c2pa, the same bytes as /v1/manifests', async () => {
+    const [match] = await matchesOf(await byContent(copy));
+    const res = await stack.request(`${API}/manifests/${match!.manifestId}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/c2pa');
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const own = Buffer.from(await (await stack.request(`/v1/manifests/${manifestId}`)).arrayBuffer());
+    expect(bytes.equals(own)).toBe(true);
+    expect(activeManifestLabel(bytes)).toMatch(/^urn:c2pa:/);
+  });
+
+  it('honours returnActiveManifest: a store holding the active manifest only', async () => {
+    const full = Buffer.from(await (await stack.request(`${API}/manifests/${manifestId}`)).arrayBuffer());
+    const res = await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=true`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/c2pa');
+    const active = Buffer.from(await res.arrayBuffer());
+    expect(manifestLabels(active)).toEqual([activeManifestLabel(full)]);
+    expect((await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=false`)).status).toBe(200);
+  });
+
+  it('answers 400 for a malformed id or parameter and 404 for an unknown manifest', async () => {
+    await expectProblem(await stack.request(`${API}/manifests/not-a-manifest`), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=maybe`), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await stack.request(`${API}/manifests/m_01ARZ3NDEKTSV4RRFFQ69G5FAV`), 404, 'cairn.not_found');
+  });
+});
