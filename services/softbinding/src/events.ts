@@ -10,6 +10,7 @@ import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './dom
 import { pdqFingerprinter } from './domain/pdq.js';
 import { fingerprintText, TextFingerprintError } from './domain/text.js';
 import type { Indexes } from './lookup.js';
+import { fingerprintVideo, VIDEO_ALG, VideoFingerprintError } from './domain/video.js';
 import { indexHashes } from './domain/variants.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
@@ -18,7 +19,7 @@ export const INDEX_CONSUMER = 'softbinding-index';
 
 /**
  * Indexes the fingerprints of every signed asset whose recipe enables soft binding: images (PDQ, whole and crops),
- * audio (spectral-peak landmarks), text (MinHash). Runs in the idempotent consumer's transaction (tenant set,
+ * video (PDQ of frames at scene changes), audio (spectral-peak landmarks), text (MinHash). Runs in the idempotent consumer's transaction (tenant set,
  * event id claimed): a redelivered asset.signed indexes nothing twice. A file that cannot be fingerprinted (too
  * short, too flat, undecodable) is logged and skipped: retrying would not change it.
  */
@@ -27,7 +28,7 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
     const data = event.data;
     if (data.soft_binding === false || typeof data.media_type !== 'string') return;
     const modality = data.media_type.split('/')[0];
-    if (modality !== 'image' && modality !== 'audio' && !data.media_type.startsWith('text/plain')) return;
+    if (modality !== 'image' && modality !== 'audio' && modality !== 'video' && !data.media_type.startsWith('text/plain')) return;
     const assetId = String(data.asset_id);
     const { asset } = await deps.signer.getAsset({ tenantId: event.tenant_id, assetId });
     const bytes = asset?.blobKey ? await deps.blobs.getBuffer(asset.blobKey) : null;
@@ -43,6 +44,12 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
           tx,
           hashes.map((h) => ({ ...record, alg: pdqFingerprinter.alg, variant: h.variant, bits: h.bits, quality: h.quality })),
         );
+      } else if (modality === 'video') {
+        const frames = await fingerprintVideo(bytes);
+        await deps.indexes.images.add(
+          tx,
+          frames.map((f, i) => ({ ...record, alg: VIDEO_ALG, variant: `frame-${String(i).padStart(2, '0')}@${f.seconds}`, bits: f.bits, quality: f.quality })),
+        );
       } else if (modality === 'audio') {
         await deps.indexes.audio.add(tx, record, await fingerprintAudio(bytes));
       } else {
@@ -56,5 +63,5 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
 }
 
 function unindexable(error: unknown): boolean {
-  return error instanceof AudioTooShortError || error instanceof AudioTooSparseError || error instanceof TextFingerprintError || error instanceof FfmpegError;
+  return error instanceof AudioTooShortError || error instanceof AudioTooSparseError || error instanceof TextFingerprintError || error instanceof VideoFingerprintError || error instanceof FfmpegError;
 }

@@ -7,6 +7,7 @@ import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './dom
 import { fromHex, HASH_BYTES, pdqFingerprinter, PDQ_ALG } from './domain/pdq.js';
 import { fingerprintText, signatureFromHex, TextFingerprintError, TEXT_ALG, lshBands } from './domain/text.js';
 import { LOOKUP_RADIUS } from './domain/threshold.js';
+import { fingerprintVideo, MIN_FRAME_QUALITY, MIN_MATCHED_FRACTION, MIN_MATCHED_FRAMES, VIDEO_ALG, VIDEO_FRAME_RADIUS, VideoFingerprintError, type VideoFrameHash } from './domain/video.js';
 
 export interface Indexes {
   images: FingerprintIndex;
@@ -19,6 +20,11 @@ function lookupError(error: unknown, what: string): CairnError {
   if (error instanceof CairnError) return error;
   if (error instanceof AudioTooShortError || error instanceof AudioTooSparseError) return new CairnError('cairn.validation.invalid_body', `Cannot look this audio up: ${error.message}.`);
   if (error instanceof TextFingerprintError) return new CairnError('cairn.validation.invalid_body', `Cannot look this text up: ${error.message}.`);
+  if (error instanceof VideoFingerprintError) {
+    return error.code === 'too_large' || error.code === 'no_frames'
+      ? new CairnError('cairn.validation.invalid_body', `Cannot look this video up: ${error.message}.`)
+      : new CairnError('cairn.verify.unsupported_file_type', `This video could not be decoded (${error.message}).`);
+  }
   if (error instanceof FfmpegError) return new CairnError('cairn.verify.unsupported_file_type', `This ${what} could not be decoded.`);
   return new CairnError('cairn.verify.unsupported_file_type', `This ${what} could not be decoded.`);
 }
@@ -42,6 +48,12 @@ export async function lookupContent(indexes: Indexes, scope: LookupScope, bytes:
         throw lookupError(error, 'audio');
       });
       return indexes.audio.search(scope, fingerprint, limit);
+    }
+    case 'video': {
+      const frames = await fingerprintVideo(bytes).catch((error: unknown) => {
+        throw lookupError(error, 'video');
+      });
+      return searchVideo(indexes.images, scope, frames, limit);
     }
     case 'text': {
       let fingerprint;
@@ -73,4 +85,28 @@ export async function lookupBinding(indexes: Indexes, scope: LookupScope, bindin
   }
   if (algorithm.valueHexDigits === HASH_BYTES * 2) return indexes.images.search(scope, fromHex(binding.value), LOOKUP_RADIUS, limit, algorithm.alg);
   throw new CairnError('cairn.validation.invalid_body', `Lookup by value does not take ${algorithm.alg}.`);
+}
+
+/**
+ * A video is found when enough of the query's frames (domain/video.ts: ≥ MIN_MATCHED_FRAMES and
+ * ≥ MIN_MATCHED_FRACTION of the usable ones) each find a frame of it in the index. `distance` in a match is the
+ * number of usable query frames that found none of that asset's frames.
+ */
+async function searchVideo(images: FingerprintIndex, scope: LookupScope, frames: readonly VideoFrameHash[], limit: number): Promise<PublicMatch[]> {
+  const usable = frames.filter((f) => f.quality >= MIN_FRAME_QUALITY);
+  const found = new Map<string, { match: PublicMatch; frames: number }>();
+  for (const frame of usable) {
+    for (const match of await images.search(scope, frame.bits, VIDEO_FRAME_RADIUS, 50, VIDEO_ALG)) {
+      const entry = found.get(match.asset_id);
+      if (entry) entry.frames++;
+      else found.set(match.asset_id, { match, frames: 1 });
+    }
+  }
+  const out: PublicMatch[] = [];
+  for (const { match, frames: matched } of found.values()) {
+    const similarity = usable.length === 0 ? 0 : matched / usable.length;
+    if (matched < MIN_MATCHED_FRAMES || similarity < MIN_MATCHED_FRACTION) continue;
+    out.push({ ...match, alg: VIDEO_ALG, distance: usable.length - matched, similarity: Math.round(similarity * 1000) / 1000 });
+  }
+  return out.sort((a, b) => b.similarity - a.similarity || a.asset_id.localeCompare(b.asset_id)).slice(0, limit);
 }

@@ -38,9 +38,9 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'video-genai-v1',
     name: 'AI-generated video',
-    description: 'C2PA manifest (embedded for MP4; sidecar for WebM), frame watermark, scene fingerprints, chain anchor.',
+    description: 'C2PA manifest embedded in MP4 (WebM needs a sidecar manifest: not available yet), scene-change frame fingerprints, chain anchor. No video watermark yet.',
     media_types: ['video/mp4', 'video/webm'],
-    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
     retention: { derived_asset_days: 14 },
     billing: { meter: 'video_sign' },

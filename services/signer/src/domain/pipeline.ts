@@ -49,14 +49,15 @@ async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () => Promis
 }
 
 const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp']);
-const AUDIO_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg', 'audio/flac']);
+/** Signed as uploaded, with an embedded manifest. */
+const AS_UPLOADED_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg', 'audio/flac', 'video/mp4']);
 
 /**
- * An audio upload is signed as it is; c2pa-rs refuses a container it cannot parse, which is the upload's fault
+ * An audio or video upload is signed as it is; c2pa-rs refuses a container it cannot parse, which is the upload's fault
  * (a truncated or mislabelled file), so that is a 400, never a 500. A key backend's failure reaches here as its
  * own error (503), not as a C2paSignError.
  */
-async function signAudio<T>(upload: Buffer, mimeType: EmbeddableMimeType, sign: (input: { asset: Buffer; mimeType: EmbeddableMimeType }) => Promise<T>): Promise<T> {
+async function signAsUploaded<T>(upload: Buffer, mimeType: EmbeddableMimeType, sign: (input: { asset: Buffer; mimeType: EmbeddableMimeType }) => Promise<T>): Promise<T> {
   try {
     return await sign({ asset: upload, mimeType });
   } catch (error) {
@@ -115,16 +116,15 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
       throw c2paSignerFailure(c2paSigner) ?? error;
     });
 
-  if (sniffed.modality === 'audio') {
-    // Audio is signed as uploaded (no watermark for audio yet): the manifest is embedded in the container.
-    if (!AUDIO_TYPES.has(sniffed.mediaType) || !isEmbeddableMimeType(sniffed.mediaType)) {
-      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.mediaType} needs a sidecar manifest, which is not available yet; WAV, MP3 and FLAC are signed with an embedded manifest.`);
+  if (sniffed.modality === 'audio' || sniffed.modality === 'video') {
+    // Audio and video are signed as uploaded (no watermark for them yet): the manifest is embedded in the container.
+    if (!AS_UPLOADED_TYPES.has(sniffed.mediaType) || !isEmbeddableMimeType(sniffed.mediaType)) {
+      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.mediaType} needs a sidecar manifest, which is not available yet; WAV, MP3, FLAC and MP4 are signed with an embedded manifest.`);
     }
-    const audioType = sniffed.mediaType;
-    signed = await signAudio(upload, audioType, sign);
+    signed = await signAsUploaded(upload, sniffed.mediaType, sign);
   } else {
     if (!IMAGE_TYPES.has(sniffed.mediaType)) {
-      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP) and audio (WAV, MP3, FLAC) are.`);
+      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC) and video (MP4) are.`);
     }
     const mediaType = sniffed.mediaType as ImageMediaType;
     let image;

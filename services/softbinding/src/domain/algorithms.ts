@@ -2,6 +2,7 @@ import type { Modality } from '@cairn/media';
 import { AUDIO_ALG } from './audio.js';
 import { HASH_BYTES, PDQ_ALG } from './pdq.js';
 import { SIGNATURE_HEX_DIGITS, TEXT_ALG } from './text.js';
+import { VIDEO_ALG } from './video.js';
 
 /** A fingerprint algorithm Lookup accepts, by content (files of `mediaTypes`) and, when it has one, by value. */
 export interface FingerprintAlgorithm {
@@ -22,10 +23,13 @@ export const AUDIO_ALGORITHM: FingerprintAlgorithm = {
   valueHexDigits: 0,
 };
 
+/** PDQ hashes of frames at scene changes; by value, one frame's hash finds the videos holding that frame. */
+export const VIDEO_ALGORITHM: FingerprintAlgorithm = { alg: VIDEO_ALG, modality: 'video', mediaTypes: ['video/mp4', 'video/webm', 'video/quicktime', 'video/x-matroska'], valueHexDigits: HASH_BYTES * 2 };
+
 export const TEXT_ALGORITHM: FingerprintAlgorithm = { alg: TEXT_ALG, modality: 'text', mediaTypes: ['text/plain'], valueHexDigits: SIGNATURE_HEX_DIGITS };
 
 /** Every algorithm this service computes and indexes, one per modality. */
-export const ALGORITHMS: readonly FingerprintAlgorithm[] = [IMAGE_ALGORITHM, AUDIO_ALGORITHM, TEXT_ALGORITHM];
+export const ALGORITHMS: readonly FingerprintAlgorithm[] = [IMAGE_ALGORITHM, AUDIO_ALGORITHM, VIDEO_ALGORITHM, TEXT_ALGORITHM];
 
 export function algorithmNamed(alg: string): FingerprintAlgorithm | undefined {
   return ALGORITHMS.find((a) => a.alg === alg);

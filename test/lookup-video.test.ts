@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runFfmpeg } from '@cairn/media';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+
+const PHOTOS = '/work/shared/fixtures/photos';
+const OWN = new URL('../services/softbinding/test/fixtures/', import.meta.url).pathname;
+let stack: Stack;
+let dir: string;
+let owner: { tenant_id: string; api_key: string };
+let other: { tenant_id: string; api_key: string };
+let signed: { asset_id: string; manifest_uri: string; media_type: string };
+let signedBytes: Buffer;
+
+/** A slideshow of real photos, two seconds each: hard cuts are real scene changes. */
+async function slideshow(photos: string[], name: string): Promise<Buffer> {
+  const inputs = photos.flatMap((p) => ['-loop', '1', '-t', '2', '-i', p]);
+  const frame = 'scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1,fps=10,format=yuv420p';
+  const graph = `${photos.map((_, i) => `[${i}]${frame}[v${i}]`).join(';')};${photos.map((_, i) => `[v${i}]`).join('')}concat=n=${photos.length}:v=1:a=0[v]`;
+  const out = join(dir, name);
+  await runFfmpeg({ args: ['-y', ...inputs, '-filter_complex', graph, '-map', '[v]', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-movflags', '+faststart', out], timeoutMs: 60_000 });
+  return readFile(out);
+}
+
+/** Re-encoded at CRF 35 and half the size, into another file: no manifest survives. */
+async function degrade(bytes: Buffer): Promise<Buffer> {
+  const input = join(dir, 'in.mp4');
+  const out = join(dir, 'degraded.mp4');
+  await writeFile(input, bytes);
+  await runFfmpeg({ args: ['-y', '-i', input, '-vf', 'scale=iw/2:ih/2', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '35', out], timeoutMs: 60_000 });
+  return readFile(out);
+}
+
+function lookup(bytes: Buffer, key: string) {
+  return stack.request('/v1/lookup', { method: 'POST', key, body: multipart({}, { field: 'file', bytes, name: 'q.mp4' }) });
+}
+
+async function matchesOf(res: Response): Promise<Array<Record<string, unknown>>> {
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { matches: Array<Record<string, unknown>> }).matches;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cairn-video-'));
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway']);
+  owner = await onboard(stack);
+  other = await onboard(stack);
+  const video = await slideshow(['astronaut', 'camera', 'chelsea', 'coffee'].map((p) => `${PHOTOS}/${p}.png`), 'a.mp4');
+  const res = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: video, name: 'a.mp4' }) });
+  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
+  signed = (await res.json()) as typeof signed;
+  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if ((await matchesOf(await lookup(signedBytes, owner.api_key))).length > 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}, 120_000);
+afterAll(async () => {
+  await stack?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('video: sign MP4, then find a re-encoded copy', () => {
+  it('signs MP4 with an embedded manifest that verifies', async () => {
+    expect(signed.media_type).toBe('video/mp4');
+    const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: signedBytes, name: 'a.mp4' }) });
+    const verdict = (await res.json()) as { status: string; signals: Record<string, unknown> };
+    expect(verdict.signals.c2pa_signature_valid).toBe(true);
+    expect(verdict.status).toBe('verified_manifest');
+  });
+
+  it('finds the signed video re-encoded at CRF 35 and half the size', async () => {
+    const matches = await matchesOf(await lookup(await degrade(signedBytes), owner.api_key));
+    expect(matches).toHaveLength(1);
+    expect(matches[0]).toMatchObject({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, alg: 'cairn.pdq-frames.v1' });
+    expect(matches[0]!.similarity as number).toBeGreaterThanOrEqual(0.3);
+  });
+
+  it('does not find a different video, and never another tenant’s', async () => {
+    const different = await slideshow(['moon', 'page', 'retina', 'rocket'].map((p) => `${OWN}${p}.jpg`), 'c.mp4');
+    expect(await matchesOf(await lookup(different, owner.api_key))).toEqual([]);
+    expect(await matchesOf(await lookup(signedBytes, other.api_key))).toEqual([]);
+  });
+});
