@@ -94,15 +94,31 @@ async function deleteRedisPrefix(prefix: string): Promise<void> {
   }
 }
 
-/** A TCP port free right now on 127.0.0.1 (for servers whose port must be known before they start). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A TCP port free right now on 127.0.0.1, for servers whose port must be known before they start. Taken
+ * below Linux's ephemeral range (32768+), because an OS-assigned port (listen on 0) can be handed to another
+ * socket — an outgoing connection to Postgres, another test's listen(0) — between this check and the service's
+ * bind (seen as EADDRINUSE at stack start). Each jest worker takes its own block of 600, walked from a random
+ * start, so workers and reruns do not meet either.
+ */
+const PORT_BLOCK = 600;
+let nextPortOffset = -1;
+
+export async function freePort(): Promise<number> {
+  const worker = Number(process.env.JEST_WORKER_ID ?? '0') % 20;
+  const base = 20_000 + worker * PORT_BLOCK;
+  if (nextPortOffset < 0) nextPortOffset = Math.floor(Math.random() * PORT_BLOCK);
+  for (let tries = 0; tries < PORT_BLOCK; tries++) {
+    const port = base + (nextPortOffset++ % PORT_BLOCK);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${base}-${base + PORT_BLOCK - 1}`);
 }
