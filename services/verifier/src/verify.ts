@@ -4,7 +4,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { newEvent } from '@cairn/bus';
 import { withTenant, type Database } from '@cairn/db';
-import { CairnError } from '@cairn/errors';
+import { CairnError, isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import { sniffMediaType, SNIFF_BYTES, type Modality } from '@cairn/media';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
@@ -138,14 +138,18 @@ async function checkRevocation(deps: VerifyDeps, reading: C2paReading): Promise<
 
 /**
  * The soft-binding signal: asked only when nothing stronger leads to a record (no manifest, no registered
- * watermark), for uploaded images. A tenant's verify sees its own matches; the public sees public fields.
+ * watermark), for uploaded files of every modality. A tenant's verify sees its own matches; the public sees public fields.
  */
-async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobKey: string | undefined, fingerprinted: boolean): Promise<FingerprintEvidence> {
-  if (!uploadBlobKey || !fingerprinted) return { ran: false, reason: 'not_available' };
+async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobKey: string | undefined): Promise<FingerprintEvidence> {
+  if (!uploadBlobKey) return { ran: false, reason: 'not_available' };
   try {
     const { matches } = await deps.softbinding.lookup({ tenantId, query: { case: 'uploadBlobKey', value: uploadBlobKey } }, { deadlineMs: 20_000 });
     return { ran: true, matches: matches.map((m) => ({ assetId: m.assetId, manifestUri: m.manifestUri, verifierUrl: m.verifierUrl, via: 'fingerprint' as const, similarity: m.similarity })) };
   } catch (error) {
+    // A file that cannot be fingerprinted (too short, too flat, undecodable) is not a failed service.
+    if (isCairnError(error) && (error.code === 'cairn.validation.invalid_body' || error.code === 'cairn.verify.unsupported_file_type')) {
+      return { ran: false, reason: 'not_available', detail: error.message };
+    }
     deps.logger.warn({ err: error }, 'soft-binding lookup failed');
     return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
   }
@@ -197,12 +201,17 @@ function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'],
 export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<VerifyOutcome> {
   const subject = await resolveSubject(deps, request);
   const sniffed = sniffMediaType(subject.bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || sniffed.modality === 'text') {
-    throw new CairnError('cairn.verify.unsupported_file_type', 'This file type is not supported for verification; send an image (JPEG, PNG, WebP), audio (WAV, MP3, FLAC, OGG) or video (MP4, WebM).');
+  if (!sniffed) {
+    throw new CairnError('cairn.verify.unsupported_file_type', 'This file type is not supported for verification; send an image (JPEG, PNG, WebP), audio (WAV, MP3, FLAC, OGG), video (MP4, WebM) or UTF-8 text.');
   }
   const trust = await deps.trust.forTenant(request.tenantId || undefined);
+  // Text carries no manifest: Cairn's sidecar is validated against it when the input names the asset or manifest;
+  // an uploaded text has none to read and goes to the fingerprint lookup.
+  const sidecar = sniffed.modality === 'text' && subject.manifestId ? (await deps.signer.getManifest({ manifestId: subject.manifestId })).manifestStore : undefined;
   const [reading, watermark] = await Promise.all([
-    deps.reader.readManifest({ asset: subject.bytes, mimeType: sniffed.mediaType, trustAnchorsPem: trust.pems, allowRemoteFetch: false }),
+    sniffed.modality === 'text' && !sidecar
+      ? Promise.resolve<C2paReading>({ kind: 'none' })
+      : deps.reader.readManifest({ asset: subject.bytes, mimeType: sniffed.mediaType, trustAnchorsPem: trust.pems, allowRemoteFetch: false, ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}) }),
     sniffed.modality === 'image' ? detectWatermark(deps, subject.bytes) : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
   ]);
   // The anchor is checked for the asset the manifest itself names (its signed title), else the input's asset.
@@ -226,7 +235,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     fingerprint:
       reading.kind === 'manifest' || (watermark.ran && watermark.detected && watermark.registered)
         ? { ran: false, reason: 'not_available' }
-        : await lookupFingerprint(deps, request.tenantId, subject.uploadBlobKey, sniffed.modality === 'image' || sniffed.modality === 'audio'),
+        : await lookupFingerprint(deps, request.tenantId, subject.uploadBlobKey),
     anchor,
     ...(match ? { watermarkMatch: match } : {}),
   });
@@ -239,7 +248,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   }
   if (request.tenantId) {
     await withTenant(deps.db, request.tenantId, (tx) =>
-      deps.outbox.enqueue(tx, newEvent('asset.verified', request.tenantId, { status: verdict.status, confidence: verdict.confidence, manifest_id: manifestId ?? null, asset_id: assetId ?? null, media_type: sniffed.mediaType, 'billing.meter': `${sniffed.modality}_verify` })),
+      deps.outbox.enqueue(tx, newEvent('asset.verified', request.tenantId, { status: verdict.status, confidence: verdict.confidence, manifest_id: manifestId ?? null, asset_id: assetId ?? null, media_type: sniffed.mediaType, ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }) })),
     );
     void deps.outbox.flush();
   }

@@ -3,12 +3,14 @@ export { buildManifestPlan, generationAssertionData, C2paInputError } from './ma
 export type { ManifestDefinition, ManifestPlan, AssertionDefinition } from './manifest-definition.js';
 export { activeManifestLabel } from './manifest-label.js';
 export * from './labels.js';
-export { EMBEDDABLE_MIME_TYPES, isEmbeddableMimeType } from './types.js';
+export { EMBEDDABLE_MIME_TYPES, isEmbeddableMimeType, isSidecarMimeType, SIDECAR_MIME_TYPES } from './types.js';
 export type {
   BuildAndSignInput,
   BuildAndSignResult,
   C2paSigner,
   EmbeddableMimeType,
+  SidecarMimeType,
+  SignableMimeType,
   GenerationMetadata,
   SoftBindingInput,
   ThumbnailInput,

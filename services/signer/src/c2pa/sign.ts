@@ -7,7 +7,7 @@ import { Builder, CallbackSigner, type LocalSigner } from '@contentauth/c2pa-nod
 import { buildManifestPlan, type ManifestDefinition } from './manifest-definition.js';
 import { activeManifestLabel } from './manifest-label.js';
 import { THUMBNAIL_RESOURCE_ID } from './labels.js';
-import { isEmbeddableMimeType, type BuildAndSignInput, type BuildAndSignResult, type C2paSigner } from './types.js';
+import { isEmbeddableMimeType, isSidecarMimeType, type BuildAndSignInput, type BuildAndSignResult, type C2paSigner } from './types.js';
 
 /**
  * c2pa-rs settings for every Cairn signature. The thumbnail is off because c2pa-rs decoding and re-encoding
@@ -69,7 +69,8 @@ export function newBuilder(definition: ManifestDefinition, settings: string = SI
 }
 
 export async function buildAndSign(input: BuildAndSignInput): Promise<BuildAndSignResult> {
-  if (!isEmbeddableMimeType(input.mimeType)) {
+  const sidecar = isSidecarMimeType(input.mimeType);
+  if (!sidecar && !isEmbeddableMimeType(input.mimeType)) {
     throw new C2paSignError(`c2pa-node cannot embed a manifest in ${String(input.mimeType)}`);
   }
   const plan = buildManifestPlan(input);
@@ -77,6 +78,8 @@ export async function buildAndSign(input: BuildAndSignInput): Promise<BuildAndSi
   try {
     const builder = newBuilder(plan.definition);
     if (plan.intent) builder.setIntent(plan.intent);
+    // No handler embeds into these: c2pa-rs then binds the whole asset with a data hash and returns the store alone.
+    if (sidecar) builder.setNoEmbed(true);
     if (input.thumbnail) {
       await builder.addResource(THUMBNAIL_RESOURCE_ID, { buffer: input.thumbnail.bytes, mimeType: input.thumbnail.mimeType });
     }

@@ -31,7 +31,22 @@ export type EmbeddableMimeType = (typeof EMBEDDABLE_MIME_TYPES)[number];
 
 const EMBEDDABLE = new Set<string>(EMBEDDABLE_MIME_TYPES);
 
-/** Narrows a sniffed MIME type to one buildAndSign accepts. */
+/**
+ * MIME types signed with a sidecar manifest (c2pa-rs "no embed"): the asset is left byte for byte as it is and the
+ * manifest, served at manifest_uri, binds it with a `c2pa.hash.data` over all its bytes (DESIGN.md: text
+ * generation events, bound to the UTF-8 bytes).
+ */
+export const SIDECAR_MIME_TYPES = ['text/plain'] as const;
+export type SidecarMimeType = (typeof SIDECAR_MIME_TYPES)[number];
+export type SignableMimeType = EmbeddableMimeType | SidecarMimeType;
+
+const SIDECAR = new Set<string>(SIDECAR_MIME_TYPES);
+
+export function isSidecarMimeType(mimeType: string): mimeType is SidecarMimeType {
+  return SIDECAR.has(mimeType);
+}
+
+/** Narrows a sniffed MIME type to one buildAndSign embeds into. */
 export function isEmbeddableMimeType(mimeType: string): mimeType is EmbeddableMimeType {
   return EMBEDDABLE.has(mimeType);
 }
@@ -65,7 +80,7 @@ export type C2paSigner = CallbackSigner | LocalSigner;
 
 export interface BuildAndSignInput {
   asset: Buffer;
-  mimeType: EmbeddableMimeType;
+  mimeType: SignableMimeType;
   signer: C2paSigner;
   claimGenerator: { name: 'cairn'; version: string };
   title?: string;
@@ -81,9 +96,9 @@ export interface BuildAndSignInput {
 }
 
 export interface BuildAndSignResult {
-  /** The asset with the manifest store embedded. */
+  /** The asset with the manifest store embedded (sidecar types: the asset unchanged). */
   signed: Buffer;
-  /** The manifest store (JUMBF) exactly as embedded; served as `application/c2pa` at manifest_uri. */
+  /** The manifest store (JUMBF) exactly as embedded, or the sidecar; served as `application/c2pa` at manifest_uri. */
   manifestStore: Buffer;
   /** Label of the new (active) manifest, e.g. `urn:c2pa:<uuid>`. */
   manifestLabel: string;

@@ -10,7 +10,7 @@ import type { ServiceClient } from '@cairn/rpc';
 import type { Logger } from '@cairn/logging';
 import type { Outbox } from '@cairn/runtime';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, type EmbeddableMimeType } from '../c2pa/index.js';
+import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, isSidecarMimeType, type EmbeddableMimeType, type SignableMimeType } from '../c2pa/index.js';
 import { c2paSignerFailure, createC2paSigner, type CertificateAuthority } from '../pki/index.js';
 import type { AssetStore } from '../store/assets.js';
 import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from './image.js';
@@ -49,6 +49,18 @@ async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () => Promis
 }
 
 const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp']);
+/** A text generation event is text, not a document archive: larger uploads are refused. */
+const MAX_TEXT_BYTES = 5 * 1024 * 1024;
+
+function isWellFormedUtf8(bytes: Buffer): boolean {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Signed as uploaded, with an embedded manifest. */
 const AS_UPLOADED_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg', 'audio/flac', 'video/mp4']);
 
@@ -57,7 +69,7 @@ const AS_UPLOADED_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg
  * (a truncated or mislabelled file), so that is a 400, never a 500. A key backend's failure reaches here as its
  * own error (503), not as a C2paSignError.
  */
-async function signAsUploaded<T>(upload: Buffer, mimeType: EmbeddableMimeType, sign: (input: { asset: Buffer; mimeType: EmbeddableMimeType }) => Promise<T>): Promise<T> {
+async function signAsUploaded<T>(upload: Buffer, mimeType: EmbeddableMimeType, sign: (input: { asset: Buffer; mimeType: SignableMimeType }) => Promise<T>): Promise<T> {
   try {
     return await sign({ asset: upload, mimeType });
   } catch (error) {
@@ -98,7 +110,7 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
   const assetId = request.assetId;
   const active = await deps.authority.activeSigningKey();
   const c2paSigner = createC2paSigner(active);
-  const sign = (input: { asset: Buffer; mimeType: EmbeddableMimeType; thumbnail?: Buffer }) =>
+  const sign = (input: { asset: Buffer; mimeType: SignableMimeType; thumbnail?: Buffer }) =>
     timed(deps, 'c2pa', () =>
       buildAndSign({
         asset: input.asset,
@@ -116,7 +128,13 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
       throw c2paSignerFailure(c2paSigner) ?? error;
     });
 
-  if (sniffed.modality === 'audio' || sniffed.modality === 'video') {
+  if (sniffed.modality === 'text') {
+    // A text generation event: the UTF-8 bytes are kept as they are and bound by a sidecar manifest.
+    if (!isSidecarMimeType(sniffed.mediaType)) throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.mediaType} is not available; plain UTF-8 text is.`);
+    if (upload.length > MAX_TEXT_BYTES) throw new CairnError('cairn.validation.invalid_body', `Text to sign is at most ${MAX_TEXT_BYTES / 1024 / 1024} MiB (this is ${upload.length} bytes).`);
+    if (!isWellFormedUtf8(upload)) throw new CairnError('cairn.sign.unsupported_mime', 'The text is not valid UTF-8; send UTF-8 text.');
+    signed = await sign({ asset: upload, mimeType: sniffed.mediaType });
+  } else if (sniffed.modality === 'audio' || sniffed.modality === 'video') {
     // Audio and video are signed as uploaded (no watermark for them yet): the manifest is embedded in the container.
     if (!AS_UPLOADED_TYPES.has(sniffed.mediaType) || !isEmbeddableMimeType(sniffed.mediaType)) {
       throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.mediaType} needs a sidecar manifest, which is not available yet; WAV, MP3, FLAC and MP4 are signed with an embedded manifest.`);
@@ -124,7 +142,7 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     signed = await signAsUploaded(upload, sniffed.mediaType, sign);
   } else {
     if (!IMAGE_TYPES.has(sniffed.mediaType)) {
-      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC) and video (MP4) are.`);
+      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC), video (MP4) and text are.`);
     }
     const mediaType = sniffed.mediaType as ImageMediaType;
     let image;

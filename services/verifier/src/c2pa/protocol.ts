@@ -10,6 +10,8 @@ export interface ReadRequest {
   mimeType: string;
   /** c2pa-rs settings JSON for this read (trust list included). */
   settings: string;
+  /** A sidecar manifest store to validate against the asset (small: sent over IPC). */
+  sidecar?: Uint8Array;
 }
 
 export type ChildMessage =
@@ -27,7 +29,7 @@ export function isChildMessage(value: unknown): value is ChildMessage {
 export function isReadRequest(value: unknown): value is ReadRequest {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Partial<ReadRequest>;
-  return v.type === 'read' && typeof v.id === 'number' && typeof v.path === 'string' && typeof v.mimeType === 'string' && typeof v.settings === 'string';
+  return v.type === 'read' && typeof v.id === 'number' && typeof v.path === 'string' && typeof v.mimeType === 'string' && typeof v.settings === 'string' && (v.sidecar === undefined || v.sidecar instanceof Uint8Array);
 }
 
 /** Structured clone turns Buffers into plain Uint8Arrays; give the caller Buffers back. */

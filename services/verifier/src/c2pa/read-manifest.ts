@@ -28,7 +28,7 @@ export function createManifestReader(options: ReaderPoolOptions = {}): ManifestR
         throw new TypeError('readManifest: remote manifest fetching is not supported (allowRemoteFetch must be false)');
       }
       const settings = readerSettingsJson(input.trustAnchorsPem);
-      return pool.read(input.asset, input.mimeType, settings, readOptions.timeoutMs);
+      return pool.read(input.asset, input.mimeType, settings, readOptions.timeoutMs, input.sidecar);
     },
     ready: () => pool.ready(),
     close: () => pool.close(),

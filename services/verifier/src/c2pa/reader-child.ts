@@ -38,7 +38,9 @@ function storeBytes(path: string): Buffer | null {
 async function read(request: ReadRequest): Promise<ChildMessage> {
   let reader: Reader | null;
   try {
-    reader = await Reader.fromAsset({ path: request.path, mimeType: request.mimeType }, request.settings);
+    reader = request.sidecar
+      ? await Reader.fromManifestDataAndAsset(Buffer.from(request.sidecar), { path: request.path, mimeType: request.mimeType }, request.settings)
+      : await Reader.fromAsset({ path: request.path, mimeType: request.mimeType }, request.settings);
   } catch (error) {
     const name = error instanceof Error ? error.name : 'Error';
     const message = error instanceof Error ? error.message : String(error);
@@ -51,7 +53,7 @@ async function read(request: ReadRequest): Promise<ChildMessage> {
   const json: unknown = reader.json();
   const reading: C2paReading = readingFromStore({
     storeJson: json,
-    manifestStore: storeBytes(request.path),
+    manifestStore: request.sidecar ? Buffer.from(request.sidecar) : storeBytes(request.path),
     thumbnail: await thumbnailOf(reader, json),
   });
   return { type: 'result', id: request.id, reading };

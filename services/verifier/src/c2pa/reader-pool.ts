@@ -58,6 +58,7 @@ interface Job {
   mimeType: string;
   settings: string;
   timeoutMs: number;
+  sidecar?: Buffer;
   resolve(reading: C2paReading): void;
   reject(error: Error): void;
 }
@@ -126,7 +127,7 @@ export class ReaderPool {
     return [...this.workers].map((w) => w.child.pid).filter((pid): pid is number => pid !== undefined);
   }
 
-  async read(asset: Buffer, mimeType: string, settings: string, timeoutMs = this.timeoutMs): Promise<C2paReading> {
+  async read(asset: Buffer, mimeType: string, settings: string, timeoutMs = this.timeoutMs, sidecar?: Buffer): Promise<C2paReading> {
     if (this.closed) throw new C2paReaderUnavailableError('C2PA reader pool is closed');
     this.refill();
     const id = this.nextId++;
@@ -135,7 +136,7 @@ export class ReaderPool {
     try {
       return await new Promise<C2paReading>((resolve, reject) => {
         if (this.closed) return reject(new C2paReaderUnavailableError('C2PA reader pool closed'));
-        this.queue.push({ id, path, mimeType, settings, timeoutMs, resolve, reject });
+        this.queue.push({ id, path, mimeType, settings, timeoutMs, ...(sidecar ? { sidecar } : {}), resolve, reject });
         this.dispatch();
       });
     } finally {
@@ -242,7 +243,7 @@ export class ReaderPool {
         this.spawn();
         this.dispatch();
       }, job.timeoutMs);
-      const request: ReadRequest = { type: 'read', id: job.id, path: job.path, mimeType: job.mimeType, settings: job.settings };
+      const request: ReadRequest = { type: 'read', id: job.id, path: job.path, mimeType: job.mimeType, settings: job.settings, ...(job.sidecar ? { sidecar: job.sidecar } : {}) };
       worker.child.send(request, (error) => {
         if (!error || worker.job !== job) return;
         // The child went away before it got the file: not the file's fault, so the job goes back in line.

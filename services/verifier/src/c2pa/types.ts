@@ -9,6 +9,11 @@ export interface ReadManifestInput {
   trustAnchorsPem: string[];
   /** Remote manifests are never fetched by this reader (no outbound calls to non-allowlisted hosts). */
   allowRemoteFetch: false;
+  /**
+   * A sidecar manifest store for an asset that carries none (text): validated against the asset's bytes (its
+   * hard binding is a data hash over them) instead of looking inside the asset.
+   */
+  sidecar?: Buffer;
 }
 
 /** Where a validation code came from in c2pa-rs's `validation_results`. */
