@@ -57,6 +57,22 @@ describe('audio: sign, then find a re-encoded copy', () => {
     expect(verdict.status).toBe('verified_manifest');
   });
 
+  it('signs OGG with a sidecar manifest (the file unchanged) that verifies by asset id', async () => {
+    // Its own tenant: the same content signed again would (rightly) also match the other tests' lookups.
+    const third = await onboard(stack);
+    const ogg = await runFfmpeg({ args: ['-i', 'pipe:0', '-codec:a', 'libvorbis', '-q:a', '3', '-f', 'ogg', 'pipe:1'], input: await readFile(WAV) });
+    const res = await stack.request('/v1/sign', { method: 'POST', key: third.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: ogg, name: 'clip.ogg' }) });
+    expect(res.status).toBe(200);
+    const result = (await res.json()) as { asset_id: string; media_type: string };
+    expect(result.media_type).toBe('audio/ogg');
+    const content = Buffer.from(await (await stack.request(`/v1/assets/${result.asset_id}/content`, { key: third.api_key })).arrayBuffer());
+    expect(content.equals(ogg)).toBe(true);
+    const verify = await stack.request('/v1/verify', { method: 'POST', key: third.api_key, json: { asset_id: result.asset_id } });
+    const verdict = (await verify.json()) as { status: string; signals: Record<string, unknown> };
+    expect(verdict.status).toBe('verified_manifest');
+    expect(verdict.signals.c2pa_signature_valid).toBe(true);
+  });
+
   it('finds the signed clip from an MP3 re-encode that lost the manifest', async () => {
     const matches = await matchesOf(await lookup(mp3Copy, owner.api_key));
     expect(matches).toHaveLength(1);

@@ -72,6 +72,22 @@ describe('video: sign MP4, then find a re-encoded copy', () => {
     expect(verdict.status).toBe('verified_manifest');
   });
 
+  it('signs WebM with a sidecar manifest that verifies by asset id', async () => {
+    // Its own tenant: the same content signed again would (rightly) also match the other tests' lookups.
+    const third = await onboard(stack);
+    const input = join(dir, 'for-webm.mp4');
+    const out = join(dir, 'a.webm');
+    await writeFile(input, signedBytes);
+    await runFfmpeg({ args: ['-y', '-i', input, '-c:v', 'libvpx', '-b:v', '300k', '-deadline', 'realtime', '-cpu-used', '8', out], timeoutMs: 60_000 });
+    const webm = await readFile(out);
+    const res = await stack.request('/v1/sign', { method: 'POST', key: third.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: webm, name: 'a.webm' }) });
+    expect(res.status).toBe(200);
+    const result = (await res.json()) as { asset_id: string; media_type: string };
+    expect(result.media_type).toBe('video/webm');
+    const verdict = (await (await stack.request('/v1/verify', { method: 'POST', key: third.api_key, json: { asset_id: result.asset_id } })).json()) as { status: string };
+    expect(verdict.status).toBe('verified_manifest');
+  });
+
   it('finds the signed video re-encoded at CRF 35 and half the size', async () => {
     const matches = await matchesOf(await lookup(await degrade(signedBytes), owner.api_key));
     expect(matches).toHaveLength(1);

@@ -57,6 +57,8 @@ interface Subject {
   expiresAt?: Date;
 }
 
+/** Types Cairn signs with a sidecar manifest (the signer's SIDECAR_MIME_TYPES). */
+const SIDECAR_TYPES: ReadonlySet<string> = new Set(['text/plain', 'audio/ogg', 'video/webm']);
 const ASSET_IN_TITLE = /^(a_[0-9A-HJKMNP-TV-Z]{26})\./;
 const DEFAULT_RESULT_TTL_MS = 86_400_000;
 
@@ -205,11 +207,12 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     throw new CairnError('cairn.verify.unsupported_file_type', 'This file type is not supported for verification; send an image (JPEG, PNG, WebP), audio (WAV, MP3, FLAC, OGG), video (MP4, WebM) or UTF-8 text.');
   }
   const trust = await deps.trust.forTenant(request.tenantId || undefined);
-  // Text carries no manifest: Cairn's sidecar is validated against it when the input names the asset or manifest;
-  // an uploaded text has none to read and goes to the fingerprint lookup.
-  const sidecar = sniffed.modality === 'text' && subject.manifestId ? (await deps.signer.getManifest({ manifestId: subject.manifestId })).manifestStore : undefined;
+  // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
+  // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.
+  const sidecarType = SIDECAR_TYPES.has(sniffed.mediaType);
+  const sidecar = sidecarType && subject.manifestId ? (await deps.signer.getManifest({ manifestId: subject.manifestId })).manifestStore : undefined;
   const [reading, watermark] = await Promise.all([
-    sniffed.modality === 'text' && !sidecar
+    sidecarType && !sidecar
       ? Promise.resolve<C2paReading>({ kind: 'none' })
       : deps.reader.readManifest({ asset: subject.bytes, mimeType: sniffed.mediaType, trustAnchorsPem: trust.pems, allowRemoteFetch: false, ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}) }),
     sniffed.modality === 'image' ? detectWatermark(deps, subject.bytes) : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),

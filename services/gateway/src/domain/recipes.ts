@@ -28,7 +28,7 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'audio-genai-v1',
     name: 'AI-generated audio',
-    description: 'C2PA manifest embedded in WAV, MP3 and FLAC (OGG needs a sidecar manifest: not available yet), spectral-peak fingerprint, chain anchor. No audio watermark yet.',
+    description: 'C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor. No audio watermark yet.',
     media_types: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
     layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
@@ -38,7 +38,7 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'video-genai-v1',
     name: 'AI-generated video',
-    description: 'C2PA manifest embedded in MP4 (WebM needs a sidecar manifest: not available yet), scene-change frame fingerprints, chain anchor. No video watermark yet.',
+    description: 'C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; scene-change frame fingerprints, chain anchor. No video watermark yet.',
     media_types: ['video/mp4', 'video/webm'],
     layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },

@@ -34,9 +34,9 @@ const EMBEDDABLE = new Set<string>(EMBEDDABLE_MIME_TYPES);
 /**
  * MIME types signed with a sidecar manifest (c2pa-rs "no embed"): the asset is left byte for byte as it is and the
  * manifest, served at manifest_uri, binds it with a `c2pa.hash.data` over all its bytes (DESIGN.md: text
- * generation events, bound to the UTF-8 bytes).
+ * generation events, bound to the UTF-8 bytes; OGG and WebM, which c2pa-rs cannot embed into).
  */
-export const SIDECAR_MIME_TYPES = ['text/plain'] as const;
+export const SIDECAR_MIME_TYPES = ['text/plain', 'audio/ogg', 'video/webm'] as const;
 export type SidecarMimeType = (typeof SIDECAR_MIME_TYPES)[number];
 export type SignableMimeType = EmbeddableMimeType | SidecarMimeType;
 

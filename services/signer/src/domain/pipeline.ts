@@ -10,7 +10,7 @@ import type { ServiceClient } from '@cairn/rpc';
 import type { Logger } from '@cairn/logging';
 import type { Outbox } from '@cairn/runtime';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, isSidecarMimeType, type EmbeddableMimeType, type SignableMimeType } from '../c2pa/index.js';
+import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, isSidecarMimeType, type SignableMimeType } from '../c2pa/index.js';
 import { c2paSignerFailure, createC2paSigner, type CertificateAuthority } from '../pki/index.js';
 import type { AssetStore } from '../store/assets.js';
 import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from './image.js';
@@ -69,7 +69,7 @@ const AS_UPLOADED_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg
  * (a truncated or mislabelled file), so that is a 400, never a 500. A key backend's failure reaches here as its
  * own error (503), not as a C2paSignError.
  */
-async function signAsUploaded<T>(upload: Buffer, mimeType: EmbeddableMimeType, sign: (input: { asset: Buffer; mimeType: SignableMimeType }) => Promise<T>): Promise<T> {
+async function signAsUploaded<T>(upload: Buffer, mimeType: SignableMimeType, sign: (input: { asset: Buffer; mimeType: SignableMimeType }) => Promise<T>): Promise<T> {
   try {
     return await sign({ asset: upload, mimeType });
   } catch (error) {
@@ -135,11 +135,13 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     if (!isWellFormedUtf8(upload)) throw new CairnError('cairn.sign.unsupported_mime', 'The text is not valid UTF-8; send UTF-8 text.');
     signed = await sign({ asset: upload, mimeType: sniffed.mediaType });
   } else if (sniffed.modality === 'audio' || sniffed.modality === 'video') {
-    // Audio and video are signed as uploaded (no watermark for them yet): the manifest is embedded in the container.
-    if (!AS_UPLOADED_TYPES.has(sniffed.mediaType) || !isEmbeddableMimeType(sniffed.mediaType)) {
-      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.mediaType} needs a sidecar manifest, which is not available yet; WAV, MP3, FLAC and MP4 are signed with an embedded manifest.`);
+    // Audio and video are signed as uploaded (no watermark for them yet): the manifest is embedded in the container,
+    // or, for OGG and WebM, kept beside it as a sidecar bound to the file's bytes.
+    const mimeType = sniffed.mediaType;
+    if (!(AS_UPLOADED_TYPES.has(mimeType) && isEmbeddableMimeType(mimeType)) && !isSidecarMimeType(mimeType)) {
+      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${mimeType} is not available; WAV, MP3, FLAC, OGG, MP4 and WebM are.`);
     }
-    signed = await signAsUploaded(upload, sniffed.mediaType, sign);
+    signed = await signAsUploaded(upload, mimeType, sign);
   } else {
     if (!IMAGE_TYPES.has(sniffed.mediaType)) {
       throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC), video (MP4) and text are.`);
