@@ -176,11 +176,19 @@ describe('buildAndSign', () => {
     ).rejects.toBeInstanceOf(C2paInputError);
   });
 
-  it('refuses a type c2pa-node cannot embed into', async () => {
-    const ogg = Buffer.from('OggS\0\x02', 'latin1');
+  it('refuses a type it neither embeds into nor signs with a sidecar', async () => {
+    const mkv = Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0, 0, 0, 0]);
     await expect(
-      buildAndSign(input({ asset: ogg, mimeType: 'audio/ogg' as EmbeddableMimeType, signer: localSignerFor(credential) })),
+      buildAndSign(input({ asset: mkv, mimeType: 'video/x-matroska' as EmbeddableMimeType, signer: localSignerFor(credential) })),
     ).rejects.toBeInstanceOf(C2paSignError);
+  });
+
+  it('signs a sidecar type (OGG) without touching the file: the store is returned on its own', async () => {
+    const ogg = Buffer.from('OggS\0\x02 not really a stream, and that does not matter to a data hash', 'latin1');
+    const result = await buildAndSign(input({ asset: ogg, mimeType: 'audio/ogg', signer: localSignerFor(credential) }));
+    expect(result.signed.equals(ogg)).toBe(true);
+    expect(result.manifestStore.subarray(4, 8).toString('latin1')).toBe('jumb');
+    expect(result.manifestLabel).toMatch(/^urn:c2pa:/);
   });
 
   it('wraps c2pa-rs failures (an asset that is not what its type says)', async () => {
