@@ -27,6 +27,14 @@ export type ServiceClient<M extends GenServiceMethods> = {
 
 const tracer = trace.getTracer('cairn-rpc');
 
+/** Longer than the channel's longest reconnect backoff (2 s), so one wait sees the next connection attempt. */
+const RECONNECT_WAIT_MS = 2500;
+
+/** Resolves when the channel is connected, or at `until` (the caller's next attempt then reports what it finds). */
+function channelReady(channel: grpc.Client, until: Date): Promise<void> {
+  return new Promise((resolve) => channel.waitForReady(until, () => resolve()));
+}
+
 function outgoingMetadata(base: grpc.Metadata | undefined): grpc.Metadata {
   const metadata = base?.clone() ?? new grpc.Metadata();
   propagation.inject(context.active(), metadata, { set: (carrier, key, value) => carrier.set(key, value) });
@@ -72,6 +80,7 @@ export function createClient<M extends GenServiceMethods>(service: GenService<M>
           const deadline = new Date(Date.now() + (callOptions.deadlineMs ?? defaultDeadline));
           const metadata = outgoingMetadata(callOptions.metadata);
           try {
+            let waitedForPeer = false;
             for (let attempt = 0; ; attempt++) {
               try {
                 return await once(request, metadata, deadline);
@@ -81,7 +90,14 @@ export function createClient<M extends GenServiceMethods>(service: GenService<M>
                 const backoff = 100 * 2 ** attempt;
                 const retryable = serviceError.code === grpc.status.UNAVAILABLE && attempt < retries && Date.now() + backoff < deadline.getTime();
                 if (!retryable) throw fromServiceError(serviceError);
-                await sleep(backoff);
+                if (waitedForPeer) {
+                  await sleep(backoff);
+                } else {
+                  // Right after the peer restarts, the channel sits out its reconnect backoff (up to 2 s) and fails
+                  // calls at once although the peer is back: wait for it to connect, once, for a bounded time.
+                  waitedForPeer = true;
+                  await channelReady(channel, new Date(Math.min(deadline.getTime(), Date.now() + RECONNECT_WAIT_MS)));
+                }
               }
             }
           } catch (error) {

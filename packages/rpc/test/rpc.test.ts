@@ -84,4 +84,24 @@ describe('rpc client and server', () => {
     client.close();
     await late.shutdown(100);
   });
+
+  it('reaches a peer that restarted, even while the channel is in its reconnect backoff', async () => {
+    const start = async (port: number) => {
+      const server = new RpcServer();
+      const health = new HealthState();
+      health.set('', ServingStatus.SERVING);
+      server.add(healthV1.Health, health.impl());
+      return { server, port: await server.listen('127.0.0.1', port) };
+    };
+    const first = await start(0);
+    const client = createClient(healthV1.Health, `127.0.0.1:${first.port}`, { deadlineMs: 3000 });
+    await expect(client.check({ service: '' })).resolves.toMatchObject({ status: ServingStatus.SERVING });
+    await first.server.shutdown(100);
+    // Calls while it is down push the channel's reconnect backoff to its ceiling.
+    for (let i = 0; i < 4; i++) await expect(client.check({ service: '' }, { deadlineMs: 400 })).rejects.toMatchObject({ code: 'cairn.unavailable' });
+    const second = await start(first.port);
+    await expect(client.check({ service: '' })).resolves.toMatchObject({ status: ServingStatus.SERVING });
+    client.close();
+    await second.server.shutdown(100);
+  });
 });
