@@ -19,21 +19,26 @@ export interface ServicePorts {
   ops: number;
 }
 
+/**
+ * Every default port (and every port the local launcher shifts them to) stays below Linux's ephemeral range
+ * (32768–60999): a port in it can be taken, between a check and a bind, by any outgoing connection's local end
+ * (seen: a service failing to start with EADDRINUSE on a 5xxxx port while tests held many connections).
+ */
 export const DEFAULT_PORTS: Readonly<Record<ServiceName, ServicePorts>> = {
-  gateway: { grpc: 50050, ops: 9460 },
-  signer: { grpc: 50051, ops: 9461 },
-  verifier: { grpc: 50052, ops: 9462 },
-  watermark: { grpc: 50053, ops: 9463 },
-  softbinding: { grpc: 50054, ops: 9464 },
-  anchor: { grpc: 50055, ops: 9465 },
-  billing: { grpc: 50056, ops: 9466 },
-  audit: { grpc: 50057, ops: 9467 },
-  webhook: { grpc: 50058, ops: 9468 },
+  gateway: { grpc: 9450, ops: 9460 },
+  signer: { grpc: 9451, ops: 9461 },
+  verifier: { grpc: 9452, ops: 9462 },
+  watermark: { grpc: 9453, ops: 9463 },
+  softbinding: { grpc: 9454, ops: 9464 },
+  anchor: { grpc: 9455, ops: 9465 },
+  billing: { grpc: 9456, ops: 9466 },
+  audit: { grpc: 9457, ops: 9467 },
+  webhook: { grpc: 9458, ops: 9468 },
 };
 
 export const DEFAULT_GATEWAY_HTTP_PORT = 8080;
 
-/** Env var naming where a peer's gRPC server is, e.g. AUDIT_GRPC_ADDR=127.0.0.1:50057. */
+/** Env var naming where a peer's gRPC server is, e.g. AUDIT_GRPC_ADDR=127.0.0.1:9457. */
 export function grpcAddrVar(service: ServiceName): string {
   return `${service.toUpperCase()}_GRPC_ADDR`;
 }

@@ -11,8 +11,8 @@ describe('loadConfig', () => {
   });
 
   it('coerces numbers from strings', () => {
-    const cfg = loadConfig({ ...commonEnvShape, GRPC_PORT: commonEnvShape.GRPC_PORT }, { GRPC_PORT: '50051' });
-    expect(cfg.GRPC_PORT).toBe(50051);
+    const cfg = loadConfig({ ...commonEnvShape, GRPC_PORT: commonEnvShape.GRPC_PORT }, { GRPC_PORT: '9451' });
+    expect(cfg.GRPC_PORT).toBe(9451);
   });
 
   it('reports every invalid variable in one error', () => {

@@ -21,7 +21,7 @@ Runs the nine Cairn services locally against Postgres, Redis and NATS JetStream 
 logs interleaved, until Ctrl-C.
 
 Options:
-  --port-offset <n>     shift every port by n (gateway HTTP 8080+n, gRPC 50050+n.., ops 9460+n..), to run a
+  --port-offset <n>     shift every port by n (gateway HTTP 8080+n, gRPC 9450+n.., ops 9460+n..), to run a
                         second fleet next to the first (default 0)
   --no-provision        do not create the database role and database (use when you give DATABASE_URL)
   --from-source         run services/<svc>/src/main.ts through tsx instead of the built dist/main.js
