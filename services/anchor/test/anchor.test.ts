@@ -24,7 +24,7 @@ beforeAll(async () => {
   chain = await startHardhat(await freePort());
   sandbox = await createSandbox();
   service = await startService(
-    anchorService({ ...sandbox.env, ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX: '4', ANCHOR_BATCH_MAX_AGE_MS: '300', ANCHOR_POLL_MS: '100', ANCHOR_RETRY_MAX_MS: '400', ANCHOR_CONFIRMATIONS: '1' }),
+    anchorService({ ...sandbox.env, ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX: '4', ANCHOR_BATCH_MAX_AGE_MS: '2000', ANCHOR_POLL_MS: '100', ANCHOR_RETRY_MAX_MS: '400', ANCHOR_CONFIRMATIONS: '1' }),
   );
   anchor = anchorClient(`127.0.0.1:${service.grpcPort}`);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
@@ -68,7 +68,8 @@ describe('anchor service on a local chain', () => {
     const queued = [];
     for (const item of items) queued.push(await anchor.enqueue(item));
     expect(queued.every((q) => q.status === 'queued' && q.batchId.startsWith('b_'))).toBe(true);
-    // Size 4 closes the first batch; the last two close by age.
+    // Size 4 closes the first batch; the last two close by age (2 s: long enough that four enqueues on a loaded
+    // machine never straddle it, which a 300 ms age did).
     expect(new Set(queued.slice(0, 4).map((q) => q.batchId)).size).toBe(1);
     expect(queued[4]!.batchId).not.toBe(queued[0]!.batchId);
     expect(queued[5]!.batchId).toBe(queued[4]!.batchId);
