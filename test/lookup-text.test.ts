@@ -65,6 +65,15 @@ describe('text: a generation event signed with a sidecar manifest, then found wh
     expect(verdict.claims).toMatchObject({ generator: 'Cairn Text Studio', model: 'lm-1' });
   });
 
+  it('verifies an uploaded exact copy against its sidecar manifest, with no key', async () => {
+    const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: Buffer.from(passage, 'utf8'), name: 'pasted.txt', type: 'text/plain' }) });
+    const verdict = (await res.json()) as { status: string; signals: Record<string, unknown>; claims: Record<string, unknown> };
+    expect(verdict.status).toBe('verified_manifest');
+    expect(verdict.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true });
+    expect(verdict.claims).toMatchObject({ generator: 'Cairn Text Studio' });
+    expect(JSON.stringify(verdict)).not.toContain(owner.tenant_id);
+  });
+
   it('answers an uploaded edited copy with fingerprint_match_only, and a too-short text without blaming a service', async () => {
     const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: Buffer.from(nearDuplicate(passage), 'utf8'), name: 'c.txt', type: 'text/plain' }) });
     const verdict = (await res.json()) as { status: string; matches: Array<Record<string, unknown>> };

@@ -76,6 +76,11 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
       // Public: no storage location, no tenant.
       return { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } };
     },
+    findAssetByContent: async (request) => {
+      if (!/^[0-9a-f]{64}$/.test(request.contentSha256)) throw new CairnError('cairn.validation.invalid_body', 'content_sha256 is 64 lowercase hex digits.');
+      const row = await deps.store.findByContent(request.contentSha256);
+      return row ? { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } } : {};
+    },
     getManifest: async (request) => {
       const row = isId('manifest', request.manifestId) ? await deps.store.getManifest(request.manifestId) : null;
       const bytes = row ? await deps.blobs.getBuffer(row.blobKey) : null;

@@ -181,6 +181,20 @@ async function checkAnchor(deps: VerifyDeps, reading: C2paReading, assetId: stri
   }
 }
 
+/**
+ * The manifest of the Cairn asset whose signed file is exactly these bytes: an uploaded sidecar-signed file (a
+ * text pasted back, say) is then verified against its manifest instead of only by fingerprint.
+ */
+async function signedWithTheseBytes(deps: VerifyDeps, bytes: Buffer): Promise<string | undefined> {
+  const contentSha256 = createHash('sha256').update(bytes).digest('hex');
+  try {
+    return (await deps.signer.findAssetByContent({ contentSha256 })).asset?.manifestId || undefined;
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'could not look the upload up by content');
+    return undefined;
+  }
+}
+
 /** Cairn's public record of an asset (when it was signed, its manifest), or undefined when unknown. */
 async function publicAsset(deps: VerifyDeps, assetId: string | undefined): Promise<signerV1.Asset | undefined> {
   if (!assetId) return undefined;
@@ -210,7 +224,8 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
   // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.
   const sidecarType = SIDECAR_TYPES.has(sniffed.mediaType);
-  const sidecar = sidecarType && subject.manifestId ? (await deps.signer.getManifest({ manifestId: subject.manifestId })).manifestStore : undefined;
+  const sidecarManifestId = sidecarType ? (subject.manifestId ?? (await signedWithTheseBytes(deps, subject.bytes))) : undefined;
+  const sidecar = sidecarManifestId ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore : undefined;
   const [reading, watermark] = await Promise.all([
     sidecarType && !sidecar
       ? Promise.resolve<C2paReading>({ kind: 'none' })

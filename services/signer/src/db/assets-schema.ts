@@ -6,7 +6,8 @@ const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
 
 /**
  * Signed assets, one row per sign. A tenant sees its own; the public verifier page may open exactly one row
- * by presenting its asset id (`cairn.asset_id`), and the retention sweep may see rows past their expiry
+ * by presenting its asset id (`cairn.asset_id`), the verifier the rows of one signed file's SHA-256
+ * (`cairn.content_sha256`), and the retention sweep may see rows past their expiry
  * (`cairn.system = 'asset-expiry'`) and nothing else.
  */
 export const assets = signer.table(
@@ -33,8 +34,11 @@ export const assets = signer.table(
   (t) => [
     index('assets_tenant_created_idx').on(t.tenantId, t.createdAt),
     index('assets_expiry_idx').on(t.expiresAt).where(sql`${t.deletedAt} is null`),
+    index('assets_content_idx').on(t.contentSha256),
     pgPolicy('assets_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
     pgPolicy('assets_by_id', { for: 'select', using: sql`${t.assetId} = current_setting('cairn.asset_id', true)` }),
+    // The verifier may find the asset whose signed file is exactly these bytes (a sidecar-signed upload).
+    pgPolicy('assets_by_content', { for: 'select', using: sql`${t.contentSha256} = current_setting('cairn.content_sha256', true)` }),
     pgPolicy('assets_expiry_sweep', {
       for: 'all',
       using: sql`current_setting('cairn.system', true) = 'asset-expiry' and ${t.expiresAt} < now()`,

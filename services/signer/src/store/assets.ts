@@ -1,4 +1,4 @@
-import { and, eq, isNull, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, isNull, lt, sql } from 'drizzle-orm';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { assets, jobs, manifests } from '../db/assets-schema.js';
 
@@ -24,6 +24,20 @@ export class AssetStore {
     return withRlsSettings(this.db, {}, async (tx) => {
       await tx.execute(sql`select set_config('cairn.asset_id', ${assetId}, true)`);
       return (await tx.select().from(assets).where(eq(assets.assetId, assetId)))[0] ?? null;
+    });
+  }
+
+  /** The newest asset whose signed file is exactly the bytes of this SHA-256 and is still kept. */
+  async findByContent(contentSha256: string): Promise<AssetRow | null> {
+    return withRlsSettings(this.db, {}, async (tx) => {
+      await tx.execute(sql`select set_config('cairn.content_sha256', ${contentSha256}, true)`);
+      const rows = await tx
+        .select()
+        .from(assets)
+        .where(and(eq(assets.contentSha256, contentSha256), isNull(assets.deletedAt)))
+        .orderBy(desc(assets.createdAt))
+        .limit(1);
+      return rows[0] ?? null;
     });
   }
 

@@ -1,0 +1,2 @@
+CREATE INDEX "assets_content_idx" ON "signer"."assets" USING btree ("content_sha256");--> statement-breakpoint
+CREATE POLICY "assets_by_content" ON "signer"."assets" AS PERMISSIVE FOR SELECT TO public USING ("signer"."assets"."content_sha256" = current_setting('cairn.content_sha256', true));
