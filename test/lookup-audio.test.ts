@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import { runFfmpeg } from '@cairn/media';
 import { sonify } from '../services/softbinding/test/support/audio.js';
+import { lookupFile, matchesOf, untilIndexed } from './support/lookup.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
 const WAV = '/work/shared/fixtures/c2pa-rs/sample1.wav';
@@ -14,12 +15,7 @@ let signedBytes: Buffer;
 let mp3Copy: Buffer;
 
 function lookup(bytes: Buffer, key: string, name = 'q.mp3') {
-  return stack.request('/v1/lookup', { method: 'POST', key, body: multipart({}, { field: 'file', bytes, name }) });
-}
-
-async function matchesOf(res: Response): Promise<Array<Record<string, unknown>>> {
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { matches: Array<Record<string, unknown>> }).matches;
+  return lookupFile(stack, key, { bytes, name });
 }
 
 beforeAll(async () => {
@@ -36,12 +32,7 @@ beforeAll(async () => {
   signed = (await res.json()) as typeof signed;
   signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
   mp3Copy = await runFfmpeg({ args: ['-i', 'pipe:0', '-codec:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], input: signedBytes });
-  // Indexing follows asset.signed asynchronously.
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if ((await matchesOf(await lookup(signedBytes, owner.api_key, 'a.wav'))).length > 0) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await untilIndexed(() => lookup(signedBytes, owner.api_key, 'a.wav'));
 }, 120_000);
 afterAll(() => stack?.stop());
 

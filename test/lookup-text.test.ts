@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import { Reader } from '@contentauth/c2pa-node';
+import { lookupFile, matchesOf, untilIndexed } from './support/lookup.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
 const TEXTS = new URL('../services/softbinding/test/fixtures/text/', import.meta.url).pathname;
@@ -26,12 +27,7 @@ function nearDuplicate(text: string): string {
 }
 
 function lookup(text: string, key: string) {
-  return stack.request('/v1/lookup', { method: 'POST', key, body: multipart({}, { field: 'file', bytes: Buffer.from(text, 'utf8'), name: 'q.txt', type: 'text/plain' }) });
-}
-
-async function matchesOf(res: Response): Promise<Array<Record<string, unknown>>> {
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { matches: Array<Record<string, unknown>> }).matches;
+  return lookupFile(stack, key, { bytes: Buffer.from(text, 'utf8'), name: 'q.txt', type: 'text/plain' });
 }
 
 beforeAll(async () => {
@@ -47,11 +43,7 @@ beforeAll(async () => {
   });
   if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
   signed = (await res.json()) as typeof signed;
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if ((await matchesOf(await lookup(passage, owner.api_key))).length > 0) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await untilIndexed(() => lookup(passage, owner.api_key));
 }, 120_000);
 afterAll(() => stack?.stop());
 

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFfmpeg } from '@cairn/media';
+import { lookupFile, matchesOf, untilIndexed } from './support/lookup.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
 const PHOTOS = '/work/shared/fixtures/photos';
@@ -34,12 +35,7 @@ async function degrade(bytes: Buffer): Promise<Buffer> {
 }
 
 function lookup(bytes: Buffer, key: string) {
-  return stack.request('/v1/lookup', { method: 'POST', key, body: multipart({}, { field: 'file', bytes, name: 'q.mp4' }) });
-}
-
-async function matchesOf(res: Response): Promise<Array<Record<string, unknown>>> {
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { matches: Array<Record<string, unknown>> }).matches;
+  return lookupFile(stack, key, { bytes, name: 'q.mp4' });
 }
 
 beforeAll(async () => {
@@ -52,11 +48,7 @@ beforeAll(async () => {
   if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
   signed = (await res.json()) as typeof signed;
   signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if ((await matchesOf(await lookup(signedBytes, owner.api_key))).length > 0) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await untilIndexed(() => lookup(signedBytes, owner.api_key));
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();

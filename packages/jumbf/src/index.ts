@@ -69,3 +69,20 @@ export function manifestLabels(store: Uint8Array): string[] {
 export function activeManifestLabel(store: Uint8Array): string | undefined {
   return manifestLabels(store).at(-1);
 }
+
+/** A box with a 32-bit size (header included), its 4-character type and the content. */
+export function writeBox(type: string, content: Uint8Array): Buffer {
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(8 + content.length, 0);
+  header.write(type, 4, 'latin1');
+  return Buffer.concat([header, content]);
+}
+
+/**
+ * A superbox whose description box carries `label` (toggles 0x03: requestable, label present) and a 16-byte type
+ * UUID (zero unless given), followed by `children`.
+ */
+export function writeSuperbox(label: string, children: Uint8Array[] = [], typeUuid: Uint8Array = new Uint8Array(16)): Buffer {
+  const description = writeBox('jumd', Buffer.concat([typeUuid, Buffer.from([0x03]), Buffer.from(label, 'utf8'), Buffer.from([0])]));
+  return writeBox('jumb', Buffer.concat([description, ...children]));
+}

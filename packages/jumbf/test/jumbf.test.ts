@@ -1,15 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { activeManifestLabel, manifestLabels, readBox } from '../src/index.js';
+import { activeManifestLabel, manifestLabels, readBox, writeBox, writeSuperbox } from '../src/index.js';
 
-const box = (type: string, content: Buffer) => {
-  const header = Buffer.alloc(8);
-  header.writeUInt32BE(8 + content.length, 0);
-  header.write(type, 4, 'latin1');
-  return Buffer.concat([header, content]);
-};
-/** A description box: 16-byte type UUID, toggles with the "label present" bit, NUL-terminated label. */
-const jumd = (label: string) => box('jumd', Buffer.concat([Buffer.alloc(16), Buffer.from([0x03]), Buffer.from(label, 'utf8'), Buffer.from([0])]));
-const superbox = (label: string, ...children: Buffer[]) => box('jumb', Buffer.concat([jumd(label), ...children]));
+const box = writeBox;
+const superbox = (label: string, ...children: Buffer[]) => writeSuperbox(label, children);
 
 describe('@cairn/jumbf', () => {
   const store = superbox('c2pa', superbox('urn:c2pa:first'), superbox('urn:c2pa:second', box('cbor', Buffer.from([0xa0]))));

@@ -1,16 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { CairnError } from '@cairn/errors';
-import { activeManifestLabel, manifestLabels } from '@cairn/jumbf';
+import { activeManifestLabel, manifestLabels, writeBox, writeSuperbox } from '@cairn/jumbf';
 import { activeManifestOnly, bindingBytes } from '../src/http/routes/c2pa-resolution.js';
 
-const box = (type: string, content: Buffer) => {
-  const header = Buffer.alloc(8);
-  header.writeUInt32BE(8 + content.length, 0);
-  header.write(type, 4, 'latin1');
-  return Buffer.concat([header, content]);
-};
-const jumd = (label: string) => box('jumd', Buffer.concat([Buffer.alloc(16), Buffer.from([0x03]), Buffer.from(label, 'utf8'), Buffer.from([0])]));
-const superbox = (label: string, ...children: Buffer[]) => box('jumb', Buffer.concat([jumd(label), ...children]));
+const box = writeBox;
+const superbox = (label: string, ...children: Buffer[]) => writeSuperbox(label, children);
 
 describe('activeManifestOnly', () => {
   it('keeps the store description and the last (active) manifest, byte for byte', () => {

@@ -1,5 +1,5 @@
 import { CairnError } from '@cairn/errors';
-import { FfmpegError, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import { sniffMediaType, SNIFF_BYTES } from '@cairn/media';
 import type { AudioIndex, TextIndex } from './db/feature-index.js';
 import type { FingerprintIndex, LookupScope, PublicMatch } from './db/fingerprints.js';
 import { algorithmNamed, ALGORITHMS } from './domain/algorithms.js';
@@ -25,7 +25,7 @@ function lookupError(error: unknown, what: string): CairnError {
       ? new CairnError('cairn.validation.invalid_body', `Cannot look this video up: ${error.message}.`)
       : new CairnError('cairn.verify.unsupported_file_type', `This video could not be decoded (${error.message}).`);
   }
-  if (error instanceof FfmpegError) return new CairnError('cairn.verify.unsupported_file_type', `This ${what} could not be decoded.`);
+  // ffmpeg's and any other decoder's failure alike: the file, not the service, is the problem.
   return new CairnError('cairn.verify.unsupported_file_type', `This ${what} could not be decoded.`);
 }
 

@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { newEvent } from '@cairn/bus';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError, isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
-import { sniffMediaType, SNIFF_BYTES, type Modality } from '@cairn/media';
+import { decodeRgb, isSidecarMediaType, sniffMediaType, SNIFF_BYTES, type Modality } from '@cairn/media';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
 import type { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
@@ -57,8 +56,6 @@ interface Subject {
   expiresAt?: Date;
 }
 
-/** Types Cairn signs with a sidecar manifest (the signer's SIDECAR_MIME_TYPES). */
-const SIDECAR_TYPES: ReadonlySet<string> = new Set(['text/plain', 'audio/ogg', 'video/webm']);
 const ASSET_IN_TITLE = /^(a_[0-9A-HJKMNP-TV-Z]{26})\./;
 const DEFAULT_RESULT_TTL_MS = 86_400_000;
 
@@ -111,15 +108,11 @@ export function ownManifestId(publicBaseUrl: string, uri: string): string | null
 }
 
 async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
-  let decoded;
+  const image = await decodeRgb(bytes, 100_000_000);
+  if (!image) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
+  if (Math.min(image.width, image.height) < 64) return { ran: false, reason: 'not_applicable', detail: 'image too small' };
   try {
-    decoded = await sharp(bytes, { failOn: 'error', limitInputPixels: 100_000_000 }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-  } catch {
-    return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
-  }
-  if (Math.min(decoded.info.width, decoded.info.height) < 64) return { ran: false, reason: 'not_applicable', detail: 'image too small' };
-  try {
-    const found = await deps.watermark.detectImage({ image: { pixels: decoded.data, width: decoded.info.width, height: decoded.info.height, channels: decoded.info.channels } }, { deadlineMs: 30_000 });
+    const found = await deps.watermark.detectImage({ image }, { deadlineMs: 30_000 });
     if (!found.detected) return { ran: true, detected: false };
     return { ran: true, detected: true, payloadHex: found.payloadHex, confidence: found.confidence, registered: found.registered, ...(found.assetId ? { assetId: found.assetId } : {}), ...(found.watermarkId ? { watermarkId: found.watermarkId } : {}) };
   } catch (error) {
@@ -223,7 +216,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   const trust = await deps.trust.forTenant(request.tenantId || undefined);
   // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
   // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.
-  const sidecarType = SIDECAR_TYPES.has(sniffed.mediaType);
+  const sidecarType = isSidecarMediaType(sniffed.mediaType);
   const sidecarManifestId = sidecarType ? (subject.manifestId ?? (await signedWithTheseBytes(deps, subject.bytes))) : undefined;
   const sidecar = sidecarManifestId ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore : undefined;
   const [reading, watermark] = await Promise.all([

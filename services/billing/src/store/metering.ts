@@ -307,12 +307,12 @@ export class MeteringStore {
    */
   async recordUsed(tx: Tx, input: { tenantId: string; meter: Meter; plan: PlanName | null; quantity: number; at: Date }): Promise<{ used: number; overageUnits: number }> {
     const period = periodOf(input.at);
-    const { tenantId, meter, quantity } = input;
-    const planQuota = input.plan ? QUOTAS[input.plan][meter] : null;
-    const offered = planQuota !== null;
+    const { tenantId, meter, quantity, plan } = input;
+    const planQuota = plan ? QUOTAS[plan][meter] : null;
     const planLimit = typeof planQuota === 'number' ? planQuota : 0;
-    const bills = offered && input.plan !== null && billsOverage(input.plan);
-    const unitMicros = bills && input.plan ? this.prices.unitMicros(input.plan, meter) : 0;
+    // Overage is billed only where the plan offers the meter and bills overage at all.
+    const bills = plan !== null && planQuota !== null && billsOverage(plan);
+    const unitMicros = plan && bills ? this.prices.unitMicros(plan, meter) : 0;
     const { rows } = await tx.execute<{ lim: string; before: string }>(sql`
       with lim as (
         select coalesce((select q.quota from billing.quotas q where q.tenant_id = ${tenantId} and q.meter = ${meter}), ${planLimit}::bigint) as v

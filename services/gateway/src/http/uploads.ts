@@ -3,6 +3,7 @@ import multer, { type StorageEngine } from 'multer';
 import { BlobTooLargeError, type BlobInfo, type BlobStore } from '@cairn/blob';
 import { CairnError, type ErrorCode } from '@cairn/errors';
 import { newId } from '@cairn/ids';
+import { SNIFF_BYTES } from '@cairn/media';
 
 export interface StoredUpload extends BlobInfo {
   fieldname: string;
@@ -76,6 +77,24 @@ export function singleUpload(options: { blobs: BlobStore; field: string; maxByte
       next(error);
     });
   };
+}
+
+/** The first bytes of a stored upload (enough to tell its media type), without reading the rest; null when it is gone. */
+export async function uploadHead(blobs: BlobStore, key: string): Promise<Buffer | null> {
+  const stream = await blobs.get(key);
+  if (!stream) return null;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= SNIFF_BYTES) break;
+    }
+  } finally {
+    stream.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, SNIFF_BYTES);
 }
 
 /** Removes the stored upload once the request no longer needs it (its content now lives elsewhere). */

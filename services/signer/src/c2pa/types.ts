@@ -1,4 +1,5 @@
 import type { CallbackSigner, LocalSigner } from '@contentauth/c2pa-node';
+import type { SidecarMediaType } from '@cairn/media';
 
 /**
  * MIME types c2pa-node 0.8 (c2pa-rs 0.90.1 asset handlers: jpeg, png, riff, bmff, mp3, flac, gif, tiff) embeds a
@@ -32,19 +33,11 @@ export type EmbeddableMimeType = (typeof EMBEDDABLE_MIME_TYPES)[number];
 const EMBEDDABLE = new Set<string>(EMBEDDABLE_MIME_TYPES);
 
 /**
- * MIME types signed with a sidecar manifest (c2pa-rs "no embed"): the asset is left byte for byte as it is and the
- * manifest, served at manifest_uri, binds it with a `c2pa.hash.data` over all its bytes (DESIGN.md: text
- * generation events, bound to the UTF-8 bytes; OGG and WebM, which c2pa-rs cannot embed into).
+ * MIME types signed with a sidecar manifest (c2pa-rs "no embed", `c2pa.hash.data` over all the bytes; DESIGN.md:
+ * text generation events bound to the UTF-8 bytes, OGG and WebM). One list, in @cairn/media, for signer and verifier.
  */
-export const SIDECAR_MIME_TYPES = ['text/plain', 'audio/ogg', 'video/webm'] as const;
-export type SidecarMimeType = (typeof SIDECAR_MIME_TYPES)[number];
-export type SignableMimeType = EmbeddableMimeType | SidecarMimeType;
-
-const SIDECAR = new Set<string>(SIDECAR_MIME_TYPES);
-
-export function isSidecarMimeType(mimeType: string): mimeType is SidecarMimeType {
-  return SIDECAR.has(mimeType);
-}
+export { SIDECAR_MEDIA_TYPES as SIDECAR_MIME_TYPES, isSidecarMediaType as isSidecarMimeType, type SidecarMediaType as SidecarMimeType } from '@cairn/media';
+export type SignableMimeType = EmbeddableMimeType | SidecarMediaType;
 
 /** Narrows a sniffed MIME type to one buildAndSign embeds into. */
 export function isEmbeddableMimeType(mimeType: string): mimeType is EmbeddableMimeType {

@@ -2,17 +2,9 @@ import { sql } from 'drizzle-orm';
 import type { Database, Tx } from '@cairn/db';
 import { alignment, AUDIO_ALG, isAudioMatch, queryHashes, type AudioFingerprint, type Landmark } from '../domain/audio.js';
 import { estimateSimilarity, signatureFromHex, signatureToHex, TEXT_ALG, TEXT_MATCH_THRESHOLD, type TextFingerprint } from '../domain/text.js';
-import { inScope, type LookupScope, type PublicMatch } from './fingerprints.js';
+import { inScope, type IndexedAsset, type LookupScope, type PublicMatch } from './fingerprints.js';
 import { audioLandmarks, indexedAssets, textBands } from './schema.js';
 
-/** The record a signed asset's fingerprint points back to. */
-export interface IndexedAsset {
-  tenantId: string;
-  assetId: string;
-  manifestId: string;
-  manifestUri: string;
-  verifierUrl: string;
-}
 
 interface AssetRow extends Record<string, unknown> {
   tenant_id: string;
@@ -35,12 +27,7 @@ export class AudioIndex {
 
   /** Idempotent per (tenant, asset): a second add of the same asset changes nothing. */
   async add(tx: Tx, asset: IndexedAsset, fingerprint: AudioFingerprint): Promise<void> {
-    const inserted = await tx
-      .insert(indexedAssets)
-      .values({ ...asset, alg: AUDIO_ALG, signature: null, features: fingerprint.landmarks.length })
-      .onConflictDoNothing()
-      .returning({ assetId: indexedAssets.assetId });
-    if (inserted.length === 0) return;
+    if (!(await claimAsset(tx, asset, AUDIO_ALG, null, fingerprint.landmarks.length))) return;
     for (let i = 0; i < fingerprint.landmarks.length; i += ROWS_PER_INSERT) {
       await tx.insert(audioLandmarks).values(fingerprint.landmarks.slice(i, i + ROWS_PER_INSERT).map((l) => ({ tenantId: asset.tenantId, assetId: asset.assetId, hash: l.hash, t: l.t })));
     }
@@ -85,12 +72,7 @@ export class TextIndex {
   constructor(private readonly db: Database) {}
 
   async add(tx: Tx, asset: IndexedAsset, fingerprint: TextFingerprint): Promise<void> {
-    const inserted = await tx
-      .insert(indexedAssets)
-      .values({ ...asset, alg: TEXT_ALG, signature: signatureToHex(fingerprint.signature), features: fingerprint.signature.length })
-      .onConflictDoNothing()
-      .returning({ assetId: indexedAssets.assetId });
-    if (inserted.length === 0) return;
+    if (!(await claimAsset(tx, asset, TEXT_ALG, signatureToHex(fingerprint.signature), fingerprint.signature.length))) return;
     await tx.insert(textBands).values([...new Set(fingerprint.bands)].map((band) => ({ tenantId: asset.tenantId, assetId: asset.assetId, band })));
   }
 
@@ -111,6 +93,12 @@ export class TextIndex {
       return out.sort((a, b) => b.similarity - a.similarity || a.asset_id.localeCompare(b.asset_id)).slice(0, limit);
     });
   }
+}
+
+/** The asset's row for `alg`; false when it is indexed already (a redelivered event), so nothing is added twice. */
+async function claimAsset(tx: Tx, asset: IndexedAsset, alg: string, signature: string | null, features: number): Promise<boolean> {
+  const inserted = await tx.insert(indexedAssets).values({ ...asset, alg, signature, features }).onConflictDoNothing().returning({ assetId: indexedAssets.assetId });
+  return inserted.length > 0;
 }
 
 async function assetRows(tx: Tx, alg: string, keys: string[]): Promise<Map<string, AssetRow>> {

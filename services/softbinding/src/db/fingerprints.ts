@@ -12,12 +12,16 @@ export interface PublicMatch {
   alg: string;
 }
 
-export interface NewFingerprint {
+/** The record a signed asset's fingerprint points back to. */
+export interface IndexedAsset {
   tenantId: string;
   assetId: string;
   manifestId: string;
   manifestUri: string;
   verifierUrl: string;
+}
+
+export interface NewFingerprint extends IndexedAsset {
   alg: string;
   variant: string;
   bits: Uint8Array;

@@ -28,9 +28,24 @@ const chunkColumns = {
 };
 
 /**
- * Perceptual hashes of signed assets (several per asset: the whole image and crops of it, `variant`).
- * A tenant sees its own rows. Public lookup (unauthenticated verify) sets `cairn.softbinding_public`, which opens
- * every row for reading; the code then returns only the public fields of a match (index.ts `publicMatch`).
+ * The policies every table of this schema carries: a tenant reads and writes its own rows; public lookup
+ * (unauthenticated verify) sets `cairn.softbinding_public`, which opens every row for reading, and the code then
+ * returns only the public fields of a match (fingerprints.ts `publicMatch`).
+ */
+function tenantPolicies(name: string, tenantId: PgColumn) {
+  return [
+    pgPolicy(`${name}_isolation`, {
+      for: 'all',
+      using: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
+      withCheck: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
+    }),
+    pgPolicy(`${name}_public_lookup`, { for: 'select', using: sql`current_setting('cairn.softbinding_public', true) = 'on'` }),
+  ];
+}
+
+/**
+ * Perceptual hashes of signed assets (several per asset: the whole image and crops of it, or a video's frames,
+ * `variant`), tenant-scoped with the public read mode of `tenantPolicies`.
  */
 export const fingerprints = softbinding.table(
   'fingerprints',
@@ -51,29 +66,9 @@ export const fingerprints = softbinding.table(
   (t) => [
     uniqueIndex('fingerprints_asset_variant_idx').on(t.tenantId, t.assetId, t.alg, t.variant),
     ...(Object.keys(chunkColumns) as Array<keyof typeof chunkColumns>).map((c) => index(`fingerprints_${c}_idx`).on(t[c] as PgColumn)),
-    pgPolicy('fingerprints_isolation', {
-      for: 'all',
-      using: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-      withCheck: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-    }),
-    pgPolicy('fingerprints_public_lookup', {
-      for: 'select',
-      using: sql`current_setting('cairn.softbinding_public', true) = 'on'`,
-    }),
+    ...tenantPolicies('fingerprints', t.tenantId),
   ],
 );
-
-/** The policies every tenant table of this schema carries (see `fingerprints`). */
-function tenantPolicies(name: string, tenantId: PgColumn) {
-  return [
-    pgPolicy(`${name}_isolation`, {
-      for: 'all',
-      using: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
-      withCheck: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
-    }),
-    pgPolicy(`${name}_public_lookup`, { for: 'select', using: sql`current_setting('cairn.softbinding_public', true) = 'on'` }),
-  ];
-}
 
 /**
  * One row per asset and algorithm for the fingerprints that are not single 256-bit hashes (audio landmarks,

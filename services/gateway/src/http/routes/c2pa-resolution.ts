@@ -1,17 +1,16 @@
 import { Router, type Request, type RequestHandler } from 'express';
-import sharp from 'sharp';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
-import { SNIFF_BYTES, sniffMediaType } from '@cairn/media';
-import { activeManifestLabel, childBoxes, readBox } from '@cairn/jumbf';
+import { decodeRgb, sniffMediaType } from '@cairn/media';
+import { activeManifestLabel, childBoxes, readBox, writeBox } from '@cairn/jumbf';
 import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { RedisRateLimiter } from '../../domain/rate-limit.js';
 import { addressRateLimit } from '../limits.js';
-import { discardUpload, singleUpload } from '../uploads.js';
+import { discardUpload, singleUpload, uploadHead } from '../uploads.js';
 
 type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
@@ -140,7 +139,9 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
       if (query.alg !== undefined && query.alg !== WATERMARK_ALG && !fingerprints.includes(query.alg)) {
         throw new CairnError('cairn.validation.invalid_body', `Unsupported soft binding algorithm "${query.alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`);
       }
-      const sniffed = sniffMediaType(await uploadHead(deps.blobs, req.upload.key));
+      const head = await uploadHead(deps.blobs, req.upload.key);
+      if (!head) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
+      const sniffed = sniffMediaType(head);
       if (!sniffed) throw new CairnError('cairn.verify.unsupported_file_type', 'The body is not an asset type this service reads (images: JPEG, PNG, WebP).');
       const found: SpecMatch[] = [];
       // Without alg every algorithm runs: the watermark (an exact identification) first, then fingerprints.
@@ -268,24 +269,6 @@ async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promi
   req.upload = { ...info, fieldname: 'body', originalname: '' };
 }
 
-/** The first bytes of an upload (enough to tell its media type), without reading the rest. */
-async function uploadHead(blobs: BlobStore, key: string): Promise<Buffer> {
-  const stream = await blobs.get(key);
-  if (!stream) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= SNIFF_BYTES) break;
-    }
-  } finally {
-    stream.destroy();
-  }
-  return Buffer.concat(chunks).subarray(0, SNIFF_BYTES);
-}
-
 /**
  * Reads the watermark of an uploaded image. Undefined when none is found, or when the file is not an image it
  * can decode (then the fingerprints decide), unless the caller asked for the watermark alone: then an
@@ -294,15 +277,13 @@ async function uploadHead(blobs: BlobStore, key: string): Promise<Buffer> {
 async function detectWatermark(deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>, key: string, only: boolean): Promise<{ payloadHex: string; confidence: number } | undefined> {
   const bytes = await deps.blobs.getBuffer(key);
   if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
-  let decoded: { data: Buffer; info: sharp.OutputInfo };
-  try {
-    decoded = await sharp(bytes, { failOn: 'error', limitInputPixels: 40_000_000 }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-  } catch {
+  const image = await decodeRgb(bytes, 40_000_000);
+  if (!image) {
     if (only) throw new CairnError('cairn.verify.unsupported_file_type', `${WATERMARK_ALG} reads images (JPEG, PNG, WebP).`);
     return undefined;
   }
-  if (Math.min(decoded.info.width, decoded.info.height) < 64) return undefined;
-  const found = await deps.watermark.detectImage({ image: { pixels: decoded.data, width: decoded.info.width, height: decoded.info.height, channels: decoded.info.channels } }, { deadlineMs: 30_000 });
+  if (Math.min(image.width, image.height) < 64) return undefined;
+  const found = await deps.watermark.detectImage({ image }, { deadlineMs: 30_000 });
   return found.detected ? { payloadHex: found.payloadHex, confidence: found.confidence } : undefined;
 }
 
@@ -319,9 +300,5 @@ export function activeManifestOnly(store: Buffer): Buffer {
   const active = manifests.at(-1);
   if (!description || description.type !== 'jumd' || !active || !activeManifestLabel(store)) throw new CairnError('cairn.internal_error', 'The stored manifest store cannot be read.');
   if (manifests.length === 1) return store;
-  const body = Buffer.concat([store.subarray(description.start, description.end), store.subarray(active.start, active.end)]);
-  const header = Buffer.alloc(8);
-  header.writeUInt32BE(body.length + 8, 0);
-  header.write('jumb', 4, 'latin1');
-  return Buffer.concat([header, body]);
+  return writeBox('jumb', Buffer.concat([store.subarray(description.start, description.end), store.subarray(active.start, active.end)]));
 }

@@ -11,7 +11,7 @@ import type { RedisRateLimiter } from '../../domain/rate-limit.js';
 import type { TenantStore } from '../../store/tenants.js';
 import { authenticate, requireScope } from '../auth.js';
 import { addressRateLimit, tenantRateLimit } from '../limits.js';
-import { discardUpload, singleUpload } from '../uploads.js';
+import { discardUpload, singleUpload, uploadHead } from '../uploads.js';
 
 type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
@@ -114,7 +114,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       const tenant = req.auth?.tenant;
       let metered: MeteredUnit | undefined;
       if (tenant && req.upload) {
-        const meter = verifyMeter((await uploadHead(deps.blobs, req.upload.key)) ?? '');
+        const meter = verifyMeter((await uploadModality(deps.blobs, req.upload.key)) ?? '');
         if (meter) metered = await reserveUnit(deps.billing, tenant, meter);
       }
       let verified: Awaited<ReturnType<typeof deps.verifier.verify>>;
@@ -163,20 +163,8 @@ function verifyMeter(modality: string): string | undefined {
   return VERIFY_METERS[modality];
 }
 
-/** The sniffed modality of an uploaded file (its first bytes), or null when it is no known type. */
-async function uploadHead(blobs: BlobStore, key: string): Promise<string | null> {
-  const stream = await blobs.get(key);
-  if (!stream) return null;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= 4096) break;
-    }
-  } finally {
-    stream.destroy();
-  }
-  return sniffMediaType(Buffer.concat(chunks))?.modality ?? null;
+/** The sniffed modality of an uploaded file (its first bytes), or null when it is gone or no known type. */
+async function uploadModality(blobs: BlobStore, key: string): Promise<string | null> {
+  const head = await uploadHead(blobs, key);
+  return head ? (sniffMediaType(head)?.modality ?? null) : null;
 }
