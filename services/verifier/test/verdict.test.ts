@@ -80,13 +80,37 @@ describe('confidence', () => {
     }
   });
 
-  it('ranks a manifest and matching watermark above a manifest alone, above a watermark alone', () => {
+  it('ranks a manifest and matching watermark above a manifest alone, above a watermark alone, above a fingerprint alone, above nothing', () => {
     const both = decide(base()).confidence!;
-    const manifestOnly = decide(base({ manifest: validManifest({ softBindingValue: undefined }), watermark: { ran: false, reason: 'not_applicable' }, ocsp: 'unavailable' })).confidence!;
+    const manifestOnly = decide(base({ manifest: validManifest({ softBindingValue: undefined }), watermark: { ran: false, reason: 'not_applicable' } })).confidence!;
     const watermarkOnly = decide(cases.find(([s]) => s === 'watermark_only')![1]).confidence!;
-    expect(both).toBeGreaterThan(0.9);
+    const fingerprintOnly = decide(cases.find(([s]) => s === 'fingerprint_match_only')![1]).confidence!;
+    const nothing = decide(cases.find(([s]) => s === 'no_provenance')![1]).confidence;
+    expect(both).toBeGreaterThan(manifestOnly);
     expect(manifestOnly).toBeGreaterThan(watermarkOnly);
-    expect(no(decide(cases.find(([s]) => s === 'no_provenance')![1]).confidence)).toBe(0);
+    expect(watermarkOnly).toBeGreaterThan(fingerprintOnly);
+    expect(fingerprintOnly).toBeGreaterThan(0);
+    expect(nothing).toBe(0);
+  });
+
+  it('never lowers confidence when an independent agreeing signal is added to any set of evidence', () => {
+    const violations: string[] = [];
+    let compared = 0;
+    for (const set of evidenceSets()) {
+      for (const signal of AGREEING) {
+        if (set.has.has(signal)) continue;
+        const more = evidenceSets().find((other) => other.failed === set.failed && other.wmConfidence === set.wmConfidence && other.similarity === set.similarity && sameSignals(other.has, new Set([...set.has, signal])));
+        if (!more) continue;
+        compared++;
+        const before = decide(set.evidence);
+        const after = decide(more.evidence);
+        if ((after.confidence ?? -1) < (before.confidence ?? -1)) {
+          violations.push(`${describeSet(set)} (${before.status} ${before.confidence}) + ${signal} → ${after.status} ${after.confidence}`);
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(100);
+    expect(violations).toEqual([]);
   });
 
   it('weighs an inconclusive result over the signals that ran', () => {
@@ -130,6 +154,49 @@ describe('ordering and details', () => {
   });
 });
 
-function no(value: number | null): number {
-  return value ?? -1;
+/** The signals that, present, agree with the result: a Cairn manifest and what independently confirms it. */
+const AGREEING = ['manifest', 'ocsp_good', 'watermark', 'fingerprint', 'anchor'] as const;
+type Agreeing = (typeof AGREEING)[number];
+
+interface EvidenceSet {
+  has: Set<Agreeing>;
+  /** The watermark service failed (the inconclusive branch); the watermark signal is then absent. */
+  failed: boolean;
+  wmConfidence: number;
+  similarity: number;
+  evidence: Evidence;
+}
+
+const sameSignals = (a: Set<Agreeing>, b: Set<Agreeing>) => a.size === b.size && [...a].every((x) => b.has(x));
+const describeSet = (set: EvidenceSet) => `{${[...set.has].join(', ')}}${set.failed ? ' watermark service down' : ''} wm=${set.wmConfidence} fp=${set.similarity}`;
+
+/**
+ * Every combination of the agreeing signals, at a weak and a strong watermark read and fingerprint similarity,
+ * with the watermark service up and down. An absent signal is what the verifier reports when it found nothing:
+ * no manifest, OCSP not checked, watermark not detected, no fingerprint match, anchor not available.
+ */
+function evidenceSets(): EvidenceSet[] {
+  const sets: EvidenceSet[] = [];
+  for (const failed of [false, true]) {
+    for (const wmConfidence of [0.35, 0.97]) {
+      for (const similarity of [0.6, 1]) {
+        for (let mask = 0; mask < 1 << AGREEING.length; mask++) {
+          const has = new Set(AGREEING.filter((_, i) => mask & (1 << i)));
+          // OCSP and the anchor check a manifest's certificate and digest: without a manifest they do not run.
+          if (!has.has('manifest') && (has.has('ocsp_good') || has.has('anchor'))) continue;
+          if (failed && has.has('watermark')) continue;
+          const evidence: Evidence = {
+            manifest: has.has('manifest') ? validManifest() : { kind: 'none' },
+            ocsp: has.has('ocsp_good') ? 'good' : has.has('manifest') ? 'unavailable' : 'not_checked',
+            watermark: failed ? { ran: false, reason: 'failed' } : has.has('watermark') ? { ran: true, detected: true, payloadHex: PAYLOAD, confidence: wmConfidence, registered: true, assetId: 'a_1' } : { ran: true, detected: false },
+            fingerprint: { ran: true, matches: has.has('fingerprint') ? [{ ...match, via: 'fingerprint', similarity }] : [] },
+            anchor: has.has('anchor') ? { ran: true, match: true } : { ran: false, reason: 'not_available' },
+            ...(has.has('watermark') ? { watermarkMatch: match } : {}),
+          };
+          sets.push({ has, failed, wmConfidence, similarity, evidence });
+        }
+      }
+    }
+  }
+  return sets;
 }

@@ -59,27 +59,33 @@ export interface Verdict {
 }
 
 /**
- * How much each signal weighs in the confidence. A signal that did not run is left out of both the sum
- * and the total, so a result is weighed over what was actually checked.
+ * How strongly each signal, on its own, supports a result: the share of the remaining doubt it removes when
+ * it agrees. Confidence combines the signals that agree as independent evidence (noisy-OR):
+ * `1 − Π(1 − weight × score)`. Each agreeing signal multiplies the doubt left by the others by `1 − w × s`
+ * (≤ 1), so more independent agreeing evidence never lowers confidence, and a signal that did not run, or ran
+ * and found nothing, changes nothing: absence of evidence is not evidence against. (A weighted mean, used
+ * before, ranked a manifest plus a matching 0.97 watermark below the manifest alone.) Evidence that
+ * contradicts the result decides a "weighted, low" status instead, capped at LOW_CONFIDENCE_CAP. The order
+ * this gives: manifest (0.9) above a watermark alone (≤ 0.8) above a fingerprint alone (≤ 0.6).
  */
-export const SIGNAL_WEIGHTS = { manifest: 0.5, ocsp: 0.1, watermark: 0.3, fingerprint: 0.15, anchor: 0.1 } as const;
+export const SIGNAL_WEIGHTS = { manifest: 0.9, ocsp: 0.5, watermark: 0.8, fingerprint: 0.6, anchor: 0.6 } as const;
 
 /** Statuses marked "weighted, low" in DESIGN.md are capped here: evidence exists but something is wrong. */
 export const LOW_CONFIDENCE_CAP = 0.35;
 
 type Part = [weight: number, score: number];
 
+/** Noisy-OR over the signals in `parts` (see SIGNAL_WEIGHTS): 0 when nothing supports the result. */
 function weighted(parts: Part[]): number {
-  const total = parts.reduce((sum, [w]) => sum + w, 0);
-  if (total === 0) return 0;
-  return round(parts.reduce((sum, [w, s]) => sum + w * s, 0) / total);
+  const doubt = parts.reduce((left, [w, s]) => left * (1 - Math.min(1, Math.max(0, w * s))), 1);
+  return round(1 - doubt);
 }
 
 const round = (value: number) => Math.round(Math.min(1, Math.max(0, value)) * 1000) / 1000;
 
 function ocspPart(ocsp: Evidence['ocsp']): Part[] {
   if (ocsp === 'good') return [[SIGNAL_WEIGHTS.ocsp, 1]];
-  if (ocsp === 'unknown') return [[SIGNAL_WEIGHTS.ocsp, 0.3]];
+  // "unknown" (the responder does not know the certificate) vouches for nothing, so it adds no confidence.
   return [];
 }
 
@@ -242,7 +248,7 @@ export function decide(e: Evidence): Verdict {
     const parts: Part[] = [];
     if (m.kind === 'manifest') parts.push([SIGNAL_WEIGHTS.manifest, 1], ...ocspPart(e.ocsp));
     if (e.watermark.ran) parts.push([SIGNAL_WEIGHTS.watermark, e.watermark.detected && e.watermark.registered ? e.watermark.confidence : 0]);
-    if (e.fingerprint.ran) parts.push([SIGNAL_WEIGHTS.fingerprint, e.fingerprint.matches.length ? 1 : 0]);
+    if (e.fingerprint.ran && e.fingerprint.matches.length) parts.push([SIGNAL_WEIGHTS.fingerprint, Math.max(...e.fingerprint.matches.map((x) => x.similarity))]);
     parts.push(...anchorPart(e.anchor));
     return result('inconclusive', weighted(parts), {
       user: 'Not every check could be completed right now, so this file’s provenance cannot be fully assessed. Try again later.',
@@ -288,9 +294,13 @@ export function decide(e: Evidence): Verdict {
   const wm = e.watermark;
   if (wm.ran && wm.detected && wm.registered) {
     const matches = e.watermarkMatch ? [e.watermarkMatch] : [];
+    // A fingerprint match to the asset the watermark names is a second, independent path to the same record.
+    const parts: Part[] = [[SIGNAL_WEIGHTS.watermark, wm.confidence]];
+    const sameAsset = e.fingerprint.ran ? e.fingerprint.matches.filter((x) => wm.assetId !== undefined && x.assetId === wm.assetId) : [];
+    if (sameAsset.length) parts.push([SIGNAL_WEIGHTS.fingerprint, Math.max(...sameAsset.map((x) => x.similarity))]);
     return result(
       'watermark_only',
-      round(0.8 * wm.confidence),
+      weighted(parts),
       {
         user: 'This file has no provenance manifest (it was probably stripped), but its invisible watermark leads to a signed record. See the match for the original.',
         developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered${wm.assetId ? ` to ${wm.assetId}` : ''}.`,
@@ -311,7 +321,7 @@ export function decide(e: Evidence): Verdict {
     const best = Math.max(...e.fingerprint.matches.map((x) => x.similarity));
     return result(
       'fingerprint_match_only',
-      round(0.6 * best),
+      weighted([[SIGNAL_WEIGHTS.fingerprint, best]]),
       {
         user: 'This file has no manifest or watermark, but it closely resembles a signed asset. See the matches.',
         developer: `Soft-binding lookup: ${e.fingerprint.matches.length} match(es), best similarity ${best}.`,
