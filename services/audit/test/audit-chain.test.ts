@@ -6,6 +6,7 @@ import { auditV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
+import { entryHash, type ChainedFields } from '../src/domain/chain.js';
 import { auditService } from '../src/service.js';
 
 const auditClient = (address: string) => createClient(auditV1.AuditService, address);
@@ -42,6 +43,28 @@ async function record(tenantId: string, n: number): Promise<void> {
   }
 }
 
+interface EntryRow extends ChainedFields {
+  prevHash: string;
+  hash: string;
+}
+
+async function rowOf(tenantId: string, seq: number): Promise<EntryRow> {
+  const { rows } = await admin.query<{ entry_id: string; seq: string; event_id: string; event_type: string; occurred_at: Date; data: unknown; prev_hash: string; hash: string }>(
+    'select entry_id, seq, event_id, event_type, occurred_at, data, prev_hash, hash from audit.entries where tenant_id = $1 and seq = $2',
+    [tenantId, seq],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`no entry ${seq}`);
+  return { tenantId, seq: Number(row.seq), entryId: row.entry_id, eventId: row.event_id, eventType: row.event_type, occurredAt: row.occurred_at, data: row.data, prevHash: row.prev_hash, hash: row.hash };
+}
+
+/** A forger with write access to the table: changes entry `seq` and recomputes its own hash so it checks out alone. */
+async function rewrite(tenantId: string, seq: number, change: (row: EntryRow) => EntryRow): Promise<void> {
+  const forged = change(await rowOf(tenantId, seq));
+  const hash = entryHash(forged, forged.prevHash);
+  await admin.query('update audit.entries set seq = $3, data = $4, hash = $5 where tenant_id = $1 and seq = $2', [tenantId, seq, forged.seq, JSON.stringify(forged.data), hash]);
+}
+
 describe('audit hash chain', () => {
   it('chains concurrent appends without gaps and detects a deleted entry', async () => {
     const tenantId = newId('tenant');
@@ -58,12 +81,54 @@ describe('audit hash chain', () => {
     expect(verdict.reason).toMatch(/missing/);
   });
 
-  it('detects a re-hashed forgery through the next entry', async () => {
+  it('detects an entry whose own hash was overwritten with garbage', async () => {
     const tenantId = newId('tenant');
     await record(tenantId, 5);
-    // Forging entry 2 and recomputing its own hash still breaks entry 3's prev_hash link.
     await admin.query(`update audit.entries set hash = repeat('a', 64) where tenant_id = $1 and seq = 2`, [tenantId]);
-    expect(await audit.verifyChain({ tenantId })).toMatchObject({ intact: false, firstBrokenSeq: 2n });
+    const verdict = await audit.verifyChain({ tenantId });
+    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 2n, entriesChecked: 1n });
+    expect(verdict.reason).toMatch(/hash mismatch/);
+  });
+
+  it('detects an edited entry whose own hash was recomputed, through the next entry’s prev_hash link', async () => {
+    const tenantId = newId('tenant');
+    await record(tenantId, 5);
+    // The forger rewrites what entry 2 says and gives it a hash consistent with its new content and its
+    // prev_hash: entry 2 alone checks out, so only the link from entry 3 can catch it.
+    await rewrite(tenantId, 2, (row) => ({ ...row, data: { ...(row.data as Record<string, unknown>), asset_id: 'asset_forged' } }));
+    const forged = await rowOf(tenantId, 2);
+    expect(forged.data).toMatchObject({ asset_id: 'asset_forged' });
+    expect(entryHash(forged, forged.prevHash)).toBe(forged.hash);
+    const verdict = await audit.verifyChain({ tenantId });
+    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 3n, entriesChecked: 2n });
+    expect(verdict.reason).toMatch(/prev_hash/);
+  });
+
+  it('detects a deleted entry whose gap was closed by renumbering and re-hashing the entries after it', async () => {
+    const tenantId = newId('tenant');
+    await record(tenantId, 5);
+    await admin.query('delete from audit.entries where tenant_id = $1 and seq = 3', [tenantId]);
+    // Entries 4 and 5 move down to 3 and 4 with hashes recomputed over their new seq: no gap, each self-consistent.
+    for (const seq of [4, 5]) await rewrite(tenantId, seq, (row) => ({ ...row, seq: seq - 1 }));
+    expect((await audit.listEntries({ tenantId, limit: 10 })).entries.map((e) => Number(e.seq))).toEqual([4, 3, 2, 1]);
+    const verdict = await audit.verifyChain({ tenantId });
+    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 3n, entriesChecked: 2n });
+    expect(verdict.reason).toMatch(/prev_hash/);
+  });
+
+  it('detects a reordered pair of entries, each re-hashed at its new place', async () => {
+    const tenantId = newId('tenant');
+    await record(tenantId, 5);
+    const [second, third] = [await rowOf(tenantId, 2), await rowOf(tenantId, 3)];
+    // Swap 2 and 3 (through a free seq, the (tenant, seq) index is unique), each keeping its prev_hash.
+    await rewrite(tenantId, 2, (row) => ({ ...row, seq: 100 }));
+    await rewrite(tenantId, 3, (row) => ({ ...row, seq: 2 }));
+    await rewrite(tenantId, 100, (row) => ({ ...row, seq: 3 }));
+    expect((await rowOf(tenantId, 2)).entryId).toBe(third.entryId);
+    expect((await rowOf(tenantId, 3)).entryId).toBe(second.entryId);
+    const verdict = await audit.verifyChain({ tenantId });
+    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 2n, entriesChecked: 1n });
+    expect(verdict.reason).toMatch(/prev_hash/);
   });
 
   it('a retention purge keeps the remaining chain verifiable from its checkpoint', async () => {
