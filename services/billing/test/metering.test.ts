@@ -145,10 +145,36 @@ describe('billing metering', () => {
     expect(await codeOf(billing.reserve({ tenantId, meter: 'video_sign', plan: 'developer' }))).toBe('ok');
   });
 
-  it('keeps tenants apart (row-level security)', async () => {
+  it('refuses to commit another tenant’s reservation', async () => {
     const a = newId('tenant');
     const b = newId('tenant');
     const r = await billing.reserve({ tenantId: a, meter: 'lookup', plan: 'developer' });
     expect(await codeOf(billing.commit({ tenantId: b, reservationId: r.reservationId }))).toBe('cairn.not_found');
+    expect(await usageOf(a, 'developer', 'lookup')).toMatchObject({ used: 0n, reserved: 1n });
+  });
+
+  it('keeps tenants apart in the database itself (row-level security), whatever the query asks', async () => {
+    const a = newId('tenant');
+    const b = newId('tenant');
+    const r = await billing.reserve({ tenantId: a, meter: 'lookup', plan: 'developer' });
+    // As the service role, selecting by reservation id alone, with no tenant in the WHERE clause: only the
+    // policy stands between tenant b and tenant a's row (packages/db/test/rls.test.ts covers every table).
+    const app = new pg.Client({ connectionString: sandbox.databaseUrl });
+    await app.connect();
+    const visibleTo = async (tenantId: string) => {
+      await app.query('begin');
+      try {
+        await app.query("select set_config('cairn.tenant_id', $1, true)", [tenantId]);
+        return (await app.query<{ tenant_id: string }>('select tenant_id from billing.reservations where reservation_id = $1', [r.reservationId])).rows;
+      } finally {
+        await app.query('rollback');
+      }
+    };
+    try {
+      expect(await visibleTo(a)).toEqual([{ tenant_id: a }]);
+      expect(await visibleTo(b)).toEqual([]);
+    } finally {
+      await app.end();
+    }
   });
 });
