@@ -34,10 +34,34 @@ describe('startService', () => {
   });
 
   it('starts, reports ready, then reports draining before it stops', async () => {
-    const service = await start({});
+    // A shutdown hook that holds the drain open until the test has looked: the window in which in-flight work
+    // finishes, and in which a load balancer must already see the service as not ready.
+    let entered!: () => void;
+    const draining = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const service = await startService({
+      name: 'webhook',
+      configShape: {},
+      migrationsFolder,
+      env: sandbox.env,
+      register: async (ctx) =>
+        ctx.onShutdown(async () => {
+          entered();
+          await released;
+        }),
+    });
     const ops = `http://127.0.0.1:${service.opsPort}`;
-    expect((await fetch(`${ops}/readyz`)).status).toBe(200);
+    const ready = await fetch(`${ops}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready' });
+
     const stopping = service.stop();
+    await draining;
+    const during = await fetch(`${ops}/readyz`);
+    expect(during.status).toBe(503);
+    expect(await during.json()).toEqual({ status: 'not_ready', checks: { postgres: 'ok', redis: 'ok', nats: 'ok', lifecycle: 'draining' } });
+    release();
     await stopping;
     await expect(fetch(`${ops}/readyz`)).rejects.toThrow();
   });
