@@ -142,7 +142,7 @@ describe('audit log through the API', () => {
   });
 
   it('a sub-tenant sees only its own log', async () => {
-    const parent = await onboard(stack, 'developer');
+    const parent = await onboard(stack, 'growth'); // sub-tenants need growth or enterprise
     const subRes = await stack.request('/v1/tenants', { method: 'POST', key: parent.api_key, json: { name: 'Sub', plan: 'developer' } });
     expect(subRes.status).toBe(201);
     const sub = (await subRes.json()) as { tenant_id: string };

@@ -24,6 +24,10 @@ export const gatewayConfigShape = {
   PUBLIC_RESOLUTION_PER_MINUTE: z.coerce.number().int().positive().default(30),
   /** Self-onboarding attempts per client address per minute. */
   ONBOARD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  /** How long the sealed onboarding answer (it holds the admin key) is kept for replays: the idempotency window. */
+  ONBOARD_REPLAY_TTL_SECONDS: z.coerce.number().int().positive().default(86_400),
+  /** How often sealed onboarding answers past that window are dropped. */
+  ONBOARD_REPLAY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   /** How often the gateway looks for API keys expiring within 7 days (key.expiring, once per key). */
   KEY_EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
 };

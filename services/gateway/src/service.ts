@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
 import { createBlobStore } from '@cairn/blob';
 import { anchorV1, auditV1, billingV1, gatewayV1, signerV1, softbindingV1, verifierV1, watermarkV1, webhookV1 } from '@cairn/proto';
-import { closeServer, listen, type ServiceDefinition } from '@cairn/runtime';
+import { closeServer, every, listen, type ServiceDefinition } from '@cairn/runtime';
 import { gatewayConfigShape, resolveDataKey } from './config.js';
 import { createPaymentProcessor } from './domain/payments.js';
 import { RedisRateLimiter } from './domain/rate-limit.js';
@@ -25,7 +25,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
     register: async (ctx) => {
       const { config } = ctx;
       const sealer = new Sealer(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY), 'CAIRN_DATA_KEY');
-      const store = new TenantStore(ctx.db, ctx.outbox, sealer);
+      const store = new TenantStore(ctx.db, ctx.outbox, sealer, config.ONBOARD_REPLAY_TTL_SECONDS);
       const recipes = new RecipeCatalog(ctx.db);
       await recipes.seed();
 
@@ -66,6 +66,16 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       ctx.expose('http', port);
       ctx.onShutdown(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
       ctx.onShutdown(startKeyExpirySweep(ctx.db, ctx.outbox, ctx.logger, config.KEY_EXPIRY_SWEEP_INTERVAL_MS));
+      ctx.onShutdown(
+        every(
+          config.ONBOARD_REPLAY_SWEEP_INTERVAL_MS,
+          async () => {
+            const dropped = await store.dropExpiredOnboardingAnswers();
+            if (dropped > 0) ctx.logger.info({ dropped }, 'sealed onboarding answers past the replay window dropped');
+          },
+          (error) => ctx.logger.warn({ err: error }, 'onboarding replay sweep failed; will retry'),
+        ),
+      );
     },
   };
 }

@@ -72,7 +72,9 @@ export const apiKeys = gateway.table(
 
 /**
  * One row per onboarding Idempotency-Key: the request's hash and the sealed (AES-GCM) answer, so a replay
- * gets the same tenant and key and a different payload is refused. Readable only by presenting the key.
+ * gets the same tenant and key and a different payload is refused. Readable only by presenting the key. The
+ * sealed answer (it holds an admin key) is kept for the replay window only: the sweep, as
+ * `cairn.system = 'onboard-replay-expiry'`, nulls it once the window is over.
  */
 export const onboardingRequests = gateway.table(
   'onboarding_requests',
@@ -84,6 +86,12 @@ export const onboardingRequests = gateway.table(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    pgPolicy('onboarding_requests_replay_expiry', {
+      for: 'all',
+      // (Not narrower: an UPDATE's new row must still pass this, so it cannot depend on the column the sweep nulls.)
+      using: sql`current_setting('cairn.system', true) = 'onboard-replay-expiry'`,
+      withCheck: sql`current_setting('cairn.system', true) = 'onboard-replay-expiry'`,
+    }),
     pgPolicy('onboarding_requests_by_key', {
       for: 'all',
       using: sql`${t.idempotencyKey} = current_setting('cairn.idempotency_key', true)`,

@@ -19,6 +19,11 @@ export interface Plan {
   requiresPaymentMethod: boolean;
   /** Rank for "a parent may create sub-tenants on its own plan or a lower one". */
   rank: number;
+  /**
+   * May create sub-tenants. Not on free or developer: every sub-tenant has its own quotas, so a tenant that
+   * pays nothing (or little) could otherwise multiply its included units by making children.
+   */
+  subTenants: boolean;
 }
 
 const notOffered = null;
@@ -32,6 +37,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     selfServe: true,
     requiresPaymentMethod: false,
     rank: 0,
+    subTenants: false,
   },
   developer: {
     name: 'developer',
@@ -41,6 +47,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     selfServe: true,
     requiresPaymentMethod: true,
     rank: 1,
+    subTenants: false,
   },
   growth: {
     name: 'growth',
@@ -50,6 +57,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     selfServe: true,
     requiresPaymentMethod: true,
     rank: 2,
+    subTenants: true,
   },
   enterprise: {
     name: 'enterprise',
@@ -59,6 +67,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     selfServe: false,
     requiresPaymentMethod: false,
     rank: 3,
+    subTenants: true,
   },
 };
 

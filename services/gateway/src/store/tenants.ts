@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull } from 'drizzle-orm';
+import { and, desc, eq, gt, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
 import { newEvent, type EventEnvelope } from '@cairn/bus';
 import { setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
@@ -7,9 +7,13 @@ import type { Outbox } from '@cairn/runtime';
 import { apiKeys, onboardingRequests, tenants } from '../db/schema.js';
 import { apiKeyMatches, hashApiKey, keyState, type Scope } from '../domain/api-keys.js';
 import { PLANS, type PlanName } from '../domain/plans.js';
+import { capAboveParentDetail, capFitsUnder, initialChildCap } from '../domain/tenant-tree.js';
 import type { Sealer } from '@cairn/sealing';
 
 export type TenantRecord = typeof tenants.$inferSelect;
+
+/** The onboarding idempotency window: 24 h, as for every Idempotency-Key. */
+export const ONBOARD_REPLAY_TTL_DEFAULT_SECONDS = 86_400;
 export type KeyRecord = Omit<typeof apiKeys.$inferSelect, 'keyHash' | 'expiringNotifiedAt'>;
 
 export interface AuthenticatedKey {
@@ -46,6 +50,8 @@ export class TenantStore {
     private readonly db: Database,
     private readonly outbox: Outbox,
     private readonly sealer: Sealer,
+    /** How long a sealed onboarding answer may be replayed (the idempotency window). */
+    private readonly onboardReplayTtlSeconds: number = ONBOARD_REPLAY_TTL_DEFAULT_SECONDS,
   ) {}
 
   /** Resolves a presented API key; failures are values so the caller picks the answer (always 401 today). */
@@ -96,7 +102,17 @@ export class TenantStore {
         .onConflictDoNothing()
         .returning({ key: onboardingRequests.idempotencyKey });
       if (claimed.length === 0) {
-        const [previous] = await tx.select().from(onboardingRequests).where(eq(onboardingRequests.idempotencyKey, input.idempotencyKey));
+        const [previous] = await tx
+          .select({ requestHash: onboardingRequests.requestHash, sealedResponse: onboardingRequests.sealedResponse, expired: this.replayExpired() })
+          .from(onboardingRequests)
+          .where(eq(onboardingRequests.idempotencyKey, input.idempotencyKey));
+        // Past the window the answer is refused even before the sweep has dropped it: the key is never handed out again.
+        if (previous?.expired) {
+          throw new CairnError(
+            'cairn.onboard.idempotency_expired',
+            `This Idempotency-Key was used more than ${formatWindow(this.onboardReplayTtlSeconds)} ago; its answer, API key included, is no longer kept and is never shown again. The tenant it created exists: manage its keys with an admin key, or send a new Idempotency-Key only to create another tenant.`,
+          );
+        }
         if (!previous?.sealedResponse) throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key is in use by a request that did not complete.');
         if (previous.requestHash !== input.requestHash) {
           throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key was used with a different request body.');
@@ -116,6 +132,28 @@ export class TenantStore {
     }).finally(() => this.outbox.flush());
   }
 
+  /**
+   * Drops the sealed onboarding answers older than the replay window (nulled, not deleted: the row keeps the
+   * key claimed, so a late replay is refused rather than creating a second tenant). Runs as
+   * `cairn.system = 'onboard-replay-expiry'`, which opens only rows still holding an answer.
+   */
+  async dropExpiredOnboardingAnswers(): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('cairn.system', 'onboard-replay-expiry', true)`);
+      const dropped = await tx
+        .update(onboardingRequests)
+        .set({ sealedResponse: null })
+        .where(and(isNotNull(onboardingRequests.sealedResponse), this.replayExpired()))
+        .returning({ key: onboardingRequests.idempotencyKey });
+      return dropped.length;
+    });
+  }
+
+  /** Whether an onboarding row is past the replay window, by the database's clock (the one that set created_at). */
+  private replayExpired(): SQL<boolean> {
+    return sql<boolean>`${onboardingRequests.createdAt} <= now() - make_interval(secs => ${this.onboardReplayTtlSeconds})`;
+  }
+
   /** A primary enterprise tenant and its first admin key (the operator's bootstrap command). */
   async bootstrap(input: { name: string; email?: string | null }): Promise<{ tenant: TenantRecord; key: NewKey }> {
     const tenantId = newId('tenant');
@@ -126,9 +164,18 @@ export class TenantStore {
     });
   }
 
+  /**
+   * A sub-tenant of `parent`. Its cap (the parent's when none is asked for) must fit under the parent's
+   * current cap, read under a row lock so a concurrent change of the parent's cap cannot slip between.
+   */
   async createSubTenant(parent: TenantRecord, input: NewTenantInput): Promise<TenantRecord> {
     const tenantId = newId('tenant');
-    return withTenant(this.db, parent.tenantId, (tx) => this.insertTenant(tx, tenantId, parent.tenantId, input, 'subtenant')).finally(() => this.outbox.flush());
+    return withTenant(this.db, parent.tenantId, async (tx) => {
+      const parentCap = await this.lockCap(tx, parent.tenantId);
+      const cap = initialChildCap(parentCap, input.spendingCapUsd);
+      assertCapFits(parentCap, cap);
+      return this.insertTenant(tx, tenantId, parent.tenantId, { ...input, spendingCapUsd: cap }, 'subtenant');
+    }).finally(() => this.outbox.flush());
   }
 
   async createKey(tenantId: string, input: { scope: Scope; description: string | null; expiresAt: Date | null }, actorTenantId: string): Promise<NewKey> {
@@ -170,8 +217,19 @@ export class TenantStore {
     }).finally(() => this.outbox.flush());
   }
 
+  /**
+   * Changes a tenant's settings as `actorTenantId` (the tenant itself or its parent; the caller checked who may
+   * change the cap). Runs under the actor's row-level context, which sees both the target and, for a parent,
+   * its children. A sub-tenant's new cap must fit under its parent's; a parent's new cap lowers every child cap
+   * above it (or absent) to it, in the same transaction, so no child ever holds a cap above its parent's.
+   */
   async updateSettings(tenant: TenantRecord, patch: SettingsPatch, actorTenantId: string): Promise<TenantRecord> {
-    return withTenant(this.db, tenant.tenantId, async (tx) => {
+    return withTenant(this.db, actorTenantId, async (tx) => {
+      if (patch.spendingCapUsd !== undefined) {
+        // Parent row first, in both cases: the same lock order as createSubTenant, so they serialize.
+        if (tenant.parentTenantId) assertCapFits(await this.lockCap(tx, tenant.parentTenantId), patch.spendingCapUsd);
+        else await this.lockCap(tx, tenant.tenantId);
+      }
       const [updated] = await tx
         .update(tenants)
         .set({
@@ -186,8 +244,27 @@ export class TenantStore {
       if (patch.auditRetentionDays !== undefined) changes.audit_retention_days = { from: tenant.auditRetentionDays, to: updated.auditRetentionDays };
       if (patch.spendingCapUsd !== undefined) changes.spending_cap_usd = { from: tenant.spendingCapUsd, to: updated.spendingCapUsd };
       await this.emit(tx, newEvent('settings.changed', tenant.tenantId, { changes, actor_tenant_id: actorTenantId }));
+      const newCap = patch.spendingCapUsd;
+      if (newCap !== undefined && newCap !== null && !tenant.parentTenantId) {
+        const above = await tx
+          .select({ tenantId: tenants.tenantId, spendingCapUsd: tenants.spendingCapUsd })
+          .from(tenants)
+          .where(and(eq(tenants.parentTenantId, tenant.tenantId), or(isNull(tenants.spendingCapUsd), gt(tenants.spendingCapUsd, newCap))))
+          .for('update');
+        for (const child of above) {
+          await tx.update(tenants).set({ spendingCapUsd: newCap, updatedAt: new Date() }).where(eq(tenants.tenantId, child.tenantId));
+          await this.emit(tx, newEvent('settings.changed', child.tenantId, { changes: { spending_cap_usd: { from: child.spendingCapUsd, to: newCap } }, actor_tenant_id: actorTenantId, reason: 'parent_cap_lowered' }));
+        }
+      }
       return updated;
     }).finally(() => this.outbox.flush());
+  }
+
+  /** The tenant's cap, its row locked until the transaction ends. */
+  private async lockCap(tx: Tx, tenantId: string): Promise<number | null> {
+    const [row] = await tx.select({ cap: tenants.spendingCapUsd }).from(tenants).where(eq(tenants.tenantId, tenantId)).for('update');
+    if (!row) throw new CairnError('cairn.not_found', 'Tenant not found');
+    return row.cap;
   }
 
   private async insertTenant(tx: Tx, tenantId: string, parentTenantId: string | null, input: NewTenantInput, via: string): Promise<TenantRecord> {
@@ -237,6 +314,18 @@ export class TenantStore {
   private emit(tx: Tx, event: EventEnvelope): Promise<void> {
     return this.outbox.enqueue(tx, event);
   }
+}
+
+function formatWindow(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600} h`;
+  return `${seconds} s`;
+}
+
+function assertCapFits(parentCap: number | null, cap: number | null): void {
+  if (capFitsUnder(parentCap, cap)) return;
+  throw new CairnError('cairn.tenant.spending_cap_above_parent', capAboveParentDetail(parentCap ?? 0, cap), {
+    errors: [{ path: 'spending_cap_usd', message: `at most ${(parentCap ?? 0).toFixed(2)} (the parent's cap)` }],
+  });
 }
 
 function stripHash(row: typeof apiKeys.$inferSelect): KeyRecord {

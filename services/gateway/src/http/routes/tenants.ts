@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
 import { SCOPES } from '../../domain/api-keys.js';
 import { PLANS, PLAN_NAMES, type PlanName } from '../../domain/plans.js';
+import { mayChangeSpendingCap } from '../../domain/tenant-tree.js';
 import type { TenantRecord, TenantStore } from '../../store/tenants.js';
 import { requireScope } from '../auth.js';
 import { presentKey, presentSettings, presentTenant } from '../present.js';
@@ -51,10 +52,16 @@ export function tenantRoutes(deps: { store: TenantStore }): Router {
     const actor = req.auth!.tenant;
     const body = jsonBody(req, createTenantBody);
     if (actor.parentTenantId) throw new CairnError('cairn.auth.forbidden', 'Sub-tenants cannot create sub-tenants of their own.');
-    if (PLANS[body.plan].rank > PLANS[actor.plan as PlanName].rank) {
+    const actorPlan = PLANS[actor.plan as PlanName];
+    if (!actorPlan.subTenants) {
+      const offered = Object.values(PLANS).filter((p) => p.subTenants).map((p) => p.name);
+      throw new CairnError('cairn.tenant.subtenants_not_available', `The ${actorPlan.name} plan does not include sub-tenants (each would get its own quotas); they come with ${offered.join(' and ')}.`);
+    }
+    if (PLANS[body.plan].rank > actorPlan.rank) {
       throw new CairnError('cairn.tenant.plan_not_allowed', `A ${actor.plan} tenant can create sub-tenants on its own plan or a lower one, not ${body.plan}.`);
     }
-    const tenant = await store.createSubTenant(actor, { name: body.name, email: body.email ?? null, plan: body.plan, spendingCapUsd: body.spending_cap_usd ?? null });
+    // An absent cap means "the parent's"; an explicit null asks for none, which only an uncapped parent allows.
+    const tenant = await store.createSubTenant(actor, { name: body.name, email: body.email ?? null, plan: body.plan, ...(body.spending_cap_usd !== undefined ? { spendingCapUsd: body.spending_cap_usd } : {}) });
     res.status(201).location(`/v1/tenants/${tenant.tenantId}`).json(presentTenant(tenant));
   });
 
@@ -98,7 +105,11 @@ export function tenantRoutes(deps: { store: TenantStore }): Router {
         errors: [{ path: 'audit_retention_days', message: `at most ${plan.audit.maxRetentionDays} on ${plan.name}` }],
       });
     }
-    const updated = await store.updateSettings(target, { auditRetentionDays: body.audit_retention_days, spendingCapUsd: body.spending_cap_usd }, req.auth!.tenant.tenantId);
+    const actorId = req.auth!.tenant.tenantId;
+    if (body.spending_cap_usd !== undefined && !mayChangeSpendingCap(actorId, target)) {
+      throw new CairnError('cairn.auth.forbidden', `A sub-tenant's spending_cap_usd is set by its parent's admin key, not its own; its other settings stay its own.`);
+    }
+    const updated = await store.updateSettings(target, { auditRetentionDays: body.audit_retention_days, spendingCapUsd: body.spending_cap_usd }, actorId);
     res.json(presentSettings(updated));
   });
 

@@ -1,0 +1,1 @@
+CREATE POLICY "onboarding_requests_replay_expiry" ON "gateway"."onboarding_requests" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'onboard-replay-expiry') WITH CHECK (current_setting('cairn.system', true) = 'onboard-replay-expiry');
