@@ -1,8 +1,24 @@
 import { z } from 'zod';
+import { parseWatermarkKeys, type WatermarkKey } from './domain/keys.js';
 import { defaultPoolSize } from './domain/pool.js';
 
 /** watermark-only settings (the common ones come from @cairn/config). */
 export const watermarkConfigShape = {
   /** Worker threads for embedding and detection; by default one per core but one, which serves gRPC. */
   WATERMARK_WORKERS: z.coerce.number().int().min(1).max(64).default(defaultPoolSize()),
+  /**
+   * The cairn-dct-keyed-v1 keys: `kid:hex,kid:hex` or JSON `[{"kid","key"}]`, 32-byte keys, the first signs new
+   * marks, the rest are still detected (rotation). Required in production; unset in development, the service
+   * generates one and keeps it sealed in its schema (app/keyring.ts).
+   */
+  WATERMARK_KEYS: z
+    .string()
+    .optional()
+    .transform((text, ctx): WatermarkKey[] | undefined => {
+      if (text === undefined || text.trim() === '') return undefined;
+      const parsed = parseWatermarkKeys(text);
+      if (parsed.ok) return parsed.keys;
+      for (const problem of parsed.problems) ctx.addIssue({ code: 'custom', message: problem });
+      return z.NEVER;
+    }),
 };

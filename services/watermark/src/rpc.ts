@@ -4,9 +4,11 @@ import type { Logger } from '@cairn/logging';
 import type { watermarkV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { MarkRegistry } from './db/marks.js';
-import type { ImageWatermarkAlgorithm } from './domain/image/algorithm.js';
+import { CAIRN_DCT_KEYED_V1_NAME } from './domain/image/cairn-dct-keyed-v1.js';
+import { CAIRN_DCT_V1_NAME } from './domain/image/cairn-dct-v1.js';
 import { ImageRejectedError } from './domain/image/raw-image.js';
-import { PAYLOAD_BYTES, payloadFor, payloadHex } from './domain/payload.js';
+import type { Keyring, WatermarkKey } from './domain/keys.js';
+import { keyedPayloadFor, PAYLOAD_BYTES, payloadFor, payloadHex } from './domain/payload.js';
 import { PoolClosedError, type ImageWorkerPool } from './domain/pool.js';
 import { requireId, requireImage } from './domain/validation.js';
 
@@ -15,13 +17,15 @@ type Methods = typeof watermarkV1.WatermarkService extends GenService<infer M> ?
 export interface WatermarkDeps {
   readonly pool: ImageWorkerPool;
   readonly registry: MarkRegistry;
-  /** The algorithm the workers run; the main thread only reads its name and limits. */
-  readonly algorithm: Pick<ImageWatermarkAlgorithm, 'name' | 'minEmbedSize'>;
+  /** The current key signs new marks; all keys (current first) are tried by detection, then cairn-dct-v1. */
+  readonly keyring: Keyring;
+  /** Smallest image side the algorithms embed into. */
+  readonly minEmbedSize: number;
   readonly logger: Logger;
 }
 
 /** cairn.watermark.v1.WatermarkService: embed a registered mark in pixels; detect one and resolve it. */
-export function watermarkHandlers({ pool, registry, algorithm, logger }: WatermarkDeps): ServiceImpl<Methods> {
+export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, logger }: WatermarkDeps): ServiceImpl<Methods> {
   /** Worker failures as the caller should see them: its own bad image, a drain, or an internal error. */
   const inWorker = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
     try {
@@ -39,22 +43,31 @@ export function watermarkHandlers({ pool, registry, algorithm, logger }: Waterma
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
       const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
       const assetId = requireId('asset', request.assetId, 'asset_id');
-      const image = requireImage(request.image, algorithm.minEmbedSize);
-      const payload = payloadFor(watermarkId);
+      const image = requireImage(request.image, minEmbedSize);
+      // A retry of an id already recorded writes exactly that mark again (same algorithm, key and payload),
+      // even if the current key has rotated since.
+      const existing = await registry.findById(tenantId, watermarkId);
+      const key = existing ? keyOf(existing) : keyring.current;
+      const payload = key ? keyedPayloadFor(key.secret, watermarkId) : payloadFor(watermarkId);
       const hex = payloadHex(payload);
+      const algorithm = key ? CAIRN_DCT_KEYED_V1_NAME : CAIRN_DCT_V1_NAME;
       // Recorded before the (expensive) embedding, so a refused id costs no CPU; a mark recorded and then
       // not delivered is harmless: the caller retries with the same id and gets the same payload.
-      await registry.record({ watermarkId, payloadHex: hex, tenantId, assetId, algorithm: algorithm.name });
-      const outcome = await inWorker('embedding', () => pool.embed(image, payload));
-      return { image: outcome.image, payloadHex: hex, psnrDb: outcome.psnrDb, algorithm: outcome.algorithm };
+      await registry.record({ watermarkId, payloadHex: hex, tenantId, assetId, algorithm, keyId: key?.kid ?? null });
+      const outcome = await inWorker('embedding', () => pool.embed(image, payload, key));
+      return { image: outcome.image, payloadHex: hex, psnrDb: outcome.psnrDb, algorithm: outcome.algorithm, keyId: outcome.keyId ?? '' };
     },
 
     detectImage: async (request) => {
       const image = requireImage(request.image);
-      const { detection, algorithm: name } = await inWorker('detection', () => pool.detect(image));
+      const { detection, algorithm: name, keyId } = await inWorker('detection', () => pool.detect(image, keyring.all));
       if (!detection) return { detected: false, algorithm: name };
       const hex = payloadHex(detection.payload);
-      const mark = await registry.findByPayload(hex);
+      const found = await registry.findByPayload(hex);
+      // A registry entry counts only for a mark read the way it was written. A keyed mark's payload is public
+      // (manifests carry it): the keyless code stamping it, or a key that is not the mark's, is not that mark.
+      const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
+      if (found && !mark) logger.warn({ algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId }, 'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark');
       return {
         detected: true,
         payloadHex: hex,
@@ -63,7 +76,9 @@ export function watermarkHandlers({ pool, registry, algorithm, logger }: Waterma
         watermarkId: mark?.watermarkId ?? '',
         assetId: mark?.assetId ?? '',
         tenantId: mark?.tenantId ?? '',
-        algorithm: mark?.algorithm ?? name,
+        algorithm: name,
+        keyId: keyId ?? '',
+        keyless: name === CAIRN_DCT_V1_NAME,
       };
     },
 
@@ -72,9 +87,19 @@ export function watermarkHandlers({ pool, registry, algorithm, logger }: Waterma
       if (!PAYLOAD_HEX.test(hex)) throw new CairnError('cairn.validation.invalid_body', `payload_hex must be ${PAYLOAD_BYTES * 2} hex digits`);
       const mark = await registry.findByPayload(hex);
       // Public fields only: whose mark it is stays with the registry.
-      return mark ? { registered: true, watermarkId: mark.watermarkId, assetId: mark.assetId, algorithm: mark.algorithm } : { registered: false };
+      return mark
+        ? { registered: true, watermarkId: mark.watermarkId, assetId: mark.assetId, algorithm: mark.algorithm, keyId: mark.keyId ?? '', keyless: mark.algorithm === CAIRN_DCT_V1_NAME }
+        : { registered: false };
     },
   };
+
+  /** The key an already recorded mark was written with: none for cairn-dct-v1, else one the service still holds. */
+  function keyOf(mark: { readonly watermarkId: string; readonly algorithm: string; readonly keyId: string | null }): WatermarkKey | undefined {
+    if (mark.algorithm === CAIRN_DCT_V1_NAME) return undefined;
+    const key = keyring.all.find((k) => k.kid === mark.keyId);
+    if (!key) throw new CairnError('cairn.sign.idempotency_conflict', `watermark_id ${mark.watermarkId} was embedded under a watermark key this service no longer holds; use a new watermark id`);
+    return key;
+  }
 }
 
 const PAYLOAD_HEX = new RegExp(`^[0-9a-f]{${PAYLOAD_BYTES * 2}}$`);

@@ -3,9 +3,11 @@ import { watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { watermarkConfigShape } from './config.js';
 import { MarkRegistry } from './db/marks.js';
-import { createImageWatermark } from './domain/image/cairn-dct-v1.js';
+import { resolveKeyring } from './app/keyring.js';
+import { CAIRN_DCT_V1 } from './domain/image/cairn-dct-v1.js';
 import { ImageWorkerPool } from './domain/pool.js';
 import { watermarkHandlers } from './rpc.js';
+import { GeneratedKeyStore } from './store/generated-keys.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
@@ -16,6 +18,8 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
     migrationsFolder,
     env,
     register: async (ctx) => {
+      // Before the workers: a production deployment without keys stops here, saying what is missing.
+      const keyring = await resolveKeyring({ env: ctx.config.CAIRN_ENV, configured: ctx.config.WATERMARK_KEYS, store: new GeneratedKeyStore(ctx.db), logger: ctx.logger });
       const pool = new ImageWorkerPool({ size: ctx.config.WATERMARK_WORKERS });
       // A worker that cannot load fails start-up here rather than the first request.
       await pool.ready().catch(async (error: unknown) => {
@@ -24,9 +28,9 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
       });
       // Draining: work already accepted finishes (within the grace period) before the workers stop.
       ctx.onShutdown(() => pool.close(ctx.config.SHUTDOWN_GRACE_MS));
-      const handlers = watermarkHandlers({ pool, registry: new MarkRegistry(ctx.db), algorithm: createImageWatermark(), logger: ctx.logger });
+      const handlers = watermarkHandlers({ pool, registry: new MarkRegistry(ctx.db), keyring, minEmbedSize: CAIRN_DCT_V1.minEmbedSize, logger: ctx.logger });
       ctx.rpc.add(watermarkV1.WatermarkService, handlers);
-      ctx.logger.info({ workers: pool.size }, 'image worker pool started');
+      ctx.logger.info({ workers: pool.size, key_id: keyring.current.kid, detected_key_ids: keyring.all.map((k) => k.kid) }, 'image worker pool started');
     },
   };
 }

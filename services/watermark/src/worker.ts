@@ -4,16 +4,15 @@
  * infrastructure, so a worker starts in milliseconds and holds no connections.
  */
 import { parentPort } from 'node:worker_threads';
-import { createImageWatermark } from './domain/image/cairn-dct-v1.js';
-import { runImageTask } from './domain/image-tasks.js';
+import { ImageAlgorithms, runImageTask } from './domain/image-tasks.js';
 import { WORKER_READY, type WorkerRequest } from './domain/worker-protocol.js';
 
 const port = parentPort;
 if (!port) throw new Error('src/worker.ts must run as a worker thread');
 
-const algorithm = createImageWatermark();
+const algorithms = new ImageAlgorithms();
 port.on('message', (request: WorkerRequest) => {
-  const { response, transfer } = runImageTask(algorithm, request);
+  const { response, transfer } = runImageTask(algorithms, request);
   port.postMessage(response, transfer);
 });
 port.postMessage(WORKER_READY);

@@ -54,8 +54,11 @@ describe('EmbedImage → DetectImage over gRPC', () => {
   it('marks an image, and detection after JPEG q75 resolves the mark to its tenant and asset', async () => {
     const mark = ids();
     const embedded = await client.embedImage({ ...mark, image: coffee });
-    expect(embedded.payloadHex).toBe(payloadHex(payloadFor(mark.watermarkId)));
-    expect(embedded.algorithm).toBe('cairn-dct-v1');
+    // Keyed: the payload is not the public derivation of the id.
+    expect(embedded.payloadHex).toMatch(/^[0-9a-f]{16}$/);
+    expect(embedded.payloadHex).not.toBe(payloadHex(payloadFor(mark.watermarkId)));
+    expect(embedded.algorithm).toBe('cairn-dct-keyed-v1');
+    expect(embedded.keyId).toMatch(/^dev-[0-9a-f]{8}$/);
     expect(embedded.psnrDb).toBeGreaterThanOrEqual(38);
     expect(embedded.image).toMatchObject({ width: coffee.width, height: coffee.height, channels: 3 });
     expect(embedded.image!.pixels.length).toBe(coffee.pixels.length);
@@ -69,7 +72,9 @@ describe('EmbedImage → DetectImage over gRPC', () => {
       watermarkId: mark.watermarkId,
       assetId: mark.assetId,
       tenantId: mark.tenantId,
-      algorithm: 'cairn-dct-v1',
+      algorithm: 'cairn-dct-keyed-v1',
+      keyId: embedded.keyId,
+      keyless: false,
     });
     expect(detected.confidence).toBeGreaterThan(0.5);
     expect(detected.confidence).toBeLessThanOrEqual(1);
@@ -77,14 +82,14 @@ describe('EmbedImage → DetectImage over gRPC', () => {
 
   it('answers detected=false for an unmarked photo', async () => {
     const detected = await client.detectImage({ image: chelsea });
-    expect(detected).toMatchObject({ detected: false, registered: false, payloadHex: '', watermarkId: '', tenantId: '', algorithm: 'cairn-dct-v1' });
+    expect(detected).toMatchObject({ detected: false, registered: false, payloadHex: '', watermarkId: '', tenantId: '', algorithm: 'cairn-dct-keyed-v1', keyId: '' });
   });
 
   it('answers detected but not registered for a valid mark the registry does not know', async () => {
     const stray = payloadFor(newId('watermark'));
     const marked = createImageWatermark().embed(chelsea, stray);
     const detected = await client.detectImage({ image: marked });
-    expect(detected).toMatchObject({ detected: true, payloadHex: payloadHex(stray), registered: false, watermarkId: '', tenantId: '' });
+    expect(detected).toMatchObject({ detected: true, payloadHex: payloadHex(stray), registered: false, watermarkId: '', tenantId: '', algorithm: 'cairn-dct-v1', keyless: true });
   });
 
   it('is idempotent on the watermark id, and refuses the id for another asset or tenant', async () => {
@@ -133,14 +138,14 @@ describe('registry row-level security', () => {
     const a = ids();
     const b = ids();
     await client.embedImage({ ...a, image: chelsea });
-    await client.embedImage({ ...b, image: chelsea });
+    const bMark = await client.embedImage({ ...b, image: chelsea });
     const db = service.context.db;
     const visible = (tenantId: string) => withTenant(db, tenantId, (tx) => tx.execute<{ watermark_id: string }>(sql`select watermark_id from watermark.marks`));
     expect((await visible(a.tenantId)).rows.map((r) => r.watermark_id)).toEqual([a.watermarkId]);
     expect((await visible(newId('tenant'))).rows).toEqual([]);
 
     const byPayload = await db.transaction(async (tx) => {
-      await tx.execute(sql`select set_config('cairn.watermark_payload', ${payloadHex(payloadFor(b.watermarkId))}, true)`);
+      await tx.execute(sql`select set_config('cairn.watermark_payload', ${bMark.payloadHex}, true)`);
       const rows = (await tx.execute<{ watermark_id: string }>(sql`select watermark_id from watermark.marks`)).rows;
       // Reading by payload opens the row for reading only.
       const updated = await tx.execute(sql`update watermark.marks set asset_id = 'a_x' returning watermark_id`);

@@ -9,6 +9,8 @@ export interface MarkRecord {
   readonly tenantId: string;
   readonly assetId: string;
   readonly algorithm: string;
+  /** The watermark key of a keyed mark; null for keyless (cairn-dct-v1) marks. */
+  readonly keyId: string | null;
   readonly createdAt: Date;
 }
 
@@ -28,10 +30,18 @@ export class MarkRegistry {
       // No conflict target: a clash on the id or on the payload both leave the table as it was.
       await tx.insert(marks).values(mark).onConflictDoNothing();
       const [row] = await tx.select().from(marks).where(eq(marks.watermarkId, mark.watermarkId));
-      if (!row || row.assetId !== mark.assetId || row.payloadHex !== mark.payloadHex || row.algorithm !== mark.algorithm) {
+      if (!row || row.assetId !== mark.assetId || row.payloadHex !== mark.payloadHex || row.algorithm !== mark.algorithm || row.keyId !== mark.keyId) {
         throw new CairnError('cairn.sign.idempotency_conflict', `watermark_id ${mark.watermarkId} is already registered for a different mark; use a new watermark id`);
       }
       return row;
+    });
+  }
+
+  /** The tenant's mark with this watermark id, if it has one (another tenant's is invisible). */
+  async findById(tenantId: string, watermarkId: string): Promise<MarkRecord | null> {
+    return withTenant(this.db, tenantId, async (tx) => {
+      const [row] = await tx.select().from(marks).where(eq(marks.watermarkId, watermarkId)).limit(1);
+      return row ?? null;
     });
   }
 

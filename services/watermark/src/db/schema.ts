@@ -19,6 +19,8 @@ export const marks = watermark.table(
     tenantId: text('tenant_id').notNull(),
     assetId: text('asset_id').notNull(),
     algorithm: text('algorithm').notNull(),
+    /** The key a keyed mark was embedded with (WATERMARK_KEYS kid); null for keyless cairn-dct-v1 marks. */
+    keyId: text('key_id'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -35,6 +37,17 @@ export const marks = watermark.table(
     }),
   ],
 );
+
+/**
+ * Watermark keys the service generated itself (development without WATERMARK_KEYS), sealed with AES-256-GCM
+ * bound to their kid, so a restart detects the marks it made before. Not tenant data; production keys come
+ * from configuration and never land here.
+ */
+export const generatedKeys = watermark.table('generated_keys', {
+  kid: text('kid').primaryKey(),
+  sealedKey: text('sealed_key').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+});
 
 export const outbox = outboxTable(watermark);
 export const processedEvents = processedEventsTable(watermark);

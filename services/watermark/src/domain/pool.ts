@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ImageRejectedError, type RawImage } from './image/raw-image.js';
+import type { WatermarkKey } from './keys.js';
 import { transferable } from './image-tasks.js';
 import { WORKER_READY, type DetectOutcome, type EmbedOutcome, type WorkerRequest, type WorkerResponse } from './worker-protocol.js';
 
@@ -102,17 +103,18 @@ export class ImageWorkerPool {
 
   /**
    * Marks a copy of `image`. The pixel buffer is handed to the worker when `image.pixels` is exactly its
-   * ArrayBuffer (which is then detached: the caller gives it up); otherwise it is copied once.
+   * ArrayBuffer (which is then detached: the caller gives it up); otherwise it is copied once. With `key`, the
+   * mark is cairn-dct-keyed-v1 under it; without, the keyless cairn-dct-v1.
    */
-  async embed(image: RawImage, payload: Uint8Array): Promise<EmbedOutcome> {
-    const response = await this.run((id) => ({ id, op: 'embed', image: { ...image, pixels: owned(image.pixels) }, payload: Uint8Array.from(payload) }));
+  async embed(image: RawImage, payload: Uint8Array, key?: WatermarkKey): Promise<EmbedOutcome> {
+    const response = await this.run((id) => ({ id, op: 'embed', image: { ...image, pixels: owned(image.pixels) }, payload: Uint8Array.from(payload), ...(key ? { key } : {}) }));
     if (response.op !== 'embed') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }
 
-  /** Reads the mark of `image`, with the same buffer hand-over as embed. */
-  async detect(image: RawImage): Promise<DetectOutcome> {
-    const response = await this.run((id) => ({ id, op: 'detect', image: { ...image, pixels: owned(image.pixels) } }));
+  /** Reads the mark of `image` under each of `keys`, then keyless, with the same buffer hand-over as embed. */
+  async detect(image: RawImage, keys: ReadonlyArray<WatermarkKey> = []): Promise<DetectOutcome> {
+    const response = await this.run((id) => ({ id, op: 'detect', image: { ...image, pixels: owned(image.pixels) }, keys }));
     if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }

@@ -1,19 +1,27 @@
 import type { RawImage } from './image/raw-image.js';
+import type { WatermarkKey } from './keys.js';
 
 /** Messages between the pool (main thread) and src/worker.ts. Pixel buffers travel as transfers, not copies. */
 export type WorkerRequest =
-  | { readonly id: number; readonly op: 'embed'; readonly image: RawImage; readonly payload: Uint8Array }
-  | { readonly id: number; readonly op: 'detect'; readonly image: RawImage };
+  // Without a key, the keyless cairn-dct-v1; with one, cairn-dct-keyed-v1 under it.
+  | { readonly id: number; readonly op: 'embed'; readonly image: RawImage; readonly payload: Uint8Array; readonly key?: WatermarkKey }
+  // Tried in order, then cairn-dct-v1.
+  | { readonly id: number; readonly op: 'detect'; readonly image: RawImage; readonly keys?: ReadonlyArray<WatermarkKey> };
 
 export interface EmbedOutcome {
   readonly image: RawImage;
   readonly psnrDb: number;
   readonly algorithm: string;
+  /** The key's id; null for the keyless algorithm. */
+  readonly keyId: string | null;
 }
 
 export interface DetectOutcome {
   readonly detection: { readonly payload: Uint8Array; readonly confidence: number } | null;
+  /** The algorithm that decoded the mark (with nothing found: the first one tried). */
   readonly algorithm: string;
+  /** The key that decoded it; null when keyless or nothing was found. */
+  readonly keyId: string | null;
 }
 
 export type WorkerResponse =

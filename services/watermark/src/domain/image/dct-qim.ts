@@ -3,7 +3,7 @@ import { convEncode, codedLength, viterbiDecode } from './conv-code.js';
 import { addBasis, basis, BLOCK, project, type Frequency } from './dct.js';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
 import { addLumaDelta, lumaGrid } from './luma.js';
-import { permutation, seededRandom } from './prng.js';
+import { keyedRandom, permutation, seededRandom } from './prng.js';
 import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
 import { composeKernels, resamplePlane, tentKernel } from './resample.js';
 
@@ -14,8 +14,11 @@ export interface DctQimParameters {
   readonly frequencies: ReadonlyArray<Frequency>;
   /** Quantisation step of the dither modulation, in luma levels of the orthonormal DCT. */
   readonly step: number;
-  /** Seed of the layout (bit-to-slot assignment and dithers). */
-  readonly seed: number;
+  /**
+   * Seed of the layout (bit-to-slot assignment and dithers): a public number (cairn-dct-v1, one sequence for
+   * both), or two 32-byte secrets, one per part, so that neither can be rebuilt without the key.
+   */
+  readonly seed: number | KeyedSeed;
   /** Passes that correct the mark for what the grid → image → grid round trip smooths away. */
   readonly refinements: number;
   /** Detections clearer than this only: a second guard behind the check. */
@@ -24,6 +27,11 @@ export interface DctQimParameters {
   readonly minEmbedSize: number;
   /** Below this side a detector has too few pixels per grid cell to read anything; it answers "no mark". */
   readonly minDetectSize: number;
+}
+
+export interface KeyedSeed {
+  readonly layout: Uint8Array;
+  readonly dither: Uint8Array;
 }
 
 interface Layout {
@@ -43,7 +51,11 @@ function buildLayout(p: DctQimParameters): Layout {
   const blocksPerSide = p.grid / BLOCK;
   const slots = blocksPerSide * blocksPerSide * p.frequencies.length;
   if (slots < CODED_BITS * 4) throw new Error('grid too small for the code');
-  const random = seededRandom(p.seed);
+  // cairn-dct-v1 draws the dithers from the same public sequence right after the permutation; that order
+  // is part of its frozen layout.
+  const shared = typeof p.seed === 'number' ? seededRandom(p.seed) : undefined;
+  const random = shared ?? keyedRandom((p.seed as KeyedSeed).layout);
+  const ditherRandom = shared ?? keyedRandom((p.seed as KeyedSeed).dither);
   // Bits go to slots in a pseudo-random order, so each bit's copies are spread over the whole picture and a
   // damaged region (a logo, a flat sky that JPEG wipes) costs every bit a few votes instead of some bits all.
   const order = permutation(slots, random);
@@ -55,7 +67,7 @@ function buildLayout(p: DctQimParameters): Layout {
     votes[bit]!++;
   }
   const dither = new Float64Array(slots);
-  for (let s = 0; s < slots; s++) dither[s] = random() * p.step;
+  for (let s = 0; s < slots; s++) dither[s] = ditherRandom() * p.step;
   return { blocksPerSide, bases: p.frequencies.map(basis), bitOfSlot, dither, votes };
 }
 
@@ -80,6 +92,11 @@ export class DctQimWatermark implements ImageWatermarkAlgorithm {
   ) {
     this.minEmbedSize = params.minEmbedSize;
     this.layout = buildLayout(params);
+  }
+
+  /** Side of the luma grid it reads (lumaOf() grids are interchangeable between equal sizes). */
+  get gridSize(): number {
+    return this.params.grid;
   }
 
   embed(image: RawImage, payload: Uint8Array): RawImage {
@@ -119,9 +136,23 @@ export class DctQimWatermark implements ImageWatermarkAlgorithm {
   }
 
   detect(image: RawImage): Detection | null {
+    const luma = this.lumaOf(image);
+    return luma ? this.detectLuma(luma) : null;
+  }
+
+  /**
+   * The luma grid this watermark reads, or null when the image is too small to read. Decoders with the same
+   * grid size share it, so trying several keys costs one resampling (the expensive part on large images).
+   */
+  lumaOf(image: RawImage): Float32Array | null {
     assertWellFormed(image);
     if (Math.min(image.width, image.height) < this.params.minDetectSize) return null;
-    const soft = this.softBits(lumaGrid(image, this.params.grid, this.params.grid));
+    return lumaGrid(image, this.params.grid, this.params.grid);
+  }
+
+  /** detect() on a grid from lumaOf() of a watermark with the same grid size. */
+  detectLuma(luma: Float32Array): Detection | null {
+    const soft = this.softBits(luma);
     const bits = viterbiDecode(soft, FRAME_BITS);
     const payload = unframe(bits);
     if (!payload) return null;

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { sql } from 'drizzle-orm';
+import { newId } from '@cairn/ids';
+import { watermarkV1 } from '@cairn/proto';
+import { createClient, type ServiceClient } from '@cairn/rpc';
+import { startService, type RunningService } from '@cairn/runtime';
+import { createSandbox, type Sandbox } from '@cairn/testing';
+import { MarkRegistry } from '../src/db/marks.js';
+import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
+import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
+import type { RawImage } from '../src/domain/image/raw-image.js';
+import { payloadFor, payloadHex } from '../src/domain/payload.js';
+import { watermarkService } from '../src/service.js';
+import { ATTACKS, loadPhoto } from './support/images.js';
+
+type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
+
+/** One running watermark service and a client to it; `stop` ends both. */
+async function start(env: NodeJS.ProcessEnv): Promise<{ service: RunningService; client: ServiceClient<WatermarkMethods>; stop(): Promise<void> }> {
+  const service = await startService(watermarkService({ ...env, WATERMARK_WORKERS: '1' }));
+  const client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${service.grpcPort}`, { deadlineMs: 30_000 });
+  return { service, client, stop: async () => (client.close(), await service.stop()) };
+}
+
+const ids = () => ({ tenantId: newId('tenant'), watermarkId: newId('watermark'), assetId: newId('asset') });
+const hexKey = () => randomBytes(32).toString('hex');
+const pixels = (image: { pixels: Uint8Array; width: number; height: number; channels: number } | undefined): RawImage => ({ ...image!, channels: 3 });
+
+let photos: Record<'coffee' | 'chelsea' | 'astronaut' | 'camera', RawImage>;
+const sandboxes: Sandbox[] = [];
+async function sandbox(): Promise<Sandbox> {
+  const created = await createSandbox();
+  sandboxes.push(created);
+  return created;
+}
+
+beforeAll(async () => {
+  const [coffee, chelsea, astronaut, camera] = await Promise.all(['coffee.png', 'chelsea.png', 'astronaut.png', 'camera.png'].map((f) => loadPhoto(f)));
+  photos = { coffee: coffee!, chelsea: chelsea!, astronaut: astronaut!, camera: camera! };
+});
+afterAll(async () => {
+  for (const s of sandboxes) await s.dispose();
+});
+
+describe('development key (WATERMARK_KEYS unset)', () => {
+  let env: NodeJS.ProcessEnv;
+  let running: Awaited<ReturnType<typeof start>>;
+  const victim = ids();
+  let victimMark: { payloadHex: string; keyId: string; image: RawImage };
+
+  beforeAll(async () => {
+    env = (await sandbox()).env;
+    running = await start(env);
+    const embedded = await running.client.embedImage({ ...victim, image: photos.coffee });
+    victimMark = { payloadHex: embedded.payloadHex, keyId: embedded.keyId, image: pixels(embedded.image) };
+  }, 60_000);
+  afterAll(() => running.stop());
+
+  it('generates one key, keeps it sealed in the schema, and still detects its marks after a restart', async () => {
+    expect(victimMark.keyId).toMatch(/^dev-[0-9a-f]{8}$/);
+    await running.stop();
+    running = await start(env);
+    const detected = await running.client.detectImage({ image: await ATTACKS['JPEG q75'](victimMark.image) });
+    expect(detected).toMatchObject({ detected: true, registered: true, assetId: victim.assetId, algorithm: 'cairn-dct-keyed-v1', keyId: victimMark.keyId, keyless: false });
+    const rows = (await running.service.context.db.execute<{ kid: string; sealed_key: string }>(sql`select kid, sealed_key from watermark.generated_keys`)).rows;
+    expect(rows.map((r) => r.kid)).toEqual([victimMark.keyId]);
+    expect(rows[0]!.sealed_key).toMatch(/^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(rows[0]!.sealed_key).not.toMatch(/[0-9a-f]{64}/);
+  });
+
+  it.each(['chelsea', 'astronaut', 'camera'] as const)('does not name the victim for its (public) payload stamped into %s with the published code and a wrong key', async (photo) => {
+    const payload = Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex'));
+    const forged = createKeyedImageWatermark(Uint8Array.from(randomBytes(32))).embed(photos[photo], payload);
+    const detected = await running.client.detectImage({ image: forged });
+    expect(detected).toMatchObject({ registered: false, watermarkId: '', assetId: '', tenantId: '' });
+    expect(detected.payloadHex).not.toBe(victimMark.payloadHex);
+  });
+
+  it('reads the payload stamped with the keyless code, but reports it keyless and not as the victim', async () => {
+    const forged = createImageWatermark().embed(photos.chelsea, Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex')));
+    const detected = await running.client.detectImage({ image: forged });
+    expect(detected).toMatchObject({ detected: true, payloadHex: victimMark.payloadHex, registered: false, watermarkId: '', assetId: '', algorithm: 'cairn-dct-v1', keyless: true, keyId: '' });
+  });
+
+  it('still decodes a cairn-dct-v1 mark issued before, reported keyless, and re-embeds its id as the same v1 mark', async () => {
+    const old = ids();
+    const payload = payloadFor(old.watermarkId);
+    // A mark issued before keyed marks existed: recorded as cairn-dct-v1 with no key, embedded with v1's code.
+    await new MarkRegistry(running.service.context.db).record({ ...old, payloadHex: payloadHex(payload), algorithm: 'cairn-dct-v1', keyId: null });
+    const marked = createImageWatermark().embed(photos.camera, payload);
+    const detected = await running.client.detectImage({ image: await ATTACKS['JPEG q75'](marked) });
+    expect(detected).toMatchObject({ detected: true, registered: true, watermarkId: old.watermarkId, assetId: old.assetId, algorithm: 'cairn-dct-v1', keyId: '', keyless: true });
+    const resolved = await running.client.resolvePayload({ payloadHex: payloadHex(payload) });
+    expect(resolved).toMatchObject({ registered: true, assetId: old.assetId, algorithm: 'cairn-dct-v1', keyId: '', keyless: true });
+    const again = await running.client.embedImage({ ...old, image: photos.camera });
+    expect(again).toMatchObject({ payloadHex: payloadHex(payload), algorithm: 'cairn-dct-v1', keyId: '' });
+  });
+});
+
+describe('configured keys and rotation', () => {
+  const k1 = hexKey();
+  const k2 = hexKey();
+  let env: NodeJS.ProcessEnv;
+  const first = ids();
+  let firstMark: { payloadHex: string; image: RawImage };
+
+  beforeAll(async () => {
+    env = (await sandbox()).env;
+    const running = await start({ ...env, WATERMARK_KEYS: `k1:${k1}` });
+    try {
+      const embedded = await running.client.embedImage({ ...first, image: photos.chelsea });
+      expect(embedded).toMatchObject({ algorithm: 'cairn-dct-keyed-v1', keyId: 'k1' });
+      firstMark = { payloadHex: embedded.payloadHex, image: pixels(embedded.image) };
+    } finally {
+      await running.stop();
+    }
+  }, 60_000);
+
+  it('signs with the new current key and still detects (and re-embeds) marks of the older key listed after it', async () => {
+    const running = await start({ ...env, WATERMARK_KEYS: JSON.stringify([{ kid: 'k2', key: k2 }, { kid: 'k1', key: k1 }]) });
+    try {
+      const old = await running.client.detectImage({ image: await ATTACKS['JPEG q75'](firstMark.image) });
+      expect(old).toMatchObject({ detected: true, registered: true, assetId: first.assetId, keyId: 'k1', algorithm: 'cairn-dct-keyed-v1', keyless: false });
+      const retried = await running.client.embedImage({ ...first, image: photos.chelsea });
+      expect(retried).toMatchObject({ payloadHex: firstMark.payloadHex, keyId: 'k1' });
+
+      const second = ids();
+      const embedded = await running.client.embedImage({ ...second, image: photos.coffee });
+      expect(embedded.keyId).toBe('k2');
+      const detected = await running.client.detectImage({ image: pixels(embedded.image) });
+      expect(detected).toMatchObject({ registered: true, assetId: second.assetId, keyId: 'k2' });
+      expect((await running.client.resolvePayload({ payloadHex: embedded.payloadHex })).keyId).toBe('k2');
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('no longer detects a mark once its key is dropped from WATERMARK_KEYS', async () => {
+    const running = await start({ ...env, WATERMARK_KEYS: `k2:${k2}` });
+    try {
+      const detected = await running.client.detectImage({ image: firstMark.image });
+      expect(detected).toMatchObject({ detected: false, registered: false, assetId: '' });
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('refuses to start in production without WATERMARK_KEYS, and with a malformed one', async () => {
+    await expect(start({ ...env, CAIRN_ENV: 'production' })).rejects.toThrow('WATERMARK_KEYS is required in production');
+    const error = await start({ ...env, WATERMARK_KEYS: `k1:${k1.slice(4)}` }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(String(error)).toContain('WATERMARK_KEYS: entry 1 ("k1"): the key must be 64 hex characters');
+    expect(String(error)).not.toContain(k1.slice(4));
+  });
+});
