@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
 import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
-import { payloadFor } from '../services/watermark/src/domain/payload.js';
+import { watermarkBindingOf } from './support/soft-binding.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
 // The C2PA Soft Binding Resolution API (/c2pa/v1): public, no key anywhere in this file except to sign.
@@ -89,7 +89,8 @@ describe(`GET ${API}/services/supportedAlgorithms`, () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { watermarks: Array<{ alg: string }>; fingerprints: Array<{ alg: string }> };
     expect(body.fingerprints).toContainEqual({ alg: 'cairn.pdq.v1' });
-    expect(body.watermarks).toEqual([{ alg: 'cairn-dct-v1' }]);
+    // The keyed watermark new signs carry, and the keyless one of marks issued before it.
+    expect(body.watermarks).toEqual([{ alg: 'cairn-dct-keyed-v1' }, { alg: 'cairn-dct-v1' }]);
   });
 });
 
@@ -101,10 +102,11 @@ describe(`POST ${API}/matches/byContent`, () => {
     expect((await matchesOf(await byContent(copy, '?alg=cairn.pdq.v1&maxResults=1')))[0]?.manifestId).toBe(manifestId);
   });
 
-  it('finds it by its watermark when asked for cairn-dct-v1', async () => {
+  it('finds it by its watermark when asked for cairn-dct-keyed-v1, and not as the keyless cairn-dct-v1', async () => {
     const reencoded = await sharp(signedBytes).jpeg({ quality: 85 }).toBuffer();
-    const matches = await matchesOf(await byContent(reencoded, '?alg=cairn-dct-v1'));
+    const matches = await matchesOf(await byContent(reencoded, '?alg=cairn-dct-keyed-v1'));
     expect(matches).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) }]);
+    expect(await matchesOf(await byContent(reencoded, '?alg=cairn-dct-v1'))).toEqual([]);
   });
 
   it('takes a multipart upload too', async () => {
@@ -116,6 +118,7 @@ describe(`POST ${API}/matches/byContent`, () => {
     const different = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
     expect(await matchesOf(await byContent(different))).toEqual([]);
     expect(await matchesOf(await byContent(different, '?alg=cairn-dct-v1'))).toEqual([]);
+    expect(await matchesOf(await byContent(different, '?alg=cairn-dct-keyed-v1'))).toEqual([]);
   });
 
   it('refuses what is not an asset', async () => {
@@ -148,10 +151,14 @@ describe(`${API}/matches/byBinding`, () => {
     expect((await matchesOf(post))[0]?.manifestId).toBe(manifestId);
   });
 
-  it('finds the manifest by the cairn-dct-v1 watermark payload', async () => {
-    const payload = Buffer.from(payloadFor(signed.watermark_id));
-    expect(await matchesOf(await byBinding('cairn-dct-v1', payload.toString('base64')))).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}` }]);
-    expect((await matchesOf(await byBinding('cairn-dct-v1', payload.toString('hex'))))[0]?.manifestId).toBe(manifestId);
+  it('finds the manifest by the watermark payload its soft-binding assertion names, under that algorithm only', async () => {
+    const store = Buffer.from(await (await stack.request(`/v1/manifests/${manifestId}`)).arrayBuffer());
+    const binding = watermarkBindingOf(store);
+    expect(binding.alg).toBe('cairn-dct-keyed-v1');
+    const payload = Buffer.from(binding.payloadHex, 'hex');
+    expect(await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('base64')))).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}` }]);
+    expect((await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('hex'))))[0]?.manifestId).toBe(manifestId);
+    expect(await matchesOf(await byBinding('cairn-dct-v1', payload.toString('base64')))).toEqual([]);
   });
 
   it('finds nothing for another image’s fingerprint or an unknown payload', async () => {

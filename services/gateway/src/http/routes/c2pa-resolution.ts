@@ -19,8 +19,13 @@ type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<i
 /** Where the C2PA Soft Binding Resolution API lives: its own version segment, like the spec's `…/v1` server URL. */
 export const C2PA_RESOLUTION_PREFIX = '/c2pa/v1';
 
-/** The invisible watermark the signer embeds (the watermark service's algorithm; recorded in each manifest). */
-export const WATERMARK_ALG = 'cairn-dct-v1';
+/**
+ * The invisible watermarks of the watermark service, as recorded in each manifest: the keyed one new signs
+ * carry, and the keyless one earlier marks carry (still resolved). A query naming one matches its marks only.
+ */
+export const WATERMARK_ALGS = ['cairn-dct-keyed-v1', 'cairn-dct-v1'] as const;
+type WatermarkAlg = (typeof WATERMARK_ALGS)[number];
+const isWatermarkAlg = (alg: string | undefined): alg is WatermarkAlg => (WATERMARK_ALGS as ReadonlyArray<string | undefined>).includes(alg);
 const WATERMARK_PAYLOAD_BYTES = 8;
 
 /** Matches per query when the caller gives no maxResults (the spec's default), and the most we ever return. */
@@ -94,10 +99,10 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     });
   };
 
-  /** A registered watermark payload → the manifest of the asset it was embedded in. */
-  const watermarkMatch = async (payloadHex: string, confidence: number | undefined): Promise<SpecMatch[]> => {
+  /** A registered watermark payload of algorithm `alg` → the manifest of the asset it was embedded in. */
+  const watermarkMatch = async (payloadHex: string, alg: string, confidence: number | undefined): Promise<SpecMatch[]> => {
     const mark = await deps.watermark.resolvePayload({ payloadHex }, { deadlineMs: 10_000 });
-    if (!mark.registered || !isId('asset', mark.assetId)) return [];
+    if (!mark.registered || mark.algorithm !== alg || !isId('asset', mark.assetId)) return [];
     const asset = await deps.signer.getPublicAsset({ assetId: mark.assetId }).then(
       (r) => r.asset,
       (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)),
@@ -106,7 +111,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   };
 
   const byBinding = async (alg: string, value: string, limit: number): Promise<SpecMatch[]> => {
-    if (alg === WATERMARK_ALG) return watermarkMatch(bindingBytes(value, WATERMARK_PAYLOAD_BYTES, alg).toString('hex'), undefined);
+    if (isWatermarkAlg(alg)) return watermarkMatch(bindingBytes(value, WATERMARK_PAYLOAD_BYTES, alg).toString('hex'), alg, undefined);
     const known = (await algorithms()).find((a) => a.alg === alg && a.kind === 'fingerprint');
     if (!known) throw new CairnError('cairn.validation.invalid_body', `Unsupported soft binding algorithm "${alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`);
     if (known.valueHexDigits <= 0) throw new CairnError('cairn.validation.invalid_body', `${alg} is looked up by content only (POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent).`);
@@ -136,7 +141,9 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
       const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
       if (!req.upload || req.upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).');
       const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => a.alg);
-      if (query.alg !== undefined && query.alg !== WATERMARK_ALG && !fingerprints.includes(query.alg)) {
+      const watermarkAlg = isWatermarkAlg(query.alg) ? query.alg : undefined;
+      const watermarkOnly = watermarkAlg !== undefined;
+      if (query.alg !== undefined && !watermarkOnly && !fingerprints.includes(query.alg)) {
         throw new CairnError('cairn.validation.invalid_body', `Unsupported soft binding algorithm "${query.alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`);
       }
       const head = await uploadHead(deps.blobs, req.upload.key);
@@ -145,12 +152,13 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
       if (!sniffed) throw new CairnError('cairn.verify.unsupported_file_type', 'The body is not an asset type this service reads (images: JPEG, PNG, WebP).');
       const found: SpecMatch[] = [];
       // Without alg every algorithm runs: the watermark (an exact identification) first, then fingerprints.
-      if (query.alg === WATERMARK_ALG && sniffed.modality !== 'image') throw new CairnError('cairn.verify.unsupported_file_type', `${WATERMARK_ALG} reads images (JPEG, PNG, WebP).`);
-      if ((query.alg === undefined && sniffed.modality === 'image') || query.alg === WATERMARK_ALG) {
-        const detected = await detectWatermark(deps, req.upload.key, query.alg === WATERMARK_ALG);
-        if (detected) found.push(...(await watermarkMatch(detected.payloadHex, detected.confidence)));
+      if (watermarkOnly && sniffed.modality !== 'image') throw new CairnError('cairn.verify.unsupported_file_type', `${query.alg} reads images (JPEG, PNG, WebP).`);
+      if ((query.alg === undefined && sniffed.modality === 'image') || watermarkOnly) {
+        const detected = await detectWatermark(deps, req.upload.key, watermarkAlg);
+        // The detector says which algorithm read the mark; a caller who named the other one gets no match.
+        if (detected && (query.alg === undefined || detected.algorithm === query.alg)) found.push(...(await watermarkMatch(detected.payloadHex, detected.algorithm, detected.confidence)));
       }
-      if (query.alg !== WATERMARK_ALG) found.push(...(await fingerprintMatches({ case: 'uploadBlobKey', value: req.upload.key }, limit, query.alg)));
+      if (!watermarkOnly) found.push(...(await fingerprintMatches({ case: 'uploadBlobKey', value: req.upload.key }, limit, query.alg)));
       res.set('Cache-Control', 'no-store');
       res.json({ matches: distinct(found, limit) });
     } finally {
@@ -181,7 +189,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, async (_req, res) => {
     const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => ({ alg: a.alg }));
     res.set('Cache-Control', 'public, max-age=300');
-    res.json({ watermarks: [{ alg: WATERMARK_ALG }], fingerprints });
+    res.json({ watermarks: WATERMARK_ALGS.map((alg) => ({ alg })), fingerprints });
   });
 
   return router;
@@ -271,20 +279,20 @@ async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promi
 
 /**
  * Reads the watermark of an uploaded image. Undefined when none is found, or when the file is not an image it
- * can decode (then the fingerprints decide), unless the caller asked for the watermark alone: then an
+ * can decode (then the fingerprints decide), unless the caller asked for a watermark alone (`only`): then an
  * undecodable file is the spec's 415.
  */
-async function detectWatermark(deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>, key: string, only: boolean): Promise<{ payloadHex: string; confidence: number } | undefined> {
+async function detectWatermark(deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>, key: string, only: WatermarkAlg | undefined): Promise<{ payloadHex: string; confidence: number; algorithm: string } | undefined> {
   const bytes = await deps.blobs.getBuffer(key);
   if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
   const image = await decodeRgb(bytes, 40_000_000);
   if (!image) {
-    if (only) throw new CairnError('cairn.verify.unsupported_file_type', `${WATERMARK_ALG} reads images (JPEG, PNG, WebP).`);
+    if (only) throw new CairnError('cairn.verify.unsupported_file_type', `${only} reads images (JPEG, PNG, WebP).`);
     return undefined;
   }
   if (Math.min(image.width, image.height) < 64) return undefined;
   const found = await deps.watermark.detectImage({ image }, { deadlineMs: 30_000 });
-  return found.detected ? { payloadHex: found.payloadHex, confidence: found.confidence } : undefined;
+  return found.detected ? { payloadHex: found.payloadHex, confidence: found.confidence, algorithm: found.algorithm } : undefined;
 }
 
 /**
