@@ -14,6 +14,7 @@ type ServingStatus = healthV1.HealthCheckResponse_ServingStatus;
 export class HealthState {
   private readonly statuses = new Map<string, ServingStatus>();
   private readonly changes = new EventEmitter();
+  private readonly closing = new AbortController();
 
   set(service: string, status: ServingStatus): void {
     this.statuses.set(service, status);
@@ -22,6 +23,14 @@ export class HealthState {
 
   setAll(status: ServingStatus): void {
     for (const service of this.statuses.keys()) this.set(service, status);
+  }
+
+  /**
+   * Ends every Watch stream once it has sent the statuses already set. A watcher never hangs up by itself, and
+   * the server's drain waits for every open call: without this, one watcher holds a drain to its grace period.
+   */
+  endWatches(): void {
+    this.closing.abort();
   }
 
   get(service: string): ServingStatus | undefined {
@@ -39,9 +48,12 @@ export class HealthState {
     };
   }
 
-  private async *watch(service: string, signal: AbortSignal): AsyncIterable<{ status: ServingStatus }> {
+  private async *watch(service: string, callSignal: AbortSignal): AsyncIterable<{ status: ServingStatus }> {
     let last = this.statuses.get(service) ?? ServingStatus.SERVICE_UNKNOWN;
     yield { status: last };
+    if (this.closing.signal.aborted) return;
+    // events.on hands out the changes already queued before it honours the abort: NOT_SERVING still goes out.
+    const signal = AbortSignal.any([callSignal, this.closing.signal]);
     try {
       for await (const [changed, status] of on(this.changes, 'change', { signal }) as AsyncIterable<[string, ServingStatus]>) {
         if (changed === service && status !== last) {

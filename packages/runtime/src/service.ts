@@ -209,6 +209,8 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
         health.setAll(ServingStatus.NOT_SERVING);
         logger.info('draining');
         for (const hook of shutdownHooks.reverse()) await hook().catch((error: unknown) => logger.error({ err: error }, 'shutdown hook failed'));
+        // Health watchers have seen NOT_SERVING; their streams end so the drain waits only for real calls.
+        health.endWatches();
         await rpc.shutdown(config.SHUTDOWN_GRACE_MS);
         for (const consumer of consumers) await consumer.stop().catch(() => undefined);
         await cleanUp();

@@ -1,0 +1,35 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { ServiceName } from '@cairn/config';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything the process wrote so far, stdout and stderr interleaved. */
+  output(): string;
+  /** Settles when the process has exited. */
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Kills the process if it still runs (for afterAll, after a failed assertion). */
+  kill(): void;
+}
+
+/**
+ * A service run from its sources as its own process, through the same entry point (`src/main.ts`,
+ * `runService`) the built bundle has: signals, exit codes and start-up refusals are the real ones.
+ */
+export function spawnService(name: ServiceName, env: NodeJS.ProcessEnv): ServiceProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', `services/${name}/src/main.ts`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  return {
+    child,
+    output: () => output,
+    exit,
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
