@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { PG_ADMIN_URL } from '@cairn/testing';
 import { problemOf, startGateway, type GatewayHarness } from './harness.js';
 
 let gw: GatewayHarness;
@@ -67,6 +70,40 @@ describe('API key authentication', () => {
     const text = await list.text();
     expect(text).toContain(key.key_id);
     expect(text).not.toContain('cairn_sk_');
+  });
+});
+
+describe('API keys at rest', () => {
+  it('stores only the SHA-256 of each key: no table of the database holds a key or its secret part', async () => {
+    const minted = [await mintKey('sign'), await mintKey('read', { expires_at: new Date(Date.now() + 86_400_000).toISOString() })];
+    const onboarded = await gw.onboard('free');
+    const keys = [...minted.map((k) => ({ key_id: k.key_id, api_key: k.api_key })), { key_id: onboarded.key_id, api_key: onboarded.api_key }];
+    // A superuser connection: row-level security must not hide a row that might leak.
+    const db = new pg.Client({ connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${gw.sandbox.databaseName}` }).toString() });
+    await db.connect();
+    try {
+      const { rows: tables } = await db.query<{ schema: string; name: string }>(
+        "select table_schema as schema, table_name as name from information_schema.tables where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')",
+      );
+      expect(tables.map((t) => `${t.schema}.${t.name}`)).toContain('gateway.api_keys');
+      let everything = '';
+      for (const t of tables) {
+        const { rows } = await db.query<{ row: string }>(`select t::text as row from "${t.schema}"."${t.name}" t`);
+        everything += rows.map((r) => r.row).join('\n');
+      }
+      for (const { key_id, api_key } of keys) {
+        const prefix = `cairn_sk_${key_id}_`;
+        expect(api_key.startsWith(prefix)).toBe(true);
+        const secret = api_key.slice(prefix.length);
+        expect(secret.length).toBeGreaterThanOrEqual(43);
+        expect(everything).not.toContain(api_key);
+        expect(everything).not.toContain(secret);
+        const { rows } = await db.query<{ key_hash: string }>('select key_hash from gateway.api_keys where key_id = $1', [key_id]);
+        expect(rows).toEqual([{ key_hash: createHash('sha256').update(api_key, 'utf8').digest('hex') }]);
+      }
+    } finally {
+      await db.end();
+    }
   });
 });
 
