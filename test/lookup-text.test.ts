@@ -48,7 +48,20 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 describe('text: a generation event signed with a sidecar manifest, then found when edited', () => {
-  it('verifies by asset id against its sidecar manifest (no meter for text verifies)', async () => {
+  it('does not meter authenticated text verifies, by asset id or by upload (the spec has no meter for them)', async () => {
+    const usage = async () => ((await (await stack.request('/v1/usage', { key: owner.api_key })).json()) as { meters: Record<string, { used: number }> }).meters;
+    const before = await usage();
+    const byId = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, json: { asset_id: signed.asset_id } });
+    const byUpload = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: Buffer.from(passage, 'utf8'), name: 'copy.txt', type: 'text/plain' }) });
+    expect([byId.status, byUpload.status]).toEqual([200, 200]);
+    expect(((await byUpload.json()) as { status: string }).status).toBe('verified_manifest');
+    expect(await usage()).toEqual(before);
+    // The reading is live: a metered call made now shows up, so "unchanged" above is not a stale answer.
+    expect((await lookup(passage, owner.api_key)).status).toBe(200);
+    expect((await usage()).lookup?.used).toBe((before.lookup?.used ?? 0) + 1);
+  });
+
+  it('verifies by asset id against its sidecar manifest', async () => {
     const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, json: { asset_id: signed.asset_id } });
     expect(res.status).toBe(200);
     const verdict = (await res.json()) as { status: string; signals: Record<string, unknown>; claims: Record<string, unknown> };
