@@ -3,15 +3,19 @@ import { Bus, newEvent } from '@cairn/bus';
 import { newId } from '@cairn/ids';
 import { startReceiver, verifySignature, waitFor, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
+import pg from 'pg';
+import { PG_ADMIN_URL } from '@cairn/testing';
 
 let stack: Stack;
 let bus: Bus;
 let a: { tenant_id: string; api_key: string };
 let b: { tenant_id: string; api_key: string };
 let receiver: Receiver;
+/** Short, so a receiver that does not answer costs the tests a second, not the default 30. */
+const TIMEOUT_MS = 3000;
 
 beforeAll(async () => {
-  stack = await startStack(['audit', 'webhook', 'gateway'], { WEBHOOK_RETRY_SCALE: '0.001', WEBHOOK_POLL_INTERVAL_MS: '50', KEY_EXPIRY_SWEEP_INTERVAL_MS: '200' });
+  stack = await startStack(['audit', 'webhook', 'gateway'], { WEBHOOK_RETRY_SCALE: '0.001', WEBHOOK_POLL_INTERVAL_MS: '50', KEY_EXPIRY_SWEEP_INTERVAL_MS: '200', WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) });
   a = await onboard(stack);
   b = await onboard(stack);
   receiver = await startReceiver();
@@ -138,5 +142,67 @@ describe('/v1/webhooks', () => {
     expect((await stack.request(`/v1/webhooks/${webhookId}`, { method: 'DELETE', key: a.api_key })).status).toBe(204);
     expect((await stack.request(`/v1/webhooks/${webhookId}`, { key: a.api_key })).status).toBe(404);
     expect((await stack.request(`/v1/webhooks/${webhookId}`, { method: 'DELETE', key: a.api_key })).status).toBe(404);
+  });
+});
+
+describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
+  /** Creates an endpoint for a fresh tenant of its own, so these tests need nothing from the ones above. */
+  async function endpointFor(url: string): Promise<{ tenant: { tenant_id: string; api_key: string }; webhookId: string }> {
+    const tenant = await onboard(stack);
+    const res = await stack.request('/v1/webhooks', { method: 'POST', key: tenant.api_key, json: { url, events: ['job.completed'] } });
+    expect(res.status).toBe(201);
+    return { tenant, webhookId: String((await json(res)).webhook_id) };
+  }
+
+  it(`counts a receiver slower than WEBHOOK_TIMEOUT_MS (no answer within ${TIMEOUT_MS} ms) as a failed attempt, and retries`, async () => {
+    const slow = await startReceiver((_request, nth) => (nth === 1 ? 'hang' : 200));
+    try {
+      const { tenant, webhookId } = await endpointFor(slow.url);
+      const event = newEvent('job.completed', tenant.tenant_id, { job_id: newId('job') });
+      await bus.publish(event);
+      const [delivery] = await waitFor('the retry delivered', async () => {
+        const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key }))).data as Json[];
+        return l[0]?.status === 'delivered' ? l : undefined;
+      });
+      expect(delivery).toMatchObject({ event_id: event.event_id, attempts: 2, last_status_code: 200 });
+      const log = delivery!.attempt_log as Json[];
+      expect(log[0]).toMatchObject({ n: 1, status_code: null, error: `no answer within ${TIMEOUT_MS} ms` });
+      expect(log[1]).toMatchObject({ n: 2, status_code: 200, error: null });
+      expect(slow.received.map((r) => r.headers['cairn-attempt'])).toEqual(['1', '2']);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('drops the pending deliveries of a deleted endpoint: they are never sent', async () => {
+    // Never answers: the first delivery stays in flight and, one in flight per endpoint, the others wait.
+    const stuck = await startReceiver(() => 'hang');
+    const admin = new pg.Client({ connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString() });
+    await admin.connect();
+    try {
+      const { tenant, webhookId } = await endpointFor(stuck.url);
+      const events = Array.from({ length: 3 }, () => newEvent('job.completed', tenant.tenant_id, { job_id: newId('job') }));
+      for (const event of events) await bus.publish(event);
+      await waitFor('the first delivery in flight', () => stuck.received.length === 1);
+      const pending = await waitFor('all three deliveries recorded', async () => {
+        const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key }))).data as Json[];
+        return l.length === 3 ? l.filter((d) => d.status === 'pending') : undefined;
+      });
+      expect(pending.length).toBeGreaterThanOrEqual(2);
+
+      expect((await stack.request(`/v1/webhooks/${webhookId}`, { method: 'DELETE', key: tenant.api_key })).status).toBe(204);
+      // Settled: no delivery of the endpoint is pending or in flight any more, so none can be sent later.
+      const statuses = await waitFor('every delivery of the deleted endpoint settled', async () => {
+        const { rows } = await admin.query<{ status: string }>('select status from webhook.deliveries where webhook_id = $1', [webhookId]);
+        return rows.length === 3 && rows.every((r) => r.status !== 'pending' && r.status !== 'delivering') ? rows.map((r) => r.status) : undefined;
+      }, TIMEOUT_MS + 20_000);
+      expect(statuses).toEqual(['failed', 'failed', 'failed']);
+      // Only the request already in flight at deletion ever reached the receiver: no retry of it, none of the others.
+      expect(stuck.received.map((r) => r.headers['cairn-event-id'])).toEqual([stuck.received[0]!.headers['cairn-event-id']]);
+      expect(events.map((e) => e.event_id)).toContain(stuck.received[0]!.headers['cairn-event-id']);
+    } finally {
+      await admin.end();
+      await stuck.close();
+    }
   });
 });
