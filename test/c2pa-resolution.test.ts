@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
 import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
@@ -223,5 +225,58 @@ describe(`GET ${API}/manifests/{manifestId}`, () => {
     await expectProblem(await stack.request(`${API}/manifests/not-a-manifest`), 400, 'cairn.validation.invalid_body');
     await expectProblem(await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=maybe`), 400, 'cairn.validation.invalid_body');
     await expectProblem(await stack.request(`${API}/manifests/m_01ARZ3NDEKTSV4RRFFQ69G5FAV`), 404, 'cairn.not_found');
+  });
+});
+
+describe(`POST ${API}/matches/byContent uploads`, () => {
+  /** Where the gateway puts anonymous uploads: `<blob root>/public/uploads/`. */
+  const uploadsDir = () => join(fileURLToPath(String(stack.env.BLOB_STORE_URL)), 'public', 'uploads');
+
+  it('are gone from the blob store once the answer arrives, found or refused', async () => {
+    expect((await matchesOf(await byContent(copy))).length).toBeGreaterThan(0);
+    // The upload landed here (the directory exists) and was removed before the answer.
+    expect(await readdir(uploadsDir())).toEqual([]);
+    const garbage = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131 + 7) % 256));
+    await expectProblem(await byContent(garbage), 415, 'cairn.verify.unsupported_file_type');
+    await expectProblem(await byContent(copy, '?alg=md5'), 400, 'cairn.validation.invalid_body');
+    expect(await readdir(uploadsDir())).toEqual([]);
+  });
+});
+
+describe(`the ${API} per-address limit (PUBLIC_RESOLUTION_PER_MINUTE)`, () => {
+  const LIMIT = 3;
+  // The test's own client addresses (TRUST_PROXY=loopback lets the tests name them), so the buckets start full.
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+  const query = `${API}/matches/byBinding?alg=cairn.pdq.v1&value=${'00'.repeat(32)}`;
+
+  beforeAll(async () => {
+    stack.env.PUBLIC_RESOLUTION_PER_MINUTE = String(LIMIT);
+    await stack.stopService('gateway');
+    await stack.restart('gateway');
+  }, 60_000);
+  afterAll(async () => {
+    stack.env.PUBLIC_RESOLUTION_PER_MINUTE = '1000';
+    await stack.stopService('gateway');
+    await stack.restart('gateway');
+  }, 60_000);
+
+  it('answers 429 Problem+JSON with Retry-After once an address has used its queries; other addresses are unaffected', async () => {
+    const address = '198.51.100.7';
+    for (let n = 1; n <= LIMIT; n++) {
+      const res = await stack.request(query, { headers: from(address) });
+      expect([n, res.status, res.headers.get('ratelimit-limit')]).toEqual([n, 200, String(LIMIT)]);
+    }
+    const refused = await stack.request(query, { headers: from(address) });
+    await expectProblem(refused, 429, 'cairn.ratelimit.exceeded');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Every /matches/* query shares the bucket.
+    const upload = await stack.request(`${API}/matches/byContent`, { method: 'POST', headers: { ...from(address), 'content-type': 'image/jpeg' }, body: copy });
+    await expectProblem(upload, 429, 'cairn.ratelimit.exceeded');
+    expect(upload.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    // Per address: another caller still gets answers.
+    expect((await stack.request(query, { headers: from('198.51.100.8') })).status).toBe(200);
+    // Manifest fetches and the algorithm list are not limited.
+    expect((await stack.request(`${API}/manifests/${manifestId}`, { headers: from(address) })).status).toBe(200);
+    expect((await stack.request(`${API}/services/supportedAlgorithms`, { headers: from(address) })).status).toBe(200);
   });
 });

@@ -136,9 +136,13 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   });
 
   router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byContent`, limited, assetUpload(deps), async (req, res) => {
+    const found: SpecMatch[] = [];
+    let limit = DEFAULT_RESULTS;
+    // The upload is removed before the answer leaves: a caller who got an answer (of any kind) can rely on
+    // the anonymous upload being gone, not merely scheduled for removal.
     try {
       const query = parseOrThrow(byContentQuery, req.query, 'query parameters');
-      const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
+      limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
       if (!req.upload || req.upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).');
       const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => a.alg);
       const watermarkAlg = isWatermarkAlg(query.alg) ? query.alg : undefined;
@@ -150,7 +154,6 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
       if (!head) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
       const sniffed = sniffMediaType(head);
       if (!sniffed) throw new CairnError('cairn.verify.unsupported_file_type', 'The body is not an asset type this service reads (images: JPEG, PNG, WebP).');
-      const found: SpecMatch[] = [];
       // Without alg every algorithm runs: the watermark (an exact identification) first, then fingerprints.
       if (watermarkOnly && sniffed.modality !== 'image') throw new CairnError('cairn.verify.unsupported_file_type', `${query.alg} reads images (JPEG, PNG, WebP).`);
       if ((query.alg === undefined && sniffed.modality === 'image') || watermarkOnly) {
@@ -159,11 +162,11 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
         if (detected && (query.alg === undefined || detected.algorithm === query.alg)) found.push(...(await watermarkMatch(detected.payloadHex, detected.algorithm, detected.confidence)));
       }
       if (!watermarkOnly) found.push(...(await fingerprintMatches({ case: 'uploadBlobKey', value: req.upload.key }, limit, query.alg)));
-      res.set('Cache-Control', 'no-store');
-      res.json({ matches: distinct(found, limit) });
     } finally {
       await discardUpload(deps.blobs, req);
     }
+    res.set('Cache-Control', 'no-store');
+    res.json({ matches: distinct(found, limit) });
   });
 
   // Optional in the spec. Refused for now: see docs/architecture.md ("C2PA Soft Binding Resolution API").
