@@ -10,13 +10,14 @@ const LOOKUP_USD = 1;
 
 let stack: Stack;
 let admin: pg.Client;
-let billing: ReturnType<typeof createClient<typeof billingV1.BillingService>>;
+const billingClient = (address: string) => createClient(billingV1.BillingService, address);
+let billing: ReturnType<typeof billingClient>;
 
 beforeAll(async () => {
   stack = await startStack(['softbinding', 'gateway'], { ONBOARD_RATE_LIMIT_PER_MINUTE: '1000', BILLING_PRICES_JSON: JSON.stringify({ growth: { lookup: LOOKUP_USD } }) });
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
-  billing = createClient(billingV1.BillingService, String(stack.env.BILLING_GRPC_ADDR));
+  billing = billingClient(String(stack.env.BILLING_GRPC_ADDR));
 });
 
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { CairnError, ERROR_CATALOG } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { signerV1 } from '@cairn/proto';
+import { parseSignMetadata } from './domain/metadata.js';
 import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './domain/pipeline.js';
 
 export interface SignJobItem {
@@ -41,8 +42,11 @@ export class SignJobs {
   ) {}
 
   async enqueue(request: SignRequest): Promise<{ jobId: string }> {
+    // Validated before the job row is written: a field the sign would refuse (prompt text above all) must
+    // never reach the jobs table, whoever calls EnqueueSign.
+    const metadata = Object.fromEntries(Object.entries(parseSignMetadata(request.metadata)).filter((e): e is [string, string] => typeof e[1] === 'string'));
     const jobId = newId('job');
-    const stored = toJson(signerV1.SignRequestSchema, create(signerV1.SignRequestSchema, { ...request, jobId }));
+    const stored = toJson(signerV1.SignRequestSchema, create(signerV1.SignRequestSchema, { ...request, metadata, jobId }));
     await this.deps.store.createJob(request.tenantId, jobId, stored);
     await this.queue.enqueue({ jobId, tenantId: request.tenantId }, jobId);
     return { jobId };

@@ -57,15 +57,34 @@ class BlobStorage implements StorageEngine {
  * Multipart parsing for one file field plus small text fields. Limits and malformed bodies become
  * Problem+JSON: `tooLarge` names the code for an oversize file (sign and verify differ).
  */
-export function singleUpload(options: { blobs: BlobStore; field: string; maxBytes: number; tooLarge: ErrorCode }): RequestHandler {
+export function singleUpload(options: {
+  blobs: BlobStore;
+  field: string;
+  maxBytes: number;
+  tooLarge: ErrorCode;
+  /**
+   * Checks the text fields that arrived before the file part (throw a CairnError to refuse): a request refused
+   * here is answered before any byte of its file is stored. Fields sent after the file are the route's to check.
+   */
+  checkFieldsBeforeFile?: (fields: Record<string, unknown>) => void;
+}): RequestHandler {
   const upload = multer({
     storage: new BlobStorage(options.blobs, options.maxBytes),
     limits: { fileSize: options.maxBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
+    fileFilter: (req, _file, accept) => {
+      try {
+        options.checkFieldsBeforeFile?.((req.body ?? {}) as Record<string, unknown>);
+        accept(null, true);
+      } catch (error) {
+        accept(error as Error);
+      }
+    },
   }).single(options.field);
   const limitText = `${Math.round(options.maxBytes / (1024 * 1024))} MB`;
   return (req, res, next) => {
     upload(req, res, (error: unknown) => {
       if (!error) return next();
+      if (error instanceof CairnError) return next(error);
       if (error instanceof BlobTooLargeError) return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
       if (error instanceof multer.MulterError) {
         if (error.code === 'LIMIT_FILE_SIZE') return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
-import { CairnError, parseOrThrow } from '@cairn/errors';
+import { CairnError, parseOrThrow, parseSignMetadata } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { signerV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
@@ -31,7 +31,23 @@ export interface SignRouteDeps {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const fieldsSchema = z.object({ recipe: z.string().trim().min(1).max(100), metadata: z.string().max(32 * 1024).optional() });
-const metadataSchema = z.record(z.string(), z.string(), { message: 'metadata must be a JSON object of strings' });
+
+/**
+ * The metadata form field, validated with the signer's own schema (packages/errors): the spec's fields only,
+ * so prompt text (or any field that could carry it) is a 400 before the upload is kept, a job is created or
+ * any row is written.
+ */
+function parseMetadataField(raw: string | undefined): Record<string, string> {
+  if (raw === undefined || raw === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new CairnError('cairn.validation.invalid_body', 'metadata must be a JSON object (sent as a form field string).', { errors: [{ path: 'metadata', message: 'not JSON' }] });
+  }
+  const metadata = parseSignMetadata(parsed);
+  return Object.fromEntries(Object.entries(metadata).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
 
 /** The Sign result (and a done Job's fields) in the API's names. */
 export function presentSignResult(result: signerV1.SignResponse): Record<string, unknown> {
@@ -77,7 +93,15 @@ export function signRoutes(deps: SignRouteDeps): Router {
       if (!UUID.test(key)) return next(new CairnError('cairn.sign.missing_idempotency_key', 'Idempotency-Key must be a UUID, e.g. 0190d6c8-8f4e-7a8b-9c1d-2e3f4a5b6c7d.'));
       next();
     },
-    singleUpload({ blobs: deps.blobs, field: 'asset', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.sign.file_too_large' }),
+    singleUpload({
+      blobs: deps.blobs,
+      field: 'asset',
+      maxBytes: deps.uploadMaxBytes,
+      tooLarge: 'cairn.sign.file_too_large',
+      checkFieldsBeforeFile: (fields) => {
+        if (typeof fields.metadata === 'string') parseMetadataField(fields.metadata);
+      },
+    }),
     async (req, res) => {
       const tenant = req.auth!.tenant;
       let keepUpload = false;
@@ -86,16 +110,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
         if (!upload) throw new CairnError('cairn.validation.invalid_body', 'Send the asset as multipart/form-data in the field "asset".');
         if (upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The asset is empty.');
         const fields = parseOrThrow(fieldsSchema, req.body ?? {}, 'form fields');
-        let metadata: Record<string, string> = {};
-        if (fields.metadata) {
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(fields.metadata);
-          } catch {
-            throw new CairnError('cairn.validation.invalid_body', 'metadata must be a JSON object (sent as a form field string).', { errors: [{ path: 'metadata', message: 'not JSON' }] });
-          }
-          metadata = parseOrThrow(metadataSchema, parsed, 'metadata');
-        }
+        const metadata = parseMetadataField(fields.metadata);
         const recipe = await deps.recipes.get(fields.recipe);
         if (!recipe || !recipeAvailable(recipe, tenant.plan as PlanName)) {
           throw new CairnError('cairn.sign.invalid_recipe', recipe ? `Recipe ${fields.recipe} is not available on the ${tenant.plan} plan.` : `Recipe ${fields.recipe} does not exist; GET /v1/recipes lists them.`);
