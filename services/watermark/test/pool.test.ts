@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import { ImageRejectedError, type RawImage } from '../src/domain/image/raw-image.js';
 import { payloadFor } from '../src/domain/payload.js';
@@ -59,23 +61,26 @@ describe('image worker pool', () => {
     await expect(pool.embed(gradientImage(200, 300), payload)).rejects.toThrow('needs at least 256×256');
   });
 
-  it('keeps the event loop responsive while a 3000×3000 embed runs', async () => {
-    const image = gradientImage(3000, 3000);
-    let last = performance.now();
-    let maxGap = 0;
-    const timer = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 10);
-    const started = performance.now();
-    const outcome = await pool.embed(image, payload);
-    const took = performance.now() - started;
-    clearInterval(timer);
-    expect(outcome.image.width).toBe(3000);
-    // On the main thread the embed would be one gap as long as itself; in the pool, ticks keep coming.
-    expect(took).toBeGreaterThan(150);
-    expect(maxGap).toBeLessThan(Math.min(100, took / 3));
+  it('answers pings on the main thread while a 3000×3000 embed runs', async () => {
+    // A loopback HTTP server stands in for the service's health probe and gRPC calls: each ping needs the event
+    // loop. Counted by order of completion, not time: pings sent after the embed was handed over and answered
+    // before it finished. Run on the main thread, the embed would hold the loop until it was done: none would.
+    const server = createServer((_req, res) => res.end('pong'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      let done = false;
+      const embedding = pool.embed(gradientImage(3000, 3000), payload).finally(() => (done = true));
+      let answeredWhileEmbedding = 0;
+      while (!done) {
+        const pong = await (await fetch(url)).text();
+        if (!done && pong === 'pong') answeredWhileEmbedding++;
+      }
+      expect((await embedding).image.width).toBe(3000);
+      expect(answeredWhileEmbedding).toBeGreaterThanOrEqual(2);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('queues work beyond its size and answers every task', async () => {
