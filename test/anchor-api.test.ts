@@ -94,8 +94,9 @@ interface Verdict {
   proves: string[];
 }
 
-/** A Cairn file whose batch is anchored (set by the anchor_match test, used by the last describe). */
-let anchoredFile: Buffer | undefined;
+type AnchoredAsset = { asset_id: string; batch_id: string; file: Buffer };
+/** A Cairn file whose batch is anchored: the anchor_match test's, or signed on first use, so no test needs another to run first. */
+let anchoredAsset: Promise<AnchoredAsset> | undefined;
 const batchStatus = async (batchId: string, key = tenant.api_key) => ((await (await stack.request(`/v1/anchors/${batchId}`, { key })).json()) as { status: string; tx_hash: string; block_number: number }).status;
 const anchoredBatch = (batchId: string, key = tenant.api_key) => waitFor(`batch ${batchId} anchored`, async () => (await batchStatus(batchId, key)) === 'anchored');
 /**
@@ -106,6 +107,13 @@ const anchoredBatch = (batchId: string, key = tenant.api_key) => waitFor(`batch 
 const batchOf = (assetId: string) =>
   waitFor(`asset ${assetId} in a batch`, async () => (await admin.query<{ batch_id: string }>('select batch_id from anchor.leaves where asset_id = $1', [assetId])).rows[0]?.batch_id);
 const signedFile = async (assetId: string, key = tenant.api_key) => Buffer.from(await (await stack.request(`/v1/assets/${assetId}/content`, { key })).arrayBuffer());
+const anchored = (): Promise<AnchoredAsset> =>
+  (anchoredAsset ??= (async () => {
+    const signed = await sign();
+    const batchId = await batchOf(signed.asset_id);
+    await anchoredBatch(batchId);
+    return { asset_id: signed.asset_id, batch_id: batchId, file: await signedFile(signed.asset_id) };
+  })());
 const verifyFile = async (bytes: Buffer): Promise<Verdict> => {
   const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'signed.jpg' }) });
   expect(res.status).toBe(200);
@@ -113,8 +121,6 @@ const verifyFile = async (bytes: Buffer): Promise<Verdict> => {
 };
 
 describe('the verifier’s anchor signal', () => {
-  let anchoredAsset: { asset_id: string; batch_id: string; file: Buffer };
-
   it('proves the manifest store found in the file is included in the root on chain: anchor_match', async () => {
     const signed = await sign();
     const batchId = await batchOf(signed.asset_id);
@@ -129,29 +135,29 @@ describe('the verifier’s anchor signal', () => {
     // The authenticated verify by asset id sees the same.
     const byId = await stack.request('/v1/verify', { method: 'POST', key: tenant.api_key, json: { asset_id: signed.asset_id } });
     expect(((await byId.json()) as Verdict).signals.anchor_match).toBe(true);
-    anchoredAsset = { asset_id: signed.asset_id, batch_id: batchId, file };
-    anchoredFile = file;
+    anchoredAsset = Promise.resolve({ asset_id: signed.asset_id, batch_id: batchId, file });
   });
 
   it('answers anchor_mismatch when the batch’s transaction on chain carries another root', async () => {
+    const asset = await anchored();
     const [from] = await chain.rpc<string[]>('eth_accounts');
     // A real transaction of the anchoring account to itself, carrying some other 32 bytes.
     const otherTx = await chain.rpc<string>('eth_sendTransaction', [{ from, to: from, data: `0x${createHash('sha256').update(`other root ${Math.random()}`).digest('hex')}` }]);
     const receipt = await waitFor('the other transaction mined', () => chain.rpc<{ blockNumber: string } | null>('eth_getTransactionReceipt', [otherTx]).then((r) => r ?? undefined));
-    const { rows } = await admin.query<{ tx_hash: string; block_number: string }>('select tx_hash, block_number from anchor.batches where batch_id = $1', [anchoredAsset.batch_id]);
-    await admin.query('update anchor.batches set tx_hash = $1, block_number = $2 where batch_id = $3', [otherTx, Number(BigInt(receipt.blockNumber)), anchoredAsset.batch_id]);
+    const { rows } = await admin.query<{ tx_hash: string; block_number: string }>('select tx_hash, block_number from anchor.batches where batch_id = $1', [asset.batch_id]);
+    await admin.query('update anchor.batches set tx_hash = $1, block_number = $2 where batch_id = $3', [otherTx, Number(BigInt(receipt.blockNumber)), asset.batch_id]);
     try {
-      const verdict = await verifyFile(anchoredAsset.file);
+      const verdict = await verifyFile(asset.file);
       expect(verdict.status).toBe('anchor_mismatch');
       expect(verdict.signals.anchor_match).toBe(false);
       expect(verdict.confidence).not.toBeNull();
       expect(verdict.confidence!).toBeLessThanOrEqual(0.35);
       expect(verdict.developer_explanation).toMatch(/root_not_on_chain/);
     } finally {
-      await admin.query('update anchor.batches set tx_hash = $1, block_number = $2 where batch_id = $3', [rows[0]!.tx_hash, rows[0]!.block_number, anchoredAsset.batch_id]);
+      await admin.query('update anchor.batches set tx_hash = $1, block_number = $2 where batch_id = $3', [rows[0]!.tx_hash, rows[0]!.block_number, asset.batch_id]);
     }
     // Pointed back at its own transaction, the anchor matches again.
-    expect((await verifyFile(anchoredAsset.file)).signals.anchor_match).toBe(true);
+    expect((await verifyFile(asset.file)).signals.anchor_match).toBe(true);
   });
 
   it('reports the anchor as pending (not checked) while the batch waits for the chain, then matches', async () => {
@@ -214,9 +220,10 @@ describe('billing of anchor_batch', () => {
 // Last: it stops the anchor service, and nothing after it should depend on how fast the signer reconnects.
 describe('the anchor signal without the anchor service', () => {
   it('still answers when the anchor service is down: inconclusive with anchor_unavailable', async () => {
+    const { file } = await anchored();
     await stack.stopService('anchor');
     try {
-      const verdict = await verifyFile(anchoredFile!);
+      const verdict = await verifyFile(file);
       expect(verdict.status).toBe('inconclusive');
       expect(verdict.warnings).toContain('anchor_unavailable');
       expect(verdict.signals).not.toHaveProperty('anchor_match');

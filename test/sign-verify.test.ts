@@ -33,6 +33,14 @@ async function verifyFile(bytes: Buffer, key?: string) {
 describe('image sign → verify through HTTP', () => {
   let signed: Record<string, string>;
   let signedBytes: Buffer;
+  /** The first test's signed JPEG, or signed here when a test runs without it (`-t`): no test needs another first. */
+  async function signedJpeg(): Promise<void> {
+    if (signed) return;
+    const res = await sign(photoJpeg);
+    expect(res.status).toBe(200);
+    signed = (await res.json()) as Record<string, string>;
+    signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+  }
 
   it('signs a JPEG: watermark, C2PA manifest, stored asset, public URLs', async () => {
     const res = await sign(photoJpeg);
@@ -57,6 +65,7 @@ describe('image sign → verify through HTTP', () => {
   });
 
   it('verifies the downloaded file: verified_manifest_and_watermark_match', async () => {
+    await signedJpeg();
     const result = await verifyFile(signedBytes);
     expect(result.status).toBe('verified_manifest_and_watermark_match');
     expect(result.confidence).toBeGreaterThan(0.8);
@@ -66,6 +75,7 @@ describe('image sign → verify through HTTP', () => {
   });
 
   it('flipped signature bytes: manifest_tampered with null confidence', async () => {
+    await signedJpeg();
     const manifest = Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());
     const at = signedBytes.indexOf(manifest);
     // The COSE signature sits near the end of the manifest store: flip bytes there.
@@ -80,6 +90,7 @@ describe('image sign → verify through HTTP', () => {
   });
 
   it('manifest stripped: watermark_only with the original in matches', async () => {
+    await signedJpeg();
     const stripped = await sharp(signedBytes).jpeg({ quality: 90 }).toBuffer();
     const result = await verifyFile(stripped);
     expect(result.status).toBe('watermark_only');
