@@ -2,9 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Builder } from '@contentauth/c2pa-node';
+import pg from 'pg';
 import sharp from 'sharp';
+import { newId } from '@cairn/ids';
+import { PG_ADMIN_URL } from '@cairn/testing';
+import { createBlobStore } from '../packages/blob/src/index.js';
 import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
 import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
+import { localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { bufferAccess, extractManifestStore } from '../services/verifier/src/c2pa/asset-store.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
@@ -55,6 +62,21 @@ async function matchesOf(res: Response): Promise<SpecMatch[]> {
   expect(JSON.stringify(body)).not.toContain(owner.tenant_id);
   expect(JSON.stringify(body)).not.toMatch(/"t_|"a_|uploads\//);
   return body.matches;
+}
+
+/** `signed` edited by another party: c2pa-node signs it anew with `signed` itself as the parent ingredient. */
+async function editedWithParent(signed: Buffer): Promise<Buffer> {
+  const credential = await makeTestCredential({ commonName: 'Another Editor' });
+  const builder = Builder.withJson({
+    claim_generator_info: [{ name: 'another-editor', version: '1.0.0' }],
+    title: 'edited.jpg',
+    assertions: [{ label: 'c2pa.actions', data: { actions: [{ action: 'c2pa.edited' }] } }],
+  });
+  await builder.addIngredient(JSON.stringify({ title: 'original.jpg', relationship: 'parentOf' }), { buffer: signed, mimeType: 'image/jpeg' });
+  const out: { buffer: Buffer | null } = { buffer: null };
+  builder.sign(localSignerFor(credential), { buffer: signed, mimeType: 'image/jpeg' }, out);
+  if (!out.buffer) throw new Error('c2pa-node returned no signed file');
+  return out.buffer;
 }
 
 async function expectProblem(res: Response, status: number, code?: string): Promise<void> {
@@ -219,6 +241,41 @@ describe(`GET ${API}/manifests/{manifestId}`, () => {
     const active = Buffer.from(await res.arrayBuffer());
     expect(manifestLabels(active)).toEqual([activeManifestLabel(full)]);
     expect((await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=false`)).status).toBe(200);
+  });
+
+  it('returnActiveManifest leaves out the ingredient manifests of a store that has them', async () => {
+    // Cairn's own stores hold one manifest, where ignoring the parameter would pass; so do the c2pa-rs fixtures
+    // (CA.jpg's ingredient carries none). A store with an ingredient manifest is made with c2pa-node: the
+    // Cairn-signed file edited and re-signed by another signer, with the original as its parent ingredient,
+    // then registered as a Cairn manifest record.
+    const store = extractManifestStore(bufferAccess(await editedWithParent(signedBytes)));
+    if (!store) throw new Error('the edited file carries no manifest store');
+    const labels = manifestLabels(store);
+    expect(labels).toHaveLength(2);
+    const peerId = newId('manifest');
+    const blobKey = `manifests/test/${peerId}.c2pa`;
+    await createBlobStore(String(stack.env.BLOB_STORE_URL)).put(blobKey, store, { contentType: 'application/c2pa' });
+    const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
+    await admin.connect();
+    try {
+      const inserted = await admin.query(
+        'insert into signer.manifests (manifest_id, asset_id, tenant_id, blob_key, label, size_bytes) select $1, asset_id, tenant_id, $2, $3, $4 from signer.manifests where manifest_id = $5',
+        [peerId, blobKey, activeManifestLabel(store), store.length, manifestId],
+      );
+      expect(inserted.rowCount).toBe(1);
+    } finally {
+      await admin.end();
+    }
+
+    const full = Buffer.from(await (await stack.request(`${API}/manifests/${peerId}`)).arrayBuffer());
+    expect(full.equals(store)).toBe(true);
+    const res = await stack.request(`${API}/manifests/${peerId}?returnActiveManifest=true`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/c2pa');
+    const active = Buffer.from(await res.arrayBuffer());
+    expect(manifestLabels(active)).toEqual([activeManifestLabel(store)]);
+    expect(activeManifestLabel(active)).toBe(activeManifestLabel(store));
+    expect(active.length).toBeLessThan(store.length);
   });
 
   it('answers 400 for a malformed id or parameter and 404 for an unknown manifest', async () => {
