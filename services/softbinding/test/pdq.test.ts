@@ -9,6 +9,9 @@ const summary = (ds: number[]) => {
   return { n: s.length, min: s[0]!, median: s[s.length >> 1]!, max: s[s.length - 1]! };
 };
 
+/** `<photo> <transform>` pairs whose nearest indexed variant is beyond LOOKUP_RADIUS, as measured. */
+const KNOWN_MISSES = ['page resize50', 'clock_motion brightness+20%', 'page jpeg60+resize50+crop5'];
+
 describe('PDQ-class image hash', () => {
   it('is 256 bits, deterministic, with a quality', async () => {
     const [photo] = await loadPhotos();
@@ -24,7 +27,7 @@ describe('PDQ-class image hash', () => {
     expect(ones).toBeLessThanOrEqual(136);
   });
 
-  it('separates transformed copies from different images (distributions printed for the README)', async () => {
+  it('finds every transformed copy within the lookup radius of its nearest indexed variant, and no different photo', async () => {
     const photos = await loadPhotos();
     const full = new Map<string, Uint8Array>();
     const indexed = new Map<string, Uint8Array[]>();
@@ -33,7 +36,7 @@ describe('PDQ-class image hash', () => {
       indexed.set(p.name, (await indexHashes(pdqFingerprinter, p.bytes)).map((h) => h.bits));
     }
     const lines: string[] = [];
-    const same: number[] = [];
+    const misses: string[] = [];
     for (const [name, transform] of Object.entries(TRANSFORMS)) {
       const direct: number[] = [];
       const viaIndex: number[] = [];
@@ -42,7 +45,9 @@ describe('PDQ-class image hash', () => {
         direct.push(hamming(full.get(p.name)!, q));
         viaIndex.push(Math.min(...indexed.get(p.name)!.map((h) => hamming(h, q))));
       }
-      same.push(...viaIndex);
+      photos.forEach((p, i) => {
+        if (viaIndex[i]! > LOOKUP_RADIUS) misses.push(`${p.name} ${name} ${viaIndex[i]}`);
+      });
       lines.push(`${name}: whole-image ${JSON.stringify(summary(direct))}; nearest indexed variant ${JSON.stringify(summary(viaIndex))} [${viaIndex.join(' ')}]`);
     }
     // Different content: every pair of different photos, nearest over the indexed variants.
@@ -55,14 +60,13 @@ describe('PDQ-class image hash', () => {
       }
     }
     lines.push(`different content (${photos.length} photos, ordered pairs): ${JSON.stringify(summary(different))}`);
+    // The distributions, for the README's table and threshold.ts.
     process.stdout.write(`${lines.join('\n')}\n`);
     const d = summary(different);
     expect(d.min).toBeGreaterThan(LOOKUP_RADIUS + 24);
-    // Every photo: JPEG 60, resize, brightness within the radius; the shared photos also after all three.
-    const photoNames = ['astronaut', 'camera', 'chelsea', 'coffee'];
-    for (const p of photos.filter((x) => photoNames.includes(x.name))) {
-      const q = (await hashImageBytes(await TRANSFORMS['jpeg60+resize50+crop5']!(p.bytes))).bits;
-      expect(Math.min(...indexed.get(p.name)!.map((h) => hamming(h, q)))).toBeLessThanOrEqual(LOOKUP_RADIUS);
-    }
+    // Every photo after every transform lands within the radius, except the misses measured and listed in the
+    // service README (line-art and low-quality images after a resize or a brightening). The list is exact: a new
+    // miss fails, and so does a known one that is found again (update the list and the README then).
+    expect(misses.map((m) => m.replace(/ \d+$/, ''))).toEqual(KNOWN_MISSES);
   }, 120_000);
 });
