@@ -16,6 +16,7 @@ export const EVENT_TYPES = [
   'manifest.signed',
   'verification.completed',
   'certificate.expiring',
+  'certificate.revoked',
   'webhook.failed',
   'tenant.created',
   'key.created',

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
+import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
 import {
   OID,
   OcspResponseStatus,
@@ -37,7 +38,16 @@ export interface OcspCheckOptions {
   /** A response with neither our nonce nor a nextUpdate must be younger than this. Default 1 day. */
   readonly maxAgeMs?: number;
   readonly now?: () => Date;
+  /**
+   * Where the request may go. The responder's address comes from the certificate, which whoever made the file
+   * chose: by default nothing internal (loopback included) is reached. Development passes `allowLoopback` to
+   * reach the signer's own responder on this machine.
+   */
+  readonly policy?: DestinationPolicy;
 }
+
+/** The default: public addresses only, checked after DNS resolution. */
+export const PUBLIC_ONLY: DestinationPolicy = { httpsOnly: false, blockInternal: true };
 
 const MAX_RESPONSE_BYTES = 256 * 1024;
 
@@ -84,7 +94,7 @@ async function check(leafPem: string, issuerPem: string, url: string, timeoutMs:
   const ourCertID = request.tbsRequest.requestList[0]?.reqCert;
   if (!ourCertID) return unavailable('could not build the request');
 
-  const body = await fetchResponse(url, requestDer, timeoutMs, options.method ?? 'POST');
+  const body = await fetchResponse(url, requestDer, timeoutMs, options.method ?? 'POST', options.policy ?? PUBLIC_ONLY);
   if (typeof body === 'string') return unavailable(body);
 
   const response = pkijs.OCSPResponse.fromBER(body);
@@ -120,25 +130,20 @@ async function check(leafPem: string, issuerPem: string, url: string, timeoutMs:
   return certStatusOf(single.certStatus as asn1js.BaseBlock);
 }
 
-async function fetchResponse(url: string, requestDer: Buffer, timeoutMs: number, method: 'POST' | 'GET'): Promise<Buffer | string> {
-  let res: Response;
-  try {
-    const signal = AbortSignal.timeout(timeoutMs);
-    res =
-      method === 'POST'
-        ? await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/ocsp-request', Accept: 'application/ocsp-response' }, body: requestDer, signal })
-        : await fetch(`${url.replace(/\/+$/, '')}/${encodeURIComponent(requestDer.toString('base64'))}`, { headers: { Accept: 'application/ocsp-response' }, signal });
-    if (res.status !== 200) return `responder answered HTTP ${res.status}`;
-    const declared = Number(res.headers.get('content-length') ?? '0');
-    if (declared > MAX_RESPONSE_BYTES) return 'response too large';
-    const body = Buffer.from(await res.arrayBuffer());
-    if (body.length > MAX_RESPONSE_BYTES) return 'response too large';
-    return body;
-  } catch (error) {
-    // Duck-typed: fetch's DOMExceptions come from another realm under test runners, so instanceof lies.
-    const name = (error as { name?: unknown } | null)?.name;
-    return name === 'TimeoutError' || name === 'AbortError' ? 'responder timed out' : `responder unreachable: ${messageOf(error)}`;
-  }
+/** One exchange with the responder: no redirects, one deadline, a capped answer (see @cairn/outbound). */
+async function fetchResponse(url: string, requestDer: Buffer, timeoutMs: number, method: 'POST' | 'GET', policy: DestinationPolicy): Promise<Buffer | string> {
+  const target = method === 'POST' ? url : `${url.replace(/\/+$/, '')}/${encodeURIComponent(requestDer.toString('base64'))}`;
+  const answer = await boundedRequest(target, {
+    method,
+    headers: method === 'POST' ? { 'Content-Type': 'application/ocsp-request', Accept: 'application/ocsp-response' } : { Accept: 'application/ocsp-response' },
+    ...(method === 'POST' ? { body: requestDer } : {}),
+    timeoutMs,
+    maxBytes: MAX_RESPONSE_BYTES,
+    policy,
+  });
+  if (!answer.ok) return answer.error.startsWith('no answer within') ? 'responder timed out' : `responder unreachable: ${answer.error}`;
+  if (answer.status !== 200) return `responder answered HTTP ${answer.status}`;
+  return answer.body;
 }
 
 /** The certificate whose key must have signed the response, or why there is none we may trust. */

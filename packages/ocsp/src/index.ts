@@ -1,2 +1,2 @@
-export { checkOcsp, ocspUrlsOfCertificate, type OcspCheckResult, type OcspCheckStatus, type OcspCheckOptions } from './client.js';
+export { checkOcsp, ocspUrlsOfCertificate, PUBLIC_ONLY, type OcspCheckResult, type OcspCheckStatus, type OcspCheckOptions } from './client.js';
 export * from './common.js';

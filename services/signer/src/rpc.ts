@@ -99,8 +99,9 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
     revokeCertificate: async (request) => {
       const reason = request.reason || 'unspecified';
       if (!isRevocationReason(reason)) throw new CairnError('cairn.validation.invalid_body', `Unknown revocation reason "${reason}".`);
-      const result = await deps.authority.revoke(request.serialHex || 'current', reason);
+      const result = await deps.authority.revoke(request.serialHex || 'current', reason, (tx, event) => deps.outbox.enqueue(tx, event));
       if (!result.ok) throw new CairnError(result.error === 'not_found' ? 'cairn.not_found' : 'cairn.validation.invalid_body', `Cannot revoke: ${result.error}`);
+      if (!result.alreadyRevoked) void deps.outbox.flush();
       return { serialHex: result.revoked.serialHex, revokedAt: (result.revoked.revokedAt ?? new Date()).toISOString() };
     },
   };

@@ -32,6 +32,8 @@ export interface TestCredentialOptions {
   /** Validity of the leaf; defaults to yesterday .. +30 days. */
   leafNotBefore?: Date;
   leafNotAfter?: Date;
+  /** An OCSP responder URL written into the leaf's Authority Information Access. */
+  ocspUrl?: string;
 }
 
 function pemOf(label: string, der: ArrayBuffer): string {
@@ -84,6 +86,7 @@ export async function makeTestCredential(options: TestCredentialOptions = {}): P
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.emailProtection]),
       await x509.SubjectKeyIdentifierExtension.create(leafKeys.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(caKeys.publicKey),
+      ...(options.ocspUrl ? [new x509.AuthorityInfoAccessExtension({ ocsp: options.ocspUrl })] : []),
     ],
   });
 

@@ -15,6 +15,9 @@ import { createPkiDb, testSettings, type PkiDb } from './fixtures/pki-db.js';
 import { newBuilder, readValidation, releaseC2paHandles, signJpeg } from './fixtures/c2pa.js';
 import { SoftwareKeyBackend } from '../src/pki/keys.js';
 
+/** The responders these tests run listen on loopback, which OCSP checks refuse unless told otherwise. */
+const LOOPBACK = { policy: { httpsOnly: false, blockInternal: true, allowLoopback: true } };
+
 let pki: PkiDb;
 let server: OcspServer;
 let url: string;
@@ -67,20 +70,20 @@ async function requestFor(serialHex: string, issuerPem: string, nonce = randomBy
 describe('OCSP responder and client over HTTP', () => {
   it('answers good, then revoked (with time and reason) after revoke()', async () => {
     expect(ocspUrlsOfCertificate(overview.signing.pem)).toEqual([url]);
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000)).toEqual({ status: 'good' });
+    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'good' });
 
     const revoked = await ca.revoke(overview.signing.serialHex, 'keyCompromise');
     expect(revoked.ok).toBe(true);
-    const after = await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000);
+    const after = await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK);
     expect(after.status).toBe('revoked');
     expect(after.revocationReason).toBe('keyCompromise');
     const revokedAt = new Date(after.revokedAt as string).getTime();
     expect(Math.abs(revokedAt - Date.now())).toBeLessThan(60_000);
 
     // Also through the GET form, and for the replacement, which is good.
-    expect((await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, { method: 'GET' })).status).toBe('revoked');
+    expect((await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, { method: 'GET', ...LOOPBACK })).status).toBe('revoked');
     if (revoked.ok && revoked.replacement) {
-      expect(await checkOcsp(revoked.replacement.pem, overview.intermediate.pem, url, 2000, { hashAlgorithm: 'SHA-256' })).toEqual({ status: 'good' });
+      expect(await checkOcsp(revoked.replacement.pem, overview.intermediate.pem, url, 2000, { hashAlgorithm: 'SHA-256', ...LOOPBACK })).toEqual({ status: 'good' });
     }
   });
 
@@ -88,7 +91,7 @@ describe('OCSP responder and client over HTTP', () => {
     await pki.db.execute(sql`update signer.certificates set not_after = now() + interval '2 days' where role = 'signing'`);
     const rotation = await ca.rotateIfDue();
     expect(rotation.rotated).toBe(true);
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000)).toEqual({ status: 'good' });
+    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'good' });
   });
 
   it('answers unknown for a serial it never issued', async () => {
@@ -96,7 +99,7 @@ describe('OCSP responder and client over HTTP', () => {
     // A certificate claiming our intermediate as issuer, with a serial we never issued.
     const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const fake = await stranger.activeKey(publicKey.export({ format: 'der', type: 'spki' }), SoftwareKeyBackend.fromPkcs8(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' })));
-    expect(await checkOcsp(fake.certificatePem, overview.intermediate.pem, url, 2000)).toEqual({ status: 'unknown' });
+    expect(await checkOcsp(fake.certificatePem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'unknown' });
 
     const raw = await post(await requestFor(randomBytes(16).toString('hex'), overview.intermediate.pem));
     const { status, basic } = parseResponse(raw.body);
@@ -112,7 +115,7 @@ describe('OCSP responder and client over HTTP', () => {
 
     const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const theirs = await stranger.activeKey(publicKey.export({ format: 'der', type: 'spki' }), SoftwareKeyBackend.fromPkcs8(privateKey.export({ format: 'der', type: 'pkcs8' })));
-    const result = await checkOcsp(theirs.certificatePem, stranger.intermediate.pem, url, 2000);
+    const result = await checkOcsp(theirs.certificatePem, stranger.intermediate.pem, url, 2000, LOOPBACK);
     expect(result.status).toBe('unavailable');
     expect(result.detail).toMatch(/responder/);
   });
@@ -179,7 +182,7 @@ describe('OCSP responder and client over HTTP', () => {
   it('falls back to signing with the intermediate itself when it has no responder certificate', async () => {
     const deps = ca.ocspResponderDeps();
     inner = createOcspHandler({ ...deps, issuers: async () => (await deps.issuers()).map(({ responder: _unused, ...issuer }) => issuer) });
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000)).toEqual({ status: 'good' });
+    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'good' });
     const { basic } = parseResponse(await post(await requestFor(overview.signing.serialHex, overview.intermediate.pem)).then((r) => r.body));
     const intermediate = parseCertificate(pemCertificatesToDer(overview.intermediate.pem)[0] as Buffer);
     expect(Buffer.from((basic?.tbsResponseData.responderID as asn1js.OctetString).valueBlock.valueHexView).equals(responderKeyHash(intermediate))).toBe(true);
@@ -198,7 +201,7 @@ describe('OCSP responder and client over HTTP', () => {
       issuers: async () =>
         (await deps.issuers()).map((issuer) => ({ ...issuer, responder: { certificateDer: pemCertificatesToDer(impostor.certificatePem)[0] as Buffer, privateKey: impostorKey } })),
     });
-    const result = await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000);
+    const result = await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK);
     expect(result).toMatchObject({ status: 'unavailable', detail: 'delegated responder certificate is not signed by the issuer' });
   });
 
@@ -227,7 +230,7 @@ describe('OCSP responder and client over HTTP', () => {
     });
     await new Promise<void>((resolve) => tamper.listen(0, '127.0.0.1', resolve));
     try {
-      const result = await checkOcsp(overview.signing.pem, overview.intermediate.pem, `http://127.0.0.1:${(tamper.address() as AddressInfo).port}/ocsp`, 2000);
+      const result = await checkOcsp(overview.signing.pem, overview.intermediate.pem, `http://127.0.0.1:${(tamper.address() as AddressInfo).port}/ocsp`, 2000, LOOPBACK);
       expect(result).toEqual({ status: 'unavailable', detail: 'response signature does not verify' });
     } finally {
       await new Promise((resolve) => tamper.close(resolve));
@@ -239,14 +242,14 @@ describe('OCSP responder and client over HTTP', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const started = Date.now();
-      const slow = await checkOcsp(overview.signing.pem, overview.intermediate.pem, `http://127.0.0.1:${(silent.address() as AddressInfo).port}/ocsp`, 300);
+      const slow = await checkOcsp(overview.signing.pem, overview.intermediate.pem, `http://127.0.0.1:${(silent.address() as AddressInfo).port}/ocsp`, 300, LOOPBACK);
       expect(slow).toMatchObject({ status: 'unavailable', detail: 'responder timed out' });
       expect(Date.now() - started).toBeLessThan(2000);
     } finally {
       silent.closeAllConnections();
       await new Promise((resolve) => silent.close(resolve));
     }
-    const closed = await checkOcsp(overview.signing.pem, overview.intermediate.pem, 'http://127.0.0.1:1/ocsp', 1000);
+    const closed = await checkOcsp(overview.signing.pem, overview.intermediate.pem, 'http://127.0.0.1:1/ocsp', 1000, LOOPBACK);
     expect(closed.status).toBe('unavailable');
   });
 

@@ -10,4 +10,11 @@ export const verifierConfigShape = {
   /** Parser processes isolating c2pa-rs from hostile files, and each read's time budget. */
   C2PA_READERS: z.coerce.number().int().min(1).max(8).default(2),
   C2PA_READ_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
+  /** A stored verdict older than this is recomputed from Cairn's copy even when no event announced a change. */
+  VERIFY_RESULT_FRESH_SECONDS: z.coerce.number().int().positive().default(600),
+  /**
+   * Whether OCSP requests may reach loopback addresses (Cairn's own responder on this machine). Unset: allowed in
+   * development, refused in production. Private, link-local and metadata addresses are refused either way.
+   */
+  OUTBOUND_ALLOW_LOOPBACK: z.enum(['true', 'false']).optional(),
 };

@@ -3,15 +3,14 @@ import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import type { verifierV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
+import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import { toResultMessage } from './present.js';
-import type { ResultStore } from './store/results.js';
-import type { TrustLists } from './store/trust.js';
-import { verify, type VerifyDeps } from './verify.js';
+import { verify } from './verify.js';
 
 type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 /** cairn.verifier.v1.VerifierService. */
-export function verifierHandlers(deps: VerifyDeps & { results: ResultStore; trust: TrustLists }): ServiceImpl<Methods> {
+export function verifierHandlers(deps: StoredVerdictDeps): ServiceImpl<Methods> {
   return {
     verify: async (request) => {
       if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
@@ -19,7 +18,7 @@ export function verifierHandlers(deps: VerifyDeps & { results: ResultStore; trus
       return { result: toResultMessage(outcome.verdict, outcome), modality: outcome.modality };
     },
     getResult: async (request) => {
-      const stored = isId('manifest', request.manifestId) ? await deps.results.get(request.manifestId) : null;
+      const stored = isId('manifest', request.manifestId) ? await storedVerdict(deps, request.manifestId) : null;
       if (!stored) throw new CairnError('cairn.not_found', `No verification result for manifest ${request.manifestId}.`);
       return { result: toResultMessage(stored, { manifestId: stored.manifest_id, assetId: stored.asset_id, verifiedAt: stored.verified_at }) };
     },

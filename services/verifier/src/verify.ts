@@ -7,14 +7,15 @@ import { CairnError, isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import { decodeRgb, isSidecarMediaType, sniffMediaType, SNIFF_BYTES, type Modality } from '@cairn/media';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
+import type { DestinationPolicy } from '@cairn/outbound';
 import type { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import type { C2paReading, ManifestReader } from './c2pa/index.js';
 import type { AnchorEvidence, FingerprintEvidence, OcspEvidence, SoftMatch, WatermarkEvidence } from './domain/evidence.js';
+import { cairnLinkOf } from './domain/cairn-link.js';
 import { manifestEvidence } from './domain/from-reading.js';
 import { decide, type Verdict } from './domain/verdict.js';
-import type { ResultStore } from './store/results.js';
 import type { TrustLists } from './store/trust.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
@@ -31,11 +32,12 @@ export interface VerifyDeps {
   softbinding: ServiceClient<SoftBindingMethods>;
   anchor: ServiceClient<AnchorMethods>;
   trust: TrustLists;
-  results: ResultStore;
   outbox: Outbox;
   logger: Logger;
   publicBaseUrl: string;
   ocspTimeoutMs: number;
+  /** Where OCSP requests may go (the outbound address policy): never to an internal address a file names. */
+  outboundPolicy: DestinationPolicy;
 }
 
 export interface VerifyOutcome {
@@ -44,6 +46,10 @@ export interface VerifyOutcome {
   manifestId?: string;
   assetId?: string;
   verifiedAt: string;
+  /** When Cairn's copy of the file named by the input stops being kept (asset_id / manifest_uri inputs). */
+  expiresAt?: string;
+  /** The asset's anchor batch is not confirmed yet: the verdict will change when it is. */
+  anchorPending: boolean;
 }
 
 interface Subject {
@@ -55,9 +61,6 @@ interface Subject {
   manifestId?: string;
   expiresAt?: Date;
 }
-
-const ASSET_IN_TITLE = /^(a_[0-9A-HJKMNP-TV-Z]{26})\./;
-const DEFAULT_RESULT_TTL_MS = 86_400_000;
 
 /** Resolves the three kinds of input to the bytes to verify. manifest_uri is only ever Cairn's own store. */
 async function resolveSubject(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<Subject> {
@@ -114,20 +117,35 @@ async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<Waterma
   try {
     const found = await deps.watermark.detectImage({ image }, { deadlineMs: 30_000 });
     if (!found.detected) return { ran: true, detected: false };
-    return { ran: true, detected: true, payloadHex: found.payloadHex, confidence: found.confidence, registered: found.registered, ...(found.assetId ? { assetId: found.assetId } : {}), ...(found.watermarkId ? { watermarkId: found.watermarkId } : {}) };
+    return {
+      ran: true,
+      detected: true,
+      payloadHex: found.payloadHex,
+      confidence: found.confidence,
+      registered: found.registered,
+      ...(found.assetId ? { assetId: found.assetId } : {}),
+      ...(found.watermarkId ? { watermarkId: found.watermarkId } : {}),
+      ...(found.keyless ? { keyless: true } : {}),
+    };
   } catch (error) {
     deps.logger.warn({ err: error }, 'watermark detection failed');
     return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
   }
 }
 
+/**
+ * OCSP is asked only about a chain that already validates to a trust anchor in force: the responder's address
+ * comes from the certificate, so for any other file it is an address an uploader chose. The request goes
+ * through the outbound address policy (no internal addresses, no redirects, short timeout, capped answer).
+ */
 async function checkRevocation(deps: VerifyDeps, reading: C2paReading): Promise<OcspEvidence> {
-  if (reading.kind !== 'manifest' || !reading.signatureValid) return 'not_checked';
+  if (reading.kind !== 'manifest' || !reading.signatureValid || !reading.trusted) return 'not_checked';
   const [leaf, issuer] = reading.signer.certChainPem;
   if (!leaf || !issuer) return 'not_checked';
   const [url] = ocspUrlsOfCertificate(leaf);
   if (!url) return 'not_checked';
-  const answer = await checkOcsp(leaf, issuer, url, deps.ocspTimeoutMs);
+  const answer = await checkOcsp(leaf, issuer, url, deps.ocspTimeoutMs, { policy: deps.outboundPolicy });
+  if (answer.status === 'unavailable') deps.logger.info({ detail: answer.detail }, 'OCSP answer unavailable');
   return answer.status;
 }
 
@@ -147,6 +165,21 @@ async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobK
     }
     deps.logger.warn({ err: error }, 'soft-binding lookup failed');
     return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/**
+ * A registered watermark names an asset, but a mark proves only that someone with the key embedded it: the
+ * content must also look like that asset (its perceptual fingerprint within the lookup radius). Asked across
+ * tenants with public fields only. Undefined when it cannot be told (the lookup failed or the file has none).
+ */
+async function contentMatchesAsset(deps: VerifyDeps, uploadBlobKey: string, assetId: string): Promise<boolean | undefined> {
+  try {
+    const { matches } = await deps.softbinding.lookup({ tenantId: '', query: { case: 'uploadBlobKey', value: uploadBlobKey }, limit: 50 }, { deadlineMs: 20_000 });
+    return matches.some((m) => m.assetId === assetId);
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'soft-binding lookup for the watermark content check failed');
+    return undefined;
   }
 }
 
@@ -204,8 +237,26 @@ function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'],
 }
 
 /**
+ * Which Cairn asset these bytes belong to, and under which manifest, as far as Cairn's own signature says so
+ * (domain/cairn-link.ts). A legacy manifest (no com.cairn.record) counts only when it is, byte for byte, the
+ * store Cairn kept for the asset its signed title names.
+ */
+async function linkedRecord(deps: VerifyDeps, reading: C2paReading): Promise<{ assetId: string; manifestId: string } | undefined> {
+  const link = cairnLinkOf(reading, await deps.trust.cairnRoots());
+  if (!link) return undefined;
+  if (link.kind === 'record') return { assetId: link.assetId, manifestId: link.manifestId };
+  if (reading.kind !== 'manifest' || !reading.manifestStore) return undefined;
+  const asset = await publicAsset(deps, link.assetId);
+  if (!asset) return undefined;
+  const kept = await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined);
+  return kept && Buffer.from(kept.manifestStore).equals(reading.manifestStore) ? { assetId: asset.assetId, manifestId: asset.manifestId } : undefined;
+}
+
+/**
  * Gathers every signal (C2PA in an isolated reader, watermark, then OCSP and the anchor check together; the
- * soft-binding lookup when nothing stronger leads to a record), decides, records the result and, for a tenant, the event.
+ * soft-binding lookup when nothing stronger leads to a record), decides and, for a tenant, emits the event.
+ * Nothing here is stored: what a file's uploader is told never changes what others are told about an asset
+ * (app/stored-verdict.ts computes that from Cairn's own copy).
  */
 export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<VerifyOutcome> {
   const subject = await resolveSubject(deps, request);
@@ -225,24 +276,34 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
       : deps.reader.readManifest({ asset: subject.bytes, mimeType: sniffed.mediaType, trustAnchorsPem: trust.pems, allowRemoteFetch: false, ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}) }),
     sniffed.modality === 'image' ? detectWatermark(deps, subject.bytes) : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
   ]);
-  // The anchor is checked for the asset the manifest itself names (its signed title), else the input's asset.
-  const titleAsset = reading.kind === 'manifest' ? ASSET_IN_TITLE.exec(reading.claims.title ?? '')?.[1] : undefined;
-  const [ocsp, anchor] = await Promise.all([checkRevocation(deps, reading), checkAnchor(deps, reading, titleAsset ?? subject.assetId)]);
 
-  // Which Cairn asset is this? Known from the input, else from the watermark registry or the manifest title.
-  const assetId = subject.assetId ?? (watermark.ran && watermark.detected ? watermark.assetId : undefined) ?? titleAsset;
+  // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
+  // by Cairn itself (by id or by the file's exact hash), so it names its record.
+  const linked = sidecarManifestId && reading.kind === 'manifest' ? await sidecarRecord(deps, sidecarManifestId) : await linkedRecord(deps, reading);
+  const [ocsp, anchor] = await Promise.all([checkRevocation(deps, reading), checkAnchor(deps, reading, linked?.assetId)]);
+
+  // Which Cairn asset is this? Known from the input or the signed record; else the watermark registry points to one.
+  const manifestAssetId = subject.assetId ?? linked?.assetId;
+  const watermarkAssetId = watermark.ran && watermark.detected && watermark.registered ? watermark.assetId : undefined;
+  const assetId = manifestAssetId ?? (reading.kind === 'manifest' ? undefined : watermarkAssetId);
   const record = await publicAsset(deps, assetId);
-  const match = watermark.ran && watermark.detected && watermark.registered && record ? matchOf(deps, record, 'watermark', watermark.confidence) : undefined;
-  const manifestId = subject.manifestId ?? (reading.kind === 'manifest' ? record?.manifestId : undefined);
-  const evidence = manifestEvidence(reading, { ...(manifestId ? { manifestId } : {}), ...(assetId ? { assetId } : {}) });
+  // A watermark-only lead must also be the asset's content, not merely carry its mark.
+  let watermarkEvidence = watermark;
+  if (watermark.ran && watermark.detected && watermark.registered && reading.kind !== 'manifest' && watermarkAssetId && subject.uploadBlobKey) {
+    const consistent = await contentMatchesAsset(deps, subject.uploadBlobKey, watermarkAssetId);
+    watermarkEvidence = { ...watermark, ...(consistent === undefined ? {} : { contentConsistent: consistent }) };
+  }
+  const match = watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.registered && record && !manifestAssetId ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence) : undefined;
+  const manifestId = subject.manifestId ?? linked?.manifestId;
+  const evidence = manifestEvidence(reading, { ...(manifestId ? { manifestId } : {}), ...(manifestAssetId ? { assetId: manifestAssetId } : {}) });
   // Without a trusted time-stamp the manifest carries no signing time; for Cairn's own assets the signer's
   // record of when it signed is the authority.
-  if (evidence.kind === 'manifest' && !evidence.signedAt && record && record.manifestId === manifestId) evidence.signedAt = record.createdAt;
+  if (evidence.kind === 'manifest' && !evidence.signedAt && record && manifestId && record.manifestId === manifestId) evidence.signedAt = record.createdAt;
 
   const verdict = decide({
     manifest: evidence,
     ocsp,
-    watermark,
+    watermark: watermarkEvidence,
     fingerprint:
       reading.kind === 'manifest' || (watermark.ran && watermark.detected && watermark.registered)
         ? { ran: false, reason: 'not_available' }
@@ -252,16 +313,25 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   });
   const verifiedAt = new Date().toISOString();
 
-  if (manifestId && assetId && reading.kind === 'manifest') {
-    const { matches: _omit, ...publicVerdict } = verdict;
-    const expiresAt = subject.expiresAt ?? new Date(Date.now() + DEFAULT_RESULT_TTL_MS);
-    await deps.results.save({ ...publicVerdict, manifest_id: manifestId, asset_id: assetId, verified_at: verifiedAt }, expiresAt).catch((error: unknown) => deps.logger.warn({ err: error }, 'could not store the verification result'));
-  }
   if (request.tenantId) {
     await withTenant(deps.db, request.tenantId, (tx) =>
       deps.outbox.enqueue(tx, newEvent('asset.verified', request.tenantId, { status: verdict.status, confidence: verdict.confidence, manifest_id: manifestId ?? null, asset_id: assetId ?? null, media_type: sniffed.mediaType, ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }) })),
     );
     void deps.outbox.flush();
   }
-  return { verdict, modality: sniffed.modality, ...(manifestId ? { manifestId } : {}), ...(assetId ? { assetId } : {}), verifiedAt };
+  return {
+    verdict,
+    modality: sniffed.modality,
+    ...(manifestId ? { manifestId } : {}),
+    ...(assetId ? { assetId } : {}),
+    verifiedAt,
+    ...(subject.expiresAt ? { expiresAt: subject.expiresAt.toISOString() } : {}),
+    anchorPending: !anchor.ran && anchor.reason === 'pending',
+  };
+}
+
+/** The record of a sidecar Cairn looked up itself (by the input's id, or by the exact SHA-256 of the bytes). */
+async function sidecarRecord(deps: VerifyDeps, manifestId: string): Promise<{ assetId: string; manifestId: string } | undefined> {
+  const kept = await deps.signer.getManifest({ manifestId }).catch(() => undefined);
+  return kept?.assetId ? { assetId: kept.assetId, manifestId } : undefined;
 }

@@ -4,6 +4,13 @@
 /** Custom assertion holding the API's sign metadata (reverse-domain label, CBOR). */
 export const GENERATION_ASSERTION = 'com.cairn.generation';
 
+/**
+ * Cairn's record of the asset this manifest was made for (CBOR `{asset_id, manifest_id}`). Signed with the claim,
+ * so under Cairn's own signature it is the only link the verifier makes between a file and a Cairn asset: a title,
+ * a file name or any unsigned field can be written by anyone.
+ */
+export const RECORD_ASSERTION = 'com.cairn.record';
+
 /** C2PA soft-binding assertion (c2pa-rs 0.90 `labels::SOFT_BINDING`). */
 export const SOFT_BINDING_ASSERTION = 'c2pa.soft-binding';
 

@@ -5,6 +5,7 @@ import {
   ACTIONS_ASSERTION,
   CREATIVE_WORK_ASSERTION,
   GENERATION_ASSERTION,
+  RECORD_ASSERTION,
   SOFT_BINDING_ASSERTION,
   THUMBNAIL_RESOURCE_ID,
 } from './labels.js';
@@ -116,6 +117,10 @@ export function buildManifestPlan(input: BuildAndSignInput): ManifestPlan {
       label: SOFT_BINDING_ASSERTION,
       data: { alg: softBinding.alg, blocks: [{ scope: {}, value: softBinding.value }] },
     });
+  }
+
+  if (input.record) {
+    assertions.push({ label: RECORD_ASSERTION, data: { asset_id: input.record.assetId, manifest_id: input.record.manifestId } });
   }
 
   const definition: ManifestDefinition = {

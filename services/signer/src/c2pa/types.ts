@@ -86,6 +86,8 @@ export interface BuildAndSignInput {
   metadata: GenerationMetadata;
   softBinding?: SoftBindingInput;
   thumbnail?: ThumbnailInput;
+  /** The Cairn asset and manifest this signature is for, written as the signed `com.cairn.record` assertion. */
+  record?: { assetId: string; manifestId: string };
 }
 
 export interface BuildAndSignResult {

@@ -108,6 +108,8 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
   let signed: { signed: Buffer; manifestStore: Buffer; manifestLabel: string };
   let watermark: { id: string; payloadHex: string; algorithm: string } | undefined;
   const assetId = request.assetId;
+  // Known before signing: the manifest names its own id and asset in the signed com.cairn.record assertion.
+  const manifestId = newId('manifest');
   const active = await deps.authority.activeSigningKey();
   const c2paSigner = createC2paSigner(active);
   const sign = (input: { asset: Buffer; mimeType: SignableMimeType; thumbnail?: Buffer }) =>
@@ -118,6 +120,7 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
         signer: c2paSigner,
         claimGenerator: { name: 'cairn', version: deps.version },
         title: `${assetId}.${sniffed.extension}`,
+        record: { assetId, manifestId },
         ...(recipe.digitalSourceType ? { digitalSourceType: recipe.digitalSourceType } : {}),
         metadata,
         ...(watermark ? { softBinding: { alg: watermark.algorithm, value: watermark.payloadHex } } : {}),
@@ -175,7 +178,6 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
   }
   const mediaType = sniffed.mediaType;
 
-  const manifestId = newId('manifest');
   const assetKey = `${request.tenantId}/assets/${assetId}.${sniffed.extension}`;
   const manifestKey = `manifests/${manifestId}.c2pa`;
   const [stored] = await timed(deps, 'store', () =>

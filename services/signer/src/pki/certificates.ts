@@ -445,7 +445,7 @@ export class CertificateAuthority {
    * replacement key can be made (HSM down), the revocation still happens and signing is unavailable until
    * rotateIfDue succeeds.
    */
-  async revoke(target: string | 'current', reason: RevocationReason): Promise<RevokeResult> {
+  async revoke(target: string | 'current', reason: RevocationReason, enqueue?: EnqueueEvent): Promise<RevokeResult> {
     if (!isRevocationReason(reason) || reason === 'removeFromCRL') return { ok: false, error: 'invalid_reason' };
     const [row] =
       target === 'current'
@@ -479,6 +479,8 @@ export class CertificateAuthority {
           .where(eq(certificates.serialHex, current.serialHex))
           .returning();
         if (!revoked) throw new Error('update returned no row');
+        // Stored verdicts of manifests this certificate signed must be recomputed: the fact travels with the commit.
+        await enqueue?.(tx, newEvent('certificate.revoked', 'system', { serial_hex: revoked.serialHex, reason, revoked_at: now.toISOString() }, now));
         if (current.status !== 'active') return { ok: true, revoked: info(revoked), alreadyRevoked: false };
         const { intermediate } = await this.#activeRows(tx);
         if (!prepared || !intermediate) {

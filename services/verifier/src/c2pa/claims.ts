@@ -9,6 +9,21 @@ export const GENERATION_ASSERTION = 'com.cairn.generation';
 export const SOFT_BINDING_ASSERTION = 'c2pa.soft-binding';
 export const CREATIVE_WORK_ASSERTION = 'stds.schema-org.CreativeWork';
 export const ACTIONS_ASSERTION = 'c2pa.actions';
+export const RECORD_ASSERTION = 'com.cairn.record';
+
+const ASSET_ID = /^a_[0-9A-HJKMNP-TV-Z]{26}$/;
+const MANIFEST_ID = /^m_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** `com.cairn.record` as written by the signer, or undefined when absent or not of that exact shape. */
+function cairnRecordOf(assertions: readonly AssertionJson[]): C2paClaims['cairnRecord'] {
+  const found = assertionsNamed(assertions, RECORD_ASSERTION);
+  // Two records in one manifest name no single asset.
+  if (found.length !== 1) return undefined;
+  const data = asRecord(found[0]?.data);
+  const assetId = asString(data?.asset_id);
+  const manifestId = asString(data?.manifest_id);
+  return assetId && manifestId && ASSET_ID.test(assetId) && MANIFEST_ID.test(manifestId) ? { assetId, manifestId } : undefined;
+}
 
 /** `c2pa.actions.v2__1` → `c2pa.actions`: drops the instance suffix and the version suffix. */
 export function baseLabel(label: string): string {
@@ -119,5 +134,6 @@ export function claimsOf(manifest: ManifestJson): C2paClaims {
   set('legalEntity', generation.legal_entity ?? authors.organization);
   set('legalCaseRef', generation.legal_case_ref);
   set('promptHash', generation.prompt_hash);
+  set('cairnRecord', cairnRecordOf(manifest.assertions));
   return claims;
 }

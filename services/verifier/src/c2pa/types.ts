@@ -55,6 +55,11 @@ export interface C2paClaims {
   legalCaseRef?: string;
   /** `sha256:<hex>` of the prompt (Cairn's generation assertion). */
   promptHash?: string;
+  /**
+   * The Cairn asset and manifest named by the `com.cairn.record` assertion. Anyone can write one: it means
+   * something only under Cairn's own signature (see domain/cairn-link.ts).
+   */
+  cairnRecord?: { assetId: string; manifestId: string };
 }
 
 export interface SoftBindingClaim {

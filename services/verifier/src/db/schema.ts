@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { jsonb, pgPolicy, pgSchema, text, timestamp } from 'drizzle-orm/pg-core';
+import { boolean, jsonb, pgPolicy, pgSchema, text, timestamp } from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 export const verifier = pgSchema('verifier');
@@ -22,8 +22,11 @@ export const trustLists = verifier.table(
 );
 
 /**
- * The latest verdict about each of Cairn's manifests (GET /v1/verify/{manifest_id}). Manifests are public,
- * and only public fields are kept (no tenant, no matches), so the table is not tenant-owned.
+ * The verdict about each of Cairn's manifests as Cairn signed and keeps it (GET /v1/verify/{manifest_id}, /v/):
+ * computed from Cairn's own stored file with the default trust list, never from somebody's upload. Manifests
+ * are public and only public fields are kept (no tenant, no matches), so the table is not tenant-owned.
+ * A row is recomputed when it is `stale` (a signing certificate was revoked; an anchor batch it was waiting for
+ * was confirmed), when the default trust list's digest changed, or when it is older than the freshness window.
  */
 export const results = verifier.table('results', {
   manifestId: text('manifest_id').primaryKey(),
@@ -31,6 +34,11 @@ export const results = verifier.table('results', {
   result: jsonb('result').notNull(),
   verifiedAt: timestamp('verified_at', { withTimezone: true }).notNull().defaultNow(),
   expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  /** SHA-256 of the default trust list the verdict was computed with. */
+  trustDigest: text('trust_digest').notNull().default(''),
+  /** False while the asset's anchor batch is not confirmed: its confirmation changes the verdict. */
+  anchorSettled: boolean('anchor_settled').notNull().default(true),
+  stale: boolean('stale').notNull().default(false),
 });
 
 export const outbox = outboxTable(verifier);

@@ -35,7 +35,22 @@ export type OcspEvidence = 'good' | 'revoked' | 'unknown' | 'unavailable' | 'not
 export type WatermarkEvidence =
   | { ran: false; reason: 'not_applicable' | 'failed'; detail?: string }
   | { ran: true; detected: false }
-  | { ran: true; detected: true; payloadHex: string; confidence: number; registered: boolean; assetId?: string; watermarkId?: string };
+  | {
+      ran: true;
+      detected: true;
+      payloadHex: string;
+      confidence: number;
+      registered: boolean;
+      assetId?: string;
+      watermarkId?: string;
+      /** Embedded without a secret key (`cairn-dct-v1`): anyone with the published code could have written it. */
+      keyless?: boolean;
+      /**
+       * Whether the content also looks like the registered asset (its fingerprint within the lookup radius).
+       * Undefined when not checked (a manifest decides, or the lookup could not run).
+       */
+      contentConsistent?: boolean;
+    };
 
 export interface SoftMatch {
   assetId: string;

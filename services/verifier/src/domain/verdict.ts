@@ -294,6 +294,22 @@ export function decide(e: Evidence): Verdict {
   const wm = e.watermark;
   if (wm.ran && wm.detected && wm.registered) {
     const matches = e.watermarkMatch ? [e.watermarkMatch] : [];
+    if (wm.keyless) warnings.push('watermark_keyless');
+    // A mark on content that is not the asset's: it names the record, but is never a confident match.
+    if (wm.contentConsistent === false) {
+      warnings.push('watermark_content_mismatch');
+      return result(
+        'watermark_only',
+        Math.min(LOW_CONFIDENCE_CAP, round(0.3 * wm.confidence)),
+        {
+          user: 'This file carries an invisible watermark that leads to a signed record, but the content does not look like that record. The watermark may have been copied onto other content; do not rely on the match.',
+          developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered${wm.assetId ? ` to ${wm.assetId}` : ''}, but the content's fingerprint is not within the lookup radius of that asset.`,
+          proves: ['The content carries a watermark registered with Cairn.'],
+          doesNotProve: ['That this content is the signed asset, or derived from it.'],
+        },
+        matches,
+      );
+    }
     // A fingerprint match to the asset the watermark names is a second, independent path to the same record.
     const parts: Part[] = [[SIGNAL_WEIGHTS.watermark, wm.confidence]];
     const sameAsset = e.fingerprint.ran ? e.fingerprint.matches.filter((x) => wm.assetId !== undefined && x.assetId === wm.assetId) : [];

@@ -1,39 +1,41 @@
 import { eq } from 'drizzle-orm';
-import type { Redis } from 'ioredis';
 import type { Database } from '@cairn/db';
 import { results } from '../db/schema.js';
 import type { Verdict } from '../domain/verdict.js';
 
 export type StoredResult = Omit<Verdict, 'matches'> & { manifest_id: string; asset_id: string; verified_at: string };
 
-/** The latest public verdict per manifest: Postgres for durability, Redis in front until the manifest expires. */
+export interface KeptVerdict {
+  result: StoredResult;
+  computedAt: Date;
+  expiresAt: Date;
+  trustDigest: string;
+  stale: boolean;
+}
+
+/** The stored verdict of each Cairn manifest (see the `results` table for what may write one). */
 export class ResultStore {
-  constructor(
-    private readonly db: Database,
-    private readonly redis: Redis,
-  ) {}
+  constructor(private readonly db: Database) {}
 
-  private key(manifestId: string): string {
-    return `verify:result:${manifestId}`;
-  }
-
-  async save(result: StoredResult, expiresAt: Date): Promise<void> {
+  async save(result: StoredResult, kept: { expiresAt: Date; trustDigest: string; anchorSettled: boolean }): Promise<void> {
+    const row = { result, verifiedAt: new Date(result.verified_at), expiresAt: kept.expiresAt, trustDigest: kept.trustDigest, anchorSettled: kept.anchorSettled, stale: false };
     await this.db
       .insert(results)
-      .values({ manifestId: result.manifest_id, assetId: result.asset_id, result, verifiedAt: new Date(result.verified_at), expiresAt })
-      .onConflictDoUpdate({ target: results.manifestId, set: { result, verifiedAt: new Date(result.verified_at), expiresAt } });
-    const ttl = Math.floor((expiresAt.getTime() - Date.now()) / 1000);
-    if (ttl > 0) await this.redis.set(this.key(result.manifest_id), JSON.stringify(result), 'EX', ttl);
+      .values({ manifestId: result.manifest_id, assetId: result.asset_id, ...row })
+      .onConflictDoUpdate({ target: results.manifestId, set: row });
   }
 
-  async get(manifestId: string): Promise<StoredResult | null> {
-    const cached = await this.redis.get(this.key(manifestId));
-    if (cached) return JSON.parse(cached) as StoredResult;
+  async get(manifestId: string): Promise<KeptVerdict | null> {
     const [row] = await this.db.select().from(results).where(eq(results.manifestId, manifestId));
-    if (!row || row.expiresAt.getTime() <= Date.now()) return null;
-    const result = row.result as StoredResult;
-    const ttl = Math.floor((row.expiresAt.getTime() - Date.now()) / 1000);
-    if (ttl > 0) await this.redis.set(this.key(manifestId), JSON.stringify(result), 'EX', ttl);
-    return result;
+    if (!row) return null;
+    return { result: row.result as StoredResult, computedAt: row.verifiedAt, expiresAt: row.expiresAt, trustDigest: row.trustDigest, stale: row.stale };
+  }
+
+  /** Marks verdicts for recomputation: all of them (a signing certificate was revoked), or those waiting for an anchor. */
+  async markStale(which: 'all' | 'anchor_pending'): Promise<void> {
+    await this.db
+      .update(results)
+      .set({ stale: true })
+      .where(which === 'all' ? undefined : eq(results.anchorSettled, false));
   }
 }

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
@@ -34,7 +34,7 @@ export function validateTrustEntries(entries: TrustEntry[]): TrustEntry[] {
  * default (Cairn's root plus the configured C2PA trust anchors).
  */
 export class TrustLists {
-  private defaults: { pems: string[]; loadedAt: number } | undefined;
+  private defaults: { pems: string[]; cairn: string[]; digest: string; loadedAt: number } | undefined;
 
   constructor(
     private readonly db: Database,
@@ -59,12 +59,28 @@ export class TrustLists {
     return { count: valid.length, updatedAt };
   }
 
+  /** Cairn's own roots: the only chains under which a manifest can name a Cairn asset. */
+  async cairnRoots(): Promise<string[]> {
+    return (await this.loadDefaults()).cairn;
+  }
+
+  /** SHA-256 of the default list: a stored verdict computed under another list is recomputed. */
+  async defaultDigest(): Promise<string> {
+    return (await this.loadDefaults()).digest;
+  }
+
   private async defaultPems(): Promise<string[]> {
-    if (this.defaults && Date.now() - this.defaults.loadedAt < 60_000) return this.defaults.pems;
+    return (await this.loadDefaults()).pems;
+  }
+
+  private async loadDefaults(): Promise<{ pems: string[]; cairn: string[]; digest: string; loadedAt: number }> {
+    if (this.defaults && Date.now() - this.defaults.loadedAt < 60_000) return this.defaults;
     const configured = this.anchorsFile ? splitPem(await readFile(this.anchorsFile, 'utf8')) : [];
-    const pems = [...(await this.loadCairnRoots()), ...configured];
-    this.defaults = { pems, loadedAt: Date.now() };
-    return pems;
+    const cairn = await this.loadCairnRoots();
+    const pems = [...cairn, ...configured];
+    const digest = createHash('sha256').update(pems.map((p) => p.trim()).sort().join('\n')).digest('hex');
+    this.defaults = { pems, cairn, digest, loadedAt: Date.now() };
+    return this.defaults;
   }
 }
 

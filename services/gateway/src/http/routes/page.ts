@@ -27,9 +27,14 @@ export function pageRoutes(deps: { signer: ServiceClient<SignerMethods>; verifie
       return;
     }
     const manifestUri = `${base}/v1/manifests/${asset.manifestId}`;
-    const stored = await deps.verifier.getResult({ manifestId: asset.manifestId }).then((r) => r.result, () => undefined);
-    const result = stored ?? (await deps.verifier.verify({ tenantId: '', input: { case: 'manifestUri', value: manifestUri } }, { deadlineMs: 60_000 })).result;
-    if (!result) throw new Error('the verifier returned no result');
+    // The asset's stored verdict: computed by the verifier from Cairn's own copy, never from anybody's upload.
+    const result = await deps.verifier
+      .getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 })
+      .then((r) => r.result, (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)));
+    if (!result) {
+      res.status(404).type('html').send(renderNotFoundPage(assetId));
+      return;
+    }
     const claims = result.claims;
     res.set('Cache-Control', 'public, max-age=60');
     res.type('html').send(

@@ -137,7 +137,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
   });
 
   router.get('/v1/verify/:manifest_id', authenticate(deps.store), tenantRateLimit(deps.limiter), requireScope('read'), async (req, res) => {
-    const { result } = await deps.verifier.getResult({ manifestId: String(req.params.manifest_id) });
+    const { result } = await deps.verifier.getResult({ manifestId: String(req.params.manifest_id) }, { deadlineMs: 60_000 });
     if (!result) throw new CairnError('cairn.not_found');
     res.set('Cache-Control', 'private, max-age=60');
     res.json(presentVerification(result));

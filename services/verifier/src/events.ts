@@ -1,0 +1,24 @@
+import type { EventEnvelope } from '@cairn/bus';
+import type { Tx } from '@cairn/db';
+import type { Logger } from '@cairn/logging';
+import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
+import type { ResultStore } from './store/results.js';
+
+export const RESULTS_CONSUMER = 'verifier-results';
+
+/**
+ * Keeps the stored verdicts (app/stored-verdict.ts) in step with the facts that change them. A signed asset gets
+ * its verdict at once, while Cairn still keeps its file. A revoked signing certificate may be any manifest's, so
+ * all verdicts are marked for recomputation; a confirmed anchor batch turns "pending" into a match, so those
+ * still waiting for theirs. Marked verdicts are recomputed on their next read.
+ */
+export function verifierResultEvents(deps: StoredVerdictDeps & { results: ResultStore; logger: Logger }) {
+  return async (event: EventEnvelope, _tx: Tx): Promise<void> => {
+    if (event.type === 'certificate.revoked') await deps.results.markStale('all');
+    else if (event.type === 'anchor.confirmed') await deps.results.markStale('anchor_pending');
+    else if (event.type === 'asset.signed' && typeof event.data.manifest_id === 'string') {
+      // Best effort: a verdict not made now is made on its first read.
+      await storedVerdict(deps, event.data.manifest_id).catch((error: unknown) => deps.logger.warn({ err: error, manifest_id: event.data.manifest_id }, 'could not compute the stored verdict of a new asset'));
+    }
+  };
+}
