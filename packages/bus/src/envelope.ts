@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { newId } from '@cairn/ids';
 
-/** Every event type Cairn publishes: DESIGN.md's list plus the administrative facts the audit log records. */
+/** Every event type Cairn publishes: docs/design.md's list plus the administrative facts the audit log records. */
 export const EVENT_TYPES = [
   'asset.signed',
   'asset.verified',

@@ -1,5 +1,5 @@
 // Every error Cairn answers with, by code. HTTP status and a short title per code; the detail is per occurrence.
-// Codes from the API spec's table come first, then the ones DESIGN.md adds.
+// Codes from the API spec's table come first, then the ones docs/design.md adds.
 export const ERROR_CATALOG = {
   'cairn.verify.no_input': { status: 400, title: 'No input to verify' },
   'cairn.verify.unsupported_file_type': { status: 415, title: 'Unsupported file type' },

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
-/** The id prefixes of DESIGN.md; every public identifier is one of these followed by a ULID. */
+/** The id prefixes of docs/design.md; every public identifier is one of these followed by a ULID. */
 export const ID_PREFIXES = {
   asset: 'a_',
   watermark: 'w_',

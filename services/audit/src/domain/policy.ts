@@ -2,7 +2,7 @@ import type { EventEnvelope, EventType } from '@cairn/bus';
 
 /**
  * What the audit log records: the spec's audit events (metered work and failed webhooks) and the
- * administrative facts of DESIGN.md. Verification is recorded only when authenticated: a public verify has
+ * administrative facts of docs/design.md. Verification is recorded only when authenticated: a public verify has
  * no tenant and must leave no personal trace.
  */
 const AUDITED: ReadonlySet<EventType> = new Set([

@@ -9,7 +9,7 @@ function signerName(reading: Extract<C2paReading, { kind: 'manifest' }>): string
 
 /**
  * Turns the C2PA reading into decision-table evidence. Tampering covers both a failed claim signature and
- * a failed assertion check (DESIGN.md: "claim signature or an assertion hash fails"); the hard binding is
+ * a failed assertion check (docs/design.md: "claim signature or an assertion hash fails"); the hard binding is
  * judged separately as content modification.
  */
 export function manifestEvidence(reading: C2paReading, ids: { manifestId?: string; assetId?: string } = {}): ManifestEvidence {

@@ -1,6 +1,6 @@
 import type { Evidence, SoftMatch } from './evidence.js';
 
-/** The closed set of 16 statuses (DESIGN.md). */
+/** The closed set of 16 statuses (docs/design.md). */
 export const STATUSES = [
   'verified_manifest_and_watermark_match',
   'verified_manifest',
@@ -70,7 +70,7 @@ export interface Verdict {
  */
 export const SIGNAL_WEIGHTS = { manifest: 0.9, ocsp: 0.5, watermark: 0.8, fingerprint: 0.6, anchor: 0.6 } as const;
 
-/** Statuses marked "weighted, low" in DESIGN.md are capped here: evidence exists but something is wrong. */
+/** Statuses marked "weighted, low" in docs/design.md are capped here: evidence exists but something is wrong. */
 export const LOW_CONFIDENCE_CAP = 0.35;
 
 type Part = [weight: number, score: number];
