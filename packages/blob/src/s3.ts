@@ -1,5 +1,19 @@
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+  type CompletedPart,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { MeasuringStream } from './measure.js';
 import { assertBlobKey, type BlobInfo, type BlobStore } from './store.js';
 
@@ -8,7 +22,11 @@ export interface S3BlobStoreOptions {
   prefix?: string;
   client?: S3Client;
   clientConfig?: S3ClientConfig;
+  /** Bytes per multipart part (S3's minimum is 5 MiB for every part but the last); default 8 MiB. */
+  partBytes?: number;
 }
+
+const DEFAULT_PART_BYTES = 8 * 1024 * 1024;
 
 /**
  * Blobs in an S3-compatible bucket (AWS S3, MinIO). The body is measured and hashed on the way, and the
@@ -27,24 +45,63 @@ export class S3BlobStore implements BlobStore {
     return `${this.options.prefix ?? ''}${key}`;
   }
 
+  /**
+   * Streams the body into S3 without holding it: bodies up to one part go up in a single PutObject, larger ones
+   * as a multipart upload, one part buffered at a time (reading pauses while a part is sent, so memory is about
+   * one part whatever the body's size). A failure, including the size cap, aborts the multipart upload so no
+   * partial object or orphaned parts remain.
+   */
   async put(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number }): Promise<BlobInfo> {
-    // S3 needs the length up front; uploads are bounded (100 MB), so buffer through the meter.
+    const objectKey = this.objectKey(key);
+    const partBytes = this.options.partBytes ?? DEFAULT_PART_BYTES;
     const meter = new MeasuringStream(options.maxBytes);
-    const chunks: Buffer[] = [];
     const source = Buffer.isBuffer(body) ? Readable.from([body]) : body;
-    await new Promise<void>((resolve, reject) => {
-      source.on('error', reject);
-      meter.on('error', reject);
-      meter.on('data', (chunk: Buffer) => chunks.push(chunk));
-      meter.on('end', resolve);
-      source.pipe(meter);
-    });
-    const content = Buffer.concat(chunks);
-    const sha256 = meter.digest();
-    await this.client.send(
-      new PutObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key), Body: content, ContentType: options.contentType, ContentLength: content.length, Metadata: { sha256 } }),
-    );
-    return { key, size: content.length, sha256, contentType: options.contentType };
+    let uploadId: string | undefined;
+    const parts: CompletedPart[] = [];
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const sendPart = async (content: Buffer) => {
+      uploadId ??= (
+        await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, ContentType: options.contentType }))
+      ).UploadId;
+      if (!uploadId) throw new Error('S3 CreateMultipartUpload answered no UploadId');
+      const partNumber = parts.length + 1;
+      const sent = await this.client.send(new UploadPartCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId, PartNumber: partNumber, Body: content, ContentLength: content.length }));
+      parts.push({ PartNumber: partNumber, ETag: sent.ETag });
+    };
+    try {
+      await pipeline(source, meter, async (chunks: AsyncIterable<Buffer>) => {
+        for await (const chunk of chunks) {
+          pending.push(chunk);
+          pendingBytes += chunk.length;
+          while (pendingBytes >= partBytes) {
+            const joined = Buffer.concat(pending);
+            await sendPart(joined.subarray(0, partBytes));
+            const rest = joined.subarray(partBytes);
+            pending = rest.length > 0 ? [rest] : [];
+            pendingBytes = rest.length;
+          }
+        }
+      });
+      const sha256 = meter.digest();
+      const last = Buffer.concat(pending);
+      pending = [];
+      if (uploadId === undefined) {
+        // The sha256 rides as metadata only here: a multipart upload's metadata is fixed before its hash is known.
+        await this.client.send(
+          new PutObjectCommand({ Bucket: this.options.bucket, Key: objectKey, Body: last, ContentType: options.contentType, ContentLength: last.length, Metadata: { sha256 } }),
+        );
+      } else {
+        if (last.length > 0) await sendPart(last);
+        await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+      }
+      return { key, size: meter.size, sha256, contentType: options.contentType };
+    } catch (error) {
+      if (uploadId !== undefined) {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId })).catch(() => undefined);
+      }
+      throw error;
+    }
   }
 
   async get(key: string): Promise<Readable | null> {

@@ -3,7 +3,10 @@ import type { Readable } from 'node:stream';
 export interface BlobInfo {
   key: string;
   size: number;
-  /** Hex SHA-256 of the content, computed while it was written. */
+  /**
+   * Hex SHA-256 of the content, computed while it was written. `put` always answers it; `head` answers '' when
+   * the store kept no record of it (an S3 object written in parts, whose metadata is fixed before the hash is known).
+   */
   sha256: string;
   contentType: string;
 }
@@ -14,7 +17,10 @@ export interface BlobInfo {
  */
 export interface BlobStore {
   readonly kind: 'filesystem' | 's3';
-  /** Writes a blob from a stream or buffer; refuses more than `maxBytes` (the partial write is removed). */
+  /**
+   * Writes a blob from a stream or buffer without holding a stream whole (S3: multipart, one part in memory);
+   * refuses more than `maxBytes` while streaming (the partial write is removed).
+   */
   put(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number }): Promise<BlobInfo>;
   /** The content as a stream, or null when absent. */
   get(key: string): Promise<Readable | null>;
