@@ -28,7 +28,7 @@ describe('POST /v1/onboard', () => {
     expect(result).toMatchObject({
       tenant_id: expect.stringMatching(/^t_[0-9A-Z]{26}$/),
       api_key: expect.stringMatching(/^cairn_sk_key_[0-9A-Z]{26}_/),
-      recipe_defaults: ['image-genai-v1', 'audio-genai-v1', 'video-genai-v1', 'text-genai-v1'],
+      recipe_defaults: ['image-genai-v1', 'image-capture-v1', 'audio-genai-v1', 'video-genai-v1', 'text-genai-v1'],
       rate_limits: { rps: 20, daily: 100000 },
       next_steps_url: expect.stringMatching(/^https?:\/\/.+/),
     });
@@ -41,10 +41,10 @@ describe('POST /v1/onboard', () => {
     expect(JSON.stringify(listed)).not.toContain(String(result.api_key));
   });
 
-  it('free plan onboards without a payment method and gets only the image recipe', async () => {
+  it('free plan onboards without a payment method and gets only the image recipes', async () => {
     const res = await onboard(body({ plan: 'free', payment_method_id: undefined }));
     expect(res.status).toBe(201);
-    expect(await res.json()).toMatchObject({ recipe_defaults: ['image-genai-v1'], rate_limits: { rps: 5, daily: 5000 } });
+    expect(await res.json()).toMatchObject({ recipe_defaults: ['image-genai-v1', 'image-capture-v1'], rate_limits: { rps: 5, daily: 5000 } });
   });
 
   it('replays the same answer for the same Idempotency-Key and never creates a second tenant', async () => {

@@ -123,11 +123,11 @@ describe('PATCH /v1/tenants/{id}/settings', () => {
 });
 
 describe('GET /v1/recipes', () => {
-  it('lists the four seeded recipes with what a sign needs, marking those the plan offers', async () => {
+  it('lists the five seeded recipes with what a sign needs, marking those the plan offers', async () => {
     const free = await gw.onboard('free');
     const res = await gw.request('/v1/recipes', { key: free.api_key });
     const { data } = (await res.json()) as { data: Array<Record<string, unknown> & { recipe_id: string; available: boolean }> };
-    expect(data.map((r) => r.recipe_id)).toEqual(['audio-genai-v1', 'image-genai-v1', 'text-genai-v1', 'video-genai-v1']);
+    expect(data.map((r) => r.recipe_id)).toEqual(['audio-genai-v1', 'image-capture-v1', 'image-genai-v1', 'text-genai-v1', 'video-genai-v1']);
     const image = data.find((r) => r.recipe_id === 'image-genai-v1')!;
     expect(image).toMatchObject({
       media_types: ['image/jpeg', 'image/png', 'image/webp'],
@@ -136,6 +136,6 @@ describe('GET /v1/recipes', () => {
       billing: { meter: 'image_sign' },
       available: true,
     });
-    expect(data.filter((r) => r.available).map((r) => r.recipe_id)).toEqual(['image-genai-v1']);
+    expect(data.filter((r) => r.available).map((r) => r.recipe_id)).toEqual(['image-capture-v1', 'image-genai-v1']);
   });
 });

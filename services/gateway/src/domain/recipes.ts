@@ -12,6 +12,7 @@ export interface Recipe {
 }
 
 const TRAINED_ALGORITHMIC_MEDIA = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
+const DIGITAL_CAPTURE = 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture';
 
 /** The recipes every tenant starts with, seeded into gateway.recipes at start (this list is the source). */
 export const SEEDED_RECIPES: readonly Recipe[] = [
@@ -22,6 +23,18 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
     media_types: ['image/jpeg', 'image/png', 'image/webp'],
     layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 30 },
+    billing: { meter: 'image_sign' },
+  },
+  {
+    // Photographs from a camera or a newsroom: signed without touching a pixel (no watermark), so the file is the
+    // capture as it was; the fingerprint and the anchor still lead a stripped copy back.
+    recipe_id: 'image-capture-v1',
+    name: 'Captured photograph',
+    description: 'C2PA manifest with c2pa.created and digitalCapture, pixels untouched (no watermark), perceptual fingerprint, chain anchor.',
+    media_types: ['image/jpeg', 'image/png', 'image/webp'],
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    ai: { digital_source_type: DIGITAL_CAPTURE, ai_generated: false },
     retention: { derived_asset_days: 30 },
     billing: { meter: 'image_sign' },
   },

@@ -267,10 +267,16 @@ export function decide(e: Evidence): Verdict {
       });
     }
     const wm = e.watermark;
-    if (wm.ran && wm.detected && m.softBindingValue && wm.payloadHex !== m.softBindingValue) {
+    // The watermark belongs to another record: either the manifest names a different payload, or the manifest
+    // (linked to its asset by Cairn's signature) and the registered mark name two different assets.
+    const otherPayload = wm.ran && wm.detected && m.softBindingValue !== undefined && wm.payloadHex !== m.softBindingValue;
+    const otherAsset = wm.ran && wm.detected && wm.registered && wm.assetId !== undefined && m.assetId !== undefined && wm.assetId !== m.assetId;
+    if (wm.ran && wm.detected && (otherPayload || otherAsset)) {
       return result('manifest_watermark_conflict', Math.min(LOW_CONFIDENCE_CAP, weighted([[SIGNAL_WEIGHTS.manifest, 1], ...ocspPart(e.ocsp), [SIGNAL_WEIGHTS.watermark, 0]])), {
         user: 'This file’s signature is valid, but its invisible watermark belongs to a different record. It may have been assembled from another signed file.',
-        developer: `Manifest names watermark ${m.softBindingValue}; decoded ${wm.payloadHex}.`,
+        developer: otherPayload
+          ? `Manifest names watermark ${m.softBindingValue}; decoded ${wm.payloadHex}.`
+          : `Manifest is asset ${m.assetId}'s; the watermark ${wm.payloadHex} is registered to ${wm.assetId}.`,
         proves: manifestProves(e),
         doesNotProve: ['That the pixels and the manifest started life together.'],
       });

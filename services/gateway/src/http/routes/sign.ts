@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
@@ -73,7 +74,7 @@ function recipeSpec(recipe: Recipe): signerV1.RecipeSpec {
     watermark: recipe.layers.watermark,
     softBinding: recipe.layers.soft_binding,
     anchor: recipe.layers.anchor,
-    digitalSourceType: recipe.ai.ai_generated ? recipe.ai.digital_source_type : '',
+    digitalSourceType: recipe.ai.digital_source_type,
     derivedAssetDays: recipe.retention.derived_asset_days,
     meter: recipe.billing.meter,
   };
@@ -168,7 +169,9 @@ export function signRoutes(deps: SignRouteDeps): Router {
     if (!stream) throw new CairnError('cairn.asset.expired', `Asset ${asset.assetId}'s file was deleted when its retention ended (${asset.expiresAt}); its manifest remains at /v1/manifests/${asset.manifestId}.`);
     const extension = asset.mediaType.split('/')[1] === 'jpeg' ? 'jpg' : asset.mediaType.split('/')[1];
     res.set({ 'Content-Type': asset.mediaType, 'Content-Length': String(asset.sizeBytes), 'Content-Disposition': `attachment; filename="${asset.assetId}.${extension}"`, 'Cache-Control': 'private, no-store' });
-    stream.pipe(res);
+    // pipeline, not pipe: a source that fails mid-way destroys the response (the client sees a cut-off body,
+    // never a complete-looking one) and rejects here, where the error handler logs it.
+    await pipeline(stream, res);
   });
 
   router.get('/v1/manifests/:manifest_id', async (req, res) => {

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import sharp from 'sharp';
+import { createImageWatermark } from '../services/watermark/src/domain/image/cairn-dct-v1.js';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+
+// Issue #18: two statuses that only hand-built evidence used to produce, made here from real files through HTTP.
+
+const PHOTOS = new URL('../../shared/fixtures/photos/', import.meta.url);
+let stack: Stack;
+let tenant: { tenant_id: string; api_key: string };
+
+type Result = { status: string; confidence: number | null; asset_id?: string; matches: Array<{ asset_id: string }>; warnings: string[]; developer_explanation: string };
+
+beforeAll(async () => {
+  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
+  tenant = await onboard(stack);
+}, 120_000);
+afterAll(async () => {
+  await stack?.stop();
+});
+
+async function sign(bytes: Buffer, recipe: string): Promise<{ asset_id: string; bytes: Buffer }> {
+  const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe }, { field: 'asset', bytes, name: 'p.jpg' }) });
+  expect(res.status).toBe(200);
+  const { asset_id } = (await res.json()) as { asset_id: string };
+  return { asset_id, bytes: Buffer.from(await (await stack.request(`/v1/assets/${asset_id}/content`, { key: tenant.api_key })).arrayBuffer()) };
+}
+
+async function publicVerify(bytes: Buffer): Promise<Result> {
+  const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'f' }) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as Result;
+}
+
+describe('statuses from real files', () => {
+  it('manifest_watermark_conflict: a photo carrying asset B’s watermark, signed again by Cairn as asset A', async () => {
+    const photo = await sharp(await readFile(new URL('camera.png', PHOTOS))).jpeg({ quality: 92 }).toBuffer();
+    const b = await sign(photo, 'image-genai-v1');
+    // B's pixels (its watermark) without B's manifest: a plain re-encode drops the JUMBF store.
+    const stripped = await sharp(b.bytes).jpeg({ quality: 95 }).toBuffer();
+    expect((await publicVerify(stripped)).matches.map((m) => m.asset_id)).toContain(b.asset_id);
+    // Signed as a captured photograph: a valid Cairn manifest of A, pixels (and so B's mark) left as they are.
+    const a = await sign(stripped, 'image-capture-v1');
+    const result = await publicVerify(a.bytes);
+    expect(result.status).toBe('manifest_watermark_conflict');
+    expect(result.asset_id).toBe(a.asset_id);
+    expect(result.developer_explanation).toContain(b.asset_id);
+    expect(result.confidence).toBeLessThanOrEqual(0.35);
+  }, 60_000);
+
+  it('a captured photograph signed without a watermark verifies as verified_manifest, not AI-generated', async () => {
+    const photo = await sharp(await readFile(new URL('chelsea.png', PHOTOS))).jpeg({ quality: 92 }).toBuffer();
+    const captured = await sign(photo, 'image-capture-v1');
+    const result = (await publicVerify(captured.bytes)) as Result & { claims?: { ai_generated?: boolean }; signals: Record<string, unknown> };
+    expect(result.status).toBe('verified_manifest');
+    expect(result.claims?.ai_generated).toBe(false);
+    expect(result.warnings).not.toContain('watermark_not_found');
+  }, 60_000);
+
+  it('watermark_unregistered: a mark made with the published keyless code for a payload Cairn never issued', async () => {
+    const { data, info } = await sharp(await readFile(new URL('coffee.png', PHOTOS))).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const algorithm = createImageWatermark();
+    const marked = algorithm.embed({ pixels: new Uint8Array(data), width: info.width, height: info.height, channels: 3 }, Uint8Array.from(randomBytes(algorithm.payloadBytes)));
+    const png = await sharp(Buffer.from(marked.pixels), { raw: { width: marked.width, height: marked.height, channels: 3 } }).png().toBuffer();
+    const result = await publicVerify(png);
+    expect(result.status).toBe('watermark_unregistered');
+    expect(result.matches).toEqual([]);
+    expect(result.confidence).toBeLessThanOrEqual(0.35);
+  }, 60_000);
+});
