@@ -2,13 +2,16 @@ import { createServer, type Server } from 'node:http';
 import type { ServiceMetrics } from '@cairn/telemetry';
 
 export interface ReadinessReport {
+  /** Can serve: Postgres reachable and not draining (503 otherwise). */
   ready: boolean;
+  /** Serving without a dependency it can do without for a while (Redis, NATS): 200 with status "degraded". */
+  degraded?: boolean;
   checks: Record<string, 'ok' | string>;
 }
 
 /**
- * The ops port: /healthz (the process is alive), /readyz (it can serve: dependencies reachable and not
- * draining), /metrics (Prometheus). Kept off the public port so probes and scrapes never meet auth or limits.
+ * The ops port: /healthz (the process is alive), /readyz (it can serve: 200 `ready`, or 200 `degraded` when a
+ * dependency it can do without for a while is down; 503 `not_ready` when it cannot serve), /metrics (Prometheus). Kept off the public port so probes and scrapes never meet auth or limits.
  */
 export function createOpsServer(metrics: ServiceMetrics, readiness: () => Promise<ReadinessReport>): Server {
   return createServer((req, res) => {
@@ -21,7 +24,8 @@ export function createOpsServer(metrics: ServiceMetrics, readiness: () => Promis
     if (path === '/healthz') return send(200, 'application/json', '{"status":"ok"}');
     if (path === '/readyz') {
       readiness().then(
-        (report) => send(report.ready ? 200 : 503, 'application/json', JSON.stringify({ status: report.ready ? 'ready' : 'not_ready', checks: report.checks })),
+        (report) =>
+          send(report.ready ? 200 : 503, 'application/json', JSON.stringify({ status: report.ready ? (report.degraded ? 'degraded' : 'ready') : 'not_ready', checks: report.checks })),
         (error: unknown) => send(503, 'application/json', JSON.stringify({ status: 'not_ready', error: String(error) })),
       );
       return;

@@ -105,8 +105,11 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     const redis = new Redis(config.REDIS_URL, {
       keyPrefix: config.REDIS_KEY_PREFIX,
       lazyConnect: true,
-      maxRetriesPerRequest: 2,
-      enableOfflineQueue: true,
+      // While Redis is away a command fails at once (no offline queue) or within commandTimeout (a Redis that
+      // accepts but does not answer), so callers fall back or answer cleanly instead of waiting on a queue.
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      commandTimeout: 1000,
       retryStrategy: (attempt) => (redisConnected ? Math.min(attempt * 100, 2000) : null),
     });
     redis.on('error', (error) => logger.debug({ err: error }, 'redis connection error'));
@@ -193,7 +196,11 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
       };
       await Promise.all([probe('postgres', () => pingDatabase(pool)), probe('redis', () => redis.ping()), probe('nats', () => bus.ping())]);
       if (draining) checks.lifecycle = 'draining';
-      return { ready: Object.values(checks).every((c) => c === 'ok'), checks };
+      // Only Postgres and draining mean "cannot serve". Without Redis the gateway limits in process; without
+      // NATS the outbox keeps events in Postgres until it returns: taking every pod out of service for a blip
+      // of either would turn a degraded fleet into a dead one.
+      const ready = checks.postgres === 'ok' && !draining;
+      return { ready, degraded: ready && (checks.redis !== 'ok' || checks.nats !== 'ok'), checks };
     };
     const ops = createOpsServer(metrics, readiness);
     const opsPort = await listen(ops, config.GRPC_HOST, config.OPS_PORT ?? DEFAULT_PORTS[definition.name].ops);

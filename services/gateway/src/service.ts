@@ -7,6 +7,7 @@ import { gatewayConfigShape, resolveDataKey } from './config.js';
 import { createPaymentProcessor } from './domain/payments.js';
 import { RedisRateLimiter } from './domain/rate-limit.js';
 import { Sealer } from '@cairn/sealing';
+import type { Logger } from '@cairn/logging';
 import { createApp } from './http/app.js';
 import { tenantService } from './rpc.js';
 import { RecipeCatalog } from './store/recipes.js';
@@ -38,7 +39,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         metrics: ctx.metrics,
         store,
         recipes,
-        limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:'),
+        limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:', { onFallback: throttledWarning(ctx.logger, 'Redis unreachable: rate limits kept in this process until it answers again') }),
         payments: createPaymentProcessor(config),
         docsUrl: config.DOCS_URL,
         trustProxy: config.TRUST_PROXY,
@@ -77,5 +78,21 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         ),
       );
     },
+  };
+}
+
+/** At most one warning a minute for a failure that repeats on every request, counted meanwhile. */
+function throttledWarning(logger: Logger, message: string): (error: unknown) => void {
+  let last = 0;
+  let suppressed = 0;
+  return (error) => {
+    const now = Date.now();
+    if (now - last < 60_000) {
+      suppressed += 1;
+      return;
+    }
+    logger.warn({ err: error, since_last_warning: suppressed }, message);
+    last = now;
+    suppressed = 0;
   };
 }

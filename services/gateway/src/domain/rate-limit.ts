@@ -92,13 +92,27 @@ interface BucketSpec {
 /** Beyond this the integer unit arithmetic in the script would no longer be exact. */
 const MAX_EXACT_UNITS = Number.MAX_SAFE_INTEGER / 4;
 
+export interface RateLimiterOptions {
+  /**
+   * Called with the Redis error each time a decision is taken in process instead (Redis unreachable or too
+   * slow); the caller logs it, throttled.
+   */
+  onFallback?: (error: unknown) => void;
+  /** Subjects the in-process fallback tracks at most (the least recently seen are forgotten first). */
+  fallbackMaxSubjects?: number;
+}
+
 export class RedisRateLimiter {
   readonly #redis: Redis;
   readonly #keyPrefix: string;
+  readonly #fallback: InProcessBuckets;
+  readonly #onFallback: (error: unknown) => void;
 
-  constructor(redis: Redis, keyPrefix: string) {
+  constructor(redis: Redis, keyPrefix: string, options: RateLimiterOptions = {}) {
     this.#redis = redis;
     this.#keyPrefix = keyPrefix;
+    this.#fallback = new InProcessBuckets(options.fallbackMaxSubjects ?? 100_000);
+    this.#onFallback = options.onFallback ?? (() => undefined);
     // Redefining is harmless, so several limiters may share one connection.
     redis.defineCommand(COMMAND, { lua: CONSUME_LUA });
   }
@@ -114,7 +128,17 @@ export class RedisRateLimiter {
 
     const args: Array<string | number> = specs.map((s) => s.key);
     for (const s of specs) args.push(s.capacityUnits, s.refillPerMs, s.windowMs);
-    const raw = await this.#redis.cairnRateLimitConsume(specs.length, ...args);
+    let raw: unknown;
+    try {
+      raw = await this.#redis.cairnRateLimitConsume(specs.length, ...args);
+    } catch (error) {
+      // Redis down must not turn every limited route into a 500, nor lift every limit: the same buckets are
+      // kept in this process until Redis answers again (per replica, so N replicas allow up to N times the
+      // limit meanwhile; see docs/design.md).
+      this.#onFallback(error);
+      const reply = this.#fallback.consume(specs, Date.now());
+      return decide(reply.allowed, specs, reply.levels);
+    }
     const reply = parseReply(raw, specs.length);
     return decide(reply.allowed, specs, reply.levels);
   }
@@ -135,6 +159,38 @@ export class RedisRateLimiter {
     // The {subject} hash tag keeps all of a subject's buckets in one Redis Cluster slot, as a multi-key script requires.
     const key = `${this.#keyPrefix}{${subject}}:${name}:${policy.limit}/${policy.windowSeconds}s/${burst}`;
     return { name, policy, key, windowMs, capacityUnits, refillPerMs: policy.limit };
+  }
+}
+
+/**
+ * The script's token buckets in this process's memory, with the same integer units, for while Redis is away.
+ * A Map keeps insertion order: a touched subject is re-inserted, so the first entries are the least recently
+ * seen and are dropped first when the map is full; a bucket back at capacity is dropped as the script's key expires.
+ */
+class InProcessBuckets {
+  readonly #buckets = new Map<string, { units: number; at: number }>();
+
+  constructor(private readonly maxEntries: number) {}
+
+  consume(specs: ReadonlyArray<BucketSpec>, now: number): { allowed: boolean; levels: number[] } {
+    const levels = specs.map((s) => {
+      const state = this.#buckets.get(s.key);
+      if (!state) return s.capacityUnits;
+      return Math.min(s.capacityUnits, state.units + Math.max(0, now - state.at) * s.refillPerMs);
+    });
+    const allowed = specs.every((s, i) => (levels[i] ?? 0) >= s.windowMs);
+    specs.forEach((s, i) => {
+      const level = allowed ? (levels[i] ?? 0) - s.windowMs : (levels[i] ?? 0);
+      levels[i] = level;
+      this.#buckets.delete(s.key);
+      if (level < s.capacityUnits) this.#buckets.set(s.key, { units: level, at: now });
+    });
+    while (this.#buckets.size > this.maxEntries) {
+      const oldest = this.#buckets.keys().next().value;
+      if (oldest === undefined) break;
+      this.#buckets.delete(oldest);
+    }
+    return { allowed, levels };
   }
 }
 

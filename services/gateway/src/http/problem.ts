@@ -31,8 +31,15 @@ function classify(error: unknown): unknown {
 }
 
 export function errorHandler(logger: Logger, docsUrl: string): ErrorRequestHandler {
-  return (error: unknown, _req, res, next) => {
-    if (res.headersSent) return next(error);
+  return (error: unknown, _req, res, _next) => {
+    if (res.headersSent || res.destroyed) {
+      // A response already under way (a streamed download whose source broke, a client that went away) cannot
+      // become a problem any more: log it and make sure the connection is cut, so the client sees a truncated
+      // body rather than a complete-looking one, and the process carries on.
+      logger.warn({ err: error }, 'response failed after it started; connection closed');
+      res.destroy();
+      return;
+    }
     const known = classify(error);
     if (!(known instanceof CairnError)) logger.error({ err: error }, 'unhandled error');
     else if (known.status >= 500) logger.warn({ err: known.cause ?? known, code: known.code }, 'request failed');
