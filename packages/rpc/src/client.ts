@@ -1,8 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { MethodOptions_IdempotencyLevel } from '@bufbuild/protobuf/wkt';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { fromServiceError } from './status.js';
+import { CODE_METADATA_KEY, fromServiceError } from './status.js';
 
 export interface CallOptions {
   /** Per-call deadline; the client default applies when absent. */
@@ -13,7 +14,10 @@ export interface CallOptions {
 export interface ClientOptions {
   /** Default deadline for every call. */
   deadlineMs?: number;
-  /** Extra attempts when the server is UNAVAILABLE (not for any other failure: those may have had effects). */
+  /**
+   * Extra attempts when the peer is UNAVAILABLE and a retry is safe (see retrySafe): the request never reached a
+   * handler, or the method is declared idempotent in its .proto. Never for any other failure: those may have had effects.
+   */
   retries?: number;
 }
 
@@ -43,6 +47,22 @@ function outgoingMetadata(base: grpc.Metadata | undefined): grpc.Metadata {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** grpc-js details of an UNAVAILABLE whose request was never handed to a server handler. */
+const NOT_SENT = /^(No connection established|Stream refused by server|Channel closed before call started)|ECONNREFUSED|Connect Failed|Failed to connect/;
+
+/**
+ * Whether an UNAVAILABLE may be retried without risking a second effect. An answer the handler gave itself
+ * (it carries the cairn code, e.g. the signer's 503 for a crashed parser) is final: the work ran. A dropped
+ * connection mid-call (the peer died while handling it) may have had effects, so only a method the .proto
+ * declares `idempotency_level = NO_SIDE_EFFECTS | IDEMPOTENT` is retried after it; a request that never left
+ * (no connection, refused stream) always may be.
+ */
+export function retrySafe(error: grpc.ServiceError, idempotent: boolean): boolean {
+  if (error.code !== grpc.status.UNAVAILABLE) return false;
+  if (error.metadata?.get(CODE_METADATA_KEY).length) return false;
+  return idempotent || NOT_SENT.test(error.details ?? '');
+}
+
 /**
  * A typed client for a generated service. Unary calls get a deadline, a client span whose context travels in
  * metadata, retries with backoff on UNAVAILABLE, and failures as CairnError (cairn code preserved end to end).
@@ -66,6 +86,7 @@ export function createClient<M extends GenServiceMethods>(service: GenService<M>
     const output: DescMessage = method.output;
     const serialize = (value: MessageInitShape<DescMessage>) => Buffer.from(toBinary(input, create(input, value)));
     const deserialize = (bytes: Buffer) => fromBinary(output, bytes);
+    const idempotent = method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS || method.idempotency === MethodOptions_IdempotencyLevel.IDEMPOTENT;
 
     if (method.methodKind === 'unary') {
       const once = (request: MessageInitShape<DescMessage>, metadata: grpc.Metadata, deadline: Date) =>
@@ -88,7 +109,7 @@ export function createClient<M extends GenServiceMethods>(service: GenService<M>
                 const serviceError = error as grpc.ServiceError;
                 // 100, 200, 400, 800, 1600 ms: about three seconds in all, never past the deadline.
                 const backoff = 100 * 2 ** attempt;
-                const retryable = serviceError.code === grpc.status.UNAVAILABLE && attempt < retries && Date.now() + backoff < deadline.getTime();
+                const retryable = retrySafe(serviceError, idempotent) && attempt < retries && Date.now() + backoff < deadline.getTime();
                 if (!retryable) throw fromServiceError(serviceError);
                 if (waitedForPeer) {
                   await sleep(backoff);

@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { trace } from '@opentelemetry/api';
 import { CairnError } from '@cairn/errors';
@@ -104,4 +107,55 @@ describe('rpc client and server', () => {
     client.close();
     await second.server.shutdown(100);
   });
+  it('does not retry a call its handler answered UNAVAILABLE: the work ran once', async () => {
+    let calls = 0;
+    const answered = new RpcServer();
+    answered.add(healthV1.Health, {
+      check: async () => {
+        calls++;
+        throw new CairnError('cairn.signer.unavailable', 'worker crashed');
+      },
+      watch: new HealthState().impl().watch,
+    });
+    const answeredPort = await answered.listen('127.0.0.1', 0);
+    const client = createClient(healthV1.Health, `127.0.0.1:${answeredPort}`, { deadlineMs: 5000 });
+    await expect(client.check({ service: '' })).rejects.toMatchObject({ code: 'cairn.signer.unavailable' });
+    expect(calls).toBe(1);
+    client.close();
+    await answered.shutdown(100);
+  });
+
+  it('does not retry a non-idempotent call whose peer died mid-call, even when the peer is back at once', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/crashing-server.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: child.stdout! });
+    const firstLine = await new Promise<string>((resolve) => lines.once('line', resolve));
+    const crashPort = Number(firstLine.replace('port ', ''));
+    let calledInChild = 0;
+    lines.on('line', (line) => {
+      if (line === 'called') calledInChild++;
+    });
+    // As soon as the crashed peer is gone, a healthy one serves the same address: a retry would reach it.
+    let calledAfter = 0;
+    const replacement = new RpcServer();
+    replacement.add(healthV1.Health, {
+      check: async () => {
+        calledAfter++;
+        return { status: ServingStatus.SERVING };
+      },
+      watch: new HealthState().impl().watch,
+    });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const client = createClient(healthV1.Health, `127.0.0.1:${crashPort}`, { deadlineMs: 5000 });
+    const call = client.check({ service: '' });
+    await exited;
+    await replacement.listen('127.0.0.1', crashPort);
+    await expect(call).rejects.toMatchObject({ code: 'cairn.unavailable' });
+    expect(calledInChild).toBe(1);
+    expect(calledAfter).toBe(0);
+    // The peer being back, the next call goes through.
+    await expect(client.check({ service: '' })).resolves.toMatchObject({ status: ServingStatus.SERVING });
+    client.close();
+    await replacement.shutdown(100);
+  });
+
 });
