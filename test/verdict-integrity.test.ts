@@ -109,6 +109,9 @@ async function enterpriseTrusting(caPem: string): Promise<{ tenant_id: string; a
   }
   const res = await stack.request('/v1/trust-list', { method: 'POST', key: tenant.api_key, json: { entries: [{ issuer_cn: 'Cairn Test Root CA', certificate_pem: caPem }] } });
   expect(res.status).toBe(200);
+  // What the tenant now trusts is what it set, and only that (GET /v1/trust-list for its key).
+  const inForce = (await (await stack.request('/v1/trust-list', { key: tenant.api_key })).json()) as { source: string; entries: Array<{ origin: string }> };
+  expect(inForce).toMatchObject({ source: 'custom', entries: [{ origin: 'custom' }] });
   return tenant;
 }
 

@@ -122,8 +122,10 @@ async function buildService(name) {
   });
   for (const warning of result.warnings) process.stderr.write(`${name}: warning: ${warning.text}\n`);
 
-  const migrations = join(src, 'db', 'migrations');
-  if (await isDirectory(migrations)) await cp(migrations, join(outdir, 'db', 'migrations'), { recursive: true });
+  // Data a service reads at run time beside its code (new URL('./…', import.meta.url) from src/service.ts).
+  for (const data of [join('db', 'migrations'), 'trust-lists']) {
+    if (await isDirectory(join(src, data))) await cp(join(src, data), join(outdir, data), { recursive: true });
+  }
 
   assertDependenciesDeclared(name, serviceDir, externals);
 

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
@@ -6,6 +7,11 @@ import type { ServiceImpl } from '@cairn/rpc';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import { toResultMessage } from './present.js';
 import { verify } from './verify.js';
+
+function trustListEntry(pem: string, origin: string): { subject: string; origin: string; sha256Fingerprint: string; notAfter: string } {
+  const cert = new X509Certificate(pem);
+  return { subject: cert.subject.replace(/\n/g, ', '), origin, sha256Fingerprint: cert.fingerprint256, notAfter: new Date(cert.validTo).toISOString() };
+}
 
 type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
@@ -21,6 +27,18 @@ export function verifierHandlers(deps: StoredVerdictDeps): ServiceImpl<Methods> 
       const stored = isId('manifest', request.manifestId) ? await storedVerdict(deps, request.manifestId) : null;
       if (!stored) throw new CairnError('cairn.not_found', `No verification result for manifest ${request.manifestId}.`);
       return { result: toResultMessage(stored, { manifestId: stored.manifest_id, assetId: stored.asset_id, verifiedAt: stored.verified_at }) };
+    },
+    getTrustList: async (request) => {
+      if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      const custom = await deps.trust.custom(request.tenantId || undefined);
+      if (custom) return { source: 'custom', entries: custom.map((e) => trustListEntry(e.certificate_pem, 'custom')) };
+      const list = await deps.trust.defaultList();
+      return {
+        source: 'default',
+        entries: list.entries.map((e) => trustListEntry(e.pem, e.origin)),
+        c2paTrustListSource: list.sources.c2pa,
+        c2paTsaTrustListSource: list.sources.tsa,
+      };
     },
     setTrustList: async (request) => {
       if (!isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');

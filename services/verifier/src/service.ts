@@ -3,6 +3,7 @@ import { createBlobStore } from '@cairn/blob';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { createManifestReader } from './c2pa/index.js';
+import { parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
 import { verifierConfigShape } from './config.js';
 import type { StoredVerdictDeps } from './app/stored-verdict.js';
 import { RESULTS_CONSUMER, verifierResultEvents } from './events.js';
@@ -12,6 +13,9 @@ import { TrustLists } from './store/trust.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
+/** The C2PA trust lists shipped with the verifier (data; see trust-lists/README.md). */
+const C2PA_TRUST_LIST_FILE = new URL('./trust-lists/C2PA-TRUST-LIST.pem', import.meta.url);
+const C2PA_TSA_TRUST_LIST_FILE = new URL('./trust-lists/C2PA-TSA-TRUST-LIST.pem', import.meta.url);
 export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof verifierConfigShape> {
   return {
     name: 'verifier',
@@ -26,10 +30,23 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
       await reader.ready();
       ctx.onShutdown(() => reader.close());
       const signer = ctx.client(signerV1.SignerService, 'signer');
-      const trust = new TrustLists(ctx.db, async () => (await signer.getTrustAnchors({})).rootPem, config.TRUST_ANCHORS_FILE);
-      const results = new ResultStore(ctx.db);
       const allowLoopback = config.OUTBOUND_ALLOW_LOOPBACK ? config.OUTBOUND_ALLOW_LOOPBACK === 'true' : config.CAIRN_ENV !== 'production';
       const deps: StoredVerdictDeps = {
+      const outboundPolicy = { httpsOnly: false, blockInternal: true, allowLoopback };
+      const published = (setting: string, builtin: URL) =>
+        new PublishedTrustList(parseTrustSource(setting, builtin), {
+          builtin,
+          refreshMs: config.TRUST_LIST_REFRESH_SECONDS * 1000,
+          policy: { ...outboundPolicy, httpsOnly: config.CAIRN_ENV === 'production' },
+          logger: ctx.logger,
+        });
+      const trust = new TrustLists(
+        ctx.db,
+        async () => (await signer.getTrustAnchors({})).rootPem,
+        { c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE), tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE) },
+        config.TRUST_ANCHORS_FILE,
+      );
+      const results = new ResultStore(ctx.db);
         db: ctx.db,
         blobs,
         reader,

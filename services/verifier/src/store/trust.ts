@@ -4,6 +4,7 @@ import { eq } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { trustLists } from '../db/schema.js';
+import { splitPem } from '../adapters/trust-sources.js';
 
 export interface TrustEntry {
   issuer_cn: string;
@@ -29,25 +30,51 @@ export function validateTrustEntries(entries: TrustEntry[]): TrustEntry[] {
   });
 }
 
+/** Why a certificate is on the default list. */
+export type TrustOrigin = 'cairn' | 'c2pa' | 'c2pa_tsa' | 'configured';
+
+export interface DefaultTrustList {
+  entries: Array<{ pem: string; origin: TrustOrigin }>;
+  pems: string[];
+  cairn: string[];
+  /** SHA-256 over the whole list: a stored verdict computed under another list is recomputed. */
+  digest: string;
+  /** Where each published list was read from. */
+  sources: { c2pa: string; tsa: string };
+}
+
+export interface PublishedList {
+  pems(): Promise<string[]>;
+  origin(): string;
+}
+
 /**
- * The trust list in force for a verification: an enterprise tenant's own list when it set one, else the
- * default (Cairn's root plus the configured C2PA trust anchors).
+ * The trust list in force for a verification: an enterprise tenant's own list when it set one, else the default —
+ * Cairn's root, the C2PA Trust List and its TSA Trust List (shipped, or from a configured file or URL), and the
+ * anchors of TRUST_ANCHORS_FILE. c2pa-rs 0.90 has one anchor store for signatures and time-stamps alike, so the TSA
+ * roots are anchors for both; its EKU rules keep a time-stamping certificate from passing as a signer.
  */
 export class TrustLists {
-  private defaults: { pems: string[]; cairn: string[]; digest: string; loadedAt: number } | undefined;
+  private roots: { pems: string[]; loadedAt: number } | undefined;
 
   constructor(
     private readonly db: Database,
     private readonly loadCairnRoots: () => Promise<string[]>,
+    private readonly published: { c2pa: PublishedList; tsa: PublishedList },
     private readonly anchorsFile: string | undefined,
   ) {}
 
   async forTenant(tenantId: string | undefined): Promise<{ pems: string[]; source: 'default' | 'custom' }> {
-    if (tenantId) {
-      const custom = await withTenant(this.db, tenantId, async (tx) => (await tx.select().from(trustLists).where(eq(trustLists.tenantId, tenantId)))[0]);
-      if (custom) return { pems: custom.entries.map((e) => e.certificate_pem), source: 'custom' };
-    }
-    return { pems: await this.defaultPems(), source: 'default' };
+    const custom = await this.custom(tenantId);
+    if (custom) return { pems: custom.map((e) => e.certificate_pem), source: 'custom' };
+    return { pems: (await this.loadDefaults()).pems, source: 'default' };
+  }
+
+  /** The tenant's own list, if it set one. */
+  async custom(tenantId: string | undefined): Promise<TrustEntry[] | undefined> {
+    if (!tenantId) return undefined;
+    const row = await withTenant(this.db, tenantId, async (tx) => (await tx.select().from(trustLists).where(eq(trustLists.tenantId, tenantId)))[0]);
+    return row?.entries;
   }
 
   async set(tenantId: string, entries: TrustEntry[]): Promise<{ count: number; updatedAt: Date }> {
@@ -64,26 +91,43 @@ export class TrustLists {
     return (await this.loadDefaults()).cairn;
   }
 
-  /** SHA-256 of the default list: a stored verdict computed under another list is recomputed. */
   async defaultDigest(): Promise<string> {
     return (await this.loadDefaults()).digest;
   }
 
-  private async defaultPems(): Promise<string[]> {
-    return (await this.loadDefaults()).pems;
+  async defaultList(): Promise<DefaultTrustList> {
+    return this.loadDefaults();
   }
 
-  private async loadDefaults(): Promise<{ pems: string[]; cairn: string[]; digest: string; loadedAt: number }> {
-    if (this.defaults && Date.now() - this.defaults.loadedAt < 60_000) return this.defaults;
-    const configured = this.anchorsFile ? splitPem(await readFile(this.anchorsFile, 'utf8')) : [];
-    const cairn = await this.loadCairnRoots();
-    const pems = [...cairn, ...configured];
+  /** Assembled on every call from sources that cache themselves, so a refreshed published list is in force at once. */
+  private async loadDefaults(): Promise<DefaultTrustList> {
+    const [cairn, c2pa, tsa, configured] = await Promise.all([
+      this.cairnRootsCached(),
+      this.published.c2pa.pems(),
+      this.published.tsa.pems(),
+      this.anchorsFile ? readFile(this.anchorsFile, 'utf8').then(splitPem) : Promise.resolve([]),
+    ]);
+    const entries: DefaultTrustList['entries'] = [];
+    const seen = new Set<string>();
+    const add = (pems: string[], origin: TrustOrigin) => {
+      for (const pem of pems) {
+        const key = pem.replace(/\s+/g, '');
+        if (seen.has(key)) continue;
+        seen.add(key);
+        entries.push({ pem, origin });
+      }
+    };
+    add(cairn, 'cairn');
+    add(c2pa, 'c2pa');
+    add(tsa, 'c2pa_tsa');
+    add(configured, 'configured');
+    const pems = entries.map((e) => e.pem);
     const digest = createHash('sha256').update(pems.map((p) => p.trim()).sort().join('\n')).digest('hex');
-    this.defaults = { pems, cairn, digest, loadedAt: Date.now() };
-    return this.defaults;
+    return { entries, pems, cairn, digest, sources: { c2pa: this.published.c2pa.origin(), tsa: this.published.tsa.origin() } };
   }
-}
 
-export function splitPem(bundle: string): string[] {
-  return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  private async cairnRootsCached(): Promise<string[]> {
+    if (!this.roots || Date.now() - this.roots.loadedAt >= 60_000) this.roots = { pems: await this.loadCairnRoots(), loadedAt: Date.now() };
+    return this.roots.pems;
+  }
 }

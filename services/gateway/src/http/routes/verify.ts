@@ -143,6 +143,23 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     res.json(presentVerification(result));
   });
 
+  // What a verify trusts: with a key, the list in force for that tenant (its own, or the default); without one,
+  // the default list every public verify uses.
+  const keyOrDefault: RequestHandler = (req, res, next) =>
+    req.header('authorization')
+      ? authenticate(deps.store)(req, res, (error?: unknown) => (error ? next(error) : tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) => (limited ? next(limited) : requireScope('read')(req, res, next)))))
+      : next();
+  router.get('/v1/trust-list', keyOrDefault, async (req, res) => {
+    const list = await deps.verifier.getTrustList({ tenantId: req.auth?.tenant.tenantId ?? '' });
+    res.set('Cache-Control', req.auth ? 'private, max-age=60' : 'public, max-age=300');
+    res.json({
+      source: list.source,
+      count: list.entries.length,
+      ...(list.source === 'default' ? { published_lists: { c2pa_trust_list: list.c2paTrustListSource, c2pa_tsa_trust_list: list.c2paTsaTrustListSource } } : {}),
+      entries: list.entries.map((e) => ({ subject: e.subject, origin: e.origin, sha256_fingerprint: e.sha256Fingerprint, not_after: e.notAfter })),
+    });
+  });
+
   const trustListBody = z.object({ entries: z.array(z.object({ issuer_cn: z.string().trim().min(1).max(200), certificate_pem: z.string().min(1).max(20_000) })).min(1).max(100) });
   router.post('/v1/trust-list', authenticate(deps.store), tenantRateLimit(deps.limiter), requireScope('admin'), async (req, res) => {
     const tenant = req.auth!.tenant;
