@@ -32,6 +32,8 @@ export const ERROR_CATALOG = {
   'cairn.validation.unsupported_media_type': { status: 415, title: 'Unsupported Content-Type' },
   'cairn.not_found': { status: 404, title: 'Not found' },
   'cairn.asset.expired': { status: 410, title: 'Asset no longer kept' },
+  // 422, not 413: the upload's bytes were accepted; what its headers declare (pixels, duration) is refused (docs/design.md).
+  'cairn.media.too_large': { status: 422, title: 'Media exceeds the decoding limits' },
   'cairn.method_not_allowed': { status: 405, title: 'Method not allowed' },
   'cairn.not_implemented': { status: 501, title: 'Not implemented' },
   'cairn.unavailable': { status: 503, title: 'Service temporarily unavailable' },

@@ -84,3 +84,26 @@ export async function decodeAudioMono(bytes: Buffer, sampleRate: number, maxSeco
   new Uint8Array(samples.buffer).set(out.subarray(0, samples.length * 4));
   return samples;
 }
+
+/**
+ * ffmpeg's description of a file's container (durations, streams, frame sizes) from its headers, with no
+ * output asked for: nothing is decoded. ffmpeg exits non-zero ("no output file"), so only the text counts.
+ */
+export function probeFfmpeg(path: string, timeoutMs = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(ffmpegPath(), ['-hide_banner', '-nostdin', '-loglevel', 'info', '-i', path], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < 65_536) stderr += chunk.toString('utf8');
+    });
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(new FfmpegError(`ffmpeg could not start: ${error.message}`, stderr));
+    });
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve(stderr);
+    });
+  });
+}

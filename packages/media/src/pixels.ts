@@ -14,9 +14,49 @@ export interface RgbPixels {
  */
 export async function decodeRgb(bytes: Buffer, maxPixels: number): Promise<RgbPixels | null> {
   try {
-    const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: maxPixels }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: maxPixels, sequentialRead: true }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
     return { pixels: data, width: info.width, height: info.height, channels: info.channels };
   } catch {
     return null;
   }
+}
+
+/** The still-image formats Cairn re-encodes after watermarking (the signer's image recipes). */
+export type EncodableImageType = 'image/jpeg' | 'image/png' | 'image/webp';
+
+export interface DecodedImage {
+  pixels: Buffer;
+  width: number;
+  height: number;
+  channels: 3 | 4;
+}
+
+/**
+ * Decodes once to raw pixels for marking (EXIF orientation applied, so what is marked is what viewers display);
+ * alpha kept for formats that carry it. `maxPixels` is sharp's own guard behind the header check
+ * (checkMediaLimits), and sequential reading lets libvips stream the rows instead of holding the file twice.
+ */
+export async function decodeImage(bytes: Buffer, mediaType: EncodableImageType, maxPixels: number): Promise<DecodedImage> {
+  let pipeline = sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', sequentialRead: true }).rotate();
+  pipeline = mediaType === 'image/jpeg' ? pipeline.removeAlpha().toColourspace('srgb') : pipeline.toColourspace('srgb');
+  const { data, info } = await pipeline.raw().toBuffer({ resolveWithObject: true });
+  if (info.channels !== 3 && info.channels !== 4) throw new Error(`unexpected channel count ${info.channels}`);
+  return { pixels: data, width: info.width, height: info.height, channels: info.channels };
+}
+
+/** Encodes pixels back to the upload's format at a quality that keeps the watermark and the look. */
+export async function encodeImage(image: DecodedImage, mediaType: EncodableImageType): Promise<Buffer> {
+  const raw = sharp(image.pixels, { raw: { width: image.width, height: image.height, channels: image.channels } });
+  if (mediaType === 'image/jpeg') return raw.jpeg({ quality: 92, chromaSubsampling: '4:4:4', mozjpeg: false }).toBuffer();
+  if (mediaType === 'image/png') return raw.png({ compressionLevel: 6 }).toBuffer();
+  return raw.webp({ quality: 92, alphaQuality: 100 }).toBuffer();
+}
+
+/** The manifest's thumbnail, made from pixels already decoded (c2pa-rs's own costs ~10× the signature). */
+export async function makeThumbnail(image: DecodedImage, maxSide = 256): Promise<Buffer> {
+  return sharp(image.pixels, { raw: { width: image.width, height: image.height, channels: image.channels } })
+    .resize(maxSide, maxSide, { fit: 'inside', withoutEnlargement: true })
+    .flatten({ background: '#ffffff' })
+    .jpeg({ quality: 80 })
+    .toBuffer();
 }

@@ -15,6 +15,7 @@ const BY_HTTP_STATUS: Record<number, GrpcStatus> = {
   410: GrpcStatus.NOT_FOUND,
   413: GrpcStatus.INVALID_ARGUMENT,
   415: GrpcStatus.INVALID_ARGUMENT,
+  422: GrpcStatus.INVALID_ARGUMENT,
   429: GrpcStatus.RESOURCE_EXHAUSTED,
   500: GrpcStatus.INTERNAL,
   503: GrpcStatus.UNAVAILABLE,

@@ -1,9 +1,12 @@
 import { z } from 'zod';
+import { mediaLimitsConfigShape } from '@cairn/media';
 import { pkiConfigShape } from './pki/index.js';
 
 /** Signer settings (the common ones come from @cairn/config). */
 export const signerConfigShape = {
   ...pkiConfigShape,
+  /** What a sign decodes at most (MEDIA_MAX_*), checked from the upload's headers first. */
+  ...mediaLimitsConfigShape,
   /** Builds manifest_uri, verifier_url and asset_url. */
   PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
   /** file:///path (embedded default) or s3://bucket/prefix. Shared with the gateway and verifier. */

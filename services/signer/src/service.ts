@@ -1,3 +1,4 @@
+import { mediaLimitsOf } from '@cairn/media';
 import { fileURLToPath } from 'node:url';
 import { Histogram } from 'prom-client';
 import { createBlobStore } from '@cairn/blob';
@@ -49,6 +50,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
         logger,
         publicBaseUrl: config.PUBLIC_BASE_URL,
+        mediaLimits: mediaLimitsOf(config),
         version: VERSION,
         observeStage: (stage, seconds) => stageSeconds.observe({ stage }, seconds),
       };

@@ -5,7 +5,8 @@ import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { signerV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import { FfmpegError } from '@cairn/media';
+import { isCairnError } from '@cairn/errors';
+import { checkMediaLimits, FfmpegError, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
 import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './domain/audio.js';
 import { pdqFingerprinter } from './domain/pdq.js';
 import { fingerprintText, TextFingerprintError } from './domain/text.js';
@@ -23,7 +24,7 @@ export const INDEX_CONSUMER = 'softbinding-index';
  * event id claimed): a redelivered asset.signed indexes nothing twice. A file that cannot be fingerprinted (too
  * short, too flat, undecodable) is logged and skipped: retrying would not change it.
  */
-export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; blobs: BlobStore; indexes: Indexes; logger: Logger }) {
+export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; blobs: BlobStore; indexes: Indexes; logger: Logger; mediaLimits: MediaLimits }) {
   return async (event: EventEnvelope, tx: Tx): Promise<void> => {
     const data = event.data;
     if (data.soft_binding === false || typeof data.media_type !== 'string') return;
@@ -38,6 +39,9 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
     }
     const record = { tenantId: event.tenant_id, assetId, manifestId: String(data.manifest_id), manifestUri: String(data.manifest_uri), verifierUrl: String(data.verifier_url) };
     try {
+      // The signer held the asset to the same limits, unless they were lowered since: then it is not decoded.
+      const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
+      if (sniffed) await checkMediaLimits(bytes, sniffed, deps.mediaLimits);
       if (modality === 'image') {
         const hashes = await indexHashes(pdqFingerprinter, bytes);
         await deps.indexes.images.add(
@@ -63,5 +67,5 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
 }
 
 function unindexable(error: unknown): boolean {
-  return error instanceof AudioTooShortError || error instanceof AudioTooSparseError || error instanceof TextFingerprintError || error instanceof VideoFingerprintError || error instanceof FfmpegError;
+  return error instanceof AudioTooShortError || error instanceof AudioTooSparseError || error instanceof TextFingerprintError || error instanceof VideoFingerprintError || error instanceof FfmpegError || (isCairnError(error) && error.code === 'cairn.media.too_large');
 }

@@ -1,5 +1,5 @@
 import { CairnError } from '@cairn/errors';
-import { sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
 import type { AudioIndex, TextIndex } from './db/feature-index.js';
 import type { FingerprintIndex, LookupScope, PublicMatch } from './db/fingerprints.js';
 import { algorithmNamed, ALGORITHMS } from './domain/algorithms.js';
@@ -32,10 +32,12 @@ function lookupError(error: unknown, what: string): CairnError {
 const supported = () => ALGORITHMS.map((a) => a.mediaTypes.join(', ')).join('; ');
 
 /** Lookup by content: the file's type (by its bytes) picks the fingerprint and the index. */
-export async function lookupContent(indexes: Indexes, scope: LookupScope, bytes: Buffer, limit: number): Promise<PublicMatch[]> {
+export async function lookupContent(indexes: Indexes, scope: LookupScope, bytes: Buffer, limit: number, mediaLimits: MediaLimits): Promise<PublicMatch[]> {
   const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
   const algorithm = sniffed ? ALGORITHMS.find((a) => a.modality === sniffed.modality) : undefined;
   if (!sniffed || !algorithm) throw new CairnError('cairn.verify.unsupported_file_type', `Lookup by content reads ${supported()}.`);
+  // Before any decoder allocates: what the headers declare (cairn.media.too_large).
+  await checkMediaLimits(bytes, sniffed, mediaLimits);
   switch (algorithm.modality) {
     case 'image': {
       const hash = await pdqFingerprinter.hashImage(bytes).catch((error: unknown) => {

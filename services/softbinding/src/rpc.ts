@@ -5,6 +5,7 @@ import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import type { softbindingV1 } from '@cairn/proto';
+import type { MediaLimits } from '@cairn/media';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import { ALGORITHMS } from './domain/algorithms.js';
@@ -13,7 +14,7 @@ import { lookupBinding, lookupContent, type Indexes } from './lookup.js';
 type Methods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
 /** cairn.softbinding.v1.SoftBindingService. */
-export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; indexes: Indexes; outbox: Outbox; maxResults: number }): ServiceImpl<Methods> {
+export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; indexes: Indexes; outbox: Outbox; maxResults: number; mediaLimits: MediaLimits }): ServiceImpl<Methods> {
   return {
     supportedAlgorithms: async () => ({
       algorithms: ALGORITHMS.map((a) => ({ alg: a.alg, kind: 'fingerprint', mediaTypes: [...a.mediaTypes], valueHexDigits: a.valueHexDigits })),
@@ -27,7 +28,7 @@ export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; inde
       if (query.case === 'uploadBlobKey') {
         const bytes = await deps.blobs.getBuffer(query.value);
         if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the file again.');
-        matches = await lookupContent(deps.indexes, scope, bytes, limit);
+        matches = await lookupContent(deps.indexes, scope, bytes, limit, deps.mediaLimits);
       } else if (query.case === 'binding') {
         matches = await lookupBinding(deps.indexes, scope, query.value, limit);
       } else {

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
+import { mediaLimitsOf } from '@cairn/media';
 import { signerV1, softbindingV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { softbindingConfigShape } from './config.js';
@@ -20,8 +21,8 @@ export function softbindingService(env: NodeJS.ProcessEnv = process.env): Servic
       const blobs = createBlobStore(ctx.config.BLOB_STORE_URL, env);
       await blobs.ping();
       const indexes = { images: new FingerprintIndex(ctx.db), audio: new AudioIndex(ctx.db), text: new TextIndex(ctx.db) };
-      ctx.rpc.add(softbindingV1.SoftBindingService, softbindingHandlers({ db: ctx.db, blobs, indexes, outbox: ctx.outbox, maxResults: ctx.config.LOOKUP_MAX_RESULTS }));
-      await ctx.consume(INDEX_CONSUMER, ['asset.signed'], indexSignedAsset({ signer: ctx.client(signerV1.SignerService, 'signer'), blobs, indexes, logger: ctx.logger }));
+      ctx.rpc.add(softbindingV1.SoftBindingService, softbindingHandlers({ db: ctx.db, blobs, indexes, outbox: ctx.outbox, maxResults: ctx.config.LOOKUP_MAX_RESULTS, mediaLimits: mediaLimitsOf(ctx.config) }));
+      await ctx.consume(INDEX_CONSUMER, ['asset.signed'], indexSignedAsset({ signer: ctx.client(signerV1.SignerService, 'signer'), blobs, indexes, logger: ctx.logger, mediaLimits: mediaLimitsOf(ctx.config) }));
     },
   };
 }

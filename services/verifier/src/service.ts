@@ -1,3 +1,4 @@
+import { mediaLimitsOf } from '@cairn/media';
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
@@ -61,6 +62,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         publicBaseUrl: config.PUBLIC_BASE_URL,
         ocspTimeoutMs: config.OCSP_TIMEOUT_MS,
         outboundPolicy: { httpsOnly: false, blockInternal: true, allowLoopback },
+        mediaLimits: mediaLimitsOf(config),
         freshForMs: config.VERIFY_RESULT_FRESH_SECONDS * 1000,
       };
       ctx.rpc.add(verifierV1.VerifierService, verifierHandlers(deps));

@@ -5,7 +5,7 @@ import { newEvent } from '@cairn/bus';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError, isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
-import { decodeRgb, isSidecarMediaType, sniffMediaType, SNIFF_BYTES, type Modality } from '@cairn/media';
+import { checkMediaLimits, isSidecarMediaType, probeImage, sniffMediaType, SNIFF_BYTES, type MediaLimits, type Modality } from '@cairn/media';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
 import type { DestinationPolicy } from '@cairn/outbound';
 import type { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
@@ -38,6 +38,8 @@ export interface VerifyDeps {
   ocspTimeoutMs: number;
   /** Where OCSP requests may go (the outbound address policy): never to an internal address a file names. */
   outboundPolicy: DestinationPolicy;
+  /** What a verify decodes at most (here, in the watermark service and in the soft-binding service). */
+  mediaLimits: MediaLimits;
 }
 
 export interface VerifyOutcome {
@@ -111,11 +113,12 @@ export function ownManifestId(publicBaseUrl: string, uri: string): string | null
 }
 
 async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
-  const image = await decodeRgb(bytes, 100_000_000);
-  if (!image) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
-  if (Math.min(image.width, image.height) < 64) return { ran: false, reason: 'not_applicable', detail: 'image too small' };
+  // Header only: the watermark service decodes the file itself, under its own limits (no pixels on the wire).
+  const header = await probeImage(bytes);
+  if (!header) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
   try {
-    const found = await deps.watermark.detectImage({ image }, { deadlineMs: 30_000 });
+    const found = await deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 });
+    if (!found.applicable) return { ran: false, reason: 'not_applicable', detail: 'image too small' };
     if (!found.detected) return { ran: true, detected: false };
     return {
       ran: true,
@@ -264,6 +267,8 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   if (!sniffed) {
     throw new CairnError('cairn.verify.unsupported_file_type', 'This file type is not supported for verification; send an image (JPEG, PNG, WebP), audio (WAV, MP3, FLAC, OGG), video (MP4, WebM) or UTF-8 text.');
   }
+  // A file declaring more than the limits (a decompression bomb) is refused before anything decodes it.
+  await checkMediaLimits(subject.bytes, sniffed, deps.mediaLimits);
   const trust = await deps.trust.forTenant(request.tenantId || undefined);
   // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
   // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.

@@ -1,9 +1,12 @@
 import { z } from 'zod';
+import { mediaLimitsConfigShape } from '@cairn/media';
 import { parseWatermarkKeys, type WatermarkKey } from './domain/keys.js';
 import { defaultPoolSize } from './domain/pool.js';
 
 /** watermark-only settings (the common ones come from @cairn/config). */
 export const watermarkConfigShape = {
+  /** What the service decodes at most (MEDIA_MAX_*): callers send files, the service decodes them. */
+  ...mediaLimitsConfigShape,
   /** Worker threads for embedding and detection; by default one per core but one, which serves gRPC. */
   WATERMARK_WORKERS: z.coerce.number().int().min(1).max(64).default(defaultPoolSize()),
   /**

@@ -1,6 +1,7 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
+import type { MediaLimits } from '@cairn/media';
 import type { watermarkV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { MarkRegistry } from './db/marks.js';
@@ -10,7 +11,8 @@ import { ImageRejectedError } from './domain/image/raw-image.js';
 import type { Keyring, WatermarkKey } from './domain/keys.js';
 import { keyedPayloadFor, PAYLOAD_BYTES, payloadFor, payloadHex } from './domain/payload.js';
 import { PoolClosedError, type ImageWorkerPool } from './domain/pool.js';
-import { requireId, requireImage } from './domain/validation.js';
+import { requireId } from './domain/validation.js';
+import { decodeForDetection, decodeForEmbedding, encodeMarked } from './adapters/image-codec.js';
 
 type Methods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
@@ -21,11 +23,13 @@ export interface WatermarkDeps {
   readonly keyring: Keyring;
   /** Smallest image side the algorithms embed into. */
   readonly minEmbedSize: number;
+  /** What the service decodes at most (MEDIA_MAX_*): callers send files, and it decodes them under these. */
+  readonly mediaLimits: MediaLimits;
   readonly logger: Logger;
 }
 
 /** cairn.watermark.v1.WatermarkService: embed a registered mark in pixels; detect one and resolve it. */
-export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, logger }: WatermarkDeps): ServiceImpl<Methods> {
+export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, mediaLimits, logger }: WatermarkDeps): ServiceImpl<Methods> {
   /** Worker failures as the caller should see them: its own bad image, a drain, or an internal error. */
   const inWorker = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
     try {
@@ -43,7 +47,12 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, logge
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
       const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
       const assetId = requireId('asset', request.assetId, 'asset_id');
-      const image = requireImage(request.image, minEmbedSize);
+      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the image file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      // Decoded before the registry is touched: an image refused for its size or format records no mark.
+      const { image, mediaType } = await decodeForEmbedding(request.encoded, mediaLimits);
+      if (Math.min(image.width, image.height) < minEmbedSize) {
+        throw new CairnError('cairn.validation.invalid_body', `image is ${image.width}×${image.height}; a watermark needs at least ${minEmbedSize}×${minEmbedSize} pixels`, { errors: [{ path: 'encoded', message: 'too small' }] });
+      }
       // A retry of an id already recorded writes exactly that mark again (same algorithm, key and payload),
       // even if the current key has rotated since.
       const existing = await registry.findById(tenantId, watermarkId);
@@ -55,13 +64,21 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, logge
       // not delivered is harmless: the caller retries with the same id and gets the same payload.
       await registry.record({ watermarkId, payloadHex: hex, tenantId, assetId, algorithm, keyId: key?.kid ?? null });
       const outcome = await inWorker('embedding', () => pool.embed(image, payload, key));
-      return { image: outcome.image, payloadHex: hex, psnrDb: outcome.psnrDb, algorithm: outcome.algorithm, keyId: outcome.keyId ?? '' };
+      // One encode, here: the marked pixels never cross the wire, only the file the signer signs.
+      const { encoded, thumbnail } = await encodeMarked(outcome.image, mediaType);
+      if (encoded.length > MAX_ENCODED_ANSWER_BYTES) {
+        throw new CairnError('cairn.media.too_large', `The marked image encodes to ${encoded.length} bytes, more than the ${MAX_ENCODED_ANSWER_BYTES} this service answers with.`);
+      }
+      return { encoded, thumbnail, width: outcome.image.width, height: outcome.image.height, payloadHex: hex, psnrDb: outcome.psnrDb, algorithm: outcome.algorithm, keyId: outcome.keyId ?? '' };
     },
 
     detectImage: async (request) => {
-      const image = requireImage(request.image);
+      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the image file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      const image = await decodeForDetection(request.encoded, mediaLimits);
+      // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
+      if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { detected: false, applicable: false, algorithm: CAIRN_DCT_KEYED_V1_NAME };
       const { detection, algorithm: name, keyId } = await inWorker('detection', () => pool.detect(image, keyring.all));
-      if (!detection) return { detected: false, algorithm: name };
+      if (!detection) return { detected: false, applicable: true, algorithm: name };
       const hex = payloadHex(detection.payload);
       const found = await registry.findByPayload(hex);
       // A registry entry counts only for a mark read the way it was written. A keyed mark's payload is public
@@ -70,6 +87,7 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, logge
       if (found && !mark) logger.warn({ algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId }, 'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark');
       return {
         detected: true,
+        applicable: true,
         payloadHex: hex,
         confidence: detection.confidence,
         registered: mark !== null,
@@ -101,5 +119,10 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, logge
     return key;
   }
 }
+
+/** Below this side no algorithm has a grid to read (callers skipped such images before detection moved here). */
+const MIN_DETECT_SIDE = 64;
+/** Under the 128 MiB gRPC message limit (packages/rpc), with room for the thumbnail and the other fields. */
+const MAX_ENCODED_ANSWER_BYTES = 120 * 1024 * 1024;
 
 const PAYLOAD_HEX = new RegExp(`^[0-9a-f]{${PAYLOAD_BYTES * 2}}$`);

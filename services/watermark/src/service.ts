@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { mediaLimitsOf } from '@cairn/media';
 import { watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { watermarkConfigShape } from './config.js';
@@ -28,7 +29,7 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
       });
       // Draining: work already accepted finishes (within the grace period) before the workers stop.
       ctx.onShutdown(() => pool.close(ctx.config.SHUTDOWN_GRACE_MS));
-      const handlers = watermarkHandlers({ pool, registry: new MarkRegistry(ctx.db), keyring, minEmbedSize: CAIRN_DCT_V1.minEmbedSize, logger: ctx.logger });
+      const handlers = watermarkHandlers({ pool, registry: new MarkRegistry(ctx.db), keyring, minEmbedSize: CAIRN_DCT_V1.minEmbedSize, mediaLimits: mediaLimitsOf(ctx.config), logger: ctx.logger });
       ctx.rpc.add(watermarkV1.WatermarkService, handlers);
       ctx.logger.info({ workers: pool.size, key_id: keyring.current.kid, detected_key_ids: keyring.all.map((k) => k.kid) }, 'image worker pool started');
     },

@@ -8,7 +8,7 @@ import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import { payloadFor, payloadHex } from '../src/domain/payload.js';
 import { watermarkService } from '../src/service.js';
-import { loadPhoto } from './support/images.js';
+import { loadPhoto, png } from './support/images.js';
 
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
@@ -31,7 +31,7 @@ afterAll(async () => {
 describe('ResolvePayload', () => {
   it('resolves a registered payload to its watermark and asset, never to its tenant', async () => {
     const mark = { tenantId: newId('tenant'), watermarkId: newId('watermark'), assetId: newId('asset') };
-    const embedded = await client.embedImage({ ...mark, image: await loadPhoto('coffee.png') });
+    const embedded = await client.embedImage({ ...mark, encoded: await png(await loadPhoto('coffee.png')) });
     const resolved = await client.resolvePayload({ payloadHex: embedded.payloadHex.toUpperCase() });
     expect(resolved).toMatchObject({ registered: true, watermarkId: mark.watermarkId, assetId: mark.assetId, algorithm: 'cairn-dct-keyed-v1', keyId: embedded.keyId, keyless: false });
     expect(JSON.stringify(resolved)).not.toContain(mark.tenantId);

@@ -13,7 +13,7 @@ import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
 import { payloadFor, payloadHex } from '../src/domain/payload.js';
 import { watermarkService } from '../src/service.js';
-import { ATTACKS, loadPhoto } from './support/images.js';
+import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
 
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
@@ -26,7 +26,6 @@ async function start(env: NodeJS.ProcessEnv): Promise<{ service: RunningService;
 
 const ids = () => ({ tenantId: newId('tenant'), watermarkId: newId('watermark'), assetId: newId('asset') });
 const hexKey = () => randomBytes(32).toString('hex');
-const pixels = (image: { pixels: Uint8Array; width: number; height: number; channels: number } | undefined): RawImage => ({ ...image!, channels: 3 });
 
 let photos: Record<'coffee' | 'chelsea' | 'astronaut' | 'camera', RawImage>;
 const sandboxes: Sandbox[] = [];
@@ -53,8 +52,8 @@ describe('development key (WATERMARK_KEYS unset)', () => {
   beforeAll(async () => {
     env = (await sandbox()).env;
     running = await start(env);
-    const embedded = await running.client.embedImage({ ...victim, image: photos.coffee });
-    victimMark = { payloadHex: embedded.payloadHex, keyId: embedded.keyId, image: pixels(embedded.image) };
+    const embedded = await running.client.embedImage({ ...victim, encoded: await png(photos.coffee) });
+    victimMark = { payloadHex: embedded.payloadHex, keyId: embedded.keyId, image: await decodeFile(embedded.encoded) };
   }, 60_000);
   afterAll(() => running.stop());
 
@@ -62,7 +61,7 @@ describe('development key (WATERMARK_KEYS unset)', () => {
     expect(victimMark.keyId).toMatch(/^dev-[0-9a-f]{8}$/);
     await running.stop();
     running = await start(env);
-    const detected = await running.client.detectImage({ image: await ATTACKS['JPEG q75'](victimMark.image) });
+    const detected = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](victimMark.image)) });
     expect(detected).toMatchObject({ detected: true, registered: true, assetId: victim.assetId, algorithm: 'cairn-dct-keyed-v1', keyId: victimMark.keyId, keyless: false });
     const rows = (await running.service.context.db.execute<{ kid: string; sealed_key: string }>(sql`select kid, sealed_key from watermark.generated_keys`)).rows;
     expect(rows.map((r) => r.kid)).toEqual([victimMark.keyId]);
@@ -73,14 +72,14 @@ describe('development key (WATERMARK_KEYS unset)', () => {
   it.each(['chelsea', 'astronaut', 'camera'] as const)('does not name the victim for its (public) payload stamped into %s with the published code and a wrong key', async (photo) => {
     const payload = Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex'));
     const forged = createKeyedImageWatermark(Uint8Array.from(randomBytes(32))).embed(photos[photo], payload);
-    const detected = await running.client.detectImage({ image: forged });
+    const detected = await running.client.detectImage({ encoded: await png(forged) });
     expect(detected).toMatchObject({ registered: false, watermarkId: '', assetId: '', tenantId: '' });
     expect(detected.payloadHex).not.toBe(victimMark.payloadHex);
   });
 
   it('reads the payload stamped with the keyless code, but reports it keyless and not as the victim', async () => {
     const forged = createImageWatermark().embed(photos.chelsea, Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex')));
-    const detected = await running.client.detectImage({ image: forged });
+    const detected = await running.client.detectImage({ encoded: await png(forged) });
     expect(detected).toMatchObject({ detected: true, payloadHex: victimMark.payloadHex, registered: false, watermarkId: '', assetId: '', algorithm: 'cairn-dct-v1', keyless: true, keyId: '' });
   });
 
@@ -90,11 +89,11 @@ describe('development key (WATERMARK_KEYS unset)', () => {
     // A mark issued before keyed marks existed: recorded as cairn-dct-v1 with no key, embedded with v1's code.
     await new MarkRegistry(running.service.context.db).record({ ...old, payloadHex: payloadHex(payload), algorithm: 'cairn-dct-v1', keyId: null });
     const marked = createImageWatermark().embed(photos.camera, payload);
-    const detected = await running.client.detectImage({ image: await ATTACKS['JPEG q75'](marked) });
+    const detected = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](marked)) });
     expect(detected).toMatchObject({ detected: true, registered: true, watermarkId: old.watermarkId, assetId: old.assetId, algorithm: 'cairn-dct-v1', keyId: '', keyless: true });
     const resolved = await running.client.resolvePayload({ payloadHex: payloadHex(payload) });
     expect(resolved).toMatchObject({ registered: true, assetId: old.assetId, algorithm: 'cairn-dct-v1', keyId: '', keyless: true });
-    const again = await running.client.embedImage({ ...old, image: photos.camera });
+    const again = await running.client.embedImage({ ...old, encoded: await png(photos.camera) });
     expect(again).toMatchObject({ payloadHex: payloadHex(payload), algorithm: 'cairn-dct-v1', keyId: '' });
   });
 });
@@ -110,9 +109,9 @@ describe('configured keys and rotation', () => {
     env = (await sandbox()).env;
     const running = await start({ ...env, WATERMARK_KEYS: `k1:${k1}` });
     try {
-      const embedded = await running.client.embedImage({ ...first, image: photos.chelsea });
+      const embedded = await running.client.embedImage({ ...first, encoded: await png(photos.chelsea) });
       expect(embedded).toMatchObject({ algorithm: 'cairn-dct-keyed-v1', keyId: 'k1' });
-      firstMark = { payloadHex: embedded.payloadHex, image: pixels(embedded.image) };
+      firstMark = { payloadHex: embedded.payloadHex, image: await decodeFile(embedded.encoded) };
     } finally {
       await running.stop();
     }
@@ -121,15 +120,15 @@ describe('configured keys and rotation', () => {
   it('signs with the new current key and still detects (and re-embeds) marks of the older key listed after it', async () => {
     const running = await start({ ...env, WATERMARK_KEYS: JSON.stringify([{ kid: 'k2', key: k2 }, { kid: 'k1', key: k1 }]) });
     try {
-      const old = await running.client.detectImage({ image: await ATTACKS['JPEG q75'](firstMark.image) });
+      const old = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](firstMark.image)) });
       expect(old).toMatchObject({ detected: true, registered: true, assetId: first.assetId, keyId: 'k1', algorithm: 'cairn-dct-keyed-v1', keyless: false });
-      const retried = await running.client.embedImage({ ...first, image: photos.chelsea });
+      const retried = await running.client.embedImage({ ...first, encoded: await png(photos.chelsea) });
       expect(retried).toMatchObject({ payloadHex: firstMark.payloadHex, keyId: 'k1' });
 
       const second = ids();
-      const embedded = await running.client.embedImage({ ...second, image: photos.coffee });
+      const embedded = await running.client.embedImage({ ...second, encoded: await png(photos.coffee) });
       expect(embedded.keyId).toBe('k2');
-      const detected = await running.client.detectImage({ image: pixels(embedded.image) });
+      const detected = await running.client.detectImage({ encoded: await png(await decodeFile(embedded.encoded)) });
       expect(detected).toMatchObject({ registered: true, assetId: second.assetId, keyId: 'k2' });
       expect((await running.client.resolvePayload({ payloadHex: embedded.payloadHex })).keyId).toBe('k2');
     } finally {
@@ -140,7 +139,7 @@ describe('configured keys and rotation', () => {
   it('no longer detects a mark once its key is dropped from WATERMARK_KEYS', async () => {
     const running = await start({ ...env, WATERMARK_KEYS: `k2:${k2}` });
     try {
-      const detected = await running.client.detectImage({ image: firstMark.image });
+      const detected = await running.client.detectImage({ encoded: await png(firstMark.image) });
       expect(detected).toMatchObject({ detected: false, registered: false, assetId: '' });
     } finally {
       await running.stop();

@@ -13,7 +13,8 @@ import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
 import { payloadFor, payloadHex } from '../src/domain/payload.js';
 import { watermarkService } from '../src/service.js';
-import { ATTACKS, loadPhoto } from './support/images.js';
+import sharp from 'sharp';
+import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
 
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
@@ -22,12 +23,15 @@ let service: RunningService;
 let client: ServiceClient<WatermarkMethods>;
 let coffee: RawImage;
 let chelsea: RawImage;
+let coffeePng: Buffer;
+let chelseaPng: Buffer;
 
 beforeAll(async () => {
   sandbox = await createSandbox();
   service = await startService(watermarkService({ ...sandbox.env, WATERMARK_WORKERS: '1' }));
   client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${service.grpcPort}`, { deadlineMs: 30_000 });
   [coffee, chelsea] = await Promise.all([loadPhoto('coffee.png'), loadPhoto('chelsea.png')]);
+  [coffeePng, chelseaPng] = await Promise.all([png(coffee), png(chelsea)]);
 });
 
 afterAll(async () => {
@@ -53,18 +57,24 @@ function ids() {
 describe('EmbedImage → DetectImage over gRPC', () => {
   it('marks an image, and detection after JPEG q75 resolves the mark to its tenant and asset', async () => {
     const mark = ids();
-    const embedded = await client.embedImage({ ...mark, image: coffee });
+    const embedded = await client.embedImage({ ...mark, encoded: coffeePng });
     // Keyed: the payload is not the public derivation of the id.
     expect(embedded.payloadHex).toMatch(/^[0-9a-f]{16}$/);
     expect(embedded.payloadHex).not.toBe(payloadHex(payloadFor(mark.watermarkId)));
     expect(embedded.algorithm).toBe('cairn-dct-keyed-v1');
     expect(embedded.keyId).toMatch(/^dev-[0-9a-f]{8}$/);
     expect(embedded.psnrDb).toBeGreaterThanOrEqual(38);
-    expect(embedded.image).toMatchObject({ width: coffee.width, height: coffee.height, channels: 3 });
-    expect(embedded.image!.pixels.length).toBe(coffee.pixels.length);
+    // The marked file comes back encoded as it was sent (PNG here), with its thumbnail; never raw pixels.
+    expect(embedded).toMatchObject({ width: coffee.width, height: coffee.height });
+    const markedImage = await decodeFile(embedded.encoded);
+    expect(markedImage).toMatchObject({ width: coffee.width, height: coffee.height, channels: 3 });
+    expect((await sharp(Buffer.from(embedded.encoded)).metadata()).format).toBe('png');
+    const thumbnail = await sharp(Buffer.from(embedded.thumbnail)).metadata();
+    expect(thumbnail.format).toBe('jpeg');
+    expect(Math.max(thumbnail.width ?? 0, thumbnail.height ?? 0)).toBe(256);
 
-    const published = await ATTACKS['JPEG q75']({ ...embedded.image!, channels: 3 });
-    const detected = await client.detectImage({ image: published });
+    const published = await ATTACKS['JPEG q75'](markedImage);
+    const detected = await client.detectImage({ encoded: await png(published) });
     expect(detected).toMatchObject({
       detected: true,
       payloadHex: embedded.payloadHex,
@@ -81,53 +91,70 @@ describe('EmbedImage → DetectImage over gRPC', () => {
   });
 
   it('answers detected=false for an unmarked photo', async () => {
-    const detected = await client.detectImage({ image: chelsea });
+    const detected = await client.detectImage({ encoded: chelseaPng });
     expect(detected).toMatchObject({ detected: false, registered: false, payloadHex: '', watermarkId: '', tenantId: '', algorithm: 'cairn-dct-keyed-v1', keyId: '' });
   });
 
   it('answers detected but not registered for a valid mark the registry does not know', async () => {
     const stray = payloadFor(newId('watermark'));
     const marked = createImageWatermark().embed(chelsea, stray);
-    const detected = await client.detectImage({ image: marked });
+    const detected = await client.detectImage({ encoded: await png(marked) });
     expect(detected).toMatchObject({ detected: true, payloadHex: payloadHex(stray), registered: false, watermarkId: '', tenantId: '', algorithm: 'cairn-dct-v1', keyless: true });
   });
 
   it('is idempotent on the watermark id, and refuses the id for another asset or tenant', async () => {
     const mark = ids();
-    const first = await client.embedImage({ ...mark, image: chelsea });
-    const again = await client.embedImage({ ...mark, image: chelsea });
+    const first = await client.embedImage({ ...mark, encoded: chelseaPng });
+    const again = await client.embedImage({ ...mark, encoded: chelseaPng });
     expect(again.payloadHex).toBe(first.payloadHex);
-    expect(Buffer.from(again.image!.pixels).equals(Buffer.from(first.image!.pixels))).toBe(true);
+    expect(Buffer.from(again.encoded).equals(Buffer.from(first.encoded))).toBe(true);
 
-    const otherAsset = await failure(client.embedImage({ ...mark, assetId: newId('asset'), image: chelsea }));
+    const otherAsset = await failure(client.embedImage({ ...mark, assetId: newId('asset'), encoded: chelseaPng }));
     expect(otherAsset).toMatchObject({ code: 'cairn.sign.idempotency_conflict', grpc: GrpcStatus.ALREADY_EXISTS });
-    const otherTenant = await failure(client.embedImage({ ...mark, tenantId: newId('tenant'), image: chelsea }));
+    const otherTenant = await failure(client.embedImage({ ...mark, tenantId: newId('tenant'), encoded: chelseaPng }));
     expect(otherTenant.code).toBe('cairn.sign.idempotency_conflict');
   });
 });
 
 describe('validation', () => {
-  const valid = () => ({ ...ids(), image: coffee });
+  const valid = () => ({ ...ids(), encoded: coffeePng });
 
-  it('refuses a pixel buffer that does not match the dimensions with INVALID_ARGUMENT / cairn.validation.invalid_body', async () => {
-    const short = { ...coffee, pixels: coffee.pixels.subarray(0, coffee.pixels.length - 1) };
-    for (const call of [() => client.embedImage({ ...valid(), image: short }), () => client.detectImage({ image: short })]) {
-      const error = await failure(call());
-      expect(error).toMatchObject({ code: 'cairn.validation.invalid_body', grpc: GrpcStatus.INVALID_ARGUMENT });
-      expect(error.message).toContain('600×400×3 needs 720000');
+  it('refuses bytes that are no image, or an image it cannot decode, with INVALID_ARGUMENT / cairn.validation.invalid_body', async () => {
+    const truncated = coffeePng.subarray(0, 2000);
+    for (const [encoded, message] of [[Buffer.from('not an image at all'), 'must be'], [truncated, 'cannot be decoded'], [Buffer.alloc(0), 'encoded (the image file) is required']] as const) {
+      for (const call of [() => client.embedImage({ ...valid(), encoded }), () => client.detectImage({ encoded })]) {
+        const error = await failure(call());
+        expect(error).toMatchObject({ code: 'cairn.validation.invalid_body', grpc: GrpcStatus.INVALID_ARGUMENT });
+        expect(error.message).toContain(message);
+      }
     }
   });
 
+  it('refuses an image declaring more pixels than MEDIA_MAX_IMAGE_PIXELS from its header: cairn.media.too_large, nothing recorded', async () => {
+    // 10000×10000 of one colour: a few hundred KB that would decode to 300 MB.
+    const bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#336699' } }).png({ compressionLevel: 9 }).toBuffer();
+    const mark = ids();
+    for (const call of [() => client.embedImage({ ...mark, encoded: bomb }), () => client.detectImage({ encoded: bomb })]) {
+      const error = await failure(call());
+      expect(error.code).toBe('cairn.media.too_large');
+      expect(error.message).toContain('10000×10000');
+    }
+    // The refused embed wrote no registry row: the id is still free for another asset.
+    await expect(client.embedImage({ ...mark, assetId: newId('asset'), encoded: chelseaPng })).resolves.toMatchObject({ algorithm: 'cairn-dct-keyed-v1' });
+  });
+
+  it('answers not applicable for an image too small to carry a mark', async () => {
+    const small = await sharp(coffeePng).resize(60, 40).png().toBuffer();
+    await expect(client.detectImage({ encoded: small })).resolves.toMatchObject({ applicable: false, detected: false });
+  });
+
   it.each([
-    ['channels 2', (image: RawImage) => ({ image: { ...image, channels: 2 } }), 'channels must be 1 (gray), 3 (RGB) or 4 (RGBA)'],
-    ['no image', () => ({ image: undefined }), 'image is required'],
-    ['width above 8192', () => ({ image: { pixels: new Uint8Array(0), width: 8193, height: 1, channels: 1 } }), 'image.width must be between 1 and 8192'],
-    ['an image under 256 on a side', (image: RawImage) => ({ image: { ...image, pixels: image.pixels.subarray(0, 600 * 255 * 3), height: 255 } }), 'at least 256×256'],
-    ['a malformed tenant id', () => ({ tenantId: 'tenant-1' }), 'tenant_id must be a tenant id'],
-    ['a watermark id of the wrong kind', () => ({ watermarkId: newId('asset') }), 'watermark_id must be a watermark id'],
-    ['a missing asset id', () => ({ assetId: '' }), 'asset_id must be an asset id'],
+    ['an image under 256 on a side', async () => ({ encoded: await sharp(coffeePng).resize(600, 255, { fit: 'fill' }).png().toBuffer() }), 'at least 256×256'],
+    ['a malformed tenant id', async () => ({ tenantId: 'tenant-1' }), 'tenant_id must be a tenant id'],
+    ['a watermark id of the wrong kind', async () => ({ watermarkId: newId('asset') }), 'watermark_id must be a watermark id'],
+    ['a missing asset id', async () => ({ assetId: '' }), 'asset_id must be an asset id'],
   ] as const)('refuses an embed with %s', async (_, change, message) => {
-    const error = await failure(client.embedImage({ ...valid(), ...change(coffee) }));
+    const error = await failure(client.embedImage({ ...valid(), ...(await change()) }));
     expect(error).toMatchObject({ code: 'cairn.validation.invalid_body', grpc: GrpcStatus.INVALID_ARGUMENT });
     expect(error.message).toContain(message);
   });
@@ -137,8 +164,8 @@ describe('registry row-level security', () => {
   it('shows a tenant only its own marks, and a payload lookup exactly its one row', async () => {
     const a = ids();
     const b = ids();
-    await client.embedImage({ ...a, image: chelsea });
-    const bMark = await client.embedImage({ ...b, image: chelsea });
+    await client.embedImage({ ...a, encoded: chelseaPng });
+    const bMark = await client.embedImage({ ...b, encoded: chelseaPng });
     const db = service.context.db;
     const visible = (tenantId: string) => withTenant(db, tenantId, (tx) => tx.execute<{ watermark_id: string }>(sql`select watermark_id from watermark.marks`));
     expect((await visible(a.tenantId)).rows.map((r) => r.watermark_id)).toEqual([a.watermarkId]);

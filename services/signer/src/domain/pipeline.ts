@@ -4,7 +4,7 @@ import { newEvent } from '@cairn/bus';
 import { withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
-import { sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
 import type { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Logger } from '@cairn/logging';
@@ -32,6 +32,8 @@ export interface PipelineDeps {
   anchor?: ServiceClient<AnchorMethods>;
   logger?: Logger;
   publicBaseUrl: string;
+  /** What a sign decodes at most; refused from the headers (cairn.media.too_large) before anything is decoded. */
+  mediaLimits: MediaLimits;
   version: string;
   /** Seconds spent per pipeline stage (decode, watermark, encode, c2pa, store, record), for /metrics. */
   observeStage?: (stage: SignStage, seconds: number) => void;
@@ -105,6 +107,8 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
       `${sniffed ? `This file is ${sniffed.mediaType} (by its content)` : 'This file’s type is not recognised'}; recipe ${recipe.recipeId} accepts ${recipe.mediaTypes.join(', ')}.`,
     );
   }
+  // Before any parser or decoder allocates: what the headers declare (pixels, duration) against the limits.
+  const probe = await timed(deps, 'decode', () => checkMediaLimits(upload, sniffed, deps.mediaLimits));
   let signed: { signed: Buffer; manifestStore: Buffer; manifestLabel: string };
   let watermark: { id: string; payloadHex: string; algorithm: string } | undefined;
   const assetId = request.assetId;
@@ -150,31 +154,31 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
       throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC), video (MP4) and text are.`);
     }
     const mediaType = sniffed.mediaType as ImageMediaType;
-    let image;
-    try {
-      image = await timed(deps, 'decode', () => decodeImage(upload, mediaType));
-    } catch {
-      throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
-    }
-    if (Math.min(image.width, image.height) < MIN_IMAGE_SIDE) {
-      throw new CairnError('cairn.validation.invalid_body', `Images must be at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} pixels to carry a watermark (this one is ${image.width}×${image.height}).`);
+    if (!probe?.width || !probe.height) throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
+    if (Math.min(probe.width, probe.height) < MIN_IMAGE_SIDE) {
+      throw new CairnError('cairn.validation.invalid_body', `Images must be at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} pixels to carry a watermark (this one is ${probe.width}×${probe.height}).`);
     }
     if (recipe.watermark) {
+      // The watermark service decodes the upload once (under its own limits), marks it with a key that never
+      // leaves it, and answers the file encoded once plus the thumbnail: no raw pixels cross the wire.
       const watermarkId = newId('watermark');
-      const pixels = image;
       const marked = await timed(deps, 'watermark', () =>
-        deps.watermark.embedImage(
-          { tenantId: request.tenantId, watermarkId, assetId, image: { pixels: pixels.pixels, width: pixels.width, height: pixels.height, channels: pixels.channels } },
-          { deadlineMs: 60_000 },
-        ),
+        deps.watermark.embedImage({ tenantId: request.tenantId, watermarkId, assetId, encoded: upload }, { deadlineMs: 60_000 }),
       );
-      if (!marked.image) throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
-      image = { ...image, pixels: Buffer.from(marked.image.pixels) };
+      if (marked.encoded.length === 0 || marked.thumbnail.length === 0) throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
       watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
+      signed = await sign({ asset: Buffer.from(marked.encoded), mimeType: mediaType, thumbnail: Buffer.from(marked.thumbnail) });
+    } else {
+      let image;
+      try {
+        image = await timed(deps, 'decode', () => decodeImage(upload, mediaType, deps.mediaLimits.imagePixels));
+      } catch {
+        throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
+      }
+      const plain = image;
+      const [encoded, thumbnail] = await timed(deps, 'encode', () => Promise.all([encodeImage(plain, mediaType), makeThumbnail(plain)]));
+      signed = await sign({ asset: encoded, mimeType: mediaType, thumbnail });
     }
-    const marked = image;
-    const [encoded, thumbnail] = await timed(deps, 'encode', () => Promise.all([encodeImage(marked, mediaType), makeThumbnail(marked)]));
-    signed = await sign({ asset: encoded, mimeType: mediaType, thumbnail });
   }
   const mediaType = sniffed.mediaType;
 

@@ -96,3 +96,13 @@ export function syntheticImage(index: number): RawImage {
   }
   return { pixels: new Uint8Array(pixels.buffer), width, height, channels };
 }
+
+/** The file a caller sends (callers send encoded images, never pixels): lossless, so pixels compare exactly. */
+export function png(image: RawImage): Promise<Buffer> {
+  return encoder(image).png().toBuffer();
+}
+
+/** The pixels of a file the service answered with. */
+export function decodeFile(bytes: Uint8Array): Promise<RawImage> {
+  return decode(sharp(Buffer.from(bytes)).removeAlpha());
+}

@@ -4,7 +4,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
-import { decodeRgb, sniffMediaType } from '@cairn/media';
+import { probeImage, sniffMediaType } from '@cairn/media';
 import { activeManifestLabel, childBoxes, readBox, writeBox } from '@cairn/jumbf';
 import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
@@ -288,13 +288,20 @@ async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promi
 async function detectWatermark(deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>, key: string, only: WatermarkAlg | undefined): Promise<{ payloadHex: string; confidence: number; algorithm: string } | undefined> {
   const bytes = await deps.blobs.getBuffer(key);
   if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
-  const image = await decodeRgb(bytes, 40_000_000);
-  if (!image) {
+  const undecodable = () => {
     if (only) throw new CairnError('cairn.verify.unsupported_file_type', `${only} reads images (JPEG, PNG, WebP).`);
     return undefined;
+  };
+  // The header only: the watermark service decodes the file itself under its media limits (a bomb is its
+  // cairn.media.too_large, passed on), so the gateway never holds the pixels.
+  if (!(await probeImage(bytes))) return undecodable();
+  let found;
+  try {
+    found = await deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 });
+  } catch (error) {
+    if (isCairnError(error) && error.code === 'cairn.validation.invalid_body') return undecodable();
+    throw error;
   }
-  if (Math.min(image.width, image.height) < 64) return undefined;
-  const found = await deps.watermark.detectImage({ image }, { deadlineMs: 30_000 });
   return found.detected ? { payloadHex: found.payloadHex, confidence: found.confidence, algorithm: found.algorithm } : undefined;
 }
 

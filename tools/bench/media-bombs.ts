@@ -1,0 +1,61 @@
+/**
+ * Decompression bombs against the running fleet (in this process, default MEDIA_MAX_* limits): a 100-megapixel
+ * PNG to every public route that decodes uploads, and a WAV header claiming ten hours; prints each answer's
+ * status, the slowest latency and the peak growth of resident memory (VmHWM reset before each request).
+ *   pnpm bench:media-bombs [--n 5]
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { multipart, onboard, startStack } from '../../test/support/stack.js';
+
+const { values } = parseArgs({ options: { n: { type: 'string', default: '5' } } });
+const N = Number(values.n);
+const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
+
+const stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { LOG_LEVEL: 'warn' });
+try {
+  const tenant = await onboard(stack);
+  const bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#3a6ea5' } }).png({ compressionLevel: 9 }).toBuffer();
+  const wav = Buffer.alloc(44 + 8000, 0x80);
+  wav.write('RIFF', 0, 'latin1');
+  wav.writeUInt32LE(36 + 288_000_000, 4);
+  wav.write('WAVEfmt ', 8, 'latin1');
+  wav.writeUInt32LE(16, 16);
+  wav.writeUInt16LE(1, 20);
+  wav.writeUInt16LE(1, 22);
+  wav.writeUInt32LE(8000, 24);
+  wav.writeUInt32LE(8000, 28);
+  wav.writeUInt16LE(1, 32);
+  wav.writeUInt16LE(8, 34);
+  wav.write('data', 36, 'latin1');
+  wav.writeUInt32LE(288_000_000, 40);
+  const form = (field: string, bytes: Buffer, name: string, fields: Record<string, string> = {}) => multipart(fields, { field, bytes, name });
+  const routes: Array<[string, () => Promise<Response>]> = [
+    ['PNG 100 MP → public /v1/verify', () => stack.request('/v1/verify', { method: 'POST', body: form('file', bomb, 'b.png') })],
+    ['PNG 100 MP → /v1/sign', () => stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: form('asset', bomb, 'b.png', { recipe: 'image-genai-v1' }) })],
+    ['PNG 100 MP → /c2pa/v1/matches/byContent', () => stack.request('/c2pa/v1/matches/byContent', { method: 'POST', headers: { 'content-type': 'image/png' }, body: bomb })],
+    ['PNG 100 MP → /v1/lookup', () => stack.request('/v1/lookup', { method: 'POST', key: tenant.api_key, body: form('file', bomb, 'b.png') })],
+    ['WAV "10 h" → /v1/sign', () => stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: form('asset', wav, 'w.wav', { recipe: 'audio-genai-v1' }) })],
+  ];
+  console.log(`bomb PNG: ${(bomb.length / 1024).toFixed(0)} KB; ${N} requests per route (public verify limited to its per-minute budget)`);
+  for (const [name, send] of routes) {
+    let slowest = 0;
+    let peak = 0;
+    const statuses = new Set<number>();
+    for (let i = 0; i < N; i++) {
+      writeFileSync('/proc/self/clear_refs', '5');
+      const before = kb('VmRSS');
+      const started = performance.now();
+      const res = await send();
+      await res.arrayBuffer();
+      slowest = Math.max(slowest, performance.now() - started);
+      peak = Math.max(peak, kb('VmHWM') - before);
+      statuses.add(res.status);
+    }
+    console.log(`${name.padEnd(44)} status ${[...statuses].join('/')}  slowest ${slowest.toFixed(0)} ms  peak RSS growth ${(peak / 1024).toFixed(1)} MB`);
+  }
+} finally {
+  await stack.stop();
+}
