@@ -3,8 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
-import { createManifestReader } from './c2pa/index.js';
 import { parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
+import { createManifestReader } from './c2pa/index.js';
 import { verifierConfigShape } from './config.js';
 import type { StoredVerdictDeps } from './app/stored-verdict.js';
 import { RESULTS_CONSUMER, verifierResultEvents } from './events.js';
@@ -13,10 +13,10 @@ import { ResultStore } from './store/results.js';
 import { TrustLists } from './store/trust.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
-
 /** The C2PA trust lists shipped with the verifier (data; see trust-lists/README.md). */
 const C2PA_TRUST_LIST_FILE = new URL('./trust-lists/C2PA-TRUST-LIST.pem', import.meta.url);
 const C2PA_TSA_TRUST_LIST_FILE = new URL('./trust-lists/C2PA-TSA-TRUST-LIST.pem', import.meta.url);
+
 export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof verifierConfigShape> {
   return {
     name: 'verifier',
@@ -32,7 +32,6 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
       ctx.onShutdown(() => reader.close());
       const signer = ctx.client(signerV1.SignerService, 'signer');
       const allowLoopback = config.OUTBOUND_ALLOW_LOOPBACK ? config.OUTBOUND_ALLOW_LOOPBACK === 'true' : config.CAIRN_ENV !== 'production';
-      const deps: StoredVerdictDeps = {
       const outboundPolicy = { httpsOnly: false, blockInternal: true, allowLoopback };
       const published = (setting: string, builtin: URL) =>
         new PublishedTrustList(parseTrustSource(setting, builtin), {
@@ -48,6 +47,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         config.TRUST_ANCHORS_FILE,
       );
       const results = new ResultStore(ctx.db);
+      const deps: StoredVerdictDeps = {
         db: ctx.db,
         blobs,
         reader,
@@ -61,7 +61,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         logger: ctx.logger,
         publicBaseUrl: config.PUBLIC_BASE_URL,
         ocspTimeoutMs: config.OCSP_TIMEOUT_MS,
-        outboundPolicy: { httpsOnly: false, blockInternal: true, allowLoopback },
+        outboundPolicy,
         mediaLimits: mediaLimitsOf(config),
         freshForMs: config.VERIFY_RESULT_FRESH_SECONDS * 1000,
       };
