@@ -14,6 +14,8 @@ export const ERROR_CATALOG = {
   'cairn.billing.spending_cap_reached': { status: 402, title: 'Spending cap reached' },
   'cairn.ratelimit.exceeded': { status: 429, title: 'Rate limit exceeded' },
   'cairn.signer.unavailable': { status: 503, title: 'Signing key service unavailable' },
+  // The isolated C2PA worker died or overran its budget on this sign (docs/design.md, "Isolated parsers").
+  'cairn.sign.worker_failed': { status: 503, title: 'Signing worker failed' },
   'cairn.onboard.missing_idempotency_key': { status: 400, title: 'Idempotency-Key header required' },
   'cairn.onboard.idempotency_conflict': { status: 409, title: 'Idempotency-Key reused with a different payload' },
   'cairn.onboard.browser_not_allowed': { status: 403, title: 'Onboarding is for programmatic clients' },

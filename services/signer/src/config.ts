@@ -15,5 +15,12 @@ export const signerConfigShape = {
   ASSET_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   /** How often rotation and certificate.expiring are checked. */
   PKI_CHECK_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
-  SIGN_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+  /** Attempts of an async sign before it ends `failed` with job.failed (a crash or timeout each counts as one). */
+  SIGN_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /** C2PA child processes (c2pa-rs parses and rewrites uploads there; the key stays in the signer). */
+  SIGN_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
+  /** Budget of one C2PA sign in a child; past it the child is killed and the sign fails 503 cairn.sign.worker_failed. */
+  SIGN_WORKER_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  /** V8 heap of each C2PA child, MiB. */
+  SIGN_WORKER_MAX_OLD_SPACE_MB: z.coerce.number().int().min(64).default(512),
 };

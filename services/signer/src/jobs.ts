@@ -13,8 +13,8 @@ export interface SignJobItem {
   tenantId: string;
 }
 
-/** Failures worth another attempt: the key service or a peer was briefly away. */
-const TRANSIENT = new Set(['cairn.signer.unavailable', 'cairn.unavailable', 'cairn.internal_error']);
+/** Failures worth another attempt: the key service or a peer was briefly away, or the C2PA worker died on it. */
+const TRANSIENT = new Set(['cairn.signer.unavailable', 'cairn.unavailable', 'cairn.internal_error', 'cairn.sign.worker_failed']);
 
 export function jobCompletedData(jobId: string, recipeId: string, result: SignResult, reservationId: string): Record<string, unknown> {
   return {
@@ -55,6 +55,14 @@ export class SignJobs {
   async run(item: SignJobItem, attempt: number, maxAttempts: number): Promise<void> {
     const job = await this.deps.store.getJob(item.tenantId, item.jobId);
     if (!job || job.status === 'done' || job.status === 'failed') return;
+    // The work queue delivers once more than maxAttempts (service.ts): a delivery past the budget means every
+    // attempt ended without an answer (the signer process itself died on it), so the job ends here, not `running` forever.
+    if (attempt > maxAttempts) {
+      const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
+      await this.fail(item, request, new CairnError('cairn.sign.worker_failed', `The sign was attempted ${maxAttempts} times and never finished.`));
+      await this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
+      return;
+    }
     await withTenant(this.deps.db, item.tenantId, (tx) => this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt }));
     const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
     // The upload is the job's input until the job ends, either way.
@@ -69,13 +77,18 @@ export class SignJobs {
       const known = error instanceof CairnError ? error : new CairnError('cairn.internal_error', 'The sign failed unexpectedly.', {}, { cause: error });
       if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
       this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'sign job failed');
-      const problem = { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
-      await withTenant(this.deps.db, item.tenantId, async (tx) => {
-        await this.deps.store.markJob(tx, item.jobId, { status: 'failed', problem });
-        await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: request.reservationId || null, recipe_id: request.recipe?.recipeId ?? null, problem }));
-      });
-      void this.deps.outbox.flush();
+      await this.fail(item, request, known);
       await finished();
     }
+  }
+
+  /** Ends the job `failed` with its problem and job.failed, once (the row's status decides). */
+  private async fail(item: SignJobItem, request: signerV1.SignRequest, known: CairnError): Promise<void> {
+    const problem = { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
+    await withTenant(this.deps.db, item.tenantId, async (tx) => {
+      await this.deps.store.markJob(tx, item.jobId, { status: 'failed', problem });
+      await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: request.reservationId || null, recipe_id: request.recipe?.recipeId ?? null, problem }));
+    });
+    void this.deps.outbox.flush();
   }
 }

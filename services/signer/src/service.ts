@@ -6,6 +6,7 @@ import { WorkQueue } from '@cairn/bus';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { signerConfigShape } from './config.js';
+import { IsolatedC2pa } from './c2pa/isolated.js';
 import type { PipelineDeps } from './domain/pipeline.js';
 import { SignJobs, type SignJobItem } from './jobs.js';
 import { CertificateAuthority, createOcspHandler, pkiSettingsFromConfig, startOcspServer } from './pki/index.js';
@@ -33,6 +34,10 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       ctx.onShutdown(() => ocsp.close());
 
       const store = new AssetStore(ctx.db);
+      const c2pa = new IsolatedC2pa({ size: config.SIGN_WORKERS, timeoutMs: config.SIGN_WORKER_TIMEOUT_MS, maxOldSpaceMb: config.SIGN_WORKER_MAX_OLD_SPACE_MB });
+      ctx.onShutdown(() => c2pa.close());
+      // Children started before the service reports ready, so the first sign's budget is not spent on process start.
+      await c2pa.pool.ready();
       const stageSeconds = new Histogram({
         name: 'cairn_sign_stage_seconds',
         help: 'Time spent in each stage of a sign',
@@ -49,6 +54,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
         anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
         logger,
+        c2pa,
         publicBaseUrl: config.PUBLIC_BASE_URL,
         mediaLimits: mediaLimitsOf(config),
         version: VERSION,
@@ -60,10 +66,11 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
 
       const worker = await queue.consume({
         durable: 'signer-jobs',
-        maxAttempts: config.SIGN_JOB_MAX_ATTEMPTS,
+        // One delivery more than the job's attempts: the last one only records the failure (jobs.ts).
+        maxAttempts: config.SIGN_JOB_MAX_ATTEMPTS + 1,
         ackWaitMs: 120_000,
         logger,
-        handler: (item, job) => jobs.run(item, job.attempt, job.maxAttempts),
+        handler: (item, job) => jobs.run(item, job.attempt, config.SIGN_JOB_MAX_ATTEMPTS),
       });
       ctx.onShutdown(() => worker.stop());
 

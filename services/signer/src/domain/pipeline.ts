@@ -11,6 +11,7 @@ import type { Logger } from '@cairn/logging';
 import type { Outbox } from '@cairn/runtime';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, isSidecarMimeType, type SignableMimeType } from '../c2pa/index.js';
+import type { IsolatedC2pa } from '../c2pa/isolated.js';
 import { c2paSignerFailure, createC2paSigner, type CertificateAuthority } from '../pki/index.js';
 import type { AssetStore } from '../store/assets.js';
 import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from './image.js';
@@ -31,6 +32,8 @@ export interface PipelineDeps {
   /** Enqueues manifest digests for anchoring (recipes with the anchor layer); absent: no anchoring. */
   anchor?: ServiceClient<AnchorMethods>;
   logger?: Logger;
+  /** C2PA signing in child processes (the service always sets it); absent: in this process (unit tests, tools). */
+  c2pa?: IsolatedC2pa;
   publicBaseUrl: string;
   /** What a sign decodes at most; refused from the headers (cairn.media.too_large) before anything is decoded. */
   mediaLimits: MediaLimits;
@@ -117,20 +120,21 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
   const active = await deps.authority.activeSigningKey();
   const c2paSigner = createC2paSigner(active);
   const sign = (input: { asset: Buffer; mimeType: SignableMimeType; thumbnail?: Buffer }) =>
-    timed(deps, 'c2pa', () =>
-      buildAndSign({
+    timed(deps, 'c2pa', () => {
+      const plan = {
         asset: input.asset,
         mimeType: input.mimeType,
-        signer: c2paSigner,
-        claimGenerator: { name: 'cairn', version: deps.version },
+        claimGenerator: { name: 'cairn' as const, version: deps.version },
         title: `${assetId}.${sniffed.extension}`,
         record: { assetId, manifestId },
         ...(recipe.digitalSourceType ? { digitalSourceType: recipe.digitalSourceType } : {}),
         metadata,
         ...(watermark ? { softBinding: { alg: watermark.algorithm, value: watermark.payloadHex } } : {}),
         ...(input.thumbnail ? { thumbnail: { bytes: input.thumbnail, mimeType: 'image/jpeg' as const } } : {}),
-      }),
-    ).catch((error: unknown) => {
+      };
+      // The upload's container is parsed and rewritten by c2pa-rs in a child process; the key signs here.
+      return deps.c2pa ? deps.c2pa.buildAndSign(plan, active) : buildAndSign({ ...plan, signer: c2paSigner });
+    }).catch((error: unknown) => {
       // c2pa-rs replaces a key backend's error with its own; the signer kept ours (503, not 500).
       throw c2paSignerFailure(c2paSigner) ?? error;
     });

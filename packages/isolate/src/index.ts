@@ -1,0 +1,2 @@
+export { WorkerPool, WorkerCrashedError, WorkerTimeoutError, WorkerUnavailableError, TaskFailedError, type WorkerPoolOptions, type RunOptions } from './pool.js';
+export { asBuffer } from './protocol.js';
