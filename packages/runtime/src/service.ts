@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { Bus, idempotentHandler, type EventEnvelope, type EventType, type RunningConsumer } from '@cairn/bus';
 import { commonEnvShape, DEFAULT_PORTS, grpcAddrVar, loadConfig, type CommonEnv, type ServiceName } from '@cairn/config';
-import { createDb, createPool, migrateService, pgDedupeStore, pingDatabase, type Database, type Tx } from '@cairn/db';
+import { assertRlsSubjectRole, createDb, createPool, migrateService, pgDedupeStore, pingDatabase, type Database, type Tx } from '@cairn/db';
 import { createLogger, type Logger } from '@cairn/logging';
 import { createClient, HealthState, RpcServer, ServingStatus, type ServiceClient } from '@cairn/rpc';
 import { healthV1 } from '@cairn/proto';
@@ -97,6 +97,8 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     await withTimeout(pingDatabase(pool), 5000, 'Postgres').catch((error: unknown) => {
       throw new Error(`Cannot reach Postgres at ${redact(config.DATABASE_URL)}: ${String(error)}`);
     });
+    // Before migrations: a superuser would create every table as itself and RLS would never apply.
+    await assertRlsSubjectRole(pool);
     await migrateService(pool, definition.name, definition.migrationsFolder);
     const db = createDb(pool);
 
