@@ -8,8 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '@cairn/config';
-import { createSandbox, type Sandbox } from '@cairn/testing';
+import pg from 'pg';
+import { databaseRole, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '@cairn/config';
+import { createSandbox, databaseUrl, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -72,7 +73,9 @@ beforeAll(async () => {
   // The launcher gives each service its own ports; jest's vm-modules flag is not for the services.
   for (const name of ['GRPC_PORT', 'OPS_PORT', 'HTTP_PORT', 'NODE_OPTIONS']) delete env[name];
 
-  launcher = spawn(process.execPath, ['--import', 'tsx', 'tools/dev/src/fleet.ts', '--no-provision', '--port-offset', String(offset)], {
+  // Provisioning as `npm run up` does: the sandbox's database is there, the launcher adds one role per service.
+  env.PG_ADMIN_URL = PG_ADMIN_URL;
+  launcher = spawn(process.execPath, ['--import', 'tsx', 'tools/dev/src/fleet.ts', '--port-offset', String(offset)], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -109,6 +112,17 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
     const res = await fetch(`http://127.0.0.1:${DEFAULT_PORTS[name].ops + offset}/readyz`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ status: 'ready' });
+  });
+
+  it('runs every service as its own database role, each owning its schema (migrations ran as it)', async () => {
+    const admin = new pg.Client({ connectionString: databaseUrl(PG_ADMIN_URL, sandbox.databaseName) });
+    await admin.connect();
+    try {
+      const owners = await admin.query<{ schema: string; owner: string }>('select nspname as schema, nspowner::regrole::text as owner from pg_namespace where nspname = any($1) order by 1', [[...SERVICE_NAMES]]);
+      expect(owners.rows).toEqual([...SERVICE_NAMES].sort().map((name) => ({ schema: name, owner: databaseRole(name) })));
+    } finally {
+      await admin.end();
+    }
   });
 
   it('prints the gateway URL and how to get a key', () => {

@@ -1,7 +1,7 @@
 import type { DestinationStream } from 'pino';
 import { startService, type RunningService } from '@cairn/runtime';
-import { apiRequester, createSandbox, type ApiRequest, type Sandbox } from '@cairn/testing';
-import { grpcAddrVar, type ServiceName } from '../../packages/config/src/index.js';
+import { APP_ROLE, apiRequester, createSandbox, databaseUrl, PG_ADMIN_URL, provisionServiceRoles, type ApiRequest, type Sandbox } from '@cairn/testing';
+import { databaseRole, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '../../packages/config/src/index.js';
 import { anchorService } from '../../services/anchor/src/service.js';
 import { auditService } from '../../services/audit/src/service.js';
 import { billingService } from '../../services/billing/src/service.js';
@@ -61,6 +61,9 @@ export async function startStack(names: ServiceName[], overrides: NodeJS.Process
     if (!overrides.ANCHOR_RPC_URL) overrides = { ...overrides, ANCHOR_RPC_URL: 'http://127.0.0.1:1' };
   }
   const sandbox = await createSandbox(overrides);
+  // Each service connects as its own role, as in the chart: a query that strays into another service's schema
+  // fails here as it would in production.
+  await provisionServiceRoles(PG_ADMIN_URL, sandbox.databaseName, APP_ROLE, SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })));
   const ports = new Map<ServiceName, number>();
   for (const name of names) ports.set(name, await freePort());
   const httpPort = await freePort();
@@ -69,7 +72,8 @@ export async function startStack(names: ServiceName[], overrides: NodeJS.Process
   const services = new Map<ServiceName, RunningService>();
   // `env` stays live: a test may change it before restarting a service.
   const start = async (name: ServiceName) => {
-    const service = await startFleetService(name, { ...env, GRPC_PORT: String(ports.get(name)) }, logs?.[name]);
+    const ownUrl = overrides.DATABASE_URL ?? databaseUrl(PG_ADMIN_URL, sandbox.databaseName, databaseRole(name));
+    const service = await startFleetService(name, { ...env, DATABASE_URL: ownUrl, GRPC_PORT: String(ports.get(name)) }, logs?.[name]);
     services.set(name, service);
     return service;
   };

@@ -42,3 +42,11 @@ export const DEFAULT_GATEWAY_HTTP_PORT = 8080;
 export function grpcAddrVar(service: ServiceName): string {
   return `${service.toUpperCase()}_GRPC_ADDR`;
 }
+
+/**
+ * The Postgres role a service connects as: it owns its schema and nothing else, so a compromised service
+ * cannot read or write another's tables (and it is never superuser or BYPASSRLS: start-up checks).
+ */
+export function databaseRole(service: ServiceName): string {
+  return `cairn_${service}`;
+}

@@ -4,6 +4,7 @@ export {
   DEFAULT_PORTS,
   DEFAULT_GATEWAY_HTTP_PORT,
   grpcAddrVar,
+  databaseRole,
   type ServiceName,
   type ServicePorts,
 } from './fleet.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSandbox, type Sandbox } from '@cairn/testing';
+import { createSandbox, databaseUrl, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 import { startService } from '../src/index.js';
 
 let sandbox: Sandbox;
@@ -28,6 +28,13 @@ describe('startService', () => {
   ])('refuses to start with a message naming %s when it is unreachable', async (name, overrides) => {
     await expect(start(overrides)).rejects.toThrow(new RegExp(`Cannot reach ${name}`));
   }, 20_000);
+
+  it('refuses to start as a superuser, naming the role', async () => {
+    // The admin URL is a superuser: every row-level security policy would be skipped without a sign.
+    const superuser = databaseUrl(PG_ADMIN_URL, sandbox.databaseName);
+    const role = decodeURIComponent(new URL(superuser).username);
+    await expect(start({ DATABASE_URL: superuser })).rejects.toThrow(new RegExp(`database role "${role}" has SUPERUSER`));
+  });
 
   it('reports every invalid setting at once', async () => {
     await expect(start({ CAIRN_ENV: 'staging', GRPC_PORT: 'eighty' })).rejects.toThrow(/CAIRN_ENV[\s\S]*GRPC_PORT|GRPC_PORT[\s\S]*CAIRN_ENV/);

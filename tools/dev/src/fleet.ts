@@ -140,6 +140,7 @@ async function main(argv: string[]): Promise<number> {
     try {
       const { role, database, created } = await provisionDatabase(adminUrl, config.DATABASE_URL);
       say(created ? `created database ${database} owned by role ${role}` : `database ${database} (role ${role}) is there`);
+      say('each service connects as its own role (cairn_<service>), owning only its schema');
     } catch (error) {
       complain(`cannot provision the database with ${adminUrl.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@')}: ${errorText(error)}`);
       complain('set PG_ADMIN_URL to a superuser connection, or create it yourself and pass --no-provision.');
@@ -176,7 +177,13 @@ async function main(argv: string[]): Promise<number> {
     }
   }
 
-  const plan = planFleet(process.env, { offset: options.portOffset, databaseUrl: config.DATABASE_URL, dataKey, blobStoreUrl: `file://${join(ROOT, '.cairn', 'blobs')}` });
+  const plan = planFleet(process.env, {
+    offset: options.portOffset,
+    databaseUrl: config.DATABASE_URL,
+    dataKey,
+    blobStoreUrl: `file://${join(ROOT, '.cairn', 'blobs')}`,
+    serviceRoles: options.provision,
+  });
   const busy = await busyPorts(reachableHost(config.GRPC_HOST), allPorts(plan));
   if (busy.length) {
     complain(`ports already in use: ${busy.map((b) => `${b.port} (${b.what})`).join(', ')}`);

@@ -2,7 +2,8 @@ import { connect as tcpConnect } from 'node:net';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { connect as natsConnect } from '@nats-io/transport-node';
-import { createDatabase, databaseExists, ensureAppRole } from '@cairn/testing';
+import { databaseRole, SERVICE_NAMES } from '@cairn/config';
+import { createDatabase, databaseExists, ensureAppRole, provisionServiceRoles } from '@cairn/testing';
 
 /** How to start each dependency on this machine (the README's local setup). */
 export const START_COMMANDS = {
@@ -157,7 +158,8 @@ export function describeProblems(problems: InfraProblem[]): string {
 
 /**
  * The application role (non-superuser, so row-level security applies) and its database, created with the
- * admin connection when missing. Both names come from the app's DATABASE_URL (cairn / cairn by default).
+ * admin connection when missing, and one role per service (cairn_<service>) that owns its schema in it. Both
+ * names come from the app's DATABASE_URL (cairn / cairn by default).
  */
 export async function provisionDatabase(adminUrl: string, appUrl: string): Promise<{ role: string; database: string; created: boolean }> {
   const parsed = new URL(appUrl);
@@ -165,13 +167,17 @@ export async function provisionDatabase(adminUrl: string, appUrl: string): Promi
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
   if (!role || !database) throw new Error(`DATABASE_URL must name a user and a database (got ${redactUrl(appUrl)})`);
   await ensureAppRole(adminUrl, role);
-  if (await databaseExists(adminUrl, database)) return { role, database, created: false };
-  try {
-    await createDatabase(adminUrl, database, role);
-  } catch (error) {
-    // Another launcher created it in the meantime.
-    if (!(await databaseExists(adminUrl, database))) throw error;
-    return { role, database, created: false };
+  let created = false;
+  if (!(await databaseExists(adminUrl, database))) {
+    try {
+      await createDatabase(adminUrl, database, role);
+      created = true;
+    } catch (error) {
+      // Another launcher created it in the meantime.
+      if (!(await databaseExists(adminUrl, database))) throw error;
+    }
   }
-  return { role, database, created: true };
+  // Every service then connects as its own role (planFleet), owning only its schema.
+  await provisionServiceRoles(adminUrl, database, role, SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })));
+  return { role, database, created };
 }

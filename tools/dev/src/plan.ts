@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '@cairn/config';
+import { databaseRole, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '@cairn/config';
 
 export interface ServicePlan {
   name: ServiceName;
@@ -39,7 +39,19 @@ export const DEFAULT_OCSP_PORT = 9471;
 /** The local chain's JSON-RPC port (hardhat), also shifted by the offset. */
 export const DEFAULT_CHAIN_PORT = 8545;
 
-export function planFleet(base: NodeJS.ProcessEnv, options: { offset: number; databaseUrl: string; dataKey: string; blobStoreUrl: string }): FleetPlan {
+/** The database URL with its user replaced by the service's own role (trust or peer auth locally: no password). */
+export function serviceDatabaseUrl(databaseUrl: string, name: ServiceName): string {
+  const url = new URL(databaseUrl);
+  url.username = databaseRole(name);
+  url.password = '';
+  return url.toString();
+}
+
+/**
+ * `serviceRoles`: each service connects as cairn_<service> (the launcher provisioned them); without it (the
+ * caller gave DATABASE_URL and --no-provision) every service uses that URL as given.
+ */
+export function planFleet(base: NodeJS.ProcessEnv, options: { offset: number; databaseUrl: string; dataKey: string; blobStoreUrl: string; serviceRoles?: boolean }): FleetPlan {
   const host = reachableHost(base.GRPC_HOST);
   const chainPort = DEFAULT_CHAIN_PORT + options.offset;
   const chain = base.ANCHOR_RPC_URL ? undefined : { port: chainPort, url: `http://127.0.0.1:${chainPort}` };
@@ -52,7 +64,7 @@ export function planFleet(base: NodeJS.ProcessEnv, options: { offset: number; da
     const opsPort = DEFAULT_PORTS[name].ops + options.offset;
     const env: NodeJS.ProcessEnv = {
       ...base,
-      DATABASE_URL: options.databaseUrl,
+      DATABASE_URL: options.serviceRoles ? serviceDatabaseUrl(options.databaseUrl, name) : options.databaseUrl,
       GRPC_PORT: String(grpcPort),
       OPS_PORT: String(opsPort),
       ...peers,
