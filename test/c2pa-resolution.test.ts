@@ -278,8 +278,8 @@ describe(`GET ${API}/manifests/{manifestId}`, () => {
     expect(active.length).toBeLessThan(store.length);
   });
 
-  it('answers 400 for a malformed id or parameter and 404 for an unknown manifest', async () => {
-    await expectProblem(await stack.request(`${API}/manifests/not-a-manifest`), 400, 'cairn.validation.invalid_body');
+  it('answers 400 for a malformed parameter and 404 for any manifest it does not hold (API 2.4), whatever its form', async () => {
+    await expectProblem(await stack.request(`${API}/manifests/not-a-manifest`), 404, 'cairn.not_found');
     await expectProblem(await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=maybe`), 400, 'cairn.validation.invalid_body');
     await expectProblem(await stack.request(`${API}/manifests/m_01ARZ3NDEKTSV4RRFFQ69G5FAV`), 404, 'cairn.not_found');
   });

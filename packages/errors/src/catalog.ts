@@ -37,6 +37,7 @@ export const ERROR_CATALOG = {
   // 422, not 413: the upload's bytes were accepted; what its headers declare (pixels, duration) is refused (docs/design.md).
   'cairn.media.too_large': { status: 422, title: 'Media exceeds the decoding limits' },
   'cairn.method_not_allowed': { status: 405, title: 'Method not allowed' },
+  'cairn.validation.query_too_long': { status: 414, title: 'Query value too long; send it in a POST body' },
   'cairn.not_implemented': { status: 501, title: 'Not implemented' },
   'cairn.unavailable': { status: 503, title: 'Service temporarily unavailable' },
   'cairn.internal_error': { status: 500, title: 'Internal error' },

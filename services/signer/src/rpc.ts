@@ -10,6 +10,11 @@ import type { SignJobs } from './jobs.js';
 import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
 import type { AssetRow, AssetStore } from './store/assets.js';
 
+/** A C2PA manifest label as c2pa-rs writes it: urn:c2pa:<uuid>[:<generator>[:<version>]] or the older urn:uuid:<uuid>. */
+function isManifestLabel(label: string): boolean {
+  return label.length <= 256 && /^urn:(c2pa|uuid):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:[\w.-]*){0,2}$/i.test(label);
+}
+
 type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
 function requireIds(tenantId: string, assetId: string): void {
@@ -82,9 +87,13 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
       return row ? { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } } : {};
     },
     getManifest: async (request) => {
-      const row = isId('manifest', request.manifestId) ? await deps.store.getManifest(request.manifestId) : null;
+      const row = isId('manifest', request.manifestId)
+        ? await deps.store.getManifest(request.manifestId)
+        : !request.manifestId && isManifestLabel(request.label)
+          ? await deps.store.getManifestByLabel(request.label)
+          : null;
       const bytes = row ? await deps.blobs.getBuffer(row.blobKey) : null;
-      if (!row || !bytes) throw new CairnError('cairn.not_found', `Manifest ${request.manifestId} not found.`);
+      if (!row || !bytes) throw new CairnError('cairn.not_found', `Manifest ${request.manifestId || request.label} not found.`);
       const asset = await deps.store.getPublic(row.assetId);
       return {
         manifestStore: bytes,
@@ -93,6 +102,7 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
         assetBlobKey: asset?.deletedAt ? '' : (asset?.blobKey ?? ''),
         mediaType: asset?.mediaType ?? '',
         expiresAt: asset?.expiresAt.toISOString() ?? '',
+        manifestId: row.manifestId,
       };
     },
     getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),

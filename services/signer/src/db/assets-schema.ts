@@ -62,6 +62,9 @@ export const manifests = signer.table(
   (t) => [
     pgPolicy('manifests_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
     pgPolicy('manifests_by_id', { for: 'select', using: sql`${t.manifestId} = current_setting('cairn.manifest_id', true)` }),
+    // The C2PA manifest label (urn:c2pa:…) names the same public manifest (Soft Binding Resolution API 2.4).
+    pgPolicy('manifests_by_label', { for: 'select', using: sql`${t.label} = current_setting('cairn.manifest_label', true)` }),
+    index('manifests_label_idx').on(t.label),
   ],
 );
 

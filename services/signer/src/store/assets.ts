@@ -48,6 +48,14 @@ export class AssetStore {
     });
   }
 
+  /** The manifest whose active manifest has this C2PA label (a public lookup, like by id). */
+  async getManifestByLabel(label: string): Promise<ManifestRow | null> {
+    return withRlsSettings(this.db, {}, async (tx) => {
+      await tx.execute(sql`select set_config('cairn.manifest_label', ${label}, true)`);
+      return (await tx.select().from(manifests).where(eq(manifests.label, label)))[0] ?? null;
+    });
+  }
+
   /** Assets past their retention that still hold a file: the expiry sweep's work list. */
   async claimExpired(limit: number, remove: (row: AssetRow) => Promise<void>): Promise<number> {
     return this.db.transaction(async (tx) => {

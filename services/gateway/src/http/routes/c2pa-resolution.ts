@@ -18,6 +18,12 @@ type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<i
 
 /** Where the C2PA Soft Binding Resolution API lives: its own version segment, like the spec's `…/v1` server URL. */
 export const C2PA_RESOLUTION_PREFIX = '/c2pa/v1';
+/** The version of the C2PA specification whose Soft Binding Resolution API these routes serve. */
+export const C2PA_SPECIFICATION_VERSION = '2.4.0';
+/** Discovery document of the Soft Binding Resolution API (RFC 8615), at the root of the host. */
+export const C2PA_DISCOVERY_PATH = '/.well-known/c2pa-soft-binding-resolution';
+/** Longest `value` a GET query carries (the API's maxQueryValueLength); longer ones go in a POST body. */
+const MAX_QUERY_VALUE_LENGTH = 2048;
 
 /**
  * The invisible watermarks of the watermark service, as recorded in each manifest: the keyed one new signs
@@ -119,6 +125,13 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     return fingerprintMatches({ case: 'binding', value: { alg, value: hex, $typeName: 'cairn.softbinding.v1.Binding' } }, limit);
   };
 
+  router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, (req, _res, next) => {
+    const value = req.query.value;
+    if (typeof value === 'string' && value.length > MAX_QUERY_VALUE_LENGTH) {
+      throw new CairnError('cairn.validation.query_too_long', `value is ${value.length} characters; a GET query carries at most ${MAX_QUERY_VALUE_LENGTH}. Send it as {"alg", "value"} to POST ${C2PA_RESOLUTION_PREFIX}/matches/byBinding.`);
+    }
+    next();
+  });
   router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
     const query = parseOrThrow(byBindingQuery, req.query, 'query parameters');
     const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
@@ -178,15 +191,38 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   });
 
   router.get(`${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId`, async (req, res) => {
+    // Cairn's manifest id (m_…, as in matches) or the C2PA manifest label a client reads from the file (urn:c2pa:…);
+    // anything else is a manifest this repository does not hold: 404.
     const manifestId = String(req.params.manifestId);
-    if (!isId('manifest', manifestId)) throw new CairnError('cairn.validation.invalid_body', 'manifestId must be a Cairn manifest id (m_…), as returned in matches.');
     const { returnActiveManifest } = parseOrThrow(manifestQuery, req.query, 'query parameters');
-    const manifest = await deps.signer.getManifest({ manifestId });
+    const manifest = await deps.signer.getManifest(manifestRef(manifestId));
     const store = Buffer.from(manifest.manifestStore);
     const body = returnActiveManifest ? activeManifestOnly(store) : store;
     // A manifest never changes once signed: cacheable anywhere, for as long as anyone likes.
     res.set({ 'Content-Type': 'application/c2pa', 'Cache-Control': 'public, max-age=31536000, immutable', ETag: `"${manifestId}${returnActiveManifest ? '-active' : ''}"` });
     res.send(body);
+  });
+
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/capabilities`, (_req, res) => {
+    // Queries by binding and by content; no lookup by reference (Cairn fetches no remote assets), and manifests
+    // and bindings are stored by signing, not through this API.
+    res.set('Cache-Control', 'public, max-age=300');
+    res.json({ c2paSpecificationVersion: C2PA_SPECIFICATION_VERSION, supportedCapabilities: ['queryByContent'] });
+  });
+
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/status`, async (_req, res) => {
+    res.set('Cache-Control', 'no-store');
+    res.json({ status: await resolutionStatus(deps), timestamp: new Date().toISOString() });
+  });
+
+  router.get(C2PA_DISCOVERY_PATH, (_req, res) => {
+    res.set('Cache-Control', 'public, max-age=300');
+    res.json({
+      apiEndpoint: base,
+      c2paSpecificationVersion: C2PA_SPECIFICATION_VERSION,
+      capabilitiesEndpoint: `${base}/services/capabilities`,
+      statusEndpoint: `${base}/services/status`,
+    });
   });
 
   router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, async (_req, res) => {
@@ -196,6 +232,26 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   });
 
   return router;
+}
+
+/** A manifest named in a path: Cairn's manifest id, or the C2PA manifest label of its active manifest. */
+export function manifestRef(param: string): { manifestId: string } | { label: string } {
+  return param.startsWith('urn:') ? { label: param } : { manifestId: param };
+}
+
+/**
+ * `ok` when every service behind the API answers; `down` when manifests cannot be served or nothing can be looked
+ * up (signer, soft-binding service); `degraded` when only watermark resolution is out.
+ */
+async function resolutionStatus(deps: C2paResolutionDeps): Promise<'ok' | 'degraded' | 'down'> {
+  const answers = (call: Promise<unknown>) => call.then(() => true, (error: unknown) => isCairnError(error) && error.code !== 'cairn.unavailable' && error.code !== 'cairn.internal_error');
+  const [signer, softbinding, watermark] = await Promise.all([
+    answers(deps.signer.getTrustAnchors({}, { deadlineMs: 2000 })),
+    answers(deps.softbinding.supportedAlgorithms({}, { deadlineMs: 2000 })),
+    answers(deps.watermark.resolvePayload({ payloadHex: '00'.repeat(WATERMARK_PAYLOAD_BYTES) }, { deadlineMs: 2000 })),
+  ]);
+  if (!signer || !softbinding) return 'down';
+  return watermark ? 'ok' : 'degraded';
 }
 
 /** The supported algorithms of the soft-binding service, asked at most once a minute. */

@@ -15,6 +15,7 @@ import type { RecipeCatalog } from '../../store/recipes.js';
 import type { SignRequestStore } from '../../store/sign-requests.js';
 import { requireScope } from '../auth.js';
 import { discardUpload, singleUpload } from '../uploads.js';
+import { manifestRef } from './c2pa-resolution.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
@@ -175,7 +176,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
   });
 
   router.get('/v1/manifests/:manifest_id', async (req, res) => {
-    const manifest = await deps.signer.getManifest({ manifestId: String(req.params.manifest_id) });
+    const manifest = await deps.signer.getManifest(manifestRef(String(req.params.manifest_id)));
     // A manifest never changes once signed: cache it anywhere, for as long as anyone likes.
     res.set({ 'Content-Type': 'application/c2pa', 'Cache-Control': 'public, max-age=31536000, immutable', ETag: `"${String(req.params.manifest_id)}"` });
     res.send(Buffer.from(manifest.manifestStore));

@@ -1,0 +1,2 @@
+CREATE INDEX "manifests_label_idx" ON "signer"."manifests" USING btree ("label");--> statement-breakpoint
+CREATE POLICY "manifests_by_label" ON "signer"."manifests" AS PERMISSIVE FOR SELECT TO public USING ("signer"."manifests"."label" = current_setting('cairn.manifest_label', true));
