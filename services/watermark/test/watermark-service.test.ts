@@ -119,12 +119,23 @@ describe('EmbedImage → DetectImage over gRPC', () => {
 describe('validation', () => {
   const valid = () => ({ ...ids(), encoded: coffeePng });
 
-  it('refuses bytes that are no image, or an image it cannot decode, with INVALID_ARGUMENT / cairn.validation.invalid_body', async () => {
+  it('refuses bytes that are no image, or an image it cannot decode, with INVALID_ARGUMENT (an undecodable embed as the sign’s unsupported_mime)', async () => {
     const truncated = coffeePng.subarray(0, 2000);
-    for (const [encoded, message] of [[Buffer.from('not an image at all'), 'must be'], [truncated, 'cannot be decoded'], [Buffer.alloc(0), 'encoded (the image file) is required']] as const) {
-      for (const call of [() => client.embedImage({ ...valid(), encoded }), () => client.detectImage({ encoded })]) {
+    const cases = [
+      [Buffer.from('not an image at all'), 'must be'],
+      [truncated, 'cannot be decoded'],
+      [Buffer.alloc(0), 'encoded (the image file) is required'],
+    ] as const;
+    for (const [encoded, message] of cases) {
+      // An embed serves a sign: an upload that only looks like an image is the sign's unsupported_mime.
+      const embedCode = encoded === truncated ? 'cairn.sign.unsupported_mime' : 'cairn.validation.invalid_body';
+      const calls = [
+        [() => client.embedImage({ ...valid(), encoded }), embedCode],
+        [() => client.detectImage({ encoded }), 'cairn.validation.invalid_body'],
+      ] as const;
+      for (const [call, code] of calls) {
         const error = await failure(call());
-        expect(error).toMatchObject({ code: 'cairn.validation.invalid_body', grpc: GrpcStatus.INVALID_ARGUMENT });
+        expect(error).toMatchObject({ code, grpc: GrpcStatus.INVALID_ARGUMENT });
         expect(error.message).toContain(message);
       }
     }

@@ -26,8 +26,10 @@ export async function decodeForEmbedding(encoded: Uint8Array, limits: MediaLimit
   const probe = await checkMediaLimits(bytes, sniffed, limits);
   if (!probe) throw invalid(`encoded looks like ${sniffed.mediaType} but its header cannot be read`);
   const mediaType = sniffed.mediaType as EncodableImageType;
+  // Embedding serves a sign: an upload that only looks like an image is the sign's unsupported_mime, as it was
+  // when the signer decoded it itself.
   const decoded = await decodeImage(bytes, mediaType, limits.imagePixels).catch(() => {
-    throw invalid(`encoded looks like ${mediaType} but cannot be decoded`);
+    throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
   });
   return { image: decoded, mediaType };
 }
