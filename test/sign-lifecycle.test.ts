@@ -69,6 +69,9 @@ describe('signing with the key on a PKCS#11 token', () => {
     expect(mine.find((e) => e.type === 'asset.signed')?.data).toMatchObject({ 'billing.meter': 'image_sign', manifest_id: done.manifest_id, watermark_id: done.watermark_id });
     expect(mine.find((e) => e.type === 'job.completed')?.data).toMatchObject({ job_id: accepted.job_id, asset_id: done.asset_id, manifest_uri: done.manifest_uri, verifier_url: done.verifier_url, recipe_id: 'image-genai-v1' });
     expect(mine.every((e) => e.tenant_id === tenant.tenant_id)).toBe(true);
+    // The spec's Job carries `anchor` "as in Sign result", and so does job.completed (issue #15 item 1).
+    expect(done.anchor).toEqual({ batch_id: expect.stringMatching(/^b_/), status: expect.stringMatching(/^(queued|pending|anchored)$/) });
+    expect(mine.find((e) => e.type === 'job.completed')?.data.anchor).toEqual(done.anchor);
     const bytes = Buffer.from(await (await stack.request(`/v1/assets/${String(done.asset_id)}/content`, { key: tenant.api_key })).arrayBuffer());
     const verdict = (await (await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'v.jpg' }) })).json()) as { status: string };
     expect(verdict.status).toBe('verified_manifest_and_watermark_match');

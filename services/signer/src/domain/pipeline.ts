@@ -209,6 +209,14 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     expiresAt: expiresAt.toISOString(),
   };
   const signerName = signerNameOf(active.certificatePem);
+  // A job's result is committed with its asset (onCommitted), so its anchor must be known first: the digest is
+  // enqueued before the record. Should the record then fail, the leaf names a manifest nobody holds (harmless) and
+  // a retry signs under a new manifest id. A synchronous sign enqueues after its commit.
+  const anchorFirst = onCommitted !== undefined && recipe.anchor && deps.anchor !== undefined;
+  if (anchorFirst) {
+    const anchor = await enqueueAnchor(deps, { tenantId: request.tenantId, assetId, manifestId, manifestDigest });
+    if (anchor) result.anchor = anchor;
+  }
   try {
     await timed(deps, 'record', () => withTenant(deps.db, request.tenantId, async (tx) => {
       await deps.store.insertSigned(
@@ -258,7 +266,7 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     throw error;
   }
   void deps.outbox.flush();
-  if (recipe.anchor && deps.anchor) {
+  if (recipe.anchor && deps.anchor && !anchorFirst) {
     const anchor = await enqueueAnchor(deps, { tenantId: request.tenantId, assetId, manifestId, manifestDigest });
     if (anchor) result.anchor = anchor;
   }
