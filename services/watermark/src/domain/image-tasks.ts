@@ -1,27 +1,45 @@
-import type { Detection } from './image/algorithm.js';
+import type { Detection, ImageWatermarkAlgorithm } from './image/algorithm.js';
 import { createKeyedImageWatermark } from './image/cairn-dct-keyed-v1.js';
+import { analyseSync, CAIRN_SYNC_V2_NAME, SyncTileWatermark } from './image/cairn-sync-v2.js';
 import { CAIRN_DCT_V1, CAIRN_DCT_V1_NAME } from './image/cairn-dct-v1.js';
 import { DctQimWatermark } from './image/dct-qim.js';
 import { psnr } from './image/psnr.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
-import type { DetectOutcome, WorkerRequest, WorkerResponse } from './worker-protocol.js';
+import type { DetectOutcome, KeyedAlgorithmName, WorkerRequest, WorkerResponse } from './worker-protocol.js';
+
+/** What new keyed marks are written with once the embed path names it (EmbedImage records this name). */
+export const NEW_KEYED_ALGORITHM: KeyedAlgorithmName = CAIRN_SYNC_V2_NAME;
 
 /**
- * The image watermarks a worker runs: keyless cairn-dct-v1 and cairn-dct-keyed-v1 under each key it is handed.
- * A keyed layout is built once per key id (keys only change with a restart) and reused.
+ * The image watermarks a worker runs: keyless cairn-dct-v1, and cairn-sync-v2 and cairn-dct-keyed-v1 under each
+ * key it is handed. A keyed layout is built once per key id (keys only change with a restart) and reused.
  */
 export class ImageAlgorithms {
   readonly keyless = new DctQimWatermark(CAIRN_DCT_V1_NAME, CAIRN_DCT_V1);
-  private readonly keyed = new Map<string, { readonly secret: Buffer; readonly algorithm: DctQimWatermark }>();
+  private readonly keyed = new Map<string, { readonly secret: Buffer; readonly algorithm: DctQimWatermark; readonly sync: SyncTileWatermark }>();
 
   forKey(key: WatermarkKey): DctQimWatermark {
+    return this.layoutsOf(key).algorithm;
+  }
+
+  syncForKey(key: WatermarkKey): SyncTileWatermark {
+    return this.layoutsOf(key).sync;
+  }
+
+  /** The algorithm an embed request names (keyed ones under its key). */
+  forEmbed(key: WatermarkKey | undefined, algorithm: KeyedAlgorithmName | undefined): ImageWatermarkAlgorithm {
+    if (!key) return this.keyless;
+    return algorithm === CAIRN_SYNC_V2_NAME ? this.syncForKey(key) : this.forKey(key);
+  }
+
+  private layoutsOf(key: WatermarkKey): { readonly algorithm: DctQimWatermark; readonly sync: SyncTileWatermark } {
     const secret = Buffer.from(key.secret);
     const known = this.keyed.get(key.kid);
-    if (known && known.secret.equals(secret)) return known.algorithm;
-    const algorithm = createKeyedImageWatermark(secret);
-    this.keyed.set(key.kid, { secret, algorithm });
-    return algorithm;
+    if (known && known.secret.equals(secret)) return known;
+    const layouts = { secret, algorithm: createKeyedImageWatermark(secret), sync: new SyncTileWatermark(secret) };
+    this.keyed.set(key.kid, layouts);
+    return layouts;
   }
 
   /**
@@ -29,6 +47,17 @@ export class ImageAlgorithms {
    * computed once for all of them: with several keys the extra cost is the per-slot projections only.
    */
   detect(image: RawImage, keys: ReadonlyArray<WatermarkKey>): DetectOutcome {
+    // cairn-sync-v2 first (new marks): its analysis (lattice and folds) does not depend on the key, so it is
+    // made once and each key only correlates and decodes.
+    if (keys.length > 0) {
+      const analysis = analyseSync(image);
+      if (analysis) {
+        for (const key of keys) {
+          const detection = this.syncForKey(key).decode(analysis);
+          if (detection) return { detection, algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid };
+        }
+      }
+    }
     const candidates: Array<{ algorithm: DctQimWatermark; keyId: string | null }> = [
       ...keys.map((key) => ({ algorithm: this.forKey(key), keyId: key.kid })),
       { algorithm: this.keyless, keyId: null },
@@ -51,7 +80,7 @@ export class ImageAlgorithms {
 export function runImageTask(algorithms: ImageAlgorithms, request: WorkerRequest): { response: WorkerResponse; transfer: ArrayBuffer[] } {
   try {
     if (request.op === 'embed') {
-      const algorithm = request.key ? algorithms.forKey(request.key) : algorithms.keyless;
+      const algorithm = algorithms.forEmbed(request.key, request.algorithm);
       const marked = algorithm.embed(request.image, request.payload);
       const outcome = { image: marked, psnrDb: psnr(request.image, marked), algorithm: algorithm.name, keyId: request.key?.kid ?? null };
       return { response: { id: request.id, ok: true, op: 'embed', outcome }, transfer: transferable(marked.pixels) };

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { ImageRejectedError, type RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 import { transferable } from './image-tasks.js';
-import { WORKER_READY, type DetectOutcome, type EmbedOutcome, type WorkerRequest, type WorkerResponse } from './worker-protocol.js';
+import { WORKER_READY, type DetectOutcome, type EmbedOutcome, type KeyedAlgorithmName, type WorkerRequest, type WorkerResponse } from './worker-protocol.js';
 
 /** Where a worker's code is: a module file, or (eval) a bootstrap script that loads one. */
 export interface WorkerEntry {
@@ -104,10 +104,10 @@ export class ImageWorkerPool {
   /**
    * Marks a copy of `image`. The pixel buffer is handed to the worker when `image.pixels` is exactly its
    * ArrayBuffer (which is then detached: the caller gives it up); otherwise it is copied once. With `key`, the
-   * mark is cairn-dct-keyed-v1 under it; without, the keyless cairn-dct-v1.
+   * mark is `algorithm` under it (cairn-dct-keyed-v1 unless named); without, the keyless cairn-dct-v1.
    */
-  async embed(image: RawImage, payload: Uint8Array, key?: WatermarkKey): Promise<EmbedOutcome> {
-    const response = await this.run((id) => ({ id, op: 'embed', image: { ...image, pixels: owned(image.pixels) }, payload: Uint8Array.from(payload), ...(key ? { key } : {}) }));
+  async embed(image: RawImage, payload: Uint8Array, key?: WatermarkKey, algorithm?: KeyedAlgorithmName): Promise<EmbedOutcome> {
+    const response = await this.run((id) => ({ id, op: 'embed', image: { ...image, pixels: owned(image.pixels) }, payload: Uint8Array.from(payload), ...(key ? { key } : {}), ...(algorithm ? { algorithm } : {}) }));
     if (response.op !== 'embed') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }

@@ -1,11 +1,15 @@
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 
+/** The algorithms that run under a key. */
+export type KeyedAlgorithmName = 'cairn-sync-v2' | 'cairn-dct-keyed-v1';
+
 /** Messages between the pool (main thread) and src/worker.ts. Pixel buffers travel as transfers, not copies. */
 export type WorkerRequest =
-  // Without a key, the keyless cairn-dct-v1; with one, cairn-dct-keyed-v1 under it.
-  | { readonly id: number; readonly op: 'embed'; readonly image: RawImage; readonly payload: Uint8Array; readonly key?: WatermarkKey }
-  // Tried in order, then cairn-dct-v1.
+  // Without a key, the keyless cairn-dct-v1; with one, `algorithm` under it (cairn-dct-keyed-v1 when not named,
+  // so a caller that predates cairn-sync-v2 keeps writing what it records).
+  | { readonly id: number; readonly op: 'embed'; readonly image: RawImage; readonly payload: Uint8Array; readonly key?: WatermarkKey; readonly algorithm?: KeyedAlgorithmName }
+  // cairn-sync-v2 under each key in order, then cairn-dct-keyed-v1 under each, then cairn-dct-v1.
   | { readonly id: number; readonly op: 'detect'; readonly image: RawImage; readonly keys?: ReadonlyArray<WatermarkKey> };
 
 export interface EmbedOutcome {

@@ -1,0 +1,606 @@
+import { createHmac } from 'node:crypto';
+import type { Detection, ImageWatermarkAlgorithm } from './algorithm.js';
+import { codedLength, convEncode, viterbiDecode } from './conv-code.js';
+import { fft2d, nextPowerOfTwo } from './fft.js';
+import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
+import { addLumaDelta, lumaGrid } from './luma.js';
+import { keyedRandom, permutation } from './prng.js';
+import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
+import { resampleRow, tentKernel } from './resample.js';
+
+/**
+ * cairn-sync-v2: a keyed spread-spectrum tile repeated over the picture, found again by its own periodicity.
+ * Crops, borders, rotations, flips, aspect and scale changes all keep the tiling a lattice; the detector
+ * measures that lattice (autocorrelation), folds the picture onto one tile, and finds the tile's offset and
+ * orientation by correlating with a keyed reference half of the tile. See services/watermark/README.md.
+ */
+export const CAIRN_SYNC_V2_NAME = 'cairn-sync-v2';
+
+/** Chips per tile side. */
+const TILE = 32;
+/** Grid samples per chip side (at the embedding scale). */
+const CHIP = 1;
+/** Fold bins per tile side: half a chip each, so an unknown offset costs at most a quarter chip. */
+const BINS = TILE * 2;
+const CHIPS = TILE * TILE;
+/** Working grid area: the image is resampled to about 256² samples whatever its size (scale invariance). */
+const GRID_AREA = 256 * 256;
+const CODED_BITS = codedLength(FRAME_BITS);
+/** Chips of each tile that carry the keyed reference (the rest carry the coded payload). */
+const REFERENCE_CHIPS = CHIPS / 4;
+/** Period search range in grid samples: nominally TILE · CHIP, ×0.6–1.5 (crops, borders, aspect). */
+const MIN_PERIOD = 19;
+const MAX_PERIOD = 48;
+/** Alignments (orientation and offset) tried through the decoder; each is one 2⁻³² chance for the check. */
+const CANDIDATES = 3;
+/** Autocorrelation peaks considered, and lattices (pairs of them) tried by folding. */
+/** Hill-climbing steps (grid samples) of the lattice refinement. */
+const REFINE_STEPS = [0.3, 0.1, 0.04];
+/** Side of the autocorrelation window (power of two). */
+const AUTOCORRELATION_SIDE = 256;
+const PEAKS = 10;
+/** The strongest peaks, each paired with its best partner among all peaks. */
+const STRONGEST = 3;
+/** Multiples of a lattice vector its autocorrelation peak is confirmed and measured with. */
+const HARMONICS = 3;
+const PAIRS = 8;
+
+export interface SyncParameters {
+  /** Root-mean-square luma change of the mark (levels): 1.85 gives PSNR ≈ 42.5 dB before clipping. */
+  readonly strengthRms: number;
+  /** Detections clearer than this only: a guard behind the 32-bit check. */
+  readonly minConfidence: number;
+  readonly minEmbedSize: number;
+  readonly minDetectSize: number;
+}
+
+export const CAIRN_SYNC_V2: SyncParameters = { strengthRms: 1.85, minConfidence: 0.2, minEmbedSize: 256, minDetectSize: 96 };
+
+/** HMAC-SHA256(key, "cairn-sync-v2|" + purpose): the secret of one use of the key. */
+function deriveSyncSecret(key: Uint8Array, purpose: 'layout'): Buffer {
+  if (key.length !== 32) throw new Error('a watermark key is 32 bytes');
+  return createHmac('sha256', key).update(`${CAIRN_SYNC_V2_NAME}|${purpose}|`, 'utf8').digest();
+}
+
+interface TileLayout {
+  /** ±1 on reference chips, 0 on data chips. */
+  readonly reference: Float64Array;
+  /** ±1 spreading sign on data chips, 0 on reference chips. */
+  readonly spread: Float64Array;
+  /** Coded bit carried by a data chip (-1 on reference chips). */
+  readonly bitOf: Int16Array;
+  readonly votes: Float64Array;
+  /** Spectra of the reference (bins) under each of the 8 orientations of the square. */
+  readonly referenceSpectra: ReadonlyArray<{ readonly re: Float64Array; readonly im: Float64Array }>;
+}
+
+/** The 8 symmetries of the square on the bin torus: a 90° rotation or a flip of the picture is one of them. */
+const DIHEDRAL: ReadonlyArray<{ swap: boolean; fx: boolean; fy: boolean }> = [false, true].flatMap((swap) =>
+  [false, true].flatMap((fx) => [false, true].map((fy) => ({ swap, fx, fy }))),
+);
+
+function orient(d: { swap: boolean; fx: boolean; fy: boolean }, u: number, v: number): number {
+  let p = d.swap ? v : u;
+  let q = d.swap ? u : v;
+  if (d.fx) p = BINS - 1 - p;
+  if (d.fy) q = BINS - 1 - q;
+  return (q >> 1) * TILE + (p >> 1);
+}
+
+function buildLayout(key: Uint8Array): TileLayout {
+  const random = keyedRandom(deriveSyncSecret(key, 'layout'));
+  const order = permutation(CHIPS, random);
+  const reference = new Float64Array(CHIPS);
+  const spread = new Float64Array(CHIPS);
+  const bitOf = new Int16Array(CHIPS).fill(-1);
+  const votes = new Float64Array(CODED_BITS);
+  for (let i = 0; i < CHIPS; i++) {
+    const chip = order[i]!;
+    const sign = random() < 0.5 ? -1 : 1;
+    if (i < REFERENCE_CHIPS) reference[chip] = sign;
+    else {
+      const bit = (i - REFERENCE_CHIPS) % CODED_BITS;
+      spread[chip] = sign;
+      bitOf[chip] = bit;
+      votes[bit]!++;
+    }
+  }
+  const referenceSpectra = DIHEDRAL.map((d) => {
+    const re = new Float64Array(BINS * BINS);
+    const im = new Float64Array(BINS * BINS);
+    for (let v = 0; v < BINS; v++) for (let u = 0; u < BINS; u++) re[v * BINS + u] = reference[orient(d, u, v)]!;
+    fft2d(re, im, BINS, BINS);
+    return { re, im };
+  });
+  return { reference, spread, bitOf, votes, referenceSpectra };
+}
+
+/** Grid size for an image: about GRID_AREA samples with the image's aspect ratio. */
+function gridSize(width: number, height: number): [number, number] {
+  const s = Math.sqrt(GRID_AREA / (width * height));
+  return [Math.max(16, Math.round(width * s)), Math.max(16, Math.round(height * s))];
+}
+
+/** The picture folded onto one candidate lattice (a, b), with the fold's spectrum. */
+interface Fold {
+  readonly a: Vector;
+  readonly b: Vector;
+  readonly folded: Float64Array;
+  readonly re: Float64Array;
+  readonly im: Float64Array;
+}
+
+/**
+ * What detection learns from an image before any key is involved: the whitened grid and its folds onto the
+ * candidate lattices. Computed once per image and shared by every key tried.
+ */
+export interface SyncAnalysis {
+  readonly residual: Float64Array;
+  readonly width: number;
+  readonly height: number;
+  readonly folds: ReadonlyArray<Fold>;
+}
+
+export class SyncTileWatermark implements ImageWatermarkAlgorithm {
+  readonly name = CAIRN_SYNC_V2_NAME;
+  readonly payloadBytes = PAYLOAD_BYTES;
+  readonly minEmbedSize: number;
+  private readonly layout: TileLayout;
+
+  constructor(
+    key: Uint8Array,
+    private readonly params: SyncParameters = CAIRN_SYNC_V2,
+  ) {
+    this.minEmbedSize = params.minEmbedSize;
+    this.layout = buildLayout(key);
+  }
+
+  embed(image: RawImage, payload: Uint8Array): RawImage {
+    assertWellFormed(image);
+    const { width, height } = image;
+    if (width < this.minEmbedSize || height < this.minEmbedSize) {
+      throw new ImageRejectedError(`image is ${width}×${height}; a watermark needs at least ${this.minEmbedSize}×${this.minEmbedSize} pixels`);
+    }
+    const [gw, gh] = gridSize(width, height);
+    const luma = lumaGrid(image, gw, gh);
+    const weight = maskingWeights(luma, gw, gh);
+    const code = convEncode(frameBits(payload));
+    const { reference, spread, bitOf } = this.layout;
+    const tile = new Float64Array(CHIPS);
+    for (let c = 0; c < CHIPS; c++) tile[c] = bitOf[c]! < 0 ? reference[c]! : code[bitOf[c]!] ? -spread[c]! : spread[c]!;
+    const delta = new Float32Array(gw * gh);
+    for (let y = 0; y < gh; y++) {
+      const row = (((y / CHIP) | 0) % TILE) * TILE;
+      for (let x = 0; x < gw; x++) delta[y * gw + x] = tile[row + (((x / CHIP) | 0) % TILE)]! * weight[y * gw + x]!;
+    }
+    // The strength is set on what reaches the pixels (after enlargement), so PSNR is the same at every size.
+    const gain = this.params.strengthRms / Math.max(1e-9, enlargedRms(delta, gw, gh, width, height));
+    for (let i = 0; i < delta.length; i++) delta[i]! *= gain;
+    const marked: RawImage = { ...image, pixels: Uint8Array.from(image.pixels) };
+    addLumaDelta(marked, delta, gw, gh);
+    return marked;
+  }
+
+  detect(image: RawImage): Detection | null {
+    const analysis = analyseSync(image, this.params.minDetectSize);
+    return analysis ? this.decode(analysis) : null;
+  }
+
+  /**
+   * Reads the payload: the candidate lattice whose fold correlates best with the keyed reference (a matched
+   * statistic, far sharper than the blind autocorrelation that proposed it), refined, then the best
+   * orientations and offsets through Viterbi and the check.
+   */
+  decode(analysis: SyncAnalysis): Detection | null {
+    let best: { fold: Fold; score: number } | null = null;
+    for (const fold of analysis.folds) {
+      const score = this.align(fold)[0]!.score;
+      if (!best || score > best.score) best = { fold, score };
+    }
+    if (!best) return null;
+    const refined = this.refine(analysis, best.fold, best.score);
+    for (const { d, shift } of this.align(refined).slice(0, CANDIDATES)) {
+      const detection = this.read(refined.folded, DIHEDRAL[d]!, shift % BINS, Math.floor(shift / BINS));
+      if (detection) return detection;
+    }
+    return null;
+  }
+
+  /**
+   * Sharpens a lattice found by autocorrelation (to a fraction of a sample, which over ten periods is chips
+   * off) by hill-climbing the reference correlation over the four coordinates of the two lattice vectors.
+   */
+  private refine(analysis: SyncAnalysis, start: Fold, startScore: number): Fold {
+    const d = this.align(start)[0]!.d;
+    let current = start;
+    let score = startScore;
+    for (const step of REFINE_STEPS) {
+      let improved = true;
+      while (improved) {
+        improved = false;
+        for (let coordinate = 0; coordinate < 4; coordinate++) {
+          for (const sign of [-1, 1]) {
+            const a: [number, number] = [current.a[0], current.a[1]];
+            const b: [number, number] = [current.b[0], current.b[1]];
+            (coordinate < 2 ? a : b)[coordinate % 2]! += sign * step;
+            const folded = fold(analysis.residual, analysis.width, analysis.height, a, b);
+            if (!folded) continue;
+            const candidate = { a, b, ...withSpectrum(folded) };
+            const candidateScore = this.alignOne(candidate, d).score;
+            if (candidateScore > score) {
+              current = candidate;
+              score = candidateScore;
+              improved = true;
+            }
+          }
+        }
+      }
+    }
+    return current;
+  }
+
+  /** Per orientation, the best offset of the reference in the fold and its z-score; best first. */
+  private align(fold: Fold): Array<{ d: number; shift: number; score: number }> {
+    return DIHEDRAL.map((_, d) => this.alignOne(fold, d)).sort((p, q) => q.score - p.score);
+  }
+
+  /** The best offset of the reference under orientation d and its z-score over all offsets. */
+  private alignOne(fold: Fold, d: number): { d: number; shift: number; score: number } {
+    const ref = this.layout.referenceSpectra[d]!;
+    const n = BINS * BINS;
+    const re = new Float64Array(n);
+    const im = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      // F · conj(R): the cyclic cross-correlation, peaking at the tile's offset.
+      re[i] = fold.re[i]! * ref.re[i]! + fold.im[i]! * ref.im[i]!;
+      im[i] = fold.im[i]! * ref.re[i]! - fold.re[i]! * ref.im[i]!;
+    }
+    fft2d(re, im, BINS, BINS, true);
+    let best = 0;
+    let energy = 0;
+    for (let i = 0; i < n; i++) {
+      energy += re[i]! * re[i]!;
+      if (re[i]! > re[best]!) best = i;
+    }
+    return { d, shift: best, score: energy > 0 ? re[best]! / Math.sqrt(energy / n) : 0 };
+  }
+
+  private read(folded: Float64Array, d: { swap: boolean; fx: boolean; fy: boolean }, sx: number, sy: number): Detection | null {
+    const { spread, bitOf, votes } = this.layout;
+    const chips = new Float64Array(CHIPS);
+    for (let v = 0; v < BINS; v++) {
+      const wv = (v - sy + BINS) % BINS;
+      for (let u = 0; u < BINS; u++) chips[orient(d, (u - sx + BINS) % BINS, wv)]! += folded[v * BINS + u]!;
+    }
+    const soft = new Float64Array(CODED_BITS);
+    for (let c = 0; c < CHIPS; c++) if (bitOf[c]! >= 0) soft[bitOf[c]!]! += chips[c]! * spread[c]!;
+    let scale = 0;
+    for (let i = 0; i < CODED_BITS; i++) {
+      soft[i]! /= votes[i]!;
+      scale += Math.abs(soft[i]!);
+    }
+    if (scale === 0) return null;
+    const bits = viterbiDecode(soft, FRAME_BITS);
+    const payload = unframe(bits);
+    if (!payload) return null;
+    // Confidence from the raw error rate: the share of soft values whose sign disagrees with the codeword
+    // decoded. A decode of noise still matches most signs (Viterbi picks the best of 2⁹⁶ paths), about 75 %,
+    // so 25 % errors maps to 0 and none to 1.
+    const code = convEncode(bits);
+    let errors = 0;
+    for (let i = 0; i < CODED_BITS; i++) if ((code[i] ? -soft[i]! : soft[i]!) < 0) errors++;
+    const confidence = Math.max(0, Math.min(1, 1 - errors / CODED_BITS / 0.25));
+    return confidence >= this.params.minConfidence ? { payload, confidence } : null;
+  }
+}
+
+/**
+ * Perceptual masking: the mark's amplitude follows the local contrast of the picture (5×5 standard deviation
+ * on the grid), so textured regions carry more and flat ones (sky, skin) less, within 0.3–2.5× of the mean.
+ */
+function maskingWeights(luma: Float32Array, gw: number, gh: number): Float32Array {
+  const deviation = localDeviation(luma, gw, gh, 2);
+  let mean = 0;
+  for (let i = 0; i < deviation.length; i++) mean += deviation[i]!;
+  mean /= deviation.length;
+  const weight = new Float32Array(gw * gh);
+  for (let i = 0; i < weight.length; i++) weight[i] = Math.min(2.5, Math.max(0.3, (deviation[i]! + 1) / (mean + 1)));
+  return weight;
+}
+
+function localDeviation(plane: Float32Array, w: number, h: number, radius: number): Float32Array {
+  const out = new Float32Array(w * h);
+  for (let y = 0; y < h; y++) {
+    const y0 = Math.max(0, y - radius);
+    const y1 = Math.min(h - 1, y + radius);
+    for (let x = 0; x < w; x++) {
+      const x0 = Math.max(0, x - radius);
+      const x1 = Math.min(w - 1, x + radius);
+      let s = 0;
+      let s2 = 0;
+      for (let yy = y0; yy <= y1; yy++) {
+        for (let xx = x0; xx <= x1; xx++) {
+          const v = plane[yy * w + xx]!;
+          s += v;
+          s2 += v * v;
+        }
+      }
+      const n = (y1 - y0 + 1) * (x1 - x0 + 1);
+      out[y * w + x] = Math.sqrt(Math.max(0, s2 / n - (s / n) ** 2));
+    }
+  }
+  return out;
+}
+
+/** RMS of `delta` enlarged to the image the way addLumaDelta enlarges it (every third row is enough). */
+function enlargedRms(delta: Float32Array, gw: number, gh: number, width: number, height: number): number {
+  const kx = tentKernel(gw, width);
+  const ky = tentKernel(gh, height);
+  const wide = new Float32Array(width * gh);
+  for (let gy = 0; gy < gh; gy++) resampleRow(delta, gy * gw, kx, wide, gy * width);
+  let sum = 0;
+  let count = 0;
+  for (let y = 0; y < height; y += 3) {
+    for (let x = 0; x < width; x++) {
+      let v = 0;
+      for (let k = ky.start[y]!; k < ky.start[y + 1]!; k++) v += ky.weight[k]! * wide[ky.index[k]! * width + x]!;
+      sum += v * v;
+    }
+    count += width;
+  }
+  return Math.sqrt(sum / count);
+}
+
+/** Plane minus its 3×3 mean (edges replicated), clipped to ±3 mean absolute values: the mark's band, host damped. */
+function whiten(plane: Float32Array, w: number, h: number): Float64Array {
+  const out = new Float64Array(w * h);
+  let absSum = 0;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      let s = 0;
+      for (let dy = -1; dy <= 1; dy++) {
+        const yy = Math.min(h - 1, Math.max(0, y + dy)) * w;
+        for (let dx = -1; dx <= 1; dx++) s += plane[yy + Math.min(w - 1, Math.max(0, x + dx))]!;
+      }
+      const r = plane[y * w + x]! - s / 9;
+      out[y * w + x] = r;
+      absSum += Math.abs(r);
+    }
+  }
+  // Each sample over the local mean magnitude of the residual (7×7): the masked mark grows with local
+  // contrast as the host's own residual does, so this equalises the evidence of busy and quiet regions
+  // instead of letting edges and texture drown the rest; then clipped against single outliers.
+  const magnitude = new Float64Array(out.length);
+  for (let i = 0; i < out.length; i++) magnitude[i] = Math.abs(out[i]!);
+  const local = boxMean(magnitude, w, h, 3);
+  const floor = (0.25 * absSum) / out.length + 0.05;
+  for (let i = 0; i < out.length; i++) out[i] = Math.max(-3, Math.min(3, out[i]! / (local[i]! + floor)));
+  return out;
+}
+
+type Vector = readonly [number, number];
+
+/**
+ * The two lattice vectors of the tiling in half-resolution grid samples: the strongest autocorrelation peak
+ * at a plausible period, and the strongest roughly perpendicular to it. Autocorrelation through the FFT of
+ * the whitened plane with magnitudes flattened (|F| instead of |F|²), which sharpens the peaks.
+ */
+function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector, Vector]> {
+  // A window of at most AUTOCORRELATION_SIDE² around the centre (a crop, not a resampling: the period must
+  // stay in samples); short sides are zero-padded by at least the largest lag so they do not wrap.
+  const nx = Math.min(AUTOCORRELATION_SIDE, nextPowerOfTwo(w + MAX_PERIOD + 2));
+  const ny = Math.min(AUTOCORRELATION_SIDE, nextPowerOfTwo(h + MAX_PERIOD + 2));
+  const cw = Math.min(w, nx - MAX_PERIOD - 2);
+  const ch = Math.min(h, ny - MAX_PERIOD - 2);
+  const x0 = (w - cw) >> 1;
+  const y0 = (h - ch) >> 1;
+  const re = new Float64Array(nx * ny);
+  const im = new Float64Array(nx * ny);
+  let mean = 0;
+  for (let y = 0; y < ch; y++) for (let x = 0; x < cw; x++) mean += r[(y + y0) * w + x + x0]!;
+  mean /= cw * ch;
+  for (let y = 0; y < ch; y++) for (let x = 0; x < cw; x++) re[y * nx + x] = r[(y + y0) * w + x + x0]! - mean;
+  fft2d(re, im, nx, ny);
+  // Power over its local mean (9×9 frequencies): the host's smooth spectral envelope divides out and what
+  // stands above it is the tile's lattice of spectral lines.
+  const power = new Float64Array(nx * ny);
+  for (let i = 0; i < power.length; i++) power[i] = re[i]! * re[i]! + im[i]! * im[i]!;
+  const envelope = cyclicBoxMean(power, nx, ny, 4);
+  for (let i = 0; i < re.length; i++) {
+    re[i] = power[i]! / (envelope[i]! + 1e-9) - 1;
+    im[i] = 0;
+  }
+  fft2d(re, im, nx, ny, true);
+  const at = (dx: number, dy: number) => re[(((dy % ny) + ny) % ny) * nx + (((dx % nx) + nx) % nx)]!;
+  // Local maxima of the half plane (the autocorrelation is symmetric) at plausible periods, strongest first.
+  const peaks: Array<{ v: Vector; value: number }> = [];
+  for (let dy = 0; dy <= MAX_PERIOD; dy++) {
+    for (let dx = -MAX_PERIOD; dx <= MAX_PERIOD; dx++) {
+      if (dy === 0 && dx <= 0) continue;
+      const rho = Math.hypot(dx, dy);
+      if (rho < MIN_PERIOD || rho > MAX_PERIOD) continue;
+      const value = at(dx, dy);
+      let isMax = true;
+      for (let ey = -1; ey <= 1 && isMax; ey++) for (let ex = -1; ex <= 1 && isMax; ex++) if ((ex || ey) && at(dx + ex, dy + ey) > value) isMax = false;
+      if (!isMax) continue;
+      peaks.push(harmonics(at, dx, dy, Math.min(nx, ny) / 2));
+    }
+  }
+  peaks.sort((p, q) => q.value - p.value);
+  const top = peaks.slice(0, PEAKS);
+  // Pairs that can span a square tile seen through a rotation, crop, aspect change: near-perpendicular, similar lengths.
+  // The strongest few also get their best partner among all peaks: after a re-encode of a small picture the
+  // second axis can rank below the picture's own structure.
+  const pairs: Array<{ pair: [Vector, Vector]; value: number }> = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < top.length; i++) {
+    for (let j = 0; j < (i < STRONGEST ? peaks.length : top.length); j++) {
+      if (j === i) continue;
+      const a = top[i]!.v;
+      const b = peaks[j]!.v;
+      const la = Math.hypot(a[0], a[1]);
+      const lb = Math.hypot(b[0], b[1]);
+      const cos = Math.abs(a[0] * b[0] + a[1] * b[1]) / (la * lb);
+      if (cos > 0.26 || la / lb > 1.35 || lb / la > 1.35) continue;
+      const id = i < j ? `${i}/${j}` : `${j}/${i}`;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      pairs.push({ pair: [a, b], value: top[i]!.value + peaks[j]!.value });
+    }
+  }
+  pairs.sort((p, q) => q.value - p.value);
+  return pairs.slice(0, PAIRS).map((p) => p.pair);
+}
+
+/**
+ * A lattice peak seen with its multiples: a tiling repeats at 2p and 3p too, the picture's own structure rarely
+ * does. The value is the sum of the peaks at p, 2p, 3p (each the maximum of its 3×3 neighbourhood), and the
+ * vector is the least-squares fit of their sub-sample positions, three times as precise as p alone, which
+ * matters because the fold accumulates the error over every period of the picture.
+ */
+function harmonics(at: (dx: number, dy: number) => number, dx: number, dy: number, maxLag: number): { v: Vector; value: number } {
+  let value = 0;
+  let sx = 0;
+  let sy = 0;
+  let weight = 0;
+  for (let k = 1; k <= HARMONICS; k++) {
+    // The k-th multiple is looked for around k times the estimate so far (k·(dx, dy) drifts by k·error).
+    let px = k === 1 ? dx : Math.round((k * sx) / weight);
+    let py = k === 1 ? dy : Math.round((k * sy) / weight);
+    if (Math.hypot(px, py) > maxLag - 2) break;
+    if (k > 1) {
+      const cx = px;
+      const cy = py;
+      for (let ey = -1; ey <= 1; ey++) for (let ex = -1; ex <= 1; ex++) if (at(cx + ex, cy + ey) > at(px, py)) [px, py] = [cx + ex, cy + ey];
+    }
+    const centre = at(px, py);
+    value += centre;
+    const fx = px + parabolic(at(px - 1, py), centre, at(px + 1, py));
+    const fy = py + parabolic(at(px, py - 1), centre, at(px, py + 1));
+    // Least squares of (fx, fy) ≈ k · v: v = Σ k·f / Σ k².
+    sx += k * fx;
+    sy += k * fy;
+    weight += k * k;
+  }
+  return { v: [sx / weight, sy / weight], value };
+}
+
+/** Mean over the (2·radius + 1)² neighbourhood clipped to the plane (integral image). */
+function boxMean(plane: Float64Array, w: number, h: number, radius: number): Float64Array {
+  const integral = new Float64Array((w + 1) * (h + 1));
+  for (let y = 0; y < h; y++) {
+    let row = 0;
+    for (let x = 0; x < w; x++) {
+      row += plane[y * w + x]!;
+      integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1]! + row;
+    }
+  }
+  const out = new Float64Array(w * h);
+  for (let y = 0; y < h; y++) {
+    const y0 = Math.max(0, y - radius);
+    const y1 = Math.min(h, y + radius + 1);
+    for (let x = 0; x < w; x++) {
+      const x0 = Math.max(0, x - radius);
+      const x1 = Math.min(w, x + radius + 1);
+      const sum = integral[y1 * (w + 1) + x1]! - integral[y0 * (w + 1) + x1]! - integral[y1 * (w + 1) + x0]! + integral[y0 * (w + 1) + x0]!;
+      out[y * w + x] = sum / ((y1 - y0) * (x1 - x0));
+    }
+  }
+  return out;
+}
+
+/** Mean over the (2·radius + 1)² neighbourhood on a torus, separable running sums. */
+function cyclicBoxMean(plane: Float64Array, w: number, h: number, radius: number): Float64Array {
+  const span = 2 * radius + 1;
+  const rows = new Float64Array(w * h);
+  for (let y = 0; y < h; y++) {
+    const o = y * w;
+    let s = 0;
+    for (let k = -radius; k <= radius; k++) s += plane[o + ((k + w) % w)]!;
+    for (let x = 0; x < w; x++) {
+      rows[o + x] = s;
+      s += plane[o + ((x + radius + 1) % w)]! - plane[o + ((x - radius + w) % w)]!;
+    }
+  }
+  const out = new Float64Array(w * h);
+  for (let x = 0; x < w; x++) {
+    let s = 0;
+    for (let k = -radius; k <= radius; k++) s += rows[((k + h) % h) * w + x]!;
+    for (let y = 0; y < h; y++) {
+      out[y * w + x] = s / (span * span);
+      s += rows[((y + radius + 1) % h) * w + x]! - rows[((y - radius + h) % h) * w + x]!;
+    }
+  }
+  return out;
+}
+
+/** Offset of the vertex of the parabola through three equally spaced samples, in -0.5..0.5. */
+function parabolic(left: number, centre: number, right: number): number {
+  const curvature = left - 2 * centre + right;
+  if (curvature >= 0) return 0;
+  return Math.max(-0.5, Math.min(0.5, (0.5 * (left - right)) / curvature));
+}
+
+/**
+ * The key-independent part of detection: grid, whitening, lattice, fold onto one tile (BINS² half-chip bins)
+ * and its spectrum. Null when the image is too small or shows no lattice at all.
+ */
+export function analyseSync(image: RawImage, minDetectSize: number = CAIRN_SYNC_V2.minDetectSize): SyncAnalysis | null {
+  assertWellFormed(image);
+  if (Math.min(image.width, image.height) < minDetectSize) return null;
+  const [gw, gh] = gridSize(image.width, image.height);
+  const luma = lumaGrid(image, gw, gh);
+  const r = whiten(luma, gw, gh);
+  const candidates = latticeCandidates(r, gw, gh);
+  const folds: Fold[] = [];
+  // The lattice as embedded is always tried: most edits (re-encoding, filters, resizing) leave it as it was.
+  const nominal: [Vector, Vector] = [[TILE * CHIP, 0], [0, TILE * CHIP]];
+  for (const [a, b] of [nominal, ...candidates]) {
+    const folded = fold(r, gw, gh, a, b);
+    if (folded) folds.push({ a, b, ...withSpectrum(folded) });
+  }
+  return { residual: r, width: gw, height: gh, folds };
+}
+
+function withSpectrum(folded: Float64Array): { folded: Float64Array; re: Float64Array; im: Float64Array } {
+  const re = Float64Array.from(folded);
+  const im = new Float64Array(folded.length);
+  fft2d(re, im, BINS, BINS);
+  return { folded, re, im };
+}
+
+/** The picture folded onto one tile of the lattice (a, b): BINS² bins, mean removed. */
+function fold(r: Float64Array, gw: number, gh: number, a: Vector, b: Vector): Float64Array | null {
+  const det = a[0] * b[1] - b[0] * a[1];
+  if (Math.abs(det) < 1) return null;
+  // Tile coordinates (in bins) of grid sample (x, y): the inverse of [a b], scaled to BINS per period.
+  const ux = (b[1] / det) * BINS;
+  const uy = (-b[0] / det) * BINS;
+  const vx = (-a[1] / det) * BINS;
+  const vy = (a[0] / det) * BINS;
+  const sum = new Float64Array(BINS * BINS);
+  const count = new Float64Array(BINS * BINS);
+  const wrap = BINS * 1024;
+  for (let y = 0; y < gh; y++) {
+    for (let x = 0; x < gw; x++) {
+      // Offsetting by a multiple of BINS keeps the floor positive, so & replaces a double modulo.
+      const u = Math.floor(ux * x + uy * y + wrap) & (BINS - 1);
+      const v = Math.floor(vx * x + vy * y + wrap) & (BINS - 1);
+      sum[v * BINS + u]! += r[y * gw + x]!;
+      count[v * BINS + u]!++;
+    }
+  }
+  const folded = new Float64Array(BINS * BINS);
+  let mean = 0;
+  for (let i = 0; i < folded.length; i++) {
+    folded[i] = count[i]! > 0 ? sum[i]! / count[i]! : 0;
+    mean += folded[i]!;
+  }
+  mean /= folded.length;
+  for (let i = 0; i < folded.length; i++) folded[i]! -= mean;
+  return folded;
+}
+
+export function createSyncImageWatermark(key: Uint8Array): SyncTileWatermark {
+  return new SyncTileWatermark(key);
+}

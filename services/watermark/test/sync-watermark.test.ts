@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { cropCentral, cropSide, rotate, social, type Attack } from '../../../tools/bench/watermark/attacks.js';
+import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
+import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
+import { CAIRN_SYNC_V2_NAME, SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
+import { psnr } from '../src/domain/image/psnr.js';
+import type { RawImage } from '../src/domain/image/raw-image.js';
+import { ImageAlgorithms, runImageTask } from '../src/domain/image-tasks.js';
+import type { WatermarkKey } from '../src/domain/keys.js';
+import { keyedPayloadFor, payloadFor, payloadHex } from '../src/domain/payload.js';
+import { decode, encoder, loadPhoto } from './support/images.js';
+
+// Fixed keys, so that a failure reproduces; the robustness claims are measured over random keys by the bench.
+const keyOf = (label: string): WatermarkKey => ({ kid: label, secret: Uint8Array.from(createHash('sha256').update(label).digest()) });
+const key = keyOf('sync-test-k1');
+const otherKey = keyOf('sync-test-k2');
+const payload = keyedPayloadFor(key.secret, 'w_sync_victim');
+const PHOTOS = ['chelsea.png', 'camera.png'] as const;
+const photos = new Map<string, RawImage>();
+const marked = new Map<string, RawImage>();
+
+/** About one megapixel, as the measurements and a typical upload. */
+async function megapixel(file: string): Promise<RawImage> {
+  const photo = await loadPhoto(file);
+  const s = Math.sqrt(1e6 / (photo.width * photo.height));
+  return decode(encoder(photo).resize(Math.round(photo.width * s), Math.round(photo.height * s)));
+}
+
+beforeAll(async () => {
+  const v2 = new SyncTileWatermark(key.secret);
+  for (const file of PHOTOS) {
+    const photo = await megapixel(file);
+    photos.set(file, photo);
+    marked.set(file, v2.embed(photo, payload));
+  }
+});
+
+const ATTACKS: ReadonlyArray<readonly [string, Attack]> = [
+  ['crop 10% off one side', cropSide(0.1)],
+  ['crop to the central 81%', cropCentral(0.81)],
+  ['rotate 3° (cropped to no corners)', rotate(3)],
+  ['rotate −3°', rotate(-3)],
+];
+
+describe('cairn-sync-v2', () => {
+  it.each(PHOTOS)('marks %s at PSNR ≥ 42 dB and reads the payload back', (file) => {
+    expect(psnr(photos.get(file)!, marked.get(file)!)).toBeGreaterThanOrEqual(42);
+    const detection = new SyncTileWatermark(key.secret).detect(marked.get(file)!);
+    expect(detection && payloadHex(detection.payload)).toBe(payloadHex(payload));
+  });
+
+  describe.each(ATTACKS)('after %s', (_, attack) => {
+    it.each(PHOTOS)('reads the right payload from %s', async (file) => {
+      const detection = new SyncTileWatermark(key.secret).detect(await attack(marked.get(file)!));
+      expect(detection && payloadHex(detection.payload)).toBe(payloadHex(payload));
+    });
+  });
+
+  it('reads the social-network path (0.5×, 5% off-centre crop, JPEG q50) on chelsea', async () => {
+    const detection = new SyncTileWatermark(key.secret).detect(await social(marked.get('chelsea.png')!));
+    expect(detection && payloadHex(detection.payload)).toBe(payloadHex(payload));
+  });
+
+  it.each(PHOTOS)('finds nothing in unmarked %s, nor in its crop and rotation', async (file) => {
+    const detector = new SyncTileWatermark(key.secret);
+    const photo = photos.get(file)!;
+    for (const image of [photo, await cropSide(0.1)(photo), await rotate(3)(photo)]) expect(detector.detect(image)).toBeNull();
+  });
+
+  it.each(PHOTOS)('is not read from %s under another key, and another key’s mark is not read', (file) => {
+    expect(new SyncTileWatermark(otherKey.secret).detect(marked.get(file)!)).toBeNull();
+    const forged = new SyncTileWatermark(otherKey.secret).embed(photos.get(file)!, payload);
+    expect(new SyncTileWatermark(key.secret).detect(forged)).toBeNull();
+  });
+});
+
+describe('worker tasks with cairn-sync-v2', () => {
+  const algorithms = new ImageAlgorithms();
+  const detect = (image: RawImage, keys: WatermarkKey[]) => {
+    const { response } = runImageTask(algorithms, { id: 1, op: 'detect', image, keys });
+    if (!response.ok || response.op !== 'detect') throw new Error('detect failed');
+    return response.outcome;
+  };
+
+  it('embeds cairn-sync-v2 when asked by name, and detection names it and the key', () => {
+    const photo = photos.get('chelsea.png')!;
+    const { response } = runImageTask(algorithms, { id: 1, op: 'embed', image: photo, payload, key, algorithm: CAIRN_SYNC_V2_NAME });
+    if (!response.ok || response.op !== 'embed') throw new Error('embed failed');
+    expect(response.outcome).toMatchObject({ algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid });
+    const outcome = detect(response.outcome.image, [otherKey, key]);
+    expect(outcome).toMatchObject({ algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid });
+    expect(payloadHex(outcome.detection!.payload)).toBe(payloadHex(payload));
+  });
+
+  it('still reads cairn-dct-keyed-v1 and keyless cairn-dct-v1 marks, each by its own name', () => {
+    const photo = photos.get('camera.png')!;
+    const keyedV1 = detect(createKeyedImageWatermark(key.secret).embed(photo, payload), [key]);
+    expect(keyedV1).toMatchObject({ algorithm: 'cairn-dct-keyed-v1', keyId: key.kid });
+    expect(payloadHex(keyedV1.detection!.payload)).toBe(payloadHex(payload));
+    const keyless = detect(createImageWatermark().embed(photo, payloadFor('w_old')), [key]);
+    expect(keyless).toMatchObject({ algorithm: 'cairn-dct-v1', keyId: null });
+    expect(payloadHex(keyless.detection!.payload)).toBe(payloadHex(payloadFor('w_old')));
+  });
+
+  it('answers no mark for an unmarked photo under every key', () => {
+    expect(detect(photos.get('camera.png')!, [key, otherKey]).detection).toBeNull();
+  });
+});
