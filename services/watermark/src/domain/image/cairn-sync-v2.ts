@@ -36,6 +36,9 @@ const CANDIDATES = 3;
 /** Autocorrelation peaks considered, and lattices (pairs of them) tried by folding. */
 /** Hill-climbing steps (grid samples) of the lattice refinement. */
 const REFINE_STEPS = [0.3, 0.1, 0.04];
+const REFINE_ROUNDS = 6;
+/** An alignment z-score that settles the lattice search (chance reaches about 5). */
+const SURE_ALIGNMENT = 8;
 /** Side of the autocorrelation window (power of two). */
 const AUTOCORRELATION_SIDE = 256;
 const PEAKS = 10;
@@ -70,7 +73,8 @@ interface TileLayout {
   /** Coded bit carried by a data chip (-1 on reference chips). */
   readonly bitOf: Int16Array;
   readonly votes: Float64Array;
-  /** Spectra of the reference (bins) under each of the 8 orientations of the square. */
+  /** The reference in bins under each of the 8 orientations of the square, and their spectra. */
+  readonly referenceBins: ReadonlyArray<Float64Array>;
   readonly referenceSpectra: ReadonlyArray<{ readonly re: Float64Array; readonly im: Float64Array }>;
 }
 
@@ -105,20 +109,56 @@ function buildLayout(key: Uint8Array): TileLayout {
       votes[bit]!++;
     }
   }
-  const referenceSpectra = DIHEDRAL.map((d) => {
-    const re = new Float64Array(BINS * BINS);
+  const referenceBins = DIHEDRAL.map((d) => {
+    const bins = new Float64Array(BINS * BINS);
+    for (let v = 0; v < BINS; v++) for (let u = 0; u < BINS; u++) bins[v * BINS + u] = reference[orient(d, u, v)]!;
+    return bins;
+  });
+  const referenceSpectra = referenceBins.map((bins) => {
+    const re = Float64Array.from(bins);
     const im = new Float64Array(BINS * BINS);
-    for (let v = 0; v < BINS; v++) for (let u = 0; u < BINS; u++) re[v * BINS + u] = reference[orient(d, u, v)]!;
     fft2d(re, im, BINS, BINS);
     return { re, im };
   });
-  return { reference, spread, bitOf, votes, referenceSpectra };
+  return { reference, spread, bitOf, votes, referenceBins, referenceSpectra };
 }
 
 /** Grid size for an image: about GRID_AREA samples with the image's aspect ratio. */
 function gridSize(width: number, height: number): [number, number] {
   const s = Math.sqrt(GRID_AREA / (width * height));
   return [Math.max(16, Math.round(width * s)), Math.max(16, Math.round(height * s))];
+}
+
+/** An orientation of the square, the reference's offset in a fold (v · BINS + u) and the correlation's z-score there. */
+interface Alignment {
+  readonly d: number;
+  readonly shift: number;
+  readonly score: number;
+}
+
+/**
+ * The reference's correlation with a fold at the 3×3 offsets around (sx, sy), the best of them, over the
+ * fold's norm (so folds of different lattices compare).
+ */
+function localCorrelation(folded: Float64Array, reference: Float64Array, sx: number, sy: number): { value: number; sx: number; sy: number } {
+  let norm = 0;
+  for (let i = 0; i < folded.length; i++) norm += folded[i]! * folded[i]!;
+  let best = { value: -Infinity, sx, sy };
+  for (let ey = -1; ey <= 1; ey++) {
+    for (let ex = -1; ex <= 1; ex++) {
+      const ox = (sx + ex + BINS) & (BINS - 1);
+      const oy = (sy + ey + BINS) & (BINS - 1);
+      let sum = 0;
+      // F(w) ≈ R(w − offset): sum F(u + offset) · R(u).
+      for (let v = 0; v < BINS; v++) {
+        const row = ((v + oy) & (BINS - 1)) * BINS;
+        const refRow = v * BINS;
+        for (let u = 0; u < BINS; u++) sum += folded[row + ((u + ox) & (BINS - 1))]! * reference[refRow + u]!;
+      }
+      if (sum > best.value) best = { value: sum, sx: ox, sy: oy };
+    }
+  }
+  return { ...best, value: norm > 0 ? best.value / Math.sqrt(norm) : 0 };
 }
 
 /** The picture folded onto one candidate lattice (a, b), with the fold's spectrum. */
@@ -131,14 +171,40 @@ interface Fold {
 }
 
 /**
- * What detection learns from an image before any key is involved: the whitened grid and its folds onto the
- * candidate lattices. Computed once per image and shared by every key tried.
+ * What detection learns from an image before any key is involved: the whitened grid and the candidate
+ * lattices, folded on first use (a detection that succeeds on the first lattice folds no other). Shared by
+ * every key tried.
  */
-export interface SyncAnalysis {
-  readonly residual: Float64Array;
-  readonly width: number;
-  readonly height: number;
-  readonly folds: ReadonlyArray<Fold>;
+export class SyncAnalysis {
+  private readonly folds = new Map<number, Fold | null>();
+  private found: ReadonlyArray<readonly [Vector, Vector]> | null = null;
+
+  constructor(
+    readonly residual: Float64Array,
+    readonly width: number,
+    readonly height: number,
+  ) {}
+
+  /**
+   * The lattice as embedded first (most edits, re-encoding, filters, resizing, leave it as it was), then the
+   * autocorrelation's candidates, searched only when asked for.
+   */
+  lattice(index: number): readonly [Vector, Vector] | undefined {
+    if (index === 0) return [[TILE * CHIP, 0], [0, TILE * CHIP]];
+    this.found ??= latticeCandidates(this.residual, this.width, this.height);
+    return this.found[index - 1];
+  }
+
+  fold(index: number): Fold | null {
+    if (!this.folds.has(index)) {
+      const lattice = this.lattice(index);
+      if (!lattice) return null;
+      const [a, b] = lattice;
+      const folded = fold(this.residual, this.width, this.height, a, b);
+      this.folds.set(index, folded ? { a, b, ...withSpectrum(folded) } : null);
+    }
+    return this.folds.get(index)!;
+  }
 }
 
 export class SyncTileWatermark implements ImageWatermarkAlgorithm {
@@ -192,13 +258,17 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
    * orientations and offsets through Viterbi and the check.
    */
   decode(analysis: SyncAnalysis): Detection | null {
-    let best: { fold: Fold; score: number } | null = null;
-    for (const fold of analysis.folds) {
-      const score = this.align(fold)[0]!.score;
-      if (!best || score > best.score) best = { fold, score };
+    let best: { fold: Fold; alignment: Alignment } | null = null;
+    for (let i = 0; analysis.lattice(i); i++) {
+      const fold = analysis.fold(i);
+      if (!fold) continue;
+      const alignment = this.align(fold)[0]!;
+      if (!best || alignment.score > best.alignment.score) best = { fold, alignment };
+      // A z-score this high does not happen by chance (noise tops out near 5 over 8 × 4,096 offsets).
+      if (alignment.score >= SURE_ALIGNMENT) break;
     }
     if (!best) return null;
-    const refined = this.refine(analysis, best.fold, best.score);
+    const refined = this.refine(analysis, best.fold, best.alignment);
     for (const { d, shift } of this.align(refined).slice(0, CANDIDATES)) {
       const detection = this.read(refined.folded, DIHEDRAL[d]!, shift % BINS, Math.floor(shift / BINS));
       if (detection) return detection;
@@ -208,44 +278,50 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
 
   /**
    * Sharpens a lattice found by autocorrelation (to a fraction of a sample, which over ten periods is chips
-   * off) by hill-climbing the reference correlation over the four coordinates of the two lattice vectors.
+   * off) by hill-climbing over the four coordinates of the two lattice vectors. The objective is the
+   * reference correlation at the offsets around the one found, over the fold's norm: direct sums over one
+   * tile, no transform per step.
    */
-  private refine(analysis: SyncAnalysis, start: Fold, startScore: number): Fold {
-    const d = this.align(start)[0]!.d;
-    let current = start;
-    let score = startScore;
+  private refine(analysis: SyncAnalysis, start: Fold, alignment: Alignment): Fold {
+    const reference = this.layout.referenceBins[alignment.d]!;
+    let sx = alignment.shift % BINS;
+    let sy = Math.floor(alignment.shift / BINS);
+    let a: Vector = start.a;
+    let b: Vector = start.b;
+    let best = localCorrelation(start.folded, reference, sx, sy);
+    let moved = false;
     for (const step of REFINE_STEPS) {
       let improved = true;
-      while (improved) {
+      for (let round = 0; improved && round < REFINE_ROUNDS; round++) {
         improved = false;
         for (let coordinate = 0; coordinate < 4; coordinate++) {
           for (const sign of [-1, 1]) {
-            const a: [number, number] = [current.a[0], current.a[1]];
-            const b: [number, number] = [current.b[0], current.b[1]];
-            (coordinate < 2 ? a : b)[coordinate % 2]! += sign * step;
-            const folded = fold(analysis.residual, analysis.width, analysis.height, a, b);
+            const ta: [number, number] = [a[0], a[1]];
+            const tb: [number, number] = [b[0], b[1]];
+            (coordinate < 2 ? ta : tb)[coordinate % 2]! += sign * step;
+            const folded = fold(analysis.residual, analysis.width, analysis.height, ta, tb);
             if (!folded) continue;
-            const candidate = { a, b, ...withSpectrum(folded) };
-            const candidateScore = this.alignOne(candidate, d).score;
-            if (candidateScore > score) {
-              current = candidate;
-              score = candidateScore;
-              improved = true;
+            const trial = localCorrelation(folded, reference, sx, sy);
+            if (trial.value > best.value) {
+              [a, b, best, sx, sy] = [ta, tb, trial, trial.sx, trial.sy];
+              improved = moved = true;
             }
           }
         }
       }
     }
-    return current;
+    if (!moved) return start;
+    const folded = fold(analysis.residual, analysis.width, analysis.height, a, b);
+    return folded ? { a, b, ...withSpectrum(folded) } : start;
   }
 
   /** Per orientation, the best offset of the reference in the fold and its z-score; best first. */
-  private align(fold: Fold): Array<{ d: number; shift: number; score: number }> {
+  private align(fold: Fold): Alignment[] {
     return DIHEDRAL.map((_, d) => this.alignOne(fold, d)).sort((p, q) => q.score - p.score);
   }
 
   /** The best offset of the reference under orientation d and its z-score over all offsets. */
-  private alignOne(fold: Fold, d: number): { d: number; shift: number; score: number } {
+  private alignOne(fold: Fold, d: number): Alignment {
     const ref = this.layout.referenceSpectra[d]!;
     const n = BINS * BINS;
     const re = new Float64Array(n);
@@ -551,15 +627,7 @@ export function analyseSync(image: RawImage, minDetectSize: number = CAIRN_SYNC_
   const [gw, gh] = gridSize(image.width, image.height);
   const luma = lumaGrid(image, gw, gh);
   const r = whiten(luma, gw, gh);
-  const candidates = latticeCandidates(r, gw, gh);
-  const folds: Fold[] = [];
-  // The lattice as embedded is always tried: most edits (re-encoding, filters, resizing) leave it as it was.
-  const nominal: [Vector, Vector] = [[TILE * CHIP, 0], [0, TILE * CHIP]];
-  for (const [a, b] of [nominal, ...candidates]) {
-    const folded = fold(r, gw, gh, a, b);
-    if (folded) folds.push({ a, b, ...withSpectrum(folded) });
-  }
-  return { residual: r, width: gw, height: gh, folds };
+  return new SyncAnalysis(r, gw, gh);
 }
 
 function withSpectrum(folded: Float64Array): { folded: Float64Array; re: Float64Array; im: Float64Array } {
@@ -582,12 +650,15 @@ function fold(r: Float64Array, gw: number, gh: number, a: Vector, b: Vector): Fl
   const count = new Float64Array(BINS * BINS);
   const wrap = BINS * 1024;
   for (let y = 0; y < gh; y++) {
-    for (let x = 0; x < gw; x++) {
-      // Offsetting by a multiple of BINS keeps the floor positive, so & replaces a double modulo.
-      const u = Math.floor(ux * x + uy * y + wrap) & (BINS - 1);
-      const v = Math.floor(vx * x + vy * y + wrap) & (BINS - 1);
-      sum[v * BINS + u]! += r[y * gw + x]!;
-      count[v * BINS + u]!++;
+    // Offsetting by a multiple of BINS keeps the coordinates positive, so truncation is the floor and &
+    // the modulo.
+    let u = uy * y + wrap;
+    let v = vy * y + wrap;
+    const row = y * gw;
+    for (let x = 0; x < gw; x++, u += ux, v += vx) {
+      const bin = ((v | 0) & (BINS - 1)) * BINS + ((u | 0) & (BINS - 1));
+      sum[bin]! += r[row + x]!;
+      count[bin]!++;
     }
   }
   const folded = new Float64Array(BINS * BINS);
