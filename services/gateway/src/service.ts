@@ -41,7 +41,8 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         recipes,
         limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:', { onFallback: throttledWarning(ctx.logger, 'Redis unreachable: rate limits kept in this process until it answers again') }),
         payments: createPaymentProcessor(config),
-        docsUrl: config.DOCS_URL,
+        // Unset, problem `type` URLs point at the gateway's own error catalogue (/docs/api/errors), so they resolve.
+        docsUrl: env.DOCS_URL ? config.DOCS_URL : `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/docs`,
         trustProxy: config.TRUST_PROXY,
         onboardPerMinute: config.ONBOARD_RATE_LIMIT_PER_MINUTE,
         blobs,

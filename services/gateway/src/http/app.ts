@@ -17,6 +17,8 @@ import { errorHandler, notFound } from './problem.js';
 import { requestContext } from './request-context.js';
 import { onboardRoutes } from './routes/onboard.js';
 import { pageRoutes } from './routes/page.js';
+import { verifyPageRoutes } from './routes/verify-page.js';
+import { errorDocsRoutes } from './routes/error-docs.js';
 import { signRoutes } from './routes/sign.js';
 import { verifyRoutes } from './routes/verify.js';
 import { recipeRoutes } from './routes/recipes.js';
@@ -112,6 +114,8 @@ export function createApp(deps: GatewayDeps): Express {
     }),
   );
   app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }));
+  app.use(verifyPageRoutes({ verifier: deps.verifier, blobs: deps.blobs, limiter: deps.limiter, publicBaseUrl: deps.publicBaseUrl, docsUrl: deps.docsUrl, uploadMaxBytes: deps.uploadMaxBytes, publicVerifyPerMinute: deps.publicVerifyPerMinute }));
+  app.use(errorDocsRoutes());
 
   app.use(webhookRoutes({ webhooks: deps.webhooks }));
   app.use(notFound);

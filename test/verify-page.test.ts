@@ -1,0 +1,205 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const OUT = new URL('../tools/out/', import.meta.url);
+const PHOTOS = '/work/shared/fixtures/photos';
+let stack: Stack;
+let browser: Browser;
+let signed: { asset_id: string; verifier_url: string; manifest_id: string };
+const files: Record<'signed' | 'reencoded' | 'tampered' | 'unrelated', string> = { signed: '', reencoded: '', tampered: '', unrelated: '' };
+
+beforeAll(async () => {
+  // Enough public verifies for every case in this file from one address.
+  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '50' });
+  const tenant = await onboard(stack);
+  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).jpeg({ quality: 90 }).toBuffer();
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Orbit Studio', model: 'orbit-xl-2' }) }, { field: 'asset', bytes: photo, name: 'a.jpg' }),
+  });
+  expect(res.status).toBe(200);
+  signed = (await res.json()) as typeof signed;
+  const signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+  // Re-encoding drops the JUMBF manifest store; the watermark in the pixels survives.
+  const reencoded = await sharp(signedBytes).jpeg({ quality: 90 }).toBuffer();
+  // Flipped bytes in the COSE signature near the end of the manifest store.
+  const manifest = Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());
+  const at = signedBytes.indexOf(manifest);
+  const tampered = Buffer.from(signedBytes);
+  for (let i = 0; i < 8; i++) tampered[at + manifest.length - 40 - i] = (tampered[at + manifest.length - 40 - i] ?? 0) ^ 0xff;
+  const unrelated = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+  const dir = join(tmpdir(), `cairn-verify-page-${crypto.randomUUID()}`);
+  await mkdir(dir, { recursive: true });
+  for (const [name, bytes] of Object.entries({ signed: signedBytes, reencoded, tampered, unrelated })) {
+    const path = join(dir, `${name}.jpg`);
+    await writeFile(path, bytes);
+    files[name as keyof typeof files] = path;
+  }
+  expect(existsSync(CHROMIUM)).toBe(true);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  await mkdir(OUT, { recursive: true });
+}, 180_000);
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+async function newPage(javaScriptEnabled: boolean): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ javaScriptEnabled, viewport: { width: 900, height: 1200 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  // Script errors, CSP violations, and any failed load but the favicon a browser asks for on its own.
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) errors.push(message.text());
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400 && !response.url().endsWith('/favicon.ico')) errors.push(`${response.status()} ${response.url()}`);
+  });
+  page.on('pageerror', (error) => errors.push(error.message));
+  return { page, errors };
+}
+
+/** Drops a file on the form the way a browser does: a `drop` event carrying a DataTransfer with the file. */
+async function dropFile(page: Page, path: string, name: string): Promise<void> {
+  const base64 = (await readFile(path)).toString('base64');
+  const transfer = await page.evaluateHandle(
+    ({ data, fileName }) => {
+      // Runs in the page, where DataTransfer exists (the test's own typings have no DOM).
+      const Transfer = (globalThis as unknown as { DataTransfer: new () => { items: { add(file: File): void } } }).DataTransfer;
+      const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+      const dt = new Transfer();
+      dt.items.add(new File([bytes], fileName, { type: 'image/jpeg' }));
+      return dt;
+    },
+    { data: base64, fileName: name },
+  );
+  await page.locator('#verify-form').dispatchEvent('drop', { dataTransfer: transfer });
+  await resultShown(page);
+}
+
+/** The form page has no verdict; the server-rendered result page has one. */
+async function resultShown(page: Page): Promise<void> {
+  await page.waitForSelector('h1[data-status]', { timeout: 50_000 });
+  await page.waitForLoadState('load');
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  const path = new URL(name, OUT).pathname;
+  await page.screenshot({ path, fullPage: true });
+  expect((await readFile(path)).length).toBeGreaterThan(10_000);
+}
+
+describe('the public verify page /verify', () => {
+  it('serves an accessible form with its script from the gateway only', async () => {
+    const res = await fetch(`${stack.baseUrl}/verify`);
+    expect(res.status).toBe(200);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("form-action 'self'");
+    const html = await res.text();
+    expect(html).toContain('<html lang="en">');
+    expect(html).toMatch(/<label for="file">/);
+    expect(html).toMatch(/<form[^>]+method="post"[^>]+action="\/verify"[^>]+enctype="multipart\/form-data"/);
+    expect(html).toContain('<script src="/verify/drop.js" defer></script>');
+    const script = await fetch(`${stack.baseUrl}/verify/drop.js`);
+    expect(script.headers.get('content-type')).toContain('text/javascript');
+    expect(await script.text()).toContain("addEventListener('drop'");
+  });
+
+  it('a signed file dropped on the page: Verified, with signer, AI origin, proves / does not prove and the thumbnail', async () => {
+    const { page, errors } = await newPage(true);
+    await page.goto(`${stack.baseUrl}/verify`, { waitUntil: 'load' });
+    await dropFile(page, files.signed, 'signed.jpg');
+    expect(await page.locator('h1').getAttribute('data-status')).toBe('verified_manifest_and_watermark_match');
+    expect(await page.locator('h1').innerText()).toBe('Verified');
+    expect(await page.locator('th:text-is("Signed by") + td').innerText()).toMatch(/Cairn/);
+    expect(await page.locator('th:text-is("Signed on") + td').innerText()).toMatch(/\w{3}, \d{2} \w{3} \d{4}/);
+    expect(await page.locator('th:text-is("AI-generated") + td').innerText()).toBe('Yes — declared AI-generated by the signer');
+    expect(await page.locator('th:text-is("Generator") + td').innerText()).toBe('Orbit Studio');
+    expect(await page.locator('h2:text-is("What this does not prove") + ul li').count()).toBeGreaterThan(0);
+    const thumb = page.locator('img.thumb');
+    expect(await thumb.getAttribute('src')).toBe(`${stack.baseUrl}/v/${signed.asset_id}/thumbnail.jpg`);
+    expect(await thumb.evaluate((element) => { const img = element as unknown as { complete: boolean; naturalWidth: number }; return img.complete && img.naturalWidth > 0; })).toBe(true);
+    expect(await page.locator('code', { hasText: 'signed.jpg' }).count()).toBe(1);
+    expect(errors).toEqual([]);
+    await screenshot(page, 'verify-page-signed.png');
+  }, 60_000);
+
+  it('a re-encoded copy (manifest stripped): watermark_only, linking to the original’s /v/ page', async () => {
+    const { page, errors } = await newPage(true);
+    await page.goto(`${stack.baseUrl}/verify`, { waitUntil: 'load' });
+    await dropFile(page, files.reencoded, 'reencoded.jpg');
+    expect(await page.locator('h1').getAttribute('data-status')).toBe('watermark_only');
+    const link = page.locator('ul.matches a');
+    expect(await link.getAttribute('href')).toBe(signed.verifier_url);
+    expect(await page.locator('img.thumb').evaluate((element) => (element as unknown as { naturalWidth: number }).naturalWidth > 0)).toBe(true);
+    await screenshot(page, 'verify-page-reencoded.png');
+    // The match leads to the signed original's own page.
+    await Promise.all([page.waitForURL(signed.verifier_url), link.click()]);
+    expect(await page.locator('h1').getAttribute('data-status')).toBe('verified_manifest_and_watermark_match');
+    expect(errors).toEqual([]);
+  }, 60_000);
+
+  it('a tampered copy picked with the file chooser and the keyboard: Tampered', async () => {
+    const { page, errors } = await newPage(true);
+    await page.goto(`${stack.baseUrl}/verify`, { waitUntil: 'load' });
+    await page.getByLabel('Choose a file to verify').setInputFiles(files.tampered);
+    await page.getByRole('button', { name: 'Verify', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await resultShown(page);
+    expect(await page.locator('h1').getAttribute('data-status')).toBe('manifest_tampered');
+    expect(await page.locator('h1').innerText()).toBe('Tampered');
+    expect(errors).toEqual([]);
+    await screenshot(page, 'verify-page-tampered.png');
+  }, 60_000);
+
+  it('an unrelated photo: No provenance found, no thumbnail, no matches', async () => {
+    const { page } = await newPage(true);
+    await page.goto(`${stack.baseUrl}/verify`, { waitUntil: 'load' });
+    await dropFile(page, files.unrelated, 'coffee.jpg');
+    expect(await page.locator('h1').getAttribute('data-status')).toBe('no_provenance');
+    expect(await page.locator('h1').innerText()).toBe('No provenance found');
+    expect(await page.locator('img.thumb').count()).toBe(0);
+    expect(await page.locator('ul.matches').count()).toBe(0);
+    await screenshot(page, 'verify-page-unrelated.png');
+  }, 60_000);
+
+  it('works as a plain form post with JavaScript disabled', async () => {
+    const { page } = await newPage(false);
+    await page.goto(`${stack.baseUrl}/verify`, { waitUntil: 'load' });
+    await page.getByLabel('Choose a file to verify').setInputFiles(files.reencoded);
+    await page.getByRole('button', { name: 'Verify', exact: true }).click();
+    await resultShown(page);
+    expect(await page.locator('h1').getAttribute('data-status')).toBe('watermark_only');
+    expect(await page.locator('ul.matches a').getAttribute('href')).toBe(signed.verifier_url);
+    await screenshot(page, 'verify-page-no-javascript.png');
+  }, 60_000);
+
+  it('a post without a file is a readable page with its cairn.* code, not a 500', async () => {
+    const res = await fetch(`${stack.baseUrl}/verify`, { method: 'POST', body: multipart({ note: 'no file' }) });
+    expect(res.status).toBe(400);
+    const html = await res.text();
+    expect(html).toContain('data-problem="cairn.verify.no_input"');
+    expect(html).toContain('Choose a file to verify');
+    const notMultipart = await fetch(`${stack.baseUrl}/verify`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    expect(notMultipart.status).toBe(415);
+    expect(await notMultipart.text()).toContain('data-problem="cairn.validation.unsupported_media_type"');
+  });
+
+  it('the /v/ page links to the verify page', async () => {
+    const html = await (await fetch(signed.verifier_url)).text();
+    expect(html).toContain('href="/verify"');
+  });
+});
