@@ -9,6 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { healthV1 } from '@cairn/proto';
+import { createClient } from '@cairn/rpc';
 import { databaseRole, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '@cairn/config';
 import { createSandbox, databaseUrl, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 
@@ -122,6 +124,16 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
       expect(owners.rows).toEqual([...SERVICE_NAMES].sort().map((name) => ({ schema: name, owner: databaseRole(name) })));
     } finally {
       await admin.end();
+    }
+  });
+
+  it('runs gRPC between the services as mutual TLS: a plaintext client is refused', async () => {
+    expect(output).toContain('gRPC between the services is mutual TLS');
+    const health = createClient(healthV1.Health, `127.0.0.1:${DEFAULT_PORTS.billing.grpc + offset}`, { retries: 0, deadlineMs: 3000 });
+    try {
+      await expect(health.check({ service: '' })).rejects.toMatchObject({ code: 'cairn.unavailable' });
+    } finally {
+      health.close();
     }
   });
 

@@ -1,6 +1,6 @@
 import type { DestinationStream } from 'pino';
 import { startService, type RunningService } from '@cairn/runtime';
-import { APP_ROLE, apiRequester, createSandbox, databaseUrl, PG_ADMIN_URL, provisionServiceRoles, type ApiRequest, type Sandbox } from '@cairn/testing';
+import { APP_ROLE, apiRequester, createSandbox, databaseUrl, makeDevPki, PG_ADMIN_URL, provisionServiceRoles, type ApiRequest, type Sandbox, type TlsFiles } from '@cairn/testing';
 import { databaseRole, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '../../packages/config/src/index.js';
 import { anchorService } from '../../services/anchor/src/service.js';
 import { auditService } from '../../services/audit/src/service.js';
@@ -12,6 +12,9 @@ import { verifierService } from '../../services/verifier/src/service.js';
 import { watermarkService } from '../../services/watermark/src/service.js';
 import { webhookService } from '../../services/webhook/src/service.js';
 import { freePort } from '@cairn/testing';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { collectGarbage } from '../../services/signer/test/c2pa-fixtures.js';
 
 type Definition = Parameters<typeof startService>[0];
@@ -35,6 +38,8 @@ export function startFleetService(name: ServiceName, env: NodeJS.ProcessEnv, log
 export interface Stack {
   sandbox: Sandbox;
   env: NodeJS.ProcessEnv;
+  /** With StackOptions.tls: each service's certificate files (and the CA's). */
+  tls?: Record<string, TlsFiles>;
   services: Map<ServiceName, RunningService>;
   baseUrl: string;
   request: ApiRequest;
@@ -48,7 +53,17 @@ export interface Stack {
  * Several services of the fleet in one sandbox, each on a port chosen up front so peers find each other.
  * The gateway's public base URL is its real address, so manifest_uri and verifier_url work.
  */
-export async function startStack(names: ServiceName[], overrides: NodeJS.ProcessEnv = {}, logs?: Partial<Record<ServiceName, DestinationStream>>): Promise<Stack> {
+export interface StackOptions {
+  /** Mutual TLS between the services, each with its own certificate of a CA made for this stack (as `npm run up`). */
+  tls?: boolean;
+}
+
+export async function startStack(
+  names: ServiceName[],
+  overrides: NodeJS.ProcessEnv = {},
+  logs?: Partial<Record<ServiceName, DestinationStream>>,
+  options: StackOptions = {},
+): Promise<Stack> {
   // The gateway meters every sign and authenticated verify through billing: a stack with it runs billing too.
   if (names.includes('gateway') && !names.includes('billing')) names = [...names, 'billing'];
   // The verifier asks the soft-binding service when nothing else leads to a record.
@@ -69,11 +84,14 @@ export async function startStack(names: ServiceName[], overrides: NodeJS.Process
   const httpPort = await freePort();
   const env: NodeJS.ProcessEnv = { ...sandbox.env, HTTP_PORT: String(httpPort), PUBLIC_BASE_URL: `http://127.0.0.1:${httpPort}` };
   for (const [name, port] of ports) env[grpcAddrVar(name)] = `127.0.0.1:${port}`;
+  const tls: Record<string, TlsFiles> | undefined = options.tls ? await makeDevPki(join(tmpdir(), `cairn-test-tls-${sandbox.id}`), SERVICE_NAMES) : undefined;
   const services = new Map<ServiceName, RunningService>();
   // `env` stays live: a test may change it before restarting a service.
   const start = async (name: ServiceName) => {
     const ownUrl = overrides.DATABASE_URL ?? databaseUrl(PG_ADMIN_URL, sandbox.databaseName, databaseRole(name));
-    const service = await startFleetService(name, { ...env, DATABASE_URL: ownUrl, GRPC_PORT: String(ports.get(name)) }, logs?.[name]);
+    const own = tls?.[name];
+    const identity = own ? { GRPC_TLS_CA: own.ca, GRPC_TLS_CERT: own.cert, GRPC_TLS_KEY: own.key } : {};
+    const service = await startFleetService(name, { ...env, DATABASE_URL: ownUrl, ...identity, GRPC_PORT: String(ports.get(name)) }, logs?.[name]);
     services.set(name, service);
     return service;
   };
@@ -84,6 +102,7 @@ export async function startStack(names: ServiceName[], overrides: NodeJS.Process
   return {
     sandbox,
     env,
+    ...(tls ? { tls } : {}),
     services,
     baseUrl,
     request: apiRequester(baseUrl),
@@ -95,6 +114,7 @@ export async function startStack(names: ServiceName[], overrides: NodeJS.Process
     stop: async () => {
       for (const name of [...order].reverse()) await services.get(name)?.stop();
       await sandbox.dispose();
+      if (tls) await rm(join(tmpdir(), `cairn-test-tls-${sandbox.id}`), { recursive: true, force: true });
       // c2pa-node's callback signers hold a handle until collected: release them so the process can exit.
       collectGarbage();
     },

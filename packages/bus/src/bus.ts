@@ -23,6 +23,12 @@ export interface BusOptions {
   subjectPrefix: string;
   name?: string;
   logger?: Logger;
+  /** The service's NATS identity (one user per service, see permissions.ts); absent on a server without auth. */
+  user?: string;
+  password?: string;
+  token?: string;
+  /** Where request replies arrive; a service's user may subscribe only to its own (permissions.ts inboxPrefix). */
+  inboxPrefix?: string;
 }
 
 export interface ConsumerOptions {
@@ -52,7 +58,14 @@ export class Bus {
   ) {}
 
   static async connect(options: BusOptions): Promise<Bus> {
-    const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1 });
+    const nc = await connect({
+      servers: options.url,
+      name: options.name,
+      maxReconnectAttempts: -1,
+      ...(options.user ? { user: options.user, pass: options.password } : {}),
+      ...(options.token ? { token: options.token } : {}),
+      ...(options.inboxPrefix ? { inboxPrefix: options.inboxPrefix } : {}),
+    });
     const jsm = await jetstreamManager(nc);
     const bus = new Bus(nc, jetstream(nc), jsm, options);
     await bus.ensureStream();

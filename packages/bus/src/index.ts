@@ -3,3 +3,4 @@ export { EVENT_TYPES, eventEnvelopeSchema, newEvent, type EventEnvelope, type Ev
 export { idempotentHandler, type DedupeStore } from './idempotent.js';
 export { injectTraceHeaders, extractTraceContext, newHeaders } from './tracing.js';
 export { WorkQueue, type WorkHandlerContext } from './work-queue.js';
+export { EVENT_PUBLISHERS, inboxPrefix, natsAuthorizationConfig, natsPasswordVar, natsPermissions, type NatsPermissions, type StreamNames } from './permissions.js';

@@ -1,4 +1,4 @@
-export { loadConfig, commonEnvShape, ConfigError, type CommonEnv } from './load.js';
+export { loadConfig, commonEnvShape, ConfigError, identityProblems, isLoopbackHost, type CommonEnv } from './load.js';
 export {
   SERVICE_NAMES,
   DEFAULT_PORTS,

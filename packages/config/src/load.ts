@@ -20,7 +20,15 @@ export const commonEnvShape = {
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]+$/).default('CAIRN_EVENTS'),
   NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).default('cairn'),
+  /** The service's own NATS user (cairn-<service>) and password, or a token: required in production off loopback. */
+  NATS_USER: z.string().min(1).optional(),
+  NATS_PASSWORD: z.string().min(1).optional(),
+  NATS_TOKEN: z.string().min(1).optional(),
   GRPC_HOST: z.string().default('127.0.0.1'),
+  /** PEM files: the fleet's CA, this service's certificate and key. gRPC is mutual TLS when set (all three). */
+  GRPC_TLS_CA: z.string().min(1).optional(),
+  GRPC_TLS_CERT: z.string().min(1).optional(),
+  GRPC_TLS_KEY: z.string().min(1).optional(),
   GRPC_PORT: port.optional(),
   OPS_PORT: port.optional(),
   DOCS_URL: z.string().url().default('https://docs.cairn.dev'),
@@ -28,6 +36,36 @@ export const commonEnvShape = {
 } as const;
 
 export type CommonEnv = z.output<z.ZodObject<typeof commonEnvShape>>;
+
+/** 127.0.0.0/8, ::1 and localhost: reachable only from the same host (in a cluster, the same pod). */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127\.\d+\.\d+\.\d+$/.test(bare);
+}
+
+function urlHosts(urls: string): string[] {
+  return urls.split(',').map((url) => new URL(url.includes('://') ? url : `nats://${url}`).hostname);
+}
+
+/**
+ * What a service's identity settings lack. Always: the TLS files come as a set. In production, nothing that
+ * leaves the host is anonymous or plaintext: a gRPC server bound off loopback needs TLS, a NATS server off
+ * loopback needs this service's credentials. (Loopback stays open so one host can run a service alone.)
+ */
+export function identityProblems(config: CommonEnv): string[] {
+  const problems: string[] = [];
+  const tls = [config.GRPC_TLS_CA, config.GRPC_TLS_CERT, config.GRPC_TLS_KEY].filter(Boolean).length;
+  if (tls !== 0 && tls !== 3) problems.push('GRPC_TLS_CA, GRPC_TLS_CERT and GRPC_TLS_KEY: give all three or none');
+  if (config.CAIRN_ENV !== 'production') return problems;
+  if (tls === 0 && !isLoopbackHost(config.GRPC_HOST)) {
+    problems.push(`GRPC_TLS_CA, GRPC_TLS_CERT, GRPC_TLS_KEY: required in production when gRPC listens on ${config.GRPC_HOST} (mutual TLS between services)`);
+  }
+  const natsCredentials = Boolean((config.NATS_USER && config.NATS_PASSWORD) || config.NATS_TOKEN);
+  if (!natsCredentials && !urlHosts(config.NATS_URL).every(isLoopbackHost)) {
+    problems.push('NATS_USER and NATS_PASSWORD (or NATS_TOKEN): required in production for a NATS server off this host (the service\'s own NATS identity)');
+  }
+  return problems;
+}
 
 /**
  * Parses the environment with a zod shape and reports every bad variable at once, so a misconfigured

@@ -4,6 +4,7 @@ import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, 
 import { MethodOptions_IdempotencyLevel } from '@bufbuild/protobuf/wkt';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { CODE_METADATA_KEY, fromServiceError } from './status.js';
+import { channelCredentials, type TlsMaterial } from './tls.js';
 
 export interface CallOptions {
   /** Per-call deadline; the client default applies when absent. */
@@ -19,6 +20,10 @@ export interface ClientOptions {
    * handler, or the method is declared idempotent in its .proto. Never for any other failure: those may have had effects.
    */
   retries?: number;
+  /** Mutual TLS: this service's certificate, and the CA the peer's must chain to. Plaintext when absent. */
+  tls?: TlsMaterial;
+  /** With tls: the name the peer's certificate must carry (serviceTlsName), checked instead of the dialled host. */
+  serverName?: string;
 }
 
 export type ServiceClient<M extends GenServiceMethods> = {
@@ -68,7 +73,8 @@ export function retrySafe(error: grpc.ServiceError, idempotent: boolean): boolea
  * metadata, retries with backoff on UNAVAILABLE, and failures as CairnError (cairn code preserved end to end).
  */
 export function createClient<M extends GenServiceMethods>(service: GenService<M>, address: string, options: ClientOptions = {}): ServiceClient<M> {
-  const channel = new grpc.Client(address, grpc.credentials.createInsecure(), {
+  const channel = new grpc.Client(address, channelCredentials(options.tls), {
+    ...(options.tls && options.serverName ? { 'grpc.ssl_target_name_override': options.serverName, 'grpc.default_authority': options.serverName } : {}),
     'grpc.max_receive_message_length': 128 * 1024 * 1024,
     'grpc.max_send_message_length': 128 * 1024 * 1024,
     // A peer that restarts (a rollout, a crash) is back within a second or two: reconnect attempts must

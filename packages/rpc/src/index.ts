@@ -3,3 +3,4 @@ export { createClient, retrySafe, type ServiceClient, type CallOptions, type Cli
 export { HealthState, ServingStatus } from './health.js';
 export { toServiceError, fromServiceError, grpcStatusForCode, CODE_METADATA_KEY } from './status.js';
 export { grpcServiceDefinition } from './definition.js';
+export { readTlsFiles, serviceTlsName, serverCredentials, channelCredentials, type TlsMaterial } from './tls.js';

@@ -4,6 +4,7 @@ import type { DescMessage, MessageInitShape, MessageShape } from '@bufbuild/prot
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { grpcServiceDefinition } from './definition.js';
 import { toServiceError } from './status.js';
+import { serverCredentials, type TlsMaterial } from './tls.js';
 
 export interface CallContext {
   metadata: grpc.Metadata;
@@ -95,10 +96,10 @@ export class RpcServer {
     if (service.methods.length > 0) this.server.addService(definition, handlers);
   }
 
-  /** Binds and starts serving; returns the bound port (useful with port 0). */
-  listen(host: string, port: number): Promise<number> {
+  /** Binds and starts serving; returns the bound port (useful with port 0). With `tls`, only clients holding a certificate of the fleet's CA get in. */
+  listen(host: string, port: number, tls?: TlsMaterial): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+      this.server.bindAsync(`${host}:${port}`, serverCredentials(tls), (error, bound) => (error ? reject(error) : resolve(bound)));
     });
   }
 

@@ -3,11 +3,11 @@ import type { DestinationStream } from 'pino';
 import { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { Bus, idempotentHandler, type EventEnvelope, type EventType, type RunningConsumer } from '@cairn/bus';
-import { commonEnvShape, DEFAULT_PORTS, grpcAddrVar, loadConfig, type CommonEnv, type ServiceName } from '@cairn/config';
+import { Bus, idempotentHandler, inboxPrefix, type EventEnvelope, type EventType, type RunningConsumer } from '@cairn/bus';
+import { commonEnvShape, ConfigError, DEFAULT_PORTS, grpcAddrVar, identityProblems, loadConfig, type CommonEnv, type ServiceName } from '@cairn/config';
 import { assertRlsSubjectRole, createDb, createPool, migrateService, pgDedupeStore, pingDatabase, type Database, type Tx } from '@cairn/db';
 import { createLogger, type Logger } from '@cairn/logging';
-import { createClient, HealthState, RpcServer, ServingStatus, type ServiceClient } from '@cairn/rpc';
+import { createClient, HealthState, readTlsFiles, RpcServer, ServingStatus, serviceTlsName, type ServiceClient, type TlsMaterial } from '@cairn/rpc';
 import { healthV1 } from '@cairn/proto';
 import { ServiceMetrics, startTelemetry, type TelemetryHandle } from '@cairn/telemetry';
 import { closeServer, createOpsServer, listen, type ReadinessReport } from './ops-server.js';
@@ -76,6 +76,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 export async function startService<S extends z.ZodRawShape>(definition: ServiceDefinition<S>): Promise<RunningService> {
   const env = definition.env ?? process.env;
   const config = loadConfig({ ...commonEnvShape, ...definition.configShape }, env) as unknown as ServiceConfig<S>;
+  const identity = identityProblems(config);
+  if (identity.length) throw new ConfigError(identity);
+  const tls: TlsMaterial | undefined =
+    config.GRPC_TLS_CA && config.GRPC_TLS_CERT && config.GRPC_TLS_KEY ? readTlsFiles({ ca: config.GRPC_TLS_CA, cert: config.GRPC_TLS_CERT, key: config.GRPC_TLS_KEY }) : undefined;
   const telemetry: TelemetryHandle = startTelemetry(definition.name, env);
   const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL, ...(definition.logDestination ? { destination: definition.logDestination } : {}) });
   const metrics = new ServiceMetrics(definition.name);
@@ -126,7 +130,17 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     redisConnected = true;
 
     const bus = await withTimeout(
-      Bus.connect({ url: config.NATS_URL, stream: config.NATS_STREAM, subjectPrefix: config.NATS_SUBJECT_PREFIX, name: `cairn-${definition.name}`, logger }),
+      Bus.connect({
+        url: config.NATS_URL,
+        stream: config.NATS_STREAM,
+        subjectPrefix: config.NATS_SUBJECT_PREFIX,
+        name: `cairn-${definition.name}`,
+        logger,
+        user: config.NATS_USER,
+        password: config.NATS_PASSWORD,
+        token: config.NATS_TOKEN,
+        inboxPrefix: inboxPrefix(definition.name),
+      }),
       5000,
       'NATS',
     ).catch((error: unknown) => {
@@ -175,7 +189,7 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
       },
       client: (service, peer) => {
         const address = env[grpcAddrVar(peer)] ?? `127.0.0.1:${DEFAULT_PORTS[peer].grpc}`;
-        const client = createClient(service, address);
+        const client = createClient(service, address, tls ? { tls, serverName: serviceTlsName(peer) } : {});
         clients.push(client);
         return client;
       },
@@ -185,7 +199,7 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     outbox.start();
     closers.push(() => outbox.stop());
 
-    const grpcPort = await rpc.listen(config.GRPC_HOST, config.GRPC_PORT ?? DEFAULT_PORTS[definition.name].grpc);
+    const grpcPort = await rpc.listen(config.GRPC_HOST, config.GRPC_PORT ?? DEFAULT_PORTS[definition.name].grpc, tls);
     const readiness = async (): Promise<ReadinessReport> => {
       const checks: Record<string, string> = {};
       const probe = async (name: string, check: () => Promise<unknown>) => {

@@ -36,6 +36,18 @@ describe('startService', () => {
     await expect(start({ DATABASE_URL: superuser })).rejects.toThrow(new RegExp(`database role "${role}" has SUPERUSER`));
   });
 
+  it('refuses, in production, gRPC reachable off the host without TLS and NATS off the host without credentials', async () => {
+    await expect(start({ CAIRN_ENV: 'production', GRPC_HOST: '0.0.0.0' })).rejects.toThrow(/GRPC_TLS_CA, GRPC_TLS_CERT, GRPC_TLS_KEY: required in production when gRPC listens on 0\.0\.0\.0/);
+    await expect(start({ CAIRN_ENV: 'production', NATS_URL: 'nats://nats.cairn.svc:4222' })).rejects.toThrow(/NATS_USER and NATS_PASSWORD \(or NATS_TOKEN\): required in production/);
+  });
+
+  it('refuses an incomplete or unreadable set of TLS files, naming what is wrong', async () => {
+    await expect(start({ GRPC_TLS_CA: '/nonexistent/ca.crt' })).rejects.toThrow(/give all three or none/);
+    await expect(start({ GRPC_TLS_CA: '/nonexistent/ca.crt', GRPC_TLS_CERT: '/nonexistent/webhook.crt', GRPC_TLS_KEY: '/nonexistent/webhook.key' })).rejects.toThrow(
+      /cannot read GRPC_TLS_CA \/nonexistent\/ca\.crt/,
+    );
+  });
+
   it('reports every invalid setting at once', async () => {
     await expect(start({ CAIRN_ENV: 'staging', GRPC_PORT: 'eighty' })).rejects.toThrow(/CAIRN_ENV[\s\S]*GRPC_PORT|GRPC_PORT[\s\S]*CAIRN_ENV/);
   });

@@ -3,3 +3,4 @@ export { ensureAppRole, databaseExists, createDatabase, dropDatabase, databaseUr
 export { apiRequester, type ApiRequest, type ApiRequestInit } from './http.js';
 export { startHardhat, REPO_ROOT, type HardhatNode } from './hardhat.js';
 export { waitFor } from './wait.js';
+export { makeDevPki, type TlsFiles } from './tls.js';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { Bus } from '@cairn/bus';
-import { commonEnvShape, loadConfig } from '@cairn/config';
+import { Bus, inboxPrefix } from '@cairn/bus';
+import { commonEnvShape, databaseRole, loadConfig } from '@cairn/config';
 import { createDb, createPool, migrateService } from '@cairn/db';
 import { pino } from 'pino';
 import { createLogger } from '@cairn/logging';
@@ -15,7 +15,8 @@ import { TenantStore } from './store/tenants.js';
 const USAGE = `Usage: pnpm cairn admin bootstrap --name <tenant name> [--email <address>] [--json]
 
 Creates an enterprise primary tenant and prints its admin API key once. Reads DATABASE_URL, NATS_URL (as the
-services do). The key is shown only here: store it in a secret manager.`;
+gateway does, with its identity: DATABASE_URL defaults to the local fleet's cairn_gateway role, NATS_USER and
+NATS_PASSWORD are the gateway's). The key is shown only here: store it in a secret manager.`;
 
 async function bootstrap(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { name: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean', default: false } } });
@@ -25,8 +26,19 @@ async function bootstrap(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig({ ...commonEnvShape, ...gatewayConfigShape });
-  const pool = createPool(config.DATABASE_URL, 2);
-  const bus = await Bus.connect({ url: config.NATS_URL, stream: config.NATS_STREAM, subjectPrefix: config.NATS_SUBJECT_PREFIX, name: 'cairn-cli' });
+  // It writes the gateway's tables, so it is the gateway: the local fleet's gateway role unless DATABASE_URL says otherwise.
+  const databaseUrl = process.env.DATABASE_URL ? config.DATABASE_URL : Object.assign(new URL(config.DATABASE_URL), { username: databaseRole('gateway') }).toString();
+  const pool = createPool(databaseUrl, 2);
+  const bus = await Bus.connect({
+    url: config.NATS_URL,
+    stream: config.NATS_STREAM,
+    subjectPrefix: config.NATS_SUBJECT_PREFIX,
+    name: 'cairn-cli',
+    user: config.NATS_USER,
+    password: config.NATS_PASSWORD,
+    token: config.NATS_TOKEN,
+    inboxPrefix: inboxPrefix('gateway'),
+  });
   try {
     await migrateService(pool, 'gateway', migrationsFolder);
     // stdout carries the answer (--json is parsed by scripts); diagnostics go to stderr.

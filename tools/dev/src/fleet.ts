@@ -11,6 +11,7 @@ import { commonEnvShape, ConfigError, loadConfig, SERVICE_NAMES, type CommonEnv 
 import { banner } from './banner.js';
 import { describeExit, firstExit, ServiceProcess, stopAll, type ChildExit, type OutputOptions } from './children.js';
 import { startLocalChain, type LocalChain } from './chain.js';
+import { makeDevPki, type TlsFiles } from '@cairn/testing';
 import { checkInfrastructure, describeProblems, provisionDatabase } from './infra.js';
 import { parseOptions, UsageError, USAGE, type FleetOptions } from './options.js';
 import { allPorts, busyPorts, localDataKey, planFleet, reachableHost, type FleetPlan } from './plan.js';
@@ -177,12 +178,27 @@ async function main(argv: string[]): Promise<number> {
     }
   }
 
+  // (d) mutual TLS between the services: a development CA and one certificate per service, kept across runs.
+  let tls: Record<string, TlsFiles> | undefined;
+  if (process.env.GRPC_TLS_CA) {
+    say('gRPC TLS files from the environment (GRPC_TLS_CA, GRPC_TLS_CERT, GRPC_TLS_KEY)');
+  } else {
+    const tlsDir = join(ROOT, '.cairn', 'tls');
+    try {
+      tls = await makeDevPki(tlsDir, SERVICE_NAMES);
+      say(`gRPC between the services is mutual TLS (development CA and certificates in ${relative(process.cwd(), tlsDir) || tlsDir})`);
+    } catch (error) {
+      complain(`gRPC runs without TLS: ${errorText(error)}`);
+    }
+  }
+
   const plan = planFleet(process.env, {
     offset: options.portOffset,
     databaseUrl: config.DATABASE_URL,
     dataKey,
     blobStoreUrl: `file://${join(ROOT, '.cairn', 'blobs')}`,
     serviceRoles: options.provision,
+    ...(tls ? { tls } : {}),
   });
   const busy = await busyPorts(reachableHost(config.GRPC_HOST), allPorts(plan));
   if (busy.length) {

@@ -51,7 +51,18 @@ export function serviceDatabaseUrl(databaseUrl: string, name: ServiceName): stri
  * `serviceRoles`: each service connects as cairn_<service> (the launcher provisioned them); without it (the
  * caller gave DATABASE_URL and --no-provision) every service uses that URL as given.
  */
-export function planFleet(base: NodeJS.ProcessEnv, options: { offset: number; databaseUrl: string; dataKey: string; blobStoreUrl: string; serviceRoles?: boolean }): FleetPlan {
+export function planFleet(
+  base: NodeJS.ProcessEnv,
+  options: {
+    offset: number;
+    databaseUrl: string;
+    dataKey: string;
+    blobStoreUrl: string;
+    serviceRoles?: boolean;
+    /** Each service's gRPC certificate (mutual TLS between the services); plaintext gRPC when absent. */
+    tls?: Readonly<Record<string, { ca: string; cert: string; key: string }>>;
+  },
+): FleetPlan {
   const host = reachableHost(base.GRPC_HOST);
   const chainPort = DEFAULT_CHAIN_PORT + options.offset;
   const chain = base.ANCHOR_RPC_URL ? undefined : { port: chainPort, url: `http://127.0.0.1:${chainPort}` };
@@ -74,6 +85,8 @@ export function planFleet(base: NodeJS.ProcessEnv, options: { offset: number; da
       OCSP_PORT: base.OCSP_PORT ?? String(DEFAULT_OCSP_PORT + options.offset),
       OCSP_PUBLIC_URL: base.OCSP_PUBLIC_URL ?? `http://127.0.0.1:${base.OCSP_PORT ?? DEFAULT_OCSP_PORT + options.offset}/ocsp`,
     };
+    const tls = options.tls?.[name];
+    if (tls) Object.assign(env, { GRPC_TLS_CA: tls.ca, GRPC_TLS_CERT: tls.cert, GRPC_TLS_KEY: tls.key });
     if (name === 'anchor') env.ANCHOR_RPC_URL = base.ANCHOR_RPC_URL ?? chain?.url;
     if (name === 'gateway') {
       env.HTTP_PORT = String(httpPort);
