@@ -44,12 +44,12 @@ export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: 
   };
 }
 
-/** Durable consumer settling the reservations of asynchronous signs when their jobs end. */
+/** Durable consumer settling the reservations of asynchronous signs and verifies when their jobs end. */
 export const JOB_SETTLEMENT_CONSUMER = 'billing-job-settlement';
 
 /**
- * job.completed commits the job's reservation, job.failed releases it: a sign that never produced an asset is
- * never billed. Both are idempotent in the store (a repeat is a no-op), and an unknown reservation (swept,
+ * job.completed (a sign) and verification.completed (a verify) commit the job's reservation, job.failed releases
+ * it: a job that never produced its answer is never billed. Both are idempotent in the store (a repeat is a no-op), and an unknown reservation (swept,
  * or from before metering) is logged, not retried forever.
  */
 export function settleJobReservation(store: MeteringStore, logger: Logger) {
@@ -57,7 +57,7 @@ export function settleJobReservation(store: MeteringStore, logger: Logger) {
     const reservationId = event.data.reservation_id;
     if (typeof reservationId !== 'string' || reservationId === '') return;
     try {
-      if (event.type === 'job.completed') await store.commit(event.tenant_id, reservationId);
+      if (event.type === 'job.completed' || event.type === 'verification.completed') await store.commit(event.tenant_id, reservationId);
       else await store.release(event.tenant_id, reservationId);
     } catch (error) {
       if (isCairnError(error) && error.code === 'cairn.not_found') {

@@ -20,7 +20,7 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       const store = new MeteringStore(ctx.db, ctx.outbox, new PriceTable(config.BILLING_PRICES_JSON), config.BILLING_RESERVATION_TTL_SECONDS);
       ctx.rpc.add(billingV1.BillingService, billingHandlers(store));
       const settle = settleJobReservation(store, ctx.logger);
-      await ctx.consume(JOB_SETTLEMENT_CONSUMER, ['job.completed', 'job.failed'], (event) => settle(event));
+      await ctx.consume(JOB_SETTLEMENT_CONSUMER, ['job.completed', 'verification.completed', 'job.failed'], (event) => settle(event));
       await ctx.consume(EVENT_METER_CONSUMER, METERED_EVENT_TYPES, meterEvent(store, ctx.client(gatewayV1.TenantService, 'gateway'), ctx.logger));
       if (config.BILLING_SWEEP_INTERVAL_MS > 0) {
         let sweeping: Promise<unknown> | undefined;

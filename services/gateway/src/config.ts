@@ -18,6 +18,10 @@ export const gatewayConfigShape = {
   SYNC_SIGN_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024),
   /** Direct upload limit of sign and verify. */
   UPLOAD_MAX_BYTES: z.coerce.number().int().positive().default(100 * 1024 * 1024),
+  /** Authenticated verifies of uploads above this size answer 202 with a job (so does Prefer: respond-async). */
+  SYNC_VERIFY_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024),
+  /** The public verify stays synchronous: it takes files up to this size (413 above; verify with a key instead). */
+  PUBLIC_VERIFY_MAX_BYTES: z.coerce.number().int().positive().default(25 * 1024 * 1024),
   /** Unauthenticated verifies per client address per minute. */
   PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** Unauthenticated C2PA soft-binding queries (/c2pa/v1/matches/*) per client address per minute. */

@@ -53,6 +53,8 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         syncSignMaxBytes: config.SYNC_SIGN_MAX_BYTES,
         uploadMaxBytes: config.UPLOAD_MAX_BYTES,
         publicVerifyPerMinute: config.PUBLIC_VERIFY_PER_MINUTE,
+        syncVerifyMaxBytes: config.SYNC_VERIFY_MAX_BYTES,
+        publicVerifyMaxBytes: config.PUBLIC_VERIFY_MAX_BYTES,
         webhooks: ctx.client(webhookV1.WebhookService, 'webhook'),
         billing: ctx.client(billingV1.BillingService, 'billing'),
         audit: ctx.client(auditV1.AuditService, 'audit'),

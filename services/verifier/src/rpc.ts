@@ -1,10 +1,13 @@
 import { X509Certificate } from 'node:crypto';
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import type { verifierV1 } from '@cairn/proto';
+import { verifierV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
+import type { VerifyJobs } from './app/verify-jobs.js';
+import type { VerifyJobStore } from './store/jobs.js';
 import { toResultMessage } from './present.js';
 import { verify } from './verify.js';
 
@@ -16,7 +19,7 @@ function trustListEntry(pem: string, origin: string): { subject: string; origin:
 type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 /** cairn.verifier.v1.VerifierService. */
-export function verifierHandlers(deps: StoredVerdictDeps): ServiceImpl<Methods> {
+export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJobs; jobs: VerifyJobStore }): ServiceImpl<Methods> {
   return {
     verify: async (request) => {
       if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
@@ -38,6 +41,27 @@ export function verifierHandlers(deps: StoredVerdictDeps): ServiceImpl<Methods> 
         entries: list.entries.map((e) => trustListEntry(e.pem, e.origin)),
         c2paTrustListSource: list.sources.c2pa,
         c2paTsaTrustListSource: list.sources.tsa,
+      };
+    },
+    enqueueVerify: async (request) => {
+      if (!isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      if (!request.uploadBlobKey) throw new CairnError('cairn.verify.no_input', 'upload_blob_key is required.');
+      return { jobId: await deps.verifyJobs.enqueue(request.tenantId, request.uploadBlobKey, request.reservationId) };
+    },
+    getVerifyJob: async (request) => {
+      if (!isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      const row = isId('job', request.jobId) ? await deps.jobs.get(request.tenantId, request.jobId) : null;
+      if (!row) return {};
+      return {
+        job: {
+          jobId: row.jobId,
+          status: row.status,
+          ...(row.status === 'done' && row.result ? { result: fromJson(verifierV1.VerificationResultSchema, row.result as JsonValue) } : {}),
+          problemJson: row.problem ? JSON.stringify(row.problem) : '',
+          createdAt: row.createdAt.toISOString(),
+          updatedAt: row.updatedAt.toISOString(),
+          attempts: row.attempts,
+        },
       };
     },
     setTrustList: async (request) => {

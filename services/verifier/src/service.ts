@@ -1,12 +1,15 @@
 import { mediaLimitsOf } from '@cairn/media';
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
+import { WorkQueue } from '@cairn/bus';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
 import { createManifestReader } from './c2pa/index.js';
 import { verifierConfigShape } from './config.js';
 import type { StoredVerdictDeps } from './app/stored-verdict.js';
+import { VerifyJobs, type VerifyJobItem } from './app/verify-jobs.js';
+import { VerifyJobStore } from './store/jobs.js';
 import { RESULTS_CONSUMER, verifierResultEvents } from './events.js';
 import { verifierHandlers } from './rpc.js';
 import { ResultStore } from './store/results.js';
@@ -65,7 +68,19 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         mediaLimits: mediaLimitsOf(config),
         freshForMs: config.VERIFY_RESULT_FRESH_SECONDS * 1000,
       };
-      ctx.rpc.add(verifierV1.VerifierService, verifierHandlers(deps));
+      const jobs = new VerifyJobStore(ctx.db);
+      const queue = await WorkQueue.open<VerifyJobItem>(ctx.bus, 'verify');
+      const verifyJobs = new VerifyJobs({ ...deps, jobs }, queue, ctx.logger);
+      ctx.rpc.add(verifierV1.VerifierService, verifierHandlers({ ...deps, verifyJobs, jobs }));
+      const worker = await queue.consume({
+        durable: 'verifier-jobs',
+        // One delivery more than the attempts: the last one only records the failure (app/verify-jobs.ts).
+        maxAttempts: config.VERIFY_JOB_MAX_ATTEMPTS + 1,
+        ackWaitMs: 120_000,
+        logger: ctx.logger,
+        handler: (item, job) => verifyJobs.run(item, job.attempt, config.VERIFY_JOB_MAX_ATTEMPTS),
+      });
+      ctx.onShutdown(() => worker.stop());
       await ctx.consume(RESULTS_CONSUMER, ['asset.signed', 'anchor.confirmed', 'certificate.revoked'], verifierResultEvents(deps));
     },
   };

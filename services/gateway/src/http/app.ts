@@ -49,6 +49,8 @@ export interface GatewayDeps {
   syncSignMaxBytes: number;
   uploadMaxBytes: number;
   publicVerifyPerMinute: number;
+  syncVerifyMaxBytes: number;
+  publicVerifyMaxBytes: number;
   /** Webhook endpoints and deliveries (the webhook service). */
   webhooks: WebhookClient;
   /** Metering (reserve/commit/release) and usage. */
@@ -96,7 +98,20 @@ export function createApp(deps: GatewayDeps): Express {
       billing: deps.billing,
     }),
   );
-  app.use(verifyRoutes({ blobs: deps.blobs, verifier: deps.verifier, store: deps.store, limiter: deps.limiter, uploadMaxBytes: deps.uploadMaxBytes, publicVerifyPerMinute: deps.publicVerifyPerMinute, billing: deps.billing }));
+  app.use(
+    verifyRoutes({
+      blobs: deps.blobs,
+      verifier: deps.verifier,
+      store: deps.store,
+      limiter: deps.limiter,
+      uploadMaxBytes: deps.uploadMaxBytes,
+      syncVerifyMaxBytes: deps.syncVerifyMaxBytes,
+      publicVerifyMaxBytes: deps.publicVerifyMaxBytes,
+      publicBaseUrl: deps.publicBaseUrl,
+      publicVerifyPerMinute: deps.publicVerifyPerMinute,
+      billing: deps.billing,
+    }),
+  );
   app.use(usageRoutes({ billing: deps.billing }));
   app.use(lookupRoutes({ blobs: deps.blobs, softbinding: deps.softbinding, billing: deps.billing, uploadMaxBytes: deps.uploadMaxBytes }));
   app.use(auditRoutes({ audit: deps.audit }));

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { boolean, jsonb, pgPolicy, pgSchema, text, timestamp } from 'drizzle-orm/pg-core';
+import { boolean, integer, jsonb, pgPolicy, pgSchema, text, timestamp } from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 export const verifier = pgSchema('verifier');
@@ -40,6 +40,30 @@ export const results = verifier.table('results', {
   anchorSettled: boolean('anchor_settled').notNull().default(true),
   stale: boolean('stale').notNull().default(false),
 });
+
+/** Asynchronous verifies (large files, `Prefer: respond-async`): the row is the source of truth for a job's state. */
+export const verifyJobs = verifier.table(
+  'verify_jobs',
+  {
+    jobId: text('job_id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    status: text('status').$type<'queued' | 'running' | 'done' | 'failed'>().notNull(),
+    uploadBlobKey: text('upload_blob_key').notNull(),
+    reservationId: text('reservation_id').notNull().default(''),
+    result: jsonb('result'),
+    problem: jsonb('problem'),
+    attempts: integer('attempts').notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    pgPolicy('verify_jobs_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
+      withCheck: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
+    }),
+  ],
+);
 
 export const outbox = outboxTable(verifier);
 export const processedEvents = processedEventsTable(verifier);

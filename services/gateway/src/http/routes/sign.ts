@@ -148,21 +148,6 @@ export function signRoutes(deps: SignRouteDeps): Router {
     },
   );
 
-  router.get('/v1/jobs/:job_id', requireScope('read'), async (req, res) => {
-    const { job } = await deps.signer.getJob({ tenantId: req.auth!.tenant.tenantId, jobId: String(req.params.job_id) });
-    if (!job) throw new CairnError('cairn.not_found', `Job ${String(req.params.job_id)} not found.`);
-    res.json({
-      job_id: job.jobId,
-      status: job.status,
-      poll_url: `${base}/v1/jobs/${job.jobId}`,
-      ...(job.status === 'done' && job.result ? presentSignResult(job.result) : {}),
-      ...(job.status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
-      attempts: job.attempts,
-      created_at: job.createdAt,
-      updated_at: job.updatedAt,
-    });
-  });
-
   router.get('/v1/assets/:asset_id/content', requireScope('read'), async (req, res) => {
     const { asset } = await deps.signer.getAsset({ tenantId: req.auth!.tenant.tenantId, assetId: String(req.params.asset_id) });
     if (!asset) throw new CairnError('cairn.not_found', `Asset ${String(req.params.asset_id)} not found.`);

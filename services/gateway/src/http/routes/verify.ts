@@ -21,6 +21,11 @@ export interface VerifyRouteDeps {
   store: TenantStore;
   limiter: RedisRateLimiter;
   uploadMaxBytes: number;
+  /** Authenticated uploads above this size are verified as jobs (202); so is any sent with Prefer: respond-async. */
+  syncVerifyMaxBytes: number;
+  /** The public (unauthenticated) verify is always synchronous, and takes files up to this size. */
+  publicVerifyMaxBytes: number;
+  publicBaseUrl: string;
   publicVerifyPerMinute: number;
   billing: BillingClient;
 }
@@ -87,9 +92,13 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     addressRateLimit(deps.limiter, 'public-verify', { limit: deps.publicVerifyPerMinute, windowSeconds: 60 })(req, res, next);
   };
   const fileIfMultipart: RequestHandler = (req, res, next) =>
-    req.is('multipart/form-data') ? singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.validation.body_too_large' })(req, res, next) : next();
+    req.is('multipart/form-data')
+      ? singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: req.auth ? deps.uploadMaxBytes : Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes), tooLarge: 'cairn.validation.body_too_large' })(req, res, next)
+      : next();
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
 
   router.post('/v1/verify', keyOrPublic, fileIfMultipart, async (req, res) => {
+    let keepUpload = false;
     try {
       const tenantId = req.auth?.tenant.tenantId ?? '';
       let input: verifierV1.VerifyRequest['input'];
@@ -117,6 +126,23 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
         const meter = verifyMeter((await uploadModality(deps.blobs, req.upload.key)) ?? '');
         if (meter) metered = await reserveUnit(deps.billing, tenant, meter);
       }
+      // A large upload, or a client that asked for it (RFC 7240), is verified as a job: 202 now, the Verification
+      // result from GET /v1/jobs/{id} and verification.completed later. The job owns the upload and the reservation.
+      const respondAsync = /(^|[\s,;])respond-async([\s,;]|$)/i.test(req.header('prefer') ?? '');
+      if (tenant && req.upload && (respondAsync || req.upload.size > deps.syncVerifyMaxBytes)) {
+        let jobId: string;
+        try {
+          ({ jobId } = await deps.verifier.enqueueVerify({ tenantId, uploadBlobKey: req.upload.key, reservationId: metered?.reservationId ?? '' }));
+        } catch (error) {
+          await metered?.release();
+          throw error;
+        }
+        metered?.handOver();
+        keepUpload = true;
+        const pollUrl = `${base}/v1/jobs/${jobId}`;
+        res.status(202).set({ Location: pollUrl, ...(respondAsync ? { 'Preference-Applied': 'respond-async' } : {}) }).json({ job_id: jobId, poll_url: pollUrl });
+        return;
+      }
       let verified: Awaited<ReturnType<typeof deps.verifier.verify>>;
       try {
         verified = await deps.verifier.verify({ tenantId, input }, { deadlineMs: 60_000 });
@@ -132,7 +158,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       }
       res.json(presentVerification(verified.result));
     } finally {
-      await discardUpload(deps.blobs, req);
+      if (!keepUpload) await discardUpload(deps.blobs, req);
     }
   });
 

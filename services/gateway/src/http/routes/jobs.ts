@@ -1,0 +1,50 @@
+import { Router } from 'express';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { CairnError, isCairnError } from '@cairn/errors';
+import type { signerV1, verifierV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { requireScope } from '../auth.js';
+import { presentSignResult } from './sign.js';
+import { presentVerification } from './verify.js';
+
+type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
+
+/**
+ * `GET /v1/jobs/{job_id}`: one address for every asynchronous job, a sign (the signer's) or a verify (the
+ * verifier's); each service answers only for the caller's tenant.
+ */
+export function jobRoutes(deps: { signer: ServiceClient<SignerMethods>; verifier: ServiceClient<VerifierMethods>; publicBaseUrl: string }): Router {
+  const router = Router();
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
+
+  router.get('/v1/jobs/:job_id', requireScope('read'), async (req, res) => {
+    const tenantId = req.auth!.tenant.tenantId;
+    const jobId = String(req.params.job_id);
+    // The signer answers not_found for a job that is not one of its signs; the verifier then looks among its verifies.
+    const signJob = await deps.signer.getJob({ tenantId, jobId }).then(
+      (r) => r.job,
+      (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)),
+    );
+    const verifyJob = signJob ? undefined : (await deps.verifier.getVerifyJob({ tenantId, jobId })).job;
+    const job = signJob ?? verifyJob;
+    if (!job) throw new CairnError('cairn.not_found', `Job ${jobId} not found.`);
+    // A done sign job carries the Sign result's fields (the spec's Job); a done verify job carries the Verification
+    // result under `result`, whose own `status` (the verdict) would otherwise clash with the job's.
+    const done =
+      job.status !== 'done' ? {} : signJob?.result ? presentSignResult(signJob.result) : verifyJob?.result ? { result: presentVerification(verifyJob.result) } : {};
+    res.json({
+      job_id: job.jobId,
+      kind: signJob ? 'sign' : 'verify',
+      status: job.status,
+      poll_url: `${base}/v1/jobs/${job.jobId}`,
+      ...done,
+      ...(job.status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
+      attempts: job.attempts,
+      created_at: job.createdAt,
+      updated_at: job.updatedAt,
+    });
+  });
+
+  return router;
+}

@@ -1,0 +1,88 @@
+import { create, toJson } from '@bufbuild/protobuf';
+import { newEvent, type WorkQueue } from '@cairn/bus';
+import { withTenant } from '@cairn/db';
+import { CairnError, ERROR_CATALOG } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import type { Logger } from '@cairn/logging';
+import { verifierV1 } from '@cairn/proto';
+import { toResultMessage } from '../present.js';
+import type { VerifyJobStore } from '../store/jobs.js';
+import { verify, type VerifyDeps } from '../verify.js';
+
+export interface VerifyJobItem {
+  jobId: string;
+  tenantId: string;
+}
+
+/** Failures worth another attempt: a peer or this service was briefly away. */
+const TRANSIENT = new Set(['cairn.unavailable', 'cairn.internal_error']);
+
+/**
+ * Asynchronous verifies. The job row is the truth about a job; the work queue carries only "run job X", so a verifier
+ * that dies mid-job leaves the item unacknowledged and the next delivery runs it again, and a job already done or
+ * failed is skipped. It ends with verification.completed (the reservation is committed) or job.failed (released),
+ * and the upload is deleted either way.
+ */
+export class VerifyJobs {
+  constructor(
+    private readonly deps: VerifyDeps & { jobs: VerifyJobStore },
+    private readonly queue: WorkQueue<VerifyJobItem>,
+    private readonly logger: Logger,
+  ) {}
+
+  async enqueue(tenantId: string, uploadBlobKey: string, reservationId: string): Promise<string> {
+    const jobId = newId('job');
+    await this.deps.jobs.create(tenantId, jobId, uploadBlobKey, reservationId);
+    await this.queue.enqueue({ jobId, tenantId }, jobId);
+    return jobId;
+  }
+
+  async run(item: VerifyJobItem, attempt: number, maxAttempts: number): Promise<void> {
+    const job = await this.deps.jobs.get(item.tenantId, item.jobId);
+    if (!job || job.status === 'done' || job.status === 'failed') return;
+    const finished = () => this.deps.blobs.delete(job.uploadBlobKey).catch(() => undefined);
+    // The queue delivers once more than maxAttempts: a delivery past the budget means no attempt ever answered.
+    if (attempt > maxAttempts) {
+      await this.fail(item, job.reservationId, new CairnError('cairn.unavailable', `The verify was attempted ${maxAttempts} times and never finished.`));
+      await finished();
+      return;
+    }
+    await withTenant(this.deps.db, item.tenantId, (tx) => this.deps.jobs.mark(tx, item.jobId, { status: 'running', attempts: attempt }));
+    try {
+      const outcome = await verify(this.deps, create(verifierV1.VerifyRequestSchema, { tenantId: item.tenantId, input: { case: 'uploadBlobKey', value: job.uploadBlobKey } }));
+      const result = toJson(verifierV1.VerificationResultSchema, create(verifierV1.VerificationResultSchema, toResultMessage(outcome.verdict, outcome)));
+      await withTenant(this.deps.db, item.tenantId, async (tx) => {
+        await this.deps.jobs.mark(tx, item.jobId, { status: 'done', result });
+        await this.deps.outbox.enqueue(
+          tx,
+          newEvent('verification.completed', item.tenantId, {
+            job_id: item.jobId,
+            reservation_id: job.reservationId || null,
+            status: outcome.verdict.status,
+            confidence: outcome.verdict.confidence,
+            manifest_id: outcome.manifestId ?? null,
+            asset_id: outcome.assetId ?? null,
+            media_type: outcome.modality,
+          }),
+        );
+      });
+      void this.deps.outbox.flush();
+      await finished();
+    } catch (error) {
+      const known = error instanceof CairnError ? error : new CairnError('cairn.internal_error', 'The verify failed unexpectedly.', {}, { cause: error });
+      if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
+      this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'verify job failed');
+      await this.fail(item, job.reservationId, known);
+      await finished();
+    }
+  }
+
+  private async fail(item: VerifyJobItem, reservationId: string, known: CairnError): Promise<void> {
+    const problem = { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
+    await withTenant(this.deps.db, item.tenantId, async (tx) => {
+      await this.deps.jobs.mark(tx, item.jobId, { status: 'failed', problem });
+      await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: reservationId || null, kind: 'verify', problem }));
+    });
+    void this.deps.outbox.flush();
+  }
+}

@@ -1,0 +1,22 @@
+import { and, eq } from 'drizzle-orm';
+import { withTenant, type Database, type Tx } from '@cairn/db';
+import { verifyJobs } from '../db/schema.js';
+
+export type VerifyJobRow = typeof verifyJobs.$inferSelect;
+
+/** The rows of asynchronous verifies, each read and written under its tenant (row-level security). */
+export class VerifyJobStore {
+  constructor(private readonly db: Database) {}
+
+  async create(tenantId: string, jobId: string, uploadBlobKey: string, reservationId: string): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) => tx.insert(verifyJobs).values({ jobId, tenantId, status: 'queued', uploadBlobKey, reservationId }));
+  }
+
+  get(tenantId: string, jobId: string): Promise<VerifyJobRow | null> {
+    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(verifyJobs).where(and(eq(verifyJobs.jobId, jobId), eq(verifyJobs.tenantId, tenantId))))[0] ?? null);
+  }
+
+  async mark(tx: Tx, jobId: string, fields: Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>): Promise<void> {
+    await tx.update(verifyJobs).set({ ...fields, updatedAt: new Date() }).where(eq(verifyJobs.jobId, jobId));
+  }
+}
