@@ -7,6 +7,8 @@ export const ERROR_CATALOG = {
   'cairn.sign.unsupported_mime': { status: 400, title: 'Media type not allowed by the recipe' },
   'cairn.sign.missing_idempotency_key': { status: 400, title: 'Idempotency-Key header required' },
   'cairn.sign.idempotency_conflict': { status: 409, title: 'Idempotency-Key reused with a different payload' },
+  // 409, as the IETF Idempotency-Key draft says for a key whose first request is still being processed (docs/design.md).
+  'cairn.idempotency.in_progress': { status: 409, title: 'A request with this Idempotency-Key is still in progress' },
   'cairn.sign.file_too_large': { status: 413, title: 'Asset too large' },
   'cairn.auth.invalid_key': { status: 401, title: 'Invalid API key' },
   'cairn.auth.forbidden': { status: 403, title: 'Forbidden' },

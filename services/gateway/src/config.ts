@@ -26,6 +26,10 @@ export const gatewayConfigShape = {
   PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** Unauthenticated C2PA soft-binding queries (/c2pa/v1/matches/*) per client address per minute. */
   PUBLIC_RESOLUTION_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /** Signs of one tenant running at once (across replicas, counted in Redis); one more answers 429. */
+  SIGN_CONCURRENCY_PER_TENANT: z.coerce.number().int().positive().default(4),
+  /** Failed authentications (401) per client address per minute; past it every request with a key answers 429. */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(20),
   /** Self-onboarding attempts per client address per minute. */
   ONBOARD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** How long the sealed onboarding answer (it holds the admin key) is kept for replays: the idempotency window. */

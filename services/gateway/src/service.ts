@@ -6,12 +6,14 @@ import { closeServer, every, listen, type ServiceDefinition } from '@cairn/runti
 import { gatewayConfigShape, resolveDataKey } from './config.js';
 import { createPaymentProcessor } from './domain/payments.js';
 import { RedisRateLimiter } from './domain/rate-limit.js';
+import { AuthFailureLimit } from './adapters/auth-failures.js';
+import { RedisConcurrencyLimiter } from './adapters/concurrency-limit.js';
 import { Sealer } from '@cairn/sealing';
 import type { Logger } from '@cairn/logging';
 import { createApp } from './http/app.js';
 import { tenantService } from './rpc.js';
 import { RecipeCatalog } from './store/recipes.js';
-import { SignRequestStore } from './store/sign-requests.js';
+import { SIGN_CLAIM_LEASE_SECONDS, SignRequestStore } from './store/sign-requests.js';
 import { TenantStore } from './store/tenants.js';
 import { startKeyExpirySweep } from './store/key-expiry.js';
 
@@ -34,12 +36,17 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       const blobs = createBlobStore(config.BLOB_STORE_URL, env);
       await blobs.ping();
 
+      const redisDown = throttledWarning(ctx.logger, 'Redis unreachable: rate limits kept in this process until it answers again');
       const app = createApp({
         logger: ctx.logger,
         metrics: ctx.metrics,
         store,
         recipes,
-        limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:', { onFallback: throttledWarning(ctx.logger, 'Redis unreachable: rate limits kept in this process until it answers again') }),
+        limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:', { onFallback: redisDown }),
+        // A slot lapses with the sign's idempotency lease: both outlive the sign's deadline, so only a dead gateway's lapse.
+        signSlots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', SIGN_CLAIM_LEASE_SECONDS * 1000, { onFallback: redisDown }),
+        signConcurrencyPerTenant: config.SIGN_CONCURRENCY_PER_TENANT,
+        authFailures: new AuthFailureLimit(ctx.redis, 'auth-failures:', { limit: config.AUTH_FAILURES_PER_MINUTE, windowSeconds: 60 }, { onFallback: redisDown }),
         payments: createPaymentProcessor(config),
         // Unset, problem `type` URLs point at the gateway's own error catalogue (/docs/api/errors), so they resolve.
         docsUrl: env.DOCS_URL ? config.DOCS_URL : `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/docs`,

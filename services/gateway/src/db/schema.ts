@@ -84,6 +84,12 @@ export const onboardingRequests = gateway.table(
     tenantId: text('tenant_id').notNull(),
     sealedResponse: text('sealed_response'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /** 'in_progress' while the payment call runs (no transaction open), 'done' once the tenant exists. */
+    state: text('state').notNull().default('done'),
+    /** Which attempt holds the claim: only it may finish or drop the row (a takeover gives it a new one). */
+    claimId: text('claim_id'),
+    /** Past this an in_progress claim is abandoned (its gateway died) and may be taken over. */
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
   },
   (t) => [
     pgPolicy('onboarding_requests_replay_expiry', {
@@ -114,6 +120,12 @@ export const signRequests = gateway.table(
     httpStatus: integer('http_status').notNull(),
     response: jsonb('response').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /** 'in_progress' while the sign runs (no transaction open), 'done' once its answer is recorded. */
+    state: text('state').notNull().default('done'),
+    /** Which attempt holds the claim: only it may finish or drop the row (a takeover gives it a new one). */
+    claimId: text('claim_id'),
+    /** Past this an in_progress claim is abandoned (its gateway died mid-sign) and may be taken over. */
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.idempotencyKey] }),

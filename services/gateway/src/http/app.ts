@@ -8,11 +8,13 @@ import type { BillingClient } from '../domain/metering.js';
 import type { ServiceClient } from '@cairn/rpc';
 import type { PaymentProcessor } from '../domain/payments.js';
 import type { RedisRateLimiter } from '../domain/rate-limit.js';
+import type { AuthFailureLimit } from '../adapters/auth-failures.js';
+import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
 import type { RecipeCatalog } from '../store/recipes.js';
 import type { SignRequestStore } from '../store/sign-requests.js';
 import type { TenantStore } from '../store/tenants.js';
 import { authenticate } from './auth.js';
-import { addressRateLimit, tenantRateLimit } from './limits.js';
+import { addressRateLimit, authFailureLimit, tenantRateLimit } from './limits.js';
 import { errorHandler, notFound } from './problem.js';
 import { requestContext } from './request-context.js';
 import { onboardRoutes } from './routes/onboard.js';
@@ -36,6 +38,11 @@ export interface GatewayDeps {
   store: TenantStore;
   recipes: RecipeCatalog;
   limiter: RedisRateLimiter;
+  /** Signs in flight per tenant. */
+  signSlots: RedisConcurrencyLimiter;
+  signConcurrencyPerTenant: number;
+  /** Failed authentications per client address, checked before any database work. */
+  authFailures: AuthFailureLimit;
   payments: PaymentProcessor;
   docsUrl: string;
   /** Express "trust proxy" setting: which hops may set X-Forwarded-For. */
@@ -79,6 +86,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.set('etag', false);
   app.use(requestContext(deps.logger, deps.metrics));
   app.use(express.json({ limit: '1mb', strict: true }));
+  app.use(authFailureLimit(deps.authFailures));
 
   app.use('/v1/onboard', addressRateLimit(deps.limiter, 'onboard', { limit: deps.onboardPerMinute, windowSeconds: 60 }));
   app.use(onboardRoutes({ store: deps.store, payments: deps.payments, docsUrl: deps.docsUrl }));
@@ -92,6 +100,8 @@ export function createApp(deps: GatewayDeps): Express {
       signer: deps.signer,
       recipes: deps.recipes,
       signRequests: deps.signRequests,
+      signSlots: deps.signSlots,
+      signConcurrencyPerTenant: deps.signConcurrencyPerTenant,
       publicBaseUrl: deps.publicBaseUrl,
       syncMaxBytes: deps.syncSignMaxBytes,
       uploadMaxBytes: deps.uploadMaxBytes,

@@ -1,6 +1,7 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { createHash } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
+import type { AuthFailureLimit } from '../adapters/auth-failures.js';
 import { rateLimitHeaders, type RedisRateLimiter } from '../domain/rate-limit.js';
 import './types.js';
 
@@ -25,10 +26,37 @@ export function tenantRateLimit(limiter: RedisRateLimiter): RequestHandler {
  */
 export function addressRateLimit(limiter: RedisRateLimiter, bucket: string, policy: { limit: number; windowSeconds: number }): RequestHandler {
   return async (req, res, next) => {
-    const address = createHash('sha256').update(req.ip ?? req.socket.remoteAddress ?? 'unknown').digest('hex').slice(0, 32);
+    const address = clientAddressHash(req);
     const decision = await limiter.consume(`${bucket}:ip:${address}`, [{ name: bucket, policy: { ...policy, burst: policy.limit } }]);
     res.set(rateLimitHeaders(decision));
     if (!decision.allowed) return next(new CairnError('cairn.ratelimit.exceeded', `Too many requests from this address; retry after ${decision.retryAfterSeconds} s.`));
+    next();
+  };
+}
+
+/** The client address, hashed so no caller IP reaches Redis. */
+function clientAddressHash(req: Request): string {
+  return createHash('sha256').update(req.ip ?? req.socket.remoteAddress ?? 'unknown').digest('hex').slice(0, 32);
+}
+
+/**
+ * Failed authentications per client address. Every request that carries an Authorization header is checked
+ * first, with one Redis read and no database work, so a client guessing keys costs no transaction once over
+ * the limit, and a valid key from that address waits too (it cannot be told apart before the database).
+ * A 401 answered to it (any route, the optional-key verifies included) counts one failure.
+ */
+export function authFailureLimit(failures: AuthFailureLimit): RequestHandler {
+  return async (req, res, next) => {
+    if (req.header('authorization') === undefined) return next();
+    const subject = `ip:${clientAddressHash(req)}`;
+    const check = await failures.check(subject);
+    if (check.blocked) {
+      res.set('Retry-After', String(check.retryAfterSeconds));
+      return next(new CairnError('cairn.ratelimit.exceeded', `Too many failed authentications from this address; retry after ${check.retryAfterSeconds} s.`));
+    }
+    res.once('finish', () => {
+      if (res.statusCode === 401) void failures.recordFailure(subject);
+    });
     next();
   };
 }

@@ -1,4 +1,5 @@
-import { and, eq } from 'drizzle-orm';
+import { randomUUID } from 'node:crypto';
+import { and, eq, sql } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { signRequests } from '../db/schema.js';
@@ -10,32 +11,98 @@ export interface SignAnswer {
 }
 
 /**
- * Exactly-once signing per (tenant, Idempotency-Key). The key's row is inserted first, inside the
- * transaction that records the answer: a concurrent duplicate waits on it and then replays the committed
- * answer; a failed sign rolls the claim back, so the client may retry with the same key.
+ * How long a claim stays live without being finished: longer than the sign's own 120 s deadline plus the time
+ * to record its answer, so only a claim whose gateway died (or lost the database) is ever taken over.
+ */
+export const SIGN_CLAIM_LEASE_SECONDS = 180;
+
+/** What a duplicate is told to wait before retrying: a sign usually ends within seconds. */
+const BUSY_RETRY_AFTER_SECONDS = 2;
+
+/** The outcome of claiming an Idempotency-Key. */
+export type SignClaim =
+  /** This request runs the sign and must `finish` or `abandon` the claim. */
+  | { kind: 'run'; claimId: string }
+  /** A finished sign's recorded answer. */
+  | { kind: 'replay'; answer: SignAnswer }
+  /** Another request is signing under this key right now. */
+  | { kind: 'busy'; retryAfterSeconds: number };
+
+/**
+ * Exactly-once signing per (tenant, Idempotency-Key) as a row state machine, never a transaction held across
+ * the sign: `claim` inserts an `in_progress` row with a lease in one short transaction; the sign runs with no
+ * connection held; `finish` records the answer (`done`) in a second one, `abandon` drops the row when the sign
+ * failed so the client may retry with the same key. A claim whose lease ran out (its gateway died mid-sign)
+ * is taken over by the next request with the same key and body. Leases are on the database's clock.
  */
 export class SignRequestStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly leaseSeconds: number = SIGN_CLAIM_LEASE_SECONDS,
+  ) {}
 
-  async once(tenantId: string, idempotencyKey: string, requestHash: string, run: () => Promise<SignAnswer>): Promise<SignAnswer & { replayed: boolean }> {
+  async claim(tenantId: string, idempotencyKey: string, requestHash: string): Promise<SignClaim> {
+    const claimId = randomUUID();
+    const lease = sql`now() + make_interval(secs => ${this.leaseSeconds})`;
     return withTenant(this.db, tenantId, async (tx) => {
-      const claimed = await tx
+      const inserted = await tx
         .insert(signRequests)
-        .values({ tenantId, idempotencyKey, requestHash, assetId: '', httpStatus: 0, response: {} })
+        .values({ tenantId, idempotencyKey, requestHash, assetId: '', httpStatus: 0, response: {}, state: 'in_progress', claimId, leaseExpiresAt: lease })
         .onConflictDoNothing()
         .returning({ key: signRequests.idempotencyKey });
-      if (claimed.length === 0) {
-        const [previous] = await tx.select().from(signRequests).where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey)));
-        if (!previous) throw new CairnError('cairn.sign.idempotency_conflict', 'This Idempotency-Key is in use by a request that did not complete; retry.');
-        if (previous.requestHash !== requestHash) throw new CairnError('cairn.sign.idempotency_conflict', 'This Idempotency-Key was used with a different asset, recipe or metadata.');
-        return { assetId: previous.assetId, httpStatus: previous.httpStatus, body: previous.response as Record<string, unknown>, replayed: true };
-      }
-      const answer = await run();
-      await tx
-        .update(signRequests)
-        .set({ assetId: answer.assetId, httpStatus: answer.httpStatus, response: answer.body })
+      if (inserted.length > 0) return { kind: 'run', claimId } as const;
+      const [previous] = await tx
+        .select({
+          requestHash: signRequests.requestHash,
+          state: signRequests.state,
+          claimId: signRequests.claimId,
+          assetId: signRequests.assetId,
+          httpStatus: signRequests.httpStatus,
+          response: signRequests.response,
+          leaseSecondsLeft: sql<number>`greatest(0, extract(epoch from ${signRequests.leaseExpiresAt} - now()))::float8`,
+        })
+        .from(signRequests)
         .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey)));
-      return { ...answer, replayed: false };
+      // Dropped by an abandon between our insert and this read: the client may simply retry.
+      if (!previous) return { kind: 'busy', retryAfterSeconds: 1 } as const;
+      if (previous.requestHash !== requestHash) throw new CairnError('cairn.sign.idempotency_conflict', 'This Idempotency-Key was used with a different asset, recipe or metadata.');
+      if (previous.state === 'done') {
+        return { kind: 'replay', answer: { assetId: previous.assetId, httpStatus: previous.httpStatus, body: previous.response as Record<string, unknown> } } as const;
+      }
+      if (previous.leaseSecondsLeft > 0) {
+        return { kind: 'busy', retryAfterSeconds: Math.max(1, Math.min(BUSY_RETRY_AFTER_SECONDS, Math.ceil(previous.leaseSecondsLeft))) } as const;
+      }
+      // The lease ran out: take the claim over, unless another request took it over first (then it is busy).
+      const taken = await tx
+        .update(signRequests)
+        .set({ claimId, leaseExpiresAt: lease })
+        .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey), eq(signRequests.state, 'in_progress'), sql`${signRequests.leaseExpiresAt} <= now()`))
+        .returning({ key: signRequests.idempotencyKey });
+      return taken.length > 0 ? ({ kind: 'run', claimId } as const) : ({ kind: 'busy', retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS } as const);
     });
+  }
+
+  /**
+   * Records the answer of the claim's sign. False when the claim was lost meanwhile (its lease ran out and
+   * another request took it over): that request's answer is the one kept.
+   */
+  async finish(tenantId: string, idempotencyKey: string, claimId: string, answer: SignAnswer): Promise<boolean> {
+    return withTenant(this.db, tenantId, async (tx) => {
+      const done = await tx
+        .update(signRequests)
+        .set({ state: 'done', assetId: answer.assetId, httpStatus: answer.httpStatus, response: answer.body, claimId: null, leaseExpiresAt: null })
+        .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey), eq(signRequests.claimId, claimId)))
+        .returning({ key: signRequests.idempotencyKey });
+      return done.length > 0;
+    });
+  }
+
+  /** Drops the claim of a sign that did not complete, so the same key may be sent again. */
+  async abandon(tenantId: string, idempotencyKey: string, claimId: string): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) =>
+      tx
+        .delete(signRequests)
+        .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey), eq(signRequests.claimId, claimId), eq(signRequests.state, 'in_progress'))),
+    );
   }
 }

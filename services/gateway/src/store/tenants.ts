@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { and, desc, eq, gt, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
 import { newEvent, type EventEnvelope } from '@cairn/bus';
 import { setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
@@ -14,6 +15,8 @@ export type TenantRecord = typeof tenants.$inferSelect;
 
 /** The onboarding idempotency window: 24 h, as for every Idempotency-Key. */
 export const ONBOARD_REPLAY_TTL_DEFAULT_SECONDS = 86_400;
+/** How long an onboarding claim stays live: longer than the payment calls' own timeouts (2 × 10 s) and the writes. */
+export const ONBOARD_CLAIM_LEASE_SECONDS = 60;
 export type KeyRecord = Omit<typeof apiKeys.$inferSelect, 'keyHash' | 'expiringNotifiedAt'>;
 
 export interface AuthenticatedKey {
@@ -84,8 +87,12 @@ export class TenantStore {
   }
 
   /**
-   * Self-onboarding, exactly once per Idempotency-Key. The key's row is inserted first in the transaction:
-   * a concurrent duplicate blocks on it and then reads the committed answer instead of creating a tenant.
+   * Self-onboarding, exactly once per Idempotency-Key, as a row state machine (as sign idempotency): a short
+   * transaction claims the key (`in_progress`, with a lease), the payment call runs with no transaction open,
+   * and a second one creates the tenant and its key and records the sealed answer (`done`), only while this
+   * request still holds the claim. A failed payment drops the claim, so the client may retry with the same key;
+   * a claim whose lease ran out (its gateway died) is taken over, the payment call repeated under the same
+   * processor idempotency key.
    */
   async onboard(input: {
     idempotencyKey: string;
@@ -93,43 +100,84 @@ export class TenantStore {
     tenant: Omit<NewTenantInput, 'paymentCustomerRef'>;
     attachPayment: () => Promise<string | null>;
     render: (tenant: TenantRecord, key: NewKey) => Record<string, unknown>;
-  }): Promise<{ replayed: boolean; body: Record<string, unknown> }> {
+  }): Promise<{ kind: 'answer'; replayed: boolean; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number }> {
+    const claim = await this.claimOnboarding(input.idempotencyKey, input.requestHash);
+    if (claim.kind !== 'run') return claim;
+    const byKey = { 'cairn.idempotency_key': input.idempotencyKey };
+    const abandon = () =>
+      withRlsSettings(this.db, byKey, (tx) =>
+        tx.delete(onboardingRequests).where(and(eq(onboardingRequests.idempotencyKey, input.idempotencyKey), eq(onboardingRequests.claimId, claim.claimId), eq(onboardingRequests.state, 'in_progress'))),
+      ).catch(() => undefined); // if the database cannot drop it now, the lease runs out instead
+    try {
+      const paymentCustomerRef = await input.attachPayment();
+      const body = await withRlsSettings(this.db, byKey, async (tx) => {
+        await setTenant(tx, claim.tenantId);
+        const tenant = await this.insertTenant(tx, claim.tenantId, null, { ...input.tenant, paymentCustomerRef }, 'onboard');
+        const key = await this.insertKey(tx, claim.tenantId, { scope: 'admin', description: 'Created by onboarding', expiresAt: null }, claim.tenantId);
+        const rendered = input.render(tenant, key);
+        const done = await tx
+          .update(onboardingRequests)
+          .set({ state: 'done', sealedResponse: this.sealer.seal(JSON.stringify(rendered), input.idempotencyKey), claimId: null, leaseExpiresAt: null })
+          .where(and(eq(onboardingRequests.idempotencyKey, input.idempotencyKey), eq(onboardingRequests.claimId, claim.claimId)))
+          .returning({ key: onboardingRequests.idempotencyKey });
+        // Our lease ran out and another request took the claim over: it creates the tenant, not us (rolled back).
+        if (done.length === 0) throw new CairnError('cairn.idempotency.in_progress', 'This onboarding took too long and was taken over by a retry with the same Idempotency-Key; retry to get its answer.');
+        return rendered;
+      }).finally(() => this.outbox.flush());
+      return { kind: 'answer', replayed: false, body };
+    } catch (error) {
+      await abandon();
+      throw error;
+    }
+  }
+
+  /** The short first step of `onboard`: claim the key, or say what holds it (a replay throws its refusals). */
+  private async claimOnboarding(
+    idempotencyKey: string,
+    requestHash: string,
+  ): Promise<{ kind: 'run'; claimId: string; tenantId: string } | { kind: 'answer'; replayed: true; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number }> {
+    const claimId = randomUUID();
     const tenantId = newId('tenant');
-    return withRlsSettings(this.db, { 'cairn.idempotency_key': input.idempotencyKey }, async (tx) => {
+    const lease = sql`now() + make_interval(secs => ${ONBOARD_CLAIM_LEASE_SECONDS})`;
+    return withRlsSettings(this.db, { 'cairn.idempotency_key': idempotencyKey }, async (tx) => {
       const claimed = await tx
         .insert(onboardingRequests)
-        .values({ idempotencyKey: input.idempotencyKey, requestHash: input.requestHash, tenantId })
+        .values({ idempotencyKey, requestHash, tenantId, state: 'in_progress', claimId, leaseExpiresAt: lease })
         .onConflictDoNothing()
         .returning({ key: onboardingRequests.idempotencyKey });
-      if (claimed.length === 0) {
-        const [previous] = await tx
-          .select({ requestHash: onboardingRequests.requestHash, sealedResponse: onboardingRequests.sealedResponse, expired: this.replayExpired() })
-          .from(onboardingRequests)
-          .where(eq(onboardingRequests.idempotencyKey, input.idempotencyKey));
-        // Past the window the answer is refused even before the sweep has dropped it: the key is never handed out again.
-        if (previous?.expired) {
-          throw new CairnError(
-            'cairn.onboard.idempotency_expired',
-            `This Idempotency-Key was used more than ${formatWindow(this.onboardReplayTtlSeconds)} ago; its answer, API key included, is no longer kept and is never shown again. The tenant it created exists: manage its keys with an admin key, or send a new Idempotency-Key only to create another tenant.`,
-          );
-        }
-        if (!previous?.sealedResponse) throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key is in use by a request that did not complete.');
-        if (previous.requestHash !== input.requestHash) {
-          throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key was used with a different request body.');
-        }
-        return { replayed: true, body: JSON.parse(this.sealer.open(previous.sealedResponse, input.idempotencyKey)) as Record<string, unknown> };
+      if (claimed.length > 0) return { kind: 'run', claimId, tenantId } as const;
+      const [previous] = await tx
+        .select({
+          requestHash: onboardingRequests.requestHash,
+          sealedResponse: onboardingRequests.sealedResponse,
+          state: onboardingRequests.state,
+          leaseSecondsLeft: sql<number>`greatest(0, extract(epoch from ${onboardingRequests.leaseExpiresAt} - now()))::float8`,
+          expired: this.replayExpired(),
+        })
+        .from(onboardingRequests)
+        .where(eq(onboardingRequests.idempotencyKey, idempotencyKey));
+      // Dropped by a failed attempt between our insert and this read: the client may simply retry.
+      if (!previous) return { kind: 'busy', retryAfterSeconds: 1 } as const;
+      // Past the window the answer is refused even before the sweep has dropped it: the key is never handed out again.
+      if (previous.expired && previous.state === 'done') {
+        throw new CairnError(
+          'cairn.onboard.idempotency_expired',
+          `This Idempotency-Key was used more than ${formatWindow(this.onboardReplayTtlSeconds)} ago; its answer, API key included, is no longer kept and is never shown again. The tenant it created exists: manage its keys with an admin key, or send a new Idempotency-Key only to create another tenant.`,
+        );
       }
-      const paymentCustomerRef = await input.attachPayment();
-      await setTenant(tx, tenantId);
-      const tenant = await this.insertTenant(tx, tenantId, null, { ...input.tenant, paymentCustomerRef }, 'onboard');
-      const key = await this.insertKey(tx, tenantId, { scope: 'admin', description: 'Created by onboarding', expiresAt: null }, tenantId);
-      const body = input.render(tenant, key);
-      await tx
+      if (previous.requestHash !== requestHash) throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key was used with a different request body.');
+      if (previous.state === 'done') {
+        if (!previous.sealedResponse) throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key is in use by a request that did not complete.');
+        return { kind: 'answer', replayed: true, body: JSON.parse(this.sealer.open(previous.sealedResponse, idempotencyKey)) as Record<string, unknown> } as const;
+      }
+      if (previous.leaseSecondsLeft > 0) return { kind: 'busy', retryAfterSeconds: Math.max(1, Math.min(2, Math.ceil(previous.leaseSecondsLeft))) } as const;
+      const taken = await tx
         .update(onboardingRequests)
-        .set({ sealedResponse: this.sealer.seal(JSON.stringify(body), input.idempotencyKey) })
-        .where(eq(onboardingRequests.idempotencyKey, input.idempotencyKey));
-      return { replayed: false, body };
-    }).finally(() => this.outbox.flush());
+        .set({ claimId, tenantId, leaseExpiresAt: lease })
+        .where(and(eq(onboardingRequests.idempotencyKey, idempotencyKey), eq(onboardingRequests.state, 'in_progress'), sql`${onboardingRequests.leaseExpiresAt} <= now()`))
+        .returning({ key: onboardingRequests.idempotencyKey });
+      return taken.length > 0 ? ({ kind: 'run', claimId, tenantId } as const) : ({ kind: 'busy', retryAfterSeconds: 2 } as const);
+    });
   }
 
   /**

@@ -59,6 +59,10 @@ export function onboardRoutes(deps: { store: TenantStore; payments: PaymentProce
         next_steps_url: `${deps.docsUrl.replace(/\/$/, '')}/quickstart`,
       }),
     });
+    if (result.kind === 'busy') {
+      res.set('Retry-After', String(result.retryAfterSeconds));
+      throw new CairnError('cairn.idempotency.in_progress', `An onboarding with this Idempotency-Key is still running; retry after ${result.retryAfterSeconds} s to get its answer.`);
+    }
     if (result.replayed) res.set('Idempotent-Replayed', 'true');
     res.status(201).json(result.body);
   });

@@ -12,7 +12,8 @@ import type { PlanName } from '../../domain/plans.js';
 import { recipeAvailable, type Recipe } from '../../domain/recipes.js';
 import { requestHash } from '../../domain/request-hash.js';
 import type { RecipeCatalog } from '../../store/recipes.js';
-import type { SignRequestStore } from '../../store/sign-requests.js';
+import type { SignAnswer, SignRequestStore } from '../../store/sign-requests.js';
+import type { RedisConcurrencyLimiter } from '../../adapters/concurrency-limit.js';
 import { requireScope } from '../auth.js';
 import { discardUpload, singleUpload } from '../uploads.js';
 import { manifestRef } from './c2pa-resolution.js';
@@ -24,12 +25,18 @@ export interface SignRouteDeps {
   signer: ServiceClient<SignerMethods>;
   recipes: RecipeCatalog;
   signRequests: SignRequestStore;
+  /** Signs in flight per tenant (SIGN_CONCURRENCY_PER_TENANT). */
+  signSlots: RedisConcurrencyLimiter;
+  signConcurrencyPerTenant: number;
   publicBaseUrl: string;
   /** Uploads up to this size are signed while the client waits (200); larger ones become jobs (202). */
   syncMaxBytes: number;
   uploadMaxBytes: number;
   billing: BillingClient;
 }
+
+/** When a tenant's signs are all running, a slot usually frees within seconds. */
+const SIGN_SLOT_RETRY_AFTER_SECONDS = 2;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const fieldsSchema = z.object({ recipe: z.string().trim().min(1).max(100), metadata: z.string().max(32 * 1024).optional() });
@@ -118,27 +125,54 @@ export function signRoutes(deps: SignRouteDeps): Router {
           throw new CairnError('cairn.sign.invalid_recipe', recipe ? `Recipe ${fields.recipe} is not available on the ${tenant.plan} plan.` : `Recipe ${fields.recipe} does not exist; GET /v1/recipes lists them.`);
         }
         const hash = requestHash({ file: upload.sha256, size: upload.size, recipe: recipe.recipe_id, metadata });
-        // Metered only when the sign really runs (never for a replay): reserved before, committed after the
-        // answer is recorded, released when anything fails.
-        let metered: MeteredUnit | undefined;
-        const answer = await deps.signRequests.once(tenant.tenantId, req.header('idempotency-key')!, hash, async () => {
-          metered = await reserveUnit(deps.billing, tenant, recipe.billing.meter);
-          const assetId = newId('asset');
-          const sign = { tenantId: tenant.tenantId, assetId, recipe: recipeSpec(recipe), uploadBlobKey: upload.key, metadata };
-          if (upload.size <= deps.syncMaxBytes) {
-            const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
-            return { assetId, httpStatus: 200, body: presentSignResult(result) };
+        const idempotencyKey = req.header('idempotency-key')!;
+        // A short transaction claims the key; none is open while the sign runs (docs/design.md, "No starvation").
+        const claim = await deps.signRequests.claim(tenant.tenantId, idempotencyKey, hash);
+        if (claim.kind === 'busy') {
+          res.set('Retry-After', String(claim.retryAfterSeconds));
+          throw new CairnError('cairn.idempotency.in_progress', `A sign with this Idempotency-Key is still running; retry after ${claim.retryAfterSeconds} s to get its answer.`);
+        }
+        let answer: SignAnswer & { replayed: boolean };
+        if (claim.kind === 'replay') answer = { ...claim.answer, replayed: true };
+        else {
+          const slot = await deps.signSlots.tryAcquire(`tenant:${tenant.tenantId}`, deps.signConcurrencyPerTenant);
+          if (!slot) {
+            await deps.signRequests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
+            res.set('Retry-After', String(SIGN_SLOT_RETRY_AFTER_SECONDS));
+            throw new CairnError('cairn.ratelimit.exceeded', `This tenant already has ${deps.signConcurrencyPerTenant} signs running; retry after ${SIGN_SLOT_RETRY_AFTER_SECONDS} s.`);
           }
-          const job = await deps.signer.enqueueSign({ sign: { ...sign, reservationId: metered.reservationId } });
-          keepUpload = true; // the signer worker reads it, then deletes it
-          return { assetId, httpStatus: 202, body: { job_id: job.jobId, status: job.status, poll_url: `${base}/v1/jobs/${job.jobId}` } };
-        }).catch(async (error: unknown) => {
-          await metered?.release();
-          throw error;
-        });
-        // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
-        if (answer.httpStatus === 202) metered?.handOver();
-        else await metered?.commit();
+          // Metered only when the sign really runs (never for a replay): reserved before, committed after the
+          // answer is recorded, released when anything fails.
+          let metered: MeteredUnit | undefined;
+          try {
+            metered = await reserveUnit(deps.billing, tenant, recipe.billing.meter);
+            const assetId = newId('asset');
+            const sign = { tenantId: tenant.tenantId, assetId, recipe: recipeSpec(recipe), uploadBlobKey: upload.key, metadata };
+            let ran: SignAnswer;
+            if (upload.size <= deps.syncMaxBytes) {
+              const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
+              ran = { assetId, httpStatus: 200, body: presentSignResult(result) };
+            } else {
+              const job = await deps.signer.enqueueSign({ sign: { ...sign, reservationId: metered.reservationId } });
+              keepUpload = true; // the signer worker reads it, then deletes it
+              ran = { assetId, httpStatus: 202, body: { job_id: job.jobId, status: job.status, poll_url: `${base}/v1/jobs/${job.jobId}` } };
+            }
+            // False only when this claim's lease ran out and another request took it over: both signed, and
+            // this client still gets the answer of the sign it asked for.
+            await deps.signRequests.finish(tenant.tenantId, idempotencyKey, claim.claimId, ran);
+            answer = { ...ran, replayed: false };
+          } catch (error) {
+            await metered?.release();
+            // The key is free again for a retry; if the database cannot say so now, the lease runs out instead.
+            await deps.signRequests.abandon(tenant.tenantId, idempotencyKey, claim.claimId).catch(() => undefined);
+            throw error;
+          } finally {
+            await slot.release();
+          }
+          // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
+          if (answer.httpStatus === 202) metered.handOver();
+          else await metered.commit();
+        }
         if (answer.replayed) res.set('Idempotent-Replayed', 'true');
         if (answer.httpStatus === 202) res.set('Location', String(answer.body.poll_url));
         res.status(answer.httpStatus).json(answer.body);
