@@ -22,6 +22,7 @@ import { pageRoutes } from './routes/page.js';
 import { verifyPageRoutes } from './routes/verify-page.js';
 import { errorDocsRoutes } from './routes/error-docs.js';
 import { signRoutes } from './routes/sign.js';
+import { jobRoutes } from './routes/jobs.js';
 import { verifyRoutes } from './routes/verify.js';
 import { recipeRoutes } from './routes/recipes.js';
 import { tenantRoutes } from './routes/tenants.js';
@@ -108,6 +109,7 @@ export function createApp(deps: GatewayDeps): Express {
       billing: deps.billing,
     }),
   );
+  app.use(jobRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }));
   app.use(
     verifyRoutes({
       blobs: deps.blobs,
