@@ -16,7 +16,7 @@ const keyOf = (label: string): WatermarkKey => ({ kid: label, secret: Uint8Array
 const key = keyOf('sync-test-k1');
 const otherKey = keyOf('sync-test-k2');
 const payload = keyedPayloadFor(key.secret, 'w_sync_victim');
-const PHOTOS = ['chelsea.png', 'camera.png'] as const;
+const PHOTOS = ['chelsea.png', 'coffee.png'] as const;
 const photos = new Map<string, RawImage>();
 const marked = new Map<string, RawImage>();
 
@@ -57,6 +57,7 @@ describe('cairn-sync-v2', () => {
     });
   });
 
+  // Measured by the bench at about 50–80 % per photo and key, not the 99 %: asserted on one photo only.
   it('reads the social-network path (0.5×, 5% off-centre crop, JPEG q50) on chelsea', async () => {
     const detection = new SyncTileWatermark(key.secret).detect(await social(marked.get('chelsea.png')!));
     expect(detection && payloadHex(detection.payload)).toBe(payloadHex(payload));
@@ -94,7 +95,7 @@ describe('worker tasks with cairn-sync-v2', () => {
   });
 
   it('still reads cairn-dct-keyed-v1 and keyless cairn-dct-v1 marks, each by its own name', () => {
-    const photo = photos.get('camera.png')!;
+    const photo = photos.get('coffee.png')!;
     const keyedV1 = detect(createKeyedImageWatermark(key.secret).embed(photo, payload), [key]);
     expect(keyedV1).toMatchObject({ algorithm: 'cairn-dct-keyed-v1', keyId: key.kid });
     expect(payloadHex(keyedV1.detection!.payload)).toBe(payloadHex(payload));
@@ -104,6 +105,6 @@ describe('worker tasks with cairn-sync-v2', () => {
   });
 
   it('answers no mark for an unmarked photo under every key', () => {
-    expect(detect(photos.get('camera.png')!, [key, otherKey]).detection).toBeNull();
+    expect(detect(photos.get('coffee.png')!, [key, otherKey]).detection).toBeNull();
   });
 });

@@ -28,9 +28,14 @@ const GRID_AREA = 256 * 256;
 const CODED_BITS = codedLength(FRAME_BITS);
 /** Chips of each tile that carry the keyed reference (the rest carry the coded payload). */
 const REFERENCE_CHIPS = CHIPS / 4;
-/** Period search range in grid samples: nominally TILE · CHIP, ×0.6–1.5 (crops, borders, aspect). */
-const MIN_PERIOD = 19;
-const MAX_PERIOD = 48;
+/**
+ * The detector reads on a grid 1.25× finer than the embedder's, so a chip stays wider than a sample when the
+ * picture shrinks inside its frame (borders, aspect squeeze) instead of aliasing away.
+ */
+const DETECT_OVERSAMPLING = 1.25;
+/** Period search range in detection grid samples: nominally TILE · CHIP · 1.25 = 40, ×0.6–1.5. */
+const MIN_PERIOD = 24;
+const MAX_PERIOD = 60;
 /** Alignments (orientation and offset) tried through the decoder; each is one 2⁻³² chance for the check. */
 const CANDIDATES = 3;
 /** Autocorrelation peaks considered, and lattices (pairs of them) tried by folding. */
@@ -124,8 +129,8 @@ function buildLayout(key: Uint8Array): TileLayout {
 }
 
 /** Grid size for an image: about GRID_AREA samples with the image's aspect ratio. */
-function gridSize(width: number, height: number): [number, number] {
-  const s = Math.sqrt(GRID_AREA / (width * height));
+function gridSize(width: number, height: number, oversampling = 1): [number, number] {
+  const s = oversampling * Math.sqrt(GRID_AREA / (width * height));
   return [Math.max(16, Math.round(width * s)), Math.max(16, Math.round(height * s))];
 }
 
@@ -183,6 +188,7 @@ export class SyncAnalysis {
     readonly residual: Float64Array,
     readonly width: number,
     readonly height: number,
+    private readonly nominal: readonly [Vector, Vector],
   ) {}
 
   /**
@@ -190,7 +196,7 @@ export class SyncAnalysis {
    * autocorrelation's candidates, searched only when asked for.
    */
   lattice(index: number): readonly [Vector, Vector] | undefined {
-    if (index === 0) return [[TILE * CHIP, 0], [0, TILE * CHIP]];
+    if (index === 0) return this.nominal;
     this.found ??= latticeCandidates(this.residual, this.width, this.height);
     return this.found[index - 1];
   }
@@ -524,6 +530,14 @@ function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector
       pairs.push({ pair: [a, b], value: top[i]!.value + peaks[j]!.value });
     }
   }
+  // A square tile's second axis is the first turned by 90° (up to the aspect change): measured there too, in
+  // case its peak is not a local maximum of its own next to the picture's structure.
+  for (let i = 0; i < Math.min(STRONGEST, top.length); i++) {
+    const a = top[i]!.v;
+    const turned = harmonics(at, Math.round(-a[1]), Math.round(a[0]), Math.min(nx, ny) / 2);
+    if (turned.v[1] < 0) turned.v = [-turned.v[0], -turned.v[1]];
+    pairs.push({ pair: [a, turned.v], value: top[i]!.value + turned.value });
+  }
   pairs.sort((p, q) => q.value - p.value);
   return pairs.slice(0, PAIRS).map((p) => p.pair);
 }
@@ -535,6 +549,13 @@ function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector
  * matters because the fold accumulates the error over every period of the picture.
  */
 function harmonics(at: (dx: number, dy: number) => number, dx: number, dy: number, maxLag: number): { v: Vector; value: number } {
+  // Refines to the local maximum first: (dx, dy) may be a prediction rather than a peak.
+  for (let moved = true, steps = 0; moved && steps < 3; steps++) {
+    moved = false;
+    let [bx, by] = [dx, dy];
+    for (let ey = -1; ey <= 1; ey++) for (let ex = -1; ex <= 1; ex++) if (at(dx + ex, dy + ey) > at(bx, by)) [bx, by] = [dx + ex, dy + ey];
+    if (bx !== dx || by !== dy) [dx, dy, moved] = [bx, by, true];
+  }
   let value = 0;
   let sx = 0;
   let sy = 0;
@@ -624,10 +645,14 @@ function parabolic(left: number, centre: number, right: number): number {
 export function analyseSync(image: RawImage, minDetectSize: number = CAIRN_SYNC_V2.minDetectSize): SyncAnalysis | null {
   assertWellFormed(image);
   if (Math.min(image.width, image.height) < minDetectSize) return null;
-  const [gw, gh] = gridSize(image.width, image.height);
+  const [gw, gh] = gridSize(image.width, image.height, DETECT_OVERSAMPLING);
   const luma = lumaGrid(image, gw, gh);
   const r = whiten(luma, gw, gh);
-  return new SyncAnalysis(r, gw, gh);
+  // The tiling as embedded into an image of this size, in this grid's samples (exact ratio of the two
+  // rounded grids, which a fold over ten periods would notice).
+  const [ew, eh] = gridSize(image.width, image.height);
+  const nominal: [Vector, Vector] = [[(TILE * CHIP * gw) / ew, 0], [0, (TILE * CHIP * gh) / eh]];
+  return new SyncAnalysis(r, gw, gh, nominal);
 }
 
 function withSpectrum(folded: Float64Array): { folded: Float64Array; re: Float64Array; im: Float64Array } {
