@@ -5,11 +5,11 @@
  * understands, and skaffold.yaml is read line by line.
  */
 import { describe, it, expect } from '@jest/globals';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 // '@cairn/config' is not a dependency of the workspace root, so import its source directly.
-import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '../packages/config/src/index.js';
+import { commonEnvShape, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, identityProblems, loadConfig, SERVICE_NAMES, type ServiceName } from '../packages/config/src/index.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (rel: string): string => readFileSync(join(ROOT, rel), 'utf8');
@@ -221,14 +221,18 @@ describe('Helm chart: charts/cairn', () => {
   it('global values: production env, connection URLs, public URL, gateway Service type, Ingress off', () => {
     const global = mapAt(values.global, 'global');
     expect(mapAt(global.env, 'global.env').CAIRN_ENV).toBe('production');
-    for (const k of ['database', 'redis', 'nats']) expect(mapAt(values[k], k).url).toMatch(/^\w+:\/\//);
+    for (const k of ['redis', 'nats']) expect(mapAt(values[k], k).url).toMatch(/^\w+:\/\//);
+    // One database URL per service, each naming the service's own role.
+    const urls = mapAt(mapAt(values.database, 'database').urls, 'database.urls');
+    expect(sorted(Object.keys(urls))).toEqual(sorted(SERVICE_NAMES));
+    for (const service of SERVICE_NAMES) expect(new URL(scalarAt(urls[service], `database.urls.${service}`)).username).toBe(`cairn_${service}`);
     expect(values.publicBaseUrl).toMatch(/^https?:\/\//);
     expect(mapAt(values.gatewayService, 'gatewayService').type).toBe('ClusterIP');
     expect(mapAt(values.ingress, 'ingress').enabled).toBe('false');
     expect(values).toHaveProperty('existingSecret');
   });
 
-  const templates = ['_helpers.tpl', 'deployment.yaml', 'service.yaml', 'configmap.yaml', 'secret.yaml', 'ingress.yaml', 'NOTES.txt'];
+  const templates = ['_helpers.tpl', 'deployment.yaml', 'service.yaml', 'configmap.yaml', 'secret.yaml', 'ingress.yaml', 'NOTES.txt', 'networkpolicy.yaml', 'nats-auth.yaml'];
 
   it.each(templates)('templates/%s has balanced template actions', (file) => {
     const text = read(`charts/cairn/templates/${file}`).replace(/\{\{-?\s*\/\*[\s\S]*?\*\/\s*-?\}\}/g, '');
@@ -269,7 +273,150 @@ describe('Helm chart: charts/cairn', () => {
   it('the Secret is skipped when existingSecret is set', () => {
     const t = read('charts/cairn/templates/secret.yaml');
     expect(t).toMatch(/\{\{- if not \.Values\.existingSecret \}\}/);
-    for (const key of ['DATABASE_URL', 'REDIS_URL', 'NATS_URL', 'CAIRN_DATA_KEY']) expect(t).toContain(`${key}:`);
+    for (const key of ['DATABASE_URL_{{ upper $name }}', 'REDIS_URL', 'NATS_URL', 'CAIRN_DATA_KEY']) expect(t).toContain(`${key}:`);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// What production mode requires of each service, against what the chart gives each service's container.
+
+const chartValues = parseSimpleYaml(read('charts/cairn/values.yaml'));
+const chartServices = mapAt(chartValues.services, 'services');
+
+/** Each `- name: X` of the Deployment's container env, with the template conditions around it. */
+interface ChartEnvEntry {
+  name: string;
+  only?: string;
+  port?: string;
+  optional?: boolean;
+  secret?: { name: string; key: string };
+}
+
+function deploymentEnv(): ChartEnvEntry[] {
+  const lines = read('charts/cairn/templates/deployment.yaml').split('\n');
+  const start = lines.findIndex((l) => /^\s+env:\s*$/.test(l));
+  const end = lines.findIndex((l, i) => i > start && /^\s+startupProbe:\s*$/.test(l));
+  const stack: Array<{ only?: string; port?: string; optional?: boolean }> = [];
+  const entries: ChartEnvEntry[] = [];
+  for (let i = start + 1; i < end; i++) {
+    const line = lines[i]!.trim();
+    const only = /^\{\{-?\s*if eq \$name "(\w+)"\s*-?\}\}$/.exec(line);
+    const port = /^\{\{-?\s*if \$svc\.ports\.(\w+)\s*-?\}\}$/.exec(line);
+    if (only) stack.push({ only: only[1]! });
+    else if (port) stack.push({ port: port[1]! });
+    // Any other condition (with, if not, range over values) may render nothing: what it holds is not counted.
+    else if (/^\{\{-?\s*(if|with|range)\b/.test(line)) stack.push({ optional: true });
+    else if (/^\{\{-?\s*end\b/.test(line)) stack.pop();
+    const named = /^- name: ([A-Z][A-Z0-9_]*)$/.exec(line);
+    if (!named) continue;
+    const entry: ChartEnvEntry = { name: named[1]!, ...Object.assign({}, ...stack) };
+    if (/^valueFrom:/.test(lines[i + 1]?.trim() ?? '')) {
+      const block = lines.slice(i + 2, i + 7).map((l) => l.trim());
+      const secretName = block.find((l) => l.startsWith('name: '))?.slice(6);
+      const key = block.find((l) => l.startsWith('key: '))?.slice(5);
+      if (block.includes('optional: true')) entry.optional = true;
+      if (secretName && key) entry.secret = { name: secretName, key };
+    }
+    entries.push(entry);
+  }
+  return entries;
+}
+
+/** The environment variables the chart gives `service`'s container (the shared ConfigMap, its env, its own values env). */
+function chartEnvFor(service: ServiceName): Map<string, ChartEnvEntry | 'configmap' | 'values'> {
+  const provided = new Map<string, ChartEnvEntry | 'configmap' | 'values'>();
+  const globalEnv = mapAt(mapAt(chartValues.global, 'global').env, 'global.env');
+  for (const [key, value] of Object.entries(globalEnv)) if (value !== '') provided.set(key, 'configmap');
+  const entry = mapAt(chartServices[service], `services.${service}`);
+  const ports = mapAt(entry.ports, 'ports');
+  for (const env of deploymentEnv()) {
+    if (env.optional) continue;
+    if (env.only !== undefined && env.only !== service) continue;
+    if (env.port !== undefined && ports[env.port] === undefined) continue;
+    provided.set(env.name, env);
+  }
+  const own = entry.env;
+  if (own !== undefined && typeof own !== 'string') for (const key of Object.keys(own)) provided.set(key, 'values');
+  return provided;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((name) => {
+    const rel = `${dir}/${name}`;
+    if (statSync(join(ROOT, rel)).isDirectory()) return sourceFiles(rel);
+    return rel.endsWith('.ts') ? [rel] : [];
+  });
+}
+
+const ENV_NAME = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g;
+
+/**
+ * What production mode requires of `service`: the common identity checks (packages/config identityProblems,
+ * run with the chart's GRPC_HOST and NATS URL; of "A (or B)" alternatives the first), the variables its own
+ * code refuses to start without in production (`throw new Error('X is required…')`, or the anchor's refusal
+ * of the public development key), and the connection URLs whose loopback defaults mean nothing in a cluster.
+ */
+function requiredInProduction(service: ServiceName): string[] {
+  const chartGrpcHost = (/name: GRPC_HOST\s*\n\s*value: "([^"]+)"/.exec(read('charts/cairn/templates/deployment.yaml')) ?? [])[1]!;
+  const common = identityProblems({ ...loadConfig(commonEnvShape, {}), CAIRN_ENV: 'production', GRPC_HOST: chartGrpcHost, NATS_URL: scalarAt(mapAt(chartValues.nats, 'nats').url, 'nats.url') });
+  const fromCommon = common.flatMap((problem) => problem.replace(/\(or [^)]*\)/g, '').split(':')[0]!.match(ENV_NAME) ?? []);
+  const fromService = sourceFiles(`services/${service}/src`).flatMap((file) =>
+    [...read(file).matchAll(/throw new Error\(\s*['"`]([A-Z][A-Z0-9_]+) is (?:required|the public hardhat development key)/g)].map((m) => m[1]!),
+  );
+  return sorted(new Set(['DATABASE_URL', 'REDIS_URL', 'NATS_URL', ...fromCommon, ...fromService]));
+}
+
+describe('Helm chart: production mode has what it requires', () => {
+  it('the requirements are read from the code: the identity checks and each service\'s own refusals', () => {
+    // Not a list kept here: if a check is renamed away, this notices before the per-service tests pass vacuously.
+    expect(requiredInProduction('gateway')).toEqual(expect.arrayContaining(['GRPC_TLS_CA', 'GRPC_TLS_CERT', 'GRPC_TLS_KEY', 'NATS_USER', 'NATS_PASSWORD', 'CAIRN_DATA_KEY']));
+    expect(SERVICE_NAMES.flatMap((s) => requiredInProduction(s)).length).toBeGreaterThan(SERVICE_NAMES.length * 8);
+  });
+
+  it.each([...SERVICE_NAMES])('%s: every variable production requires is provided by the chart', (service) => {
+    const provided = chartEnvFor(service);
+    expect(requiredInProduction(service).filter((name) => !provided.has(name))).toEqual([]);
+    expect(provided.get('CAIRN_ENV')).toBe('configmap');
+    expect(mapAt(mapAt(chartValues.global, 'global').env, 'global.env').CAIRN_ENV).toBe('production');
+  });
+
+  it.each([...SERVICE_NAMES])('%s: each secret it reads is a key the chart\'s Secrets hold, and its database URL is its own role', (service) => {
+    const secretTemplates = read('charts/cairn/templates/secret.yaml') + read('charts/cairn/templates/nats-auth.yaml');
+    for (const entry of chartEnvFor(service).values()) {
+      if (typeof entry === 'string' || !entry.secret) continue;
+      // The Secret templates write per-service keys as PREFIX_{{ upper $name }} inside a range over the services.
+      const key = entry.secret.key.replace('{{ upper $name }}', '{{ upper $name }}');
+      expect({ env: entry.name, key, held: secretTemplates.includes(`${key}:`) || secretTemplates.includes(`{{ $key }}:`) && /CAIRN_NATS_PASSWORD_/.test(key) }).toEqual({ env: entry.name, key, held: true });
+    }
+    const database = chartEnvFor(service).get('DATABASE_URL');
+    expect(typeof database === 'object' && database.secret?.key).toBe('DATABASE_URL_{{ upper $name }}');
+  });
+
+  it('TRUST_PROXY is set for the gateway (the ingress), gRPC binds 0.0.0.0 only with the TLS files, and the certificates come from a Secret', () => {
+    expect(chartEnvFor('gateway').has('TRUST_PROXY')).toBe(true);
+    expect(chartValues.trustProxy).not.toBe('');
+    const t = read('charts/cairn/templates/deployment.yaml');
+    expect(t).toMatch(/secretName: \{\{ \$\.Values\.grpcTls\.secretName \}\}/);
+    for (const service of SERVICE_NAMES) for (const name of ['GRPC_HOST', 'GRPC_TLS_CA', 'GRPC_TLS_CERT', 'GRPC_TLS_KEY', 'NATS_USER', 'NATS_PASSWORD']) expect(chartEnvFor(service).has(name)).toBe(true);
+  });
+
+  it('the NetworkPolicy denies ingress to the chart\'s pods but gRPC among them, the gateway\'s HTTP and the signer\'s OCSP', () => {
+    const t = read('charts/cairn/templates/networkpolicy.yaml');
+    const docs = t.split(/^---$/m);
+    expect(docs[0]).toMatch(/policyTypes:\s*\n\s*- Ingress\s*\n\s*ingress: \[\]/);
+    expect(t).toMatch(/- from:\s*\n\s*- podSelector:\s*\n\s*matchLabels:\s*\n\s*app\.kubernetes\.io\/part-of: cairn\s*\n\s*ports:\s*\n\s*- port: grpc/);
+    // Open from anywhere (no `from:`): exactly the gateway's http and the signer's ocsp.
+    const open = docs.filter((d) => /ingress:\s*\n\s*- ports:/.test(d)).map((d) => [/"name" "(\w+)"/.exec(d)?.[1], /- port: (\w+)/.exec(d)?.[1]]);
+    expect(open).toEqual([
+      ['gateway', 'http'],
+      ['signer', 'ocsp'],
+    ]);
+  });
+
+  it('ships the NATS authorization file the services\' users and permissions come from', () => {
+    expect(read('charts/cairn/templates/nats-auth.yaml')).toContain('.Files.Get "files/nats-authorization.conf"');
+    const conf = read('charts/cairn/files/nats-authorization.conf');
+    for (const service of SERVICE_NAMES) expect(conf).toContain(`user: "cairn-${service}"`);
   });
 });
 

@@ -47,3 +47,27 @@ app.kubernetes.io/component: {{ .name }}
 {{- define "cairn.grpcAddrVar" -}}
 {{- printf "%s_GRPC_ADDR" (upper .) -}}
 {{- end -}}
+
+{{/*
+A secret value: the one given in values, else the one already in the Secret (lookup), else generated. Call with
+(dict "root" $ "secret" "<Secret name>" "key" "<key>" "value" <given> "generate" "<hex64|password>").
+*/}}
+{{- define "cairn.keptSecretValue" -}}
+{{- $value := .value | default "" | toString -}}
+{{- if not $value -}}
+{{- $existing := lookup "v1" "Secret" .root.Release.Namespace .secret -}}
+{{- if and $existing $existing.data (hasKey $existing.data .key) -}}
+{{- $value = index $existing.data .key | b64dec -}}
+{{- else if eq .generate "hex64" -}}
+{{- $value = randAlphaNum 64 | sha256sum -}}
+{{- else -}}
+{{- $value = randAlphaNum 32 -}}
+{{- end -}}
+{{- end -}}
+{{- $value -}}
+{{- end -}}
+
+{{/* The Secret of the services' NATS passwords, which the NATS server reads too. */}}
+{{- define "cairn.natsSecretName" -}}
+cairn-nats-auth
+{{- end -}}

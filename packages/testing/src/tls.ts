@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -61,6 +61,7 @@ export async function makeDevPki(dir: string, services: ReadonlyArray<string>): 
       );
       await openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${tlsName(service)}`]);
       await openssl(['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '825', '-extfile', ext]);
+      await Promise.all([rm(csr, { force: true }), rm(ext, { force: true })]);
     }
     files[service] = { ca: caCert, cert, key };
   }
