@@ -13,6 +13,8 @@ import { keyedPayloadFor, PAYLOAD_BYTES, payloadFor, payloadHex } from './domain
 import { PoolClosedError, type ImageWorkerPool } from './domain/pool.js';
 import { requireId } from './domain/validation.js';
 import { decodeForDetection, decodeForEmbedding, encodeMarked } from './adapters/image-codec.js';
+import { ANALYSIS_RATE, decodeAudioForDetection, decodeAudioForEmbedding, encodeMarkedAudio } from './adapters/audio-codec.js';
+import { audioPayloadFor, AUDIO_WM, CAIRN_AUDIO_WM_V1_NAME } from './domain/audio/cairn-audio-wm-v1.js';
 
 type Methods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
@@ -100,6 +102,64 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
       };
     },
 
+    embedAudio: async (request) => {
+      const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
+      const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
+      const assetId = requireId('asset', request.assetId, 'asset_id');
+      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the audio file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      // Decoded before the registry is touched: a file refused for its size or format records no mark.
+      // Any length is marked (a clip shorter than one repetition, 1.5 s, carries a mark no detector can read
+      // whole; its manifest and fingerprint still bind it).
+      const decoded = await decodeAudioForEmbedding(request.encoded, mediaLimits);
+      // A retry of an id already recorded writes exactly that mark again, under the key it was recorded with.
+      const existing = await registry.findById(tenantId, watermarkId);
+      if (existing && existing.algorithm !== CAIRN_AUDIO_WM_V1_NAME) throw new CairnError('cairn.sign.idempotency_conflict', `watermark_id ${watermarkId} is already registered for a ${existing.algorithm} mark; use a new watermark id`);
+      const key = existing ? keyOf(existing) : keyring.current;
+      if (!key) throw new CairnError('cairn.internal_error', 'an audio mark needs a watermark key');
+      const payload = audioPayloadFor(key.secret, watermarkId);
+      const hex = payloadHex(payload);
+      await registry.record({ watermarkId, payloadHex: hex, tenantId, assetId, algorithm: CAIRN_AUDIO_WM_V1_NAME, keyId: key.kid });
+      const { samples, sampleRate, channels } = { samples: decoded.samples, sampleRate: decoded.format.sampleRate, channels: decoded.format.channels };
+      const outcome = await inWorker('audio embedding', () => pool.embedAudio({ samples, sampleRate, channels }, payload, key));
+      let encoded: Buffer;
+      try {
+        encoded = await encodeMarkedAudio(outcome.samples, decoded.format);
+      } catch (error) {
+        logger.error({ err: error, format: decoded.format }, 'encoding the marked audio failed');
+        throw new CairnError('cairn.internal_error', 'encoding the marked audio failed', {}, { cause: error });
+      }
+      if (encoded.length > MAX_ENCODED_ANSWER_BYTES) {
+        throw new CairnError('cairn.media.too_large', `The marked audio encodes to ${encoded.length} bytes, more than the ${MAX_ENCODED_ANSWER_BYTES} this service answers with.`);
+      }
+      return { encoded, payloadHex: hex, snrDb: outcome.snrDb, algorithm: outcome.algorithm, keyId: outcome.keyId, mediaType: decoded.format.mediaType, durationSeconds: decoded.format.seconds };
+    },
+
+    detectAudio: async (request) => {
+      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the audio file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      const samples = await decodeAudioForDetection(request.encoded, mediaLimits);
+      // No decodable audio, or shorter than one repetition: nothing to look for (verify goes on without the signal).
+      if (!samples || samples.length < MIN_DETECT_AUDIO_SECONDS * ANALYSIS_RATE) return { detected: false, applicable: false, algorithm: CAIRN_AUDIO_WM_V1_NAME };
+      const { detection, algorithm: name, keyId } = await inWorker('audio detection', () => pool.detectAudio(samples, keyring.all));
+      if (!detection) return { detected: false, applicable: true, algorithm: name };
+      const hex = payloadHex(detection.payload);
+      const found = await registry.findByPayload(hex);
+      // As for images: a registry entry counts only for a mark read with the algorithm and key it was written with.
+      const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
+      if (found && !mark) logger.warn({ algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId }, 'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark');
+      return {
+        detected: true,
+        applicable: true,
+        payloadHex: hex,
+        confidence: detection.confidence,
+        registered: mark !== null,
+        watermarkId: mark?.watermarkId ?? '',
+        assetId: mark?.assetId ?? '',
+        tenantId: mark?.tenantId ?? '',
+        algorithm: name,
+        keyId: keyId ?? '',
+      };
+    },
+
     resolvePayload: async (request) => {
       const hex = request.payloadHex.toLowerCase();
       if (!PAYLOAD_HEX.test(hex)) throw new CairnError('cairn.validation.invalid_body', `payload_hex must be ${PAYLOAD_BYTES * 2} hex digits`);
@@ -120,6 +180,8 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
   }
 }
 
+/** Shortest audio DetectAudio reads: one repetition and a frame (the grid may start anywhere in it). */
+const MIN_DETECT_AUDIO_SECONDS = (AUDIO_WM.period + 1) * AUDIO_WM.frame / AUDIO_WM.sampleRate;
 /** Below this side no algorithm has a grid to read (callers skipped such images before detection moved here). */
 const MIN_DETECT_SIDE = 64;
 /** Under the 128 MiB gRPC message limit (packages/rpc), with room for the thumbnail and the other fields. */

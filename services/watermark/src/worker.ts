@@ -4,15 +4,17 @@
  * infrastructure, so a worker starts in milliseconds and holds no connections.
  */
 import { parentPort } from 'node:worker_threads';
+import { AudioAlgorithms, runAudioTask } from './domain/audio-tasks.js';
 import { ImageAlgorithms, runImageTask } from './domain/image-tasks.js';
-import { WORKER_READY, type WorkerRequest } from './domain/worker-protocol.js';
+import { isAudioRequest, WORKER_READY, type AudioWorkerRequest, type WorkerRequest } from './domain/worker-protocol.js';
 
 const port = parentPort;
 if (!port) throw new Error('src/worker.ts must run as a worker thread');
 
 const algorithms = new ImageAlgorithms();
-port.on('message', (request: WorkerRequest) => {
-  const { response, transfer } = runImageTask(algorithms, request);
+const audio = new AudioAlgorithms();
+port.on('message', (request: WorkerRequest | AudioWorkerRequest) => {
+  const { response, transfer } = isAudioRequest(request) ? runAudioTask(audio, request) : runImageTask(algorithms, request);
   port.postMessage(response, transfer);
 });
 port.postMessage(WORKER_READY);

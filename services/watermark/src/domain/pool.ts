@@ -8,6 +8,8 @@ import { ImageRejectedError, type RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 import { transferable } from './image-tasks.js';
 import { WORKER_READY, type DetectOutcome, type EmbedOutcome, type KeyedAlgorithmName, type WorkerRequest, type WorkerResponse } from './worker-protocol.js';
+import type { AudioEmbedOutcome, AudioWorkerRequest, AudioWorkerResponse } from './worker-protocol.js';
+import type { PcmAudio } from './audio/apply.js';
 
 /** Where a worker's code is: a module file, or (eval) a bootstrap script that loads one. */
 export interface WorkerEntry {
@@ -56,9 +58,9 @@ export class PoolClosedError extends Error {
 }
 
 interface Task {
-  readonly request: WorkerRequest;
+  readonly request: WorkerRequest | AudioWorkerRequest;
   readonly transfer: ArrayBuffer[];
-  resolve(response: WorkerResponse): void;
+  resolve(response: WorkerResponse | AudioWorkerResponse): void;
   reject(error: Error): void;
 }
 
@@ -119,6 +121,23 @@ export class ImageWorkerPool {
     return response.outcome;
   }
 
+  /**
+   * Marks `audio` with cairn-audio-wm-v1 under `key`; its sample buffer is handed over (or copied once) like
+   * pixels, and the marked samples come back the same way.
+   */
+  async embedAudio(audio: PcmAudio, payload: Uint8Array, key: WatermarkKey): Promise<AudioEmbedOutcome> {
+    const response = await this.run((id) => ({ id, op: 'embed-audio', audio: { ...audio, samples: ownedFloats(audio.samples) }, payload: Uint8Array.from(payload), key }));
+    if (response.op !== 'embed-audio') throw new Error('watermark worker answered the wrong operation');
+    return response.outcome;
+  }
+
+  /** Reads a cairn-audio-wm-v1 mark from the 16 kHz mono mix under each of `keys`, in order. */
+  async detectAudio(samples: Float32Array, keys: ReadonlyArray<WatermarkKey>): Promise<DetectOutcome> {
+    const response = await this.run((id) => ({ id, op: 'detect-audio', samples: ownedFloats(samples), keys }));
+    if (response.op !== 'detect-audio') throw new Error('watermark worker answered the wrong operation');
+    return response.outcome;
+  }
+
   /** Tasks waiting or running. */
   get pending(): number {
     let running = 0;
@@ -144,16 +163,16 @@ export class ImageWorkerPool {
     await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
   }
 
-  private run(build: (id: number) => WorkerRequest): Promise<Extract<WorkerResponse, { ok: true }>> {
+  private run<R extends WorkerRequest | AudioWorkerRequest>(build: (id: number) => R): Promise<Extract<R extends WorkerRequest ? WorkerResponse : AudioWorkerResponse, { ok: true }>> {
     if (this.closed) return Promise.reject(new PoolClosedError());
     const request = build(this.nextId++);
-    const transfer = transferable(request.image.pixels);
-    return new Promise<WorkerResponse>((resolve, reject) => {
+    const transfer = transferable(bytesOfRequest(request));
+    return new Promise<WorkerResponse | AudioWorkerResponse>((resolve, reject) => {
       this.queue.push({ request, transfer, resolve, reject });
       this.dispatch();
     }).then((response) => {
       if (!response.ok) throw workerFailure(response.error);
-      return response;
+      return response as Extract<R extends WorkerRequest ? WorkerResponse : AudioWorkerResponse, { ok: true }>;
     });
   }
 
@@ -196,7 +215,7 @@ export class ImageWorkerPool {
       if (task) settle(task);
       if (this.pending === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     };
-    worker.on('message', (message: WorkerResponse | typeof WORKER_READY) => {
+    worker.on('message', (message: WorkerResponse | AudioWorkerResponse | typeof WORKER_READY) => {
       if (message === WORKER_READY) return loaded();
       finish((task) => task.resolve(message));
       this.dispatch();
@@ -213,6 +232,18 @@ export class ImageWorkerPool {
     });
     return slot;
   }
+}
+
+/** The buffer a request may hand over: its pixels or its samples. */
+function bytesOfRequest(request: WorkerRequest | AudioWorkerRequest): Uint8Array {
+  if (request.op === 'embed-audio') return new Uint8Array(request.audio.samples.buffer, request.audio.samples.byteOffset, request.audio.samples.byteLength);
+  if (request.op === 'detect-audio') return new Uint8Array(request.samples.buffer, request.samples.byteOffset, request.samples.byteLength);
+  return request.image.pixels;
+}
+
+/** Samples that own their whole buffer (see owned). */
+function ownedFloats(samples: Float32Array): Float32Array {
+  return samples.byteOffset === 0 && samples.byteLength === samples.buffer.byteLength && samples.buffer instanceof ArrayBuffer ? samples : samples.slice();
 }
 
 /** A view that owns its whole buffer, so it can be transferred without detaching anyone else's bytes. */

@@ -1,3 +1,4 @@
+import type { PcmAudio } from './audio/apply.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 
@@ -35,3 +36,27 @@ export type WorkerResponse =
 
 /** Sent once by a worker when its modules have loaded. */
 export const WORKER_READY = 'cairn-watermark-worker-ready';
+
+/** Audio work (cairn-audio-wm-v1, always keyed): sample buffers travel as transfers, like pixels. */
+export type AudioWorkerRequest =
+  | { readonly id: number; readonly op: 'embed-audio'; readonly audio: PcmAudio; readonly payload: Uint8Array; readonly key: WatermarkKey }
+  // Every key in order; the 16 kHz mono mix is analysed once for all of them.
+  | { readonly id: number; readonly op: 'detect-audio'; readonly samples: Float32Array; readonly keys: ReadonlyArray<WatermarkKey> };
+
+export interface AudioEmbedOutcome {
+  /** The marked samples, interleaved as they came. */
+  readonly samples: Float32Array;
+  /** SNR of the mark against the upload (all channels, full band), dB. */
+  readonly snrDb: number;
+  readonly algorithm: string;
+  readonly keyId: string;
+}
+
+export type AudioWorkerResponse =
+  | { readonly id: number; readonly ok: true; readonly op: 'embed-audio'; readonly outcome: AudioEmbedOutcome }
+  | { readonly id: number; readonly ok: true; readonly op: 'detect-audio'; readonly outcome: DetectOutcome }
+  | { readonly id: number; readonly ok: false; readonly error: { readonly name: string; readonly message: string } };
+
+export function isAudioRequest(request: WorkerRequest | AudioWorkerRequest): request is AudioWorkerRequest {
+  return request.op === 'embed-audio' || request.op === 'detect-audio';
+}

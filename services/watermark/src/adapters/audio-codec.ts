@@ -1,0 +1,152 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CairnError } from '@cairn/errors';
+import { checkMediaLimits, decodeAudioMono, FfmpegError, probeFfmpeg, runFfmpeg, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
+
+/**
+ * The service's own decode and re-encode of audio files (callers send files, never samples): the header is
+ * checked against the media limits first, then ffmpeg decodes under them. The marked file keeps the upload's
+ * container, rate, channels and quality: WAV stays PCM at its depth, FLAC lossless at its depth, MP3 and OGG
+ * re-encode at the bit rate the upload declares.
+ */
+
+/** The rate every audio algorithm works at (cairn-audio-wm-v1's band is under its Nyquist). */
+export const ANALYSIS_RATE = 16_000;
+
+const EMBEDDABLE: ReadonlySet<string> = new Set(['audio/wav', 'audio/flac', 'audio/mpeg', 'audio/ogg']);
+
+function invalid(detail: string): CairnError {
+  return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
+}
+
+/** How the upload is encoded, so the marked file can be encoded the same way. */
+export interface AudioFormat {
+  readonly mediaType: string;
+  readonly codec: string;
+  readonly sampleRate: number;
+  readonly channels: number;
+  /** ffmpeg's sample format (s16, s32, fltp, ...), and the bits really used when it says ("s32 (24 bit)"). */
+  readonly sampleFormat: string;
+  readonly bitsPerSample?: number;
+  /** The declared bit rate in kb/s (lossy codecs). */
+  readonly kbps?: number;
+  readonly seconds: number;
+}
+
+export interface DecodedAudio {
+  readonly format: AudioFormat;
+  /** Interleaved float samples at the upload's rate and channels. */
+  readonly samples: Float32Array;
+  /** Mono mix at ANALYSIS_RATE, as detection will read it. */
+  readonly mono: Float32Array;
+}
+
+/** The first audio stream of ffmpeg's description: codec, rate, channels, sample format, bit rate. */
+export function parseAudioStream(text: string, mediaType: string): Omit<AudioFormat, 'seconds'> | null {
+  const line = /Stream #\d+:\d+.*?: Audio: ([^\n]*)/.exec(text)?.[1];
+  if (!line) return null;
+  const parts = line.split(', ');
+  const codec = (parts[0] ?? '').split(' ')[0] ?? '';
+  const rate = /(\d+) Hz/.exec(line);
+  if (!codec || !rate) return null;
+  const layout = parts[2] ?? '';
+  const channels = layout === 'mono' ? 1 : layout === 'stereo' ? 2 : Number(/(\d+) channels/.exec(layout)?.[1] ?? /^(\d+)\.(\d+)/.exec(layout)?.slice(1, 3).reduce((a, b) => a + Number(b), 0) ?? 0);
+  const sampleFormat = (parts[3] ?? '').split(' ')[0] ?? '';
+  const bits = /\((\d+) bit\)/.exec(parts[3] ?? '');
+  const kbps = /(\d+) kb\/s/.exec(line) ?? /bitrate: (\d+) kb\/s/.exec(text);
+  if (!Number.isInteger(channels) || channels < 1 || channels > 8) return null;
+  return { mediaType, codec, sampleRate: Number(rate[1]), channels, sampleFormat, ...(bits ? { bitsPerSample: Number(bits[1]) } : {}), ...(kbps ? { kbps: Number(kbps[1]) } : {}) };
+}
+
+async function withTemp<T>(work: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-audio-'));
+  try {
+    return await work(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The upload to mark: limits from its header, then its samples as they are and the 16 kHz mono mix. */
+export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedAudio> {
+  const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
+  const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
+  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType)) throw invalid(`encoded must be a WAV, FLAC, MP3 or OGG file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
+  const probe = await checkMediaLimits(bytes, sniffed, limits);
+  const description = await withTemp(async (dir) => {
+    const path = join(dir, 'input');
+    await writeFile(path, bytes);
+    return probeFfmpeg(path);
+  });
+  const stream = parseAudioStream(description, sniffed.mediaType);
+  // An upload that only looks like audio is the sign's unsupported_mime (the signer decoded it before, and said so).
+  if (!stream) throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${sniffed.mediaType} but has no audio stream ffmpeg can read.`);
+  const maxSeconds = Math.min(limits.audioSeconds, probe?.seconds !== undefined ? probe.seconds + 1 : limits.audioSeconds);
+  try {
+    const raw = await runFfmpeg({
+      args: ['-i', 'pipe:0', '-t', String(maxSeconds), '-vn', '-f', 'f32le', '-ac', String(stream.channels), '-ar', String(stream.sampleRate), 'pipe:1'],
+      input: bytes,
+      maxOutputBytes: Math.ceil(maxSeconds * stream.sampleRate * stream.channels * 4) + 4096,
+    });
+    const samples = new Float32Array(raw.length >> 2);
+    new Uint8Array(samples.buffer).set(raw.subarray(0, samples.length * 4));
+    const mono = await decodeAudioMono(bytes, ANALYSIS_RATE, maxSeconds);
+    const seconds = samples.length / stream.channels / stream.sampleRate;
+    return { format: { ...stream, seconds }, samples, mono };
+  } catch (error) {
+    if (error instanceof FfmpegError) throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${sniffed.mediaType} but cannot be decoded.`);
+    throw error;
+  }
+}
+
+/** A received file to read: any audio (or a video's first audio track) ffmpeg decodes, as 16 kHz mono; null if none. */
+export async function decodeAudioForDetection(encoded: Uint8Array, limits: MediaLimits): Promise<Float32Array | null> {
+  const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
+  const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
+  if (!sniffed || (sniffed.modality !== 'audio' && sniffed.modality !== 'video')) throw invalid(`encoded must be an audio or video file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
+  await checkMediaLimits(bytes, sniffed, limits);
+  const maxSeconds = sniffed.modality === 'audio' ? limits.audioSeconds : limits.videoSeconds;
+  try {
+    return await decodeAudioMono(bytes, ANALYSIS_RATE, maxSeconds);
+  } catch (error) {
+    // A file whose audio cannot be decoded carries no readable mark: not an error for verification.
+    if (error instanceof FfmpegError) return null;
+    throw error;
+  }
+}
+
+/** ffmpeg output options that re-create the upload's encoding. */
+export function encoderArgs(format: AudioFormat): { args: string[]; extension: string } {
+  const kbps = String(format.kbps ?? 128);
+  switch (format.mediaType) {
+    case 'audio/wav':
+      // The same PCM codec: pcm_s16le stays 16-bit, pcm_s24le 24-bit, pcm_f32le float.
+      // bitexact: no LIST/INFO encoder chunk, so the file is RIFF, fmt and data like most uploads.
+      return { args: ['-c:a', format.codec.startsWith('pcm_') ? format.codec : 'pcm_s16le', '-fflags', '+bitexact', '-f', 'wav'], extension: 'wav' };
+    case 'audio/flac':
+      return {
+        args: ['-c:a', 'flac', '-sample_fmt', format.sampleFormat === 's16' ? 's16' : 's32', ...(format.bitsPerSample ? ['-bits_per_raw_sample', String(format.bitsPerSample)] : []), '-f', 'flac'],
+        extension: 'flac',
+      };
+    case 'audio/mpeg':
+      return { args: ['-c:a', 'libmp3lame', '-b:a', `${kbps}k`, '-f', 'mp3'], extension: 'mp3' };
+    case 'audio/ogg':
+      return format.codec === 'opus'
+        ? { args: ['-c:a', 'libopus', '-b:a', `${kbps}k`, '-f', 'ogg'], extension: 'ogg' }
+        : { args: ['-c:a', 'libvorbis', '-b:a', `${kbps}k`, '-f', 'ogg'], extension: 'ogg' };
+    default:
+      throw invalid(`cannot re-encode ${format.mediaType}`);
+  }
+}
+
+/** The marked samples encoded like the upload (through a file: WAV and MP3 headers are finished by seeking back). */
+export async function encodeMarkedAudio(samples: Float32Array, format: AudioFormat): Promise<Buffer> {
+  const { args, extension } = encoderArgs(format);
+  return withTemp(async (dir) => {
+    const output = join(dir, `marked.${extension}`);
+    const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+    await runFfmpeg({ args: ['-f', 'f32le', '-ar', String(format.sampleRate), '-ac', String(format.channels), '-i', 'pipe:0', ...args, '-y', output], input, timeoutMs: 120_000 });
+    return readFile(output);
+  });
+}
