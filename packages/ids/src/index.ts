@@ -15,6 +15,7 @@ export const ID_PREFIXES = {
   manifest: 'm_',
   delivery: 'dlv_',
   entry: 'ae_',
+  credential: 'sc_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

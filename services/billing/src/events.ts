@@ -53,9 +53,7 @@ export const JOB_SETTLEMENT_CONSUMER = 'billing-job-settlement';
  * or from before metering) is logged, not retried forever.
  */
 export function settleJobReservation(store: MeteringStore, logger: Logger) {
-  return async (event: EventEnvelope): Promise<void> => {
-    const reservationId = event.data.reservation_id;
-    if (typeof reservationId !== 'string' || reservationId === '') return;
+  const settle = async (event: EventEnvelope, reservationId: string): Promise<void> => {
     try {
       if (event.type === 'job.completed' || event.type === 'verification.completed') await store.commit(event.tenant_id, reservationId);
       else await store.release(event.tenant_id, reservationId);
@@ -65,6 +63,12 @@ export function settleJobReservation(store: MeteringStore, logger: Logger) {
         return;
       }
       throw error;
+    }
+  };
+  return async (event: EventEnvelope): Promise<void> => {
+    // A BYOK sign job holds a second reservation (byok_sign), settled with the first.
+    for (const id of [event.data.reservation_id, event.data.byok_reservation_id]) {
+      if (typeof id === 'string' && id !== '') await settle(event, id);
     }
   };
 }

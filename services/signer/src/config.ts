@@ -23,4 +23,11 @@ export const signerConfigShape = {
   SIGN_WORKER_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   /** V8 heap of each C2PA child, MiB. */
   SIGN_WORKER_MAX_OLD_SPACE_MB: z.coerce.number().int().min(64).default(512),
+  /** Budget of one signature from a tenant's own signing endpoint (BYOK); past it the sign is 503 cairn.signer.unavailable. */
+  BYOK_SIGN_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  /**
+   * Whether BYOK endpoints may be on loopback. Unset: allowed in development (a local test endpoint), refused in
+   * production; private, link-local and metadata addresses are refused either way, and production takes https only.
+   */
+  OUTBOUND_ALLOW_LOOPBACK: z.enum(['true', 'false']).optional(),
 };

@@ -16,10 +16,11 @@ export interface SignJobItem {
 /** Failures worth another attempt: the key service or a peer was briefly away, or the C2PA worker died on it. */
 const TRANSIENT = new Set(['cairn.signer.unavailable', 'cairn.unavailable', 'cairn.internal_error', 'cairn.sign.worker_failed']);
 
-export function jobCompletedData(jobId: string, recipeId: string, result: SignResult, reservationId: string): Record<string, unknown> {
+export function jobCompletedData(jobId: string, recipeId: string, result: SignResult, reservationId: string, byokReservationId = ''): Record<string, unknown> {
   return {
     job_id: jobId,
     reservation_id: reservationId || null,
+    ...(byokReservationId ? { byok_reservation_id: byokReservationId } : {}),
     asset_id: result.assetId,
     watermark_id: result.watermarkId || null,
     manifest_uri: result.manifestUri,
@@ -70,7 +71,7 @@ export class SignJobs {
     try {
       await signAsset(this.deps, request, async (tx, result) => {
         await this.deps.store.markJob(tx, item.jobId, { status: 'done', result: toJson(signerV1.SignResponseSchema, create(signerV1.SignResponseSchema, result)) });
-        await this.deps.outbox.enqueue(tx, newEvent('job.completed', item.tenantId, jobCompletedData(item.jobId, request.recipe?.recipeId ?? '', result, request.reservationId)));
+        await this.deps.outbox.enqueue(tx, newEvent('job.completed', item.tenantId, jobCompletedData(item.jobId, request.recipe?.recipeId ?? '', result, request.reservationId, request.byokReservationId)));
       });
       await finished();
     } catch (error) {
@@ -87,7 +88,7 @@ export class SignJobs {
     const problem = { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
     await withTenant(this.deps.db, item.tenantId, async (tx) => {
       await this.deps.store.markJob(tx, item.jobId, { status: 'failed', problem });
-      await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: request.reservationId || null, recipe_id: request.recipe?.recipeId ?? null, problem }));
+      await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: request.reservationId || null, ...(request.byokReservationId ? { byok_reservation_id: request.byokReservationId } : {}), recipe_id: request.recipe?.recipeId ?? null, problem }));
     });
     void this.deps.outbox.flush();
   }

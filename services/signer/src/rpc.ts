@@ -8,11 +8,22 @@ import type { ServiceImpl } from '@cairn/rpc';
 import { signAsset, type PipelineDeps } from './domain/pipeline.js';
 import type { SignJobs } from './jobs.js';
 import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
+import type { Credentials } from './app/credentials.js';
 import type { AssetRow, AssetStore } from './store/assets.js';
+import type { CredentialRow } from './store/credentials.js';
 
 /** A C2PA manifest label as c2pa-rs writes it: urn:c2pa:<uuid>[:<generator>[:<version>]] or the older urn:uuid:<uuid>. */
 function isManifestLabel(label: string): boolean {
   return label.length <= 256 && /^urn:(c2pa|uuid):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:[\w.-]*){0,2}$/i.test(label);
+}
+
+function requireTenant(tenantId: string): string {
+  if (!isId('tenant', tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+  return tenantId;
+}
+
+function credentialMessage(row: CredentialRow): { credentialId: string; description: string; subject: string; notAfter: string; endpointUrl: string; createdAt: string } {
+  return { credentialId: row.credentialId, description: row.description, subject: row.subject, notAfter: row.notAfter.toISOString(), endpointUrl: row.endpointUrl, createdAt: row.createdAt.toISOString() };
 }
 
 type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
@@ -42,7 +53,7 @@ function presentAsset(row: AssetRow): signerV1.Asset {
 }
 
 /** cairn.signer.v1.SignerService. */
-export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: SignJobs; blobs: BlobStore; authority: CertificateAuthority }): ServiceImpl<Methods> {
+export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: SignJobs; blobs: BlobStore; authority: CertificateAuthority; credentials: Credentials }): ServiceImpl<Methods> {
   return {
     sign: async (request) => {
       requireIds(request.tenantId, request.assetId);
@@ -106,6 +117,19 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
       };
     },
     getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),
+    registerCredential: async (request) => {
+      const tenantId = requireTenant(request.tenantId);
+      const registered = await deps.credentials.register(tenantId, { chainPem: request.certificateChainPem, endpointUrl: request.endpointUrl, description: request.description.slice(0, 200) });
+      return { credential: credentialMessage(registered.row), hmacSecret: registered.hmacSecret };
+    },
+    listCredentials: async (request) => ({ credentials: (await deps.credentials.list(requireTenant(request.tenantId))).map(credentialMessage) }),
+    deleteCredential: async (request) => {
+      const tenantId = requireTenant(request.tenantId);
+      if (!isId('credential', request.credentialId) || !(await deps.credentials.delete(tenantId, request.credentialId))) {
+        throw new CairnError('cairn.not_found', `Signing credential ${request.credentialId} not found.`);
+      }
+      return {};
+    },
     revokeCertificate: async (request) => {
       const reason = request.reason || 'unspecified';
       if (!isRevocationReason(reason)) throw new CairnError('cairn.validation.invalid_body', `Unknown revocation reason "${reason}".`);

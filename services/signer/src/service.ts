@@ -3,6 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { Histogram } from 'prom-client';
 import { createBlobStore } from '@cairn/blob';
 import { WorkQueue } from '@cairn/bus';
+import { Sealer } from '@cairn/sealing';
+import { Credentials } from './app/credentials.js';
+import { CredentialStore } from './store/credentials.js';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { signerConfigShape } from './config.js';
@@ -45,12 +48,21 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
         registers: [ctx.metrics.registry],
       });
+      const production = config.CAIRN_ENV === 'production';
+      const credentials = new Credentials({
+        store: new CredentialStore(ctx.db),
+        // The KEK that seals the CA's keys also seals the BYOK endpoints' HMAC secrets (bound to their rows).
+        sealer: new Sealer(pkiSettingsFromConfig(config).kek.toString('hex'), 'SIGNER_KEK'),
+        policy: { httpsOnly: production, blockInternal: true, allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK ? config.OUTBOUND_ALLOW_LOOPBACK === 'true' : !production },
+        timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
+      });
       const deps: PipelineDeps = {
         db: ctx.db,
         blobs,
         outbox: ctx.outbox,
         store,
         authority,
+        credentials,
         watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
         anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
         logger,
@@ -62,7 +74,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       };
       const queue = await WorkQueue.open<SignJobItem>(ctx.bus, 'sign');
       const jobs = new SignJobs(deps, queue, logger);
-      ctx.rpc.add(signerV1.SignerService, signerHandlers({ ...deps, jobs }));
+      ctx.rpc.add(signerV1.SignerService, signerHandlers({ ...deps, jobs, credentials }));
 
       const worker = await queue.consume({
         durable: 'signer-jobs',

@@ -241,8 +241,8 @@ function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'],
 
 /**
  * Which Cairn asset these bytes belong to, and under which manifest, as far as Cairn's own signature says so
- * (domain/cairn-link.ts). A legacy manifest (no com.cairn.record) counts only when it is, byte for byte, the
- * store Cairn kept for the asset its signed title names.
+ * (domain/cairn-link.ts). A legacy manifest (no com.cairn.record), or one signed by a tenant's own key (BYOK),
+ * counts only when it is, byte for byte, the store Cairn kept for the asset it names.
  */
 async function linkedRecord(deps: VerifyDeps, reading: C2paReading): Promise<{ assetId: string; manifestId: string } | undefined> {
   const link = cairnLinkOf(reading, await deps.trust.cairnRoots());
@@ -250,7 +250,7 @@ async function linkedRecord(deps: VerifyDeps, reading: C2paReading): Promise<{ a
   if (link.kind === 'record') return { assetId: link.assetId, manifestId: link.manifestId };
   if (reading.kind !== 'manifest' || !reading.manifestStore) return undefined;
   const asset = await publicAsset(deps, link.assetId);
-  if (!asset) return undefined;
+  if (!asset || (link.kind === 'claimed_record' && asset.manifestId !== link.manifestId)) return undefined;
   const kept = await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined);
   return kept && Buffer.from(kept.manifestStore).equals(reading.manifestStore) ? { assetId: asset.assetId, manifestId: asset.manifestId } : undefined;
 }

@@ -25,6 +25,7 @@ import { signRoutes } from './routes/sign.js';
 import { jobRoutes } from './routes/jobs.js';
 import { verifyRoutes } from './routes/verify.js';
 import { recipeRoutes } from './routes/recipes.js';
+import { signingCredentialRoutes } from './routes/signing-credentials.js';
 import { tenantRoutes } from './routes/tenants.js';
 import { webhookRoutes, type WebhookClient } from './routes/webhooks.js';
 import { auditRoutes, type AuditClient } from './routes/audit.js';
@@ -78,7 +79,7 @@ export interface GatewayDeps {
  * (/c2pa/v1); verify takes a key optionally
  * (its routes authenticate themselves); anything else is unknown (404).
  */
-const AUTHENTICATED = ['/v1/tenants', '/v1/recipes', '/v1/sign', '/v1/jobs', '/v1/assets', '/v1/usage', '/v1/audit', '/v1/webhooks', '/v1/anchors', '/v1/lookup'];
+const AUTHENTICATED = ['/v1/signing-credentials', '/v1/tenants', '/v1/recipes', '/v1/sign', '/v1/jobs', '/v1/assets', '/v1/usage', '/v1/audit', '/v1/webhooks', '/v1/anchors', '/v1/lookup'];
 
 export function createApp(deps: GatewayDeps): Express {
   const app = express();
@@ -95,6 +96,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(AUTHENTICATED, authenticate(deps.store), tenantRateLimit(deps.limiter));
   app.use(tenantRoutes({ store: deps.store }));
   app.use(recipeRoutes({ recipes: deps.recipes }));
+  app.use(signingCredentialRoutes({ signer: deps.signer }));
   app.use(
     signRoutes({
       blobs: deps.blobs,

@@ -7,3 +7,4 @@ export const processedEvents = processedEventsTable(signer);
 
 export * from './pki-schema.js';
 export * from './assets-schema.js';
+export * from './credentials-schema.js';

@@ -13,6 +13,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, isSidecarMimeType, type SignableMimeType } from '../c2pa/index.js';
 import type { IsolatedC2pa } from '../c2pa/isolated.js';
 import { c2paSignerFailure, createC2paSigner, type CertificateAuthority } from '../pki/index.js';
+import type { Credentials } from '../app/credentials.js';
 import type { AssetStore } from '../store/assets.js';
 import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from './image.js';
 import { parseSignMetadata } from './metadata.js';
@@ -29,6 +30,8 @@ export interface PipelineDeps {
   store: AssetStore;
   authority: CertificateAuthority;
   watermark: ServiceClient<WatermarkMethods>;
+  /** Tenants' own signing credentials (BYOK); absent: a sign that names one is refused. */
+  credentials?: Pick<Credentials, 'activeKey'>;
   /** Enqueues manifest digests for anchoring (recipes with the anchor layer); absent: no anchoring. */
   anchor?: ServiceClient<AnchorMethods>;
   logger?: Logger;
@@ -92,6 +95,10 @@ function signerNameOf(certificatePem: string): string {
   return [field('O'), field('CN')].filter(Boolean).join(' — ') || subject;
 }
 
+function noCredentials(): never {
+  throw new CairnError('cairn.sign.invalid_recipe', 'Signing with a tenant credential is not available on this signer.');
+}
+
 /**
  * One sign: the upload is read once, decoded once; the watermark is embedded in those pixels, the thumbnail
  * made from them, the result encoded once and signed once. Everything is recorded, with its events, in one
@@ -117,7 +124,10 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
   const assetId = request.assetId;
   // Known before signing: the manifest names its own id and asset in the signed com.cairn.record assertion.
   const manifestId = newId('manifest');
-  const active = await deps.authority.activeSigningKey();
+  // Bring your own key: the tenant's chain, signed by its own endpoint; otherwise Cairn's active key.
+  const active = request.signingCredentialId
+    ? await (deps.credentials ?? noCredentials()).activeKey(request.tenantId, request.signingCredentialId)
+    : await deps.authority.activeSigningKey();
   const c2paSigner = createC2paSigner(active);
   const sign = (input: { asset: Buffer; mimeType: SignableMimeType; thumbnail?: Buffer }) =>
     timed(deps, 'c2pa', () => {

@@ -6,7 +6,7 @@ import { CairnError } from '@cairn/errors';
 
 /** A private key that can make ES256 signatures. The key itself is never reachable through this interface. */
 export interface KeyBackend {
-  readonly kind: 'software' | 'pkcs11';
+  readonly kind: 'software' | 'pkcs11' | 'remote';
   /**
    * ECDSA P-256 over SHA-256(tbs); the signature as raw r‖s (64 bytes, IEEE P1363), which is what COSE ES256
    * carries. Throws CairnError('cairn.signer.unavailable') and nothing else when the key cannot sign.

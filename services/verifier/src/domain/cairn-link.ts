@@ -13,14 +13,19 @@ export type CairnLink =
    * A Cairn-signed manifest from before `com.cairn.record`: its signed title names the asset. The caller must
    * confirm it by comparing the manifest store with the one Cairn kept for that asset, byte for byte.
    */
-  | { kind: 'legacy_title'; assetId: string };
+  | { kind: 'legacy_title'; assetId: string }
+  /**
+   * A record assertion under another signature (a tenant's own key, BYOK): it counts only when the manifest store
+   * in the file is, byte for byte, the one Cairn kept for that manifest.
+   */
+  | { kind: 'claimed_record'; assetId: string; manifestId: string };
 
 const LEGACY_TITLE = /^(a_[0-9A-HJKMNP-TV-Z]{26})\.[a-z0-9]{1,8}$/;
 
 export function cairnLinkOf(reading: C2paReading, cairnRootsPem: readonly string[]): CairnLink | undefined {
   if (reading.kind !== 'manifest' || !reading.signatureValid || !reading.assertionsValid) return undefined;
-  if (!chainsToOneOf(reading.signer.certChainPem, cairnRootsPem)) return undefined;
   const record = reading.claims.cairnRecord;
+  if (!chainsToOneOf(reading.signer.certChainPem, cairnRootsPem)) return record ? { kind: 'claimed_record', ...record } : undefined;
   if (record) return { kind: 'record', ...record };
   const legacy = LEGACY_TITLE.exec(reading.claims.title ?? '')?.[1];
   return legacy ? { kind: 'legacy_title', assetId: legacy } : undefined;

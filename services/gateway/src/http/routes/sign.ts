@@ -39,7 +39,12 @@ export interface SignRouteDeps {
 const SIGN_SLOT_RETRY_AFTER_SECONDS = 2;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const fieldsSchema = z.object({ recipe: z.string().trim().min(1).max(100), metadata: z.string().max(32 * 1024).optional() });
+const fieldsSchema = z.object({
+  recipe: z.string().trim().min(1).max(100),
+  metadata: z.string().max(32 * 1024).optional(),
+  /** Bring your own key (Enterprise): a registered signing credential (sc_…) signs instead of Cairn's key. */
+  signing_credential: z.string().regex(/^sc_[0-9A-HJKMNP-TV-Z]{26}$/, 'signing_credential must be a credential id (sc_…)').optional(),
+});
 
 /**
  * The metadata form field, validated with the signer's own schema (packages/errors): the spec's fields only,
@@ -124,7 +129,9 @@ export function signRoutes(deps: SignRouteDeps): Router {
         if (!recipe || !recipeAvailable(recipe, tenant.plan as PlanName)) {
           throw new CairnError('cairn.sign.invalid_recipe', recipe ? `Recipe ${fields.recipe} is not available on the ${tenant.plan} plan.` : `Recipe ${fields.recipe} does not exist; GET /v1/recipes lists them.`);
         }
-        const hash = requestHash({ file: upload.sha256, size: upload.size, recipe: recipe.recipe_id, metadata });
+        const credentialId = fields.signing_credential;
+        if (credentialId && tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'Signing with your own key (signing_credential) is an Enterprise feature.');
+        const hash = requestHash({ file: upload.sha256, size: upload.size, recipe: recipe.recipe_id, metadata, ...(credentialId ? { credential: credentialId } : {}) });
         const idempotencyKey = req.header('idempotency-key')!;
         // A short transaction claims the key; none is open while the sign runs (docs/design.md, "No starvation").
         const claim = await deps.signRequests.claim(tenant.tenantId, idempotencyKey, hash);
@@ -144,16 +151,19 @@ export function signRoutes(deps: SignRouteDeps): Router {
           // Metered only when the sign really runs (never for a replay): reserved before, committed after the
           // answer is recorded, released when anything fails.
           let metered: MeteredUnit | undefined;
+          // A BYOK sign is metered as byok_sign on top of its modality meter.
+          let byok: MeteredUnit | undefined;
           try {
             metered = await reserveUnit(deps.billing, tenant, recipe.billing.meter);
+            if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
             const assetId = newId('asset');
-            const sign = { tenantId: tenant.tenantId, assetId, recipe: recipeSpec(recipe), uploadBlobKey: upload.key, metadata };
+            const sign = { tenantId: tenant.tenantId, assetId, recipe: recipeSpec(recipe), uploadBlobKey: upload.key, metadata, ...(credentialId ? { signingCredentialId: credentialId } : {}) };
             let ran: SignAnswer;
             if (upload.size <= deps.syncMaxBytes) {
               const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
               ran = { assetId, httpStatus: 200, body: presentSignResult(result) };
             } else {
-              const job = await deps.signer.enqueueSign({ sign: { ...sign, reservationId: metered.reservationId } });
+              const job = await deps.signer.enqueueSign({ sign: { ...sign, reservationId: metered.reservationId, byokReservationId: byok?.reservationId ?? '' } });
               keepUpload = true; // the signer worker reads it, then deletes it
               ran = { assetId, httpStatus: 202, body: { job_id: job.jobId, status: job.status, poll_url: `${base}/v1/jobs/${job.jobId}` } };
             }
@@ -163,6 +173,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
             answer = { ...ran, replayed: false };
           } catch (error) {
             await metered?.release();
+            await byok?.release();
             // The key is free again for a retry; if the database cannot say so now, the lease runs out instead.
             await deps.signRequests.abandon(tenant.tenantId, idempotencyKey, claim.claimId).catch(() => undefined);
             throw error;
@@ -170,8 +181,13 @@ export function signRoutes(deps: SignRouteDeps): Router {
             await slot.release();
           }
           // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
-          if (answer.httpStatus === 202) metered.handOver();
-          else await metered.commit();
+          if (answer.httpStatus === 202) {
+            metered.handOver();
+            byok?.handOver();
+          } else {
+            await metered.commit();
+            await byok?.commit();
+          }
         }
         if (answer.replayed) res.set('Idempotent-Replayed', 'true');
         if (answer.httpStatus === 202) res.set('Location', String(answer.body.poll_url));

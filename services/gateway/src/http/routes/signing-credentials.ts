@@ -1,0 +1,68 @@
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { CairnError } from '@cairn/errors';
+import type { signerV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { requireScope } from '../auth.js';
+import { jsonBody } from '../validate.js';
+
+type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+
+const registerBody = z
+  .object({
+    certificate_chain_pem: z.string().min(1).max(64 * 1024),
+    endpoint_url: z.string().trim().min(1).max(2048),
+    description: z.string().trim().max(200).optional(),
+  })
+  .strict();
+
+function present(credential: signerV1.SigningCredential | undefined, hmacSecret?: string): Record<string, unknown> {
+  if (!credential) return {};
+  return {
+    credential_id: credential.credentialId,
+    ...(credential.description ? { description: credential.description } : {}),
+    subject: credential.subject,
+    not_after: credential.notAfter,
+    endpoint_url: credential.endpointUrl,
+    ...(hmacSecret ? { hmac_secret: hmacSecret } : {}),
+    created_at: credential.createdAt,
+  };
+}
+
+/** Only Enterprise tenants sign with their own keys; only their admin keys manage the credentials. */
+function enterpriseTenant(req: Request): string {
+  const tenant = req.auth!.tenant;
+  if (tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'Signing with your own key (BYOK) is an Enterprise feature.');
+  return tenant.tenantId;
+}
+
+/**
+ * `/v1/signing-credentials`: bring your own key. A credential is the tenant's certificate chain and the https
+ * endpoint that holds its private key; a sign names it with the form field `signing_credential`. The HMAC secret
+ * that authenticates Cairn's signing requests is shown once, at registration.
+ */
+export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMethods> }): Router {
+  const router = Router();
+
+  router.post('/v1/signing-credentials', requireScope('admin'), async (req, res) => {
+    const tenantId = enterpriseTenant(req);
+    const body = jsonBody(req, registerBody);
+    const registered = await deps.signer.registerCredential({ tenantId, certificateChainPem: body.certificate_chain_pem, endpointUrl: body.endpoint_url, description: body.description ?? '' }, { deadlineMs: 15_000 });
+    res.status(201).json(present(registered.credential, registered.hmacSecret));
+  });
+
+  router.get('/v1/signing-credentials', requireScope('read'), async (req, res) => {
+    const tenantId = enterpriseTenant(req);
+    const { credentials } = await deps.signer.listCredentials({ tenantId });
+    res.json({ data: credentials.map((c) => present(c)) });
+  });
+
+  router.delete('/v1/signing-credentials/:credential_id', requireScope('admin'), async (req, res) => {
+    const tenantId = enterpriseTenant(req);
+    await deps.signer.deleteCredential({ tenantId, credentialId: String(req.params.credential_id) });
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,99 @@
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { CairnError } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import { refusedReason, type DestinationPolicy } from '@cairn/outbound';
+import type { Sealer } from '@cairn/sealing';
+import { remoteKeyBackend } from '../adapters/remote-signer.js';
+import { checkCredentialChain } from '../domain/credential-chain.js';
+import type { ActiveSigningKey } from '../pki/keys.js';
+import type { CredentialRow, CredentialStore } from '../store/credentials.js';
+
+export interface CredentialDeps {
+  store: CredentialStore;
+  sealer: Sealer;
+  policy: DestinationPolicy;
+  timeoutMs: number;
+}
+
+export interface RegisteredCredential {
+  row: CredentialRow;
+  /** Shown once, at registration: the endpoint checks Cairn's requests with it. */
+  hmacSecret: string;
+}
+
+const invalid = (message: string, path: string) => new CairnError('cairn.validation.invalid_body', message, { errors: [{ path, message }] });
+
+/** The endpoint a tenant names: http(s), no credentials in it, and (after DNS) no address the policy refuses. */
+async function checkEndpoint(raw: string, policy: DestinationPolicy): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalid('endpoint_url must be an absolute URL.', 'endpoint_url');
+  }
+  if (raw.length > 2048) throw invalid('endpoint_url must be at most 2048 characters.', 'endpoint_url');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && !policy.httpsOnly)) throw invalid('endpoint_url must use https.', 'endpoint_url');
+  if (url.username || url.password) throw invalid('endpoint_url must not carry credentials.', 'endpoint_url');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const addresses = await lookup(host, { all: true, verbatim: true }).catch(() => []);
+  if (addresses.length === 0) throw invalid(`endpoint_url host "${host}" does not resolve.`, 'endpoint_url');
+  for (const { address } of addresses) {
+    const reason = refusedReason(address, policy);
+    if (reason) throw invalid(`endpoint_url resolves to a ${reason} address, which Cairn may not call.`, 'endpoint_url');
+  }
+  return url.toString();
+}
+
+/** Bring-your-own-key credentials: registered by an Enterprise tenant, used when a sign names one. */
+export class Credentials {
+  constructor(private readonly deps: CredentialDeps) {}
+
+  async register(tenantId: string, input: { chainPem: string; endpointUrl: string; description: string }): Promise<RegisteredCredential> {
+    const chain = checkCredentialChain(input.chainPem);
+    if (typeof chain === 'string') throw invalid(`${chain}.`, 'certificate_chain_pem');
+    const endpointUrl = await checkEndpoint(input.endpointUrl, this.deps.policy);
+    const credentialId = newId('credential');
+    const hmacSecret = `bks_${randomBytes(32).toString('base64url')}`;
+    const row = await this.deps.store.insert({
+      credentialId,
+      tenantId,
+      description: input.description,
+      chainPem: chain.chainPem,
+      subject: chain.subject,
+      notAfter: chain.notAfter,
+      endpointUrl,
+      hmacSecretSealed: this.deps.sealer.seal(hmacSecret, `${tenantId}/${credentialId}`),
+    });
+    return { row, hmacSecret };
+  }
+
+  list(tenantId: string): Promise<CredentialRow[]> {
+    return this.deps.store.list(tenantId);
+  }
+
+  delete(tenantId: string, credentialId: string): Promise<boolean> {
+    return this.deps.store.delete(tenantId, credentialId);
+  }
+
+  /** The signing key of a sign that names this credential: the tenant's chain, its endpoint as the backend. */
+  async activeKey(tenantId: string, credentialId: string): Promise<ActiveSigningKey> {
+    const row = await this.deps.store.get(tenantId, credentialId);
+    if (!row) throw new CairnError('cairn.sign.invalid_recipe', `Signing credential ${credentialId} not found for this tenant.`);
+    if (row.notAfter.getTime() < Date.now()) throw new CairnError('cairn.sign.invalid_recipe', `Signing credential ${credentialId} expired on ${row.notAfter.toISOString()}; register a new one.`);
+    const leaf = new X509Certificate(row.chainPem[0]!);
+    return {
+      serialHex: leaf.serialNumber.toLowerCase(),
+      certificatePem: row.chainPem[0]!,
+      chainPem: row.chainPem,
+      notAfter: row.notAfter,
+      backend: remoteKeyBackend({
+        url: row.endpointUrl,
+        credentialId,
+        hmacSecret: this.deps.sealer.open(row.hmacSecretSealed, `${tenantId}/${credentialId}`),
+        timeoutMs: this.deps.timeoutMs,
+        policy: this.deps.policy,
+      }),
+    };
+  }
+}

@@ -1,0 +1,37 @@
+import { and, eq, isNull } from 'drizzle-orm';
+import { withTenant, type Database } from '@cairn/db';
+import { signingCredentials } from '../db/schema.js';
+
+export type CredentialRow = typeof signingCredentials.$inferSelect;
+
+/** A tenant's BYOK credentials, under its row-level security. */
+export class CredentialStore {
+  constructor(private readonly db: Database) {}
+
+  async insert(row: Omit<CredentialRow, 'createdAt' | 'deletedAt'>): Promise<CredentialRow> {
+    return withTenant(this.db, row.tenantId, async (tx) => {
+      const [inserted] = await tx.insert(signingCredentials).values(row).returning();
+      if (!inserted) throw new Error('credential insert returned nothing');
+      return inserted;
+    });
+  }
+
+  get(tenantId: string, credentialId: string): Promise<CredentialRow | null> {
+    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(signingCredentials).where(and(eq(signingCredentials.credentialId, credentialId), eq(signingCredentials.tenantId, tenantId), isNull(signingCredentials.deletedAt))))[0] ?? null);
+  }
+
+  list(tenantId: string): Promise<CredentialRow[]> {
+    return withTenant(this.db, tenantId, (tx) => tx.select().from(signingCredentials).where(and(eq(signingCredentials.tenantId, tenantId), isNull(signingCredentials.deletedAt))).orderBy(signingCredentials.createdAt));
+  }
+
+  async delete(tenantId: string, credentialId: string): Promise<boolean> {
+    return withTenant(this.db, tenantId, async (tx) => {
+      const deleted = await tx
+        .update(signingCredentials)
+        .set({ deletedAt: new Date() })
+        .where(and(eq(signingCredentials.credentialId, credentialId), eq(signingCredentials.tenantId, tenantId), isNull(signingCredentials.deletedAt)))
+        .returning({ id: signingCredentials.credentialId });
+      return deleted.length > 0;
+    });
+  }
+}
