@@ -16,8 +16,8 @@ let signed: { asset_id: string; verifier_url: string; manifest_id: string };
 const files: Record<'signed' | 'reencoded' | 'tampered' | 'unrelated', string> = { signed: '', reencoded: '', tampered: '', unrelated: '' };
 
 beforeAll(async () => {
-  // Enough public verifies for every case in this file from one address.
-  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '50' });
+  // Enough public verifies for every case in this file from one address; a public upload limit a test can pass.
+  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '50', PUBLIC_VERIFY_MAX_BYTES: String(2 * 1024 * 1024) });
   const tenant = await onboard(stack);
   const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).jpeg({ quality: 90 }).toBuffer();
   const res = await stack.request('/v1/sign', {
@@ -196,6 +196,15 @@ describe('the public verify page /verify', () => {
     const notMultipart = await fetch(`${stack.baseUrl}/verify`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
     expect(notMultipart.status).toBe(415);
     expect(await notMultipart.text()).toContain('data-problem="cairn.validation.unsupported_media_type"');
+  });
+
+  it('a file over the public verify limit is refused with a page (413), like POST /v1/verify', async () => {
+    const big = Buffer.alloc(3 * 1024 * 1024, 7);
+    const res = await fetch(`${stack.baseUrl}/verify`, { method: 'POST', body: multipart({}, { field: 'file', bytes: big, name: 'big.bin' }) });
+    expect(res.status).toBe(413);
+    expect(await res.text()).toContain('data-problem="cairn.validation.body_too_large"');
+    const api = await fetch(`${stack.baseUrl}/v1/verify`, { method: 'POST', body: multipart({}, { field: 'file', bytes: big, name: 'big.bin' }) });
+    expect(api.status).toBe(413);
   });
 
   it('the /v/ page links to the verify page', async () => {

@@ -143,7 +143,7 @@ export function createApp(deps: GatewayDeps): Express {
     }),
   );
   app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }));
-  app.use(verifyPageRoutes({ verifier: deps.verifier, blobs: deps.blobs, limiter: deps.limiter, publicBaseUrl: deps.publicBaseUrl, docsUrl: deps.docsUrl, uploadMaxBytes: deps.uploadMaxBytes, publicVerifyPerMinute: deps.publicVerifyPerMinute }));
+  app.use(verifyPageRoutes({ verifier: deps.verifier, blobs: deps.blobs, limiter: deps.limiter, publicBaseUrl: deps.publicBaseUrl, docsUrl: deps.docsUrl, uploadMaxBytes: deps.uploadMaxBytes, publicVerifyMaxBytes: deps.publicVerifyMaxBytes, publicVerifyPerMinute: deps.publicVerifyPerMinute }));
   app.use(errorDocsRoutes());
 
   app.use(webhookRoutes({ webhooks: deps.webhooks }));

@@ -18,6 +18,8 @@ export interface VerifyPageDeps {
   publicBaseUrl: string;
   docsUrl: string;
   uploadMaxBytes: number;
+  /** The public verify's own upload limit (PUBLIC_VERIFY_MAX_BYTES): the page is a public verify. */
+  publicVerifyMaxBytes: number;
   publicVerifyPerMinute: number;
 }
 
@@ -89,12 +91,13 @@ export function pageModelFromResult(result: verifierV1.VerificationResult, publi
 
 /**
  * `/verify`: the public page anyone can drop a file on. Its post is the public `POST /v1/verify` (the same
- * per-address bucket and limit, the same upload limit, the same verifier call, never metered), answered as HTML.
+ * per-address bucket and limit, the same public upload limit, synchronous, the same verifier call, never
+ * metered), answered as HTML.
  */
 export function verifyPageRoutes(deps: VerifyPageDeps): Router {
   const router = Router();
   const publicLimit = addressRateLimit(deps.limiter, 'public-verify', { limit: deps.publicVerifyPerMinute, windowSeconds: 60 });
-  const upload = singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.validation.body_too_large' });
+  const upload = singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes), tooLarge: 'cairn.validation.body_too_large' });
   const headers = (res: Response) => res.set({ 'Content-Security-Policy': VERIFY_PAGE_POLICY, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' });
 
   router.get('/verify', (_req, res) => {
