@@ -136,6 +136,28 @@ async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<Waterma
   }
 }
 
+/** The audio watermark (cairn-audio-wm-v1): the watermark service decodes the file itself, under its own limits. */
+async function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
+  try {
+    const found = await deps.watermark.detectAudio({ encoded: bytes }, { deadlineMs: 60_000 });
+    if (!found.applicable) return { ran: false, reason: 'not_applicable', detail: 'no decodable audio, or shorter than one repetition of the mark' };
+    if (!found.detected) return { ran: true, detected: false };
+    return {
+      ran: true,
+      detected: true,
+      payloadHex: found.payloadHex,
+      confidence: found.confidence,
+      registered: found.registered,
+      ...(found.assetId ? { assetId: found.assetId } : {}),
+      ...(found.watermarkId ? { watermarkId: found.watermarkId } : {}),
+    };
+  } catch (error) {
+    // A file the service refuses (too large, undecodable) or an outage: verify goes on without the signal.
+    deps.logger.warn({ err: error }, 'audio watermark detection failed');
+    return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /**
  * OCSP is asked only about a chain that already validates to a trust anchor in force: the responder's address
  * comes from the certificate, so for any other file it is an address an uploader chose. The request goes
@@ -279,7 +301,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     sidecarType && !sidecar
       ? Promise.resolve<C2paReading>({ kind: 'none' })
       : deps.reader.readManifest({ asset: subject.bytes, mimeType: sniffed.mediaType, trustAnchorsPem: trust.pems, allowRemoteFetch: false, ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}) }),
-    sniffed.modality === 'image' ? detectWatermark(deps, subject.bytes) : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
+    sniffed.modality === 'image' ? detectWatermark(deps, subject.bytes) : sniffed.modality === 'audio' ? detectAudioWatermark(deps, subject.bytes) : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
   ]);
 
   // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found

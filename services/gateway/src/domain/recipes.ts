@@ -41,9 +41,9 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'audio-genai-v1',
     name: 'AI-generated audio',
-    description: 'C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor. No audio watermark yet.',
+    description: 'Keyed audio watermark (cairn-audio-wm-v1, 812–3 800 Hz, repeated every 1.5 s: survives MP3/AAC/Opus re-encodes, resampling, gain and trims), the file kept in its container and quality; C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor.',
     media_types: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
-    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
     retention: { derived_asset_days: 30 },
     billing: { meter: 'audio_sign' },

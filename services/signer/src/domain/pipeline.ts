@@ -156,13 +156,26 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     if (!isWellFormedUtf8(upload)) throw new CairnError('cairn.sign.unsupported_mime', 'The text is not valid UTF-8; send UTF-8 text.');
     signed = await sign({ asset: upload, mimeType: sniffed.mediaType });
   } else if (sniffed.modality === 'audio' || sniffed.modality === 'video') {
-    // Audio and video are signed as uploaded (no watermark for them yet): the manifest is embedded in the container,
-    // or, for OGG and WebM, kept beside it as a sidecar bound to the file's bytes.
+    // Audio and video are signed in their own container: the manifest is embedded in it, or, for OGG and WebM,
+    // kept beside it as a sidecar bound to the file's bytes. Audio carries the watermark when the recipe asks
+    // (video has none yet).
     const mimeType = sniffed.mediaType;
     if (!(AS_UPLOADED_TYPES.has(mimeType) && isEmbeddableMimeType(mimeType)) && !isSidecarMimeType(mimeType)) {
       throw new CairnError('cairn.sign.unsupported_mime', `Signing ${mimeType} is not available; WAV, MP3, FLAC, OGG, MP4 and WebM are.`);
     }
-    signed = await signAsUploaded(upload, mimeType, sign);
+    if (sniffed.modality === 'audio' && recipe.watermark) {
+      // The watermark service decodes the upload (under its own limits), marks it with a key that never leaves
+      // it, and answers the file re-encoded in the same container and quality; that file is what gets signed.
+      const watermarkId = newId('watermark');
+      const marked = await timed(deps, 'watermark', () =>
+        deps.watermark.embedAudio({ tenantId: request.tenantId, watermarkId, assetId, encoded: upload }, { deadlineMs: 120_000 }),
+      );
+      if (marked.encoded.length === 0 || marked.mediaType !== mimeType) throw new CairnError('cairn.internal_error', 'The watermark service returned no audio in the upload’s format.');
+      watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
+      signed = await signAsUploaded(Buffer.from(marked.encoded), mimeType, sign);
+    } else {
+      signed = await signAsUploaded(upload, mimeType, sign);
+    }
   } else {
     if (!IMAGE_TYPES.has(sniffed.mediaType)) {
       throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC), video (MP4) and text are.`);

@@ -93,6 +93,11 @@ export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: Media
     new Uint8Array(samples.buffer).set(raw.subarray(0, samples.length * 4));
     const mono = await decodeAudioMono(bytes, ANALYSIS_RATE, maxSeconds);
     const seconds = samples.length / stream.channels / stream.sampleRate;
+    // A WAV header states its data size exactly: much less sound than it states is a truncated upload, refused as
+    // its container would have been, rather than re-encoded whole and signed as if it were the file sent.
+    if (sniffed.mediaType === 'audio/wav' && probe?.seconds !== undefined && probe.seconds - seconds > 0.05) {
+      throw new CairnError('cairn.sign.unsupported_mime', `The WAV file is truncated: its header declares ${probe.seconds.toFixed(2)} s, it holds ${seconds.toFixed(2)} s.`);
+    }
     return { format: { ...stream, seconds }, samples, mono };
   } catch (error) {
     if (error instanceof FfmpegError) throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${sniffed.mediaType} but cannot be decoded.`);
