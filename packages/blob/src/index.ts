@@ -19,7 +19,11 @@ export function createBlobStore(url: string, env: NodeJS.ProcessEnv = process.en
     return new S3BlobStore({
       bucket: parsed.hostname,
       prefix: prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix,
-      clientConfig: env.S3_ENDPOINT ? { endpoint: env.S3_ENDPOINT, forcePathStyle: true, region: env.AWS_REGION ?? 'us-east-1' } : {},
+      clientConfig: {
+        ...(env.S3_ENDPOINT ? { endpoint: env.S3_ENDPOINT, forcePathStyle: true, region: env.AWS_REGION ?? 'us-east-1' } : {}),
+        // Keys given in the service's environment win; without them the SDK's default chain (instance role, ...).
+        ...(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY } } : {}),
+      },
     });
   }
   throw new Error(`BLOB_STORE_URL must be file:// or s3:// (got ${parsed.protocol})`);

@@ -16,6 +16,7 @@ import type { SignAnswer, SignRequestStore } from '../../store/sign-requests.js'
 import type { RedisConcurrencyLimiter } from '../../adapters/concurrency-limit.js';
 import { requireScope } from '../auth.js';
 import { discardUpload, singleUpload } from '../uploads.js';
+import { exactLength } from '../streaming.js';
 import { manifestRef } from './c2pa-resolution.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
@@ -205,9 +206,9 @@ export function signRoutes(deps: SignRouteDeps): Router {
     if (!stream) throw new CairnError('cairn.asset.expired', `Asset ${asset.assetId}'s file was deleted when its retention ended (${asset.expiresAt}); its manifest remains at /v1/manifests/${asset.manifestId}.`);
     const extension = asset.mediaType.split('/')[1] === 'jpeg' ? 'jpg' : asset.mediaType.split('/')[1];
     res.set({ 'Content-Type': asset.mediaType, 'Content-Length': String(asset.sizeBytes), 'Content-Disposition': `attachment; filename="${asset.assetId}.${extension}"`, 'Cache-Control': 'private, no-store' });
-    // pipeline, not pipe: a source that fails mid-way destroys the response (the client sees a cut-off body,
-    // never a complete-looking one) and rejects here, where the error handler logs it.
-    await pipeline(stream, res);
+    // pipeline, not pipe: a source that fails or ends early destroys the response (the client sees a cut-off
+    // body, never a complete-looking one) and rejects here, where the error handler logs it.
+    await pipeline(stream, exactLength(Number(asset.sizeBytes)), res);
   });
 
   router.get('/v1/manifests/:manifest_id', async (req, res) => {
