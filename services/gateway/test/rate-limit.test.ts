@@ -1,5 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { freePort } from '@cairn/testing';
 import { RedisRateLimiter, rateLimitHeaders, type RateLimitDecision } from '../src/domain/rate-limit.js';
 
 const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -170,6 +171,36 @@ describe('RedisRateLimiter', () => {
         { name: 'dup', policy: { limit: 2, windowSeconds: 1 } },
       ]),
     ).rejects.toThrow(RangeError);
+  });
+});
+
+describe('RedisRateLimiter with Redis unreachable', () => {
+  it('keeps the same buckets in process (refusing past the limit, per subject), reporting each fallback, and never throws', async () => {
+    // A real client pointed at a port where nothing listens, configured as services configure theirs.
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    const errors: unknown[] = [];
+    const fallback = new RedisRateLimiter(dead, PREFIX, { onFallback: (error) => errors.push(error), retryRedisAfterMs: 0 });
+    const policy = [{ name: 'rps', policy: { limit: 3, windowSeconds: 60 } }];
+    const decisions: RateLimitDecision[] = [];
+    for (let i = 0; i < 4; i += 1) decisions.push(await fallback.consume('subject-a', policy));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false]);
+    expect(decisions.map((d) => d.remaining)).toEqual([2, 1, 0, 0]);
+    expect(decisions[3]!.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect((await fallback.consume('subject-b', policy)).allowed).toBe(true);
+    expect(errors).toHaveLength(5);
+    dead.disconnect();
+  });
+
+  it('after a failure leaves Redis alone for a while (a hung Redis would cost every request its timeout)', async () => {
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    const errors: unknown[] = [];
+    const fallback = new RedisRateLimiter(dead, PREFIX, { onFallback: (error) => errors.push(error), retryRedisAfterMs: 600_000 });
+    const policy = [{ name: 'rps', policy: { limit: 2, windowSeconds: 60 } }];
+    const allowed: boolean[] = [];
+    for (let i = 0; i < 3; i += 1) allowed.push((await fallback.consume('subject-c', policy)).allowed);
+    expect(allowed).toEqual([true, true, false]);
+    expect(errors).toHaveLength(1);
+    dead.disconnect();
   });
 });
 

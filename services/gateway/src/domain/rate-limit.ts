@@ -100,6 +100,8 @@ export interface RateLimiterOptions {
   onFallback?: (error: unknown) => void;
   /** Subjects the in-process fallback tracks at most (the least recently seen are forgotten first). */
   fallbackMaxSubjects?: number;
+  /** How long decisions stay in process after Redis failed before Redis is asked again; default 2 s. */
+  retryRedisAfterMs?: number;
 }
 
 export class RedisRateLimiter {
@@ -107,12 +109,15 @@ export class RedisRateLimiter {
   readonly #keyPrefix: string;
   readonly #fallback: InProcessBuckets;
   readonly #onFallback: (error: unknown) => void;
+  readonly #retryRedisAfterMs: number;
+  #redisRetryAt = 0;
 
   constructor(redis: Redis, keyPrefix: string, options: RateLimiterOptions = {}) {
     this.#redis = redis;
     this.#keyPrefix = keyPrefix;
     this.#fallback = new InProcessBuckets(options.fallbackMaxSubjects ?? 100_000);
     this.#onFallback = options.onFallback ?? (() => undefined);
+    this.#retryRedisAfterMs = options.retryRedisAfterMs ?? 2000;
     // Redefining is harmless, so several limiters may share one connection.
     redis.defineCommand(COMMAND, { lua: CONSUME_LUA });
   }
@@ -128,6 +133,10 @@ export class RedisRateLimiter {
 
     const args: Array<string | number> = specs.map((s) => s.key);
     for (const s of specs) args.push(s.capacityUnits, s.refillPerMs, s.windowMs);
+    const now = Date.now();
+    // After a failure Redis is left alone for a few seconds: a Redis that hangs rather than refuses would
+    // otherwise cost every request the full command timeout.
+    if (now < this.#redisRetryAt) return this.#decideInProcess(specs, now);
     let raw: unknown;
     try {
       raw = await this.#redis.cairnRateLimitConsume(specs.length, ...args);
@@ -136,10 +145,15 @@ export class RedisRateLimiter {
       // kept in this process until Redis answers again (per replica, so N replicas allow up to N times the
       // limit meanwhile; see docs/design.md).
       this.#onFallback(error);
-      const reply = this.#fallback.consume(specs, Date.now());
-      return decide(reply.allowed, specs, reply.levels);
+      this.#redisRetryAt = Date.now() + this.#retryRedisAfterMs;
+      return this.#decideInProcess(specs, Date.now());
     }
     const reply = parseReply(raw, specs.length);
+    return decide(reply.allowed, specs, reply.levels);
+  }
+
+  #decideInProcess(specs: ReadonlyArray<BucketSpec>, now: number): RateLimitDecision {
+    const reply = this.#fallback.consume(specs, now);
     return decide(reply.allowed, specs, reply.levels);
   }
 
