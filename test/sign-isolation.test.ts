@@ -40,7 +40,8 @@ function sign(bytes: Buffer, key = crypto.randomUUID()) {
 }
 
 beforeAll(async () => {
-  stack = await startStack(['signer', 'gateway'], { SIGN_WORKER_TIMEOUT_MS: '1', SYNC_SIGN_MAX_BYTES: String(64 * 1024), SIGN_JOB_MAX_ATTEMPTS: '3' });
+  // The watermark service too: audio-genai-v1 marks the audio before C2PA signs it.
+  stack = await startStack(['watermark', 'signer', 'gateway'], { SIGN_WORKER_TIMEOUT_MS: '1', SYNC_SIGN_MAX_BYTES: String(64 * 1024), SIGN_JOB_MAX_ATTEMPTS: '3' });
   tenant = await onboard(stack);
   bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
   observer = await bus.consume({ durable: 'isolation-observer', types: ['job.failed', 'job.completed'], handler: async (event) => void events.push(event) });
