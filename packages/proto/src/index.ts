@@ -9,3 +9,4 @@ export * as anchorV1 from './gen/cairn/anchor/v1/anchor_pb.js';
 export * as billingV1 from './gen/cairn/billing/v1/billing_pb.js';
 export * as auditV1 from './gen/cairn/audit/v1/audit_pb.js';
 export * as webhookV1 from './gen/cairn/webhook/v1/webhook_pb.js';
+export { FILE_DESCRIPTOR_SET_BASE64, INTERNAL_API_REFERENCE_HTML } from './gen/descriptors.js';

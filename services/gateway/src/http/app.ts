@@ -21,6 +21,8 @@ import { onboardRoutes } from './routes/onboard.js';
 import { pageRoutes } from './routes/page.js';
 import { verifyPageRoutes } from './routes/verify-page.js';
 import { errorDocsRoutes } from './routes/error-docs.js';
+import { apiDocsRoutes } from './routes/api-docs.js';
+import { internalApiReference } from '../adapters/internal-api-reference.js';
 import { signRoutes } from './routes/sign.js';
 import { jobRoutes } from './routes/jobs.js';
 import { verifyRoutes } from './routes/verify.js';
@@ -73,6 +75,9 @@ export interface GatewayDeps {
   /** Unauthenticated C2PA soft-binding queries per client address per minute. */
   publicResolutionPerMinute: number;
 }
+
+/** The API's version in the OpenAPI document (the gateway package's). */
+const API_VERSION = '0.1.0';
 
 /**
  * Paths that need an API key. Public: onboarding, manifests, the /v pages, the C2PA Soft Binding Resolution API
@@ -145,6 +150,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }));
   app.use(verifyPageRoutes({ verifier: deps.verifier, blobs: deps.blobs, limiter: deps.limiter, publicBaseUrl: deps.publicBaseUrl, docsUrl: deps.docsUrl, uploadMaxBytes: deps.uploadMaxBytes, publicVerifyMaxBytes: deps.publicVerifyMaxBytes, publicVerifyPerMinute: deps.publicVerifyPerMinute }));
   app.use(errorDocsRoutes());
+  app.use(apiDocsRoutes({ publicBaseUrl: deps.publicBaseUrl, version: API_VERSION, internalReferenceHtml: internalApiReference }));
 
   app.use(webhookRoutes({ webhooks: deps.webhooks }));
   app.use(notFound);

@@ -11,7 +11,7 @@ export type AuditClient = ServiceClient<typeof auditV1.AuditService extends GenS
 
 const MAX_PAGE = 1000;
 const isoInstant = z.string().datetime({ offset: true });
-const auditQuery = z
+export const auditQuery = z
   .object({
     event_type: z.string().trim().min(1).max(100).optional(),
     since: isoInstant.optional(),
@@ -28,7 +28,7 @@ const relativePath = z
   .max(512)
   .regex(/^[A-Za-z0-9._=/-]*$/, 'letters, digits and . _ = - / only')
   .refine((p) => !p.split('/').includes('..'), 'must not contain ".."');
-const exportBody = z
+export const exportBody = z
   .object({
     sink: z.enum(['s3', 'filesystem']),
     bucket: z.string().trim().min(3).max(63).optional(),

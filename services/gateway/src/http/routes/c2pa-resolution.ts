@@ -63,10 +63,11 @@ interface SpecMatch {
  */
 const maxResults = z.coerce.number({ message: 'maxResults must be an integer ≥ 1' }).int('maxResults must be an integer ≥ 1').min(1, 'maxResults must be an integer ≥ 1').optional();
 const algName = z.string().trim().min(1, 'alg must not be empty').max(128);
-const byBindingQuery = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(4096), maxResults });
-const byContentQuery = z.object({ alg: algName.optional(), maxResults, hintAlg: z.string().max(128).optional(), hintValue: z.string().max(4096).optional() });
-const byBindingBody = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(64 * 1024) });
-const manifestQuery = z.object({
+export const byBindingQuery = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(4096), maxResults });
+export const byContentQuery = z.object({ alg: algName.optional(), maxResults, hintAlg: z.string().max(128).optional(), hintValue: z.string().max(4096).optional() });
+export const byBindingPostQuery = z.object({ maxResults });
+export const byBindingBody = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(64 * 1024) });
+export const manifestQuery = z.object({
   returnActiveManifest: z
     .enum(['true', 'false', '1', '0'], { message: 'returnActiveManifest must be true or false' })
     .optional()
@@ -140,7 +141,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   });
 
   router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
-    const query = parseOrThrow(z.object({ maxResults }), req.query, 'query parameters');
+    const query = parseOrThrow(byBindingPostQuery, req.query, 'query parameters');
     if (!req.is('application/json')) throw new CairnError('cairn.validation.unsupported_media_type', 'Send the soft binding query as application/json: {"alg", "value"}.');
     const body = parseOrThrow(byBindingBody, req.body ?? {}, 'request body');
     const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);

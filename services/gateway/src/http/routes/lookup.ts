@@ -11,7 +11,7 @@ import { discardUpload, singleUpload } from '../uploads.js';
 
 type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
-const bindingBody = z.object({ binding: z.object({ alg: z.string().min(1).max(64), value: z.string().min(1).max(512) }) }).strict();
+export const bindingBody = z.object({ binding: z.object({ alg: z.string().min(1).max(64), value: z.string().min(1).max(512) }) }).strict();
 
 /**
  * `POST /v1/lookup`: the soft-binding lookup, by file (multipart `file`) or by binding value. Metered

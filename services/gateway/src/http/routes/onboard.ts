@@ -9,7 +9,7 @@ import { isBrowserLike } from '../../domain/user-agent.js';
 import type { TenantStore } from '../../store/tenants.js';
 import { jsonBody } from '../validate.js';
 
-const onboardBody = z.object({
+export const onboardBody = z.object({
   email: z.string().trim().email().max(254),
   tenant_name: z.string().trim().min(1).max(200),
   plan: z.string(),

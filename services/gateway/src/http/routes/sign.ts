@@ -40,7 +40,7 @@ export interface SignRouteDeps {
 const SIGN_SLOT_RETRY_AFTER_SECONDS = 2;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const fieldsSchema = z.object({
+export const fieldsSchema = z.object({
   recipe: z.string().trim().min(1).max(100),
   metadata: z.string().max(32 * 1024).optional(),
   /** Bring your own key (Enterprise): a registered signing credential (sc_…) signs instead of Cairn's key. */

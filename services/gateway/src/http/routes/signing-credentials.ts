@@ -9,7 +9,7 @@ import { jsonBody } from '../validate.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
-const registerBody = z
+export const registerBody = z
   .object({
     certificate_chain_pem: z.string().min(1).max(64 * 1024),
     endpoint_url: z.string().trim().min(1).max(2048),

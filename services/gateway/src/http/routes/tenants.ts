@@ -11,20 +11,20 @@ import { jsonBody, queryParams } from '../validate.js';
 
 const money = z.number().finite().nonnegative().max(1e10).multipleOf(0.01, 'at most two decimals');
 
-const createTenantBody = z.object({
+export const createTenantBody = z.object({
   name: z.string().trim().min(1).max(200),
   email: z.string().trim().email().max(254).optional(),
   plan: z.enum(PLAN_NAMES),
   spending_cap_usd: money.nullable().optional(),
 });
 
-const createKeyBody = z.object({
+export const createKeyBody = z.object({
   scope: z.enum(SCOPES),
   description: z.string().trim().max(200).optional(),
   expires_at: z.string().datetime({ offset: true }).optional(),
 });
 
-const settingsBody = z
+export const settingsBody = z
   .object({
     audit_retention_days: z.number().int().min(1).optional(),
     spending_cap_usd: money.nullable().optional(),
@@ -32,7 +32,7 @@ const settingsBody = z
   .strict()
   .refine((b) => Object.keys(b).length > 0, { message: 'Send at least one of audit_retention_days, spending_cap_usd' });
 
-const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) });
+export const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) });
 
 /** Routes on /v1/tenants: a tenant manages itself and its sub-tenants with an admin key. */
 export function tenantRoutes(deps: { store: TenantStore }): Router {

@@ -73,9 +73,11 @@ export function presentVerification(result: verifierV1.VerificationResult): Reco
   };
 }
 
-const jsonInput = z
+export const jsonInput = z
   .object({ asset_id: z.string().trim().min(1).max(64).optional(), manifest_uri: z.string().trim().min(1).max(2048).optional() })
   .strict();
+
+export const trustListBody = z.object({ entries: z.array(z.object({ issuer_cn: z.string().trim().min(1).max(200), certificate_pem: z.string().min(1).max(20_000) })).min(1).max(100) });
 
 export function verifyRoutes(deps: VerifyRouteDeps): Router {
   const router = Router();
@@ -186,7 +188,6 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     });
   });
 
-  const trustListBody = z.object({ entries: z.array(z.object({ issuer_cn: z.string().trim().min(1).max(200), certificate_pem: z.string().min(1).max(20_000) })).min(1).max(100) });
   router.post('/v1/trust-list', authenticate(deps.store), tenantRateLimit(deps.limiter), requireScope('admin'), async (req, res) => {
     const tenant = req.auth!.tenant;
     if (tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'A custom trust list is an Enterprise feature.');

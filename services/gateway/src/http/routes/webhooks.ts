@@ -8,7 +8,7 @@ import { jsonBody, queryParams } from '../validate.js';
 
 export type WebhookClient = ServiceClient<typeof webhookV1.WebhookService extends GenService<infer M> ? M : never>;
 
-const createBody = z
+export const createBody = z
   .object({
     url: z.string().trim().min(1).max(2048),
     events: z.array(z.string().trim().min(1).max(100)).min(1).max(20),
@@ -17,8 +17,8 @@ const createBody = z
   })
   .strict();
 
-const deliveriesQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) });
-const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) });
+export const deliveriesQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) });
+export const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) });
 
 /** The Webhook endpoint resource in the API's names; `secret` only where it is shown (create, rotate). */
 export function presentWebhook(endpoint: webhookV1.Endpoint | undefined, secret?: string): Record<string, unknown> {

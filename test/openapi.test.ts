@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdir } from 'node:fs/promises';
+import { chromium, type Browser } from 'playwright-core';
+import { createApp, type GatewayDeps } from '../services/gateway/src/http/app.js';
+import { OPERATIONS, STATIC_PATHS, type OperationDoc } from '../services/gateway/src/http/openapi/operations.js';
+import { openApiPath } from '../services/gateway/src/http/openapi/document.js';
+import { jobSchema, problemSchema, verificationSchema } from '../services/gateway/src/http/openapi/responses.js';
+import * as onboard from '../services/gateway/src/http/routes/onboard.js';
+import * as tenants from '../services/gateway/src/http/routes/tenants.js';
+import * as signingCredentials from '../services/gateway/src/http/routes/signing-credentials.js';
+import * as sign from '../services/gateway/src/http/routes/sign.js';
+import * as verify from '../services/gateway/src/http/routes/verify.js';
+import * as lookup from '../services/gateway/src/http/routes/lookup.js';
+import * as audit from '../services/gateway/src/http/routes/audit.js';
+import * as webhooks from '../services/gateway/src/http/routes/webhooks.js';
+import * as c2pa from '../services/gateway/src/http/routes/c2pa-resolution.js';
+import * as anchors from '../services/gateway/src/http/routes/anchors.js';
+import * as jobs from '../services/gateway/src/http/routes/jobs.js';
+import * as usage from '../services/gateway/src/http/routes/usage.js';
+import * as recipes from '../services/gateway/src/http/routes/recipes.js';
+import { startStack, type Stack } from './support/stack.js';
+
+type Schema = NonNullable<OperationDoc['query']>;
+type Express = ReturnType<typeof createApp>;
+/** A zod schema (the test root has no zod of its own to `instanceof` against). */
+const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && '_zod' in value && 'safeParse' in value;
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const OUT = new URL('../tools/out/', import.meta.url);
+const ROUTE_MODULES: Record<string, Record<string, unknown>> = { onboard, tenants, signingCredentials, sign, verify, lookup, audit, webhooks, c2pa, anchors, jobs, usage, recipes };
+
+interface Layer {
+  route?: { path: string | string[]; methods: Record<string, boolean> };
+  handle: { stack?: Layer[] };
+}
+
+/** Every method + path the gateway's Express app routes, walking its routers (all mounted at the root). */
+function servedRoutes(app: Express): string[] {
+  const found: string[] = [];
+  const walk = (stack: Layer[]) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        for (const path of [layer.route.path].flat()) for (const method of Object.keys(layer.route.methods)) found.push(`${method} ${path}`);
+      } else if (layer.handle.stack) walk(layer.handle.stack);
+    }
+  };
+  walk((app as unknown as { router: { stack: Layer[] } }).router.stack);
+  return [...new Set(found)];
+}
+
+type OpenApi = { openapi: string; paths: Record<string, Record<string, { operationId: string; summary: string; responses: Record<string, { content?: Record<string, { example?: unknown; examples?: unknown }> }>; requestBody?: { content: Record<string, { example?: unknown }> }; 'x-cairn-error-codes': string[] }>> };
+
+let stack: Stack;
+let doc: OpenApi;
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  stack = await startStack(['gateway']);
+  const res = await stack.request('/openapi.json');
+  expect(res.status).toBe(200);
+  doc = (await res.json()) as OpenApi;
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+describe('GET /openapi.json', () => {
+  it('describes every route the gateway serves', () => {
+    // Routing only: no dependency is called while the routers are assembled, so none is given.
+    const app = createApp({ logger: { child: () => ({}) }, publicBaseUrl: 'http://127.0.0.1', trustProxy: 'loopback', uploadMaxBytes: 1, publicVerifyMaxBytes: 1, syncSignMaxBytes: 1, syncVerifyMaxBytes: 1 } as unknown as GatewayDeps);
+    expect(servedRoutes(app)).toEqual(expect.arrayContaining(['post /v1/sign', 'get /v1/jobs/:job_id', 'get /docs']));
+    const documented = new Set(OPERATIONS.map((o) => `${o.method} ${o.path}`));
+    const missing = servedRoutes(app).filter((r) => !documented.has(r) && !STATIC_PATHS.includes(r.slice(r.indexOf(' ') + 1)));
+    expect(missing).toEqual([]);
+    // ...and documents nothing it does not serve.
+    const served = new Set(servedRoutes(app));
+    expect(OPERATIONS.map((o) => `${o.method} ${o.path}`).filter((r) => !served.has(r))).toEqual([]);
+  });
+
+  it('documents each request with the very schema its route validates with', () => {
+    const exported = Object.entries(ROUTE_MODULES).flatMap(([module, exports]) => Object.entries(exports).filter(([, v]) => isSchema(v)).map(([name, schema]) => ({ name: `${module}.${name}`, schema: schema as Schema })));
+    const documented = new Set<Schema>(OPERATIONS.flatMap((o) => [o.query, o.body?.schema].filter((s): s is Schema => s !== undefined)));
+    expect(exported.length).toBeGreaterThanOrEqual(20);
+    // A schema a route module exports for validation but the document never names is drift.
+    expect(exported.filter((e) => !documented.has(e.schema)).map((e) => e.name)).toEqual([]);
+    // A documented schema that is not one the routes export is a twin.
+    const exportedSet = new Set(exported.map((e) => e.schema));
+    expect(OPERATIONS.filter((o) => [o.query, o.body?.schema].some((s) => s !== undefined && !exportedSet.has(s))).map((o) => o.operationId)).toEqual([]);
+  });
+
+  it('gives every operation an operationId, a summary, examples and its cairn.* error codes', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const ids = new Set<string>();
+    for (const op of OPERATIONS) {
+      const served = doc.paths[openApiPath(op.path)]?.[op.method];
+      expect(served?.operationId).toBe(op.operationId);
+      ids.add(op.operationId);
+      expect(served!.summary.length).toBeGreaterThan(0);
+      expect(served!['x-cairn-error-codes']).toContain('cairn.internal_error');
+      for (const code of served!['x-cairn-error-codes']) expect(code).toMatch(/^cairn\.[a-z_.]+$/);
+      if (served!.requestBody?.content['application/json']) expect(served!.requestBody.content['application/json'].example).toBeDefined();
+      const jsonAnswers = Object.entries(served!.responses).filter(([status]) => Number(status) < 400).flatMap(([, r]) => Object.entries(r.content ?? {})).filter(([type]) => type === 'application/json');
+      for (const [, media] of jsonAnswers) expect(media.example).toBeDefined();
+      const problemAnswers = Object.entries(served!.responses).filter(([status]) => Number(status) >= 400);
+      expect(problemAnswers.length).toBeGreaterThan(0);
+      for (const [, r] of problemAnswers) expect(Object.keys(r.content!['application/problem+json']!.examples as object).length).toBeGreaterThan(0);
+    }
+    expect(ids.size).toBe(OPERATIONS.length);
+  });
+
+  it('the request examples pass the validators they document', () => {
+    for (const op of OPERATIONS) {
+      if (op.body?.kind === 'json') expect({ op: op.operationId, ok: op.body.schema.safeParse(op.body.example).success }).toEqual({ op: op.operationId, ok: true });
+    }
+    const signOp = OPERATIONS.find((o) => o.operationId === 'sign')!;
+    expect(signOp.body?.kind === 'multipart' && signOp.body.schema!.safeParse(signOp.body.example).success).toBe(true);
+  });
+
+  it('a problem the gateway answers has the documented shape and a documented code', async () => {
+    const res = await stack.request('/v1/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_id: 'a', unexpected: 1 }) });
+    expect(res.status).toBe(400);
+    const problem = problemSchema.parse(await res.json());
+    expect(doc.paths['/v1/verify']!.post!['x-cairn-error-codes']).toContain(problem.code);
+    // The documented Job and Verification result are the shapes the SDK reads: the schema knows their fields.
+    expect(Object.keys(jobSchema.shape)).toEqual(expect.arrayContaining(['job_id', 'status', 'poll_url']));
+    expect(Object.keys(verificationSchema.shape)).toEqual(expect.arrayContaining(['status', 'proves', 'does_not_prove']));
+  });
+});
+
+describe('GET /docs', () => {
+  it('renders the operations in Chromium from assets the gateway serves', async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const page = await (await browser.newContext({ viewport: { width: 1200, height: 1600 } })).newPage();
+    const errors: string[] = [];
+    const foreign: string[] = [];
+    // Script errors, CSP violations, and any failed load but the favicon a browser asks for on its own.
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
+    });
+    page.on('response', (r) => {
+      if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`${r.status()} ${r.url()}`);
+    });
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('request', (r) => {
+      if (!r.url().startsWith(stack.baseUrl) && !r.url().startsWith('data:')) foreign.push(r.url());
+    });
+    const res = await page.goto(`${stack.baseUrl}/docs`);
+    expect(res?.status()).toBe(200);
+    expect(res?.headers()['content-security-policy']).toContain("script-src 'self'");
+    await page.locator('.opblock').first().waitFor({ timeout: 30_000 });
+    // One block per operation, each showing its operationId.
+    expect(await page.locator('.opblock').count()).toBe(OPERATIONS.length);
+    await page.locator('.opblock', { hasText: 'sign' }).locator('[data-path="/v1/sign"]').first().waitFor();
+    const shownIds = await page.locator('.opblock .opblock-summary-operation-id').allTextContents();
+    expect(shownIds.sort()).toEqual(OPERATIONS.map((o) => o.operationId).sort());
+    await mkdir(OUT, { recursive: true });
+    await page.screenshot({ path: new URL('docs-page.png', OUT).pathname, fullPage: false });
+    expect(errors).toEqual([]);
+    expect(foreign).toEqual([]);
+  }, 90_000);
+
+  it('/docs/internal publishes the gRPC reference with how to get credentials', async () => {
+    const res = await stack.request('/docs/internal');
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain('cairn.signer.v1.SignerService');
+    expect(html).toContain('Getting credentials');
+  });
+
+  it('serves only the renderer files it names', async () => {
+    expect((await stack.request('/docs/assets/swagger-ui-bundle.js')).status).toBe(200);
+    expect((await stack.request('/docs/assets/package.json')).status).toBe(404);
+    expect((await stack.request('/docs/assets/..%2F..%2Fpackage.json')).status).toBe(404);
+  });
+});
