@@ -4,3 +4,4 @@ export { HealthState, ServingStatus } from './health.js';
 export { toServiceError, fromServiceError, grpcStatusForCode, CODE_METADATA_KEY } from './status.js';
 export { grpcServiceDefinition } from './definition.js';
 export { readTlsFiles, serviceTlsName, serverCredentials, channelCredentials, type TlsMaterial } from './tls.js';
+export { listByReflection, type ReflectedService } from './reflection.js';

@@ -5,6 +5,7 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { grpcServiceDefinition } from './definition.js';
 import { toServiceError } from './status.js';
 import { serverCredentials, type TlsMaterial } from './tls.js';
+import { reflectionService } from './reflection.js';
 
 export interface CallContext {
   metadata: grpc.Metadata;
@@ -99,6 +100,8 @@ export class RpcServer {
   /** Binds and starts serving; returns the bound port (useful with port 0). With `tls`, only clients holding a certificate of the fleet's CA get in. */
   listen(host: string, port: number, tls?: TlsMaterial): Promise<number> {
     return new Promise((resolve, reject) => {
+      // Reflection (so grpcurl lists and describes the service) answers for this server's own services only.
+      if (this.serviceNames.length > 0) reflectionService(this.serviceNames).addToServer(this.server);
       this.server.bindAsync(`${host}:${port}`, serverCredentials(tls), (error, bound) => (error ? reject(error) : resolve(bound)));
     });
   }
