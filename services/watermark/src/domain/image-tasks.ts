@@ -47,17 +47,9 @@ export class ImageAlgorithms {
    * computed once for all of them: with several keys the extra cost is the per-slot projections only.
    */
   detect(image: RawImage, keys: ReadonlyArray<WatermarkKey>): DetectOutcome {
-    // cairn-sync-v2 first (new marks): its analysis (lattice and folds) does not depend on the key, so it is
-    // made once and each key only correlates and decodes.
-    if (keys.length > 0) {
-      const analysis = analyseSync(image);
-      if (analysis) {
-        for (const key of keys) {
-          const detection = this.syncForKey(key).decode(analysis);
-          if (detection) return { detection, algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid };
-        }
-      }
-    }
+    // Every mark issued so far is keyed or keyless cairn-dct-v1 (new signs do not write cairn-sync-v2 yet), and those
+    // are cheap to read: tried first. The v2 analysis (lattice and folds, key-independent, made once; each key then
+    // only correlates and decodes) runs only when none of them reads a mark.
     const candidates: Array<{ algorithm: DctQimWatermark; keyId: string | null }> = [
       ...keys.map((key) => ({ algorithm: this.forKey(key), keyId: key.kid })),
       { algorithm: this.keyless, keyId: null },
@@ -68,6 +60,15 @@ export class ImageAlgorithms {
       const luma = grids.get(algorithm.gridSize);
       const detection: Detection | null = luma ? algorithm.detectLuma(luma) : null;
       if (detection) return { detection, algorithm: algorithm.name, keyId };
+    }
+    if (keys.length > 0) {
+      const analysis = analyseSync(image);
+      if (analysis) {
+        for (const key of keys) {
+          const detection = this.syncForKey(key).decode(analysis);
+          if (detection) return { detection, algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid };
+        }
+      }
     }
     return { detection: null, algorithm: candidates[0]!.algorithm.name, keyId: null };
   }
