@@ -14,6 +14,8 @@ import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 // streaming, so the gateway's memory does not grow with the body; downloads stream, and one whose blob ends
 // early is a cut-off response, not a hung client or a dead gateway.
 const MiB = 1024 * 1024;
+/** Below one copy of the 90 MiB body: what a streamed upload may add to this process's resident memory. */
+const STREAMED_BOUND = 80 * MiB;
 const LIMIT = 90 * MiB;
 
 let fsStack: Stack;
@@ -143,12 +145,13 @@ describe.each([
     const atLimit = await signUpload(stack, tenant.api_key, LIMIT);
     // Past the size check: refused only for its recipe, after the whole body was stored and read.
     expect([atLimit.status, atLimit.code]).toEqual([400, 'cairn.sign.invalid_recipe']);
-    // Holding the body once would be 90 MiB; streamed, this process (gateway and test client) measured 15-32 MiB.
-    expect(atLimit.rssGrowth).toBeLessThan(45 * MiB);
+    // Holding the body would add at least its 90 MiB (buffering measured 120-176 MiB); streamed, this process
+    // (gateway and test client) measured 15-32 MiB, and up to 58 MiB on a machine loaded by a parallel suite.
+    expect(atLimit.rssGrowth).toBeLessThan(STREAMED_BOUND);
 
     const over = await signUpload(stack, tenant.api_key, LIMIT + 1);
     expect([over.status, over.code]).toEqual([413, 'cairn.sign.file_too_large']);
-    expect(over.rssGrowth).toBeLessThan(45 * MiB);
+    expect(over.rssGrowth).toBeLessThan(STREAMED_BOUND);
 
     expect(await storedUploads()).toEqual([]);
   }, 120_000);
