@@ -70,7 +70,8 @@ export function probeWav(bytes: Buffer): MediaProbe | null {
   for (let chunks = 0; chunks < 64 && offset + 8 <= bytes.length; chunks++) {
     const id = bytes.toString('latin1', offset, offset + 4);
     const size = bytes.readUInt32LE(offset + 4);
-    if (id === 'fmt ' && offset + 16 <= bytes.length) byteRate = bytes.readUInt32LE(offset + 8 + 8);
+    // The byte rate is bytes 8..12 of the chunk body: a short or cut `fmt ` chunk has none (found by the fuzz suite).
+    if (id === 'fmt ' && offset + 20 <= bytes.length) byteRate = bytes.readUInt32LE(offset + 8 + 8);
     if (id === 'data') {
       if (byteRate === 0) return null;
       // 0xFFFFFFFF (or 0) marks a streamed WAV of unknown length: what is actually there counts.
