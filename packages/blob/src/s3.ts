@@ -12,6 +12,7 @@ import {
   type CompletedPart,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MeasuringStream } from './measure.js';
@@ -134,6 +135,17 @@ export class S3BlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }));
+  }
+
+  async presignPut(key: string, options: { size: number; contentType?: string; expiresInSeconds: number }): Promise<string> {
+    const command = new PutObjectCommand({
+      Bucket: this.options.bucket,
+      Key: this.objectKey(key),
+      ContentLength: options.size,
+      ...(options.contentType ? { ContentType: options.contentType } : {}),
+    });
+    // Content-Length is signed, so S3 refuses a body of any other size: the declared size is the object's size.
+    return getSignedUrl(this.client, command, { expiresIn: options.expiresInSeconds, signableHeaders: new Set(['content-length', ...(options.contentType ? ['content-type'] : [])]) });
   }
 
   async ping(): Promise<void> {

@@ -27,6 +27,11 @@ export interface BlobStore {
   getBuffer(key: string): Promise<Buffer | null>;
   head(key: string): Promise<BlobInfo | null>;
   delete(key: string): Promise<void>;
+  /**
+   * S3 only: a presigned PUT URL for `key` that takes exactly `size` bytes (Content-Length is signed), valid for
+   * `expiresInSeconds`. The filesystem store has none: its uploads come through the service itself.
+   */
+  presignPut?(key: string, options: { size: number; contentType?: string; expiresInSeconds: number }): Promise<string>;
   ping(): Promise<void>;
 }
 

@@ -7,9 +7,9 @@ export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 /**
  * Session settings that row-level security policies read. `cairn.tenant_id` scopes every tenant-owned row;
  * the others open exactly one row to a caller that already holds its identifier (an API key's id, an
- * idempotency key), which is how a request finds its tenant before it knows it.
+ * idempotency key, an upload session's id from its signed URL), which is how a request finds its tenant before it knows it.
  */
-export type RlsSettings = Partial<Record<'cairn.tenant_id' | 'cairn.key_id' | 'cairn.idempotency_key', string>>;
+export type RlsSettings = Partial<Record<'cairn.tenant_id' | 'cairn.key_id' | 'cairn.idempotency_key' | 'cairn.upload_id', string>>;
 
 /** Runs `fn` in a transaction whose RLS settings are `settings` (transaction-local: nothing leaks to the pool). */
 export async function withRlsSettings<T>(db: Database, settings: RlsSettings, fn: (tx: Tx) => Promise<T>): Promise<T> {

@@ -35,6 +35,14 @@ export const ERROR_CATALOG = {
   'cairn.validation.body_too_large': { status: 413, title: 'Request body too large' },
   'cairn.validation.unsupported_media_type': { status: 415, title: 'Unsupported Content-Type' },
   'cairn.not_found': { status: 404, title: 'Not found' },
+  // Upload sessions (docs/design.md, "Upload sessions"): the declared size over the limit, a PUT past the declared
+  // size, a URL whose signature or expiry does not check, and a session in the wrong state for what was asked.
+  'cairn.upload.too_large': { status: 413, title: 'Upload larger than allowed' },
+  'cairn.upload.invalid_url': { status: 403, title: 'Upload URL invalid or expired' },
+  'cairn.upload.already_uploaded': { status: 409, title: 'Upload already received' },
+  'cairn.upload.not_uploaded': { status: 409, title: 'Upload not received yet' },
+  'cairn.upload.already_used': { status: 409, title: 'Upload already used' },
+  'cairn.upload.expired': { status: 410, title: 'Upload session expired' },
   'cairn.asset.expired': { status: 410, title: 'Asset no longer kept' },
   // 422, not 413: the upload's bytes were accepted; what its headers declare (pixels, duration) is refused (docs/design.md).
   'cairn.media.too_large': { status: 422, title: 'Media exceeds the decoding limits' },

@@ -16,6 +16,7 @@ export const ID_PREFIXES = {
   delivery: 'dlv_',
   entry: 'ae_',
   credential: 'sc_',
+  upload: 'up_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -18,6 +18,12 @@ export const gatewayConfigShape = {
   SYNC_SIGN_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024),
   /** Direct upload limit of sign and verify. */
   UPLOAD_MAX_BYTES: z.coerce.number().int().positive().default(100 * 1024 * 1024),
+  /** Largest file an upload session (POST /v1/uploads) takes: its declared size and its PUT are held to this. */
+  UPLOAD_SESSION_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024 * 1024),
+  /** How long an upload session's URL and its uploaded file live unused; past it the sweep deletes the file. */
+  UPLOAD_SESSION_TTL_SECONDS: z.coerce.number().int().positive().max(7 * 86_400).default(3600),
+  /** How often expired upload sessions' files are deleted. */
+  UPLOAD_SESSION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   /** Authenticated verifies of uploads above this size answer 202 with a job (so does Prefer: respond-async). */
   SYNC_VERIFY_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024),
   /** The public verify stays synchronous: it takes files up to this size (413 above; verify with a key instead). */

@@ -16,6 +16,9 @@ import { RecipeCatalog } from './store/recipes.js';
 import { SIGN_CLAIM_LEASE_SECONDS, SignRequestStore } from './store/sign-requests.js';
 import { TenantStore } from './store/tenants.js';
 import { startKeyExpirySweep } from './store/key-expiry.js';
+import { UploadSessionStore } from './store/upload-sessions.js';
+import { UploadSessions } from './app/upload-sessions.js';
+import { UploadUrlSigner } from './domain/upload-url.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
@@ -35,6 +38,16 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       ctx.rpc.add(gatewayV1.TenantService, tenantService(store));
       const blobs = createBlobStore(config.BLOB_STORE_URL, env);
       await blobs.ping();
+
+      const uploadSessions = new UploadSessions({
+        store: new UploadSessionStore(ctx.db),
+        blobs,
+        urls: new UploadUrlSigner(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY)),
+        publicBaseUrl: config.PUBLIC_BASE_URL,
+        maxBytes: config.UPLOAD_SESSION_MAX_BYTES,
+        ttlSeconds: config.UPLOAD_SESSION_TTL_SECONDS,
+        logger: ctx.logger,
+      });
 
       const redisDown = throttledWarning(ctx.logger, 'Redis unreachable: rate limits kept in this process until it answers again');
       const app = createApp({
@@ -69,6 +82,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
         watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
         publicResolutionPerMinute: config.PUBLIC_RESOLUTION_PER_MINUTE,
+        uploadSessions,
       });
       const server = createServer(app);
       server.requestTimeout = 120_000;
@@ -76,6 +90,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       const port = await listen(server, config.HTTP_HOST ?? config.GRPC_HOST, config.HTTP_PORT);
       ctx.expose('http', port);
       ctx.onShutdown(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
+      ctx.onShutdown(uploadSessions.startSweep(config.UPLOAD_SESSION_SWEEP_INTERVAL_MS));
       ctx.onShutdown(startKeyExpirySweep(ctx.db, ctx.outbox, ctx.logger, config.KEY_EXPIRY_SWEEP_INTERVAL_MS));
       ctx.onShutdown(
         every(

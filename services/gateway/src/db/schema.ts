@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { boolean, integer, jsonb, numeric, pgPolicy, pgSchema, primaryKey, text, timestamp, index } from 'drizzle-orm/pg-core';
+import { bigint, boolean, integer, jsonb, numeric, pgPolicy, pgSchema, primaryKey, text, timestamp, index } from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 export const gateway = pgSchema('gateway');
@@ -130,6 +130,44 @@ export const signRequests = gateway.table(
   (t) => [
     primaryKey({ columns: [t.tenantId, t.idempotencyKey] }),
     pgPolicy('sign_requests_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+  ],
+);
+
+/**
+ * Upload sessions (POST /v1/uploads): a file above the direct upload limit goes to the blob store by a signed
+ * or presigned PUT, then a sign or verify names it by upload_id, once. The tenant sees its own sessions; the
+ * unauthenticated PUT opens its one row by the id in its signed URL (`cairn.upload_id`); the expiry sweep, as
+ * `cairn.system = 'upload-expiry'`, sees every tenant's sessions (it deletes their files, then the rows).
+ */
+export const uploadSessions = gateway.table(
+  'upload_sessions',
+  {
+    uploadId: text('upload_id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    blobKey: text('blob_key').notNull(),
+    filename: text('filename'),
+    declaredSize: bigint('declared_size', { mode: 'number' }).notNull(),
+    contentType: text('content_type'),
+    /** pending (URL handed out), uploaded (file received), used (a sign or verify took it). */
+    state: text('state').notNull().default('pending'),
+    size: bigint('size', { mode: 'number' }),
+    sha256: text('sha256'),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('upload_sessions_expires_idx').on(t.expiresAt),
+    pgPolicy('upload_sessions_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('upload_sessions_by_id', {
+      for: 'all',
+      using: sql`${t.uploadId} = current_setting('cairn.upload_id', true)`,
+      withCheck: sql`${t.uploadId} = current_setting('cairn.upload_id', true)`,
+    }),
+    pgPolicy('upload_sessions_expiry_sweep', {
+      for: 'all',
+      using: sql`current_setting('cairn.system', true) = 'upload-expiry'`,
+      withCheck: sql`current_setting('cairn.system', true) = 'upload-expiry'`,
+    }),
   ],
 );
 

@@ -26,6 +26,8 @@ import { internalApiReference } from '../adapters/internal-api-reference.js';
 import { signRoutes } from './routes/sign.js';
 import { jobRoutes } from './routes/jobs.js';
 import { verifyRoutes } from './routes/verify.js';
+import { uploadSessionRoutes } from './routes/upload-sessions.js';
+import type { UploadSessions } from '../app/upload-sessions.js';
 import { recipeRoutes } from './routes/recipes.js';
 import { signingCredentialRoutes } from './routes/signing-credentials.js';
 import { tenantRoutes } from './routes/tenants.js';
@@ -74,6 +76,8 @@ export interface GatewayDeps {
   watermark: ServiceClient<typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never>;
   /** Unauthenticated C2PA soft-binding queries per client address per minute. */
   publicResolutionPerMinute: number;
+  /** Upload sessions (POST /v1/uploads, the signed PUT, upload_id in sign and verify). */
+  uploadSessions: UploadSessions;
 }
 
 /** The API's version in the OpenAPI document (the gateway package's). */
@@ -92,6 +96,8 @@ export function createApp(deps: GatewayDeps): Express {
   app.set('trust proxy', deps.trustProxy);
   app.set('etag', false);
   app.use(requestContext(deps.logger, deps.metrics));
+  // Before the JSON parser: an upload PUT's body is the file, streamed whatever its Content-Type.
+  app.use(uploadSessionRoutes({ sessions: deps.uploadSessions, store: deps.store, limiter: deps.limiter }));
   app.use(express.json({ limit: '1mb', strict: true }));
   app.use(authFailureLimit(deps.authFailures));
 
@@ -114,6 +120,7 @@ export function createApp(deps: GatewayDeps): Express {
       syncMaxBytes: deps.syncSignMaxBytes,
       uploadMaxBytes: deps.uploadMaxBytes,
       billing: deps.billing,
+      uploadSessions: deps.uploadSessions,
     }),
   );
   app.use(jobRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }));
@@ -129,6 +136,7 @@ export function createApp(deps: GatewayDeps): Express {
       publicBaseUrl: deps.publicBaseUrl,
       publicVerifyPerMinute: deps.publicVerifyPerMinute,
       billing: deps.billing,
+      uploadSessions: deps.uploadSessions,
     }),
   );
   app.use(usageRoutes({ billing: deps.billing }));

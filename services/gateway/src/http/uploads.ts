@@ -4,6 +4,7 @@ import { BlobTooLargeError, type BlobInfo, type BlobStore } from '@cairn/blob';
 import { CairnError, type ErrorCode } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { SNIFF_BYTES } from '@cairn/media';
+import type { UploadSessions } from '../app/upload-sessions.js';
 
 export interface StoredUpload extends BlobInfo {
   fieldname: string;
@@ -67,6 +68,11 @@ export function singleUpload(options: {
    * here is answered before any byte of its file is stored. Fields sent after the file are the route's to check.
    */
   checkFieldsBeforeFile?: (fields: Record<string, unknown>) => void;
+  /**
+   * When given, a request with no file part may name an upload session in the text field `upload_id` instead
+   * (POST /v1/uploads): the caller's tenant's uploaded, unused session becomes `req.upload` and is used up.
+   */
+  sessions?: UploadSessions;
 }): RequestHandler {
   const upload = multer({
     storage: new BlobStorage(options.blobs, options.maxBytes),
@@ -83,7 +89,24 @@ export function singleUpload(options: {
   const limitText = `${Math.round(options.maxBytes / (1024 * 1024))} MB`;
   return (req, res, next) => {
     upload(req, res, (error: unknown) => {
-      if (!error) return next();
+      if (!error) {
+        const uploadId = (req.body as Record<string, unknown> | undefined)?.upload_id;
+        if (!options.sessions || uploadId === undefined) return next();
+        if (req.upload) return next(new CairnError('cairn.validation.invalid_body', `Send either the file (field "${options.field}") or upload_id, not both.`));
+        if (typeof uploadId !== 'string') return next(new CairnError('cairn.validation.invalid_body', 'upload_id must be a single text field.'));
+        if (!req.auth) return next(new CairnError('cairn.auth.invalid_key', 'Naming an upload_id needs an API key of the tenant that created the upload session.'));
+        const sessions = options.sessions;
+        const tenantId = req.auth.tenant.tenantId;
+        // The fields are checked before the session is used up: a refusable request must not cost the upload.
+        Promise.resolve()
+          .then(() => options.checkFieldsBeforeFile?.((req.body ?? {}) as Record<string, unknown>))
+          .then(() => sessions.take(tenantId, uploadId))
+          .then((taken) => {
+            req.upload = taken;
+            next();
+          }, next);
+        return;
+      }
       if (error instanceof CairnError) return next(error);
       if (error instanceof BlobTooLargeError) return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
       if (error instanceof multer.MulterError) {

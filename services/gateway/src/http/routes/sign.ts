@@ -16,6 +16,7 @@ import type { SignAnswer, SignRequestStore } from '../../store/sign-requests.js'
 import type { RedisConcurrencyLimiter } from '../../adapters/concurrency-limit.js';
 import { requireScope } from '../auth.js';
 import { discardUpload, singleUpload } from '../uploads.js';
+import type { UploadSessions } from '../../app/upload-sessions.js';
 import { exactLength } from '../streaming.js';
 import { manifestRef } from './c2pa-resolution.js';
 
@@ -34,6 +35,8 @@ export interface SignRouteDeps {
   syncMaxBytes: number;
   uploadMaxBytes: number;
   billing: BillingClient;
+  /** Files above uploadMaxBytes come by upload session: the form names its upload_id instead of the file. */
+  uploadSessions: UploadSessions;
 }
 
 /** When a tenant's signs are all running, a slot usually frees within seconds. */
@@ -113,6 +116,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
       field: 'asset',
       maxBytes: deps.uploadMaxBytes,
       tooLarge: 'cairn.sign.file_too_large',
+      sessions: deps.uploadSessions,
       checkFieldsBeforeFile: (fields) => {
         if (typeof fields.metadata === 'string') parseMetadataField(fields.metadata);
       },
@@ -122,7 +126,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
       let keepUpload = false;
       try {
         const upload = req.upload;
-        if (!upload) throw new CairnError('cairn.validation.invalid_body', 'Send the asset as multipart/form-data in the field "asset".');
+        if (!upload) throw new CairnError('cairn.validation.invalid_body', 'Send the asset as multipart/form-data in the field "asset" (or, for a large file, its upload session\'s id in the field "upload_id").');
         if (upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The asset is empty.');
         const fields = parseOrThrow(fieldsSchema, req.body ?? {}, 'form fields');
         const metadata = parseMetadataField(fields.metadata);

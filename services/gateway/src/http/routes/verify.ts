@@ -12,6 +12,7 @@ import type { TenantStore } from '../../store/tenants.js';
 import { authenticate, requireScope } from '../auth.js';
 import { addressRateLimit, tenantRateLimit } from '../limits.js';
 import { discardUpload, singleUpload, uploadHead } from '../uploads.js';
+import type { UploadSessions } from '../../app/upload-sessions.js';
 
 type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
@@ -28,6 +29,8 @@ export interface VerifyRouteDeps {
   publicBaseUrl: string;
   publicVerifyPerMinute: number;
   billing: BillingClient;
+  /** An authenticated verify may name an upload session (upload_id) instead of sending the file. */
+  uploadSessions: UploadSessions;
 }
 
 /** The Verification result in the API's names. */
@@ -95,7 +98,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
   };
   const fileIfMultipart: RequestHandler = (req, res, next) =>
     req.is('multipart/form-data')
-      ? singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: req.auth ? deps.uploadMaxBytes : Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes), tooLarge: 'cairn.validation.body_too_large' })(req, res, next)
+      ? singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: req.auth ? deps.uploadMaxBytes : Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes), tooLarge: 'cairn.validation.body_too_large', sessions: deps.uploadSessions })(req, res, next)
       : next();
   const base = deps.publicBaseUrl.replace(/\/$/, '');
 

@@ -1,0 +1,160 @@
+import type { Readable } from 'node:stream';
+import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
+import { CairnError } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import type { Logger } from '@cairn/logging';
+import { sniffMediaType } from '@cairn/media';
+import type { UploadUrlSigner } from '../domain/upload-url.js';
+import type { UploadSessionRow, UploadSessionStore } from '../store/upload-sessions.js';
+import { uploadHead, type StoredUpload } from '../http/uploads.js';
+
+export interface UploadSessionAnswer {
+  upload_id: string;
+  upload_url: string;
+  method: 'PUT';
+  expires_at: string;
+  max_bytes: number;
+}
+
+/**
+ * Upload sessions: files above the direct upload limit (up to UPLOAD_SESSION_MAX_BYTES) go straight to the blob
+ * store by PUT (a presigned S3 URL, or the gateway's own signed URL on the filesystem store), and a sign or verify
+ * then names them by upload_id, once.
+ */
+export class UploadSessions {
+  constructor(
+    private readonly deps: {
+      store: UploadSessionStore;
+      blobs: BlobStore;
+      urls: UploadUrlSigner;
+      publicBaseUrl: string;
+      maxBytes: number;
+      ttlSeconds: number;
+      logger: Logger;
+    },
+  ) {}
+
+  async create(tenantId: string, request: { size: number; filename?: string; content_type?: string }): Promise<UploadSessionAnswer> {
+    const { maxBytes } = this.deps;
+    if (request.size > maxBytes) throw new CairnError('cairn.upload.too_large', `An upload session takes files up to ${maxBytes} bytes; this one declares ${request.size}.`);
+    const uploadId = newId('upload');
+    const row = await this.deps.store.create({
+      uploadId,
+      tenantId,
+      blobKey: `${tenantId}/uploads/${uploadId}`,
+      declaredSize: request.size,
+      ttlSeconds: this.deps.ttlSeconds,
+      ...(request.filename ? { filename: request.filename } : {}),
+      ...(request.content_type ? { contentType: request.content_type } : {}),
+    });
+    const expiresUnix = Math.floor(row.expiresAt.getTime() / 1000);
+    const presign = this.deps.blobs.presignPut?.bind(this.deps.blobs);
+    const uploadUrl = presign
+      ? await presign(row.blobKey, { size: request.size, expiresInSeconds: this.deps.ttlSeconds })
+      : `${this.deps.publicBaseUrl.replace(/\/$/, '')}/v1/uploads/${uploadId}/content?expires=${expiresUnix}&signature=${this.deps.urls.sign(uploadId, expiresUnix)}`;
+    return { upload_id: uploadId, upload_url: uploadUrl, method: 'PUT', expires_at: row.expiresAt.toISOString(), max_bytes: request.size };
+  }
+
+  /**
+   * The filesystem store's PUT: the signed URL is the credential. The body streams into the blob store held to the
+   * declared size (413 past it, the partial file removed); a body of a type Cairn does not know is refused (415)
+   * and removed. Either failure leaves the session pending, so the client may PUT again.
+   */
+  async receive(uploadId: string, query: { expires: string; signature: string }, body: Readable, contentLength: number | undefined): Promise<void> {
+    if (!/^up_[0-9A-HJKMNP-TV-Z]{26}$/.test(uploadId) || !this.deps.urls.verify(uploadId, query.expires, query.signature, Date.now() / 1000)) {
+      throw new CairnError('cairn.upload.invalid_url', 'This upload URL is not valid (altered, or past its expiry).');
+    }
+    const session = await this.deps.store.byId(uploadId);
+    if (!session || session.expired || session.state === 'expired') throw new CairnError('cairn.upload.invalid_url', 'This upload session has expired.');
+    if (contentLength !== undefined && contentLength > session.declaredSize) {
+      throw new CairnError('cairn.upload.too_large', `This session was declared for ${session.declaredSize} bytes; the body is ${contentLength}.`);
+    }
+    if (!(await this.deps.store.transition(uploadId, ['pending'], 'receiving'))) {
+      throw new CairnError('cairn.upload.already_uploaded', 'This session already received its file (or is receiving it); create a new session for another upload.');
+    }
+    let kept = false;
+    try {
+      let info;
+      try {
+        info = await this.deps.blobs.put(session.blobKey, body, { contentType: 'application/octet-stream', maxBytes: session.declaredSize });
+      } catch (error) {
+        if (error instanceof BlobTooLargeError) throw new CairnError('cairn.upload.too_large', `This session was declared for ${session.declaredSize} bytes; the body is larger.`);
+        throw error;
+      }
+      await this.assertKnownType(session.blobKey);
+      kept = await this.deps.store.transition(uploadId, ['receiving'], 'uploaded', { size: info.size, sha256: info.sha256 });
+      if (!kept) throw new CairnError('cairn.upload.invalid_url', 'This upload session expired while the file was being received.');
+    } finally {
+      if (!kept) {
+        await this.deps.blobs.delete(session.blobKey).catch(() => undefined);
+        await this.deps.store.transition(uploadId, ['receiving'], 'pending').catch(() => false);
+      }
+    }
+  }
+
+  /**
+   * A sign's or verify's `upload_id`: the caller's tenant's session, uploaded, unexpired and unused, becomes the
+   * request's upload and is marked used (the consumer deletes the file afterwards). On S3 the PUT never passed
+   * through Cairn, so the session is confirmed here by a HEAD (the object must be there at the declared size).
+   */
+  async take(tenantId: string, uploadId: string): Promise<StoredUpload> {
+    const notFound = new CairnError('cairn.not_found', `No upload ${uploadId} in this tenant.`);
+    if (!/^up_[0-9A-HJKMNP-TV-Z]{26}$/.test(uploadId)) throw notFound;
+    const session = await this.deps.store.forTenant(tenantId, uploadId);
+    if (!session) throw notFound;
+    this.assertUsable(session);
+    let size = session.size ?? 0;
+    let sha256 = session.sha256 ?? '';
+    if (session.state === 'pending' && this.deps.blobs.presignPut) {
+      const head = await this.deps.blobs.head(session.blobKey);
+      if (!head) throw new CairnError('cairn.upload.not_uploaded', `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`);
+      if (head.size !== session.declaredSize) {
+        await this.deps.blobs.delete(session.blobKey).catch(() => undefined);
+        throw new CairnError('cairn.upload.too_large', `Upload ${uploadId} holds ${head.size} bytes, not the ${session.declaredSize} declared.`);
+      }
+      await this.assertKnownType(session.blobKey);
+      size = head.size;
+      sha256 = head.sha256;
+    } else if (session.state !== 'uploaded') {
+      throw new CairnError('cairn.upload.not_uploaded', `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`);
+    }
+    if (!(await this.deps.store.transition(uploadId, ['pending', 'uploaded'], 'used'))) {
+      // Lost a race (another request took it, or it expired just now): answer what it is now.
+      const now = await this.deps.store.forTenant(tenantId, uploadId);
+      if (now) this.assertUsable(now);
+      throw new CairnError('cairn.upload.already_used', `Upload ${uploadId} was already used.`);
+    }
+    // The presigned PUT carried no hash: the request hash of an idempotent sign then binds the session instead.
+    return { key: session.blobKey, size, sha256: sha256 || `upload:${uploadId}`, contentType: 'application/octet-stream', fieldname: 'upload_id', originalname: uploadId };
+  }
+
+  /** Deletes the files of sessions past their expiry (runs every `intervalMs` and once at start); returns stop. */
+  startSweep(intervalMs: number): () => Promise<void> {
+    let running: Promise<unknown> = Promise.resolve();
+    const tick = () => {
+      running = (async () => {
+        const keys = await this.deps.store.expireDue();
+        for (const key of keys) await this.deps.blobs.delete(key).catch((error: unknown) => this.deps.logger.warn({ err: error, key }, 'expired upload not deleted'));
+        if (keys.length > 0) this.deps.logger.info({ uploads: keys.length }, 'expired upload sessions deleted');
+      })().catch((error: unknown) => this.deps.logger.warn({ err: error }, 'upload session sweep failed; will retry'));
+    };
+    const timer = setInterval(tick, intervalMs);
+    timer.unref();
+    tick();
+    return async () => {
+      clearInterval(timer);
+      await running;
+    };
+  }
+
+  private assertUsable(session: UploadSessionRow): void {
+    if (session.state === 'used') throw new CairnError('cairn.upload.already_used', `Upload ${session.uploadId} was already used; an upload is signed or verified once.`);
+    if (session.state === 'expired' || session.expired) throw new CairnError('cairn.upload.expired', `Upload ${session.uploadId} expired at ${session.expiresAt.toISOString()}.`);
+  }
+
+  /** The hostile-input rule for uploads: the type is read from the bytes, and bytes of no known type go no further. */
+  private async assertKnownType(blobKey: string): Promise<void> {
+    const head = await uploadHead(this.deps.blobs, blobKey);
+    if (!head || !sniffMediaType(head)) throw new CairnError('cairn.verify.unsupported_file_type', 'The uploaded file is of no type Cairn signs or verifies (read from its bytes).');
+  }
+}

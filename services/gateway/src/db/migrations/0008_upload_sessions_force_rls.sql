@@ -1,0 +1,1 @@
+ALTER TABLE "gateway"."upload_sessions" FORCE ROW LEVEL SECURITY;
