@@ -1,0 +1,148 @@
+/**
+ * Issue #11 item 7, chaos: a service killed with SIGKILL in the middle of a stream of signs, then started again,
+ * loses no event and applies none twice. The service under test runs as a real process of its own (the rest of
+ * the fleet in this process); the proof is taken from the outside: the answers the clients got and the rows in
+ * the audit schema.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import sharp from 'sharp';
+import { databaseRole, grpcAddrVar, type ServiceName } from '@cairn/config';
+import { databaseUrl, freePort, PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { spawnService, type ServiceProcess } from './support/process.js';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+
+const STREAM = 16;
+let stack: Stack;
+let tenant: { tenant_id: string; api_key: string };
+let admin: pg.Client;
+const ports: Partial<Record<ServiceName, { grpc: number; ops: number }>> = {};
+const running = new Map<ServiceName, ServiceProcess>();
+
+/** Starts (or starts again) `name` as its own process on its fixed ports, and waits until it is ready. */
+async function startProcess(name: ServiceName): Promise<ServiceProcess> {
+  const own = ports[name]!;
+  const child = spawnService(name, {
+    ...stack.env,
+    DATABASE_URL: databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName, databaseRole(name)),
+    GRPC_PORT: String(own.grpc),
+    OPS_PORT: String(own.ops),
+    LOG_LEVEL: 'warn',
+  });
+  running.set(name, child);
+  await waitFor(`${name} ready; output:\n${child.output()}`, async () => (await fetch(`http://127.0.0.1:${own.ops}/readyz`).catch(() => undefined))?.status === 200, 90_000, 200);
+  return child;
+}
+
+let colour = 0;
+/** A distinct image each time (the signer refuses nothing here, and no two signs share content). */
+async function image(): Promise<Buffer> {
+  colour += 1;
+  return sharp({ create: { width: 320, height: 256, channels: 3, background: { r: colour % 256, g: (colour * 7) % 256, b: 90 } } }).png().toBuffer();
+}
+
+async function signOnce(): Promise<{ status: number; asset_id?: string; code?: string }> {
+  const res = await stack
+    .request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: await image(), name: 'a.png' }) })
+    .catch(() => undefined);
+  if (!res) return { status: 0 };
+  const body = (await res.json()) as { asset_id?: string; code?: string };
+  return { status: res.status, ...body };
+}
+
+/** Audit entries recorded per event id for this tenant's asset.signed events, by asset. */
+async function auditedSigns(): Promise<Map<string, number>> {
+  const { rows } = await admin.query<{ asset_id: string; n: number }>(
+    "select data->>'asset_id' as asset_id, count(*)::int as n from audit.entries where tenant_id = $1 and event_type = 'asset.signed' group by 1",
+    [tenant.tenant_id],
+  );
+  return new Map(rows.map((r) => [r.asset_id, r.n]));
+}
+
+beforeAll(async () => {
+  for (const name of ['signer', 'audit'] as const) ports[name] = { grpc: await freePort(), ops: await freePort() };
+  // The gateway finds the signer and audit at fixed addresses, whichever process answers there.
+  stack = await startStack(['watermark', 'verifier', 'softbinding', 'gateway'], {
+    [grpcAddrVar('signer')]: `127.0.0.1:${ports.signer!.grpc}`,
+    [grpcAddrVar('audit')]: `127.0.0.1:${ports.audit!.grpc}`,
+    SIGN_CONCURRENCY_PER_TENANT: '100',
+  });
+  await startProcess('signer');
+  await startProcess('audit');
+  tenant = await onboard(stack, 'growth');
+  admin = new pg.Client({ connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString() });
+  await admin.connect();
+}, 240_000);
+
+afterAll(async () => {
+  for (const child of running.values()) child.kill();
+  await admin?.end();
+  await stack?.stop();
+});
+
+/**
+ * Signs `STREAM` images two at a time; after the first few answers, SIGKILLs `victim` and starts it again while
+ * the stream goes on. Answers every client-visible outcome.
+ */
+async function streamWithKill(victim: ServiceName): Promise<Array<{ status: number; asset_id?: string; code?: string }>> {
+  const outcomes: Array<{ status: number; asset_id?: string; code?: string }> = [];
+  let killed: Promise<void> | undefined;
+  const worker = async () => {
+    while (outcomes.length < STREAM) {
+      outcomes.push(await signOnce());
+      if (outcomes.length >= 4 && !killed) {
+        killed = (async () => {
+          const child = running.get(victim)!;
+          child.child.kill('SIGKILL');
+          expect((await child.exit).signal).toBe('SIGKILL');
+          await startProcess(victim);
+        })();
+      }
+    }
+  };
+  await Promise.all([worker(), worker()]);
+  await killed;
+  return outcomes;
+}
+
+describe('kill -9 in the middle of a stream of signs', () => {
+  it('audit: every signed asset ends with exactly one asset.signed audit entry; the chain has no gap', async () => {
+    const outcomes = await streamWithKill('audit');
+    // The audit service is not on the sign path: every sign answers 200 while it is down.
+    expect(outcomes.map((o) => o.status)).toEqual(outcomes.map(() => 200));
+    const signed = outcomes.map((o) => o.asset_id!);
+    const audited = await waitFor('every sign audited', async () => {
+      const counts = await auditedSigns();
+      return signed.every((id) => counts.has(id)) ? counts : undefined;
+    }, 60_000, 250);
+    for (const id of signed) expect(audited.get(id)).toBe(1);
+    const { rows } = await admin.query<{ n: number; max: number; events: number }>('select count(*)::int as n, max(seq)::int as max, count(distinct event_id)::int as events from audit.entries where tenant_id = $1', [tenant.tenant_id]);
+    expect(rows[0]!.max).toBe(rows[0]!.n);
+    expect(rows[0]!.events).toBe(rows[0]!.n);
+  }, 180_000);
+
+  it('signer: each sign either answers 200 and is audited once, or fails with a clean 5xx-free problem; signs work again after restart', async () => {
+    const outcomes = await streamWithKill('signer');
+    for (const o of outcomes) {
+      // A sign cut by the kill fails as "unavailable" (503 with a problem), never a 500; the client retries it.
+      if (o.status !== 200) expect({ status: o.status, code: o.code }).toMatchObject({ status: 503, code: expect.stringMatching(/^cairn\./) });
+    }
+    const signed = outcomes.filter((o) => o.status === 200).map((o) => o.asset_id!);
+    expect(signed.length).toBeGreaterThan(0);
+    const after = await signOnce();
+    expect(after.status).toBe(200);
+    signed.push(after.asset_id!);
+    const audited = await waitFor('every successful sign audited', async () => {
+      const counts = await auditedSigns();
+      return signed.every((id) => counts.has(id)) ? counts : undefined;
+    }, 60_000, 250);
+    for (const id of signed) expect(audited.get(id)).toBe(1);
+    // A sign whose answer the kill cut may still have completed: then it is an asset the tenant can fetch.
+    for (const id of audited.keys()) {
+      const content = await stack.request(`/v1/assets/${id}/content`, { key: tenant.api_key });
+      await content.arrayBuffer();
+      expect(content.status).toBe(200);
+    }
+    if (process.env.CHAOS_REPORT) console.log(outcomes.map((o) => `${o.status} ${o.code ?? ''}`).join(', '));
+  }, 240_000);
+});
