@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import sharp from 'sharp';
-import { CairnError, parseSignMetadata } from '@cairn/errors';
-import { activeManifestLabel, childBoxes, manifestLabels, readBox, superboxLabel, writeBox, writeSuperbox } from '@cairn/jumbf';
+import { CairnError, parseSignMetadata } from '../packages/errors/src/index.js';
+import { activeManifestLabel, childBoxes, manifestLabels, readBox, superboxLabel, writeBox, writeSuperbox } from '../packages/jumbf/src/index.js';
 import { probeImage, probeWav, runFfmpeg, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
