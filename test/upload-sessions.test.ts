@@ -61,7 +61,7 @@ beforeAll(async () => {
   await s3.send(new CreateBucketCommand({ Bucket: 'cairn-uploads' }));
 
   stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { UPLOAD_SESSION_TTL_SECONDS: String(TTL_SECONDS), UPLOAD_SESSION_SWEEP_INTERVAL_MS: '500', LOG_LEVEL: 'warn' });
-  s3Stack = await startStack(['watermark', 'verifier', 'softbinding', 'gateway'], {
+  s3Stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
     BLOB_STORE_URL: 's3://cairn-uploads/blobs',
     S3_ENDPOINT: endpoint,
     AWS_ACCESS_KEY_ID: 'S3RVER',
