@@ -7,6 +7,7 @@ import { newId } from '@cairn/ids';
 import { freePort, type HardhatNode, PG_ADMIN_URL, startHardhat, waitFor } from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../tools/anchor/verify-proof.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 let chain: HardhatNode;
 let stack: Stack;
@@ -21,7 +22,7 @@ beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'anchor', 'gateway'], { ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX: '2', ANCHOR_BATCH_MAX_AGE_MS: '1500', ANCHOR_POLL_MS: '100', PUBLIC_VERIFY_PER_MINUTE: '1000' });
   tenant = await onboard(stack);
   other = await onboard(stack);
-  image = await sharp(await readFile('/work/shared/fixtures/photos/chelsea.png')).jpeg({ quality: 85 }).toBuffer();
+  image = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).jpeg({ quality: 85 }).toBuffer();
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
 }, 120_000);

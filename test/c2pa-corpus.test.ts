@@ -2,13 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { databaseUrl, PG_ADMIN_URL } from '@cairn/testing';
+import { databaseRole } from '../packages/config/src/index.js';
 import { multipart, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 /**
  * A peer's corpus: files from the C2PA reference implementation's own test suite, with the status Cairn
  * must give each (../shared/fixtures/c2pa-rs/EXPECTED.md). They check our reading of C2PA against c2pa-rs's.
  */
-const CORPUS = '/work/shared/fixtures/c2pa-rs';
+const CORPUS = `${SHARED_DIR}/fixtures/c2pa-rs`;
 const run = promisify(execFile);
 
 const EXPECTED: Array<[file: string, defaultList: string, customList: string]> = [
@@ -27,7 +30,9 @@ let enterprise: { api_key: string };
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
   const cli = new URL('../services/gateway/src/cli.ts', import.meta.url).pathname;
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', cli, 'admin', 'bootstrap', '--name', 'Corpus Enterprise', '--json'], { env: { ...process.env, ...stack.env } });
+  // The CLI writes the gateway's tables, so it connects as the gateway's own role (the sandbox's DATABASE_URL is the generic one).
+  const gatewayDatabaseUrl = databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName, databaseRole('gateway'));
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', cli, 'admin', 'bootstrap', '--name', 'Corpus Enterprise', '--json'], { env: { ...process.env, ...stack.env, DATABASE_URL: gatewayDatabaseUrl } });
   enterprise = JSON.parse(stdout) as { api_key: string };
   const pem = await readFile(`${CORPUS}/test-trust-anchors.pem`, 'utf8');
   const certificates = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];

@@ -14,9 +14,10 @@ import { localSignerFor, makeTestCredential } from '../services/signer/test/c2pa
 import { bufferAccess, extractManifestStore } from '../services/verifier/src/c2pa/asset-store.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // The C2PA Soft Binding Resolution API (/c2pa/v1): public, no key anywhere in this file except to sign.
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 const API = '/c2pa/v1';
 let stack: Stack;
 let owner: { tenant_id: string; api_key: string };

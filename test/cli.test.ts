@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { REPO_ROOT, waitFor } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // The binary `npx cairn` / `pnpm exec cairn` runs: the SDK package's bin, linked by pnpm install.
 const CAIRN = join(REPO_ROOT, 'node_modules', '.bin', 'cairn');
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let dir: string;

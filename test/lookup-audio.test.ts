@@ -4,8 +4,9 @@ import { runFfmpeg, sniffMediaType } from '@cairn/media';
 import { sonify } from '../services/softbinding/test/support/audio.js';
 import { lookupFile, matchesOf, untilIndexed } from './support/lookup.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const WAV = '/work/shared/fixtures/c2pa-rs/sample1.wav';
+const WAV = `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`;
 let stack: Stack;
 let owner: { tenant_id: string; api_key: string };
 let other: { tenant_id: string; api_key: string };
@@ -113,7 +114,7 @@ describe('audio: sign, then find a re-encoded copy', () => {
   });
 
   it('does not find different audio', async () => {
-    const different = await sonify(await readFile('/work/shared/fixtures/photos/coffee.png'));
+    const different = await sonify(await readFile(`${SHARED_DIR}/fixtures/photos/coffee.png`));
     expect(await matchesOf(await lookup(different, owner.api_key, 'd.wav'))).toEqual([]);
   });
 

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { runFfmpeg } from '@cairn/media';
 import { lookupFile, matchesOf, untilIndexed } from './support/lookup.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 const OWN = new URL('../services/softbinding/test/fixtures/', import.meta.url).pathname;
 let stack: Stack;
 let dir: string;

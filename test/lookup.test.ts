@@ -3,8 +3,9 @@ import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let owner: { tenant_id: string; api_key: string };
 let other: { tenant_id: string; api_key: string };

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 /**
  * Issue #11, item 1: decompression bombs are refused from their headers (cairn.media.too_large, 422) by every
@@ -89,7 +90,7 @@ describe('a 100-megapixel PNG bomb', () => {
 describe('images at the limit', () => {
   let photo: Buffer;
   beforeAll(async () => {
-    photo = await sharp(await readFile('/work/shared/fixtures/photos/astronaut.png')).resize(LIMIT_SIDE, LIMIT_SIDE, { fit: 'fill' }).jpeg({ quality: 90 }).toBuffer();
+    photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`)).resize(LIMIT_SIDE, LIMIT_SIDE, { fit: 'fill' }).jpeg({ quality: 90 }).toBuffer();
   });
 
   it('an image of exactly MEDIA_MAX_IMAGE_PIXELS signs (watermarked) and verifies', async () => {

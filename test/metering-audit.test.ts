@@ -6,6 +6,7 @@ import { auditV1, billingV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const billingClient = (address: string) => createClient(billingV1.BillingService, address);
 const auditClient = (address: string) => createClient(auditV1.AuditService, address);
@@ -19,7 +20,7 @@ beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'billing', 'audit', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
   billing = billingClient(String(stack.env.BILLING_GRPC_ADDR));
   audit = auditClient(String(stack.env.AUDIT_GRPC_ADDR));
-  photo = await sharp(await readFile('/work/shared/fixtures/photos/chelsea.png')).resize(256, 256).jpeg({ quality: 85 }).toBuffer();
+  photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).resize(256, 256).jpeg({ quality: 85 }).toBuffer();
 });
 
 afterAll(async () => {

@@ -7,6 +7,7 @@ import { databaseUrl, freePort, PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { databaseRole } from '../packages/config/src/index.js';
 import { spawnService, type ServiceProcess } from './support/process.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #11 item 4. The gateway gets a pool of 3 connections. Signs are made slow for real: the watermark
 // service runs as its own process and is frozen (SIGSTOP), so every watermarking sign waits on it, in flight,
@@ -49,7 +50,7 @@ beforeAll(async () => {
   await waitFor('the watermark process listening', () => listening(watermarkPort), 60_000, 100);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
-  photo = await sharp(await readFile('/work/shared/fixtures/photos/chelsea.png')).jpeg({ quality: 85 }).toBuffer();
+  photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).jpeg({ quality: 85 }).toBuffer();
 }, 180_000);
 
 afterAll(async () => {

@@ -9,6 +9,7 @@ import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Uploads above 32 KiB become asynchronous jobs here (202), so both paths are reached with small images.
 const SYNC_MAX = 32 * 1024;
@@ -27,7 +28,7 @@ beforeAll(async () => {
   await admin.connect();
   signer = signerClient(String(stack.env.SIGNER_GRPC_ADDR));
   tenant = await onboard(stack, 'developer');
-  const photo = await readFile('/work/shared/fixtures/photos/chelsea.png');
+  const photo = await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`);
   small = await sharp(photo).resize(256, 256).jpeg({ quality: 60 }).toBuffer();
   large = await sharp(photo).resize(640, 640).jpeg({ quality: 95 }).toBuffer();
 });

@@ -6,6 +6,7 @@ import sharp from 'sharp';
 import { chromium, type Browser } from 'playwright-core';
 import { REPO_ROOT } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let stack: Stack;
@@ -30,7 +31,7 @@ afterAll(async () => {
 describe('@cairn/sdk in a browser (Chromium)', () => {
   it('verifies a file with the public API and checks a webhook signature, with web APIs only', async () => {
     const tenant = await onboard(stack);
-    const photo = await sharp(await readFile('/work/shared/fixtures/photos/chelsea.png')).jpeg({ quality: 90 }).toBuffer();
+    const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).jpeg({ quality: 90 }).toBuffer();
     const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }) });
     expect(res.status).toBe(200);
     const signed = (await res.json()) as { asset_id: string };

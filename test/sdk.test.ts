@@ -5,8 +5,9 @@ import { CairnApiError, CairnClient, verifyWebhookSignature, type Job } from '..
 import { startReceiver, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { waitFor } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 // Small files sign while the client waits (200); the full-size photo becomes a job (202) the SDK polls.
 const SYNC_MAX = 40_000;
 let stack: Stack;

@@ -7,8 +7,9 @@ import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { closePkcs11 } from '../services/signer/src/pki/index.js';
 import { setupSoftHsm, USER_PIN, type SoftHsm } from '../services/signer/test/fixtures/softhsm.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const PHOTO = '/work/shared/fixtures/photos/coffee.png';
+const PHOTO = `${SHARED_DIR}/fixtures/photos/coffee.png`;
 let hsm: SoftHsm;
 let tokenLabel: string;
 let stack: Stack;

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let photoJpeg: Buffer;

@@ -4,6 +4,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { chromium } from 'playwright-core';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
@@ -13,7 +14,7 @@ let signed: { asset_id: string; verifier_url: string };
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
   const tenant = await onboard(stack);
-  const photo = await sharp(await readFile('/work/shared/fixtures/photos/astronaut.png')).jpeg().toBuffer();
+  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`)).jpeg().toBuffer();
   const res = await stack.request('/v1/sign', {
     method: 'POST',
     key: tenant.api_key,

@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import sharp from 'sharp';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const CALLER_IP = '203.0.113.77';
 let stack: Stack;
@@ -22,7 +23,7 @@ beforeAll(async () => {
   // Every service's log lines (at debug level) are captured: the caller's address must appear in none.
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '4', LOG_LEVEL: 'debug' }, { gateway: capture(), verifier: capture(), signer: capture(), watermark: capture(), billing: capture() });
   tenant = await onboard(stack);
-  const photo = await sharp(await readFile('/work/shared/fixtures/photos/chelsea.png')).jpeg().toBuffer();
+  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).jpeg().toBuffer();
   const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }) });
   signed = (await res.json()) as typeof signed;
 }, 120_000);

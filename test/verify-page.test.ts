@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let browser: Browser;
 let signed: { asset_id: string; verifier_url: string; manifest_id: string };

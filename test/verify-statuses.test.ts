@@ -6,8 +6,9 @@ import { createClient } from '@cairn/rpc';
 import { buildAndSign } from '../services/signer/src/c2pa/index.js';
 import { collectGarbage, localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let photo: Buffer;

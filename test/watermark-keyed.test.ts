@@ -6,8 +6,9 @@ import { createKeyedImageWatermark } from '../services/watermark/src/domain/imag
 import { createImageWatermark } from '../services/watermark/src/domain/image/cairn-dct-v1.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const PHOTOS = '/work/shared/fixtures/photos';
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let victim: { asset_id: string; manifest_id: string };
 let signedBytes: Buffer;

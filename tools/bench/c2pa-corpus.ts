@@ -6,8 +6,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { multipart, startStack } from '../../test/support/stack.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
-const CORPUS = '/work/shared/fixtures/c2pa-rs';
+const CORPUS = `${SHARED_DIR}/fixtures/c2pa-rs`;
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' } } });
 const rounds = Number(values.rounds);
 const files = (await readdir(CORPUS)).filter((f) => !f.endsWith('.md') && !f.endsWith('.pem')).sort();

@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import { Builder } from '@contentauth/c2pa-node';
 import { localSignerFor, makeTestCredential, collectGarbage } from '../../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack } from '../../test/support/stack.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '24' }, concurrency: { type: 'string', default: '1,8' } } });
 const N = Number(values.n);
@@ -21,7 +22,7 @@ async function photos(count: number): Promise<Buffer[]> {
   const sources = ['astronaut.png', 'coffee.png', 'chelsea.png'];
   const out: Buffer[] = [];
   for (let i = 0; i < count; i++) {
-    const source = await readFile(`/work/shared/fixtures/photos/${sources[i % sources.length]}`);
+    const source = await readFile(`${SHARED_DIR}/fixtures/photos/${sources[i % sources.length]}`);
     // 1152×864 ≈ 1 MP; a different tint per image so no two are the same file.
     out.push(await sharp(source).resize(1152, 864, { fit: 'cover' }).modulate({ brightness: 0.9 + (i % 10) / 50, hue: (i * 17) % 360 }).jpeg({ quality: 90 }).toBuffer());
   }

@@ -13,9 +13,10 @@ import { decodeAudioForEmbedding, encodeMarkedAudio } from '../../services/water
 import { embedAudioMark, snrDb } from '../../services/watermark/src/domain/audio/apply.js';
 import { analyseAudio, AUDIO_WM, audioPayloadFor, AudioWatermark } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
 import { attacked, AUDIO_ATTACKS, mono16k, recording, withNoise } from '../../services/watermark/test/support/audio.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_AUDIO ?? 20);
-const SAMPLE = '/work/shared/fixtures/c2pa-rs/sample1.wav';
+const SAMPLE = `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`;
 
 const key = Uint8Array.from(randomBytes(32));
 const watermark = new AudioWatermark(key);

@@ -2,9 +2,10 @@ import { describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { sniffMediaType } from '../src/index.js';
+import { SHARED_DIR } from '../../testing/src/shared.js';
 
-const photos = '/work/shared/fixtures/photos';
-const peer = '/work/shared/fixtures/c2pa-rs';
+const photos = `${SHARED_DIR}/fixtures/photos`;
+const peer = `${SHARED_DIR}/fixtures/c2pa-rs`;
 
 describe('sniffMediaType', () => {
   it('decides by content: a PNG named .jpg is PNG', async () => {

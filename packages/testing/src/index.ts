@@ -4,3 +4,4 @@ export { apiRequester, type ApiRequest, type ApiRequestInit } from './http.js';
 export { startHardhat, REPO_ROOT, type HardhatNode } from './hardhat.js';
 export { waitFor } from './wait.js';
 export { makeDevPki, type TlsFiles } from './tls.js';
+export { SHARED_DIR } from './shared.js';

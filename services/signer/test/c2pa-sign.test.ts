@@ -11,9 +11,10 @@ import {
   type EmbeddableMimeType,
 } from '../src/c2pa/index.js';
 import { callbackSignerFor, collectGarbage, localSignerFor, makeTestCredential, type TestCredential } from './c2pa-fixtures.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
-const PHOTO = '/work/shared/fixtures/photos/astronaut.png';
-const WAV = '/work/shared/fixtures/c2pa-rs/sample1.wav';
+const PHOTO = `${SHARED_DIR}/fixtures/photos/astronaut.png`;
+const WAV = `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`;
 const AI = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
 const PROMPT_HASH = `sha256:${'ab'.repeat(32)}`;
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import { alignment, AudioTooShortError, AudioTooSparseError, fingerprintAudio, isAudioMatch, type AudioFingerprint } from '../src/domain/audio.js';
 import { AUDIO_TRANSFORMS, sonify, wavOf } from './support/audio.js';
 import { loadPhotos } from './support/variants.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const summary = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -14,7 +15,7 @@ const summary = (xs: number[]) => {
  * enough landmarks (AudioTooSparseError, as a lookup would answer) is left out and listed.
  */
 async function loadClips(): Promise<Array<{ name: string; bytes: Buffer }>> {
-  const clips: Array<{ name: string; bytes: Buffer }> = [{ name: 'sample1', bytes: await readFile('/work/shared/fixtures/c2pa-rs/sample1.wav') }];
+  const clips: Array<{ name: string; bytes: Buffer }> = [{ name: 'sample1', bytes: await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`) }];
   const sparse: string[] = [];
   for (const photo of await loadPhotos()) {
     const bytes = await sonify(photo.bytes);
@@ -66,7 +67,7 @@ describe('spectral-peak audio fingerprint', () => {
   }, 120_000);
 
   it('locates an excerpt inside the original', async () => {
-    const wav = await readFile('/work/shared/fixtures/c2pa-rs/sample1.wav');
+    const wav = await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`);
     const full = await fingerprintAudio(wav);
     const { runFfmpeg } = await import('@cairn/media');
     const excerpt = await runFfmpeg({ args: ['-i', 'pipe:0', '-af', 'atrim=start=12:duration=8', '-f', 'wav', 'pipe:1'], input: wav });

@@ -17,6 +17,7 @@ import {
 } from '../src/domain/video.js';
 import { HASH_BYTES } from '../src/domain/pdq.js';
 import { OWN_PHOTOS, SHARED_PHOTOS } from './support/variants.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const photo = (name: string) => (/^(astronaut|camera|chelsea|coffee)$/.test(name) ? join(SHARED_PHOTOS, `${name}.png`) : join(OWN_PHOTOS, `${name}.jpg`));
 
@@ -201,11 +202,11 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
     };
     const a = await readFile(join(dir, 'a.mp4'));
     // c2pa-rs test file: 1000 nested moov atoms; ffmpeg 4.1 refuses it ("Atoms too deeply nested").
-    expect(await code(await readFile('/work/shared/fixtures/c2pa-rs/nested_moov_1000.mp4'))).toBe('undecodable');
+    expect(await code(await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/nested_moov_1000.mp4`))).toBe('undecodable');
     expect(await code(await readFile(photo('astronaut')))).toBe('not_video');
-    expect(await code(await readFile('/work/shared/fixtures/c2pa-rs/sample1.wav'))).toBe('not_video');
+    expect(await code(await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`))).toBe('not_video');
     // Audio only, in a container that sniffs as video: ffmpeg finds no video stream.
-    const audioOnly = await runFfmpeg({ args: ['-i', '/work/shared/fixtures/c2pa-rs/sample1.wav', '-t', '1', '-c:a', 'pcm_s16le', '-f', 'matroska', 'pipe:1'], timeoutMs: 30_000 });
+    const audioOnly = await runFfmpeg({ args: ['-i', `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`, '-t', '1', '-c:a', 'pcm_s16le', '-f', 'matroska', 'pipe:1'], timeoutMs: 30_000 });
     expect(await code(audioOnly)).toBe('not_video');
     expect(await code(Buffer.from('not a video at all, just some words'))).toBe('not_video');
     expect(await code(Buffer.alloc(0))).toBe('not_video');

@@ -8,8 +8,9 @@ import {
   type C2paReading,
   type ManifestReader,
 } from '../src/c2pa/index.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
-const CA_JPG = readFileSync('/work/shared/fixtures/c2pa-rs/CA.jpg');
+const CA_JPG = readFileSync(`${SHARED_DIR}/fixtures/c2pa-rs/CA.jpg`);
 const CRASHING_CHILD = new URL('./fixtures/crashing-reader-child.ts', import.meta.url);
 
 function read(reader: ManifestReader, asset: Buffer, mimeType: string, timeoutMs?: number): Promise<C2paReading> {

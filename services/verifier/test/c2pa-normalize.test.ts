@@ -9,8 +9,9 @@ import { CborError, decodeCbor } from '../src/c2pa/cbor.js';
 import { bufferAccess, extractManifestStore } from '../src/c2pa/asset-store.js';
 import { claimsOf } from '../src/c2pa/claims.js';
 import type { ValidationEntry } from '../src/c2pa/types.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
-const ANCHORS = readFileSync('/work/shared/fixtures/c2pa-rs/test-trust-anchors.pem', 'utf8');
+const ANCHORS = readFileSync(`${SHARED_DIR}/fixtures/c2pa-rs/test-trust-anchors.pem`, 'utf8');
 
 const active = (kind: ValidationEntry['kind'], ...codes: string[]): ValidationEntry[] => codes.map((code) => ({ code, kind, scope: 'active' }));
 

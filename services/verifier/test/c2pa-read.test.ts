@@ -1,5 +1,5 @@
 // readManifest against the c2pa-rs peer corpus and against Cairn-signed assets, through the real child-process
-// pool. The corpus is read in place from /work/shared (never copied).
+// pool. The corpus is read in place from ../shared (never copied).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -11,6 +11,7 @@ import { collectGarbage, localSignerFor, makeTestCredential, type TestCredential
 import { createManifestReader, type C2paReading, type ManifestReader, type ManifestReading } from '../src/c2pa/index.js';
 import { decodeCbor } from '../src/c2pa/cbor.js';
 import { signatureCose } from '../src/c2pa/jumbf.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 // The shared fixtures sit beside the repository (../shared from its root).
 const SHARED = fileURLToPath(new URL('../../../../shared/fixtures/', import.meta.url));

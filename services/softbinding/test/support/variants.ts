@@ -1,7 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import sharp from 'sharp';
+import { SHARED_DIR } from '../../../../packages/testing/src/shared.js';
 
-export const SHARED_PHOTOS = '/work/shared/fixtures/photos';
+export const SHARED_PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 export const OWN_PHOTOS = new URL('../fixtures/', import.meta.url).pathname;
 
 export interface Photo {

@@ -1,8 +1,9 @@
 import sharp from 'sharp';
 import type { Channels, RawImage } from '../../src/domain/image/raw-image.js';
+import { SHARED_DIR } from '../../../../packages/testing/src/shared.js';
 
 /** Real photographs (scikit-image sample data, see the README there). */
-export const PHOTOS_DIR = '/work/shared/fixtures/photos/';
+export const PHOTOS_DIR = `${SHARED_DIR}/fixtures/photos/`;
 
 export interface PhotoOptions {
   /** Resize to exactly this size (fit: fill) before decoding. */
