@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir } from 'node:fs/promises';
 import { chromium, type Browser } from 'playwright-core';
@@ -5,19 +6,6 @@ import { createApp, type GatewayDeps } from '../services/gateway/src/http/app.js
 import { OPERATIONS, STATIC_PATHS, type OperationDoc } from '../services/gateway/src/http/openapi/operations.js';
 import { openApiPath } from '../services/gateway/src/http/openapi/document.js';
 import { jobSchema, problemSchema, verificationSchema } from '../services/gateway/src/http/openapi/responses.js';
-import * as onboard from '../services/gateway/src/http/routes/onboard.js';
-import * as tenants from '../services/gateway/src/http/routes/tenants.js';
-import * as signingCredentials from '../services/gateway/src/http/routes/signing-credentials.js';
-import * as sign from '../services/gateway/src/http/routes/sign.js';
-import * as verify from '../services/gateway/src/http/routes/verify.js';
-import * as lookup from '../services/gateway/src/http/routes/lookup.js';
-import * as audit from '../services/gateway/src/http/routes/audit.js';
-import * as webhooks from '../services/gateway/src/http/routes/webhooks.js';
-import * as c2pa from '../services/gateway/src/http/routes/c2pa-resolution.js';
-import * as anchors from '../services/gateway/src/http/routes/anchors.js';
-import * as jobs from '../services/gateway/src/http/routes/jobs.js';
-import * as usage from '../services/gateway/src/http/routes/usage.js';
-import * as recipes from '../services/gateway/src/http/routes/recipes.js';
 import { startStack, type Stack } from './support/stack.js';
 
 type Schema = NonNullable<OperationDoc['query']>;
@@ -27,7 +15,15 @@ const isSchema = (value: unknown): value is Schema => typeof value === 'object' 
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
-const ROUTE_MODULES: Record<string, Record<string, unknown>> = { onboard, tenants, signingCredentials, sign, verify, lookup, audit, webhooks, c2pa, anchors, jobs, usage, recipes };
+// Every route module, found on disk: a new one cannot escape the schema check by not being listed here.
+const ROUTES_DIR = new URL('../services/gateway/src/http/routes/', import.meta.url);
+const ROUTE_MODULES: Record<string, Record<string, unknown>> = Object.fromEntries(
+  await Promise.all(
+    readdirSync(ROUTES_DIR)
+      .filter((file) => file.endsWith('.ts'))
+      .map(async (file) => [file.replace(/\.ts$/, ''), (await import(new URL(file, ROUTES_DIR).href)) as Record<string, unknown>] as const),
+  ),
+);
 
 interface Layer {
   route?: { path: string | string[]; methods: Record<string, boolean> };

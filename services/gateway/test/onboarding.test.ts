@@ -57,12 +57,18 @@ describe('POST /v1/onboard', () => {
     expect(await second.json()).toEqual(await first.json());
   });
 
-  it('makes exactly one tenant from 20 concurrent requests with one Idempotency-Key', async () => {
+  it('makes exactly one tenant from 20 concurrent requests with one Idempotency-Key (duplicates meanwhile: 409 in_progress)', async () => {
     const key = randomUUID();
     const responses = await Promise.all(Array.from({ length: 20 }, () => onboard(body({ tenant_name: 'Race Co' }), { 'idempotency-key': key })));
-    const results = await Promise.all(responses.map(async (r) => ({ status: r.status, body: (await r.json()) as { tenant_id: string } })));
-    expect(results.every((r) => r.status === 201)).toBe(true);
-    expect(new Set(results.map((r) => r.body.tenant_id)).size).toBe(1);
+    const results = await Promise.all(responses.map(async (r) => ({ status: r.status, body: (await r.json()) as { tenant_id?: string; code?: string } })));
+    // One claims the key and onboards; a duplicate meanwhile is told to retry (409 in_progress), never given a second tenant.
+    for (const r of results) expect(r.status === 201 || (r.status === 409 && r.body.code === 'cairn.idempotency.in_progress')).toBe(true);
+    const created = new Set(results.filter((r) => r.status === 201).map((r) => r.body.tenant_id));
+    expect(created.size).toBe(1);
+    // A retry after it finished replays the same tenant.
+    const retry = await onboard(body({ tenant_name: 'Race Co' }), { 'idempotency-key': key });
+    expect(retry.status).toBe(201);
+    expect(((await retry.json()) as { tenant_id: string }).tenant_id).toBe([...created][0]);
   });
 
   it('refuses the same Idempotency-Key with a different body (409)', async () => {

@@ -4,6 +4,7 @@ import { onboardBody } from '../routes/onboard.js';
 import { createKeyBody, createTenantBody, listQuery as tenantKeyListQuery, settingsBody } from '../routes/tenants.js';
 import { registerBody } from '../routes/signing-credentials.js';
 import { fieldsSchema } from '../routes/sign.js';
+import { createUploadBody, uploadContentQuery } from '../routes/upload-sessions.js';
 import { jsonInput, trustListBody } from '../routes/verify.js';
 import { bindingBody } from '../routes/lookup.js';
 import { auditQuery, exportBody } from '../routes/audit.js';
@@ -227,6 +228,26 @@ export const OPERATIONS: OperationDoc[] = [
   {
     method: 'get', path: '/v1/anchors/:batchId/proofs/:assetId', operationId: 'getAnchorProof', summary: "An asset's inclusion proof in a batch", tag: 'Anchoring', auth: { kind: 'key', scope: 'read' },
     answers: [json(200, 'The inclusion proof', { batch_id: 'ab_01JBZ3Q8M6V4W2X9Y7T5R3N1PK', asset_id: ASSET, proof: ['9f…'] })], errors: ['cairn.not_found'],
+  },
+  {
+    method: 'post', path: '/v1/uploads', operationId: 'createUploadSession', summary: 'Open an upload session for a large file (above the direct upload limit)', tag: 'Signing', auth: { kind: 'key', scope: 'sign' },
+    body: { kind: 'json', schema: createUploadBody, example: { filename: 'launch.mp4', size: 734003200, content_type: 'video/mp4' } },
+    answers: [
+      json(201, 'Where to PUT the file; then send upload_id to POST /v1/sign or /v1/verify instead of the file', {
+        upload_id: 'up_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        upload_url: 'https://cairn.example.com/v1/uploads/up_01JBZ3Q8M6V4W2X9Y7T5R3N1PK/content?expires=1795312345&signature=…',
+        method: 'PUT',
+        expires_at: '2026-11-23T23:00:00.000Z',
+        max_bytes: 734003200,
+      }),
+    ],
+    errors: ['cairn.upload.too_large'],
+  },
+  {
+    method: 'put', path: '/v1/uploads/:upload_id/content', operationId: 'putUploadContent', summary: "The file of an upload session, to its signed URL (no API key: the URL's signature is the credential)", tag: 'Signing', auth: { kind: 'public' },
+    query: uploadContentQuery,
+    answers: [{ status: 204, description: 'Received' }],
+    errors: ['cairn.upload.invalid_url', 'cairn.upload.too_large', 'cairn.upload.already_uploaded', 'cairn.verify.unsupported_file_type'],
   },
   {
     method: 'post', path: '/v1/webhooks', operationId: 'createWebhook', summary: 'Register a webhook endpoint', tag: 'Webhooks', auth: { kind: 'key', scope: 'admin' },
