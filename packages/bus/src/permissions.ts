@@ -8,7 +8,7 @@ import type { EventType } from './envelope.js';
 export const EVENT_PUBLISHERS: Readonly<Record<string, ReadonlyArray<EventType>>> = {
   gateway: ['tenant.created', 'key.created', 'key.revoked', 'key.expiring', 'settings.changed'],
   signer: ['asset.signed', 'manifest.signed', 'job.completed', 'job.failed', 'certificate.revoked', 'certificate.expiring'],
-  verifier: ['asset.verified'],
+  verifier: ['asset.verified', 'verification.completed', 'job.failed'],
   watermark: [],
   softbinding: ['asset.lookup'],
   anchor: ['anchor.confirmed'],
@@ -18,7 +18,7 @@ export const EVENT_PUBLISHERS: Readonly<Record<string, ReadonlyArray<EventType>>
 };
 
 /** Work queues (bus WorkQueue) a service owns: their stream and subject are its alone. */
-const WORK_QUEUES: Readonly<Record<string, ReadonlyArray<string>>> = { signer: ['sign'] };
+const WORK_QUEUES: Readonly<Record<string, ReadonlyArray<string>>> = { signer: ['sign'], verifier: ['verify'] };
 
 export interface NatsPermissions {
   publish: string[];

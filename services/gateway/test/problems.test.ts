@@ -12,7 +12,8 @@ afterAll(() => gw.stop());
 
 function expectShape(problem: Awaited<ReturnType<typeof problemOf>>, res: Response, status: number, code: string) {
   expect(problem).toMatchObject({
-    type: `https://docs.cairn.dev/api/errors#${code}`,
+    // DOCS_URL defaults to the gateway's own /docs, which serves the catalogue (test/error-docs.test.ts).
+    type: `http://127.0.0.1:8080/docs/api/errors#${code}`,
     title: expect.any(String),
     status,
     detail: expect.any(String),
