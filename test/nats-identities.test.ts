@@ -15,7 +15,9 @@ import { startFleetService } from './support/stack.js';
 
 // NATS identities (issue #11 item 6): a private nats-server runs the chart's own authorization file, so what
 // is proved here is what a cluster running that file enforces.
-const passwords = Object.fromEntries(SERVICE_NAMES.map((name) => [name, randomBytes(12).toString('hex')])) as Record<ServiceName, string>;
+// A letter first, as the chart makes them: nats-server reads a $VARIABLE's value as a config token, and a hex string
+// such as "2e71…" would parse as a number (the server then refuses its configuration).
+const passwords = Object.fromEntries(SERVICE_NAMES.map((name) => [name, `p${randomBytes(12).toString('hex')}`])) as Record<ServiceName, string>;
 let server: ChildProcess;
 let dir: string;
 let url: string;

@@ -61,7 +61,9 @@ A secret value: the one given in values, else the one already in the Secret (loo
 {{- else if eq .generate "hex64" -}}
 {{- $value = randAlphaNum 64 | sha256sum -}}
 {{- else -}}
-{{- $value = randAlphaNum 32 -}}
+{{- /* A letter first: nats-server re-reads a $VARIABLE's value as a config token, so a password such as "2e7a…" would
+       parse as a number and the server would refuse its configuration. */ -}}
+{{- $value = printf "p%s" (randAlphaNum 31) -}}
 {{- end -}}
 {{- end -}}
 {{- $value -}}
