@@ -112,13 +112,26 @@ export function ownManifestId(publicBaseUrl: string, uri: string): string | null
   return /^m_[0-9A-HJKMNP-TV-Z]{26}$/.test(id) ? id : null;
 }
 
-async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
-  // Header only: the watermark service decodes the file itself, under its own limits (no pixels on the wire).
-  const header = await probeImage(bytes);
-  if (!header) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
+/** What the watermark service answered for an image or an audio file, as evidence. */
+interface DetectAnswer {
+  applicable: boolean;
+  detected: boolean;
+  payloadHex: string;
+  confidence: number;
+  registered: boolean;
+  assetId: string;
+  watermarkId: string;
+  keyless?: boolean;
+}
+
+/**
+ * One watermark detection through the watermark service, which decodes the file itself under its own limits (no
+ * pixels or samples on the wire). A file it cannot read is "not applicable"; an outage is a failed signal.
+ */
+async function detectMark(deps: VerifyDeps, what: string, detect: () => Promise<DetectAnswer>, notApplicable: string): Promise<WatermarkEvidence> {
   try {
-    const found = await deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 });
-    if (!found.applicable) return { ran: false, reason: 'not_applicable', detail: 'image too small' };
+    const found = await detect();
+    if (!found.applicable) return { ran: false, reason: 'not_applicable', detail: notApplicable };
     if (!found.detected) return { ran: true, detected: false };
     return {
       ran: true,
@@ -131,31 +144,20 @@ async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<Waterma
       ...(found.keyless ? { keyless: true } : {}),
     };
   } catch (error) {
-    deps.logger.warn({ err: error }, 'watermark detection failed');
+    deps.logger.warn({ err: error }, `${what} watermark detection failed`);
     return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
   }
 }
 
-/** The audio watermark (cairn-audio-wm-v1): the watermark service decodes the file itself, under its own limits. */
-async function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
-  try {
-    const found = await deps.watermark.detectAudio({ encoded: bytes }, { deadlineMs: 60_000 });
-    if (!found.applicable) return { ran: false, reason: 'not_applicable', detail: 'no decodable audio, or shorter than one repetition of the mark' };
-    if (!found.detected) return { ran: true, detected: false };
-    return {
-      ran: true,
-      detected: true,
-      payloadHex: found.payloadHex,
-      confidence: found.confidence,
-      registered: found.registered,
-      ...(found.assetId ? { assetId: found.assetId } : {}),
-      ...(found.watermarkId ? { watermarkId: found.watermarkId } : {}),
-    };
-  } catch (error) {
-    // A file the service refuses (too large, undecodable) or an outage: verify goes on without the signal.
-    deps.logger.warn({ err: error }, 'audio watermark detection failed');
-    return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
-  }
+async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
+  // Header only, to tell an image from bytes that merely look like one.
+  if (!(await probeImage(bytes))) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
+  return detectMark(deps, 'image', () => deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 }), 'image too small');
+}
+
+/** The audio watermark (cairn-audio-wm-v1). */
+function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
+  return detectMark(deps, 'audio', () => deps.watermark.detectAudio({ encoded: bytes }, { deadlineMs: 60_000 }), 'no decodable audio, or shorter than one repetition of the mark');
 }
 
 /**
