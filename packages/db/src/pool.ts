@@ -7,6 +7,10 @@ export function createPool(url: string, max = 10): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // pg-pool takes its own error listener off a client while it is checked out (a transaction, a migration), so a
+  // connection cut then (Postgres restarting) would be an unhandled 'error' event and kill the process. The query
+  // in flight is rejected all the same, so its caller sees the failure (503 cairn.unavailable).
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 

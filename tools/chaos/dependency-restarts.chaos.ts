@@ -15,7 +15,7 @@ import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { Stack } from './support/stack.js';
+import type { Stack } from '../../test/support/stack.js';
 
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 const dir = mkdtempSync(join(tmpdir(), 'cairn-restarts-'));
