@@ -44,6 +44,31 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
     }
   };
 
+  /**
+   * A detected mark and the registry entry it resolves to. An entry counts only for a mark read the way it was
+   * written: a keyed mark's payload is public (manifests carry it), so the keyless code stamping it, or a key that
+   * is not the mark's, is not that mark.
+   */
+  const registeredMark = async (detection: { payload: Uint8Array; confidence: number }, name: string, keyId: string | null) => {
+    const hex = payloadHex(detection.payload);
+    const found = await registry.findByPayload(hex);
+    const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
+    if (found && !mark) logger.warn({ algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId }, 'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark');
+    return {
+      detected: true,
+      applicable: true,
+      payloadHex: hex,
+      confidence: detection.confidence,
+      registered: mark !== null,
+      watermarkId: mark?.watermarkId ?? '',
+      assetId: mark?.assetId ?? '',
+      tenantId: mark?.tenantId ?? '',
+      algorithm: name,
+      keyId: keyId ?? '',
+      keyless: name === CAIRN_DCT_V1_NAME,
+    };
+  };
+
   return {
     embedImage: async (request) => {
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
@@ -81,25 +106,7 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
       if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { detected: false, applicable: false, algorithm: CAIRN_DCT_KEYED_V1_NAME };
       const { detection, algorithm: name, keyId } = await inWorker('detection', () => pool.detect(image, keyring.all));
       if (!detection) return { detected: false, applicable: true, algorithm: name };
-      const hex = payloadHex(detection.payload);
-      const found = await registry.findByPayload(hex);
-      // A registry entry counts only for a mark read the way it was written. A keyed mark's payload is public
-      // (manifests carry it): the keyless code stamping it, or a key that is not the mark's, is not that mark.
-      const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
-      if (found && !mark) logger.warn({ algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId }, 'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark');
-      return {
-        detected: true,
-        applicable: true,
-        payloadHex: hex,
-        confidence: detection.confidence,
-        registered: mark !== null,
-        watermarkId: mark?.watermarkId ?? '',
-        assetId: mark?.assetId ?? '',
-        tenantId: mark?.tenantId ?? '',
-        algorithm: name,
-        keyId: keyId ?? '',
-        keyless: name === CAIRN_DCT_V1_NAME,
-      };
+      return registeredMark(detection, name, keyId);
     },
 
     embedAudio: async (request) => {
@@ -141,23 +148,7 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
       if (!samples || samples.length < MIN_DETECT_AUDIO_SECONDS * ANALYSIS_RATE) return { detected: false, applicable: false, algorithm: CAIRN_AUDIO_WM_V1_NAME };
       const { detection, algorithm: name, keyId } = await inWorker('audio detection', () => pool.detectAudio(samples, keyring.all));
       if (!detection) return { detected: false, applicable: true, algorithm: name };
-      const hex = payloadHex(detection.payload);
-      const found = await registry.findByPayload(hex);
-      // As for images: a registry entry counts only for a mark read with the algorithm and key it was written with.
-      const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
-      if (found && !mark) logger.warn({ algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId }, 'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark');
-      return {
-        detected: true,
-        applicable: true,
-        payloadHex: hex,
-        confidence: detection.confidence,
-        registered: mark !== null,
-        watermarkId: mark?.watermarkId ?? '',
-        assetId: mark?.assetId ?? '',
-        tenantId: mark?.tenantId ?? '',
-        algorithm: name,
-        keyId: keyId ?? '',
-      };
+      return registeredMark(detection, name, keyId);
     },
 
     resolvePayload: async (request) => {
