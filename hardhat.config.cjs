@@ -1,1 +1,1 @@
-module.exports = { solidity: "0.8.24" };
+module.exports = { solidity: '0.8.24' };

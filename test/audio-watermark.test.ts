@@ -17,13 +17,18 @@ interface Verification {
 }
 
 async function verifyFile(bytes: Buffer, name: string): Promise<Verification> {
-  const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name }) });
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    body: multipart({}, { field: 'file', bytes, name }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as Verification;
 }
 
 beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    PUBLIC_VERIFY_PER_MINUTE: '1000',
+  });
   owner = await onboard(stack);
   // 12 s of speech-like audio, stereo 44.1 kHz 16-bit PCM, made here with ffmpeg.
   const upload = await recording('speech', 12, 2);
@@ -31,11 +36,16 @@ beforeAll(async () => {
     method: 'POST',
     key: owner.api_key,
     headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'audio-genai-v1', metadata: JSON.stringify({ generator: 'VoiceGen', model: 'v2' }) }, { field: 'asset', bytes: upload, name: 'voice.wav' }),
+    body: multipart(
+      { recipe: 'audio-genai-v1', metadata: JSON.stringify({ generator: 'VoiceGen', model: 'v2' }) },
+      { field: 'asset', bytes: upload, name: 'voice.wav' },
+    ),
   });
   if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
   signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
+  );
   // A watermark-only lead is checked against the content's fingerprint: wait until the signed clip is indexed.
   await untilIndexed(() => lookupFile(stack, owner.api_key, { bytes: signedBytes, name: 'a.wav' }));
 }, 180_000);
@@ -46,7 +56,9 @@ describe('audio watermark through HTTP (audio-genai-v1)', () => {
     expect(signed.media_type).toBe('audio/wav');
     expect(signed.watermark_id).toMatch(/^w_/);
     expect(sniffMediaType(signedBytes)?.mediaType).toBe('audio/wav');
-    const binding = watermarkBindingOf(Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer()));
+    const binding = watermarkBindingOf(
+      Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer()),
+    );
     expect(binding.alg).toBe('cairn-audio-wm-v1');
     expect(binding.payloadHex).toMatch(/^[0-9a-f]{16}$/);
   });
@@ -58,7 +70,10 @@ describe('audio watermark through HTTP (audio-genai-v1)', () => {
   });
 
   it('the same re-encoded to MP3 128k (manifest gone) verifies watermark_only, naming its asset', async () => {
-    const mp3 = await runFfmpeg({ args: ['-i', 'pipe:0', '-c:a', 'libmp3lame', '-b:a', '128k', '-f', 'mp3', 'pipe:1'], input: signedBytes });
+    const mp3 = await runFfmpeg({
+      args: ['-i', 'pipe:0', '-c:a', 'libmp3lame', '-b:a', '128k', '-f', 'mp3', 'pipe:1'],
+      input: signedBytes,
+    });
     const result = await verifyFile(mp3, 'copy.mp3');
     expect(result.signals.c2pa_manifest_present).toBe(false);
     expect(result.status).toBe('watermark_only');

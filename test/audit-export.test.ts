@@ -3,7 +3,13 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { Bus, newEvent } from '@cairn/bus';
 import { newId } from '@cairn/ids';
@@ -27,7 +33,12 @@ beforeAll(async () => {
   s3rver = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: s3Dir });
   const { port } = await s3rver.run();
   endpoint = `http://127.0.0.1:${port}`;
-  s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  s3 = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   await s3.send(new CreateBucketCommand({ Bucket: 'audit-exports' }));
   stack = await startStack(['gateway', 'audit'], {
     AUDIT_EXPORT_WINDOW_SECONDS: '2',
@@ -37,7 +48,11 @@ beforeAll(async () => {
     AWS_ACCESS_KEY_ID: 'S3RVER',
     AWS_SECRET_ACCESS_KEY: 'S3RVER',
   });
-  bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
+  bus = await Bus.connect({
+    url: String(stack.env.NATS_URL),
+    stream: String(stack.env.NATS_STREAM),
+    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
+  });
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
 }, 120_000);
@@ -58,8 +73,20 @@ async function enterprise(): Promise<{ tenant_id: string; api_key: string }> {
   return tenant;
 }
 
-type Line = { entry_id: string; event_id: string; event_type: string; seq: number; hash: string; prev_hash: string; data: Record<string, unknown> };
-const parse = (body: string): Line[] => body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+type Line = {
+  entry_id: string;
+  event_id: string;
+  event_type: string;
+  seq: number;
+  hash: string;
+  prev_hash: string;
+  data: Record<string, unknown>;
+};
+const parse = (body: string): Line[] =>
+  body
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Line);
 
 async function s3Files(prefix: string): Promise<Map<string, string>> {
   const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'audit-exports', Prefix: prefix }));
@@ -82,19 +109,32 @@ async function publish(tenantId: string, n: number): Promise<string[]> {
 }
 
 async function exportedUntil(tenantId: string): Promise<number> {
-  const { rows } = await admin.query<{ exported_until: Date }>(`select exported_until from audit.export_configs where tenant_id = $1`, [tenantId]);
+  const { rows } = await admin.query<{ exported_until: Date }>(
+    `select exported_until from audit.export_configs where tenant_id = $1`,
+    [tenantId],
+  );
   return rows[0]!.exported_until.getTime();
 }
 
-const exportedEventIds = (files: Map<string, string>) => [...files.values()].flatMap((body) => parse(body).map((l) => l.event_id));
+const exportedEventIds = (files: Map<string, string>) =>
+  [...files.values()].flatMap((body) => parse(body).map((l) => l.event_id));
 
 describe('continuous audit export', () => {
   it('is for enterprise admins only and validates its body', async () => {
     const developer = await onboard(stack, 'free');
-    const refused = await stack.request('/v1/audit/export', { method: 'PUT', key: developer.api_key, json: { sink: 'filesystem' } });
+    const refused = await stack.request('/v1/audit/export', {
+      method: 'PUT',
+      key: developer.api_key,
+      json: { sink: 'filesystem' },
+    });
     expect(refused.status).toBe(403);
     const ent = await enterprise();
-    for (const json of [{ sink: 'ftp' }, { sink: 's3' }, { sink: 'filesystem', path: '../escape' }, { sink: 's3', bucket: 'ok-bucket', role_arn: 'nope' }]) {
+    for (const json of [
+      { sink: 'ftp' },
+      { sink: 's3' },
+      { sink: 'filesystem', path: '../escape' },
+      { sink: 's3', bucket: 'ok-bucket', role_arn: 'nope' },
+    ]) {
       const res = await stack.request('/v1/audit/export', { method: 'PUT', key: ent.api_key, json });
       expect(res.status).toBe(400);
     }
@@ -103,7 +143,11 @@ describe('continuous audit export', () => {
 
   it('writes each closed window once to S3 as NDJSON, and not again after a restart', async () => {
     const ent = await enterprise();
-    const put = await stack.request('/v1/audit/export', { method: 'PUT', key: ent.api_key, json: { sink: 's3', bucket: 'audit-exports', prefix: `tenants/${ent.tenant_id}`, region: 'us-east-1', endpoint } });
+    const put = await stack.request('/v1/audit/export', {
+      method: 'PUT',
+      key: ent.api_key,
+      json: { sink: 's3', bucket: 'audit-exports', prefix: `tenants/${ent.tenant_id}`, region: 'us-east-1', endpoint },
+    });
     expect(put.status).toBe(200);
     expect(await put.json()).toMatchObject({ sink: 's3', bucket: 'audit-exports', endpoint, role_arn: null });
     const ids = await publish(ent.tenant_id, 3);
@@ -123,7 +167,10 @@ describe('continuous audit export', () => {
     // Restart: windows already written are not written again (a deleted file stays deleted).
     const [firstKey] = [...files.keys()].sort();
     await s3.send(new DeleteObjectCommand({ Bucket: 'audit-exports', Key: firstKey! }));
-    const shown = (await (await stack.request('/v1/audit/export', { key: ent.api_key })).json()) as { exported_until: string; last_error: string | null };
+    const shown = (await (await stack.request('/v1/audit/export', { key: ent.api_key })).json()) as {
+      exported_until: string;
+      last_error: string | null;
+    };
     expect(shown.last_error).toBeNull();
     const before = await exportedUntil(ent.tenant_id);
     await stack.stopService('audit');
@@ -143,13 +190,19 @@ describe('continuous audit export', () => {
 
   it('writes to the filesystem sink and never overwrites a window already there', async () => {
     const ent = await enterprise();
-    const put = await stack.request('/v1/audit/export', { method: 'PUT', key: ent.api_key, json: { sink: 'filesystem', path: 'exports', prefix: 'audit' } });
+    const put = await stack.request('/v1/audit/export', {
+      method: 'PUT',
+      key: ent.api_key,
+      json: { sink: 'filesystem', path: 'exports', prefix: 'audit' },
+    });
     expect(put.status).toBe(200);
     const ids = await publish(ent.tenant_id, 2);
     const root = join(exportDir, ent.tenant_id, 'exports');
     const readAll = async (): Promise<Map<string, string>> => {
       const files = new Map<string, string>();
-      const names = (await readdir(root, { recursive: true }).catch(() => [] as string[])).filter((n) => n.endsWith('.ndjson'));
+      const names = (await readdir(root, { recursive: true }).catch(() => [] as string[])).filter((n) =>
+        n.endsWith('.ndjson'),
+      );
       for (const name of names) files.set(name, await readFile(join(root, name), 'utf8'));
       return files;
     };
@@ -165,7 +218,10 @@ describe('continuous audit export', () => {
     const [key, body] = [...files.entries()].find(([, b]) => ids.some((id) => b.includes(id)))!;
     await writeFile(join(root, key), `${body}{"marker":true}\n`);
     const current = await exportedUntil(ent.tenant_id);
-    await admin.query(`update audit.export_configs set exported_until = $2 where tenant_id = $1`, [ent.tenant_id, new Date(startOf(key))]);
+    await admin.query(`update audit.export_configs set exported_until = $2 where tenant_id = $1`, [
+      ent.tenant_id,
+      new Date(startOf(key)),
+    ]);
     await waitFor('the export to move past the rewound window', async () => {
       const t = await exportedUntil(ent.tenant_id);
       return t > current ? t : undefined;

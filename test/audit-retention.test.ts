@@ -15,7 +15,11 @@ let audit: ReturnType<typeof createClient<typeof auditV1.AuditService.method>>;
 
 beforeAll(async () => {
   stack = await startStack(['gateway', 'audit'], { AUDIT_PURGE_INTERVAL_MS: '300' });
-  bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
+  bus = await Bus.connect({
+    url: String(stack.env.NATS_URL),
+    stream: String(stack.env.NATS_STREAM),
+    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
+  });
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
   audit = createClient(auditV1.AuditService, String(stack.env.AUDIT_GRPC_ADDR));
@@ -32,18 +36,27 @@ describe('scheduled audit retention', () => {
   it('purges entries older than the tenant’s retention and leaves a verifiable chain', async () => {
     const tenant = await onboard(stack, 'free');
     const tenantId = tenant.tenant_id;
-    for (let i = 0; i < 6; i++) await bus.publish(newEvent('asset.signed', tenantId, { asset_id: newId('asset'), i, 'billing.meter': 'image_sign' }));
+    for (let i = 0; i < 6; i++)
+      await bus.publish(
+        newEvent('asset.signed', tenantId, { asset_id: newId('asset'), i, 'billing.meter': 'image_sign' }),
+      );
     // Onboarding records tenant.created and key.created (through the gateway's outbox) besides the six events
     // published here: wait for all eight, or the expected counts below would be taken too early.
     const before = await waitFor('entries', async () => {
       const r = await audit.listEntries({ tenantId, limit: 1000 });
       const types = r.entries.map((e) => e.eventType);
-      const complete = types.filter((t) => t === 'asset.signed').length === 6 && types.includes('tenant.created') && types.includes('key.created');
+      const complete =
+        types.filter((t) => t === 'asset.signed').length === 6 &&
+        types.includes('tenant.created') &&
+        types.includes('key.created');
       return complete ? r : undefined;
     });
     const total = before.entries.length;
     // Free plan: 30 days. Entries 1..4 become 40 days old, the rest stay recent.
-    await admin.query(`update audit.entries set recorded_at = now() - interval '40 days', occurred_at = now() - interval '40 days' where tenant_id = $1 and seq <= 4`, [tenantId]);
+    await admin.query(
+      `update audit.entries set recorded_at = now() - interval '40 days', occurred_at = now() - interval '40 days' where tenant_id = $1 and seq <= 4`,
+      [tenantId],
+    );
     // Another tenant whose entries are all recent keeps every one.
     const other = newId('tenant');
     await bus.publish(newEvent('webhook.failed', other, { endpoint_id: 'wh_x' }));
@@ -54,7 +67,9 @@ describe('scheduled audit retention', () => {
     });
     expect(verdict).toMatchObject({ intact: true, checkpointSeq: 4n, entriesChecked: BigInt(total - 4) });
     const after = await audit.listEntries({ tenantId, limit: 1000 });
-    expect(after.entries.map((e) => Number(e.seq)).sort((a, b) => a - b)).toEqual(Array.from({ length: total - 4 }, (_, i) => i + 5));
+    expect(after.entries.map((e) => Number(e.seq)).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: total - 4 }, (_, i) => i + 5),
+    );
     await waitFor('the other tenant’s entry', async () => {
       const r = await audit.listEntries({ tenantId: other, limit: 10 });
       return r.entries.length === 1 ? r : undefined;

@@ -32,12 +32,22 @@ beforeAll(async () => {
   const cli = new URL('../services/gateway/src/cli.ts', import.meta.url).pathname;
   // The CLI writes the gateway's tables, so it connects as the gateway's own role (the sandbox's DATABASE_URL is the generic one).
   const gatewayDatabaseUrl = databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName, databaseRole('gateway'));
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', cli, 'admin', 'bootstrap', '--name', 'Corpus Enterprise', '--json'], { env: { ...process.env, ...stack.env, DATABASE_URL: gatewayDatabaseUrl } });
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', cli, 'admin', 'bootstrap', '--name', 'Corpus Enterprise', '--json'],
+    { env: { ...process.env, ...stack.env, DATABASE_URL: gatewayDatabaseUrl } },
+  );
   enterprise = JSON.parse(stdout) as { api_key: string };
   const pem = await readFile(`${CORPUS}/test-trust-anchors.pem`, 'utf8');
   const certificates = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   expect(certificates).toHaveLength(3);
-  const res = await stack.request('/v1/trust-list', { method: 'POST', key: enterprise.api_key, json: { entries: certificates.map((certificate_pem, i) => ({ issuer_cn: `c2pa-rs test root ${i + 1}`, certificate_pem })) } });
+  const res = await stack.request('/v1/trust-list', {
+    method: 'POST',
+    key: enterprise.api_key,
+    json: {
+      entries: certificates.map((certificate_pem, i) => ({ issuer_cn: `c2pa-rs test root ${i + 1}`, certificate_pem })),
+    },
+  });
   expect(res.status).toBe(200);
 }, 120_000);
 afterAll(() => stack?.stop());
@@ -45,7 +55,11 @@ afterAll(() => stack?.stop());
 // How fast each file comes back is measured by tools/bench/c2pa-corpus.ts, not asserted here.
 async function verify(file: string, key?: string): Promise<{ status: string; confidence: number | null }> {
   const bytes = await readFile(`${CORPUS}/${file}`);
-  const res = await stack.request('/v1/verify', { method: 'POST', ...(key ? { key } : {}), body: multipart({}, { field: 'file', bytes, name: file }) });
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    ...(key ? { key } : {}),
+    body: multipart({}, { field: 'file', bytes, name: file }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as { status: string; confidence: number | null };
 }
@@ -55,13 +69,19 @@ describe('the c2pa-rs corpus through POST /v1/verify', () => {
     expect((await verify(file)).status).toBe(expected);
   });
 
-  it.each(EXPECTED)('%s → %s with the c2pa-rs test roots as an enterprise trust list', async (file, _default, expected) => {
-    expect((await verify(file, enterprise.api_key)).status).toBe(expected);
-  });
+  it.each(EXPECTED)(
+    '%s → %s with the c2pa-rs test roots as an enterprise trust list',
+    async (file, _default, expected) => {
+      expect((await verify(file, enterprise.api_key)).status).toBe(expected);
+    },
+  );
 
   it('answers the deeply nested MP4 cleanly and stays up', async () => {
     const bytes = await readFile(`${CORPUS}/nested_moov_1000.mp4`);
-    const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'n.mp4' }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes, name: 'n.mp4' }),
+    });
     expect(res.status).toBeLessThan(500);
     expect((await verify('no_manifest.jpg')).status).toBe('no_provenance');
   });
@@ -69,12 +89,22 @@ describe('the c2pa-rs corpus through POST /v1/verify', () => {
   it('refuses a custom trust list to a non-enterprise tenant (403)', async () => {
     const { onboard } = await import('./support/stack.js');
     const developer = await onboard(stack, 'developer');
-    const res = await stack.request('/v1/trust-list', { method: 'POST', key: developer.api_key, json: { entries: [{ issuer_cn: 'x', certificate_pem: 'x' }] } });
+    const res = await stack.request('/v1/trust-list', {
+      method: 'POST',
+      key: developer.api_key,
+      json: { entries: [{ issuer_cn: 'x', certificate_pem: 'x' }] },
+    });
     expect(res.status).toBe(403);
   });
 
   it('refuses a trust list entry that is not a certificate', async () => {
-    const res = await stack.request('/v1/trust-list', { method: 'POST', key: enterprise.api_key, json: { entries: [{ issuer_cn: 'x', certificate_pem: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' }] } });
+    const res = await stack.request('/v1/trust-list', {
+      method: 'POST',
+      key: enterprise.api_key,
+      json: {
+        entries: [{ issuer_cn: 'x', certificate_pem: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' }],
+      },
+    });
     expect(res.status).toBe(400);
   });
 });

@@ -15,8 +15,15 @@ let store: Buffer;
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
   const tenant = await onboard(stack);
-  const photo = await sharp(await readFile(new URL('../../shared/fixtures/photos/camera.png', import.meta.url))).jpeg({ quality: 90 }).toBuffer();
-  const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'p.jpg' }) });
+  const photo = await sharp(await readFile(new URL('../../shared/fixtures/photos/camera.png', import.meta.url)))
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'p.jpg' }),
+  });
   signed = (await res.json()) as typeof signed;
   store = Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());
   label = activeManifestLabel(store) ?? '';
@@ -41,7 +48,8 @@ describe('Soft Binding Resolution API 2.4', () => {
   });
 
   it('reports ok, degraded without the watermark service, down without the signer', async () => {
-    const status = async () => ((await (await stack.request('/c2pa/v1/services/status')).json()) as { status: string; timestamp: string });
+    const status = async () =>
+      (await (await stack.request('/c2pa/v1/services/status')).json()) as { status: string; timestamp: string };
     const ok = await status();
     expect(ok.status).toBe('ok');
     expect(Number.isNaN(Date.parse(ok.timestamp))).toBe(false);
@@ -61,7 +69,10 @@ describe('Soft Binding Resolution API 2.4', () => {
 
   it('fetches a manifest by its C2PA label as by its id, on both manifest routes', async () => {
     expect(label).toMatch(/^urn:(c2pa|uuid):/);
-    for (const path of [`/c2pa/v1/manifests/${encodeURIComponent(label)}`, `/v1/manifests/${encodeURIComponent(label)}`]) {
+    for (const path of [
+      `/c2pa/v1/manifests/${encodeURIComponent(label)}`,
+      `/v1/manifests/${encodeURIComponent(label)}`,
+    ]) {
       const res = await stack.request(path);
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(store)).toBe(true);
@@ -69,7 +80,13 @@ describe('Soft Binding Resolution API 2.4', () => {
   });
 
   it('answers 404 for any manifest it does not hold, in either form, never 400', async () => {
-    for (const id of ['urn:c2pa:00000000-0000-4000-8000-000000000000', 'urn:uuid:00000000-0000-4000-8000-000000000000', 'm_01JAAAAAAAAAAAAAAAAAAAAAAA', 'not-a-manifest', 'urn:c2pa:conformance-does-not-exist']) {
+    for (const id of [
+      'urn:c2pa:00000000-0000-4000-8000-000000000000',
+      'urn:uuid:00000000-0000-4000-8000-000000000000',
+      'm_01JAAAAAAAAAAAAAAAAAAAAAAA',
+      'not-a-manifest',
+      'urn:c2pa:conformance-does-not-exist',
+    ]) {
       const res = await stack.request(`/c2pa/v1/manifests/${encodeURIComponent(id)}`);
       expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toContain('application/problem+json');

@@ -34,17 +34,34 @@ interface SpecMatch {
 
 /** JPEG 60, resized to 50%, cropped 5%, re-encoded: no manifest survives (nor the watermark, which does not survive crops). */
 async function degrade(bytes: Buffer): Promise<Buffer> {
-  const half = await sharp(bytes).resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) }).jpeg({ quality: 60 }).toBuffer();
+  const half = await sharp(bytes)
+    .resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) })
+    .jpeg({ quality: 60 })
+    .toBuffer();
   const { width = 0, height = 0 } = await sharp(half).metadata();
-  return sharp(half).extract({ left: Math.round(width * 0.05), top: Math.round(height * 0.05), width: Math.round(width * 0.95), height: Math.round(height * 0.95) }).jpeg({ quality: 60 }).toBuffer();
+  return sharp(half)
+    .extract({
+      left: Math.round(width * 0.05),
+      top: Math.round(height * 0.05),
+      width: Math.round(width * 0.95),
+      height: Math.round(height * 0.95),
+    })
+    .jpeg({ quality: 60 })
+    .toBuffer();
 }
 
 function byContent(bytes: Buffer, query = '', type = 'image/jpeg') {
-  return stack.request(`${API}/matches/byContent${query}`, { method: 'POST', headers: { 'content-type': type }, body: bytes });
+  return stack.request(`${API}/matches/byContent${query}`, {
+    method: 'POST',
+    headers: { 'content-type': type },
+    body: bytes,
+  });
 }
 
 function byBinding(alg: string, value: string, extra = '') {
-  return stack.request(`${API}/matches/byBinding?alg=${encodeURIComponent(alg)}&value=${encodeURIComponent(value)}${extra}`);
+  return stack.request(
+    `${API}/matches/byBinding?alg=${encodeURIComponent(alg)}&value=${encodeURIComponent(value)}${extra}`,
+  );
 }
 
 async function matchesOf(res: Response): Promise<SpecMatch[]> {
@@ -73,7 +90,10 @@ async function editedWithParent(signed: Buffer): Promise<Buffer> {
     title: 'edited.jpg',
     assertions: [{ label: 'c2pa.actions', data: { actions: [{ action: 'c2pa.edited' }] } }],
   });
-  await builder.addIngredient(JSON.stringify({ title: 'original.jpg', relationship: 'parentOf' }), { buffer: signed, mimeType: 'image/jpeg' });
+  await builder.addIngredient(JSON.stringify({ title: 'original.jpg', relationship: 'parentOf' }), {
+    buffer: signed,
+    mimeType: 'image/jpeg',
+  });
   const out: { buffer: Buffer | null } = { buffer: null };
   builder.sign(localSignerFor(credential), { buffer: signed, mimeType: 'image/jpeg' }, out);
   if (!out.buffer) throw new Error('c2pa-node returned no signed file');
@@ -84,19 +104,34 @@ async function expectProblem(res: Response, status: number, code?: string): Prom
   expect(res.status).toBe(status);
   expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   const problem = (await res.json()) as Record<string, unknown>;
-  expect(problem).toMatchObject({ status, title: expect.any(String), detail: expect.any(String), request_id: expect.stringMatching(/^req_/) });
+  expect(problem).toMatchObject({
+    status,
+    title: expect.any(String),
+    detail: expect.any(String),
+    request_id: expect.stringMatching(/^req_/),
+  });
   if (code) expect(problem.code).toBe(code);
 }
 
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'softbinding', 'gateway'], { PUBLIC_RESOLUTION_PER_MINUTE: '1000' });
   owner = await onboard(stack);
-  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).resize(1024, 1024).jpeg({ quality: 90 }).toBuffer();
-  const res = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg' }) });
+  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+    .resize(1024, 1024)
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: owner.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg' }),
+  });
   expect(res.status).toBe(200);
   signed = (await res.json()) as typeof signed;
   manifestId = signed.manifest_uri.split('/').at(-1)!;
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
+  );
   copy = await degrade(signedBytes);
   // Indexing follows asset.signed asynchronously: wait until the public lookup sees it.
   const deadline = Date.now() + 20_000;
@@ -135,12 +170,17 @@ describe(`POST ${API}/matches/byContent`, () => {
   });
 
   it('takes a multipart upload too', async () => {
-    const res = await stack.request(`${API}/matches/byContent`, { method: 'POST', body: multipart({}, { field: 'file', bytes: copy, name: 'q.jpg', type: 'image/jpeg' }) });
+    const res = await stack.request(`${API}/matches/byContent`, {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes: copy, name: 'q.jpg', type: 'image/jpeg' }),
+    });
     expect((await matchesOf(res))[0]?.manifestId).toBe(manifestId);
   });
 
   it('finds nothing for a different image', async () => {
-    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`))
+      .jpeg()
+      .toBuffer();
     expect(await matchesOf(await byContent(different))).toEqual([]);
     expect(await matchesOf(await byContent(different, '?alg=cairn-dct-v1'))).toEqual([]);
     expect(await matchesOf(await byContent(different, '?alg=cairn-dct-keyed-v1'))).toEqual([]);
@@ -152,7 +192,11 @@ describe(`POST ${API}/matches/byContent`, () => {
     await expectProblem(await stack.request(`${API}/matches/byContent`, { method: 'POST', body: copy }), 415);
     const garbage = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131 + 7) % 256));
     await expectProblem(await byContent(garbage, '', 'image/jpeg'), 415, 'cairn.verify.unsupported_file_type');
-    await expectProblem(await byContent(garbage, '?alg=cairn-dct-v1', 'image/jpeg'), 415, 'cairn.verify.unsupported_file_type');
+    await expectProblem(
+      await byContent(garbage, '?alg=cairn-dct-v1', 'image/jpeg'),
+      415,
+      'cairn.verify.unsupported_file_type',
+    );
     await expectProblem(await byContent(copy, '?alg=md5'), 400, 'cairn.validation.invalid_body');
     await expectProblem(await byContent(copy, '?maxResults=0'), 400, 'cairn.validation.invalid_body');
     await expectProblem(await byContent(copy, '?maxResults=ten'), 400, 'cairn.validation.invalid_body');
@@ -169,10 +213,21 @@ describe(`${API}/matches/byBinding`, () => {
   it('finds the manifest by a cairn.pdq.v1 fingerprint, base64 (the spec’s form) or hex (Cairn’s)', async () => {
     const bits = Buffer.from((await hashImageBytes(copy)).bits);
     const viaBase64 = await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('base64')));
-    expect(viaBase64[0]).toEqual({ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) });
-    expect((await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('base64url'))))[0]?.manifestId).toBe(manifestId);
-    expect((await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('hex'), '&maxResults=3')))[0]?.manifestId).toBe(manifestId);
-    const post = await stack.request(`${API}/matches/byBinding?maxResults=5`, { method: 'POST', json: { alg: 'cairn.pdq.v1', value: bits.toString('base64') } });
+    expect(viaBase64[0]).toEqual({
+      manifestId,
+      endpoint: `${stack.baseUrl}${API}`,
+      similarityScore: expect.any(Number),
+    });
+    expect((await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('base64url'))))[0]?.manifestId).toBe(
+      manifestId,
+    );
+    expect(
+      (await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('hex'), '&maxResults=3')))[0]?.manifestId,
+    ).toBe(manifestId);
+    const post = await stack.request(`${API}/matches/byBinding?maxResults=5`, {
+      method: 'POST',
+      json: { alg: 'cairn.pdq.v1', value: bits.toString('base64') },
+    });
     expect((await matchesOf(post))[0]?.manifestId).toBe(manifestId);
   });
 
@@ -181,13 +236,19 @@ describe(`${API}/matches/byBinding`, () => {
     const binding = watermarkBindingOf(store);
     expect(binding.alg).toBe('cairn-dct-keyed-v1');
     const payload = Buffer.from(binding.payloadHex, 'hex');
-    expect(await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('base64')))).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}` }]);
-    expect((await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('hex'))))[0]?.manifestId).toBe(manifestId);
+    expect(await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('base64')))).toEqual([
+      { manifestId, endpoint: `${stack.baseUrl}${API}` },
+    ]);
+    expect((await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('hex'))))[0]?.manifestId).toBe(
+      manifestId,
+    );
     expect(await matchesOf(await byBinding('cairn-dct-v1', payload.toString('base64')))).toEqual([]);
   });
 
   it('finds nothing for another image’s fingerprint or an unknown payload', async () => {
-    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`))
+      .jpeg()
+      .toBuffer();
     const bits = Buffer.from((await hashImageBytes(different)).bits);
     expect(await matchesOf(await byBinding('cairn.pdq.v1', bits.toString('base64')))).toEqual([]);
     expect(await matchesOf(await byBinding('cairn-dct-v1', Buffer.alloc(8, 7).toString('base64')))).toEqual([]);
@@ -208,16 +269,42 @@ describe(`${API}/matches/byBinding`, () => {
       `${API}/matches/byBinding?alg=cairn.pdq.v1&alg=cairn-dct-v1&value=${encodeURIComponent(value)}`,
     ];
     for (const path of bad) await expectProblem(await stack.request(path), 400, 'cairn.validation.invalid_body');
-    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: { alg: 'cairn.pdq.v1' } }), 400, 'cairn.validation.invalid_body');
-    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: [1, 2] }), 400, 'cairn.validation.invalid_body');
-    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"alg":' }), 400, 'cairn.validation.invalid_body');
-    await expectProblem(await stack.request(`${API}/matches/byBinding`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' }), 415);
+    await expectProblem(
+      await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: { alg: 'cairn.pdq.v1' } }),
+      400,
+      'cairn.validation.invalid_body',
+    );
+    await expectProblem(
+      await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: [1, 2] }),
+      400,
+      'cairn.validation.invalid_body',
+    );
+    await expectProblem(
+      await stack.request(`${API}/matches/byBinding`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"alg":',
+      }),
+      400,
+      'cairn.validation.invalid_body',
+    );
+    await expectProblem(
+      await stack.request(`${API}/matches/byBinding`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: 'x',
+      }),
+      415,
+    );
   });
 });
 
 describe(`POST ${API}/matches/byReference`, () => {
   it('is not offered: 501 Problem+JSON pointing at byContent', async () => {
-    const res = await stack.request(`${API}/matches/byReference`, { method: 'POST', json: { referenceUrl: 'https://example.com/a.mp4', assetLength: 1000 } });
+    const res = await stack.request(`${API}/matches/byReference`, {
+      method: 'POST',
+      json: { referenceUrl: 'https://example.com/a.mp4', assetLength: 1000 },
+    });
     await expectProblem(res, 501, 'cairn.not_implemented');
   });
 });
@@ -256,7 +343,9 @@ describe(`GET ${API}/manifests/{manifestId}`, () => {
     const peerId = newId('manifest');
     const blobKey = `manifests/test/${peerId}.c2pa`;
     await createBlobStore(String(stack.env.BLOB_STORE_URL)).put(blobKey, store, { contentType: 'application/c2pa' });
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
+    const admin = new pg.Client({
+      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
+    });
     await admin.connect();
     try {
       const inserted = await admin.query(
@@ -281,7 +370,11 @@ describe(`GET ${API}/manifests/{manifestId}`, () => {
 
   it('answers 400 for a malformed parameter and 404 for any manifest it does not hold (API 2.4), whatever its form', async () => {
     await expectProblem(await stack.request(`${API}/manifests/not-a-manifest`), 404, 'cairn.not_found');
-    await expectProblem(await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=maybe`), 400, 'cairn.validation.invalid_body');
+    await expectProblem(
+      await stack.request(`${API}/manifests/${manifestId}?returnActiveManifest=maybe`),
+      400,
+      'cairn.validation.invalid_body',
+    );
     await expectProblem(await stack.request(`${API}/manifests/m_01ARZ3NDEKTSV4RRFFQ69G5FAV`), 404, 'cairn.not_found');
   });
 });
@@ -328,7 +421,11 @@ describe(`the ${API} per-address limit (PUBLIC_RESOLUTION_PER_MINUTE)`, () => {
     await expectProblem(refused, 429, 'cairn.ratelimit.exceeded');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     // Every /matches/* query shares the bucket.
-    const upload = await stack.request(`${API}/matches/byContent`, { method: 'POST', headers: { ...from(address), 'content-type': 'image/jpeg' }, body: copy });
+    const upload = await stack.request(`${API}/matches/byContent`, {
+      method: 'POST',
+      headers: { ...from(address), 'content-type': 'image/jpeg' },
+      body: copy,
+    });
     await expectProblem(upload, 429, 'cairn.ratelimit.exceeded');
     expect(upload.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
     // Per address: another caller still gets answers.

@@ -30,7 +30,12 @@ async function startProcess(name: ServiceName): Promise<ServiceProcess> {
     LOG_LEVEL: 'warn',
   });
   running.set(name, child);
-  await waitFor(`${name} ready; output:\n${child.output()}`, async () => (await fetch(`http://127.0.0.1:${own.ops}/readyz`).catch(() => undefined))?.status === 200, 90_000, 200);
+  await waitFor(
+    `${name} ready; output:\n${child.output()}`,
+    async () => (await fetch(`http://127.0.0.1:${own.ops}/readyz`).catch(() => undefined))?.status === 200,
+    90_000,
+    200,
+  );
   return child;
 }
 
@@ -38,12 +43,21 @@ let colour = 0;
 /** A distinct image each time (the signer refuses nothing here, and no two signs share content). */
 async function image(): Promise<Buffer> {
   colour += 1;
-  return sharp({ create: { width: 320, height: 256, channels: 3, background: { r: colour % 256, g: (colour * 7) % 256, b: 90 } } }).png().toBuffer();
+  return sharp({
+    create: { width: 320, height: 256, channels: 3, background: { r: colour % 256, g: (colour * 7) % 256, b: 90 } },
+  })
+    .png()
+    .toBuffer();
 }
 
 async function signOnce(): Promise<{ status: number; asset_id?: string; code?: string }> {
   const res = await stack
-    .request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: await image(), name: 'a.png' }) })
+    .request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: await image(), name: 'a.png' }),
+    })
     .catch(() => undefined);
   if (!res) return { status: 0 };
   const body = (await res.json()) as { asset_id?: string; code?: string };
@@ -70,7 +84,9 @@ beforeAll(async () => {
   await startProcess('signer');
   await startProcess('audit');
   tenant = await onboard(stack, 'growth');
-  admin = new pg.Client({ connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString() });
+  admin = new pg.Client({
+    connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
+  });
   await admin.connect();
 }, 240_000);
 
@@ -84,7 +100,9 @@ afterAll(async () => {
  * Signs `STREAM` images two at a time; after the first few answers, SIGKILLs `victim` and starts it again while
  * the stream goes on. Answers every client-visible outcome.
  */
-async function streamWithKill(victim: ServiceName): Promise<Array<{ status: number; asset_id?: string; code?: string }>> {
+async function streamWithKill(
+  victim: ServiceName,
+): Promise<Array<{ status: number; asset_id?: string; code?: string }>> {
   const outcomes: Array<{ status: number; asset_id?: string; code?: string }> = [];
   let killed: Promise<void> | undefined;
   const worker = async () => {
@@ -111,12 +129,20 @@ describe('kill -9 in the middle of a stream of signs', () => {
     // The audit service is not on the sign path: every sign answers 200 while it is down.
     expect(outcomes.map((o) => o.status)).toEqual(outcomes.map(() => 200));
     const signed = outcomes.map((o) => o.asset_id!);
-    const audited = await waitFor('every sign audited', async () => {
-      const counts = await auditedSigns();
-      return signed.every((id) => counts.has(id)) ? counts : undefined;
-    }, 60_000, 250);
+    const audited = await waitFor(
+      'every sign audited',
+      async () => {
+        const counts = await auditedSigns();
+        return signed.every((id) => counts.has(id)) ? counts : undefined;
+      },
+      60_000,
+      250,
+    );
     for (const id of signed) expect(audited.get(id)).toBe(1);
-    const { rows } = await admin.query<{ n: number; max: number; events: number }>('select count(*)::int as n, max(seq)::int as max, count(distinct event_id)::int as events from audit.entries where tenant_id = $1', [tenant.tenant_id]);
+    const { rows } = await admin.query<{ n: number; max: number; events: number }>(
+      'select count(*)::int as n, max(seq)::int as max, count(distinct event_id)::int as events from audit.entries where tenant_id = $1',
+      [tenant.tenant_id],
+    );
     expect(rows[0]!.max).toBe(rows[0]!.n);
     expect(rows[0]!.events).toBe(rows[0]!.n);
   }, 180_000);
@@ -125,17 +151,26 @@ describe('kill -9 in the middle of a stream of signs', () => {
     const outcomes = await streamWithKill('signer');
     for (const o of outcomes) {
       // A sign cut by the kill fails as "unavailable" (503 with a problem), never a 500; the client retries it.
-      if (o.status !== 200) expect({ status: o.status, code: o.code }).toMatchObject({ status: 503, code: expect.stringMatching(/^cairn\./) });
+      if (o.status !== 200)
+        expect({ status: o.status, code: o.code }).toMatchObject({
+          status: 503,
+          code: expect.stringMatching(/^cairn\./),
+        });
     }
     const signed = outcomes.filter((o) => o.status === 200).map((o) => o.asset_id!);
     expect(signed.length).toBeGreaterThan(0);
     const after = await signOnce();
     expect(after.status).toBe(200);
     signed.push(after.asset_id!);
-    const audited = await waitFor('every successful sign audited', async () => {
-      const counts = await auditedSigns();
-      return signed.every((id) => counts.has(id)) ? counts : undefined;
-    }, 60_000, 250);
+    const audited = await waitFor(
+      'every successful sign audited',
+      async () => {
+        const counts = await auditedSigns();
+        return signed.every((id) => counts.has(id)) ? counts : undefined;
+      },
+      60_000,
+      250,
+    );
     for (const id of signed) expect(audited.get(id)).toBe(1);
     // A sign whose answer the kill cut may still have completed: then it is an asset the tenant can fetch.
     for (const id of audited.keys()) {

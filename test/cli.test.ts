@@ -26,8 +26,17 @@ interface Run {
 }
 
 /** Runs the binary with a private config directory; `env` adds to (or, as undefined, removes from) it. */
-function cairn(args: string[], options: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, XDG_CONFIG_HOME: join(dir, 'config'), CAIRN_BASE_URL: stack.baseUrl, ...options.env };
+function cairn(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; input?: string } = {},
+): Promise<Run> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    XDG_CONFIG_HOME: join(dir, 'config'),
+    CAIRN_BASE_URL: stack.baseUrl,
+    ...options.env,
+  };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   return new Promise((resolve, reject) => {
     const child = spawn(CAIRN, args, { env, cwd: dir });
@@ -49,7 +58,9 @@ async function signedFixture(): Promise<{ asset_id: string; asset_url: string; m
   const json = await cairn(['sign', 'astronaut.jpg', '--recipe', 'image-genai-v1', '--json'], withKey);
   expect(json.code).toBe(0);
   const [result] = JSON.parse(json.stdout) as Array<{ asset_id: string; asset_url: string; manifest_uri: string }>;
-  const bytes = Buffer.from(await (await fetch(result!.asset_url, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer());
+  const bytes = Buffer.from(
+    await (await fetch(result!.asset_url, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer(),
+  );
   signedPath = join(dir, 'signed.jpg');
   await writeFile(signedPath, bytes);
   strippedPath = join(dir, 'stripped.jpg');
@@ -63,11 +74,24 @@ beforeAll(async () => {
   tenant = await onboard(stack);
   withKey.env.CAIRN_API_KEY = tenant.api_key;
   dir = await mkdtemp(join(tmpdir(), 'cairn-cli-'));
-  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).resize(512, 512).jpeg({ quality: 85 }).toBuffer();
+  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+    .resize(512, 512)
+    .jpeg({ quality: 85 })
+    .toBuffer();
   await writeFile(join(dir, 'astronaut.jpg'), photo);
-  await writeFile(join(dir, 'chelsea.jpg'), await sharp(await readFile(`${PHOTOS}/chelsea.png`)).jpeg({ quality: 85 }).toBuffer());
+  await writeFile(
+    join(dir, 'chelsea.jpg'),
+    await sharp(await readFile(`${PHOTOS}/chelsea.png`))
+      .jpeg({ quality: 85 })
+      .toBuffer(),
+  );
   plainPath = join(dir, 'coffee.jpg');
-  await writeFile(plainPath, await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer());
+  await writeFile(
+    plainPath,
+    await sharp(await readFile(`${PHOTOS}/coffee.png`))
+      .jpeg()
+      .toBuffer(),
+  );
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
@@ -85,7 +109,11 @@ describe('the cairn command line, run as a child process against the fleet', () 
     expect(good.code).toBe(0);
     const path = join(dir, 'config', 'cairn', 'config.json');
     expect((await stat(path)).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({ api_key: tenant.api_key, base_url: stack.baseUrl, tenant_id: tenant.tenant_id });
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({
+      api_key: tenant.api_key,
+      base_url: stack.baseUrl,
+      tenant_id: tenant.tenant_id,
+    });
     const usage = await cairn(['usage', '--json']);
     expect(usage.code).toBe(0);
     expect(JSON.parse(usage.stdout)).toHaveProperty('meters.image_sign');
@@ -95,7 +123,19 @@ describe('the cairn command line, run as a child process against the fleet', () 
   });
 
   it('sign: progress on stderr, a summary table; a missing file is reported and the exit code says so', async () => {
-    const run = await cairn(['sign', 'astronaut.jpg', 'chelsea.jpg', 'missing.jpg', '--recipe', 'image-genai-v1', '--metadata', '{"generator":"CLI","model":"m1"}'], withKey);
+    const run = await cairn(
+      [
+        'sign',
+        'astronaut.jpg',
+        'chelsea.jpg',
+        'missing.jpg',
+        '--recipe',
+        'image-genai-v1',
+        '--metadata',
+        '{"generator":"CLI","model":"m1"}',
+      ],
+      withKey,
+    );
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(/\[1\/3\] astronaut\.jpg: uploading \d+ bytes/);
     expect(run.stderr).toMatch(/\[2\/3\] chelsea\.jpg: signed a_/);
@@ -110,7 +150,9 @@ describe('the cairn command line, run as a child process against the fleet', () 
 
   it('verify: plain words and what is (not) proven; exit 0 verified, 1 not verified, 2 bad usage, 4 unreachable', async () => {
     const signed = await signedFixture();
-    const file = await cairn(['verify', signedPath], { env: { CAIRN_API_KEY: undefined, XDG_CONFIG_HOME: join(dir, 'nobody') } });
+    const file = await cairn(['verify', signedPath], {
+      env: { CAIRN_API_KEY: undefined, XDG_CONFIG_HOME: join(dir, 'nobody') },
+    });
     expect(file.code).toBe(0);
     expect(file.stdout).toContain('✔ Verified (verified_manifest_and_watermark_match)');
     expect(file.stdout).toContain('What this does not prove:');
@@ -142,9 +184,14 @@ describe('the cairn command line, run as a child process against the fleet', () 
     const signed = await signedFixture();
     const lookup = await cairn(['lookup', strippedPath, '--json'], withKey);
     expect(lookup.code).toBe(0);
-    expect((JSON.parse(lookup.stdout) as { matches: Array<{ asset_id: string }> }).matches.map((m) => m.asset_id)).toContain(signed.asset_id);
+    expect(
+      (JSON.parse(lookup.stdout) as { matches: Array<{ asset_id: string }> }).matches.map((m) => m.asset_id),
+    ).toContain(signed.asset_id);
 
-    const created = await cairn(['webhooks', 'create', '--url', 'http://127.0.0.1:9/hook', '--event', 'job.completed', '--json'], withKey);
+    const created = await cairn(
+      ['webhooks', 'create', '--url', 'http://127.0.0.1:9/hook', '--event', 'job.completed', '--json'],
+      withKey,
+    );
     expect(created.code).toBe(0);
     const hook = JSON.parse(created.stdout) as { webhook_id: string; secret: string };
     expect(hook.secret).toMatch(/^whsec_/);
@@ -157,29 +204,51 @@ describe('the cairn command line, run as a child process against the fleet', () 
     const key = await cairn(['keys', 'create', '--scope', 'read', '--tenant', tenant.tenant_id, '--json'], withKey);
     const made = JSON.parse(key.stdout) as { key_id: string; api_key: string };
     expect(made.api_key).toBeTruthy();
-    expect((await cairn(['keys', 'revoke', made.key_id, '--tenant', tenant.tenant_id], withKey)).stdout).toContain(`Revoked ${made.key_id}`);
+    expect((await cairn(['keys', 'revoke', made.key_id, '--tenant', tenant.tenant_id], withKey)).stdout).toContain(
+      `Revoked ${made.key_id}`,
+    );
   }, 60_000);
 
   it('audit prints the log, and --follow prints new entries as they are recorded', async () => {
     const once = await cairn(['audit', '--json', '--limit', '5'], withKey);
     expect(once.code).toBe(0);
-    const entries = once.stdout.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; event_type: string });
+    const entries = once.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { seq: number; event_type: string });
     expect(entries.length).toBeGreaterThan(0);
     expect(entries.length).toBeLessThanOrEqual(5);
 
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir, XDG_CONFIG_HOME: join(dir, 'nobody'), CAIRN_BASE_URL: stack.baseUrl, CAIRN_API_KEY: tenant.api_key };
-    const child: ChildProcessWithoutNullStreams = spawn(CAIRN, ['audit', '--follow', '--json', '--limit', '1', '--interval', '200'], { env });
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: dir,
+      XDG_CONFIG_HOME: join(dir, 'nobody'),
+      CAIRN_BASE_URL: stack.baseUrl,
+      CAIRN_API_KEY: tenant.api_key,
+    };
+    const child: ChildProcessWithoutNullStreams = spawn(
+      CAIRN,
+      ['audit', '--follow', '--json', '--limit', '1', '--interval', '200'],
+      { env },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     try {
       await waitFor('the first audit line', () => out.includes('\n'));
       const before = out.trim().split('\n').length;
       // A new event for this tenant: a key created through the API.
-      const res = await stack.request(`/v1/tenants/${tenant.tenant_id}/keys`, { method: 'POST', key: tenant.api_key, json: { scope: 'read', description: 'follow' } });
+      const res = await stack.request(`/v1/tenants/${tenant.tenant_id}/keys`, {
+        method: 'POST',
+        key: tenant.api_key,
+        json: { scope: 'read', description: 'follow' },
+      });
       expect(res.status).toBe(201);
       const { key_id } = (await res.json()) as { key_id: string };
       await waitFor('the new entry on --follow', () => out.includes(key_id));
-      const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { event_type: string; data: { key_id?: string } });
+      const lines = out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { event_type: string; data: { key_id?: string } });
       expect(lines.length).toBeGreaterThan(before);
       expect(lines.find((l) => l.data.key_id === key_id)?.event_type).toBe('key.created');
     } finally {

@@ -39,8 +39,10 @@ async function run(command: string, args: string[], port: number): Promise<Serve
   };
 }
 
-const startRedis = (port: number) => run('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], port);
-const startNats = (port: number, dir: string) => run('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], port);
+const startRedis = (port: number) =>
+  run('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], port);
+const startNats = (port: number, dir: string) =>
+  run('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], port);
 
 let stack: Stack;
 let redisPort: number;
@@ -93,7 +95,11 @@ describe('Redis down', () => {
     const statuses: number[] = [];
     let refused: Response | undefined;
     for (let i = 0; i < 4; i += 1) {
-      const res = await stack.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': crypto.randomUUID() }, json: {} });
+      const res = await stack.request('/v1/onboard', {
+        method: 'POST',
+        headers: { 'idempotency-key': crypto.randomUUID() },
+        json: {},
+      });
       statuses.push(res.status);
       if (res.status === 429) refused = res;
       else await res.text();
@@ -109,7 +115,12 @@ describe('Redis down', () => {
     expect(degraded.body.checks.redis).not.toBe('ok');
 
     redis = await startRedis(redisPort);
-    await waitFor('the gateway ready again with Redis back', async () => (await readyz('gateway')).body.status === 'ready', 30_000, 200);
+    await waitFor(
+      'the gateway ready again with Redis back',
+      async () => (await readyz('gateway')).body.status === 'ready',
+      30_000,
+      200,
+    );
     expect((await stack.request('/v1/recipes', { key: tenant.api_key })).status).toBe(200);
   }, 90_000);
 });
@@ -122,7 +133,15 @@ describe('NATS down', () => {
       method: 'POST',
       key: tenant.api_key,
       headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'text-genai-v1', metadata: JSON.stringify({ generator: 'Cairn Text Studio', model: 'lm-1' }) }, { field: 'asset', bytes: Buffer.from('A passage written while the bus was away.\n', 'utf8'), name: 'gen.txt', type: 'text/plain' }),
+      body: multipart(
+        { recipe: 'text-genai-v1', metadata: JSON.stringify({ generator: 'Cairn Text Studio', model: 'lm-1' }) },
+        {
+          field: 'asset',
+          bytes: Buffer.from('A passage written while the bus was away.\n', 'utf8'),
+          name: 'gen.txt',
+          type: 'text/plain',
+        },
+      ),
     });
     expect(res.status).toBe(200);
     const { asset_id } = (await res.json()) as { asset_id: string };
@@ -139,13 +158,20 @@ describe('NATS down', () => {
       'the asset.signed audit entry after NATS is back',
       async () => {
         const audit = await stack.request('/v1/audit?event_type=asset.signed', { key: tenant.api_key });
-        const { entries } = (await audit.json()) as { entries: Array<{ event_type: string; data: { asset_id?: string } }> };
+        const { entries } = (await audit.json()) as {
+          entries: Array<{ event_type: string; data: { asset_id?: string } }>;
+        };
         return entries.find((e) => e.data.asset_id === asset_id);
       },
       60_000,
       250,
     );
     expect(entry.event_type).toBe('asset.signed');
-    await waitFor('the signer ready again with NATS back', async () => (await readyz('signer')).body.status === 'ready', 30_000, 200);
+    await waitFor(
+      'the signer ready again with NATS back',
+      async () => (await readyz('signer')).body.status === 'ready',
+      30_000,
+      200,
+    );
   }, 120_000);
 });

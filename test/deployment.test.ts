@@ -9,7 +9,15 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 // '@cairn/config' is not a dependency of the workspace root, so import its source directly.
-import { commonEnvShape, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, identityProblems, loadConfig, SERVICE_NAMES, type ServiceName } from '../packages/config/src/index.js';
+import {
+  commonEnvShape,
+  DEFAULT_GATEWAY_HTTP_PORT,
+  DEFAULT_PORTS,
+  identityProblems,
+  loadConfig,
+  SERVICE_NAMES,
+  type ServiceName,
+} from '../packages/config/src/index.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (rel: string): string => readFileSync(join(ROOT, rel), 'utf8');
@@ -66,7 +74,8 @@ function parseSimpleYaml(text: string): YamlMap {
       // A list under the key just opened (indented or not): mark that key and skip the whole list.
       while (stack.length > 1 && stack[stack.length - 1]!.indent > indent) stack.pop();
       const opened = stack[stack.length - 1]!;
-      if (stack.length < 2 || Object.keys(opened.map).length > 0) throw new Error(`line ${index + 1}: list item without a key`);
+      if (stack.length < 2 || Object.keys(opened.map).length > 0)
+        throw new Error(`line ${index + 1}: list item without a key`);
       const owner = stack[stack.length - 2]!.map;
       const key = Object.keys(owner).find((k) => owner[k] === opened.map)!;
       owner[key] = '[list]';
@@ -177,11 +186,14 @@ describe('service images: services/<svc>/Dockerfile', () => {
   it('the Dockerfiles differ only in service name and ports', () => {
     const [first, ...rest] = SERVICE_NAMES;
     const reference = normalizedDockerfile(first);
-    for (const service of rest) expect({ service, text: normalizedDockerfile(service) }).toEqual({ service, text: reference });
+    for (const service of rest)
+      expect({ service, text: normalizedDockerfile(service) }).toEqual({ service, text: reference });
   });
 
   it('.dockerignore keeps installs, builds and generated code out of the context', () => {
-    const lines = read('.dockerignore').split('\n').map((l) => l.trim());
+    const lines = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
     for (const entry of ['node_modules', 'dist', '.git', 'packages/proto/src/gen', 'tools/out', '.cairn']) {
       expect(lines.some((l) => l === entry || l === `**/${entry}`)).toBe(true);
     }
@@ -225,14 +237,25 @@ describe('Helm chart: charts/cairn', () => {
     // One database URL per service, each naming the service's own role.
     const urls = mapAt(mapAt(values.database, 'database').urls, 'database.urls');
     expect(sorted(Object.keys(urls))).toEqual(sorted(SERVICE_NAMES));
-    for (const service of SERVICE_NAMES) expect(new URL(scalarAt(urls[service], `database.urls.${service}`)).username).toBe(`cairn_${service}`);
+    for (const service of SERVICE_NAMES)
+      expect(new URL(scalarAt(urls[service], `database.urls.${service}`)).username).toBe(`cairn_${service}`);
     expect(values.publicBaseUrl).toMatch(/^https?:\/\//);
     expect(mapAt(values.gatewayService, 'gatewayService').type).toBe('ClusterIP');
     expect(mapAt(values.ingress, 'ingress').enabled).toBe('false');
     expect(values).toHaveProperty('existingSecret');
   });
 
-  const templates = ['_helpers.tpl', 'deployment.yaml', 'service.yaml', 'configmap.yaml', 'secret.yaml', 'ingress.yaml', 'NOTES.txt', 'networkpolicy.yaml', 'nats-auth.yaml'];
+  const templates = [
+    '_helpers.tpl',
+    'deployment.yaml',
+    'service.yaml',
+    'configmap.yaml',
+    'secret.yaml',
+    'ingress.yaml',
+    'NOTES.txt',
+    'networkpolicy.yaml',
+    'nats-auth.yaml',
+  ];
 
   it.each(templates)('templates/%s has balanced template actions', (file) => {
     const text = read(`charts/cairn/templates/${file}`).replace(/\{\{-?\s*\/\*[\s\S]*?\*\/\s*-?\}\}/g, '');
@@ -273,7 +296,8 @@ describe('Helm chart: charts/cairn', () => {
   it('the Secret is skipped when existingSecret is set', () => {
     const t = read('charts/cairn/templates/secret.yaml');
     expect(t).toMatch(/\{\{- if not \.Values\.existingSecret \}\}/);
-    for (const key of ['DATABASE_URL_{{ upper $name }}', 'REDIS_URL', 'NATS_URL', 'CAIRN_DATA_KEY']) expect(t).toContain(`${key}:`);
+    for (const key of ['DATABASE_URL_{{ upper $name }}', 'REDIS_URL', 'NATS_URL', 'CAIRN_DATA_KEY'])
+      expect(t).toContain(`${key}:`);
   });
 });
 
@@ -357,19 +381,45 @@ const ENV_NAME = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g;
  * of the public development key), and the connection URLs whose loopback defaults mean nothing in a cluster.
  */
 function requiredInProduction(service: ServiceName): string[] {
-  const chartGrpcHost = (/name: GRPC_HOST\s*\n\s*value: "([^"]+)"/.exec(read('charts/cairn/templates/deployment.yaml')) ?? [])[1]!;
-  const common = identityProblems({ ...loadConfig(commonEnvShape, {}), CAIRN_ENV: 'production', GRPC_HOST: chartGrpcHost, NATS_URL: scalarAt(mapAt(chartValues.nats, 'nats').url, 'nats.url') });
-  const fromCommon = common.flatMap((problem) => problem.replace(/\(or [^)]*\)/g, '').split(':')[0]!.match(ENV_NAME) ?? []);
+  const chartGrpcHost = (/name: GRPC_HOST\s*\n\s*value: "([^"]+)"/.exec(
+    read('charts/cairn/templates/deployment.yaml'),
+  ) ?? [])[1]!;
+  const common = identityProblems({
+    ...loadConfig(commonEnvShape, {}),
+    CAIRN_ENV: 'production',
+    GRPC_HOST: chartGrpcHost,
+    NATS_URL: scalarAt(mapAt(chartValues.nats, 'nats').url, 'nats.url'),
+  });
+  const fromCommon = common.flatMap(
+    (problem) =>
+      problem
+        .replace(/\(or [^)]*\)/g, '')
+        .split(':')[0]!
+        .match(ENV_NAME) ?? [],
+  );
   const fromService = sourceFiles(`services/${service}/src`).flatMap((file) =>
-    [...read(file).matchAll(/throw new Error\(\s*['"`]([A-Z][A-Z0-9_]+) is (?:required|the public hardhat development key)/g)].map((m) => m[1]!),
+    [
+      ...read(file).matchAll(
+        /throw new Error\(\s*['"`]([A-Z][A-Z0-9_]+) is (?:required|the public hardhat development key)/g,
+      ),
+    ].map((m) => m[1]!),
   );
   return sorted(new Set(['DATABASE_URL', 'REDIS_URL', 'NATS_URL', ...fromCommon, ...fromService]));
 }
 
 describe('Helm chart: production mode has what it requires', () => {
-  it('the requirements are read from the code: the identity checks and each service\'s own refusals', () => {
+  it("the requirements are read from the code: the identity checks and each service's own refusals", () => {
     // Not a list kept here: if a check is renamed away, this notices before the per-service tests pass vacuously.
-    expect(requiredInProduction('gateway')).toEqual(expect.arrayContaining(['GRPC_TLS_CA', 'GRPC_TLS_CERT', 'GRPC_TLS_KEY', 'NATS_USER', 'NATS_PASSWORD', 'CAIRN_DATA_KEY']));
+    expect(requiredInProduction('gateway')).toEqual(
+      expect.arrayContaining([
+        'GRPC_TLS_CA',
+        'GRPC_TLS_CERT',
+        'GRPC_TLS_KEY',
+        'NATS_USER',
+        'NATS_PASSWORD',
+        'CAIRN_DATA_KEY',
+      ]),
+    );
     expect(SERVICE_NAMES.flatMap((s) => requiredInProduction(s)).length).toBeGreaterThan(SERVICE_NAMES.length * 8);
   });
 
@@ -380,40 +430,56 @@ describe('Helm chart: production mode has what it requires', () => {
     expect(mapAt(mapAt(chartValues.global, 'global').env, 'global.env').CAIRN_ENV).toBe('production');
   });
 
-  it.each([...SERVICE_NAMES])('%s: each secret it reads is a key the chart\'s Secrets hold, and its database URL is its own role', (service) => {
-    const secretTemplates = read('charts/cairn/templates/secret.yaml') + read('charts/cairn/templates/nats-auth.yaml');
-    for (const entry of chartEnvFor(service).values()) {
-      if (typeof entry === 'string' || !entry.secret) continue;
-      // The Secret templates write per-service keys as PREFIX_{{ upper $name }} inside a range over the services.
-      const key = entry.secret.key.replace('{{ upper $name }}', '{{ upper $name }}');
-      expect({ env: entry.name, key, held: secretTemplates.includes(`${key}:`) || secretTemplates.includes(`{{ $key }}:`) && /CAIRN_NATS_PASSWORD_/.test(key) }).toEqual({ env: entry.name, key, held: true });
-    }
-    const database = chartEnvFor(service).get('DATABASE_URL');
-    expect(typeof database === 'object' && database.secret?.key).toBe('DATABASE_URL_{{ upper $name }}');
-  });
+  it.each([...SERVICE_NAMES])(
+    "%s: each secret it reads is a key the chart's Secrets hold, and its database URL is its own role",
+    (service) => {
+      const secretTemplates =
+        read('charts/cairn/templates/secret.yaml') + read('charts/cairn/templates/nats-auth.yaml');
+      for (const entry of chartEnvFor(service).values()) {
+        if (typeof entry === 'string' || !entry.secret) continue;
+        // The Secret templates write per-service keys as PREFIX_{{ upper $name }} inside a range over the services.
+        const key = entry.secret.key.replace('{{ upper $name }}', '{{ upper $name }}');
+        expect({
+          env: entry.name,
+          key,
+          held:
+            secretTemplates.includes(`${key}:`) ||
+            (secretTemplates.includes(`{{ $key }}:`) && /CAIRN_NATS_PASSWORD_/.test(key)),
+        }).toEqual({ env: entry.name, key, held: true });
+      }
+      const database = chartEnvFor(service).get('DATABASE_URL');
+      expect(typeof database === 'object' && database.secret?.key).toBe('DATABASE_URL_{{ upper $name }}');
+    },
+  );
 
   it('TRUST_PROXY is set for the gateway (the ingress), gRPC binds 0.0.0.0 only with the TLS files, and the certificates come from a Secret', () => {
     expect(chartEnvFor('gateway').has('TRUST_PROXY')).toBe(true);
     expect(chartValues.trustProxy).not.toBe('');
     const t = read('charts/cairn/templates/deployment.yaml');
     expect(t).toMatch(/secretName: \{\{ \$\.Values\.grpcTls\.secretName \}\}/);
-    for (const service of SERVICE_NAMES) for (const name of ['GRPC_HOST', 'GRPC_TLS_CA', 'GRPC_TLS_CERT', 'GRPC_TLS_KEY', 'NATS_USER', 'NATS_PASSWORD']) expect(chartEnvFor(service).has(name)).toBe(true);
+    for (const service of SERVICE_NAMES)
+      for (const name of ['GRPC_HOST', 'GRPC_TLS_CA', 'GRPC_TLS_CERT', 'GRPC_TLS_KEY', 'NATS_USER', 'NATS_PASSWORD'])
+        expect(chartEnvFor(service).has(name)).toBe(true);
   });
 
-  it('the NetworkPolicy denies ingress to the chart\'s pods but gRPC among them, the gateway\'s HTTP and the signer\'s OCSP', () => {
+  it("the NetworkPolicy denies ingress to the chart's pods but gRPC among them, the gateway's HTTP and the signer's OCSP", () => {
     const t = read('charts/cairn/templates/networkpolicy.yaml');
     const docs = t.split(/^---$/m);
     expect(docs[0]).toMatch(/policyTypes:\s*\n\s*- Ingress\s*\n\s*ingress: \[\]/);
-    expect(t).toMatch(/- from:\s*\n\s*- podSelector:\s*\n\s*matchLabels:\s*\n\s*app\.kubernetes\.io\/part-of: cairn\s*\n\s*ports:\s*\n\s*- port: grpc/);
+    expect(t).toMatch(
+      /- from:\s*\n\s*- podSelector:\s*\n\s*matchLabels:\s*\n\s*app\.kubernetes\.io\/part-of: cairn\s*\n\s*ports:\s*\n\s*- port: grpc/,
+    );
     // Open from anywhere (no `from:`): exactly the gateway's http and the signer's ocsp.
-    const open = docs.filter((d) => /ingress:\s*\n\s*- ports:/.test(d)).map((d) => [/"name" "(\w+)"/.exec(d)?.[1], /- port: (\w+)/.exec(d)?.[1]]);
+    const open = docs
+      .filter((d) => /ingress:\s*\n\s*- ports:/.test(d))
+      .map((d) => [/"name" "(\w+)"/.exec(d)?.[1], /- port: (\w+)/.exec(d)?.[1]]);
     expect(open).toEqual([
       ['gateway', 'http'],
       ['signer', 'ocsp'],
     ]);
   });
 
-  it('ships the NATS authorization file the services\' users and permissions come from', () => {
+  it("ships the NATS authorization file the services' users and permissions come from", () => {
     expect(read('charts/cairn/templates/nats-auth.yaml')).toContain('.Files.Get "files/nats-authorization.conf"');
     const conf = read('charts/cairn/files/nats-authorization.conf');
     for (const service of SERVICE_NAMES) expect(conf).toContain(`user: "cairn-${service}"`);
@@ -450,7 +516,9 @@ describe('skaffold.yaml', () => {
   }
 
   const setValueTemplates = lines
-    .map((l) => /^\s*services\.([^.\s]+)\.image\.(repository|tag):\s*"\{\{\s*\.IMAGE_(REPO|TAG)_(\w+)\s*\}\}"\s*$/.exec(l))
+    .map((l) =>
+      /^\s*services\.([^.\s]+)\.image\.(repository|tag):\s*"\{\{\s*\.IMAGE_(REPO|TAG)_(\w+)\s*\}\}"\s*$/.exec(l),
+    )
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => ({ service: m[1]!, field: m[2]!, kind: m[3]!, artifact: m[4]! }));
 

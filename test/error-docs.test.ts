@@ -23,7 +23,9 @@ describe('the error catalogue page /docs/api/errors', () => {
     expect(html).toContain('<html lang="en">');
     expect(anchors(html).sort()).toEqual(Object.keys(ERROR_CATALOG).sort());
     for (const [code, entry] of Object.entries(ERROR_CATALOG)) {
-      const row = new RegExp(`<tr id="${code.replace(/\./g, '\\.')}">.*?<td>${entry.status}</td><td>[^<]+</td><td>([^<]{10,})</td></tr>`);
+      const row = new RegExp(
+        `<tr id="${code.replace(/\./g, '\\.')}">.*?<td>${entry.status}</td><td>[^<]+</td><td>([^<]{10,})</td></tr>`,
+      );
       expect(html).toMatch(row);
     }
   });

@@ -25,7 +25,10 @@ function portFree(port: number): Promise<boolean> {
 }
 
 function fleetPorts(offset: number): number[] {
-  return [DEFAULT_GATEWAY_HTTP_PORT + offset, ...SERVICE_NAMES.flatMap((n) => [DEFAULT_PORTS[n].grpc + offset, DEFAULT_PORTS[n].ops + offset])];
+  return [
+    DEFAULT_GATEWAY_HTTP_PORT + offset,
+    ...SERVICE_NAMES.flatMap((n) => [DEFAULT_PORTS[n].grpc + offset, DEFAULT_PORTS[n].ops + offset]),
+  ];
 }
 
 /** An offset between 1000 and 5000 at which all nineteen ports are free right now. */
@@ -54,7 +57,10 @@ function refused(port: number): Promise<boolean> {
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -110,18 +116,26 @@ afterAll(async () => {
 }, 60_000);
 
 describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
-  it.each(SERVICE_NAMES.map((n) => [n]))('starts %s as a process and it is ready on its shifted ops port', async (name) => {
-    const res = await fetch(`http://127.0.0.1:${DEFAULT_PORTS[name].ops + offset}/readyz`);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ status: 'ready' });
-  });
+  it.each(SERVICE_NAMES.map((n) => [n]))(
+    'starts %s as a process and it is ready on its shifted ops port',
+    async (name) => {
+      const res = await fetch(`http://127.0.0.1:${DEFAULT_PORTS[name].ops + offset}/readyz`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ status: 'ready' });
+    },
+  );
 
   it('runs every service as its own database role, each owning its schema (migrations ran as it)', async () => {
     const admin = new pg.Client({ connectionString: databaseUrl(PG_ADMIN_URL, sandbox.databaseName) });
     await admin.connect();
     try {
-      const owners = await admin.query<{ schema: string; owner: string }>('select nspname as schema, nspowner::regrole::text as owner from pg_namespace where nspname = any($1) order by 1', [[...SERVICE_NAMES]]);
-      expect(owners.rows).toEqual([...SERVICE_NAMES].sort().map((name) => ({ schema: name, owner: databaseRole(name) })));
+      const owners = await admin.query<{ schema: string; owner: string }>(
+        'select nspname as schema, nspowner::regrole::text as owner from pg_namespace where nspname = any($1) order by 1',
+        [[...SERVICE_NAMES]],
+      );
+      expect(owners.rows).toEqual(
+        [...SERVICE_NAMES].sort().map((name) => ({ schema: name, owner: databaseRole(name) })),
+      );
     } finally {
       await admin.end();
     }
@@ -129,7 +143,10 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
 
   it('runs gRPC between the services as mutual TLS: a plaintext client is refused', async () => {
     expect(output).toContain('gRPC between the services is mutual TLS');
-    const health = createClient(healthV1.Health, `127.0.0.1:${DEFAULT_PORTS.billing.grpc + offset}`, { retries: 0, deadlineMs: 3000 });
+    const health = createClient(healthV1.Health, `127.0.0.1:${DEFAULT_PORTS.billing.grpc + offset}`, {
+      retries: 0,
+      deadlineMs: 3000,
+    });
     try {
       await expect(health.check({ service: '' })).rejects.toMatchObject({ code: 'cairn.unavailable' });
     } finally {
@@ -153,7 +170,9 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
     const body = (await onboard.json()) as { api_key?: unknown };
     expect(typeof body.api_key).toBe('string');
 
-    const recipes = await fetch(`${gateway()}/v1/recipes`, { headers: { authorization: `Bearer ${String(body.api_key)}` } });
+    const recipes = await fetch(`${gateway()}/v1/recipes`, {
+      headers: { authorization: `Bearer ${String(body.api_key)}` },
+    });
     expect(recipes.status).toBe(200);
     const anonymous = await fetch(`${gateway()}/v1/recipes`);
     expect(anonymous.status).toBe(401);
@@ -168,6 +187,8 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
 
     const ports = [DEFAULT_GATEWAY_HTTP_PORT + offset, ...SERVICE_NAMES.map((n) => DEFAULT_PORTS[n].ops + offset)];
     const gone = await Promise.all(ports.map(refused));
-    expect(Object.fromEntries(ports.map((p, i) => [p, gone[i]]))).toEqual(Object.fromEntries(ports.map((p) => [p, true])));
+    expect(Object.fromEntries(ports.map((p, i) => [p, gone[i]]))).toEqual(
+      Object.fromEntries(ports.map((p) => [p, true])),
+    );
   }, 30_000);
 });

@@ -23,31 +23,39 @@ afterAll(async () => {
 });
 
 describe('the fleet', () => {
-  it.each(SERVICE_NAMES.map((n) => [n]))('%s answers grpc.health.v1 SERVING, for the server and its API', async (name) => {
-    const service = fleet.get(name)!;
-    const health = createClient(healthV1.Health, `127.0.0.1:${service.grpcPort}`);
-    try {
-      expect((await health.check({ service: '' })).status).toBe(healthV1.HealthCheckResponse_ServingStatus.SERVING);
-      const apiName = `cairn.${name}.v1.`;
-      const services = service.context.rpc.serviceNames.filter((s) => s.startsWith(apiName));
-      expect(services).toHaveLength(1);
-      expect((await health.check({ service: services[0]! })).status).toBe(healthV1.HealthCheckResponse_ServingStatus.SERVING);
-      await expect(health.check({ service: 'no.such.Service' })).rejects.toMatchObject({ code: 'cairn.not_found' });
-    } finally {
-      health.close();
-    }
-  });
+  it.each(SERVICE_NAMES.map((n) => [n]))(
+    '%s answers grpc.health.v1 SERVING, for the server and its API',
+    async (name) => {
+      const service = fleet.get(name)!;
+      const health = createClient(healthV1.Health, `127.0.0.1:${service.grpcPort}`);
+      try {
+        expect((await health.check({ service: '' })).status).toBe(healthV1.HealthCheckResponse_ServingStatus.SERVING);
+        const apiName = `cairn.${name}.v1.`;
+        const services = service.context.rpc.serviceNames.filter((s) => s.startsWith(apiName));
+        expect(services).toHaveLength(1);
+        expect((await health.check({ service: services[0]! })).status).toBe(
+          healthV1.HealthCheckResponse_ServingStatus.SERVING,
+        );
+        await expect(health.check({ service: 'no.such.Service' })).rejects.toMatchObject({ code: 'cairn.not_found' });
+      } finally {
+        health.close();
+      }
+    },
+  );
 
-  it.each(SERVICE_NAMES.map((n) => [n]))('%s is ready on /readyz with Postgres, Redis and NATS reachable, and serves /metrics', async (name) => {
-    const ops = `http://127.0.0.1:${fleet.get(name)!.opsPort}`;
-    const ready = await fetch(`${ops}/readyz`);
-    expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', nats: 'ok' } });
-    expect((await fetch(`${ops}/healthz`)).status).toBe(200);
-    const metrics = await fetch(`${ops}/metrics`);
-    expect(metrics.headers.get('content-type')).toContain('text/plain');
-    expect(await metrics.text()).toContain(`cairn_process_cpu_user_seconds_total{service="${name}"}`);
-  });
+  it.each(SERVICE_NAMES.map((n) => [n]))(
+    '%s is ready on /readyz with Postgres, Redis and NATS reachable, and serves /metrics',
+    async (name) => {
+      const ops = `http://127.0.0.1:${fleet.get(name)!.opsPort}`;
+      const ready = await fetch(`${ops}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok', nats: 'ok' } });
+      expect((await fetch(`${ops}/healthz`)).status).toBe(200);
+      const metrics = await fetch(`${ops}/metrics`);
+      expect(metrics.headers.get('content-type')).toContain('text/plain');
+      expect(await metrics.text()).toContain(`cairn_process_cpu_user_seconds_total{service="${name}"}`);
+    },
+  );
 
   it('carries an event from the gateway to the audit log through the outbox and JetStream', async () => {
     const gateway = `http://127.0.0.1:${fleet.get('gateway')!.endpoints.http}`;

@@ -29,7 +29,11 @@ afterAll(async () => {
 });
 
 const account = (tls: TlsMaterial | undefined, serverName = serviceTlsName('billing')) =>
-  createClient(billingV1.BillingService, billingAddress, { retries: 0, deadlineMs: 5000, ...(tls ? { tls, serverName } : {}) });
+  createClient(billingV1.BillingService, billingAddress, {
+    retries: 0,
+    deadlineMs: 5000,
+    ...(tls ? { tls, serverName } : {}),
+  });
 
 /** 'refused' when the call never reached billing (a transport UNAVAILABLE without a cairn code); 'answered' otherwise. */
 function settle(call: Promise<unknown>): Promise<'answered' | 'refused'> {
@@ -62,7 +66,13 @@ const GRPC_UNAVAILABLE = 14;
 function withoutClientCert(ca: Buffer): Promise<string> {
   const [host, port] = billingAddress.split(':') as [string, string];
   return new Promise((resolve) => {
-    const socket = tlsConnect({ host, port: Number(port), ca, servername: serviceTlsName('billing'), ALPNProtocols: ['h2'] });
+    const socket = tlsConnect({
+      host,
+      port: Number(port),
+      ca,
+      servername: serviceTlsName('billing'),
+      ALPNProtocols: ['h2'],
+    });
     // TLS 1.3: the client's side of the handshake completes, then the server's verdict arrives as an alert.
     socket.once('data', () => (socket.destroy(), resolve('served')));
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
@@ -86,11 +96,15 @@ describe('gRPC mutual TLS between services', () => {
     expect(await withoutClientCert(own('gateway').ca)).toMatch(/CERTIFICATE_REQUIRED/);
     const stranger = (await makeDevPki(strangerDir, ['gateway']))['gateway']!;
     // Trusting the fleet's CA for the server, but presenting a certificate the fleet never issued.
-    const forged: TlsMaterial = { ca: own('gateway').ca, cert: readFileSync(stranger.cert), key: readFileSync(stranger.key) };
+    const forged: TlsMaterial = {
+      ca: own('gateway').ca,
+      cert: readFileSync(stranger.cert),
+      key: readFileSync(stranger.key),
+    };
     expect(await outcome(forged)).toBe('refused');
   });
 
-  it("a client refuses a server whose certificate is not the service it asked for", async () => {
+  it('a client refuses a server whose certificate is not the service it asked for', async () => {
     // Billing's certificate names cairn-billing: a client that dialled billing's address expecting the signer stops.
     expect(await outcome(own('gateway'), serviceTlsName('signer'))).toBe('refused');
   });

@@ -17,7 +17,9 @@ describe('gRPC server reflection', () => {
     const names = billing.map((s) => s.name);
     expect(names).toContain('cairn.billing.v1.BillingService');
     expect(names).not.toContain('cairn.audit.v1.AuditService');
-    expect(billing.find((s) => s.name === 'cairn.billing.v1.BillingService')!.methods).toEqual(expect.arrayContaining(['Reserve', 'Commit', 'Release']));
+    expect(billing.find((s) => s.name === 'cairn.billing.v1.BillingService')!.methods).toEqual(
+      expect.arrayContaining(['Reserve', 'Commit', 'Release']),
+    );
 
     const audit = await listByReflection(`127.0.0.1:${stack.services.get('audit')!.grpcPort}`);
     expect(audit.map((s) => s.name)).toContain('cairn.audit.v1.AuditService');

@@ -12,7 +12,15 @@ import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { CairnError, parseSignMetadata } from '../packages/errors/src/index.js';
-import { activeManifestLabel, childBoxes, manifestLabels, readBox, superboxLabel, writeBox, writeSuperbox } from '../packages/jumbf/src/index.js';
+import {
+  activeManifestLabel,
+  childBoxes,
+  manifestLabels,
+  readBox,
+  superboxLabel,
+  writeBox,
+  writeSuperbox,
+} from '../packages/jumbf/src/index.js';
 import { probeImage, probeWav, runFfmpeg, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
@@ -20,7 +28,11 @@ const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((a) => Buff
 
 /** A RIFF/WAVE file of chunks with arbitrary ids and declared sizes (sizes up to 0xFFFFFFFF, bodies short). */
 const riffChunks = fc.array(
-  fc.record({ id: fc.constantFrom('fmt ', 'data', 'LIST', 'JUNK', 'fact', 'C2PA'), size: fc.oneof(fc.nat(64), fc.constant(0xffffffff), fc.integer({ min: 0, max: 0xffffffff })), body: bytes(32) }),
+  fc.record({
+    id: fc.constantFrom('fmt ', 'data', 'LIST', 'JUNK', 'fact', 'C2PA'),
+    size: fc.oneof(fc.nat(64), fc.constant(0xffffffff), fc.integer({ min: 0, max: 0xffffffff })),
+    body: bytes(32),
+  }),
   { maxLength: 80 },
 );
 function riff(chunks: Array<{ id: string; size: number; body: Buffer }>): Buffer {
@@ -40,10 +52,21 @@ function riff(chunks: Array<{ id: string; size: number; body: Buffer }>): Buffer
 describe('fuzzed parsers (fast-check)', () => {
   it('sniffMediaType is total: any head answers a known type or null, never throws', () => {
     fc.assert(
-      fc.property(fc.oneof(bytes(SNIFF_BYTES), fc.tuple(fc.constantFrom('RIFF', 'fLaC', 'OggS', 'ID3', '\x1aE\xdf\xa3', '\0\0\0\x18ftyp', '\xff\xfb'), bytes(SNIFF_BYTES)).map(([magic, rest]) => Buffer.concat([Buffer.from(magic, 'latin1'), rest]))), (head) => {
-        const sniffed = sniffMediaType(head);
-        if (sniffed !== null) expect(['image', 'audio', 'video', 'text']).toContain(sniffed.modality);
-      }),
+      fc.property(
+        fc.oneof(
+          bytes(SNIFF_BYTES),
+          fc
+            .tuple(
+              fc.constantFrom('RIFF', 'fLaC', 'OggS', 'ID3', '\x1aE\xdf\xa3', '\0\0\0\x18ftyp', '\xff\xfb'),
+              bytes(SNIFF_BYTES),
+            )
+            .map(([magic, rest]) => Buffer.concat([Buffer.from(magic, 'latin1'), rest])),
+        ),
+        (head) => {
+          const sniffed = sniffMediaType(head);
+          if (sniffed !== null) expect(['image', 'audio', 'video', 'text']).toContain(sniffed.modality);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -62,26 +85,40 @@ describe('fuzzed parsers (fast-check)', () => {
   });
 
   it('probeImage answers dimensions or null for truncated and bit-flipped images, never rejects', async () => {
-    const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#808080' } }).png().toBuffer();
-    const jpeg = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#808080' } }).jpeg().toBuffer();
+    const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#808080' } })
+      .png()
+      .toBuffer();
+    const jpeg = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#808080' } })
+      .jpeg()
+      .toBuffer();
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(png, jpeg), fc.nat(), fc.array(fc.tuple(fc.nat(), fc.nat(255)), { maxLength: 8 }), async (original, cut, flips) => {
-        const mutated = Buffer.from(original.subarray(0, cut % (original.length + 1)));
-        for (const [at, value] of flips) if (mutated.length > 0) mutated[at % mutated.length] = value;
-        const probe = await probeImage(mutated);
-        if (probe) expect(probe.width! * probe.height!).toBeGreaterThan(0);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(png, jpeg),
+        fc.nat(),
+        fc.array(fc.tuple(fc.nat(), fc.nat(255)), { maxLength: 8 }),
+        async (original, cut, flips) => {
+          const mutated = Buffer.from(original.subarray(0, cut % (original.length + 1)));
+          for (const [at, value] of flips) if (mutated.length > 0) mutated[at % mutated.length] = value;
+          const probe = await probeImage(mutated);
+          if (probe) expect(probe.width! * probe.height!).toBeGreaterThan(0);
+        },
+      ),
       { numRuns: 200 },
     );
   });
 
   it('the JUMBF reader never throws and every box it answers lies inside its parent', () => {
-    const valid = writeSuperbox('c2pa', [writeSuperbox('urn:c2pa:one', [writeBox('cbor', Buffer.from([1, 2, 3]))]), writeSuperbox('urn:c2pa:two')]);
-    const mutatedStore = fc.tuple(fc.nat(), fc.array(fc.tuple(fc.nat(), fc.nat(255)), { maxLength: 6 })).map(([cut, flips]) => {
-      const store = Buffer.from(valid.subarray(0, cut % (valid.length + 1)));
-      for (const [at, value] of flips) if (store.length > 0) store[at % store.length] = value;
-      return store;
-    });
+    const valid = writeSuperbox('c2pa', [
+      writeSuperbox('urn:c2pa:one', [writeBox('cbor', Buffer.from([1, 2, 3]))]),
+      writeSuperbox('urn:c2pa:two'),
+    ]);
+    const mutatedStore = fc
+      .tuple(fc.nat(), fc.array(fc.tuple(fc.nat(), fc.nat(255)), { maxLength: 6 }))
+      .map(([cut, flips]) => {
+        const store = Buffer.from(valid.subarray(0, cut % (valid.length + 1)));
+        for (const [at, value] of flips) if (store.length > 0) store[at % store.length] = value;
+        return store;
+      });
     fc.assert(
       fc.property(fc.oneof(bytes(256), mutatedStore), (store) => {
         const root = readBox(store, 0, store.length);
@@ -102,7 +139,22 @@ describe('fuzzed parsers (fast-check)', () => {
   });
 
   it('the sign metadata validator answers parsed metadata or a cairn.validation.invalid_body CairnError, nothing else', () => {
-    const key = fc.oneof(fc.constantFrom('generator', 'model', 'prompt_hash', 'created_at', 'creator', 'legal_entity', 'legal_case_ref', 'prompt', 'Prompt_text', '__proto__', 'constructor'), fc.string());
+    const key = fc.oneof(
+      fc.constantFrom(
+        'generator',
+        'model',
+        'prompt_hash',
+        'created_at',
+        'creator',
+        'legal_entity',
+        'legal_case_ref',
+        'prompt',
+        'Prompt_text',
+        '__proto__',
+        'constructor',
+      ),
+      fc.string(),
+    );
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue(), fc.dictionary(key, fc.oneof(fc.string(), fc.jsonValue()))), (raw) => {
         try {
@@ -128,15 +180,29 @@ type Problem = { code?: string; status?: number };
 
 beforeAll(async () => {
   // The public verify's per-address limit would otherwise answer the fuzzer's 429s instead of its parser.
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '100000' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    PUBLIC_VERIFY_PER_MINUTE: '100000',
+  });
   tenant = await onboard(stack, 'growth');
-  goodPng = await sharp({ create: { width: 320, height: 256, channels: 3, background: '#3a6ea5' } }).png().toBuffer();
+  goodPng = await sharp({ create: { width: 320, height: 256, channels: 3, background: '#3a6ea5' } })
+    .png()
+    .toBuffer();
 }, 180_000);
 afterAll(() => stack?.stop());
 
 const sign = (file: Buffer, recipe: string, name: string) =>
-  stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe }, { field: 'asset', bytes: file, name }) });
-const verify = (file: Buffer, name: string) => stack.request('/v1/verify', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes: file, name }) });
+  stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe }, { field: 'asset', bytes: file, name }),
+  });
+const verify = (file: Buffer, name: string) =>
+  stack.request('/v1/verify', {
+    method: 'POST',
+    key: tenant.api_key,
+    body: multipart({}, { field: 'file', bytes: file, name }),
+  });
 
 /** Not a 5xx, and a refusal is an RFC 7807 problem with a cairn.* code. */
 async function clean(res: Response): Promise<{ status: number; code?: string }> {
@@ -161,17 +227,34 @@ describe('fuzzed multipart bodies through HTTP (public POST /v1/verify)', () => 
       body: fc.oneof(bytes(200), fc.constant(goodPng)),
     });
     await fc.assert(
-      fc.asyncProperty(boundary, fc.array(part, { maxLength: 14 }), fc.boolean(), fc.option(bytes(64), { nil: undefined }), async (b, parts, close, garbage) => {
-        const chunks: Buffer[] = [];
-        for (const p of parts) {
-          const disposition = `Content-Disposition: form-data; name="${p.name}"${p.filename !== undefined ? `; filename="${p.filename}"` : ''}`;
-          chunks.push(Buffer.from(`--${b}\r\n${disposition}\r\n${p.headerNoise ?? 'Content-Type: application/octet-stream'}\r\n\r\n`, 'utf8'), p.body, Buffer.from('\r\n'));
-        }
-        if (close) chunks.push(Buffer.from(`--${b}--\r\n`));
-        if (garbage) chunks.push(garbage);
-        const res = await stack.request('/v1/verify', { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${b}` }, body: Buffer.concat(chunks) });
-        await clean(res);
-      }),
+      fc.asyncProperty(
+        boundary,
+        fc.array(part, { maxLength: 14 }),
+        fc.boolean(),
+        fc.option(bytes(64), { nil: undefined }),
+        async (b, parts, close, garbage) => {
+          const chunks: Buffer[] = [];
+          for (const p of parts) {
+            const disposition = `Content-Disposition: form-data; name="${p.name}"${p.filename !== undefined ? `; filename="${p.filename}"` : ''}`;
+            chunks.push(
+              Buffer.from(
+                `--${b}\r\n${disposition}\r\n${p.headerNoise ?? 'Content-Type: application/octet-stream'}\r\n\r\n`,
+                'utf8',
+              ),
+              p.body,
+              Buffer.from('\r\n'),
+            );
+          }
+          if (close) chunks.push(Buffer.from(`--${b}--\r\n`));
+          if (garbage) chunks.push(garbage);
+          const res = await stack.request('/v1/verify', {
+            method: 'POST',
+            headers: { 'content-type': `multipart/form-data; boundary=${b}` },
+            body: Buffer.concat(chunks),
+          });
+          await clean(res);
+        },
+      ),
       { numRuns: 200 },
     );
   }, 120_000);
@@ -228,17 +311,36 @@ fmt.writeUInt16LE(16, 14);
 
 describe('hostile containers through HTTP, in sign and in verify', () => {
   const corpus: Array<[string, string, string, () => Promise<Buffer>]> = [];
-  const add = (name: string, file: string, recipe: string, make: () => Promise<Buffer> | Buffer) => corpus.push([name, file, recipe, async () => make()]);
+  const add = (name: string, file: string, recipe: string, make: () => Promise<Buffer> | Buffer) =>
+    corpus.push([name, file, recipe, async () => make()]);
   const real: Record<string, Buffer> = {};
   const truncated = (key: string) => () => real[key]!.subarray(0, Math.floor(real[key]!.length / 2));
 
   beforeAll(async () => {
     const dir = await mkdtemp(join(tmpdir(), 'cairn-hostile-'));
     try {
-      real.jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#a0522d' } }).jpeg().toBuffer();
+      real.jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#a0522d' } })
+        .jpeg()
+        .toBuffer();
       real.png = goodPng;
       const made: Array<[string, string[]]> = [
-        ['mp4', ['-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10', '-t', '1', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart']],
+        [
+          'mp4',
+          [
+            '-f',
+            'lavfi',
+            '-i',
+            'testsrc=size=64x64:rate=10',
+            '-t',
+            '1',
+            '-c:v',
+            'libx264',
+            '-pix_fmt',
+            'yuv420p',
+            '-movflags',
+            '+faststart',
+          ],
+        ],
         ['flac', ['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1']],
         ['mp3', ['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', '-c:a', 'libmp3lame']],
         ['wav', ['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', '-c:a', 'pcm_s16le']],
@@ -254,7 +356,12 @@ describe('hostile containers through HTTP, in sign and in verify', () => {
   }, 120_000);
 
   add('MP4 with 100 000 nested boxes', 'n.mp4', 'video-genai-v1', () => nestedMp4(100_000));
-  add('MP4 whose moov claims 4 GB', 'n.mp4', 'video-genai-v1', () => Buffer.concat([box('ftyp', Buffer.from('isom\0\0\x02\0isom', 'latin1')), box('moov', Buffer.alloc(64), 0xfffffff0)]));
+  add('MP4 whose moov claims 4 GB', 'n.mp4', 'video-genai-v1', () =>
+    Buffer.concat([
+      box('ftyp', Buffer.from('isom\0\0\x02\0isom', 'latin1')),
+      box('moov', Buffer.alloc(64), 0xfffffff0),
+    ]),
+  );
   add('MP4 with a 64-bit box size of 2^63', 'n.mp4', 'video-genai-v1', () => {
     const large = Buffer.alloc(16);
     large.writeUInt32BE(1, 0);
@@ -262,16 +369,37 @@ describe('hostile containers through HTTP, in sign and in verify', () => {
     large.writeBigUInt64BE(2n ** 63n, 8);
     return Buffer.concat([box('ftyp', Buffer.from('isom\0\0\x02\0isom', 'latin1')), large, Buffer.alloc(32)]);
   });
-  add('WAV whose data chunk claims 4 GB', 'w.wav', 'audio-genai-v1', () => wav([['fmt ', 16, fmt], ['data', 0xfffffff0, Buffer.alloc(1600)]]));
-  add('WAV whose fmt chunk claims 4 GB', 'w.wav', 'audio-genai-v1', () => wav([['fmt ', 0xfffffff0, fmt], ['data', 1600, Buffer.alloc(1600)]]));
-  add('WAV with a LIST chunk of 2 GB before the data', 'w.wav', 'audio-genai-v1', () => wav([['fmt ', 16, fmt], ['LIST', 0x7fffffff, Buffer.alloc(8)], ['data', 1600, Buffer.alloc(1600)]]));
+  add('WAV whose data chunk claims 4 GB', 'w.wav', 'audio-genai-v1', () =>
+    wav([
+      ['fmt ', 16, fmt],
+      ['data', 0xfffffff0, Buffer.alloc(1600)],
+    ]),
+  );
+  add('WAV whose fmt chunk claims 4 GB', 'w.wav', 'audio-genai-v1', () =>
+    wav([
+      ['fmt ', 0xfffffff0, fmt],
+      ['data', 1600, Buffer.alloc(1600)],
+    ]),
+  );
+  add('WAV with a LIST chunk of 2 GB before the data', 'w.wav', 'audio-genai-v1', () =>
+    wav([
+      ['fmt ', 16, fmt],
+      ['LIST', 0x7fffffff, Buffer.alloc(8)],
+      ['data', 1600, Buffer.alloc(1600)],
+    ]),
+  );
   add('WAV with a zero byte rate', 'w.wav', 'audio-genai-v1', () => {
     const zero = Buffer.from(fmt);
     zero.writeUInt32LE(0, 8);
     zero.writeUInt32LE(0, 4);
-    return wav([['fmt ', 16, zero], ['data', 1600, Buffer.alloc(1600)]]);
+    return wav([
+      ['fmt ', 16, zero],
+      ['data', 1600, Buffer.alloc(1600)],
+    ]);
   });
-  add('WAV of 5 000 empty chunks', 'w.wav', 'audio-genai-v1', () => wav(Array.from({ length: 5000 }, () => ['JUNK', 0, Buffer.alloc(0)] as [string, number, Buffer])));
+  add('WAV of 5 000 empty chunks', 'w.wav', 'audio-genai-v1', () =>
+    wav(Array.from({ length: 5000 }, () => ['JUNK', 0, Buffer.alloc(0)] as [string, number, Buffer])),
+  );
   add('PNG with a 64 MB iCCP profile', 'p.png', 'image-genai-v1', () => pngWith(real.png!, 'iCCP', 64 * 1024 * 1024));
   add('PNG with a 64 MB zTXt comment', 'p.png', 'image-genai-v1', () => pngWith(real.png!, 'zTXt', 64 * 1024 * 1024));
   for (const [key, file, recipe] of [
@@ -285,23 +413,42 @@ describe('hostile containers through HTTP, in sign and in verify', () => {
     add(`truncated ${key.toUpperCase()} (first half)`, file, recipe, truncated(key));
   }
 
-  it.each(corpus)('%s: sign answers a clean 4xx (or signs), verify answers a clean 4xx or a verdict; both services still answer', async (_name, file, recipe, make) => {
-    const hostile = await make();
-    const signed = await clean(await sign(hostile, recipe, file));
-    const verified = await clean(await verify(hostile, file));
-    if (verified.status === 200) expect(verified.code).toBeUndefined();
-    // The same signer and verifier (no restart in between) still do their work for an ordinary file.
-    const fresh = await sharp({ create: { width: 320, height: 256, channels: 3, background: { r: (fresh_n = (fresh_n + 37) % 256), g: 99, b: 200 } } }).png().toBuffer();
-    const after = await sign(fresh, 'image-genai-v1', 'ok.png');
-    if (after.status !== 200) throw new Error(`the next sign: ${after.status} ${await after.text()}`);
-    const { asset_id } = (await after.json()) as { asset_id: string };
-    const signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
-    const check = await verify(signedBytes, 'ok.png');
-    expect(check.status).toBe(200);
-    expect(((await check.json()) as { signals: { c2pa_signature_valid: boolean } }).signals.c2pa_signature_valid).toBe(true);
-    // Recorded for the report below: what each hostile file got.
-    outcomes.push(`${_name}: sign ${signed.status}${signed.code ? ` ${signed.code}` : ''}, verify ${verified.status}${verified.code ? ` ${verified.code}` : ''}`);
-  }, 60_000);
+  it.each(corpus)(
+    '%s: sign answers a clean 4xx (or signs), verify answers a clean 4xx or a verdict; both services still answer',
+    async (_name, file, recipe, make) => {
+      const hostile = await make();
+      const signed = await clean(await sign(hostile, recipe, file));
+      const verified = await clean(await verify(hostile, file));
+      if (verified.status === 200) expect(verified.code).toBeUndefined();
+      // The same signer and verifier (no restart in between) still do their work for an ordinary file.
+      const fresh = await sharp({
+        create: {
+          width: 320,
+          height: 256,
+          channels: 3,
+          background: { r: (fresh_n = (fresh_n + 37) % 256), g: 99, b: 200 },
+        },
+      })
+        .png()
+        .toBuffer();
+      const after = await sign(fresh, 'image-genai-v1', 'ok.png');
+      if (after.status !== 200) throw new Error(`the next sign: ${after.status} ${await after.text()}`);
+      const { asset_id } = (await after.json()) as { asset_id: string };
+      const signedBytes = Buffer.from(
+        await (await stack.request(`/v1/assets/${asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+      );
+      const check = await verify(signedBytes, 'ok.png');
+      expect(check.status).toBe(200);
+      expect(
+        ((await check.json()) as { signals: { c2pa_signature_valid: boolean } }).signals.c2pa_signature_valid,
+      ).toBe(true);
+      // Recorded for the report below: what each hostile file got.
+      outcomes.push(
+        `${_name}: sign ${signed.status}${signed.code ? ` ${signed.code}` : ''}, verify ${verified.status}${verified.code ? ` ${verified.code}` : ''}`,
+      );
+    },
+    60_000,
+  );
 
   const outcomes: string[] = [];
   let fresh_n = 0;

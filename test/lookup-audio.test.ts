@@ -20,7 +20,9 @@ function lookup(bytes: Buffer, key: string, name = 'q.mp3') {
 }
 
 beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    PUBLIC_VERIFY_PER_MINUTE: '1000',
+  });
   owner = await onboard(stack);
   other = await onboard(stack);
   const res = await stack.request('/v1/sign', {
@@ -31,8 +33,13 @@ beforeAll(async () => {
   });
   if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
   signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
-  mp3Copy = await runFfmpeg({ args: ['-i', 'pipe:0', '-codec:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'], input: signedBytes });
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
+  );
+  mp3Copy = await runFfmpeg({
+    args: ['-i', 'pipe:0', '-codec:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'],
+    input: signedBytes,
+  });
   await untilIndexed(() => lookup(signedBytes, owner.api_key, 'a.wav'));
 }, 120_000);
 afterAll(() => stack?.stop());
@@ -41,7 +48,11 @@ describe('audio: sign, then find a re-encoded copy', () => {
   it('signs WAV with an embedded manifest and the audio watermark, and verifies both', async () => {
     expect(signed.media_type).toBe('audio/wav');
     expect(signed.watermark_id).toMatch(/^w_/);
-    const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: signedBytes, name: 'clip.wav' }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: owner.api_key,
+      body: multipart({}, { field: 'file', bytes: signedBytes, name: 'clip.wav' }),
+    });
     expect(res.status).toBe(200);
     const verdict = (await res.json()) as { status: string; signals: Record<string, unknown> };
     expect(verdict.signals.c2pa_manifest_present).toBe(true);
@@ -52,50 +63,85 @@ describe('audio: sign, then find a re-encoded copy', () => {
   it.each([
     ['MP3', 'audio/mpeg', 'mp3'],
     ['FLAC', 'audio/flac', 'flac'],
-  ])('signs %s with an embedded manifest and the watermark, keeps the container, and the signed file verifies', async (_name, mediaType, format) => {
-    const extension = format;
-    const encode = format === 'mp3' ? ['-codec:a', 'libmp3lame', '-b:a', '128k', '-f', 'mp3'] : ['-codec:a', 'flac', '-f', 'flac'];
-    // Its own tenant, as for OGG: the same sound signed again must not join the other tests' lookups.
-    const tenant = await onboard(stack);
-    const original = await runFfmpeg({ args: ['-i', 'pipe:0', ...encode, 'pipe:1'], input: await readFile(WAV) });
-    expect(sniffMediaType(original)?.mediaType).toBe(mediaType);
-    const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: original, name: `clip.${extension}` }) });
-    expect(res.status).toBe(200);
-    const result = (await res.json()) as { asset_id: string; media_type: string };
-    expect(result.media_type).toBe(mediaType);
-    const content = Buffer.from(await (await stack.request(`/v1/assets/${result.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
-    // Marked and embedded, not a sidecar: the bytes changed, yet the file still demuxes as its own container
-    // (ffmpeg told which demuxer to use, no guessing) to the same length of sound: FLAC exactly, MP3 (re-encoded
-    // at the upload's bit rate to carry the mark) within one frame of encoder padding. c2pa-rs embeds into both
-    // through an ID3v2 tag in front of the stream, which FLAC decoders skip.
-    expect(content.equals(original)).toBe(false);
-    const pcm = (bytes: Buffer, demuxer: string) => runFfmpeg({ args: ['-f', demuxer, '-i', 'pipe:0', '-ac', '1', '-ar', '8000', '-f', 's16le', 'pipe:1'], input: bytes });
-    const [before, after] = await Promise.all([pcm(original, format), pcm(content, format)]);
-    expect(after.length).toBeGreaterThan(0);
-    if (format === 'flac') expect(after.length).toBe(before.length);
-    else expect(Math.abs(after.length - before.length)).toBeLessThanOrEqual(1152 * 2);
-    const verify = await stack.request('/v1/verify', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes: content, name: `signed.${extension}` }) });
-    expect(verify.status).toBe(200);
-    const verdict = (await verify.json()) as { status: string; signals: Record<string, unknown> };
-    expect(verdict.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true });
-    expect(verdict.status).toBe('verified_manifest_and_watermark_match');
-  });
+  ])(
+    'signs %s with an embedded manifest and the watermark, keeps the container, and the signed file verifies',
+    async (_name, mediaType, format) => {
+      const extension = format;
+      const encode =
+        format === 'mp3' ? ['-codec:a', 'libmp3lame', '-b:a', '128k', '-f', 'mp3'] : ['-codec:a', 'flac', '-f', 'flac'];
+      // Its own tenant, as for OGG: the same sound signed again must not join the other tests' lookups.
+      const tenant = await onboard(stack);
+      const original = await runFfmpeg({ args: ['-i', 'pipe:0', ...encode, 'pipe:1'], input: await readFile(WAV) });
+      expect(sniffMediaType(original)?.mediaType).toBe(mediaType);
+      const res = await stack.request('/v1/sign', {
+        method: 'POST',
+        key: tenant.api_key,
+        headers: { 'idempotency-key': crypto.randomUUID() },
+        body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: original, name: `clip.${extension}` }),
+      });
+      expect(res.status).toBe(200);
+      const result = (await res.json()) as { asset_id: string; media_type: string };
+      expect(result.media_type).toBe(mediaType);
+      const content = Buffer.from(
+        await (await stack.request(`/v1/assets/${result.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+      );
+      // Marked and embedded, not a sidecar: the bytes changed, yet the file still demuxes as its own container
+      // (ffmpeg told which demuxer to use, no guessing) to the same length of sound: FLAC exactly, MP3 (re-encoded
+      // at the upload's bit rate to carry the mark) within one frame of encoder padding. c2pa-rs embeds into both
+      // through an ID3v2 tag in front of the stream, which FLAC decoders skip.
+      expect(content.equals(original)).toBe(false);
+      const pcm = (bytes: Buffer, demuxer: string) =>
+        runFfmpeg({
+          args: ['-f', demuxer, '-i', 'pipe:0', '-ac', '1', '-ar', '8000', '-f', 's16le', 'pipe:1'],
+          input: bytes,
+        });
+      const [before, after] = await Promise.all([pcm(original, format), pcm(content, format)]);
+      expect(after.length).toBeGreaterThan(0);
+      if (format === 'flac') expect(after.length).toBe(before.length);
+      else expect(Math.abs(after.length - before.length)).toBeLessThanOrEqual(1152 * 2);
+      const verify = await stack.request('/v1/verify', {
+        method: 'POST',
+        key: tenant.api_key,
+        body: multipart({}, { field: 'file', bytes: content, name: `signed.${extension}` }),
+      });
+      expect(verify.status).toBe(200);
+      const verdict = (await verify.json()) as { status: string; signals: Record<string, unknown> };
+      expect(verdict.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true });
+      expect(verdict.status).toBe('verified_manifest_and_watermark_match');
+    },
+  );
 
   it('signs OGG marked (re-encoded as Vorbis at its bit rate) with a sidecar manifest that verifies by asset id', async () => {
     // Its own tenant: the same content signed again would (rightly) also match the other tests' lookups.
     const third = await onboard(stack);
-    const ogg = await runFfmpeg({ args: ['-i', 'pipe:0', '-codec:a', 'libvorbis', '-q:a', '3', '-f', 'ogg', 'pipe:1'], input: await readFile(WAV) });
-    const res = await stack.request('/v1/sign', { method: 'POST', key: third.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: ogg, name: 'clip.ogg' }) });
+    const ogg = await runFfmpeg({
+      args: ['-i', 'pipe:0', '-codec:a', 'libvorbis', '-q:a', '3', '-f', 'ogg', 'pipe:1'],
+      input: await readFile(WAV),
+    });
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: third.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: ogg, name: 'clip.ogg' }),
+    });
     expect(res.status).toBe(200);
     const result = (await res.json()) as { asset_id: string; media_type: string };
     expect(result.media_type).toBe('audio/ogg');
-    const content = Buffer.from(await (await stack.request(`/v1/assets/${result.asset_id}/content`, { key: third.api_key })).arrayBuffer());
+    const content = Buffer.from(
+      await (await stack.request(`/v1/assets/${result.asset_id}/content`, { key: third.api_key })).arrayBuffer(),
+    );
     // The marked file, still Ogg Vorbis of the same length (the sidecar binds these bytes, not the upload's).
     expect(content.equals(ogg)).toBe(false);
     expect(sniffMediaType(content)?.mediaType).toBe('audio/ogg');
-    const seconds = async (bytes: Buffer) => (await runFfmpeg({ args: ['-i', 'pipe:0', '-ac', '1', '-ar', '8000', '-f', 's16le', 'pipe:1'], input: bytes })).length / 16_000;
+    const seconds = async (bytes: Buffer) =>
+      (await runFfmpeg({ args: ['-i', 'pipe:0', '-ac', '1', '-ar', '8000', '-f', 's16le', 'pipe:1'], input: bytes }))
+        .length / 16_000;
     expect(Math.abs((await seconds(content)) - (await seconds(ogg)))).toBeLessThan(0.1);
-    const verify = await stack.request('/v1/verify', { method: 'POST', key: third.api_key, json: { asset_id: result.asset_id } });
+    const verify = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: third.api_key,
+      json: { asset_id: result.asset_id },
+    });
     const verdict = (await verify.json()) as { status: string; signals: Record<string, unknown> };
     expect(verdict.status).toBe('verified_manifest');
     expect(verdict.signals.c2pa_signature_valid).toBe(true);
@@ -104,13 +150,23 @@ describe('audio: sign, then find a re-encoded copy', () => {
   it('finds the signed clip from an MP3 re-encode that lost the manifest', async () => {
     const matches = await matchesOf(await lookup(mp3Copy, owner.api_key));
     expect(matches).toHaveLength(1);
-    expect(matches[0]).toMatchObject({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, verifier_url: signed.verifier_url, alg: 'cairn.audio-peaks.v1' });
+    expect(matches[0]).toMatchObject({
+      asset_id: signed.asset_id,
+      manifest_uri: signed.manifest_uri,
+      verifier_url: signed.verifier_url,
+      alg: 'cairn.audio-peaks.v1',
+    });
     expect(matches[0]!.similarity as number).toBeGreaterThan(0.1);
   });
 
   it('finds an 8-second excerpt', async () => {
-    const excerpt = await runFfmpeg({ args: ['-i', 'pipe:0', '-af', 'atrim=start=10:duration=8', '-f', 'wav', 'pipe:1'], input: signedBytes });
-    expect((await matchesOf(await lookup(excerpt, owner.api_key, 'e.wav'))).map((m) => m.asset_id)).toEqual([signed.asset_id]);
+    const excerpt = await runFfmpeg({
+      args: ['-i', 'pipe:0', '-af', 'atrim=start=10:duration=8', '-f', 'wav', 'pipe:1'],
+      input: signedBytes,
+    });
+    expect((await matchesOf(await lookup(excerpt, owner.api_key, 'e.wav'))).map((m) => m.asset_id)).toEqual([
+      signed.asset_id,
+    ]);
   });
 
   it('does not find different audio', async () => {
@@ -123,11 +179,18 @@ describe('audio: sign, then find a re-encoded copy', () => {
   });
 
   it('verify of the stripped copy (MP3 64k) answers watermark_only naming the asset, for the owner and (public fields) for anyone', async () => {
-    const own = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: mp3Copy, name: 'c.mp3' }) });
+    const own = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: owner.api_key,
+      body: multipart({}, { field: 'file', bytes: mp3Copy, name: 'c.mp3' }),
+    });
     const ownVerdict = (await own.json()) as { status: string; matches: Array<Record<string, unknown>> };
     expect(ownVerdict.status).toBe('watermark_only');
     expect(ownVerdict.matches[0]).toMatchObject({ asset_id: signed.asset_id });
-    const pub = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: mp3Copy, name: 'c.mp3' }) });
+    const pub = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes: mp3Copy, name: 'c.mp3' }),
+    });
     const pubVerdict = (await pub.json()) as { status: string; matches: Array<Record<string, unknown>> };
     expect(pubVerdict.status).toBe('watermark_only');
     expect(pubVerdict.matches[0]).toMatchObject({ asset_id: signed.asset_id });
@@ -135,7 +198,10 @@ describe('audio: sign, then find a re-encoded copy', () => {
   });
 
   it('refuses audio too short to fingerprint with a clear 400', async () => {
-    const short = await runFfmpeg({ args: ['-i', 'pipe:0', '-af', 'atrim=duration=1', '-f', 'wav', 'pipe:1'], input: signedBytes });
+    const short = await runFfmpeg({
+      args: ['-i', 'pipe:0', '-af', 'atrim=duration=1', '-f', 'wav', 'pipe:1'],
+      input: signedBytes,
+    });
     const res = await lookup(short, owner.api_key, 's.wav');
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -144,8 +210,13 @@ describe('audio: sign, then find a re-encoded copy', () => {
 
   it('answers a truncated WAV with 400, not 500, on sign and on lookup', async () => {
     const broken = Buffer.concat([signedBytes.subarray(0, 44), Buffer.from('garbage')]);
-    const sign = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: broken, name: 'b.wav' }) });
+    const sign = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: owner.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: broken, name: 'b.wav' }),
+    });
     expect(sign.status).toBe(400);
-    expect(((await lookup(broken, owner.api_key, 'b.wav')).status)).toBe(400);
+    expect((await lookup(broken, owner.api_key, 'b.wav')).status).toBe(400);
   });
 });

@@ -13,7 +13,10 @@ let signed: { asset_id: string; manifest_id: string; manifest_uri: string; media
 
 /** Re-wrapped at 60 columns and every tenth word replaced: the kind of edit a copy-paste-and-tweak makes. */
 function nearDuplicate(text: string): string {
-  const words = text.split(/\s+/).filter(Boolean).map((w, i) => (i % 10 === 9 ? 'altered' : w));
+  const words = text
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((w, i) => (i % 10 === 9 ? 'altered' : w));
   const lines: string[] = [];
   let line = '';
   for (const w of words) {
@@ -39,7 +42,10 @@ beforeAll(async () => {
     method: 'POST',
     key: owner.api_key,
     headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'text-genai-v1', metadata: JSON.stringify({ generator: 'Cairn Text Studio', model: 'lm-1' }) }, { field: 'asset', bytes: Buffer.from(passage, 'utf8'), name: 'gen.txt', type: 'text/plain' }),
+    body: multipart(
+      { recipe: 'text-genai-v1', metadata: JSON.stringify({ generator: 'Cairn Text Studio', model: 'lm-1' }) },
+      { field: 'asset', bytes: Buffer.from(passage, 'utf8'), name: 'gen.txt', type: 'text/plain' },
+    ),
   });
   if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
   signed = (await res.json()) as typeof signed;
@@ -49,10 +55,23 @@ afterAll(() => stack?.stop());
 
 describe('text: a generation event signed with a sidecar manifest, then found when edited', () => {
   it('does not meter authenticated text verifies, by asset id or by upload (the spec has no meter for them)', async () => {
-    const usage = async () => ((await (await stack.request('/v1/usage', { key: owner.api_key })).json()) as { meters: Record<string, { used: number }> }).meters;
+    const usage = async () =>
+      (
+        (await (await stack.request('/v1/usage', { key: owner.api_key })).json()) as {
+          meters: Record<string, { used: number }>;
+        }
+      ).meters;
     const before = await usage();
-    const byId = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, json: { asset_id: signed.asset_id } });
-    const byUpload = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: Buffer.from(passage, 'utf8'), name: 'copy.txt', type: 'text/plain' }) });
+    const byId = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: owner.api_key,
+      json: { asset_id: signed.asset_id },
+    });
+    const byUpload = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: owner.api_key,
+      body: multipart({}, { field: 'file', bytes: Buffer.from(passage, 'utf8'), name: 'copy.txt', type: 'text/plain' }),
+    });
     expect([byId.status, byUpload.status]).toEqual([200, 200]);
     expect(((await byUpload.json()) as { status: string }).status).toBe('verified_manifest');
     expect(await usage()).toEqual(before);
@@ -62,17 +81,39 @@ describe('text: a generation event signed with a sidecar manifest, then found wh
   });
 
   it('verifies by asset id against its sidecar manifest', async () => {
-    const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, json: { asset_id: signed.asset_id } });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: owner.api_key,
+      json: { asset_id: signed.asset_id },
+    });
     expect(res.status).toBe(200);
-    const verdict = (await res.json()) as { status: string; signals: Record<string, unknown>; claims: Record<string, unknown> };
+    const verdict = (await res.json()) as {
+      status: string;
+      signals: Record<string, unknown>;
+      claims: Record<string, unknown>;
+    };
     expect(verdict.status).toBe('verified_manifest');
-    expect(verdict.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true, signer_trusted: true });
+    expect(verdict.signals).toMatchObject({
+      c2pa_manifest_present: true,
+      c2pa_signature_valid: true,
+      signer_trusted: true,
+    });
     expect(verdict.claims).toMatchObject({ generator: 'Cairn Text Studio', model: 'lm-1' });
   });
 
   it('verifies an uploaded exact copy against its sidecar manifest, with no key', async () => {
-    const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: Buffer.from(passage, 'utf8'), name: 'pasted.txt', type: 'text/plain' }) });
-    const verdict = (await res.json()) as { status: string; signals: Record<string, unknown>; claims: Record<string, unknown> };
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart(
+        {},
+        { field: 'file', bytes: Buffer.from(passage, 'utf8'), name: 'pasted.txt', type: 'text/plain' },
+      ),
+    });
+    const verdict = (await res.json()) as {
+      status: string;
+      signals: Record<string, unknown>;
+      claims: Record<string, unknown>;
+    };
     expect(verdict.status).toBe('verified_manifest');
     expect(verdict.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true });
     expect(verdict.claims).toMatchObject({ generator: 'Cairn Text Studio' });
@@ -80,27 +121,48 @@ describe('text: a generation event signed with a sidecar manifest, then found wh
   });
 
   it('answers an uploaded edited copy with fingerprint_match_only, and a too-short text without blaming a service', async () => {
-    const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: Buffer.from(nearDuplicate(passage), 'utf8'), name: 'c.txt', type: 'text/plain' }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: owner.api_key,
+      body: multipart(
+        {},
+        { field: 'file', bytes: Buffer.from(nearDuplicate(passage), 'utf8'), name: 'c.txt', type: 'text/plain' },
+      ),
+    });
     const verdict = (await res.json()) as { status: string; matches: Array<Record<string, unknown>> };
     expect(verdict.status).toBe('fingerprint_match_only');
     expect(verdict.matches[0]).toMatchObject({ asset_id: signed.asset_id });
-    const short = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: Buffer.from('Just a line.', 'utf8'), name: 's.txt', type: 'text/plain' }) });
+    const short = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart(
+        {},
+        { field: 'file', bytes: Buffer.from('Just a line.', 'utf8'), name: 's.txt', type: 'text/plain' },
+      ),
+    });
     expect(short.status).toBe(200);
     expect(((await short.json()) as { status: string }).status).not.toBe('inconclusive');
   });
 
   it('keeps the text byte for byte and binds it with a sidecar manifest that C2PA tools validate', async () => {
     expect(signed.media_type).toBe('text/plain');
-    const asset = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+    const asset = Buffer.from(
+      await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
+    );
     expect(asset.toString('utf8')).toBe(passage);
     const manifestRes = await stack.request(`/v1/manifests/${signed.manifest_id}`);
     expect(manifestRes.status).toBe(200);
     const store = Buffer.from(await manifestRes.arrayBuffer());
-    const reading = (await Reader.fromManifestDataAndAsset(store, { buffer: asset, mimeType: 'text/plain' })).json() as { validation_status?: Array<{ code: string }> };
+    const reading = (
+      await Reader.fromManifestDataAndAsset(store, { buffer: asset, mimeType: 'text/plain' })
+    ).json() as { validation_status?: Array<{ code: string }> };
     // Cairn's dev CA is not in c2pa-rs's default trust list; everything else must validate.
-    expect((reading.validation_status ?? []).map((s) => s.code).filter((c) => c !== 'signingCredential.untrusted')).toEqual([]);
+    expect(
+      (reading.validation_status ?? []).map((s) => s.code).filter((c) => c !== 'signingCredential.untrusted'),
+    ).toEqual([]);
     const edited = Buffer.from(`${passage} (edited)`, 'utf8');
-    const tampered = (await Reader.fromManifestDataAndAsset(store, { buffer: edited, mimeType: 'text/plain' })).json() as { validation_status?: Array<{ code: string }> };
+    const tampered = (
+      await Reader.fromManifestDataAndAsset(store, { buffer: edited, mimeType: 'text/plain' })
+    ).json() as { validation_status?: Array<{ code: string }> };
     expect((tampered.validation_status ?? []).map((s) => s.code)).toContain('assertion.dataHash.mismatch');
     // Its public page exists like any asset's.
     const page = await stack.request(`/v/${signed.asset_id}`);
@@ -111,7 +173,11 @@ describe('text: a generation event signed with a sidecar manifest, then found wh
   it('finds the signed text from a re-wrapped copy with every tenth word changed', async () => {
     const matches = await matchesOf(await lookup(nearDuplicate(passage), owner.api_key));
     expect(matches).toHaveLength(1);
-    expect(matches[0]).toMatchObject({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, alg: 'cairn.minhash.v1' });
+    expect(matches[0]).toMatchObject({
+      asset_id: signed.asset_id,
+      manifest_uri: signed.manifest_uri,
+      alg: 'cairn.minhash.v1',
+    });
     expect(matches[0]!.similarity as number).toBeGreaterThanOrEqual(0.3);
   });
 
@@ -126,7 +192,15 @@ describe('text: a generation event signed with a sidecar manifest, then found wh
     expect(short.status).toBe(400);
     expect(((await short.json()) as { detail: string }).detail).toMatch(/too short/);
     const latin1 = Buffer.from(`${passage} caf\u00e9`, 'latin1');
-    const res = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'text-genai-v1' }, { field: 'asset', bytes: latin1, name: 'l.txt', type: 'text/plain' }) });
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: owner.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart(
+        { recipe: 'text-genai-v1' },
+        { field: 'asset', bytes: latin1, name: 'l.txt', type: 'text/plain' },
+      ),
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { detail: string }).detail).toMatch(/UTF-8|recognised/);
   });

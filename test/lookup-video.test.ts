@@ -19,10 +19,30 @@ let signedBytes: Buffer;
 /** A slideshow of real photos, two seconds each: hard cuts are real scene changes. */
 async function slideshow(photos: string[], name: string): Promise<Buffer> {
   const inputs = photos.flatMap((p) => ['-loop', '1', '-t', '2', '-i', p]);
-  const frame = 'scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1,fps=10,format=yuv420p';
+  const frame =
+    'scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1,fps=10,format=yuv420p';
   const graph = `${photos.map((_, i) => `[${i}]${frame}[v${i}]`).join(';')};${photos.map((_, i) => `[v${i}]`).join('')}concat=n=${photos.length}:v=1:a=0[v]`;
   const out = join(dir, name);
-  await runFfmpeg({ args: ['-y', ...inputs, '-filter_complex', graph, '-map', '[v]', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-movflags', '+faststart', out], timeoutMs: 60_000 });
+  await runFfmpeg({
+    args: [
+      '-y',
+      ...inputs,
+      '-filter_complex',
+      graph,
+      '-map',
+      '[v]',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'veryfast',
+      '-crf',
+      '23',
+      '-movflags',
+      '+faststart',
+      out,
+    ],
+    timeoutMs: 60_000,
+  });
   return readFile(out);
 }
 
@@ -31,7 +51,10 @@ async function degrade(bytes: Buffer): Promise<Buffer> {
   const input = join(dir, 'in.mp4');
   const out = join(dir, 'degraded.mp4');
   await writeFile(input, bytes);
-  await runFfmpeg({ args: ['-y', '-i', input, '-vf', 'scale=iw/2:ih/2', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '35', out], timeoutMs: 60_000 });
+  await runFfmpeg({
+    args: ['-y', '-i', input, '-vf', 'scale=iw/2:ih/2', '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '35', out],
+    timeoutMs: 60_000,
+  });
   return readFile(out);
 }
 
@@ -44,11 +67,21 @@ beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway']);
   owner = await onboard(stack);
   other = await onboard(stack);
-  const video = await slideshow(['astronaut', 'camera', 'chelsea', 'coffee'].map((p) => `${PHOTOS}/${p}.png`), 'a.mp4');
-  const res = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: video, name: 'a.mp4' }) });
+  const video = await slideshow(
+    ['astronaut', 'camera', 'chelsea', 'coffee'].map((p) => `${PHOTOS}/${p}.png`),
+    'a.mp4',
+  );
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: owner.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: video, name: 'a.mp4' }),
+  });
   if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
   signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
+  );
   await untilIndexed(() => lookup(signedBytes, owner.api_key));
 }, 120_000);
 afterAll(async () => {
@@ -59,7 +92,11 @@ afterAll(async () => {
 describe('video: sign MP4, then find a re-encoded copy', () => {
   it('signs MP4 with an embedded manifest that verifies', async () => {
     expect(signed.media_type).toBe('video/mp4');
-    const res = await stack.request('/v1/verify', { method: 'POST', key: owner.api_key, body: multipart({}, { field: 'file', bytes: signedBytes, name: 'a.mp4' }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: owner.api_key,
+      body: multipart({}, { field: 'file', bytes: signedBytes, name: 'a.mp4' }),
+    });
     const verdict = (await res.json()) as { status: string; signals: Record<string, unknown> };
     expect(verdict.signals.c2pa_signature_valid).toBe(true);
     expect(verdict.status).toBe('verified_manifest');
@@ -71,25 +108,42 @@ describe('video: sign MP4, then find a re-encoded copy', () => {
     const input = join(dir, 'for-webm.mp4');
     const out = join(dir, 'a.webm');
     await writeFile(input, signedBytes);
-    await runFfmpeg({ args: ['-y', '-i', input, '-c:v', 'libvpx', '-b:v', '300k', '-deadline', 'realtime', '-cpu-used', '8', out], timeoutMs: 60_000 });
+    await runFfmpeg({
+      args: ['-y', '-i', input, '-c:v', 'libvpx', '-b:v', '300k', '-deadline', 'realtime', '-cpu-used', '8', out],
+      timeoutMs: 60_000,
+    });
     const webm = await readFile(out);
-    const res = await stack.request('/v1/sign', { method: 'POST', key: third.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: webm, name: 'a.webm' }) });
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: third.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: webm, name: 'a.webm' }),
+    });
     expect(res.status).toBe(200);
     const result = (await res.json()) as { asset_id: string; media_type: string };
     expect(result.media_type).toBe('video/webm');
-    const verdict = (await (await stack.request('/v1/verify', { method: 'POST', key: third.api_key, json: { asset_id: result.asset_id } })).json()) as { status: string };
+    const verdict = (await (
+      await stack.request('/v1/verify', { method: 'POST', key: third.api_key, json: { asset_id: result.asset_id } })
+    ).json()) as { status: string };
     expect(verdict.status).toBe('verified_manifest');
   });
 
   it('finds the signed video re-encoded at CRF 35 and half the size', async () => {
     const matches = await matchesOf(await lookup(await degrade(signedBytes), owner.api_key));
     expect(matches).toHaveLength(1);
-    expect(matches[0]).toMatchObject({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, alg: 'cairn.pdq-frames.v1' });
+    expect(matches[0]).toMatchObject({
+      asset_id: signed.asset_id,
+      manifest_uri: signed.manifest_uri,
+      alg: 'cairn.pdq-frames.v1',
+    });
     expect(matches[0]!.similarity as number).toBeGreaterThanOrEqual(0.3);
   });
 
   it('does not find a different video, and never another tenant’s', async () => {
-    const different = await slideshow(['moon', 'page', 'retina', 'rocket'].map((p) => `${OWN}${p}.jpg`), 'c.mp4');
+    const different = await slideshow(
+      ['moon', 'page', 'retina', 'rocket'].map((p) => `${OWN}${p}.jpg`),
+      'c.mp4',
+    );
     expect(await matchesOf(await lookup(different, owner.api_key))).toEqual([]);
     expect(await matchesOf(await lookup(signedBytes, other.api_key))).toEqual([]);
   });

@@ -15,23 +15,50 @@ let copy: Buffer;
 
 /** JPEG 60, resized to 50%, cropped 5% (from the top-left), re-encoded: no manifest survives. */
 async function degrade(bytes: Buffer): Promise<Buffer> {
-  const half = await sharp(bytes).resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) }).jpeg({ quality: 60 }).toBuffer();
+  const half = await sharp(bytes)
+    .resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) })
+    .jpeg({ quality: 60 })
+    .toBuffer();
   const { width = 0, height = 0 } = await sharp(half).metadata();
-  return sharp(half).extract({ left: Math.round(width * 0.05), top: Math.round(height * 0.05), width: Math.round(width * 0.95), height: Math.round(height * 0.95) }).jpeg({ quality: 60 }).toBuffer();
+  return sharp(half)
+    .extract({
+      left: Math.round(width * 0.05),
+      top: Math.round(height * 0.05),
+      width: Math.round(width * 0.95),
+      height: Math.round(height * 0.95),
+    })
+    .jpeg({ quality: 60 })
+    .toBuffer();
 }
 
 function lookup(bytes: Buffer, key: string) {
-  return stack.request('/v1/lookup', { method: 'POST', key, body: multipart({}, { field: 'file', bytes, name: 'q.jpg' }) });
+  return stack.request('/v1/lookup', {
+    method: 'POST',
+    key,
+    body: multipart({}, { field: 'file', bytes, name: 'q.jpg' }),
+  });
 }
 
 beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    PUBLIC_VERIFY_PER_MINUTE: '1000',
+  });
   owner = await onboard(stack);
   other = await onboard(stack);
-  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).resize(1024, 1024).jpeg({ quality: 90 }).toBuffer();
-  const res = await stack.request('/v1/sign', { method: 'POST', key: owner.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg' }) });
+  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+    .resize(1024, 1024)
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: owner.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg' }),
+  });
   signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer());
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
+  );
   copy = await degrade(signedBytes);
   // Indexing follows asset.signed asynchronously.
   const deadline = Date.now() + 20_000;
@@ -48,12 +75,19 @@ describe('POST /v1/lookup', () => {
     const res = await lookup(copy, owner.api_key);
     expect(res.status).toBe(200);
     const { matches } = (await res.json()) as { matches: Array<Record<string, unknown>> };
-    expect(matches[0]).toMatchObject({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, verifier_url: signed.verifier_url, alg: 'cairn.pdq.v1' });
+    expect(matches[0]).toMatchObject({
+      asset_id: signed.asset_id,
+      manifest_uri: signed.manifest_uri,
+      verifier_url: signed.verifier_url,
+      alg: 'cairn.pdq.v1',
+    });
     expect(matches[0]!.distance as number).toBeLessThanOrEqual(31);
   });
 
   it('does not find a different image', async () => {
-    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+    const different = await sharp(await readFile(`${PHOTOS}/coffee.png`))
+      .jpeg()
+      .toBuffer();
     expect(((await (await lookup(different, owner.api_key)).json()) as { matches: unknown[] }).matches).toEqual([]);
   });
 
@@ -63,26 +97,49 @@ describe('POST /v1/lookup', () => {
 
   it('looks up by binding value, and refuses unknown algorithms', async () => {
     const value = Buffer.from((await hashImageBytes(copy)).bits).toString('hex');
-    const res = await stack.request('/v1/lookup', { method: 'POST', key: owner.api_key, json: { binding: { alg: 'cairn.pdq.v1', value } } });
+    const res = await stack.request('/v1/lookup', {
+      method: 'POST',
+      key: owner.api_key,
+      json: { binding: { alg: 'cairn.pdq.v1', value } },
+    });
     expect(((await res.json()) as { matches: Array<{ asset_id: string }> }).matches[0]?.asset_id).toBe(signed.asset_id);
-    const bad = await stack.request('/v1/lookup', { method: 'POST', key: owner.api_key, json: { binding: { alg: 'md5', value } } });
+    const bad = await stack.request('/v1/lookup', {
+      method: 'POST',
+      key: owner.api_key,
+      json: { binding: { alg: 'md5', value } },
+    });
     expect(bad.status).toBe(400);
   });
 
   it('meters every lookup, matches or not', async () => {
-    const usage = (await (await stack.request('/v1/usage', { key: other.api_key })).json()) as { meters: Record<string, { used: number }> };
+    const usage = (await (await stack.request('/v1/usage', { key: other.api_key })).json()) as {
+      meters: Record<string, { used: number }>;
+    };
     expect(usage.meters.lookup?.used).toBe(1);
   });
 });
 
 describe('verify falls back on the fingerprint', () => {
   it('gives fingerprint_match_only with public fields when manifest and watermark are gone', async () => {
-    const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: copy, name: 'c.jpg' }) });
-    const result = (await res.json()) as { status: string; matches: Array<Record<string, unknown>>; signals: Record<string, unknown> };
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes: copy, name: 'c.jpg' }),
+    });
+    const result = (await res.json()) as {
+      status: string;
+      matches: Array<Record<string, unknown>>;
+      signals: Record<string, unknown>;
+    };
     // A 5% crop removes the watermark (it does not survive crops) and the re-encode removes the manifest.
     expect(result.signals).toMatchObject({ c2pa_manifest_present: false, watermark_present: false });
     expect(result.status).toBe('fingerprint_match_only');
     expect(result.signals.fingerprint_match).toBe(true);
-    expect(result.matches[0]).toEqual({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, verifier_url: signed.verifier_url, via: 'fingerprint', similarity: expect.any(Number) });
+    expect(result.matches[0]).toEqual({
+      asset_id: signed.asset_id,
+      manifest_uri: signed.manifest_uri,
+      verifier_url: signed.verifier_url,
+      via: 'fingerprint',
+      similarity: expect.any(Number),
+    });
   });
 });

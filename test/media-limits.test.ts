@@ -56,14 +56,23 @@ function wavClaiming(seconds: number): Buffer {
 
 beforeAll(async () => {
   // A low image limit, so an image at it is cheap to sign here (the default is 50 megapixels).
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { MEDIA_MAX_IMAGE_PIXELS: String(LIMIT_SIDE * LIMIT_SIDE) });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    MEDIA_MAX_IMAGE_PIXELS: String(LIMIT_SIDE * LIMIT_SIDE),
+  });
   tenant = await onboard(stack);
-  bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#3a6ea5' } }).png({ compressionLevel: 9 }).toBuffer();
+  bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#3a6ea5' } })
+    .png({ compressionLevel: 9 })
+    .toBuffer();
 }, 180_000);
 afterAll(() => stack?.stop());
 
 const sign = (bytes: Buffer, recipe: string, name: string) =>
-  stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe }, { field: 'asset', bytes, name }) });
+  stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe }, { field: 'asset', bytes, name }),
+  });
 
 describe('a 100-megapixel PNG bomb', () => {
   it('is a few hundred KB', () => {
@@ -71,26 +80,55 @@ describe('a 100-megapixel PNG bomb', () => {
   });
 
   const routes: Array<[string, () => Promise<Response>]> = [
-    ['public POST /v1/verify', () => stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: bomb, name: 'b.png' }) })],
+    [
+      'public POST /v1/verify',
+      () =>
+        stack.request('/v1/verify', {
+          method: 'POST',
+          body: multipart({}, { field: 'file', bytes: bomb, name: 'b.png' }),
+        }),
+    ],
     ['POST /v1/sign', () => sign(bomb, 'image-genai-v1', 'b.png')],
-    ['POST /c2pa/v1/matches/byContent', () => stack.request('/c2pa/v1/matches/byContent', { method: 'POST', headers: { 'content-type': 'image/png' }, body: bomb })],
-    ['POST /v1/lookup', () => stack.request('/v1/lookup', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes: bomb, name: 'b.png' }) })],
+    [
+      'POST /c2pa/v1/matches/byContent',
+      () =>
+        stack.request('/c2pa/v1/matches/byContent', {
+          method: 'POST',
+          headers: { 'content-type': 'image/png' },
+          body: bomb,
+        }),
+    ],
+    [
+      'POST /v1/lookup',
+      () =>
+        stack.request('/v1/lookup', {
+          method: 'POST',
+          key: tenant.api_key,
+          body: multipart({}, { field: 'file', bytes: bomb, name: 'b.png' }),
+        }),
+    ],
   ];
 
-  it.each(routes)('%s: 422 cairn.media.too_large naming its size, resident memory up by less than 100 MB', async (_, send) => {
-    const { result: res, growth } = await peakGrowth(send);
-    expect(res.status).toBe(422);
-    const body = await problem(res);
-    expect(body.code).toBe('cairn.media.too_large');
-    expect(body.detail).toContain('10000×10000');
-    expect(growth).toBeLessThan(100 * MB);
-  });
+  it.each(routes)(
+    '%s: 422 cairn.media.too_large naming its size, resident memory up by less than 100 MB',
+    async (_, send) => {
+      const { result: res, growth } = await peakGrowth(send);
+      expect(res.status).toBe(422);
+      const body = await problem(res);
+      expect(body.code).toBe('cairn.media.too_large');
+      expect(body.detail).toContain('10000×10000');
+      expect(growth).toBeLessThan(100 * MB);
+    },
+  );
 });
 
 describe('images at the limit', () => {
   let photo: Buffer;
   beforeAll(async () => {
-    photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`)).resize(LIMIT_SIDE, LIMIT_SIDE, { fit: 'fill' }).jpeg({ quality: 90 }).toBuffer();
+    photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`))
+      .resize(LIMIT_SIDE, LIMIT_SIDE, { fit: 'fill' })
+      .jpeg({ quality: 90 })
+      .toBuffer();
   });
 
   it('an image of exactly MEDIA_MAX_IMAGE_PIXELS signs (watermarked) and verifies', async () => {
@@ -101,12 +139,19 @@ describe('images at the limit', () => {
     const content = await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key });
     const bytes = Buffer.from(await content.arrayBuffer());
     expect(await sharp(bytes).metadata()).toMatchObject({ format: 'jpeg', width: LIMIT_SIDE, height: LIMIT_SIDE });
-    const verified = await stack.request('/v1/verify', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes, name: 'a.jpg' }) });
+    const verified = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: tenant.api_key,
+      body: multipart({}, { field: 'file', bytes, name: 'a.jpg' }),
+    });
     expect(((await verified.json()) as { status: string }).status).toBe('verified_manifest_and_watermark_match');
   });
 
   it('one row of pixels more is refused', async () => {
-    const over = await sharp(photo).resize(LIMIT_SIDE, LIMIT_SIDE + 1, { fit: 'fill' }).jpeg().toBuffer();
+    const over = await sharp(photo)
+      .resize(LIMIT_SIDE, LIMIT_SIDE + 1, { fit: 'fill' })
+      .jpeg()
+      .toBuffer();
     const res = await sign(over, 'image-genai-v1', 'b.jpg');
     expect(res.status).toBe(422);
     expect((await problem(res)).code).toBe('cairn.media.too_large');
@@ -119,8 +164,16 @@ describe('a WAV header claiming ten hours', () => {
   it('is refused from its header by sign, verify and lookup (the file holds one second)', async () => {
     const answers = [
       await sign(wav, 'audio-genai-v1', 'long.wav'),
-      await stack.request('/v1/verify', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes: wav, name: 'long.wav' }) }),
-      await stack.request('/v1/lookup', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes: wav, name: 'long.wav' }) }),
+      await stack.request('/v1/verify', {
+        method: 'POST',
+        key: tenant.api_key,
+        body: multipart({}, { field: 'file', bytes: wav, name: 'long.wav' }),
+      }),
+      await stack.request('/v1/lookup', {
+        method: 'POST',
+        key: tenant.api_key,
+        body: multipart({}, { field: 'file', bytes: wav, name: 'long.wav' }),
+      }),
     ];
     for (const res of answers) {
       expect(res.status).toBe(422);
@@ -131,7 +184,11 @@ describe('a WAV header claiming ten hours', () => {
   });
 
   it('while the same header claiming what it holds gets past the limit (to the decoders)', async () => {
-    const res = await stack.request('/v1/lookup', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes: wavClaiming(1), name: 'short.wav' }) });
+    const res = await stack.request('/v1/lookup', {
+      method: 'POST',
+      key: tenant.api_key,
+      body: multipart({}, { field: 'file', bytes: wavClaiming(1), name: 'short.wav' }),
+    });
     // One second of silence is too short to fingerprint: refused for that, not for its size.
     expect(res.status).toBe(400);
     expect((await problem(res)).code).not.toBe('cairn.media.too_large');

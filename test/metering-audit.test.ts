@@ -17,10 +17,15 @@ let audit: ReturnType<typeof auditClient>;
 let photo: Buffer;
 
 beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'verifier', 'billing', 'audit', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'billing', 'audit', 'gateway'], {
+    PUBLIC_VERIFY_PER_MINUTE: '1000',
+  });
   billing = billingClient(String(stack.env.BILLING_GRPC_ADDR));
   audit = auditClient(String(stack.env.AUDIT_GRPC_ADDR));
-  photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).resize(256, 256).jpeg({ quality: 85 }).toBuffer();
+  photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
+    .resize(256, 256)
+    .jpeg({ quality: 85 })
+    .toBuffer();
 });
 
 afterAll(async () => {
@@ -30,13 +35,24 @@ afterAll(async () => {
 });
 
 function sign(key: string, idempotencyKey: string = crypto.randomUUID()) {
-  return stack.request('/v1/sign', { method: 'POST', key, headers: { 'idempotency-key': idempotencyKey }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg', type: 'image/jpeg' }) });
+  return stack.request('/v1/sign', {
+    method: 'POST',
+    key,
+    headers: { 'idempotency-key': idempotencyKey },
+    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg', type: 'image/jpeg' }),
+  });
 }
 
-async function usage(key: string): Promise<{ period_start: string; period_end: string; meters: Record<string, { used: number; limit: number }> }> {
+async function usage(
+  key: string,
+): Promise<{ period_start: string; period_end: string; meters: Record<string, { used: number; limit: number }> }> {
   const res = await stack.request('/v1/usage', { key });
   expect(res.status).toBe(200);
-  return (await res.json()) as { period_start: string; period_end: string; meters: Record<string, { used: number; limit: number }> };
+  return (await res.json()) as {
+    period_start: string;
+    period_end: string;
+    meters: Record<string, { used: number; limit: number }>;
+  };
 }
 
 describe('metering through the API', () => {
@@ -66,21 +82,33 @@ describe('metering through the API', () => {
 
   it('answers 402 spending_cap_reached on growth once the overage would pass the cap', async () => {
     const tenant = await onboard(stack, 'growth');
-    const patch = await stack.request(`/v1/tenants/${tenant.tenant_id}/settings`, { method: 'PATCH', key: tenant.api_key, json: { spending_cap_usd: 0.01 } });
+    const patch = await stack.request(`/v1/tenants/${tenant.tenant_id}/settings`, {
+      method: 'PATCH',
+      key: tenant.api_key,
+      json: { spending_cap_usd: 0.01 },
+    });
     expect(patch.status).toBe(200);
     await billing.setQuota({ tenantId: tenant.tenant_id, meter: 'image_sign', quota: 0n });
     expect((await sign(tenant.api_key)).status).toBe(200); // $0.01 of overage: at the cap, allowed
     const refused = await sign(tenant.api_key);
     expect(refused.status).toBe(402);
     expect(((await refused.json()) as { type: string }).type).toMatch(/#cairn\.billing\.spending_cap_reached$/);
-    const u = (await (await stack.request('/v1/usage', { key: tenant.api_key })).json()) as { spend_usd: number; meters: Record<string, { used: number; overage?: number }> };
+    const u = (await (await stack.request('/v1/usage', { key: tenant.api_key })).json()) as {
+      spend_usd: number;
+      meters: Record<string, { used: number; overage?: number }>;
+    };
     expect(u.spend_usd).toBe(0.01);
     expect(u.meters.image_sign).toMatchObject({ used: 1, overage: 1 });
   });
 
   it('meters authenticated verifies by modality, never public ones', async () => {
     const tenant = await onboard(stack, 'free');
-    const verify = (key?: string) => stack.request('/v1/verify', { method: 'POST', ...(key ? { key } : {}), body: multipart({}, { field: 'file', bytes: photo, name: 'a.jpg', type: 'image/jpeg' }) });
+    const verify = (key?: string) =>
+      stack.request('/v1/verify', {
+        method: 'POST',
+        ...(key ? { key } : {}),
+        body: multipart({}, { field: 'file', bytes: photo, name: 'a.jpg', type: 'image/jpeg' }),
+      });
     expect((await verify(tenant.api_key)).status).toBe(200);
     expect((await verify()).status).toBe(200);
     expect((await usage(tenant.api_key)).meters.image_verify).toEqual({ used: 1, limit: 100 });
@@ -95,25 +123,42 @@ describe('audit log through the API', () => {
   it('filters, paginates, streams ndjson, verifies the chain and catches an edited entry', async () => {
     const tenant = await onboard(stack, 'developer');
     for (const description of ['one', 'two', 'three']) {
-      const res = await stack.request(`/v1/tenants/${tenant.tenant_id}/keys`, { method: 'POST', key: tenant.api_key, json: { scope: 'read', description } });
+      const res = await stack.request(`/v1/tenants/${tenant.tenant_id}/keys`, {
+        method: 'POST',
+        key: tenant.api_key,
+        json: { scope: 'read', description },
+      });
       expect(res.status).toBe(201);
     }
     expect((await sign(tenant.api_key)).status).toBe(200);
     // tenant.created + key.created (onboarding) + 3 key.created + asset.signed
-    await waitFor('audit entries', async () => ((await audit.listEntries({ tenantId: tenant.tenant_id, limit: 100 })).entries.length >= 6 ? true : undefined));
+    await waitFor('audit entries', async () =>
+      (await audit.listEntries({ tenantId: tenant.tenant_id, limit: 100 })).entries.length >= 6 ? true : undefined,
+    );
 
-    const signed = (await (await stack.request('/v1/audit?event_type=asset.signed', { key: tenant.api_key })).json()) as { entries: Array<{ event_type: string; data: Record<string, unknown> }> };
+    const signed = (await (
+      await stack.request('/v1/audit?event_type=asset.signed', { key: tenant.api_key })
+    ).json()) as { entries: Array<{ event_type: string; data: Record<string, unknown> }> };
     expect(signed.entries).toHaveLength(1);
     expect(signed.entries[0]!.data['billing.meter']).toBe('image_sign');
 
-    const page1 = (await (await stack.request('/v1/audit?limit=4', { key: tenant.api_key })).json()) as { entries: Array<{ seq: number; entry_id: string }>; next_cursor: string | null };
+    const page1 = (await (await stack.request('/v1/audit?limit=4', { key: tenant.api_key })).json()) as {
+      entries: Array<{ seq: number; entry_id: string }>;
+      next_cursor: string | null;
+    };
     expect(page1.entries.map((e) => e.seq)).toEqual([6, 5, 4, 3]);
     expect(page1.next_cursor).toBeTruthy();
-    const page2 = (await (await stack.request(`/v1/audit?limit=4&cursor=${page1.next_cursor}`, { key: tenant.api_key })).json()) as { entries: Array<{ seq: number }>; next_cursor: string | null };
+    const page2 = (await (
+      await stack.request(`/v1/audit?limit=4&cursor=${page1.next_cursor}`, { key: tenant.api_key })
+    ).json()) as { entries: Array<{ seq: number }>; next_cursor: string | null };
     expect(page2.entries.map((e) => e.seq)).toEqual([2, 1]);
     expect(page2.next_cursor).toBeNull();
 
-    const future = (await (await stack.request(`/v1/audit?since=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`, { key: tenant.api_key })).json()) as { entries: unknown[] };
+    const future = (await (
+      await stack.request(`/v1/audit?since=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`, {
+        key: tenant.api_key,
+      })
+    ).json()) as { entries: unknown[] };
     expect(future.entries).toHaveLength(0);
     expect((await stack.request('/v1/audit?since=yesterday', { key: tenant.api_key })).status).toBe(400);
     expect((await stack.request('/v1/audit?limit=1001', { key: tenant.api_key })).status).toBe(400);
@@ -121,19 +166,33 @@ describe('audit log through the API', () => {
     const ndjson = await stack.request('/v1/audit?format=ndjson&event_type=key.created', { key: tenant.api_key });
     expect(ndjson.status).toBe(200);
     expect(ndjson.headers.get('content-type')).toContain('application/x-ndjson');
-    const lines = (await ndjson.text()).trim().split('\n').map((l) => JSON.parse(l) as { event_type: string });
+    const lines = (await ndjson.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event_type: string });
     expect(lines).toHaveLength(4);
     expect(lines.every((l) => l.event_type === 'key.created')).toBe(true);
 
-    const intact = (await (await stack.request('/v1/audit/verify', { key: tenant.api_key })).json()) as { intact: boolean; entries_checked: number };
+    const intact = (await (await stack.request('/v1/audit/verify', { key: tenant.api_key })).json()) as {
+      intact: boolean;
+      entries_checked: number;
+    };
     expect(intact).toMatchObject({ intact: true, entries_checked: 6 });
 
     // Tamper with entry 3 as someone with database access would (superuser bypasses RLS).
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
+    const admin = new pg.Client({
+      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
+    });
     await admin.connect();
     try {
-      await admin.query(`update audit.entries set data = jsonb_set(data, '{scope}', '"admin"') where tenant_id = $1 and seq = 3`, [tenant.tenant_id]);
-      const broken = (await (await stack.request('/v1/audit/verify', { key: tenant.api_key })).json()) as { intact: boolean; first_broken: { seq: number; reason: string } };
+      await admin.query(
+        `update audit.entries set data = jsonb_set(data, '{scope}', '"admin"') where tenant_id = $1 and seq = 3`,
+        [tenant.tenant_id],
+      );
+      const broken = (await (await stack.request('/v1/audit/verify', { key: tenant.api_key })).json()) as {
+        intact: boolean;
+        first_broken: { seq: number; reason: string };
+      };
       expect(broken.intact).toBe(false);
       expect(broken.first_broken.seq).toBe(3);
       expect(broken.first_broken.reason).toMatch(/modified/);
@@ -144,16 +203,32 @@ describe('audit log through the API', () => {
 
   it('a sub-tenant sees only its own log', async () => {
     const parent = await onboard(stack, 'growth'); // sub-tenants need growth or enterprise
-    const subRes = await stack.request('/v1/tenants', { method: 'POST', key: parent.api_key, json: { name: 'Sub', plan: 'developer' } });
+    const subRes = await stack.request('/v1/tenants', {
+      method: 'POST',
+      key: parent.api_key,
+      json: { name: 'Sub', plan: 'developer' },
+    });
     expect(subRes.status).toBe(201);
     const sub = (await subRes.json()) as { tenant_id: string };
-    const keyRes = await stack.request(`/v1/tenants/${sub.tenant_id}/keys`, { method: 'POST', key: parent.api_key, json: { scope: 'read' } });
+    const keyRes = await stack.request(`/v1/tenants/${sub.tenant_id}/keys`, {
+      method: 'POST',
+      key: parent.api_key,
+      json: { scope: 'read' },
+    });
     const subKey = ((await keyRes.json()) as { api_key: string }).api_key;
-    await waitFor('sub-tenant entries', async () => ((await audit.listEntries({ tenantId: sub.tenant_id, limit: 10 })).entries.length >= 2 ? true : undefined));
-    const own = (await (await stack.request('/v1/audit', { key: subKey })).json()) as { entries: Array<{ entry_id: string }> };
+    await waitFor('sub-tenant entries', async () =>
+      (await audit.listEntries({ tenantId: sub.tenant_id, limit: 10 })).entries.length >= 2 ? true : undefined,
+    );
+    const own = (await (await stack.request('/v1/audit', { key: subKey })).json()) as {
+      entries: Array<{ entry_id: string }>;
+    };
     expect(own.entries.length).toBeGreaterThanOrEqual(2);
-    const parentIds = new Set((await audit.listEntries({ tenantId: parent.tenant_id, limit: 100 })).entries.map((e) => e.entryId));
+    const parentIds = new Set(
+      (await audit.listEntries({ tenantId: parent.tenant_id, limit: 100 })).entries.map((e) => e.entryId),
+    );
     expect(own.entries.some((e) => parentIds.has(e.entry_id))).toBe(false);
-    expect((await (await stack.request('/v1/audit/verify', { key: subKey })).json()) as { intact: boolean }).toMatchObject({ intact: true });
+    expect(
+      (await (await stack.request('/v1/audit/verify', { key: subKey })).json()) as { intact: boolean },
+    ).toMatchObject({ intact: true });
   });
 });

@@ -10,14 +10,20 @@ import { Bus, inboxPrefix, natsPasswordVar, newEvent, WorkQueue, type EventEnvel
 import type { RunningService } from '@cairn/runtime';
 import { createSandbox, freePort, waitFor, type Sandbox } from '@cairn/testing';
 import { SERVICE_NAMES, type ServiceName } from '../packages/config/src/index.js';
-import { CHART_STREAM_NAMES, NATS_AUTH_FILE, renderChartNatsAuthorization } from '../tools/dev/src/nats-authorization.js';
+import {
+  CHART_STREAM_NAMES,
+  NATS_AUTH_FILE,
+  renderChartNatsAuthorization,
+} from '../tools/dev/src/nats-authorization.js';
 import { startFleetService } from './support/stack.js';
 
 // NATS identities (issue #11 item 6): a private nats-server runs the chart's own authorization file, so what
 // is proved here is what a cluster running that file enforces.
 // A letter first, as the chart makes them: nats-server reads a $VARIABLE's value as a config token, and a hex string
 // such as "2e71…" would parse as a number (the server then refuses its configuration).
-const passwords = Object.fromEntries(SERVICE_NAMES.map((name) => [name, `p${randomBytes(12).toString('hex')}`])) as Record<ServiceName, string>;
+const passwords = Object.fromEntries(
+  SERVICE_NAMES.map((name) => [name, `p${randomBytes(12).toString('hex')}`]),
+) as Record<ServiceName, string>;
 let server: ChildProcess;
 let dir: string;
 let url: string;
@@ -32,7 +38,14 @@ function listening(port: number): Promise<boolean> {
 }
 
 async function busAs(service: ServiceName, password = passwords[service]): Promise<Bus> {
-  const bus = await Bus.connect({ url, ...CHART_STREAM_NAMES, name: `test-${service}`, user: `cairn-${service}`, password, inboxPrefix: inboxPrefix(service) });
+  const bus = await Bus.connect({
+    url,
+    ...CHART_STREAM_NAMES,
+    name: `test-${service}`,
+    user: `cairn-${service}`,
+    password,
+    inboxPrefix: inboxPrefix(service),
+  });
   buses.push(bus);
   return bus;
 }
@@ -42,7 +55,10 @@ beforeAll(async () => {
   const port = await freePort();
   url = `nats://127.0.0.1:${port}`;
   const conf = join(dir, 'nats.conf');
-  await writeFile(conf, `listen: 127.0.0.1:${port}\njetstream { store_dir: "${join(dir, 'js')}" }\n${await readFile(NATS_AUTH_FILE, 'utf8')}`);
+  await writeFile(
+    conf,
+    `listen: 127.0.0.1:${port}\njetstream { store_dir: "${join(dir, 'js')}" }\n${await readFile(NATS_AUTH_FILE, 'utf8')}`,
+  );
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH };
   for (const name of SERVICE_NAMES) env[natsPasswordVar(name)] = passwords[name];
   server = spawn('nats-server', ['-c', conf], { stdio: 'ignore', env });
@@ -76,7 +92,9 @@ describe('NATS identities (the chart authorization file)', () => {
     const forged = newEvent('certificate.revoked', 'ten_identity', { forged: true });
     await expect(gateway.publish(forged)).rejects.toThrow(/Permissions Violation/i);
     // Its own subjects still work for the gateway.
-    await expect(gateway.publish(newEvent('key.created', 'ten_identity', {}))).resolves.toMatchObject({ duplicate: false });
+    await expect(gateway.publish(newEvent('key.created', 'ten_identity', {}))).resolves.toMatchObject({
+      duplicate: false,
+    });
     const info = await signer.jsm.streams.info(CHART_STREAM_NAMES.stream);
     expect(info.state.messages).toBe(2);
   });
@@ -102,7 +120,11 @@ describe('NATS identities (the chart authorization file)', () => {
     await expect(queue.enqueue({ n: 1 }, `job_${randomBytes(4).toString('hex')}`)).resolves.toBeUndefined();
     const audit = await busAs('audit');
     const seen: EventEnvelope[] = [];
-    const consumer = await audit.consume({ durable: 'identity-test', types: 'all', handler: async (event) => void seen.push(event) });
+    const consumer = await audit.consume({
+      durable: 'identity-test',
+      types: 'all',
+      handler: async (event) => void seen.push(event),
+    });
     try {
       await waitFor('audit reads the stream', async () => seen.length >= 2, 10_000, 50);
       expect(seen.map((e) => e.type).sort()).toEqual(['asset.signed', 'key.created']);
@@ -123,11 +145,20 @@ describe('NATS identities (the chart authorization file)', () => {
     });
 
     it('starts with its own NATS identity (stream and consumers set up under its permissions)', async () => {
-      running = await startFleetService('webhook', { ...sandbox.env, NATS_URL: url, ...CHART_STREAM_NAMES_ENV, NATS_USER: 'cairn-webhook', NATS_PASSWORD: passwords.webhook });
+      running = await startFleetService('webhook', {
+        ...sandbox.env,
+        NATS_URL: url,
+        ...CHART_STREAM_NAMES_ENV,
+        NATS_USER: 'cairn-webhook',
+        NATS_PASSWORD: passwords.webhook,
+      });
       const ready = await fetch(`http://127.0.0.1:${running.opsPort}/readyz`);
       expect(await ready.json()).toMatchObject({ status: 'ready', checks: { nats: 'ok' } });
     }, 30_000);
   });
 });
 
-const CHART_STREAM_NAMES_ENV = { NATS_STREAM: CHART_STREAM_NAMES.stream, NATS_SUBJECT_PREFIX: CHART_STREAM_NAMES.subjectPrefix };
+const CHART_STREAM_NAMES_ENV = {
+  NATS_STREAM: CHART_STREAM_NAMES.stream,
+  NATS_SUBJECT_PREFIX: CHART_STREAM_NAMES.subjectPrefix,
+};

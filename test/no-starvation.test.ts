@@ -50,7 +50,9 @@ beforeAll(async () => {
   await waitFor('the watermark process listening', () => listening(watermarkPort), 60_000, 100);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
-  photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).jpeg({ quality: 85 }).toBuffer();
+  photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
+    .jpeg({ quality: 85 })
+    .toBuffer();
 }, 180_000);
 
 afterAll(async () => {
@@ -65,7 +67,12 @@ afterAll(async () => {
 
 function sign(key: string, idempotencyKey: string, recipe = 'image-genai-v1', metadata?: Record<string, string>) {
   const fields: Record<string, string> = { recipe, ...(metadata ? { metadata: JSON.stringify(metadata) } : {}) };
-  return stack.request('/v1/sign', { method: 'POST', key, headers: { 'idempotency-key': idempotencyKey }, body: multipart(fields, { field: 'asset', bytes: photo, name: 'a.jpg', type: 'image/jpeg' }) });
+  return stack.request('/v1/sign', {
+    method: 'POST',
+    key,
+    headers: { 'idempotency-key': idempotencyKey },
+    body: multipart(fields, { field: 'asset', bytes: photo, name: 'a.jpg', type: 'image/jpeg' }),
+  });
 }
 
 async function code(res: Response): Promise<string> {
@@ -75,7 +82,10 @@ async function code(res: Response): Promise<string> {
 
 /** The state of a sign's idempotency row (read as the database owner): a sync point, "the sign has started". */
 async function signState(idempotencyKey: string): Promise<string | undefined> {
-  const { rows } = await admin.query<{ state: string }>('select state from gateway.sign_requests where idempotency_key = $1', [idempotencyKey]);
+  const { rows } = await admin.query<{ state: string }>(
+    'select state from gateway.sign_requests where idempotency_key = $1',
+    [idempotencyKey],
+  );
   return rows[0]?.state;
 }
 
@@ -87,8 +97,15 @@ describe('slow signs of one tenant', () => {
     try {
       // Ten at once from A: four take the tenant's slots and wait on the frozen watermark service, six are refused.
       const settled: Response[] = [];
-      const ten = Array.from({ length: 10 }, () => sign(a.api_key, crypto.randomUUID()).then((res) => (settled.push(res), res)));
-      await waitFor('the six signs past the limit to be answered', async () => settled.length >= 10 - CONCURRENCY || undefined, 60_000, 50);
+      const ten = Array.from({ length: 10 }, () =>
+        sign(a.api_key, crypto.randomUUID()).then((res) => (settled.push(res), res)),
+      );
+      await waitFor(
+        'the six signs past the limit to be answered',
+        async () => settled.length >= 10 - CONCURRENCY || undefined,
+        60_000,
+        50,
+      );
       expect(settled).toHaveLength(10 - CONCURRENCY);
       for (const res of settled) {
         expect(res.status).toBe(429);
@@ -125,7 +142,12 @@ describe('slow signs of one tenant', () => {
     freeze();
     try {
       const first = sign(a.api_key, key);
-      await waitFor('the first sign to claim its key', async () => (await signState(key)) === 'in_progress' || undefined, 60_000, 50);
+      await waitFor(
+        'the first sign to claim its key',
+        async () => (await signState(key)) === 'in_progress' || undefined,
+        60_000,
+        50,
+      );
 
       const duplicate = await sign(a.api_key, key);
       expect(duplicate.status).toBe(409);
@@ -154,7 +176,10 @@ describe('slow signs of one tenant', () => {
     // A finished sign of the same upload gives the request hash the gateway computes for it.
     const first = crypto.randomUUID();
     expect((await sign(a.api_key, first)).status).toBe(200);
-    const { rows } = await admin.query<{ request_hash: string }>('select request_hash from gateway.sign_requests where idempotency_key = $1', [first]);
+    const { rows } = await admin.query<{ request_hash: string }>(
+      'select request_hash from gateway.sign_requests where idempotency_key = $1',
+      [first],
+    );
     const hash = rows[0]!.request_hash;
     // What a gateway killed mid-sign leaves: a claim, in_progress, that nobody will finish, its lease run out
     // (180 s in production; set in the past here, by the database's clock, which is the one leases are read on).
@@ -188,9 +213,18 @@ describe('failed authentications', () => {
     // From that address even a valid key waits: it cannot be told apart from a guess without the database.
     expect((await stack.request('/v1/usage', { key: tenant.api_key, headers: attacker })).status).toBe(429);
     // The optional-key verify is guarded the same way.
-    expect((await stack.request('/v1/verify/urn:uuid:00000000-0000-0000-0000-000000000000', { key: 'not-a-cairn-key', headers: attacker })).status).toBe(429);
+    expect(
+      (
+        await stack.request('/v1/verify/urn:uuid:00000000-0000-0000-0000-000000000000', {
+          key: 'not-a-cairn-key',
+          headers: attacker,
+        })
+      ).status,
+    ).toBe(429);
 
-    expect((await stack.request('/v1/usage', { key: tenant.api_key, headers: { 'x-forwarded-for': '203.0.113.8' } })).status).toBe(200);
+    expect(
+      (await stack.request('/v1/usage', { key: tenant.api_key, headers: { 'x-forwarded-for': '203.0.113.8' } })).status,
+    ).toBe(200);
     // Requests without a key are not this limit's business.
     expect((await stack.request('/v1/recipes', { headers: attacker })).status).toBe(401);
   });
@@ -200,14 +234,26 @@ describe('onboarding', () => {
   it('a declined payment frees the Idempotency-Key: the retry with a good card creates the tenant, once', async () => {
     const key = crypto.randomUUID();
     const body = { email: 'pay@example.com', tenant_name: 'Pay Later', plan: 'developer' };
-    const declined = await stack.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': key }, json: { ...body, payment_method_id: 'pm_card_chargeDeclined' } });
+    const declined = await stack.request('/v1/onboard', {
+      method: 'POST',
+      headers: { 'idempotency-key': key },
+      json: { ...body, payment_method_id: 'pm_card_chargeDeclined' },
+    });
     expect(declined.status).toBe(402);
     expect(await code(declined)).toBe('cairn.onboard.payment_declined');
 
-    const created = await stack.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': key }, json: { ...body, payment_method_id: 'pm_card_visa' } });
+    const created = await stack.request('/v1/onboard', {
+      method: 'POST',
+      headers: { 'idempotency-key': key },
+      json: { ...body, payment_method_id: 'pm_card_visa' },
+    });
     expect(created.status).toBe(201);
     const tenant = (await created.json()) as { tenant_id: string; api_key: string };
-    const replay = await stack.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': key }, json: { ...body, payment_method_id: 'pm_card_visa' } });
+    const replay = await stack.request('/v1/onboard', {
+      method: 'POST',
+      headers: { 'idempotency-key': key },
+      json: { ...body, payment_method_id: 'pm_card_visa' },
+    });
     expect(replay.status).toBe(201);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(((await replay.json()) as { tenant_id: string }).tenant_id).toBe(tenant.tenant_id);

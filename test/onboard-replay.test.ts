@@ -25,7 +25,12 @@ afterAll(async () => {
   await stack.stop();
 });
 
-const victimBody = { email: 'victim@example.com', tenant_name: 'Victim Studio', plan: 'developer', payment_method_id: 'pm_card_visa' };
+const victimBody = {
+  email: 'victim@example.com',
+  tenant_name: 'Victim Studio',
+  plan: 'developer',
+  payment_method_id: 'pm_card_visa',
+};
 
 function onboard(idempotencyKey: string, json: unknown = victimBody) {
   return stack.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': idempotencyKey }, json });
@@ -33,7 +38,10 @@ function onboard(idempotencyKey: string, json: unknown = victimBody) {
 
 /** The sealed answers still held for these Idempotency-Keys (read as the database owner, past row-level security). */
 async function sealedAnswers(keys: string[]): Promise<number> {
-  const { rows } = await admin.query<{ n: string }>('select count(*) as n from gateway.onboarding_requests where idempotency_key = any($1) and sealed_response is not null', [keys]);
+  const { rows } = await admin.query<{ n: string }>(
+    'select count(*) as n from gateway.onboarding_requests where idempotency_key = any($1) and sealed_response is not null',
+    [keys],
+  );
   return Number(rows[0]!.n);
 }
 
@@ -83,13 +91,22 @@ describe('onboarding replays are bounded by the idempotency window', () => {
       apiKeys.push(((await res.json()) as { api_key: string }).api_key);
     }
     expect(await sealedAnswers(keys)).toBe(2);
-    await waitFor('the replay window to end', async () => ((await onboard(keys[0]!, { ...victimBody, tenant_name: `Victim ${keys[0]!.slice(0, 8)}` })).status === 409 ? true : undefined));
+    await waitFor('the replay window to end', async () =>
+      (await onboard(keys[0]!, { ...victimBody, tenant_name: `Victim ${keys[0]!.slice(0, 8)}` })).status === 409
+        ? true
+        : undefined,
+    );
 
     // The sweep runs when the gateway starts: after a restart nothing past the window holds an answer.
     await stack.stopService('gateway');
     await stack.restart('gateway');
-    await waitFor('the sweep to drop the sealed answers', async () => ((await sealedAnswers(keys)) === 0 ? true : undefined));
-    const { rows } = await admin.query<{ n: string }>(`select count(*) as n from gateway.onboarding_requests where sealed_response is not null and created_at <= now() - make_interval(secs => $1)`, [REPLAY_TTL_SECONDS]);
+    await waitFor('the sweep to drop the sealed answers', async () =>
+      (await sealedAnswers(keys)) === 0 ? true : undefined,
+    );
+    const { rows } = await admin.query<{ n: string }>(
+      `select count(*) as n from gateway.onboarding_requests where sealed_response is not null and created_at <= now() - make_interval(secs => $1)`,
+      [REPLAY_TTL_SECONDS],
+    );
     expect(Number(rows[0]!.n)).toBe(0);
 
     const late = await onboard(keys[1]!, { ...victimBody, tenant_name: `Victim ${keys[1]!.slice(0, 8)}` });

@@ -11,7 +11,8 @@ import { startStack, type Stack } from './support/stack.js';
 type Schema = NonNullable<OperationDoc['query']>;
 type Express = ReturnType<typeof createApp>;
 /** A zod schema (the test root has no zod of its own to `instanceof` against). */
-const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && '_zod' in value && 'safeParse' in value;
+const isSchema = (value: unknown): value is Schema =>
+  typeof value === 'object' && value !== null && '_zod' in value && 'safeParse' in value;
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
@@ -21,7 +22,13 @@ const ROUTE_MODULES: Record<string, Record<string, unknown>> = Object.fromEntrie
   await Promise.all(
     readdirSync(ROUTES_DIR)
       .filter((file) => file.endsWith('.ts'))
-      .map(async (file) => [file.replace(/\.ts$/, ''), (await import(new URL(file, ROUTES_DIR).href)) as Record<string, unknown>] as const),
+      .map(
+        async (file) =>
+          [
+            file.replace(/\.ts$/, ''),
+            (await import(new URL(file, ROUTES_DIR).href)) as Record<string, unknown>,
+          ] as const,
+      ),
   ),
 );
 
@@ -36,7 +43,8 @@ function servedRoutes(app: Express): string[] {
   const walk = (stack: Layer[]) => {
     for (const layer of stack) {
       if (layer.route) {
-        for (const path of [layer.route.path].flat()) for (const method of Object.keys(layer.route.methods)) found.push(`${method} ${path}`);
+        for (const path of [layer.route.path].flat())
+          for (const method of Object.keys(layer.route.methods)) found.push(`${method} ${path}`);
       } else if (layer.handle.stack) walk(layer.handle.stack);
     }
   };
@@ -44,7 +52,22 @@ function servedRoutes(app: Express): string[] {
   return [...new Set(found)];
 }
 
-type OpenApi = { openapi: string; paths: Record<string, Record<string, { operationId: string; summary: string; responses: Record<string, { content?: Record<string, { example?: unknown; examples?: unknown }> }>; requestBody?: { content: Record<string, { example?: unknown }> }; 'x-cairn-error-codes': string[] }>> };
+type OpenApi = {
+  openapi: string;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId: string;
+        summary: string;
+        responses: Record<string, { content?: Record<string, { example?: unknown; examples?: unknown }> }>;
+        requestBody?: { content: Record<string, { example?: unknown }> };
+        'x-cairn-error-codes': string[];
+      }
+    >
+  >;
+};
 
 let stack: Stack;
 let doc: OpenApi;
@@ -64,10 +87,20 @@ afterAll(async () => {
 describe('GET /openapi.json', () => {
   it('describes every route the gateway serves', () => {
     // Routing only: no dependency is called while the routers are assembled, so none is given.
-    const app = createApp({ logger: { child: () => ({}) }, publicBaseUrl: 'http://127.0.0.1', trustProxy: 'loopback', uploadMaxBytes: 1, publicVerifyMaxBytes: 1, syncSignMaxBytes: 1, syncVerifyMaxBytes: 1 } as unknown as GatewayDeps);
+    const app = createApp({
+      logger: { child: () => ({}) },
+      publicBaseUrl: 'http://127.0.0.1',
+      trustProxy: 'loopback',
+      uploadMaxBytes: 1,
+      publicVerifyMaxBytes: 1,
+      syncSignMaxBytes: 1,
+      syncVerifyMaxBytes: 1,
+    } as unknown as GatewayDeps);
     expect(servedRoutes(app)).toEqual(expect.arrayContaining(['post /v1/sign', 'get /v1/jobs/:job_id', 'get /docs']));
     const documented = new Set(OPERATIONS.map((o) => `${o.method} ${o.path}`));
-    const missing = servedRoutes(app).filter((r) => !documented.has(r) && !STATIC_PATHS.includes(r.slice(r.indexOf(' ') + 1)));
+    const missing = servedRoutes(app).filter(
+      (r) => !documented.has(r) && !STATIC_PATHS.includes(r.slice(r.indexOf(' ') + 1)),
+    );
     expect(missing).toEqual([]);
     // ...and documents nothing it does not serve.
     const served = new Set(servedRoutes(app));
@@ -75,14 +108,24 @@ describe('GET /openapi.json', () => {
   });
 
   it('documents each request with the very schema its route validates with', () => {
-    const exported = Object.entries(ROUTE_MODULES).flatMap(([module, exports]) => Object.entries(exports).filter(([, v]) => isSchema(v)).map(([name, schema]) => ({ name: `${module}.${name}`, schema: schema as Schema })));
-    const documented = new Set<Schema>(OPERATIONS.flatMap((o) => [o.query, o.body?.schema].filter((s): s is Schema => s !== undefined)));
+    const exported = Object.entries(ROUTE_MODULES).flatMap(([module, exports]) =>
+      Object.entries(exports)
+        .filter(([, v]) => isSchema(v))
+        .map(([name, schema]) => ({ name: `${module}.${name}`, schema: schema as Schema })),
+    );
+    const documented = new Set<Schema>(
+      OPERATIONS.flatMap((o) => [o.query, o.body?.schema].filter((s): s is Schema => s !== undefined)),
+    );
     expect(exported.length).toBeGreaterThanOrEqual(20);
     // A schema a route module exports for validation but the document never names is drift.
     expect(exported.filter((e) => !documented.has(e.schema)).map((e) => e.name)).toEqual([]);
     // A documented schema that is not one the routes export is a twin.
     const exportedSet = new Set(exported.map((e) => e.schema));
-    expect(OPERATIONS.filter((o) => [o.query, o.body?.schema].some((s) => s !== undefined && !exportedSet.has(s))).map((o) => o.operationId)).toEqual([]);
+    expect(
+      OPERATIONS.filter((o) => [o.query, o.body?.schema].some((s) => s !== undefined && !exportedSet.has(s))).map(
+        (o) => o.operationId,
+      ),
+    ).toEqual([]);
   });
 
   it('gives every operation an operationId, a summary, examples and its cairn.* error codes', () => {
@@ -95,38 +138,64 @@ describe('GET /openapi.json', () => {
       expect(served!.summary.length).toBeGreaterThan(0);
       expect(served!['x-cairn-error-codes']).toContain('cairn.internal_error');
       for (const code of served!['x-cairn-error-codes']) expect(code).toMatch(/^cairn\.[a-z_.]+$/);
-      if (served!.requestBody?.content['application/json']) expect(served!.requestBody.content['application/json'].example).toBeDefined();
-      const jsonAnswers = Object.entries(served!.responses).filter(([status]) => Number(status) < 400).flatMap(([, r]) => Object.entries(r.content ?? {})).filter(([type]) => type === 'application/json');
+      if (served!.requestBody?.content['application/json'])
+        expect(served!.requestBody.content['application/json'].example).toBeDefined();
+      const jsonAnswers = Object.entries(served!.responses)
+        .filter(([status]) => Number(status) < 400)
+        .flatMap(([, r]) => Object.entries(r.content ?? {}))
+        .filter(([type]) => type === 'application/json');
       for (const [, media] of jsonAnswers) expect(media.example).toBeDefined();
       const problemAnswers = Object.entries(served!.responses).filter(([status]) => Number(status) >= 400);
       expect(problemAnswers.length).toBeGreaterThan(0);
-      for (const [, r] of problemAnswers) expect(Object.keys(r.content!['application/problem+json']!.examples as object).length).toBeGreaterThan(0);
+      for (const [, r] of problemAnswers)
+        expect(Object.keys(r.content!['application/problem+json']!.examples as object).length).toBeGreaterThan(0);
     }
     expect(ids.size).toBe(OPERATIONS.length);
   });
 
   it('the request examples pass the validators they document', () => {
     for (const op of OPERATIONS) {
-      if (op.body?.kind === 'json') expect({ op: op.operationId, ok: op.body.schema.safeParse(op.body.example).success }).toEqual({ op: op.operationId, ok: true });
+      if (op.body?.kind === 'json')
+        expect({ op: op.operationId, ok: op.body.schema.safeParse(op.body.example).success }).toEqual({
+          op: op.operationId,
+          ok: true,
+        });
     }
     const signOp = OPERATIONS.find((o) => o.operationId === 'sign')!;
     expect(signOp.body?.kind === 'multipart' && signOp.body.schema!.safeParse(signOp.body.example).success).toBe(true);
   });
 
   it('a problem the gateway answers has the documented shape and a documented code', async () => {
-    const res = await stack.request('/v1/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_id: 'a', unexpected: 1 }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ asset_id: 'a', unexpected: 1 }),
+    });
     expect(res.status).toBe(400);
     const problem = problemSchema.parse(await res.json());
     expect(doc.paths['/v1/verify']!.post!['x-cairn-error-codes']).toContain(problem.code);
     // The documented Job and Verification result are the shapes the SDK reads: the schema knows their fields.
     expect(Object.keys(jobSchema.shape)).toEqual(expect.arrayContaining(['job_id', 'status', 'poll_url']));
-    expect(Object.keys(verificationSchema.shape)).toEqual(expect.arrayContaining(['status', 'proves', 'does_not_prove']));
+    expect(Object.keys(verificationSchema.shape)).toEqual(
+      expect.arrayContaining(['status', 'proves', 'does_not_prove']),
+    );
   });
 });
 
 describe('GET /docs', () => {
   it('renders the operations in Chromium from assets the gateway serves', async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
     const page = await (await browser.newContext({ viewport: { width: 1200, height: 1600 } })).newPage();
     const errors: string[] = [];
     const foreign: string[] = [];

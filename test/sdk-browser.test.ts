@@ -15,12 +15,30 @@ let bundle: string;
 
 beforeAll(async () => {
   // Bundled for the browser platform: any Node-only import in the client would fail this build.
-  const result = await build({ entryPoints: [`${REPO_ROOT}/packages/sdk/src/index.ts`], bundle: true, platform: 'browser', format: 'iife', globalName: 'Cairn', target: 'es2022', write: false, logLevel: 'silent' });
+  const result = await build({
+    entryPoints: [`${REPO_ROOT}/packages/sdk/src/index.ts`],
+    bundle: true,
+    platform: 'browser',
+    format: 'iife',
+    globalName: 'Cairn',
+    target: 'es2022',
+    write: false,
+    logLevel: 'silent',
+  });
   bundle = result.outputFiles[0]!.text;
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
 }, 120_000);
 afterAll(async () => {
@@ -31,11 +49,20 @@ afterAll(async () => {
 describe('@cairn/sdk in a browser (Chromium)', () => {
   it('verifies a file with the public API and checks a webhook signature, with web APIs only', async () => {
     const tenant = await onboard(stack);
-    const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`)).jpeg({ quality: 90 }).toBuffer();
-    const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }) });
+    const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
+    });
     expect(res.status).toBe(200);
     const signed = (await res.json()) as { asset_id: string };
-    const bytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+    const bytes = Buffer.from(
+      await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+    );
     const body = '{"event_id":"evt_1","type":"job.completed"}';
     const secret = 'whsec_browser';
     const signature = 'sha256=' + createHmac('sha256', secret).update(body).digest('hex');
@@ -48,7 +75,9 @@ describe('@cairn/sdk in a browser (Chromium)', () => {
     const answer = await page.evaluate(
       async ({ data, webhookBody, header, key, origin }) => {
         type Sdk = {
-          CairnClient: new (o: { baseUrl: string }) => { verify(i: { file: Uint8Array }): Promise<{ status: string; asset_id?: string }> };
+          CairnClient: new (o: { baseUrl: string }) => {
+            verify(i: { file: Uint8Array }): Promise<{ status: string; asset_id?: string }>;
+          };
           verifyWebhookSignature(b: string, h: Record<string, string>, s: string): Promise<boolean>;
         };
         const sdk = (globalThis as unknown as { Cairn: Sdk }).Cairn;
@@ -63,6 +92,11 @@ describe('@cairn/sdk in a browser (Chromium)', () => {
       },
       { data: bytes.toString('base64'), webhookBody: body, header: signature, key: secret, origin: stack.baseUrl },
     );
-    expect(answer).toEqual({ status: 'verified_manifest_and_watermark_match', assetId: signed.asset_id, good: true, forged: false });
+    expect(answer).toEqual({
+      status: 'verified_manifest_and_watermark_match',
+      assetId: signed.asset_id,
+      good: true,
+      forged: false,
+    });
   }, 90_000);
 });

@@ -26,8 +26,13 @@ beforeAll(async () => {
   tenant = await onboard(stack);
   client = new CairnClient({ baseUrl: stack.baseUrl, apiKey: tenant.api_key });
   receiver = await startReceiver();
-  small = await sharp(await readFile(`${PHOTOS}/coffee.png`)).resize(400, 400).jpeg({ quality: 75 }).toBuffer();
-  large = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).jpeg({ quality: 90 }).toBuffer();
+  small = await sharp(await readFile(`${PHOTOS}/coffee.png`))
+    .resize(400, 400)
+    .jpeg({ quality: 75 })
+    .toBuffer();
+  large = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }, 120_000);
 afterAll(async () => {
   await receiver?.close();
@@ -38,8 +43,17 @@ describe('@cairn/sdk against the running fleet', () => {
   it('signs a small file (200) and a large one through its job (202, polled), each with an Idempotency-Key made for it', async () => {
     expect(small.length).toBeLessThan(SYNC_MAX);
     expect(large.length).toBeGreaterThan(SYNC_MAX);
-    const first = await client.sign({ file: small, filename: 'coffee.jpg', recipe: 'image-genai-v1', metadata: { generator: 'SDK', model: 't1' } });
-    expect(first).toMatchObject({ asset_id: expect.stringMatching(/^a_/), media_type: 'image/jpeg', verifier_url: `${stack.baseUrl}/v/${first.asset_id}` });
+    const first = await client.sign({
+      file: small,
+      filename: 'coffee.jpg',
+      recipe: 'image-genai-v1',
+      metadata: { generator: 'SDK', model: 't1' },
+    });
+    expect(first).toMatchObject({
+      asset_id: expect.stringMatching(/^a_/),
+      media_type: 'image/jpeg',
+      verifier_url: `${stack.baseUrl}/v/${first.asset_id}`,
+    });
     // Keys are made per call: the same bytes signed again are a new asset, not a replay.
     const second = await client.sign({ file: small, recipe: 'image-genai-v1' });
     expect(second.asset_id).not.toBe(first.asset_id);
@@ -50,7 +64,13 @@ describe('@cairn/sdk against the running fleet', () => {
     expect(b.asset_id).toBe(a.asset_id);
 
     const seen: Job[] = [];
-    const fromJob = await client.sign({ file: new Blob([large]), filename: 'astronaut.jpg', recipe: 'image-genai-v1', pollIntervalMs: 200, onJob: (job) => seen.push(job) });
+    const fromJob = await client.sign({
+      file: new Blob([large]),
+      filename: 'astronaut.jpg',
+      recipe: 'image-genai-v1',
+      pollIntervalMs: 200,
+      onJob: (job) => seen.push(job),
+    });
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.at(-1)?.status).toBe('done');
     expect(fromJob.asset_id).toMatch(/^a_/);
@@ -60,7 +80,11 @@ describe('@cairn/sdk against the running fleet', () => {
   }, 120_000);
 
   it('verifies a file publicly (no key), by asset_id with the key, and by manifest_uri', async () => {
-    const signed = await client.sign({ file: small, recipe: 'image-genai-v1', metadata: { generator: 'SDK', model: 't1' } });
+    const signed = await client.sign({
+      file: small,
+      recipe: 'image-genai-v1',
+      metadata: { generator: 'SDK', model: 't1' },
+    });
     const download = await fetch(signed.asset_url, { headers: { authorization: `Bearer ${tenant.api_key}` } });
     const bytes = new Uint8Array(await download.arrayBuffer());
     const anonymous = new CairnClient({ baseUrl: stack.baseUrl });
@@ -84,12 +108,17 @@ describe('@cairn/sdk against the running fleet', () => {
     expect(apiError.code).toBe('cairn.auth.invalid_key');
     expect(apiError.problem.type).toBe(`${stack.baseUrl}/docs/api/errors#cairn.auth.invalid_key`);
     expect(apiError.requestId).toBeTruthy();
-    await expect(client.sign({ file: small, recipe: 'no-such-recipe' })).rejects.toMatchObject({ code: 'cairn.sign.invalid_recipe', status: 400 });
+    await expect(client.sign({ file: small, recipe: 'no-such-recipe' })).rejects.toMatchObject({
+      code: 'cairn.sign.invalid_recipe',
+      status: 400,
+    });
   });
 
   it('looks up a re-encoded copy, and reads usage and keys', async () => {
     const signed = await client.sign({ file: small, recipe: 'image-genai-v1' });
-    const bytes = Buffer.from(await (await fetch(signed.asset_url, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer());
+    const bytes = Buffer.from(
+      await (await fetch(signed.asset_url, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer(),
+    );
     const copy = await sharp(bytes).jpeg({ quality: 85 }).toBuffer();
     const found = await client.lookup({ file: copy, filename: 'copy.jpg' });
     expect(found.matches.map((m) => m.asset_id)).toContain(signed.asset_id);
@@ -110,7 +139,11 @@ describe('@cairn/sdk against the running fleet', () => {
     });
     const urls: string[] = [];
     // A fetch that records what the iterator asked for (the real network underneath).
-    const recording = new CairnClient({ baseUrl: stack.baseUrl, apiKey: tenant.api_key, fetch: (input, init) => (urls.push(String(input)), fetch(input, init)) });
+    const recording = new CairnClient({
+      baseUrl: stack.baseUrl,
+      apiKey: tenant.api_key,
+      fetch: (input, init) => (urls.push(String(input)), fetch(input, init)),
+    });
     const entries = [];
     for await (const entry of recording.audit({ pageSize: 2 })) entries.push(entry);
     // Entries may still be arriving (events are asynchronous): every one seen before is there, each once.
@@ -136,13 +169,24 @@ describe('@cairn/sdk against the running fleet', () => {
     expect(await verifyWebhookSignature(delivery.body, delivery.headers, secret)).toBe(true);
     const only = (name: string) => ({ [name]: String(delivery.headers['cairn-signature']) });
     expect(await verifyWebhookSignature(delivery.body, only('X-Cairn-Signature'), secret)).toBe(true);
-    expect(await verifyWebhookSignature(new TextEncoder().encode(delivery.body), new Headers(only('Cairn-Signature')), secret)).toBe(true);
+    expect(
+      await verifyWebhookSignature(
+        new TextEncoder().encode(delivery.body),
+        new Headers(only('Cairn-Signature')),
+        secret,
+      ),
+    ).toBe(true);
     expect(await verifyWebhookSignature(delivery.body, delivery.headers, 'whsec_wrong')).toBe(false);
-    expect(await verifyWebhookSignature(delivery.body.replace('job.completed', 'job.failed'), delivery.headers, secret)).toBe(false);
+    expect(
+      await verifyWebhookSignature(delivery.body.replace('job.completed', 'job.failed'), delivery.headers, secret),
+    ).toBe(false);
     expect(await verifyWebhookSignature(delivery.body, {}, secret)).toBe(false);
     expect(await verifyWebhookSignature(delivery.body, { 'cairn-signature': 'sha256=zz' }, secret)).toBe(false);
     await client.webhooks.delete(created.webhook_id);
-    await expect(client.webhooks.get(created.webhook_id)).rejects.toMatchObject({ status: 404, code: 'cairn.not_found' });
+    await expect(client.webhooks.get(created.webhook_id)).rejects.toMatchObject({
+      status: 404,
+      code: 'cairn.not_found',
+    });
   }, 90_000);
 
   it('retries a 429 after Retry-After and then succeeds; without retries the 429 is the error', async () => {

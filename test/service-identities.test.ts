@@ -32,7 +32,9 @@ async function asRole<T>(role: string, fn: (client: pg.Client) => Promise<T>): P
 describe('Postgres identities', () => {
   it('each service is connected as its own role, and each schema is owned by its service role alone', async () => {
     for (const name of ['audit', 'webhook'] as const) {
-      const session = await stack.services.get(name)!.context.pool.query<{ role: string }>('select current_user as role');
+      const session = await stack.services
+        .get(name)!
+        .context.pool.query<{ role: string }>('select current_user as role');
       expect(session.rows[0]!.role).toBe(databaseRole(name));
     }
     const owners = await admin.query<{ schema: string; owner: string }>(
@@ -42,12 +44,16 @@ describe('Postgres identities', () => {
       { schema: 'audit', owner: databaseRole('audit') },
       { schema: 'webhook', owner: databaseRole('webhook') },
     ]);
-    const powers = await admin.query<{ rolname: string }>("select rolname from pg_roles where rolname like 'cairn\\_%' and (rolsuper or rolbypassrls or rolcreaterole)");
+    const powers = await admin.query<{ rolname: string }>(
+      "select rolname from pg_roles where rolname like 'cairn\\_%' and (rolsuper or rolbypassrls or rolcreaterole)",
+    );
     expect(powers.rows).toEqual([]);
   });
 
   it("a service's role cannot read or write another service's tables (permission denied), only its own", async () => {
-    const tables = await admin.query<{ name: string }>("select quote_ident(schemaname) || '.' || quote_ident(tablename) as name from pg_tables where schemaname = 'audit' order by 1");
+    const tables = await admin.query<{ name: string }>(
+      "select quote_ident(schemaname) || '.' || quote_ident(tablename) as name from pg_tables where schemaname = 'audit' order by 1",
+    );
     expect(tables.rows.length).toBeGreaterThan(0);
     const auditTable = tables.rows[0]!.name;
     await asRole(databaseRole('webhook'), async (client) => {
@@ -66,10 +72,17 @@ describe('Postgres identities', () => {
     try {
       const shared = await startFleetService('webhook', sandbox.env);
       await shared.stop();
-      await provisionServiceRoles(PG_ADMIN_URL, sandbox.databaseName, APP_ROLE, [{ schema: 'webhook', role: databaseRole('webhook') }]);
-      const own = await startFleetService('webhook', { ...sandbox.env, DATABASE_URL: databaseUrl(PG_ADMIN_URL, sandbox.databaseName, databaseRole('webhook')) });
+      await provisionServiceRoles(PG_ADMIN_URL, sandbox.databaseName, APP_ROLE, [
+        { schema: 'webhook', role: databaseRole('webhook') },
+      ]);
+      const own = await startFleetService('webhook', {
+        ...sandbox.env,
+        DATABASE_URL: databaseUrl(PG_ADMIN_URL, sandbox.databaseName, databaseRole('webhook')),
+      });
       try {
-        const tables = await own.context.pool.query<{ owner: string }>("select distinct tableowner as owner from pg_tables where schemaname = 'webhook'");
+        const tables = await own.context.pool.query<{ owner: string }>(
+          "select distinct tableowner as owner from pg_tables where schemaname = 'webhook'",
+        );
         expect(tables.rows).toEqual([{ owner: databaseRole('webhook') }]);
       } finally {
         await own.stop();

@@ -35,7 +35,12 @@ function refused(port: number): Promise<boolean> {
 }
 
 async function ready(opsPort: number, service: ServiceProcess): Promise<void> {
-  await waitFor(`the service ready on :${opsPort}; output:\n${service.output()}`, async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`).catch(() => undefined))?.status === 200, 60_000, 200);
+  await waitFor(
+    `the service ready on :${opsPort}; output:\n${service.output()}`,
+    async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`).catch(() => undefined))?.status === 200,
+    60_000,
+    200,
+  );
 }
 
 describe('a service process on SIGTERM', () => {
@@ -89,7 +94,9 @@ describe('a service process on SIGTERM', () => {
       // New calls: the listener is closed, so a new caller is refused at once (UNAVAILABLE, not queued).
       await waitFor('the gRPC listener closed', () => refused(grpcPort));
       const late = createClient(billingV1.BillingService, address, { retries: 0 });
-      await expect(late.getUsage({ tenantId: 't_01JDRAINDRAINDRAINDRAINDRA', plan: 'developer' })).rejects.toMatchObject({ code: 'cairn.unavailable' });
+      await expect(
+        late.getUsage({ tenantId: 't_01JDRAINDRAINDRAINDRAINDRA', plan: 'developer' }),
+      ).rejects.toMatchObject({ code: 'cairn.unavailable' });
       late.close();
       expect(billing.child.exitCode).toBeNull();
 

@@ -12,22 +12,44 @@ let small: Buffer;
 let large: Buffer;
 
 beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { SYNC_SIGN_MAX_BYTES: String(SYNC_MAX), UPLOAD_MAX_BYTES: String(3 * 1024 * 1024) });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], {
+    SYNC_SIGN_MAX_BYTES: String(SYNC_MAX),
+    UPLOAD_MAX_BYTES: String(3 * 1024 * 1024),
+  });
   tenant = await onboard(stack);
   const photo = await readFile(`${PHOTOS}/chelsea.png`);
   small = await sharp(photo).jpeg({ quality: 85 }).toBuffer();
-  large = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).resize(1200, 1200).png().toBuffer();
+  large = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+    .resize(1200, 1200)
+    .png()
+    .toBuffer();
   expect(small.length).toBeLessThan(SYNC_MAX);
   expect(large.length).toBeGreaterThan(SYNC_MAX);
 }, 120_000);
 afterAll(() => stack?.stop());
 
-function sign(bytes: Buffer, options: { key?: string; idempotencyKey?: string | null; recipe?: string; metadata?: unknown; name?: string; field?: string } = {}) {
+function sign(
+  bytes: Buffer,
+  options: {
+    key?: string;
+    idempotencyKey?: string | null;
+    recipe?: string;
+    metadata?: unknown;
+    name?: string;
+    field?: string;
+  } = {},
+) {
   const headers: Record<string, string> = {};
   if (options.idempotencyKey !== null) headers['idempotency-key'] = options.idempotencyKey ?? crypto.randomUUID();
   const fields: Record<string, string> = { recipe: options.recipe ?? 'image-genai-v1' };
-  if (options.metadata !== undefined) fields.metadata = typeof options.metadata === 'string' ? options.metadata : JSON.stringify(options.metadata);
-  return stack.request('/v1/sign', { method: 'POST', key: options.key ?? tenant.api_key, headers, body: multipart(fields, { field: options.field ?? 'asset', bytes, name: options.name ?? 'upload.jpg' }) });
+  if (options.metadata !== undefined)
+    fields.metadata = typeof options.metadata === 'string' ? options.metadata : JSON.stringify(options.metadata);
+  return stack.request('/v1/sign', {
+    method: 'POST',
+    key: options.key ?? tenant.api_key,
+    headers,
+    body: multipart(fields, { field: options.field ?? 'asset', bytes, name: options.name ?? 'upload.jpg' }),
+  });
 }
 
 async function problem(res: Response) {
@@ -57,7 +79,13 @@ describe('POST /v1/sign idempotency', () => {
   it('makes exactly one asset of 20 concurrent duplicates', async () => {
     const key = crypto.randomUUID();
     const responses = await Promise.all(Array.from({ length: 20 }, () => sign(small, { idempotencyKey: key })));
-    const bodies = await Promise.all(responses.map(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: (await r.json()) as { asset_id?: string; code?: string } })));
+    const bodies = await Promise.all(
+      responses.map(async (r) => ({
+        status: r.status,
+        retryAfter: r.headers.get('retry-after'),
+        body: (await r.json()) as { asset_id?: string; code?: string },
+      })),
+    );
     // One runs the sign; a duplicate arriving while it runs is told so (409, Retry-After) instead of holding a
     // database connection while it waits, and one arriving after it ended gets the recorded answer.
     const signed = bodies.filter((b) => b.status === 200);
@@ -70,13 +98,20 @@ describe('POST /v1/sign idempotency', () => {
     }
     const retried = await sign(small, { idempotencyKey: key });
     expect(retried.status).toBe(200);
-    const assetIds = new Set([...signed.map((b) => b.body.asset_id), ((await retried.json()) as { asset_id: string }).asset_id]);
+    const assetIds = new Set([
+      ...signed.map((b) => b.body.asset_id),
+      ((await retried.json()) as { asset_id: string }).asset_id,
+    ]);
     expect(assetIds.size).toBe(1);
   }, 60_000);
 
   it('requires an Idempotency-Key (a UUID)', async () => {
-    expect((await problem(await sign(small, { idempotencyKey: null }))).code).toBe('cairn.sign.missing_idempotency_key');
-    expect((await problem(await sign(small, { idempotencyKey: 'not-a-uuid' }))).code).toBe('cairn.sign.missing_idempotency_key');
+    expect((await problem(await sign(small, { idempotencyKey: null }))).code).toBe(
+      'cairn.sign.missing_idempotency_key',
+    );
+    expect((await problem(await sign(small, { idempotencyKey: 'not-a-uuid' }))).code).toBe(
+      'cairn.sign.missing_idempotency_key',
+    );
   });
 });
 
@@ -85,16 +120,30 @@ describe('POST /v1/sign asynchronously', () => {
     const res = await sign(large, { name: 'big.png' });
     expect(res.status).toBe(202);
     const accepted = (await res.json()) as { job_id: string; poll_url: string; status: string };
-    expect(accepted).toMatchObject({ job_id: expect.stringMatching(/^j_/), status: 'queued', poll_url: `${stack.baseUrl}/v1/jobs/${accepted.job_id}` });
+    expect(accepted).toMatchObject({
+      job_id: expect.stringMatching(/^j_/),
+      status: 'queued',
+      poll_url: `${stack.baseUrl}/v1/jobs/${accepted.job_id}`,
+    });
     let job: Record<string, unknown> = {};
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      job = (await (await stack.request(`/v1/jobs/${accepted.job_id}`, { key: tenant.api_key })).json()) as Record<string, unknown>;
+      job = (await (await stack.request(`/v1/jobs/${accepted.job_id}`, { key: tenant.api_key })).json()) as Record<
+        string,
+        unknown
+      >;
       if (job.status === 'done' || job.status === 'failed') break;
       expect(['queued', 'running']).toContain(job.status);
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(job).toMatchObject({ status: 'done', asset_id: expect.stringMatching(/^a_/), watermark_id: expect.stringMatching(/^w_/), manifest_uri: expect.any(String), verifier_url: expect.any(String), media_type: 'image/png' });
+    expect(job).toMatchObject({
+      status: 'done',
+      asset_id: expect.stringMatching(/^a_/),
+      watermark_id: expect.stringMatching(/^w_/),
+      manifest_uri: expect.any(String),
+      verifier_url: expect.any(String),
+      media_type: 'image/png',
+    });
     const other = await onboard(stack);
     expect((await stack.request(`/v1/jobs/${accepted.job_id}`, { key: other.api_key })).status).toBe(404);
   }, 60_000);
@@ -136,13 +185,21 @@ describe('POST /v1/sign refusals', () => {
   });
 
   it('accepts a proper prompt_hash', async () => {
-    const res = await sign(small, { metadata: { prompt_hash: `sha256:${'ab'.repeat(32)}`, created_at: '2026-11-21T09:30:00Z' } });
+    const res = await sign(small, {
+      metadata: { prompt_hash: `sha256:${'ab'.repeat(32)}`, created_at: '2026-11-21T09:30:00Z' },
+    });
     expect(res.status).toBe(200);
   });
 
   it('needs the file in the "asset" field and a sign-scoped key', async () => {
     expect((await problem(await sign(small, { field: 'file' }))).code).toBe('cairn.validation.invalid_body');
-    const read = (await (await stack.request(`/v1/tenants/${tenant.tenant_id}/keys`, { method: 'POST', key: tenant.api_key, json: { scope: 'read' } })).json()) as { api_key: string };
+    const read = (await (
+      await stack.request(`/v1/tenants/${tenant.tenant_id}/keys`, {
+        method: 'POST',
+        key: tenant.api_key,
+        json: { scope: 'read' },
+      })
+    ).json()) as { api_key: string };
     expect((await problem(await sign(small, { key: read.api_key }))).code).toBe('cairn.auth.forbidden');
   });
 
@@ -159,7 +216,11 @@ describe('assets and manifests', () => {
     const signed = (await (await sign(small)).json()) as { asset_id: string; manifest_id: string };
     const other = await onboard(stack);
     expect((await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: other.api_key })).status).toBe(404);
-    const verify = await stack.request('/v1/verify', { method: 'POST', key: other.api_key, json: { asset_id: signed.asset_id } });
+    const verify = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: other.api_key,
+      json: { asset_id: signed.asset_id },
+    });
     expect(verify.status).toBe(404);
     // The manifest itself is public.
     expect((await stack.request(`/v1/manifests/${signed.manifest_id}`)).status).toBe(200);

@@ -15,7 +15,8 @@ const events: EventEnvelope[] = [];
 function wav(seconds: number): Buffer {
   const rate = 16_000;
   const samples = Buffer.alloc(rate * seconds * 2);
-  for (let i = 0; i < rate * seconds; i++) samples.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
+  for (let i = 0; i < rate * seconds; i++)
+    samples.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
   const header = Buffer.alloc(44);
   header.write('RIFF', 0);
   header.writeUInt32LE(36 + samples.length, 4);
@@ -36,15 +37,32 @@ const SMALL = wav(1); // 32 KB: signed while the client waits
 const LARGE = wav(4); // 128 KB: above SYNC_SIGN_MAX_BYTES, a job
 
 function sign(bytes: Buffer, key = crypto.randomUUID()) {
-  return stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': key }, body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes, name: 'a.wav', type: 'audio/wav' }) });
+  return stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': key },
+    body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes, name: 'a.wav', type: 'audio/wav' }),
+  });
 }
 
 beforeAll(async () => {
   // The watermark service too: audio-genai-v1 marks the audio before C2PA signs it.
-  stack = await startStack(['watermark', 'signer', 'gateway'], { SIGN_WORKER_TIMEOUT_MS: '1', SYNC_SIGN_MAX_BYTES: String(64 * 1024), SIGN_JOB_MAX_ATTEMPTS: '3' });
+  stack = await startStack(['watermark', 'signer', 'gateway'], {
+    SIGN_WORKER_TIMEOUT_MS: '1',
+    SYNC_SIGN_MAX_BYTES: String(64 * 1024),
+    SIGN_JOB_MAX_ATTEMPTS: '3',
+  });
   tenant = await onboard(stack);
-  bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
-  observer = await bus.consume({ durable: 'isolation-observer', types: ['job.failed', 'job.completed'], handler: async (event) => void events.push(event) });
+  bus = await Bus.connect({
+    url: String(stack.env.NATS_URL),
+    stream: String(stack.env.NATS_STREAM),
+    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
+  });
+  observer = await bus.consume({
+    durable: 'isolation-observer',
+    types: ['job.failed', 'job.completed'],
+    handler: async (event) => void events.push(event),
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -68,14 +86,26 @@ describe('isolated C2PA signing', () => {
     const accepted = await sign(LARGE);
     expect(accepted.status).toBe(202);
     const { job_id: jobId } = (await accepted.json()) as { job_id: string };
-    const failed = await waitFor(`job ${jobId} failed`, async () => {
-      const job = (await (await stack.request(`/v1/jobs/${jobId}`, { key: tenant.api_key })).json()) as Record<string, unknown>;
-      return job.status === 'failed' ? job : undefined;
-    }, 60_000);
+    const failed = await waitFor(
+      `job ${jobId} failed`,
+      async () => {
+        const job = (await (await stack.request(`/v1/jobs/${jobId}`, { key: tenant.api_key })).json()) as Record<
+          string,
+          unknown
+        >;
+        return job.status === 'failed' ? job : undefined;
+      },
+      60_000,
+    );
     expect(failed).toMatchObject({ attempts: 3, problem: { code: 'cairn.sign.worker_failed', status: 503 } });
-    await waitFor('job.failed', async () => (events.some((e) => e.type === 'job.failed' && e.data.job_id === jobId) ? true : undefined));
+    await waitFor('job.failed', async () =>
+      events.some((e) => e.type === 'job.failed' && e.data.job_id === jobId) ? true : undefined,
+    );
     // Redeliveries are over (the queue gives one delivery past the budget, which only sees the job ended).
-    const later = (await (await stack.request(`/v1/jobs/${jobId}`, { key: tenant.api_key })).json()) as Record<string, unknown>;
+    const later = (await (await stack.request(`/v1/jobs/${jobId}`, { key: tenant.api_key })).json()) as Record<
+      string,
+      unknown
+    >;
     expect(later).toMatchObject({ status: 'failed', attempts: 3 });
     expect(events.filter((e) => e.type === 'job.failed' && e.data.job_id === jobId)).toHaveLength(1);
     expect(events.some((e) => e.type === 'job.completed' && e.data.job_id === jobId)).toBe(false);

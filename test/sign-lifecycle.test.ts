@@ -31,9 +31,19 @@ beforeAll(async () => {
     ASSET_SWEEP_INTERVAL_MS: '300',
   });
   tenant = await onboard(stack);
-  photo = await sharp(await readFile(PHOTO)).jpeg().toBuffer();
-  bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
-  observer = await bus.consume({ durable: 'test-observer', types: ['asset.signed', 'manifest.signed', 'job.completed', 'job.failed'], handler: async (event) => void events.push(event) });
+  photo = await sharp(await readFile(PHOTO))
+    .jpeg()
+    .toBuffer();
+  bus = await Bus.connect({
+    url: String(stack.env.NATS_URL),
+    stream: String(stack.env.NATS_STREAM),
+    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
+  });
+  observer = await bus.consume({
+    durable: 'test-observer',
+    types: ['asset.signed', 'manifest.signed', 'job.completed', 'job.failed'],
+    handler: async (event) => void events.push(event),
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -45,17 +55,23 @@ afterAll(async () => {
 });
 
 function sign(bytes: Buffer) {
-  return stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes, name: 'p.jpg' }) });
+  return stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes, name: 'p.jpg' }),
+  });
 }
 
 async function job(jobId: string): Promise<Record<string, unknown>> {
   return (await (await stack.request(`/v1/jobs/${jobId}`, { key: tenant.api_key })).json()) as Record<string, unknown>;
 }
 
-const finished = (jobId: string) => waitFor(`job ${jobId}`, async () => {
-  const current = await job(jobId);
-  return current.status === 'done' || current.status === 'failed' ? current : undefined;
-});
+const finished = (jobId: string) =>
+  waitFor(`job ${jobId}`, async () => {
+    const current = await job(jobId);
+    return current.status === 'done' || current.status === 'failed' ? current : undefined;
+  });
 
 describe('signing with the key on a PKCS#11 token', () => {
   let done: Record<string, unknown>;
@@ -64,17 +80,39 @@ describe('signing with the key on a PKCS#11 token', () => {
     const accepted = (await (await sign(photo)).json()) as { job_id: string };
     done = await finished(accepted.job_id);
     expect(done).toMatchObject({ status: 'done', asset_id: expect.stringMatching(/^a_/) });
-    await waitFor('events', async () => (events.filter((e) => e.data.asset_id === done.asset_id).length >= 3 ? true : undefined));
+    await waitFor('events', async () =>
+      events.filter((e) => e.data.asset_id === done.asset_id).length >= 3 ? true : undefined,
+    );
     const mine = events.filter((e) => e.data.asset_id === done.asset_id);
     expect(mine.map((e) => e.type).sort()).toEqual(['asset.signed', 'job.completed', 'manifest.signed']);
-    expect(mine.find((e) => e.type === 'asset.signed')?.data).toMatchObject({ 'billing.meter': 'image_sign', manifest_id: done.manifest_id, watermark_id: done.watermark_id });
-    expect(mine.find((e) => e.type === 'job.completed')?.data).toMatchObject({ job_id: accepted.job_id, asset_id: done.asset_id, manifest_uri: done.manifest_uri, verifier_url: done.verifier_url, recipe_id: 'image-genai-v1' });
+    expect(mine.find((e) => e.type === 'asset.signed')?.data).toMatchObject({
+      'billing.meter': 'image_sign',
+      manifest_id: done.manifest_id,
+      watermark_id: done.watermark_id,
+    });
+    expect(mine.find((e) => e.type === 'job.completed')?.data).toMatchObject({
+      job_id: accepted.job_id,
+      asset_id: done.asset_id,
+      manifest_uri: done.manifest_uri,
+      verifier_url: done.verifier_url,
+      recipe_id: 'image-genai-v1',
+    });
     expect(mine.every((e) => e.tenant_id === tenant.tenant_id)).toBe(true);
     // The spec's Job carries `anchor` "as in Sign result", and so does job.completed (issue #15 item 1).
-    expect(done.anchor).toEqual({ batch_id: expect.stringMatching(/^b_/), status: expect.stringMatching(/^(queued|pending|anchored)$/) });
+    expect(done.anchor).toEqual({
+      batch_id: expect.stringMatching(/^b_/),
+      status: expect.stringMatching(/^(queued|pending|anchored)$/),
+    });
     expect(mine.find((e) => e.type === 'job.completed')?.data.anchor).toEqual(done.anchor);
-    const bytes = Buffer.from(await (await stack.request(`/v1/assets/${String(done.asset_id)}/content`, { key: tenant.api_key })).arrayBuffer());
-    const verdict = (await (await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'v.jpg' }) })).json()) as { status: string };
+    const bytes = Buffer.from(
+      await (await stack.request(`/v1/assets/${String(done.asset_id)}/content`, { key: tenant.api_key })).arrayBuffer(),
+    );
+    const verdict = (await (
+      await stack.request('/v1/verify', {
+        method: 'POST',
+        body: multipart({}, { field: 'file', bytes, name: 'v.jpg' }),
+      })
+    ).json()) as { status: string };
     expect(verdict.status).toBe('verified_manifest_and_watermark_match');
   }, 60_000);
 
@@ -83,13 +121,17 @@ describe('signing with the key on a PKCS#11 token', () => {
     const accepted = (await (await sign(tiny)).json()) as { job_id: string };
     const failed = await finished(accepted.job_id);
     expect(failed).toMatchObject({ status: 'failed', problem: { code: 'cairn.validation.invalid_body', status: 400 } });
-    await waitFor('job.failed', async () => (events.some((e) => e.type === 'job.failed' && e.data.job_id === accepted.job_id) ? true : undefined));
+    await waitFor('job.failed', async () =>
+      events.some((e) => e.type === 'job.failed' && e.data.job_id === accepted.job_id) ? true : undefined,
+    );
   }, 60_000);
 
   it('a job survives a signer restart while it waits for a peer', async () => {
     await stack.stopService('watermark');
     const accepted = (await (await sign(photo)).json()) as { job_id: string };
-    await waitFor('a first failed attempt', async () => ((await job(accepted.job_id)).attempts as number) >= 1 ? true : undefined);
+    await waitFor('a first failed attempt', async () =>
+      ((await job(accepted.job_id)).attempts as number) >= 1 ? true : undefined,
+    );
     await stack.stopService('signer');
     await stack.restart('signer');
     await stack.restart('watermark');
@@ -117,7 +159,9 @@ describe('metering of asynchronous signs', () => {
   it('bills the jobs that produced an asset and none of the failed ones or the refused sign', async () => {
     // Above: two jobs completed, one job failed (image too small), and one synchronous sign answered 503.
     const usage = await waitFor('reservations settled', async () => {
-      const body = (await (await stack.request('/v1/usage', { key: tenant.api_key })).json()) as { meters: Record<string, { used: number; reserved?: number }> };
+      const body = (await (await stack.request('/v1/usage', { key: tenant.api_key })).json()) as {
+        meters: Record<string, { used: number; reserved?: number }>;
+      };
       return body.meters.image_sign && !body.meters.image_sign.reserved ? body : undefined;
     });
     expect(usage.meters.image_sign?.used).toBe(2);
@@ -127,19 +171,31 @@ describe('metering of asynchronous signs', () => {
 describe('retention', () => {
   it('deletes the derived asset after its retention: 410, while the manifest stays', async () => {
     // Age an asset signed above past its retention (the recipe keeps image assets 30 days).
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
+    const admin = new pg.Client({
+      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
+    });
     await admin.connect();
     let assetId: string;
     let manifestId: string;
     try {
-      const { rows } = await admin.query<{ asset_id: string; manifest_id: string }>("update signer.assets set expires_at = now() - interval '1 second' where tenant_id = $1 and deleted_at is null returning asset_id, manifest_id", [tenant.tenant_id]);
+      const { rows } = await admin.query<{ asset_id: string; manifest_id: string }>(
+        "update signer.assets set expires_at = now() - interval '1 second' where tenant_id = $1 and deleted_at is null returning asset_id, manifest_id",
+        [tenant.tenant_id],
+      );
       expect(rows.length).toBeGreaterThan(0);
       assetId = rows[0]!.asset_id;
       manifestId = rows[0]!.manifest_id;
     } finally {
       await admin.end();
     }
-    await waitFor('the sweep', async () => ((await stack.request(`/v1/assets/${assetId}/content`, { key: tenant.api_key })).status === 410 ? true : undefined), 10_000);
+    await waitFor(
+      'the sweep',
+      async () =>
+        (await stack.request(`/v1/assets/${assetId}/content`, { key: tenant.api_key })).status === 410
+          ? true
+          : undefined,
+      10_000,
+    );
     const gone = await stack.request(`/v1/assets/${assetId}/content`, { key: tenant.api_key });
     expect(((await gone.json()) as { code: string }).code).toBe('cairn.asset.expired');
     expect((await stack.request(`/v1/manifests/${manifestId}`)).status).toBe(200);

@@ -12,11 +12,17 @@ let photoJpeg: Buffer;
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
   tenant = await onboard(stack);
-  photoJpeg = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).jpeg({ quality: 90 }).toBuffer();
+  photoJpeg = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }, 120_000);
 afterAll(() => stack?.stop());
 
-async function sign(bytes: Buffer, name = 'photo.jpg', metadata: Record<string, string> = { generator: 'ImageGen', model: 'v3' }) {
+async function sign(
+  bytes: Buffer,
+  name = 'photo.jpg',
+  metadata: Record<string, string> = { generator: 'ImageGen', model: 'v3' },
+) {
   return stack.request('/v1/sign', {
     method: 'POST',
     key: tenant.api_key,
@@ -26,9 +32,17 @@ async function sign(bytes: Buffer, name = 'photo.jpg', metadata: Record<string, 
 }
 
 async function verifyFile(bytes: Buffer, key?: string) {
-  const res = await stack.request('/v1/verify', { method: 'POST', ...(key ? { key } : {}), body: multipart({}, { field: 'file', bytes, name: 'x' }) });
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    ...(key ? { key } : {}),
+    body: multipart({}, { field: 'file', bytes, name: 'x' }),
+  });
   expect(res.status).toBe(200);
-  return (await res.json()) as Record<string, unknown> & { status: string; confidence: number | null; matches: Array<Record<string, unknown>> };
+  return (await res.json()) as Record<string, unknown> & {
+    status: string;
+    confidence: number | null;
+    matches: Array<Record<string, unknown>>;
+  };
 }
 
 describe('image sign → verify through HTTP', () => {
@@ -40,7 +54,9 @@ describe('image sign → verify through HTTP', () => {
     const res = await sign(photoJpeg);
     expect(res.status).toBe(200);
     signed = (await res.json()) as Record<string, string>;
-    signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+    signedBytes = Buffer.from(
+      await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+    );
   }
 
   it('signs a JPEG: watermark, C2PA manifest, stored asset, public URLs', async () => {
@@ -70,7 +86,14 @@ describe('image sign → verify through HTTP', () => {
     const result = await verifyFile(signedBytes);
     expect(result.status).toBe('verified_manifest_and_watermark_match');
     expect(result.confidence).toBeGreaterThan(0.8);
-    expect(result.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true, signer_trusted: true, ocsp_status: 'good', watermark_present: true, watermark_payload_valid: true });
+    expect(result.signals).toMatchObject({
+      c2pa_manifest_present: true,
+      c2pa_signature_valid: true,
+      signer_trusted: true,
+      ocsp_status: 'good',
+      watermark_present: true,
+      watermark_payload_valid: true,
+    });
     expect(result.claims).toMatchObject({ generator: 'ImageGen', model: 'v3', ai_generated: true });
     expect(result.manifest_id).toBe(signed.manifest_id);
   });
@@ -95,11 +118,18 @@ describe('image sign → verify through HTTP', () => {
     const stripped = await sharp(signedBytes).jpeg({ quality: 90 }).toBuffer();
     const result = await verifyFile(stripped);
     expect(result.status).toBe('watermark_only');
-    expect(result.matches[0]).toMatchObject({ asset_id: signed.asset_id, manifest_uri: signed.manifest_uri, verifier_url: signed.verifier_url, via: 'watermark' });
+    expect(result.matches[0]).toMatchObject({
+      asset_id: signed.asset_id,
+      manifest_uri: signed.manifest_uri,
+      verifier_url: signed.verifier_url,
+      via: 'watermark',
+    });
   });
 
   it('a plain photo: no_provenance', async () => {
-    const plain = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+    const plain = await sharp(await readFile(`${PHOTOS}/coffee.png`))
+      .jpeg()
+      .toBuffer();
     const result = await verifyFile(plain);
     expect(result.status).toBe('no_provenance');
     expect(result.confidence).toBe(0);

@@ -11,7 +11,14 @@ const PHOTOS = new URL('../../shared/fixtures/photos/', import.meta.url);
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 
-type Result = { status: string; confidence: number | null; asset_id?: string; matches: Array<{ asset_id: string }>; warnings: string[]; developer_explanation: string };
+type Result = {
+  status: string;
+  confidence: number | null;
+  asset_id?: string;
+  matches: Array<{ asset_id: string }>;
+  warnings: string[];
+  developer_explanation: string;
+};
 
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
@@ -22,21 +29,36 @@ afterAll(async () => {
 });
 
 async function sign(bytes: Buffer, recipe: string): Promise<{ asset_id: string; bytes: Buffer }> {
-  const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe }, { field: 'asset', bytes, name: 'p.jpg' }) });
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe }, { field: 'asset', bytes, name: 'p.jpg' }),
+  });
   expect(res.status).toBe(200);
   const { asset_id } = (await res.json()) as { asset_id: string };
-  return { asset_id, bytes: Buffer.from(await (await stack.request(`/v1/assets/${asset_id}/content`, { key: tenant.api_key })).arrayBuffer()) };
+  return {
+    asset_id,
+    bytes: Buffer.from(
+      await (await stack.request(`/v1/assets/${asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+    ),
+  };
 }
 
 async function publicVerify(bytes: Buffer): Promise<Result> {
-  const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'f' }) });
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    body: multipart({}, { field: 'file', bytes, name: 'f' }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as Result;
 }
 
 describe('statuses from real files', () => {
   it('manifest_watermark_conflict: a photo carrying asset B’s watermark, signed again by Cairn as asset A', async () => {
-    const photo = await sharp(await readFile(new URL('camera.png', PHOTOS))).jpeg({ quality: 92 }).toBuffer();
+    const photo = await sharp(await readFile(new URL('camera.png', PHOTOS)))
+      .jpeg({ quality: 92 })
+      .toBuffer();
     const b = await sign(photo, 'image-genai-v1');
     // B's pixels (its watermark) without B's manifest: a plain re-encode drops the JUMBF store.
     const stripped = await sharp(b.bytes).jpeg({ quality: 95 }).toBuffer();
@@ -51,19 +73,34 @@ describe('statuses from real files', () => {
   }, 60_000);
 
   it('a captured photograph signed without a watermark verifies as verified_manifest, not AI-generated', async () => {
-    const photo = await sharp(await readFile(new URL('chelsea.png', PHOTOS))).jpeg({ quality: 92 }).toBuffer();
+    const photo = await sharp(await readFile(new URL('chelsea.png', PHOTOS)))
+      .jpeg({ quality: 92 })
+      .toBuffer();
     const captured = await sign(photo, 'image-capture-v1');
-    const result = (await publicVerify(captured.bytes)) as Result & { claims?: { ai_generated?: boolean }; signals: Record<string, unknown> };
+    const result = (await publicVerify(captured.bytes)) as Result & {
+      claims?: { ai_generated?: boolean };
+      signals: Record<string, unknown>;
+    };
     expect(result.status).toBe('verified_manifest');
     expect(result.claims?.ai_generated).toBe(false);
     expect(result.warnings).not.toContain('watermark_not_found');
   }, 60_000);
 
   it('watermark_unregistered: a mark made with the published keyless code for a payload Cairn never issued', async () => {
-    const { data, info } = await sharp(await readFile(new URL('coffee.png', PHOTOS))).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(await readFile(new URL('coffee.png', PHOTOS)))
+      .removeAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const algorithm = createImageWatermark();
-    const marked = algorithm.embed({ pixels: new Uint8Array(data), width: info.width, height: info.height, channels: 3 }, Uint8Array.from(randomBytes(algorithm.payloadBytes)));
-    const png = await sharp(Buffer.from(marked.pixels), { raw: { width: marked.width, height: marked.height, channels: 3 } }).png().toBuffer();
+    const marked = algorithm.embed(
+      { pixels: new Uint8Array(data), width: info.width, height: info.height, channels: 3 },
+      Uint8Array.from(randomBytes(algorithm.payloadBytes)),
+    );
+    const png = await sharp(Buffer.from(marked.pixels), {
+      raw: { width: marked.width, height: marked.height, channels: 3 },
+    })
+      .png()
+      .toBuffer();
     const result = await publicVerify(png);
     expect(result.status).toBe('watermark_unregistered');
     expect(result.matches).toEqual([]);

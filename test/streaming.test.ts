@@ -34,11 +34,18 @@ const gatewayLog: string[] = [];
 beforeAll(async () => {
   s3Dir = await mkdtemp(join(tmpdir(), 'cairn-stream-s3rver-'));
   // s3rver in a process of its own, so the memory measured below is the gateway's, not the S3 server's.
-  s3rver = spawn(process.execPath, ['--input-type=module', '-e', S3RVER_SCRIPT, s3Dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  s3rver = spawn(process.execPath, ['--input-type=module', '-e', S3RVER_SCRIPT, s3Dir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const [line] = (await once(s3rver.stdout!, 'data')) as [Buffer];
   const port = Number(line.toString().trim());
   const endpoint = `http://127.0.0.1:${port}`;
-  s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  s3 = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   await s3.send(new CreateBucketCommand({ Bucket: 'cairn-stream' }));
   const capture = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -47,7 +54,11 @@ beforeAll(async () => {
     },
   });
   const discard = new Writable({ write: (_chunk: Buffer, _encoding, done) => done() });
-  fsStack = await startStack(['gateway', 'signer'], { UPLOAD_MAX_BYTES: String(LIMIT), LOG_LEVEL: 'warn' }, { gateway: capture, signer: discard, billing: discard });
+  fsStack = await startStack(
+    ['gateway', 'signer'],
+    { UPLOAD_MAX_BYTES: String(LIMIT), LOG_LEVEL: 'warn' },
+    { gateway: capture, signer: discard, billing: discard },
+  );
   s3Stack = await startStack(['gateway'], {
     UPLOAD_MAX_BYTES: String(LIMIT),
     BLOB_STORE_URL: 's3://cairn-stream/blobs',
@@ -98,7 +109,11 @@ function streamedSignBody(size: number, recipe: string): { body: ReadableStream<
  * Sends a streamed upload to /v1/sign and samples this process's resident memory (the gateway runs in it) while
  * it goes: the growth is the highest sample above the one taken just before.
  */
-async function signUpload(stack: Stack, key: string, size: number): Promise<{ status: number; code: string; rssGrowth: number }> {
+async function signUpload(
+  stack: Stack,
+  key: string,
+  size: number,
+): Promise<{ status: number; code: string; rssGrowth: number }> {
   // The recipe does not exist: the whole upload is stored first (that is what is measured), then refused as 400.
   const { body, contentType } = streamedSignBody(size, 'no-such-recipe');
   // Garbage from earlier tests collected first, so the baseline is what the process really holds.
@@ -128,7 +143,8 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 const blobRoot = (stack: Stack): string => decodeURIComponent(new URL(String(stack.env.BLOB_STORE_URL)).pathname);
-const fsUploads = async (stack: Stack): Promise<string[]> => (await filesUnder(blobRoot(stack))).filter((f) => f.includes('/uploads/'));
+const fsUploads = async (stack: Stack): Promise<string[]> =>
+  (await filesUnder(blobRoot(stack))).filter((f) => f.includes('/uploads/'));
 async function s3Objects(): Promise<string[]> {
   const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'cairn-stream', Prefix: 'blobs/' }));
   return (listed.Contents ?? []).map((o) => o.Key ?? '');
@@ -161,7 +177,11 @@ describe('downloads', () => {
   /** GET /v1/assets/{id}/content read by hand, so the test decides when the blob ends. */
   function download(stack: Stack, key: string, assetId: string): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const req = httpRequest(`${stack.baseUrl}/v1/assets/${assetId}/content`, { headers: { authorization: `Bearer ${key}` } }, resolve);
+      const req = httpRequest(
+        `${stack.baseUrl}/v1/assets/${assetId}/content`,
+        { headers: { authorization: `Bearer ${key}` } },
+        resolve,
+      );
       req.once('error', reject);
       req.end();
     });
@@ -174,7 +194,10 @@ describe('downloads', () => {
         method: 'POST',
         key: tenant.api_key,
         headers: { 'idempotency-key': crypto.randomUUID() },
-        body: multipart({ recipe: 'text-genai-v1' }, { field: 'asset', bytes: Buffer.from(text, 'utf8'), name: 'gen.txt', type: 'text/plain' }),
+        body: multipart(
+          { recipe: 'text-genai-v1' },
+          { field: 'asset', bytes: Buffer.from(text, 'utf8'), name: 'gen.txt', type: 'text/plain' },
+        ),
       });
       expect(res.status).toBe(200);
       return ((await res.json()) as { asset_id: string }).asset_id;
@@ -214,7 +237,9 @@ describe('downloads', () => {
     expect(received).toBe(16_384);
     // ...and the gateway says why, on that request.
     const requestId = String(res.headers['x-request-id']);
-    const logged = gatewayLog.map((l) => JSON.parse(l) as { msg: string; request_id?: string; err?: { message?: string } }).find((l) => l.request_id === requestId);
+    const logged = gatewayLog
+      .map((l) => JSON.parse(l) as { msg: string; request_id?: string; err?: { message?: string } })
+      .find((l) => l.request_id === requestId);
     expect(logged?.msg).toBe('response failed after it started; connection closed');
     expect(logged?.err?.message).toBe(`blob ended after 16384 of its recorded ${announced} bytes`);
 

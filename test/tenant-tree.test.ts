@@ -14,7 +14,10 @@ const billingClient = (address: string) => createClient(billingV1.BillingService
 let billing: ReturnType<typeof billingClient>;
 
 beforeAll(async () => {
-  stack = await startStack(['softbinding', 'gateway'], { ONBOARD_RATE_LIMIT_PER_MINUTE: '1000', BILLING_PRICES_JSON: JSON.stringify({ growth: { lookup: LOOKUP_USD } }) });
+  stack = await startStack(['softbinding', 'gateway'], {
+    ONBOARD_RATE_LIMIT_PER_MINUTE: '1000',
+    BILLING_PRICES_JSON: JSON.stringify({ growth: { lookup: LOOKUP_USD } }),
+  });
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
   billing = billingClient(String(stack.env.BILLING_GRPC_ADDR));
@@ -38,8 +41,10 @@ async function problem(res: Response, status: number): Promise<Problem> {
   return (await res.json()) as Problem;
 }
 
-const createChild = (key: string, json: Record<string, unknown>) => stack.request('/v1/tenants', { method: 'POST', key, json });
-const patchSettings = (key: string, tenantId: string, json: Record<string, unknown>) => stack.request(`/v1/tenants/${tenantId}/settings`, { method: 'PATCH', key, json });
+const createChild = (key: string, json: Record<string, unknown>) =>
+  stack.request('/v1/tenants', { method: 'POST', key, json });
+const patchSettings = (key: string, tenantId: string, json: Record<string, unknown>) =>
+  stack.request(`/v1/tenants/${tenantId}/settings`, { method: 'PATCH', key, json });
 
 async function capOf(key: string, tenantId: string): Promise<number | null> {
   const res = await stack.request(`/v1/tenants/${tenantId}/settings`, { key });
@@ -48,7 +53,10 @@ async function capOf(key: string, tenantId: string): Promise<number | null> {
 }
 
 async function childrenOf(tenantId: string): Promise<number> {
-  const { rows } = await admin.query<{ n: string }>('select count(*) as n from gateway.tenants where parent_tenant_id = $1', [tenantId]);
+  const { rows } = await admin.query<{ n: string }>(
+    'select count(*) as n from gateway.tenants where parent_tenant_id = $1',
+    [tenantId],
+  );
   return Number(rows[0]!.n);
 }
 
@@ -59,24 +67,33 @@ async function family(parentCap: number, childJson: Record<string, unknown> = { 
   const created = await createChild(parent.api_key, childJson);
   expect(created.status).toBe(201);
   const child = (await created.json()) as { tenant_id: string; spending_cap_usd: number | null };
-  const keyRes = await stack.request(`/v1/tenants/${child.tenant_id}/keys`, { method: 'POST', key: parent.api_key, json: { scope: 'admin' } });
+  const keyRes = await stack.request(`/v1/tenants/${child.tenant_id}/keys`, {
+    method: 'POST',
+    key: parent.api_key,
+    json: { scope: 'admin' },
+  });
   expect(keyRes.status).toBe(201);
   return { parent, child, childKey: ((await keyRes.json()) as { api_key: string }).api_key };
 }
 
 describe('sub-tenants need a plan that pays for them', () => {
-  it.each(['free', 'developer'] as const)('a self-onboarded %s tenant cannot create sub-tenants (each would bring its own quotas)', async (plan) => {
-    const attacker = await onboard(stack, plan);
-    const refused = await problem(await createChild(attacker.api_key, { name: 'Free Riders 1', plan: 'free' }), 403);
-    expect(refused.code).toBe('cairn.tenant.subtenants_not_available');
-    expect(refused.detail).toMatch(/growth and enterprise/);
-    expect(await childrenOf(attacker.tenant_id)).toBe(0);
-  });
+  it.each(['free', 'developer'] as const)(
+    'a self-onboarded %s tenant cannot create sub-tenants (each would bring its own quotas)',
+    async (plan) => {
+      const attacker = await onboard(stack, plan);
+      const refused = await problem(await createChild(attacker.api_key, { name: 'Free Riders 1', plan: 'free' }), 403);
+      expect(refused.code).toBe('cairn.tenant.subtenants_not_available');
+      expect(refused.detail).toMatch(/growth and enterprise/);
+      expect(await childrenOf(attacker.tenant_id)).toBe(0);
+    },
+  );
 
   it('a growth tenant creates sub-tenants on its own plan or a lower one, never above', async () => {
     const parent = await onboard(stack, 'growth');
     expect((await createChild(parent.api_key, { name: 'Dev child', plan: 'developer' })).status).toBe(201);
-    expect((await problem(await createChild(parent.api_key, { name: 'Big child', plan: 'enterprise' }), 400)).code).toBe('cairn.tenant.plan_not_allowed');
+    expect(
+      (await problem(await createChild(parent.api_key, { name: 'Big child', plan: 'enterprise' }), 400)).code,
+    ).toBe('cairn.tenant.plan_not_allowed');
     expect(await childrenOf(parent.tenant_id)).toBe(1);
   });
 });
@@ -86,11 +103,21 @@ describe('a sub-tenant’s spending cap is its parent’s to set, and never abov
     const parent = await onboard(stack, 'growth');
     expect((await patchSettings(parent.api_key, parent.tenant_id, { spending_cap_usd: 5 })).status).toBe(200);
 
-    const higher = await problem(await createChild(parent.api_key, { name: 'Over', plan: 'growth', spending_cap_usd: 1000 }), 400);
+    const higher = await problem(
+      await createChild(parent.api_key, { name: 'Over', plan: 'growth', spending_cap_usd: 1000 }),
+      400,
+    );
     expect(higher.code).toBe('cairn.tenant.spending_cap_above_parent');
     expect(higher.errors?.map((e) => e.path)).toEqual(['spending_cap_usd']);
     expect(higher.detail).toContain('$5.00');
-    expect((await problem(await createChild(parent.api_key, { name: 'Uncapped', plan: 'growth', spending_cap_usd: null }), 400)).code).toBe('cairn.tenant.spending_cap_above_parent');
+    expect(
+      (
+        await problem(
+          await createChild(parent.api_key, { name: 'Uncapped', plan: 'growth', spending_cap_usd: null }),
+          400,
+        )
+      ).code,
+    ).toBe('cairn.tenant.spending_cap_above_parent');
     expect(await childrenOf(parent.tenant_id)).toBe(0);
 
     const inherited = await createChild(parent.api_key, { name: 'Inherits', plan: 'growth' });
@@ -113,14 +140,20 @@ describe('a sub-tenant’s spending cap is its parent’s to set, and never abov
     expect(own.status).toBe(200);
     expect(await own.json()).toMatchObject({ audit_retention_days: 90, spending_cap_usd: 5 });
     // Nor can it reach its parent's settings at all.
-    expect((await problem(await patchSettings(childKey, parent.tenant_id, { spending_cap_usd: null }), 404)).code).toBe('cairn.not_found');
+    expect((await problem(await patchSettings(childKey, parent.tenant_id, { spending_cap_usd: null }), 404)).code).toBe(
+      'cairn.not_found',
+    );
     expect(await capOf(parent.api_key, parent.tenant_id)).toBe(5);
   });
 
   it('the parent sets the child’s cap within its own; lowering its own cap lowers every child above it', async () => {
     const { parent, child } = await family(5, { name: 'Child', plan: 'growth', spending_cap_usd: 4 });
-    expect((await problem(await patchSettings(parent.api_key, child.tenant_id, { spending_cap_usd: 1000 }), 400)).code).toBe('cairn.tenant.spending_cap_above_parent');
-    expect((await problem(await patchSettings(parent.api_key, child.tenant_id, { spending_cap_usd: null }), 400)).code).toBe('cairn.tenant.spending_cap_above_parent');
+    expect(
+      (await problem(await patchSettings(parent.api_key, child.tenant_id, { spending_cap_usd: 1000 }), 400)).code,
+    ).toBe('cairn.tenant.spending_cap_above_parent');
+    expect(
+      (await problem(await patchSettings(parent.api_key, child.tenant_id, { spending_cap_usd: null }), 400)).code,
+    ).toBe('cairn.tenant.spending_cap_above_parent');
     expect(await capOf(parent.api_key, child.tenant_id)).toBe(4);
     expect((await patchSettings(parent.api_key, child.tenant_id, { spending_cap_usd: 3 })).status).toBe(200);
     expect(await capOf(parent.api_key, child.tenant_id)).toBe(3);
@@ -139,11 +172,19 @@ describe('a sub-tenant’s spending cap is its parent’s to set, and never abov
     const { child, childKey } = await family(2, { name: 'Spender', plan: 'growth' });
     await patchSettings(childKey, child.tenant_id, { spending_cap_usd: null }); // refused above; tried anyway
     await billing.setQuota({ tenantId: child.tenant_id, meter: 'lookup', quota: 0n });
-    const lookup = () => stack.request('/v1/lookup', { method: 'POST', key: childKey, json: { binding: { alg: 'cairn.pdq.v1', value: 'ab'.repeat(32) } } });
+    const lookup = () =>
+      stack.request('/v1/lookup', {
+        method: 'POST',
+        key: childKey,
+        json: { binding: { alg: 'cairn.pdq.v1', value: 'ab'.repeat(32) } },
+      });
     expect((await lookup()).status).toBe(200);
     expect((await lookup()).status).toBe(200); // $2 of overage: at the cap, allowed
     expect((await problem(await lookup(), 402)).code).toBe('cairn.billing.spending_cap_reached');
-    const usage = (await (await stack.request('/v1/usage', { key: childKey })).json()) as { spend_usd: number; spending_cap_usd: number | null };
+    const usage = (await (await stack.request('/v1/usage', { key: childKey })).json()) as {
+      spend_usd: number;
+      spending_cap_usd: number | null;
+    };
     expect(usage).toMatchObject({ spend_usd: 2 * LOOKUP_USD, spending_cap_usd: 2 });
   });
 });

@@ -19,20 +19,37 @@ const SHIPPED = new URL('../services/verifier/src/trust-lists/C2PA-TRUST-LIST.pe
 const SHIPPED_TSA = new URL('../services/verifier/src/trust-lists/C2PA-TSA-TRUST-LIST.pem', import.meta.url);
 const PHOTO = new URL('../../shared/fixtures/photos/astronaut.png', import.meta.url);
 
-type TrustListBody = { source: string; count: number; published_lists?: { c2pa_trust_list: string; c2pa_tsa_trust_list: string }; entries: Array<{ subject: string; origin: string; sha256_fingerprint: string; not_after: string }> };
+type TrustListBody = {
+  source: string;
+  count: number;
+  published_lists?: { c2pa_trust_list: string; c2pa_tsa_trust_list: string };
+  entries: Array<{ subject: string; origin: string; sha256_fingerprint: string; not_after: string }>;
+};
 
 describe('the shipped C2PA lists', () => {
   it('hold the 30 signing CAs and 22 TSAs of the published lists, read as the builtin source', async () => {
     const policy = { httpsOnly: true, blockInternal: true };
-    const c2pa = new PublishedTrustList(parseTrustSource('builtin', SHIPPED), { builtin: SHIPPED, refreshMs: 60_000, policy });
-    const tsa = new PublishedTrustList(parseTrustSource('builtin', SHIPPED_TSA), { builtin: SHIPPED_TSA, refreshMs: 60_000, policy });
+    const c2pa = new PublishedTrustList(parseTrustSource('builtin', SHIPPED), {
+      builtin: SHIPPED,
+      refreshMs: 60_000,
+      policy,
+    });
+    const tsa = new PublishedTrustList(parseTrustSource('builtin', SHIPPED_TSA), {
+      builtin: SHIPPED_TSA,
+      refreshMs: 60_000,
+      policy,
+    });
     expect(await c2pa.pems()).toHaveLength(30);
     expect(await tsa.pems()).toHaveLength(22);
     expect(c2pa.origin()).toBe('shipped with Cairn');
   });
 
   it('a URL that never answers falls back to the shipped copy, and says so', async () => {
-    const list = new PublishedTrustList(parseTrustSource('http://127.0.0.1:1/list.pem', SHIPPED), { builtin: SHIPPED, refreshMs: 60_000, policy: { httpsOnly: false, blockInternal: true, allowLoopback: true } });
+    const list = new PublishedTrustList(parseTrustSource('http://127.0.0.1:1/list.pem', SHIPPED), {
+      builtin: SHIPPED,
+      refreshMs: 60_000,
+      policy: { httpsOnly: false, blockInternal: true, allowLoopback: true },
+    });
     expect(await list.pems()).toHaveLength(30);
     expect(list.origin()).toContain('unreachable');
   });
@@ -49,7 +66,11 @@ describe('a configured trust list replaces the shipped one without a release', (
   let photo: Buffer;
 
   beforeAll(async () => {
-    [viaUrl, viaFile, later] = await Promise.all([makeTestCredential({ commonName: 'Listed By URL' }), makeTestCredential({ commonName: 'Listed By File' }), makeTestCredential({ commonName: 'Listed Later' })]);
+    [viaUrl, viaFile, later] = await Promise.all([
+      makeTestCredential({ commonName: 'Listed By URL' }),
+      makeTestCredential({ commonName: 'Listed By File' }),
+      makeTestCredential({ commonName: 'Listed Later' }),
+    ]);
     served = viaUrl.caCertPem;
     server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/x-pem-file' }).end(served));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -61,7 +82,10 @@ describe('a configured trust list replaces the shipped one without a release', (
       C2PA_TSA_TRUST_LIST: join(dir, 'tsa.pem'),
       TRUST_LIST_REFRESH_SECONDS: '1',
     });
-    photo = await sharp(await readFile(PHOTO)).resize(512).jpeg({ quality: 90 }).toBuffer();
+    photo = await sharp(await readFile(PHOTO))
+      .resize(512)
+      .jpeg({ quality: 90 })
+      .toBuffer();
   }, 120_000);
   afterAll(async () => {
     await stack?.stop();
@@ -70,9 +94,20 @@ describe('a configured trust list replaces the shipped one without a release', (
   });
 
   const signedBy = async (credential: TestCredential) =>
-    (await buildAndSign({ asset: photo, mimeType: 'image/jpeg', signer: localSignerFor(credential), claimGenerator: { name: 'cairn', version: 'test' }, metadata: {} })).signed;
+    (
+      await buildAndSign({
+        asset: photo,
+        mimeType: 'image/jpeg',
+        signer: localSignerFor(credential),
+        claimGenerator: { name: 'cairn', version: 'test' },
+        metadata: {},
+      })
+    ).signed;
   const publicStatus = async (bytes: Buffer) => {
-    const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }),
+    });
     return ((await res.json()) as { status: string }).status;
   };
   const trustList = async () => (await (await stack.request('/v1/trust-list')).json()) as TrustListBody;
@@ -81,8 +116,12 @@ describe('a configured trust list replaces the shipped one without a release', (
     const list = await trustList();
     expect(list.source).toBe('default');
     expect(list.entries.filter((e) => e.origin === 'cairn')).toHaveLength(1);
-    expect(list.entries.filter((e) => e.origin === 'c2pa').map((e) => e.sha256_fingerprint)).toEqual([new X509Certificate(viaUrl.caCertPem).fingerprint256]);
-    expect(list.entries.filter((e) => e.origin === 'c2pa_tsa').map((e) => e.sha256_fingerprint)).toEqual([new X509Certificate(viaFile.caCertPem).fingerprint256]);
+    expect(list.entries.filter((e) => e.origin === 'c2pa').map((e) => e.sha256_fingerprint)).toEqual([
+      new X509Certificate(viaUrl.caCertPem).fingerprint256,
+    ]);
+    expect(list.entries.filter((e) => e.origin === 'c2pa_tsa').map((e) => e.sha256_fingerprint)).toEqual([
+      new X509Certificate(viaFile.caCertPem).fingerprint256,
+    ]);
     expect(list.published_lists?.c2pa_trust_list).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/c2pa\.pem$/);
     expect(list.published_lists?.c2pa_tsa_trust_list).toBe(`file ${join(dir, 'tsa.pem')}`);
     expect(list.count).toBe(list.entries.length);
@@ -98,7 +137,12 @@ describe('a configured trust list replaces the shipped one without a release', (
   it('a URL list is fetched again on its schedule: a CA added there is trusted without a restart', async () => {
     const file = await signedBy(later);
     served = later.caCertPem;
-    await waitFor('the refreshed list', async () => ((await publicStatus(file)) === 'verified_manifest' ? true : undefined), 20_000, 300);
+    await waitFor(
+      'the refreshed list',
+      async () => ((await publicStatus(file)) === 'verified_manifest' ? true : undefined),
+      20_000,
+      300,
+    );
     // ...and the CA dropped from it is no longer trusted.
     expect(await publicStatus(await signedBy(viaUrl))).toBe('manifest_signer_untrusted');
   }, 30_000);

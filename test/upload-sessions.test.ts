@@ -39,7 +39,23 @@ process.stdout.write(port + '\\n');
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cairn-upload-sessions-'));
   const small = join(dir, 'small.mp4');
-  await runFfmpeg({ args: ['-y', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=10:duration=1', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', small], timeoutMs: 60_000 });
+  await runFfmpeg({
+    args: [
+      '-y',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=size=320x240:rate=10:duration=1',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'veryfast',
+      '-pix_fmt',
+      'yuv420p',
+      small,
+    ],
+    timeoutMs: 60_000,
+  });
   smallMp4 = await readFile(small);
   // A 120 MiB MP4: the short video plus a top-level `free` box (ISO BMFF padding any reader skips), written in
   // pieces so the test never holds it.
@@ -51,16 +67,28 @@ beforeAll(async () => {
   header.write('free', 4, 'latin1');
   await appendFile(bigMp4, header);
   const zeros = Buffer.alloc(8 * MiB);
-  for (let left = padding - 8; left > 0; left -= zeros.length) await appendFile(bigMp4, zeros.subarray(0, Math.min(zeros.length, left)));
+  for (let left = padding - 8; left > 0; left -= zeros.length)
+    await appendFile(bigMp4, zeros.subarray(0, Math.min(zeros.length, left)));
   bigSize = (await stat(bigMp4)).size;
 
-  s3rver = spawn(process.execPath, ['--input-type=module', '-e', S3RVER_SCRIPT, join(dir, 's3')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  s3rver = spawn(process.execPath, ['--input-type=module', '-e', S3RVER_SCRIPT, join(dir, 's3')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const [line] = (await once(s3rver.stdout!, 'data')) as [Buffer];
   const endpoint = `http://127.0.0.1:${Number(line.toString().trim())}`;
-  s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  s3 = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   await s3.send(new CreateBucketCommand({ Bucket: 'cairn-uploads' }));
 
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { UPLOAD_SESSION_TTL_SECONDS: String(TTL_SECONDS), UPLOAD_SESSION_SWEEP_INTERVAL_MS: '500', LOG_LEVEL: 'warn' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    UPLOAD_SESSION_TTL_SECONDS: String(TTL_SECONDS),
+    UPLOAD_SESSION_SWEEP_INTERVAL_MS: '500',
+    LOG_LEVEL: 'warn',
+  });
   s3Stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
     BLOB_STORE_URL: 's3://cairn-uploads/blobs',
     S3_ENDPOINT: endpoint,
@@ -88,22 +116,40 @@ interface Session {
 }
 
 async function createSession(on: Stack, key: string, size: number): Promise<Session> {
-  const res = await on.request('/v1/uploads', { method: 'POST', key, json: { filename: 'clip.mp4', size, content_type: 'video/mp4' } });
+  const res = await on.request('/v1/uploads', {
+    method: 'POST',
+    key,
+    json: { filename: 'clip.mp4', size, content_type: 'video/mp4' },
+  });
   expect(res.status).toBe(201);
   return (await res.json()) as Session;
 }
 
 /** A PUT with node:http, so the test decides whether Content-Length is sent (without it the body is chunked). */
-function put(url: string, body: Readable | Buffer, contentLength?: number): Promise<{ status: number; body: Record<string, unknown> }> {
+function put(
+  url: string,
+  body: Readable | Buffer,
+  contentLength?: number,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'PUT', headers: { 'content-type': 'video/mp4', ...(contentLength !== undefined ? { 'content-length': String(contentLength) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} });
-      });
-    });
+    const req = httpRequest(
+      url,
+      {
+        method: 'PUT',
+        headers: {
+          'content-type': 'video/mp4',
+          ...(contentLength !== undefined ? { 'content-length': String(contentLength) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} });
+        });
+      },
+    );
     // The server may answer (413) and close before the whole body is sent: the answer is what counts.
     req.on('error', reject);
     if (Buffer.isBuffer(body)) req.end(body);
@@ -112,8 +158,14 @@ function put(url: string, body: Readable | Buffer, contentLength?: number): Prom
 }
 
 const sign = (key: string, uploadId: string) =>
-  stack.request('/v1/sign', { method: 'POST', key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'video-genai-v1', upload_id: uploadId }) });
-const verify = (on: Stack, key: string, uploadId: string) => on.request('/v1/verify', { method: 'POST', key, body: multipart({ upload_id: uploadId }) });
+  stack.request('/v1/sign', {
+    method: 'POST',
+    key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'video-genai-v1', upload_id: uploadId }),
+  });
+const verify = (on: Stack, key: string, uploadId: string) =>
+  on.request('/v1/verify', { method: 'POST', key, body: multipart({ upload_id: uploadId }) });
 
 async function uploadFiles(): Promise<string[]> {
   const root = decodeURIComponent(new URL(String(stack.env.BLOB_STORE_URL)).pathname);
@@ -127,7 +179,9 @@ describe('upload sessions on the filesystem store', () => {
     const session = await createSession(stack, owner.api_key, bigSize);
     expect(session).toMatchObject({ method: 'PUT', max_bytes: bigSize });
     expect(session.upload_id).toMatch(/^up_[0-9A-HJKMNP-TV-Z]{26}$/);
-    expect(session.upload_url.startsWith(`${stack.baseUrl}/v1/uploads/${session.upload_id}/content?expires=`)).toBe(true);
+    expect(session.upload_url.startsWith(`${stack.baseUrl}/v1/uploads/${session.upload_id}/content?expires=`)).toBe(
+      true,
+    );
 
     collectGarbage();
     const baseline = process.memoryUsage.rss();
@@ -150,15 +204,31 @@ describe('upload sessions on the filesystem store', () => {
     const res = await sign(owner.api_key, session.upload_id);
     expect(res.status).toBe(202);
     const { job_id } = (await res.json()) as { job_id: string };
-    const done = await waitFor('the sign job', async () => {
-      const body = (await (await stack.request(`/v1/jobs/${job_id}`, { key: owner.api_key })).json()) as Record<string, unknown>;
-      return body.status === 'done' || body.status === 'failed' ? body : undefined;
-    }, 240_000, 500);
+    const done = await waitFor(
+      'the sign job',
+      async () => {
+        const body = (await (await stack.request(`/v1/jobs/${job_id}`, { key: owner.api_key })).json()) as Record<
+          string,
+          unknown
+        >;
+        return body.status === 'done' || body.status === 'failed' ? body : undefined;
+      },
+      240_000,
+      500,
+    );
     expect(done).toMatchObject({ status: 'done', media_type: 'video/mp4' });
-    await waitFor('the upload to be deleted', async () => ((await uploadFiles()).length === 0 ? true : undefined), 30_000, 200);
+    await waitFor(
+      'the upload to be deleted',
+      async () => ((await uploadFiles()).length === 0 ? true : undefined),
+      30_000,
+      200,
+    );
 
     const reused = await sign(owner.api_key, session.upload_id);
-    expect([reused.status, ((await reused.json()) as { code: string }).code]).toEqual([409, 'cairn.upload.already_used']);
+    expect([reused.status, ((await reused.json()) as { code: string }).code]).toEqual([
+      409,
+      'cairn.upload.already_used',
+    ]);
   }, 400_000);
 
   it('verify by upload_id; another tenant cannot name it (404); used once', async () => {
@@ -171,7 +241,10 @@ describe('upload sessions on the filesystem store', () => {
     const result = (await res.json()) as { status: string; signals: Record<string, unknown> };
     expect(result.signals.c2pa_manifest_present).toBe(false);
     const reused = await verify(stack, owner.api_key, session.upload_id);
-    expect([reused.status, ((await reused.json()) as { code: string }).code]).toEqual([409, 'cairn.upload.already_used']);
+    expect([reused.status, ((await reused.json()) as { code: string }).code]).toEqual([
+      409,
+      'cairn.upload.already_used',
+    ]);
     expect(await uploadFiles()).toEqual([]);
   }, 60_000);
 
@@ -201,10 +274,21 @@ describe('upload sessions on the filesystem store', () => {
     // The refused PUTs used nothing up: the right file still goes up.
     expect((await put(session.upload_url, smallMp4, smallMp4.length)).status).toBe(204);
 
-    const tooBig = await stack.request('/v1/uploads', { method: 'POST', key: owner.api_key, json: { size: 5 * 1024 * MiB + 1 } });
+    const tooBig = await stack.request('/v1/uploads', {
+      method: 'POST',
+      key: owner.api_key,
+      json: { size: 5 * 1024 * MiB + 1 },
+    });
     expect([tooBig.status, ((await tooBig.json()) as { code: string }).code]).toEqual([413, 'cairn.upload.too_large']);
-    const invalid = await stack.request('/v1/uploads', { method: 'POST', key: owner.api_key, json: { size: -1, extra: true } });
-    expect([invalid.status, ((await invalid.json()) as { code: string }).code]).toEqual([400, 'cairn.validation.invalid_body']);
+    const invalid = await stack.request('/v1/uploads', {
+      method: 'POST',
+      key: owner.api_key,
+      json: { size: -1, extra: true },
+    });
+    expect([invalid.status, ((await invalid.json()) as { code: string }).code]).toEqual([
+      400,
+      'cairn.validation.invalid_body',
+    ]);
     const anonymous = await stack.request('/v1/uploads', { method: 'POST', json: { size: 10 } });
     expect(anonymous.status).toBe(401);
   }, 60_000);
@@ -213,10 +297,20 @@ describe('upload sessions on the filesystem store', () => {
     const session = await createSession(stack, owner.api_key, smallMp4.length);
     expect((await put(session.upload_url, smallMp4, smallMp4.length)).status).toBe(204);
     expect((await uploadFiles()).some((f) => f.includes(session.upload_id))).toBe(true);
-    await waitFor('the session to expire', async () => (Date.now() > Date.parse(session.expires_at) + 1000 ? true : undefined), (TTL_SECONDS + 10) * 1000, 500);
+    await waitFor(
+      'the session to expire',
+      async () => (Date.now() > Date.parse(session.expires_at) + 1000 ? true : undefined),
+      (TTL_SECONDS + 10) * 1000,
+      500,
+    );
     const res = await sign(owner.api_key, session.upload_id);
     expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([410, 'cairn.upload.expired']);
-    await waitFor('the sweep to delete the file', async () => ((await uploadFiles()).some((f) => f.includes(session.upload_id)) ? undefined : true), 10_000, 200);
+    await waitFor(
+      'the sweep to delete the file',
+      async () => ((await uploadFiles()).some((f) => f.includes(session.upload_id)) ? undefined : true),
+      10_000,
+      200,
+    );
     const late = await put(session.upload_url, smallMp4, smallMp4.length);
     expect([late.status, late.body.code]).toEqual([403, 'cairn.upload.invalid_url']);
   }, 90_000);
@@ -229,14 +323,19 @@ describe('upload sessions on an S3-compatible store', () => {
     expect(session.upload_url).toContain('X-Amz-Signature=');
     expect(session.upload_url).toContain(`/cairn-uploads/blobs/${tenant.tenant_id}/uploads/${session.upload_id}`);
     const notYet = await verify(s3Stack, tenant.api_key, session.upload_id);
-    expect([notYet.status, ((await notYet.json()) as { code: string }).code]).toEqual([409, 'cairn.upload.not_uploaded']);
+    expect([notYet.status, ((await notYet.json()) as { code: string }).code]).toEqual([
+      409,
+      'cairn.upload.not_uploaded',
+    ]);
 
     const uploaded = await fetch(session.upload_url, { method: 'PUT', body: smallMp4 });
     expect(uploaded.status).toBe(200);
     const res = await verify(s3Stack, tenant.api_key, session.upload_id);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { signals: Record<string, unknown> }).signals.c2pa_manifest_present).toBe(false);
-    const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'cairn-uploads', Prefix: `blobs/${tenant.tenant_id}/uploads/` }));
+    const listed = await s3.send(
+      new ListObjectsV2Command({ Bucket: 'cairn-uploads', Prefix: `blobs/${tenant.tenant_id}/uploads/` }),
+    );
     expect(listed.Contents ?? []).toEqual([]);
   }, 60_000);
 });

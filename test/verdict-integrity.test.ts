@@ -21,29 +21,50 @@ let signed: { asset_id: string; manifest_id: string };
 let signedBytes: Buffer;
 let otherPhoto: Buffer;
 
-type Result = { status: string; confidence: number | null; asset_id?: string; manifest_id?: string; warnings: string[]; matches: Array<{ asset_id: string }>; signals: Record<string, unknown>; claims?: Record<string, unknown> };
+type Result = {
+  status: string;
+  confidence: number | null;
+  asset_id?: string;
+  manifest_id?: string;
+  warnings: string[];
+  matches: Array<{ asset_id: string }>;
+  signals: Record<string, unknown>;
+  claims?: Record<string, unknown>;
+};
 
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
   victim = await onboard(stack);
-  const photo = await sharp(await readFile(new URL('coffee.png', PHOTOS))).jpeg({ quality: 90 }).toBuffer();
-  otherPhoto = await sharp(await readFile(new URL('chelsea.png', PHOTOS))).jpeg({ quality: 90 }).toBuffer();
+  const photo = await sharp(await readFile(new URL('coffee.png', PHOTOS)))
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  otherPhoto = await sharp(await readFile(new URL('chelsea.png', PHOTOS)))
+    .jpeg({ quality: 90 })
+    .toBuffer();
   const res = await stack.request('/v1/sign', {
     method: 'POST',
     key: victim.api_key,
     headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Victim Studio', model: 'honest-1' }) }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
+    body: multipart(
+      { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Victim Studio', model: 'honest-1' }) },
+      { field: 'asset', bytes: photo, name: 'c.jpg' },
+    ),
   });
   expect(res.status).toBe(200);
   signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: victim.api_key })).arrayBuffer());
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: victim.api_key })).arrayBuffer(),
+  );
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
 });
 
 async function publicVerify(bytes: Buffer): Promise<Result> {
-  const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }) });
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as Result;
 }
@@ -84,7 +105,9 @@ async function forgeNamingVictim(credential: TestCredential, bytes: Buffer): Pro
 }
 
 /** A loopback listener that counts every request made to it (an OCSP responder a file names). */
-async function listener(answer: (url: string) => { status: number; headers?: Record<string, string> } = () => ({ status: 500 })): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
+async function listener(
+  answer: (url: string) => { status: number; headers?: Record<string, string> } = () => ({ status: 500 }),
+): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
   let hits = 0;
   const server: Server = createServer((req, res) => {
     hits += 1;
@@ -94,7 +117,11 @@ async function listener(answer: (url: string) => { status: number; headers?: Rec
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  return { url: `http://127.0.0.1:${port}/ocsp`, hits: () => hits, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}/ocsp`,
+    hits: () => hits,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** An enterprise tenant whose custom trust list holds `caPem`. */
@@ -107,16 +134,27 @@ async function enterpriseTrusting(caPem: string): Promise<{ tenant_id: string; a
   } finally {
     await admin.end();
   }
-  const res = await stack.request('/v1/trust-list', { method: 'POST', key: tenant.api_key, json: { entries: [{ issuer_cn: 'Cairn Test Root CA', certificate_pem: caPem }] } });
+  const res = await stack.request('/v1/trust-list', {
+    method: 'POST',
+    key: tenant.api_key,
+    json: { entries: [{ issuer_cn: 'Cairn Test Root CA', certificate_pem: caPem }] },
+  });
   expect(res.status).toBe(200);
   // What the tenant now trusts is what it set, and only that (GET /v1/trust-list for its key).
-  const inForce = (await (await stack.request('/v1/trust-list', { key: tenant.api_key })).json()) as { source: string; entries: Array<{ origin: string }> };
+  const inForce = (await (await stack.request('/v1/trust-list', { key: tenant.api_key })).json()) as {
+    source: string;
+    entries: Array<{ origin: string }>;
+  };
   expect(inForce).toMatchObject({ source: 'custom', entries: [{ origin: 'custom' }] });
   return tenant;
 }
 
 async function verifyAs(key: string, bytes: Buffer): Promise<Result> {
-  const res = await stack.request('/v1/verify', { method: 'POST', key, body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }) });
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    key,
+    body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }),
+  });
   expect(res.status).toBe(200);
   return (await res.json()) as Result;
 }
@@ -189,7 +227,15 @@ describe('no request on behalf of an untrusted file', () => {
     const responder = await listener();
     try {
       const stranger = await makeTestCredential({ commonName: 'Stranger', ocspUrl: responder.url });
-      const file = (await buildAndSign({ asset: otherPhoto, mimeType: 'image/jpeg', signer: localSignerFor(stranger), claimGenerator: { name: 'cairn', version: 'test' }, metadata: {} })).signed;
+      const file = (
+        await buildAndSign({
+          asset: otherPhoto,
+          mimeType: 'image/jpeg',
+          signer: localSignerFor(stranger),
+          claimGenerator: { name: 'cairn', version: 'test' },
+          metadata: {},
+        })
+      ).signed;
       const answer = await publicVerify(file);
       expect(answer.status).toBe('manifest_signer_untrusted');
       expect(answer.signals.ocsp_status).toBe('not_checked');
@@ -205,7 +251,15 @@ describe('no request on behalf of an untrusted file', () => {
     try {
       const partner = await makeTestCredential({ commonName: 'Partner', ocspUrl: responder.url });
       const enterprise = await enterpriseTrusting(partner.caCertPem);
-      const file = (await buildAndSign({ asset: otherPhoto, mimeType: 'image/jpeg', signer: localSignerFor(partner), claimGenerator: { name: 'cairn', version: 'test' }, metadata: {} })).signed;
+      const file = (
+        await buildAndSign({
+          asset: otherPhoto,
+          mimeType: 'image/jpeg',
+          signer: localSignerFor(partner),
+          claimGenerator: { name: 'cairn', version: 'test' },
+          metadata: {},
+        })
+      ).signed;
       const answer = await verifyAs(enterprise.api_key, file);
       expect(answer.signals.ocsp_status).toBe('unavailable');
       expect(responder.hits()).toBe(1);
@@ -224,7 +278,15 @@ describe('no request on behalf of an untrusted file', () => {
     try {
       const partner = await makeTestCredential({ commonName: 'Partner', ocspUrl: responder.url });
       const enterprise = await enterpriseTrusting(partner.caCertPem);
-      const file = (await buildAndSign({ asset: otherPhoto, mimeType: 'image/jpeg', signer: localSignerFor(partner), claimGenerator: { name: 'cairn', version: 'test' }, metadata: {} })).signed;
+      const file = (
+        await buildAndSign({
+          asset: otherPhoto,
+          mimeType: 'image/jpeg',
+          signer: localSignerFor(partner),
+          claimGenerator: { name: 'cairn', version: 'test' },
+          metadata: {},
+        })
+      ).signed;
       const answer = await verifyAs(enterprise.api_key, file);
       expect(answer.status).toBe('verified_manifest');
       expect(answer.signals.ocsp_status).toBe('unavailable');
@@ -248,13 +310,20 @@ describe('a stored verdict follows what changes it', () => {
     } finally {
       signer.close();
     }
-    const status = await waitFor('the page to show the revocation', async () => {
-      const page = await (await stack.request(`/v/${signed.asset_id}`)).text();
-      const found = /data-status="([a-z_]+)"/.exec(page)?.[1];
-      return found === 'manifest_signer_revoked' ? found : undefined;
-    }, 20_000, 200);
+    const status = await waitFor(
+      'the page to show the revocation',
+      async () => {
+        const page = await (await stack.request(`/v/${signed.asset_id}`)).text();
+        const found = /data-status="([a-z_]+)"/.exec(page)?.[1];
+        return found === 'manifest_signer_revoked' ? found : undefined;
+      },
+      20_000,
+      200,
+    );
     expect(status).toBe('manifest_signer_revoked');
-    const stored = (await (await stack.request(`/v1/verify/${signed.manifest_id}`, { key: victim.api_key })).json()) as Result;
+    const stored = (await (
+      await stack.request(`/v1/verify/${signed.manifest_id}`, { key: victim.api_key })
+    ).json()) as Result;
     expect(stored.status).toBe('manifest_signer_revoked');
     expect(stored.confidence).toBeNull();
   }, 40_000);

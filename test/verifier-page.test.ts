@@ -14,12 +14,17 @@ let signed: { asset_id: string; verifier_url: string };
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
   const tenant = await onboard(stack);
-  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`)).jpeg().toBuffer();
+  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`))
+    .jpeg()
+    .toBuffer();
   const res = await stack.request('/v1/sign', {
     method: 'POST',
     key: tenant.api_key,
     headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Orbit Studio', model: 'orbit-xl-2' }) }, { field: 'asset', bytes: photo, name: 'a.jpg' }),
+    body: multipart(
+      { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Orbit Studio', model: 'orbit-xl-2' }) },
+      { field: 'asset', bytes: photo, name: 'a.jpg' },
+    ),
   });
   signed = (await res.json()) as typeof signed;
 }, 120_000);
@@ -56,14 +61,24 @@ describe('the public verifier page /v/{asset_id}', () => {
     expect(existsSync(CHROMIUM)).toBe(true);
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
     });
     try {
       const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 900, height: 1100 } });
       const page = await context.newPage();
       const images: Array<{ status: number; type: string | undefined }> = [];
       page.on('response', (response) => {
-        if (response.url().endsWith('/thumbnail.jpg')) images.push({ status: response.status(), type: response.headers()['content-type'] });
+        if (response.url().endsWith('/thumbnail.jpg'))
+          images.push({ status: response.status(), type: response.headers()['content-type'] });
       });
       await page.goto(signed.verifier_url, { waitUntil: 'load' });
       expect(await page.locator('h1').innerText()).toBe('Verified');

@@ -28,13 +28,31 @@ beforeAll(async () => {
   });
   tenant = await onboard(stack);
   // About 300 KB: above the synchronous limit, and above the public one.
-  const photo = await sharp(await readFile(new URL('../../shared/fixtures/photos/astronaut.png', import.meta.url))).resize(1024, 1024).jpeg({ quality: 97 }).toBuffer();
+  const photo = await sharp(await readFile(new URL('../../shared/fixtures/photos/astronaut.png', import.meta.url)))
+    .resize(1024, 1024)
+    .jpeg({ quality: 97 })
+    .toBuffer();
   const signed = (await (
-    await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'p.jpg' }) })
+    await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'p.jpg' }),
+    })
   ).json()) as { asset_id: string };
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
-  bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
-  observer = await bus.consume({ durable: 'test-verify-jobs', types: ['verification.completed', 'job.failed'], handler: async (event) => void events.push(event) });
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+  );
+  bus = await Bus.connect({
+    url: String(stack.env.NATS_URL),
+    stream: String(stack.env.NATS_STREAM),
+    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
+  });
+  observer = await bus.consume({
+    durable: 'test-verify-jobs',
+    types: ['verification.completed', 'job.failed'],
+    handler: async (event) => void events.push(event),
+  });
 }, 120_000);
 afterAll(async () => {
   await observer?.stop();
@@ -43,15 +61,31 @@ afterAll(async () => {
 });
 
 const verifyWithKey = (bytes: Buffer, headers: Record<string, string> = {}, key = tenant.api_key) =>
-  stack.request('/v1/verify', { method: 'POST', key, headers, body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }) });
+  stack.request('/v1/verify', {
+    method: 'POST',
+    key,
+    headers,
+    body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }),
+  });
 const job = async (jobId: string, key = tenant.api_key) => stack.request(`/v1/jobs/${jobId}`, { key });
 const finished = (jobId: string) =>
-  waitFor('the verify job', async () => {
-    const body = (await (await job(jobId)).json()) as Record<string, unknown>;
-    return body.status === 'done' || body.status === 'failed' ? body : undefined;
-  }, 30_000, 100);
-const used = async (meter: string) => ((await (await stack.request('/v1/usage', { key: tenant.api_key })).json()) as { meters: Record<string, { used: number }> }).meters[meter]?.used ?? 0;
-const uploadsLeft = async () => readdir(join(fileURLToPath(String(stack.env.BLOB_STORE_URL)), 'public', 'uploads')).catch(() => [] as string[]);
+  waitFor(
+    'the verify job',
+    async () => {
+      const body = (await (await job(jobId)).json()) as Record<string, unknown>;
+      return body.status === 'done' || body.status === 'failed' ? body : undefined;
+    },
+    30_000,
+    100,
+  );
+const used = async (meter: string) =>
+  (
+    (await (await stack.request('/v1/usage', { key: tenant.api_key })).json()) as {
+      meters: Record<string, { used: number }>;
+    }
+  ).meters[meter]?.used ?? 0;
+const uploadsLeft = async () =>
+  readdir(join(fileURLToPath(String(stack.env.BLOB_STORE_URL)), 'public', 'uploads')).catch(() => [] as string[]);
 
 describe('asynchronous verify', () => {
   it('a file above the synchronous limit: 202 with a job whose result is the Verification result, metered once, upload deleted', async () => {
@@ -64,11 +98,18 @@ describe('asynchronous verify', () => {
     expect(res.headers.get('location')).toBe(accepted.poll_url);
     const done = await finished(accepted.job_id);
     expect(done).toMatchObject({ job_id: accepted.job_id, kind: 'verify', status: 'done' });
-    expect(done.result).toMatchObject({ status: 'verified_manifest_and_watermark_match', signals: { c2pa_signature_valid: true, signer_trusted: true } });
-    const completed = await waitFor('verification.completed', () => events.find((e) => e.type === 'verification.completed' && e.data.job_id === accepted.job_id));
+    expect(done.result).toMatchObject({
+      status: 'verified_manifest_and_watermark_match',
+      signals: { c2pa_signature_valid: true, signer_trusted: true },
+    });
+    const completed = await waitFor('verification.completed', () =>
+      events.find((e) => e.type === 'verification.completed' && e.data.job_id === accepted.job_id),
+    );
     expect(completed.tenant_id).toBe(tenant.tenant_id);
     expect(completed.data).toMatchObject({ status: 'verified_manifest_and_watermark_match', media_type: 'image' });
-    await waitFor('the reservation to be committed', async () => ((await used('image_verify')) === before + 1 ? true : undefined));
+    await waitFor('the reservation to be committed', async () =>
+      (await used('image_verify')) === before + 1 ? true : undefined,
+    );
     expect(await uploadsLeft()).toEqual([]);
   }, 60_000);
 
@@ -84,7 +125,9 @@ describe('asynchronous verify', () => {
   it('a job that cannot verify its file ends failed with its problem and job.failed, and bills nothing', async () => {
     const before = await used('image_verify');
     // Bytes of no type Cairn reads (not even text: invalid UTF-8).
-    const res = await verifyWithKey(Buffer.alloc(4096, Buffer.from([0x00, 0xff, 0xfe, 0x81])), { prefer: 'respond-async' });
+    const res = await verifyWithKey(Buffer.alloc(4096, Buffer.from([0x00, 0xff, 0xfe, 0x81])), {
+      prefer: 'respond-async',
+    });
     expect(res.status).toBe(202);
     const { job_id } = (await res.json()) as { job_id: string };
     const failed = await finished(job_id);
@@ -101,11 +144,18 @@ describe('asynchronous verify', () => {
   }, 60_000);
 
   it('the public verify stays synchronous and takes files up to PUBLIC_VERIFY_MAX_BYTES', async () => {
-    const tooBig = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes: signedBytes, name: 'f.jpg' }) });
+    const tooBig = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes: signedBytes, name: 'f.jpg' }),
+    });
     expect(signedBytes.length).toBeGreaterThan(PUBLIC_MAX);
     expect(tooBig.status).toBe(413);
     const small = await sharp(signedBytes).resize(300).jpeg().toBuffer();
-    const ok = await stack.request('/v1/verify', { method: 'POST', headers: { prefer: 'respond-async' }, body: multipart({}, { field: 'file', bytes: small, name: 'f.jpg' }) });
+    const ok = await stack.request('/v1/verify', {
+      method: 'POST',
+      headers: { prefer: 'respond-async' },
+      body: multipart({}, { field: 'file', bytes: small, name: 'f.jpg' }),
+    });
     expect(ok.status).toBe(200);
   }, 60_000);
 });

@@ -14,30 +14,48 @@ const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let browser: Browser;
 let signed: { asset_id: string; verifier_url: string; manifest_id: string };
-const files: Record<'signed' | 'reencoded' | 'tampered' | 'unrelated', string> = { signed: '', reencoded: '', tampered: '', unrelated: '' };
+const files: Record<'signed' | 'reencoded' | 'tampered' | 'unrelated', string> = {
+  signed: '',
+  reencoded: '',
+  tampered: '',
+  unrelated: '',
+};
 
 beforeAll(async () => {
   // Enough public verifies for every case in this file from one address; a public upload limit a test can pass.
-  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '50', PUBLIC_VERIFY_MAX_BYTES: String(2 * 1024 * 1024) });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], {
+    PUBLIC_VERIFY_PER_MINUTE: '50',
+    PUBLIC_VERIFY_MAX_BYTES: String(2 * 1024 * 1024),
+  });
   const tenant = await onboard(stack);
-  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`)).jpeg({ quality: 90 }).toBuffer();
+  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+    .jpeg({ quality: 90 })
+    .toBuffer();
   const res = await stack.request('/v1/sign', {
     method: 'POST',
     key: tenant.api_key,
     headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Orbit Studio', model: 'orbit-xl-2' }) }, { field: 'asset', bytes: photo, name: 'a.jpg' }),
+    body: multipart(
+      { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Orbit Studio', model: 'orbit-xl-2' }) },
+      { field: 'asset', bytes: photo, name: 'a.jpg' },
+    ),
   });
   expect(res.status).toBe(200);
   signed = (await res.json()) as typeof signed;
-  const signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+  const signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+  );
   // Re-encoding drops the JUMBF manifest store; the watermark in the pixels survives.
   const reencoded = await sharp(signedBytes).jpeg({ quality: 90 }).toBuffer();
   // Flipped bytes in the COSE signature near the end of the manifest store.
   const manifest = Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());
   const at = signedBytes.indexOf(manifest);
   const tampered = Buffer.from(signedBytes);
-  for (let i = 0; i < 8; i++) tampered[at + manifest.length - 40 - i] = (tampered[at + manifest.length - 40 - i] ?? 0) ^ 0xff;
-  const unrelated = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg().toBuffer();
+  for (let i = 0; i < 8; i++)
+    tampered[at + manifest.length - 40 - i] = (tampered[at + manifest.length - 40 - i] ?? 0) ^ 0xff;
+  const unrelated = await sharp(await readFile(`${PHOTOS}/coffee.png`))
+    .jpeg()
+    .toBuffer();
   const dir = join(tmpdir(), `cairn-verify-page-${crypto.randomUUID()}`);
   await mkdir(dir, { recursive: true });
   for (const [name, bytes] of Object.entries({ signed: signedBytes, reencoded, tampered, unrelated })) {
@@ -48,7 +66,16 @@ beforeAll(async () => {
   expect(existsSync(CHROMIUM)).toBe(true);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
   await mkdir(OUT, { recursive: true });
 }, 180_000);
@@ -63,10 +90,12 @@ async function newPage(javaScriptEnabled: boolean): Promise<{ page: Page; errors
   const errors: string[] = [];
   // Script errors, CSP violations, and any failed load but the favicon a browser asks for on its own.
   page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) errors.push(message.text());
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+      errors.push(message.text());
   });
   page.on('response', (response) => {
-    if (response.status() >= 400 && !response.url().endsWith('/favicon.ico')) errors.push(`${response.status()} ${response.url()}`);
+    if (response.status() >= 400 && !response.url().endsWith('/favicon.ico'))
+      errors.push(`${response.status()} ${response.url()}`);
   });
   page.on('pageerror', (error) => errors.push(error.message));
   return { page, errors };
@@ -78,7 +107,8 @@ async function dropFile(page: Page, path: string, name: string): Promise<void> {
   const transfer = await page.evaluateHandle(
     ({ data, fileName }) => {
       // Runs in the page, where DataTransfer exists (the test's own typings have no DOM).
-      const Transfer = (globalThis as unknown as { DataTransfer: new () => { items: { add(file: File): void } } }).DataTransfer;
+      const Transfer = (globalThis as unknown as { DataTransfer: new () => { items: { add(file: File): void } } })
+        .DataTransfer;
       const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
       const dt = new Transfer();
       dt.items.add(new File([bytes], fileName, { type: 'image/jpeg' }));
@@ -127,12 +157,19 @@ describe('the public verify page /verify', () => {
     expect(await page.locator('h1').innerText()).toBe('Verified');
     expect(await page.locator('th:text-is("Signed by") + td').innerText()).toMatch(/Cairn/);
     expect(await page.locator('th:text-is("Signed on") + td').innerText()).toMatch(/\w{3}, \d{2} \w{3} \d{4}/);
-    expect(await page.locator('th:text-is("AI-generated") + td').innerText()).toBe('Yes — declared AI-generated by the signer');
+    expect(await page.locator('th:text-is("AI-generated") + td').innerText()).toBe(
+      'Yes — declared AI-generated by the signer',
+    );
     expect(await page.locator('th:text-is("Generator") + td').innerText()).toBe('Orbit Studio');
     expect(await page.locator('h2:text-is("What this does not prove") + ul li').count()).toBeGreaterThan(0);
     const thumb = page.locator('img.thumb');
     expect(await thumb.getAttribute('src')).toBe(`${stack.baseUrl}/v/${signed.asset_id}/thumbnail.jpg`);
-    expect(await thumb.evaluate((element) => { const img = element as unknown as { complete: boolean; naturalWidth: number }; return img.complete && img.naturalWidth > 0; })).toBe(true);
+    expect(
+      await thumb.evaluate((element) => {
+        const img = element as unknown as { complete: boolean; naturalWidth: number };
+        return img.complete && img.naturalWidth > 0;
+      }),
+    ).toBe(true);
     expect(await page.locator('code', { hasText: 'signed.jpg' }).count()).toBe(1);
     expect(errors).toEqual([]);
     await screenshot(page, 'verify-page-signed.png');
@@ -145,7 +182,11 @@ describe('the public verify page /verify', () => {
     expect(await page.locator('h1').getAttribute('data-status')).toBe('watermark_only');
     const link = page.locator('ul.matches a');
     expect(await link.getAttribute('href')).toBe(signed.verifier_url);
-    expect(await page.locator('img.thumb').evaluate((element) => (element as unknown as { naturalWidth: number }).naturalWidth > 0)).toBe(true);
+    expect(
+      await page
+        .locator('img.thumb')
+        .evaluate((element) => (element as unknown as { naturalWidth: number }).naturalWidth > 0),
+    ).toBe(true);
     await screenshot(page, 'verify-page-reencoded.png');
     // The match leads to the signed original's own page.
     await Promise.all([page.waitForURL(signed.verifier_url), link.click()]);
@@ -194,17 +235,27 @@ describe('the public verify page /verify', () => {
     const html = await res.text();
     expect(html).toContain('data-problem="cairn.verify.no_input"');
     expect(html).toContain('Choose a file to verify');
-    const notMultipart = await fetch(`${stack.baseUrl}/verify`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    const notMultipart = await fetch(`${stack.baseUrl}/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'hello',
+    });
     expect(notMultipart.status).toBe(415);
     expect(await notMultipart.text()).toContain('data-problem="cairn.validation.unsupported_media_type"');
   });
 
   it('a file over the public verify limit is refused with a page (413), like POST /v1/verify', async () => {
     const big = Buffer.alloc(3 * 1024 * 1024, 7);
-    const res = await fetch(`${stack.baseUrl}/verify`, { method: 'POST', body: multipart({}, { field: 'file', bytes: big, name: 'big.bin' }) });
+    const res = await fetch(`${stack.baseUrl}/verify`, {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes: big, name: 'big.bin' }),
+    });
     expect(res.status).toBe(413);
     expect(await res.text()).toContain('data-problem="cairn.validation.body_too_large"');
-    const api = await fetch(`${stack.baseUrl}/v1/verify`, { method: 'POST', body: multipart({}, { field: 'file', bytes: big, name: 'big.bin' }) });
+    const api = await fetch(`${stack.baseUrl}/v1/verify`, {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes: big, name: 'big.bin' }),
+    });
     expect(api.status).toBe(413);
   });
 

@@ -18,10 +18,19 @@ let signedBytes: Buffer;
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
   tenant = await onboard(stack);
-  photo = await sharp(await readFile(`${PHOTOS}/coffee.png`)).jpeg({ quality: 90 }).toBuffer();
-  const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }) });
+  photo = await sharp(await readFile(`${PHOTOS}/coffee.png`))
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: tenant.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
+  });
   signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+  signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+  );
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
@@ -29,9 +38,17 @@ afterAll(async () => {
 });
 
 async function verify(bytes: Buffer) {
-  const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: 'f' }) });
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    body: multipart({}, { field: 'file', bytes, name: 'f' }),
+  });
   expect(res.status).toBe(200);
-  return (await res.json()) as { status: string; confidence: number | null; warnings: string[]; signals: Record<string, unknown> };
+  return (await res.json()) as {
+    status: string;
+    confidence: number | null;
+    warnings: string[];
+    signals: Record<string, unknown>;
+  };
 }
 
 async function manifestBytes(): Promise<Buffer> {
@@ -40,7 +57,13 @@ async function manifestBytes(): Promise<Buffer> {
 
 async function signElsewhere(options: Parameters<typeof makeTestCredential>[0]) {
   const credential = await makeTestCredential(options);
-  const result = await buildAndSign({ asset: photo, mimeType: 'image/jpeg', signer: localSignerFor(credential), claimGenerator: { name: 'cairn', version: 'test' }, metadata: {} });
+  const result = await buildAndSign({
+    asset: photo,
+    mimeType: 'image/jpeg',
+    signer: localSignerFor(credential),
+    claimGenerator: { name: 'cairn', version: 'test' },
+    metadata: {},
+  });
   return result.signed;
 }
 
@@ -75,7 +98,10 @@ describe('verification statuses from real assets', () => {
   it('a signing certificate that has expired since, with no time-stamp: manifest_certificate_expired', async () => {
     // c2pa-rs will not sign with an expired certificate; sign with one that lapses two seconds later.
     const lapsesAt = Date.now() + 2000;
-    const file = await signElsewhere({ leafNotBefore: new Date(Date.now() - 86_400_000), leafNotAfter: new Date(lapsesAt) });
+    const file = await signElsewhere({
+      leafNotBefore: new Date(Date.now() - 86_400_000),
+      leafNotAfter: new Date(lapsesAt),
+    });
     await new Promise((r) => setTimeout(r, Math.max(0, lapsesAt - Date.now()) + 1200));
     const result = await verify(file);
     expect(result.status).toBe('manifest_certificate_expired');
@@ -117,9 +143,20 @@ describe('verification statuses from real assets', () => {
     expect(result.status).toBe('manifest_signer_revoked');
     expect(result.confidence).toBeNull();
     expect(result.signals.ocsp_status).toBe('revoked');
-    const fresh = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }) });
+    const fresh = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
+    });
     expect(fresh.status).toBe(200);
-    const freshBytes = Buffer.from(await (await stack.request(`/v1/assets/${((await fresh.json()) as { asset_id: string }).asset_id}/content`, { key: tenant.api_key })).arrayBuffer());
+    const freshBytes = Buffer.from(
+      await (
+        await stack.request(`/v1/assets/${((await fresh.json()) as { asset_id: string }).asset_id}/content`, {
+          key: tenant.api_key,
+        })
+      ).arrayBuffer(),
+    );
     expect((await verify(freshBytes)).status).toBe('verified_manifest_and_watermark_match');
   }, 30_000);
 });

@@ -15,11 +15,20 @@ let receiver: Receiver;
 const TIMEOUT_MS = 3000;
 
 beforeAll(async () => {
-  stack = await startStack(['audit', 'webhook', 'gateway'], { WEBHOOK_RETRY_SCALE: '0.001', WEBHOOK_POLL_INTERVAL_MS: '50', KEY_EXPIRY_SWEEP_INTERVAL_MS: '200', WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) });
+  stack = await startStack(['audit', 'webhook', 'gateway'], {
+    WEBHOOK_RETRY_SCALE: '0.001',
+    WEBHOOK_POLL_INTERVAL_MS: '50',
+    KEY_EXPIRY_SWEEP_INTERVAL_MS: '200',
+    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+  });
   a = await onboard(stack);
   b = await onboard(stack);
   receiver = await startReceiver();
-  bus = await Bus.connect({ url: String(stack.env.NATS_URL), stream: String(stack.env.NATS_STREAM), subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX) });
+  bus = await Bus.connect({
+    url: String(stack.env.NATS_URL),
+    stream: String(stack.env.NATS_STREAM),
+    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -34,7 +43,12 @@ const json = async (res: Response) => (await res.json()) as Json;
 describe('/v1/webhooks', () => {
   let webhookId: string | undefined;
   let secret: string;
-  const create = () => stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: ['job.completed', 'key.expiring'], description: 'ci' } });
+  const create = () =>
+    stack.request('/v1/webhooks', {
+      method: 'POST',
+      key: a.api_key,
+      json: { url: receiver.url, events: ['job.completed', 'key.expiring'], description: 'ci' },
+    });
   /** The endpoint the first test creates, or created here when a test runs without it (`-t`): no test needs another to run first. */
   async function endpoint(): Promise<string> {
     if (webhookId === undefined) {
@@ -49,7 +63,12 @@ describe('/v1/webhooks', () => {
     const res = await create();
     expect(res.status).toBe(201);
     const body = await json(res);
-    expect(body).toMatchObject({ url: receiver.url, events: ['job.completed', 'key.expiring'], description: 'ci', payload_format: 'a' });
+    expect(body).toMatchObject({
+      url: receiver.url,
+      events: ['job.completed', 'key.expiring'],
+      description: 'ci',
+      payload_format: 'a',
+    });
     expect(body.webhook_id).toMatch(/^wh_/);
     expect(body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     expect(res.headers.get('location')).toBe(`/v1/webhooks/${String(body.webhook_id)}`);
@@ -65,27 +84,56 @@ describe('/v1/webhooks', () => {
   });
 
   it('refuses unknown events (naming the allowed ones), bad URLs and bad bodies', async () => {
-    const bad = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: ['asset.signed'] } });
+    const bad = await stack.request('/v1/webhooks', {
+      method: 'POST',
+      key: a.api_key,
+      json: { url: receiver.url, events: ['asset.signed'] },
+    });
     expect(bad.status).toBe(400);
     expect(bad.headers.get('content-type')).toMatch(/application\/problem\+json/);
     const problem = await json(bad);
     expect(problem.type).toMatch(/#cairn\.webhook\.unknown_event$/);
-    for (const name of ['job.completed', 'manifest.signed', 'certificate.expiring', 'billing.quota_exceeded']) expect(String(problem.detail)).toContain(name);
+    for (const name of ['job.completed', 'manifest.signed', 'certificate.expiring', 'billing.quota_exceeded'])
+      expect(String(problem.detail)).toContain(name);
 
-    const url = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: 'ftp://example.com/x', events: ['job.completed'] } });
+    const url = await stack.request('/v1/webhooks', {
+      method: 'POST',
+      key: a.api_key,
+      json: { url: 'ftp://example.com/x', events: ['job.completed'] },
+    });
     expect(url.status).toBe(400);
     expect((await json(url)).type).toMatch(/#cairn\.webhook\.invalid_url$/);
-    const shape = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: [] } });
+    const shape = await stack.request('/v1/webhooks', {
+      method: 'POST',
+      key: a.api_key,
+      json: { url: receiver.url, events: [] },
+    });
     expect(shape.status).toBe(400);
-    const format = await stack.request('/v1/webhooks', { method: 'POST', key: a.api_key, json: { url: receiver.url, events: ['job.completed'], payload_format: 'c' } });
+    const format = await stack.request('/v1/webhooks', {
+      method: 'POST',
+      key: a.api_key,
+      json: { url: receiver.url, events: ['job.completed'], payload_format: 'c' },
+    });
     expect(format.status).toBe(400);
   });
 
   it('needs an admin key to change endpoints', async () => {
-    const keyRes = await stack.request(`/v1/tenants/${a.tenant_id}/keys`, { method: 'POST', key: a.api_key, json: { scope: 'read' } });
+    const keyRes = await stack.request(`/v1/tenants/${a.tenant_id}/keys`, {
+      method: 'POST',
+      key: a.api_key,
+      json: { scope: 'read' },
+    });
     expect(keyRes.status).toBe(201);
     const readKey = String((await json(keyRes)).api_key);
-    expect((await stack.request('/v1/webhooks', { method: 'POST', key: readKey, json: { url: receiver.url, events: ['job.completed'] } })).status).toBe(403);
+    expect(
+      (
+        await stack.request('/v1/webhooks', {
+          method: 'POST',
+          key: readKey,
+          json: { url: receiver.url, events: ['job.completed'] },
+        })
+      ).status,
+    ).toBe(403);
     expect((await stack.request('/v1/webhooks', { key: readKey })).status).toBe(200);
     expect((await stack.request('/v1/webhooks')).status).toBe(401);
   });
@@ -111,15 +159,24 @@ describe('/v1/webhooks', () => {
     const event = newEvent('job.completed', a.tenant_id, { job_id: newId('job') });
     await bus.publish(event);
     await bus.publish(newEvent('job.completed', b.tenant_id, { job_id: newId('job') })); // another tenant: not ours
-    const first = await waitFor('delivery', () => receiver.received.find((r) => r.headers['cairn-event-id'] === event.event_id));
+    const first = await waitFor('delivery', () =>
+      receiver.received.find((r) => r.headers['cairn-event-id'] === event.event_id),
+    );
     expect(verifySignature(first.body, first.headers['cairn-signature'], secret)).toBe(true);
 
     const list = await waitFor('delivered', async () => {
-      const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries?limit=10`, { key: a.api_key }))).data as Json[];
+      const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries?limit=10`, { key: a.api_key })))
+        .data as Json[];
       return l[0]?.status === 'delivered' ? l : undefined;
     });
     expect(list).toHaveLength(1);
-    expect(list[0]).toMatchObject({ event_id: event.event_id, event_type: 'job.completed', attempts: 1, last_status_code: 200, next_attempt_at: null });
+    expect(list[0]).toMatchObject({
+      event_id: event.event_id,
+      event_type: 'job.completed',
+      attempts: 1,
+      last_status_code: 200,
+      next_attempt_at: null,
+    });
     expect((list[0]!.attempt_log as Json[])[0]).toMatchObject({ n: 1, status_code: 200 });
     expect(typeof (list[0]!.attempt_log as Json[])[0]!.latency_ms).toBe('number');
     expect((await stack.request(`/v1/webhooks/${webhookId}/deliveries?limit=0`, { key: a.api_key })).status).toBe(400);
@@ -130,9 +187,15 @@ describe('/v1/webhooks', () => {
     expect(newSecret).toMatch(/^whsec_/);
     expect(newSecret).not.toBe(secret);
 
-    const again = await stack.request(`/v1/webhooks/${webhookId}/deliveries/${String(list[0]!.delivery_id)}/redeliver`, { method: 'POST', key: a.api_key });
+    const again = await stack.request(
+      `/v1/webhooks/${webhookId}/deliveries/${String(list[0]!.delivery_id)}/redeliver`,
+      { method: 'POST', key: a.api_key },
+    );
     expect(again.status).toBe(202);
-    const second = await waitFor('redelivery', () => receiver.received.filter((r) => r.headers['cairn-event-id'] === event.event_id)[1]);
+    const second = await waitFor(
+      'redelivery',
+      () => receiver.received.filter((r) => r.headers['cairn-event-id'] === event.event_id)[1],
+    );
     expect(verifySignature(second.body, second.headers['x-cairn-signature'], newSecret)).toBe(true);
     expect(verifySignature(second.body, second.headers['x-cairn-signature'], secret)).toBe(false);
   });
@@ -140,13 +203,32 @@ describe('/v1/webhooks', () => {
   it('emits key.expiring once for a key that expires within 7 days', async () => {
     await endpoint();
     const expiresAt = new Date(Date.now() + 3 * 86_400_000).toISOString();
-    const created = await json(await stack.request(`/v1/tenants/${a.tenant_id}/keys`, { method: 'POST', key: a.api_key, json: { scope: 'sign', expires_at: expiresAt } }));
-    const later = await json(await stack.request(`/v1/tenants/${a.tenant_id}/keys`, { method: 'POST', key: a.api_key, json: { scope: 'sign', expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString() } }));
-    const got = await waitFor('key.expiring', () => receiver.received.find((r) => (JSON.parse(r.body) as Json).type === 'key.expiring'));
-    expect((JSON.parse(got.body) as { data: Json }).data).toMatchObject({ key_id: created.key_id, expires_at: expiresAt });
+    const created = await json(
+      await stack.request(`/v1/tenants/${a.tenant_id}/keys`, {
+        method: 'POST',
+        key: a.api_key,
+        json: { scope: 'sign', expires_at: expiresAt },
+      }),
+    );
+    const later = await json(
+      await stack.request(`/v1/tenants/${a.tenant_id}/keys`, {
+        method: 'POST',
+        key: a.api_key,
+        json: { scope: 'sign', expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString() },
+      }),
+    );
+    const got = await waitFor('key.expiring', () =>
+      receiver.received.find((r) => (JSON.parse(r.body) as Json).type === 'key.expiring'),
+    );
+    expect((JSON.parse(got.body) as { data: Json }).data).toMatchObject({
+      key_id: created.key_id,
+      expires_at: expiresAt,
+    });
     // Several more sweeps: still one notice, and none for the key that expires in 30 days.
     await new Promise((resolve) => setTimeout(resolve, 800));
-    const notices = receiver.received.filter((r) => (JSON.parse(r.body) as Json).type === 'key.expiring').map((r) => (JSON.parse(r.body) as { data: Json }).data.key_id);
+    const notices = receiver.received
+      .filter((r) => (JSON.parse(r.body) as Json).type === 'key.expiring')
+      .map((r) => (JSON.parse(r.body) as { data: Json }).data.key_id);
     expect(notices).toEqual([created.key_id]);
     expect(notices).not.toContain(later.key_id);
   });
@@ -161,9 +243,15 @@ describe('/v1/webhooks', () => {
 
 describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
   /** Creates an endpoint for a fresh tenant of its own, so these tests need nothing from the ones above. */
-  async function endpointFor(url: string): Promise<{ tenant: { tenant_id: string; api_key: string }; webhookId: string }> {
+  async function endpointFor(
+    url: string,
+  ): Promise<{ tenant: { tenant_id: string; api_key: string }; webhookId: string }> {
     const tenant = await onboard(stack);
-    const res = await stack.request('/v1/webhooks', { method: 'POST', key: tenant.api_key, json: { url, events: ['job.completed'] } });
+    const res = await stack.request('/v1/webhooks', {
+      method: 'POST',
+      key: tenant.api_key,
+      json: { url, events: ['job.completed'] },
+    });
     expect(res.status).toBe(201);
     return { tenant, webhookId: String((await json(res)).webhook_id) };
   }
@@ -175,7 +263,8 @@ describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
       const event = newEvent('job.completed', tenant.tenant_id, { job_id: newId('job') });
       await bus.publish(event);
       const [delivery] = await waitFor('the retry delivered', async () => {
-        const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key }))).data as Json[];
+        const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key })))
+          .data as Json[];
         return l[0]?.status === 'delivered' ? l : undefined;
       });
       expect(delivery).toMatchObject({ event_id: event.event_id, attempts: 2, last_status_code: 200 });
@@ -191,28 +280,46 @@ describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
   it('drops the pending deliveries of a deleted endpoint: they are never sent', async () => {
     // Never answers: the first delivery stays in flight and, one in flight per endpoint, the others wait.
     const stuck = await startReceiver(() => 'hang');
-    const admin = new pg.Client({ connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString() });
+    const admin = new pg.Client({
+      connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
+    });
     await admin.connect();
     try {
       const { tenant, webhookId } = await endpointFor(stuck.url);
-      const events = Array.from({ length: 3 }, () => newEvent('job.completed', tenant.tenant_id, { job_id: newId('job') }));
+      const events = Array.from({ length: 3 }, () =>
+        newEvent('job.completed', tenant.tenant_id, { job_id: newId('job') }),
+      );
       for (const event of events) await bus.publish(event);
       await waitFor('the first delivery in flight', () => stuck.received.length === 1);
       const pending = await waitFor('all three deliveries recorded', async () => {
-        const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key }))).data as Json[];
+        const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key })))
+          .data as Json[];
         return l.length === 3 ? l.filter((d) => d.status === 'pending') : undefined;
       });
       expect(pending.length).toBeGreaterThanOrEqual(2);
 
-      expect((await stack.request(`/v1/webhooks/${webhookId}`, { method: 'DELETE', key: tenant.api_key })).status).toBe(204);
+      expect((await stack.request(`/v1/webhooks/${webhookId}`, { method: 'DELETE', key: tenant.api_key })).status).toBe(
+        204,
+      );
       // Settled: no delivery of the endpoint is pending or in flight any more, so none can be sent later.
-      const statuses = await waitFor('every delivery of the deleted endpoint settled', async () => {
-        const { rows } = await admin.query<{ status: string }>('select status from webhook.deliveries where webhook_id = $1', [webhookId]);
-        return rows.length === 3 && rows.every((r) => r.status !== 'pending' && r.status !== 'delivering') ? rows.map((r) => r.status) : undefined;
-      }, TIMEOUT_MS + 20_000);
+      const statuses = await waitFor(
+        'every delivery of the deleted endpoint settled',
+        async () => {
+          const { rows } = await admin.query<{ status: string }>(
+            'select status from webhook.deliveries where webhook_id = $1',
+            [webhookId],
+          );
+          return rows.length === 3 && rows.every((r) => r.status !== 'pending' && r.status !== 'delivering')
+            ? rows.map((r) => r.status)
+            : undefined;
+        },
+        TIMEOUT_MS + 20_000,
+      );
       expect(statuses).toEqual(['failed', 'failed', 'failed']);
       // Only the request already in flight at deletion ever reached the receiver: no retry of it, none of the others.
-      expect(stuck.received.map((r) => r.headers['cairn-event-id'])).toEqual([stuck.received[0]!.headers['cairn-event-id']]);
+      expect(stuck.received.map((r) => r.headers['cairn-event-id'])).toEqual([
+        stuck.received[0]!.headers['cairn-event-id'],
+      ]);
       expect(events.map((e) => e.event_id)).toContain(stuck.received[0]!.headers['cairn-event-id']);
     } finally {
       await admin.end();

@@ -5,7 +5,11 @@ import { multipart, type Stack } from './stack.js';
 export type LookupMatch = Record<string, unknown>;
 
 /** `POST /v1/lookup` with a file (multipart field "file"). */
-export function lookupFile(stack: Stack, key: string, file: { bytes: Buffer; name: string; type?: string }): Promise<Response> {
+export function lookupFile(
+  stack: Stack,
+  key: string,
+  file: { bytes: Buffer; name: string; type?: string },
+): Promise<Response> {
   return stack.request('/v1/lookup', { method: 'POST', key, body: multipart({}, { field: 'file', ...file }) });
 }
 

@@ -1,6 +1,17 @@
 import type { DestinationStream } from 'pino';
 import { startService, type RunningService } from '@cairn/runtime';
-import { APP_ROLE, apiRequester, createSandbox, databaseUrl, makeDevPki, PG_ADMIN_URL, provisionServiceRoles, type ApiRequest, type Sandbox, type TlsFiles } from '@cairn/testing';
+import {
+  APP_ROLE,
+  apiRequester,
+  createSandbox,
+  databaseUrl,
+  makeDevPki,
+  PG_ADMIN_URL,
+  provisionServiceRoles,
+  type ApiRequest,
+  type Sandbox,
+  type TlsFiles,
+} from '@cairn/testing';
 import { databaseRole, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '../../packages/config/src/index.js';
 import { anchorService } from '../../services/anchor/src/service.js';
 import { auditService } from '../../services/audit/src/service.js';
@@ -31,7 +42,11 @@ const DEFINITIONS: Record<ServiceName, (env: NodeJS.ProcessEnv) => Definition> =
 };
 
 /** Starts one service of the fleet in-process, optionally capturing its log lines. */
-export function startFleetService(name: ServiceName, env: NodeJS.ProcessEnv, logDestination?: DestinationStream): Promise<RunningService> {
+export function startFleetService(
+  name: ServiceName,
+  env: NodeJS.ProcessEnv,
+  logDestination?: DestinationStream,
+): Promise<RunningService> {
   return startService({ ...DEFINITIONS[name](env), ...(logDestination ? { logDestination } : {}) });
 }
 
@@ -78,25 +93,50 @@ export async function startStack(
   const sandbox = await createSandbox(overrides);
   // Each service connects as its own role, as in the chart: a query that strays into another service's schema
   // fails here as it would in production.
-  await provisionServiceRoles(PG_ADMIN_URL, sandbox.databaseName, APP_ROLE, SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })));
+  await provisionServiceRoles(
+    PG_ADMIN_URL,
+    sandbox.databaseName,
+    APP_ROLE,
+    SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })),
+  );
   const ports = new Map<ServiceName, number>();
   for (const name of names) ports.set(name, await freePort());
   const httpPort = await freePort();
-  const env: NodeJS.ProcessEnv = { ...sandbox.env, HTTP_PORT: String(httpPort), PUBLIC_BASE_URL: `http://127.0.0.1:${httpPort}` };
+  const env: NodeJS.ProcessEnv = {
+    ...sandbox.env,
+    HTTP_PORT: String(httpPort),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${httpPort}`,
+  };
   for (const [name, port] of ports) env[grpcAddrVar(name)] = `127.0.0.1:${port}`;
-  const tls: Record<string, TlsFiles> | undefined = options.tls ? await makeDevPki(join(tmpdir(), `cairn-test-tls-${sandbox.id}`), SERVICE_NAMES) : undefined;
+  const tls: Record<string, TlsFiles> | undefined = options.tls
+    ? await makeDevPki(join(tmpdir(), `cairn-test-tls-${sandbox.id}`), SERVICE_NAMES)
+    : undefined;
   const services = new Map<ServiceName, RunningService>();
   // `env` stays live: a test may change it before restarting a service.
   const start = async (name: ServiceName) => {
     const ownUrl = overrides.DATABASE_URL ?? databaseUrl(PG_ADMIN_URL, sandbox.databaseName, databaseRole(name));
     const own = tls?.[name];
     const identity = own ? { GRPC_TLS_CA: own.ca, GRPC_TLS_CERT: own.cert, GRPC_TLS_KEY: own.key } : {};
-    const service = await startFleetService(name, { ...env, DATABASE_URL: ownUrl, ...identity, GRPC_PORT: String(ports.get(name)) }, logs?.[name]);
+    const service = await startFleetService(
+      name,
+      { ...env, DATABASE_URL: ownUrl, ...identity, GRPC_PORT: String(ports.get(name)) },
+      logs?.[name],
+    );
     services.set(name, service);
     return service;
   };
   // Dependencies first: the verifier reads the signer's trust anchors, the signer calls the watermark service.
-  const order: ServiceName[] = ['watermark', 'signer', 'verifier', 'softbinding', 'anchor', 'billing', 'audit', 'webhook', 'gateway'];
+  const order: ServiceName[] = [
+    'watermark',
+    'signer',
+    'verifier',
+    'softbinding',
+    'anchor',
+    'billing',
+    'audit',
+    'webhook',
+    'gateway',
+  ];
   for (const name of order) if (names.includes(name)) await start(name);
   const baseUrl = `http://127.0.0.1:${httpPort}`;
   return {
@@ -122,19 +162,31 @@ export async function startStack(
 }
 
 /** Onboards a tenant through the API and returns its admin key. */
-export async function onboard(stack: Stack, plan: 'free' | 'developer' | 'growth' = 'developer'): Promise<{ tenant_id: string; api_key: string }> {
+export async function onboard(
+  stack: Stack,
+  plan: 'free' | 'developer' | 'growth' = 'developer',
+): Promise<{ tenant_id: string; api_key: string }> {
   const res = await stack.request('/v1/onboard', {
     method: 'POST',
     headers: { 'idempotency-key': crypto.randomUUID() },
-    json: { email: 'e2e@example.com', tenant_name: 'E2E', plan, ...(plan === 'free' ? {} : { payment_method_id: 'pm_card_visa' }) },
+    json: {
+      email: 'e2e@example.com',
+      tenant_name: 'E2E',
+      plan,
+      ...(plan === 'free' ? {} : { payment_method_id: 'pm_card_visa' }),
+    },
   });
   if (res.status !== 201) throw new Error(`onboard: ${res.status} ${await res.text()}`);
   return (await res.json()) as { tenant_id: string; api_key: string };
 }
 
-export function multipart(fields: Record<string, string>, file?: { field: string; bytes: Buffer; name: string; type?: string }): FormData {
+export function multipart(
+  fields: Record<string, string>,
+  file?: { field: string; bytes: Buffer; name: string; type?: string },
+): FormData {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  if (file) form.append(file.field, new Blob([file.bytes], { type: file.type ?? 'application/octet-stream' }), file.name);
+  if (file)
+    form.append(file.field, new Blob([file.bytes], { type: file.type ?? 'application/octet-stream' }), file.name);
   return form;
 }

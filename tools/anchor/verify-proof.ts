@@ -47,14 +47,25 @@ export interface VerifyReport {
   details: Record<string, unknown>;
 }
 
-export async function verifyAnchorProof(proof: AnchorProof, manifestDigestHex: string, rpcUrl: string, options: { from?: string; confirmations?: number } = {}): Promise<VerifyReport> {
+export async function verifyAnchorProof(
+  proof: AnchorProof,
+  manifestDigestHex: string,
+  rpcUrl: string,
+  options: { from?: string; confirmations?: number } = {},
+): Promise<VerifyReport> {
   const checks: Record<string, boolean> = {};
   const details: Record<string, unknown> = {};
   const digest = fromHex(manifestDigestHex.trim().toLowerCase(), 32);
   const leaf = leafHash(digest);
   checks.leaf_hash = proof.leaf_hash === undefined || proof.leaf_hash.toLowerCase() === toHex(leaf);
   const root = fromHex(proof.merkle_root, 32);
-  checks.inclusion = verifyInclusion(leaf, proof.leaf_index, proof.tree_size, proof.audit_path.map((p) => fromHex(p, 32)), root);
+  checks.inclusion = verifyInclusion(
+    leaf,
+    proof.leaf_index,
+    proof.tree_size,
+    proof.audit_path.map((p) => fromHex(p, 32)),
+    root,
+  );
 
   const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 1, timeout: 10_000 }) });
   const chainId = await client.getChainId();
@@ -80,9 +91,19 @@ export async function verifyAnchorProof(proof: AnchorProof, manifestDigestHex: s
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { proof: { type: 'string' }, digest: { type: 'string' }, rpc: { type: 'string' }, from: { type: 'string' }, confirmations: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      proof: { type: 'string' },
+      digest: { type: 'string' },
+      rpc: { type: 'string' },
+      from: { type: 'string' },
+      confirmations: { type: 'string' },
+    },
+  });
   if (!values.proof || !values.digest || !values.rpc) {
-    process.stderr.write('usage: verify-proof.ts --proof proof.json --digest <sha256 hex> --rpc <url> [--from 0x…] [--confirmations N]\n');
+    process.stderr.write(
+      'usage: verify-proof.ts --proof proof.json --digest <sha256 hex> --rpc <url> [--from 0x…] [--confirmations N]\n',
+    );
     process.exit(2);
   }
   const proof = JSON.parse(await readFile(values.proof, 'utf8')) as AnchorProof;

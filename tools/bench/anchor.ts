@@ -19,7 +19,10 @@ import { createChainWriter } from '../../services/anchor/src/domain/chain.js';
 import { leafHash, merkleRoot, toHex } from '../../services/anchor/src/domain/merkle.js';
 import { anchorService } from '../../services/anchor/src/service.js';
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { sizes: { type: 'string', default: '10,1000,100000' }, full: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((a) => a !== '--'),
+  options: { sizes: { type: 'string', default: '10,1000,100000' }, full: { type: 'boolean', default: false } },
+});
 const SIZES = values.sizes.split(',').map(Number);
 const CONCURRENCY = 50;
 const TENANTS = Array.from({ length: 5 }, () => newId('tenant'));
@@ -36,7 +39,14 @@ const until = async <T>(check: () => Promise<T | undefined>): Promise<T> => {
   }
 };
 
-interface Row { size: number; mode: 'measured' | 'computed'; enqueueMs: number; treeMs: number; endToEndMs: number; gas: number }
+interface Row {
+  size: number;
+  mode: 'measured' | 'computed';
+  enqueueMs: number;
+  treeMs: number;
+  endToEndMs: number;
+  gas: number;
+}
 const rows: Row[] = [];
 let enqueuePerMs = 0;
 
@@ -53,11 +63,24 @@ try {
       await writer.broadcast(signed.raw);
       const receipt = await reader.waitForTransactionReceipt({ hash: signed.hash });
       const enqueueMs = enqueuePerMs > 0 ? size / enqueuePerMs : Number.NaN;
-      rows.push({ size, mode: 'computed', enqueueMs, treeMs, endToEndMs: enqueueMs + treeMs, gas: Number(receipt.gasUsed) });
+      rows.push({
+        size,
+        mode: 'computed',
+        enqueueMs,
+        treeMs,
+        endToEndMs: enqueueMs + treeMs,
+        gas: Number(receipt.gasUsed),
+      });
       continue;
     }
     const service: RunningService = await startService(
-      anchorService({ ...sandbox.env, ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX: String(size), ANCHOR_BATCH_MAX_AGE_MS: '3600000', ANCHOR_POLL_MS: '20' }),
+      anchorService({
+        ...sandbox.env,
+        ANCHOR_RPC_URL: chain.url,
+        ANCHOR_BATCH_MAX: String(size),
+        ANCHOR_BATCH_MAX_AGE_MS: '3600000',
+        ANCHOR_POLL_MS: '20',
+      }),
     );
     const anchor = createClient(anchorV1.AnchorService, `127.0.0.1:${service.grpcPort}`);
     try {
@@ -68,7 +91,12 @@ try {
         Array.from({ length: Math.min(CONCURRENCY, size) }, async () => {
           while (next < size) {
             const i = next++;
-            const r = await anchor.enqueue({ tenantId: TENANTS[i % TENANTS.length]!, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digest(i) });
+            const r = await anchor.enqueue({
+              tenantId: TENANTS[i % TENANTS.length]!,
+              assetId: newId('asset'),
+              manifestId: newId('manifest'),
+              manifestDigest: digest(i),
+            });
             batchId = r.batchId;
           }
         }),
@@ -83,7 +111,14 @@ try {
       const receipt = await reader.getTransactionReceipt({ hash: batch.txHash as Hex });
       const t0 = performance.now();
       merkleRoot(Array.from({ length: size }, (_, i) => leafHash(Buffer.from(digest(i), 'hex'))));
-      rows.push({ size, mode: 'measured', enqueueMs, treeMs: performance.now() - t0, endToEndMs, gas: Number(receipt.gasUsed) });
+      rows.push({
+        size,
+        mode: 'measured',
+        enqueueMs,
+        treeMs: performance.now() - t0,
+        endToEndMs,
+        gas: Number(receipt.gasUsed),
+      });
     } finally {
       anchor.close();
       await service.stop();
@@ -94,11 +129,16 @@ try {
   await chain.stop();
 }
 
-const f = (n: number, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : 'n/a');
+const f = (n: number, d = 0) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : 'n/a';
 console.log('\nanchor benchmark (hardhat 2 local chain, one batch per row, Enqueue concurrency 50)\n');
-console.log('| batch size | mode | enqueue (ms) | tree build (ms) | enqueue→anchored (ms) | manifests/s | gas per batch | gas per manifest |');
+console.log(
+  '| batch size | mode | enqueue (ms) | tree build (ms) | enqueue→anchored (ms) | manifests/s | gas per batch | gas per manifest |',
+);
 console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
-  console.log(`| ${f(r.size)} | ${r.mode} | ${f(r.enqueueMs)} | ${f(r.treeMs, 1)} | ${f(r.endToEndMs)} | ${f((r.size / r.endToEndMs) * 1000)} | ${f(r.gas)} | ${f(r.gas / r.size, 2)} |`);
+  console.log(
+    `| ${f(r.size)} | ${r.mode} | ${f(r.enqueueMs)} | ${f(r.treeMs, 1)} | ${f(r.endToEndMs)} | ${f((r.size / r.endToEndMs) * 1000)} | ${f(r.gas)} | ${f(r.gas / r.size, 2)} |`,
+  );
 }
 process.exit(0);

@@ -13,12 +13,18 @@ const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5'
 const rounds = Number(values.rounds);
 const files = (await readdir(CORPUS)).filter((f) => !f.endsWith('.md') && !f.endsWith('.pem')).sort();
 
-const stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { LOG_LEVEL: 'warn', PUBLIC_VERIFY_PER_MINUTE: '100000' });
+const stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], {
+  LOG_LEVEL: 'warn',
+  PUBLIC_VERIFY_PER_MINUTE: '100000',
+});
 try {
   const verify = async (file: string) => {
     const bytes = await readFile(`${CORPUS}/${file}`);
     const started = performance.now();
-    const res = await stack.request('/v1/verify', { method: 'POST', body: multipart({}, { field: 'file', bytes, name: file }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      body: multipart({}, { field: 'file', bytes, name: file }),
+    });
     const body = (await res.json()) as { status?: string; code?: string };
     return { ms: performance.now() - started, answer: `${res.status} ${body.status ?? body.code}` };
   };
@@ -32,7 +38,9 @@ try {
     for (let i = 0; i < rounds; i++) ({ ms: times[i], answer } = await verify(file));
     times.sort((a, b) => a - b);
     worst = Math.max(worst, times.at(-1) ?? 0);
-    console.log(`  ${file.padEnd(24)} ${(times[Math.floor(times.length / 2)] ?? 0).toFixed(1).padStart(8)} ${(times.at(-1) ?? 0).toFixed(1).padStart(8)}  ${answer}`);
+    console.log(
+      `  ${file.padEnd(24)} ${(times[Math.floor(times.length / 2)] ?? 0).toFixed(1).padStart(8)} ${(times.at(-1) ?? 0).toFixed(1).padStart(8)}  ${answer}`,
+    );
   }
   const ready = await fetch(`http://127.0.0.1:${stack.services.get('verifier')!.opsPort}/readyz`);
   console.log(`\nslowest answer ${worst.toFixed(1)} ms (goal < 1000 ms); verifier /readyz afterwards: ${ready.status}`);

@@ -14,7 +14,13 @@ import { createManifestReader } from '../../services/verifier/src/c2pa/index.js'
 
 const CORPUS = fileURLToPath(new URL('../../../shared/fixtures/c2pa-rs/', import.meta.url));
 const BASELINE = 'no_manifest.jpg';
-const MIME: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png', mp4: 'video/mp4', wav: 'audio/wav', webp: 'image/webp' };
+const MIME: Record<string, string> = {
+  jpg: 'image/jpeg',
+  png: 'image/png',
+  mp4: 'video/mp4',
+  wav: 'audio/wav',
+  webp: 'image/webp',
+};
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' } } });
 const rounds = Number(values.rounds);
 
@@ -43,7 +49,12 @@ try {
   const baseline = p50(results.get(BASELINE)?.times ?? []);
   console.log(`C2PA read through the reader pool (2 children), ${rounds} rounds each after a warm-up (ms)\n`);
   console.log(`  ${'file'.padEnd(26)} ${'p50'.padStart(8)} ${'max'.padStart(8)}  answer`);
-  for (const [file, { times, kind }] of results) console.log(`  ${file.padEnd(26)} ${p50(times).toFixed(1).padStart(8)} ${Math.max(...times).toFixed(1).padStart(8)}  ${kind}`);
+  for (const [file, { times, kind }] of results)
+    console.log(
+      `  ${file.padEnd(26)} ${p50(times).toFixed(1).padStart(8)} ${Math.max(...times)
+        .toFixed(1)
+        .padStart(8)}  ${kind}`,
+    );
   console.log(`\nbaseline: ${BASELINE} p50 ${baseline.toFixed(1)} ms`);
   for (const [file, { times }] of results) console.log(`ratio c2pa-read.${file} ${(p50(times) / baseline).toFixed(2)}`);
 } finally {

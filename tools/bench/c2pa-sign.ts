@@ -10,7 +10,12 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { buildAndSign, buildManifestPlan, newBuilder, type BuildAndSignInput } from '../../services/signer/src/c2pa/index.js';
+import {
+  buildAndSign,
+  buildManifestPlan,
+  newBuilder,
+  type BuildAndSignInput,
+} from '../../services/signer/src/c2pa/index.js';
 import { callbackSignerFor, collectGarbage, makeTestCredential } from '../../services/signer/test/c2pa-fixtures.js';
 
 const PHOTO = fileURLToPath(new URL('../../../shared/fixtures/photos/astronaut.png', import.meta.url));
@@ -51,7 +56,9 @@ const defaults = await time(async () => {
   await builder.signAsync(signer, { buffer: big, mimeType: 'image/jpeg' }, { buffer: null });
 });
 
-console.log(`C2PA sign, 1024x1024 JPEG (${(big.length / 1024).toFixed(0)} KiB), median of ${rounds} after one warm-up:`);
+console.log(
+  `C2PA sign, 1024x1024 JPEG (${(big.length / 1024).toFixed(0)} KiB), median of ${rounds} after one warm-up:`,
+);
 console.log(`  supplied thumbnail         ${median(supplied).toFixed(1)} ms`);
 console.log(`  c2pa-rs default thumbnail  ${median(defaults).toFixed(1)} ms`);
 console.log(`ratio c2pa-sign.supplied-thumbnail ${(median(supplied) / median(defaults)).toFixed(3)}`);

@@ -16,7 +16,13 @@ import { indexHashes } from '../../services/softbinding/src/domain/variants.js';
 import { migrationsFolder } from '../../services/softbinding/src/service.js';
 import { loadPhotos, TRANSFORMS } from '../../services/softbinding/test/support/variants.js';
 
-const { values } = parseArgs({ options: { rows: { type: 'string', default: '1000000' }, queries: { type: 'string', default: '200' }, scans: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    queries: { type: 'string', default: '200' },
+    scans: { type: 'string', default: '10' },
+  },
+});
 const ROWS = Number(values.rows);
 const TENANT = 't_bench';
 const sandbox = await createSandbox({ LOG_LEVEL: 'warn' });
@@ -45,14 +51,30 @@ try {
   await withTenant(db, TENANT, async (tx) => {
     for (const p of photos) {
       const hashes = await indexHashes(pdqFingerprinter, p.bytes);
-      await index.add(tx, hashes.map((h) => ({ tenantId: TENANT, assetId: `a_real_${p.name}`, manifestId: `m_${p.name}`, manifestUri: `https://bench/v1/manifests/m_${p.name}`, verifierUrl: `https://bench/v/${p.name}`, alg: PDQ_ALG, variant: h.variant, bits: h.bits, quality: h.quality })));
+      await index.add(
+        tx,
+        hashes.map((h) => ({
+          tenantId: TENANT,
+          assetId: `a_real_${p.name}`,
+          manifestId: `m_${p.name}`,
+          manifestUri: `https://bench/v1/manifests/m_${p.name}`,
+          verifierUrl: `https://bench/v/${p.name}`,
+          alg: PDQ_ALG,
+          variant: h.variant,
+          bits: h.bits,
+          quality: h.quality,
+        })),
+      );
     }
   });
 
   // Queries: every real photo under every transform (recall), repeated up to --queries.
   const queries: Array<{ expect: string; bits: Uint8Array }> = [];
-  for (const p of photos) for (const t of Object.values(TRANSFORMS)) queries.push({ expect: `a_real_${p.name}`, bits: (await hashImageBytes(await t(p.bytes))).bits });
-  const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
+  for (const p of photos)
+    for (const t of Object.values(TRANSFORMS))
+      queries.push({ expect: `a_real_${p.name}`, bits: (await hashImageBytes(await t(p.bytes))).bits });
+  const pct = (xs: number[], p: number) =>
+    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
   const mih: number[] = [];
   let found = 0;
   let total = 0;
@@ -78,10 +100,16 @@ try {
     agree &&= JSON.stringify(viaScan) === JSON.stringify(viaIndex);
   }
   const f = (x: number) => x.toFixed(1);
-  console.log(`rows: ${ROWS} synthetic + ${photos.length * 6} real (${photos.length} photos × 6 indexed variants); bulk insert ${fillSeconds.toFixed(1)} s (${Math.round(ROWS / fillSeconds)} rows/s)`);
-  console.log(`radius ${LOOKUP_RADIUS}: recall ${found}/${total} = ${(found / total).toFixed(3)} (photos × {${Object.keys(TRANSFORMS).join(', ')}})`);
+  console.log(
+    `rows: ${ROWS} synthetic + ${photos.length * 6} real (${photos.length} photos × 6 indexed variants); bulk insert ${fillSeconds.toFixed(1)} s (${Math.round(ROWS / fillSeconds)} rows/s)`,
+  );
+  console.log(
+    `radius ${LOOKUP_RADIUS}: recall ${found}/${total} = ${(found / total).toFixed(3)} (photos × {${Object.keys(TRANSFORMS).join(', ')}})`,
+  );
   console.log(`MIH lookup (${mih.length}): p50 ${f(pct(mih, 50))} ms, p99 ${f(pct(mih, 99))} ms`);
-  console.log(`sequential scan (${scan.length}): p50 ${f(pct(scan, 50))} ms, p99 ${f(pct(scan, 99))} ms; same answers: ${agree}`);
+  console.log(
+    `sequential scan (${scan.length}): p50 ${f(pct(scan, 50))} ms, p99 ${f(pct(scan, 99))} ms; same answers: ${agree}`,
+  );
   console.log(`ratio scan/MIH at p50: ${(pct(scan, 50) / pct(mih, 50)).toFixed(0)}×`);
 } finally {
   await pool.end();

@@ -12,12 +12,15 @@ import { multipart, onboard, startStack } from '../../test/support/stack.js';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '5' } } });
 const N = Number(values.n);
-const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
+const kb = (field: string) =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
 
 const stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], { LOG_LEVEL: 'warn' });
 try {
   const tenant = await onboard(stack);
-  const bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#3a6ea5' } }).png({ compressionLevel: 9 }).toBuffer();
+  const bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#3a6ea5' } })
+    .png({ compressionLevel: 9 })
+    .toBuffer();
   const wav = Buffer.alloc(44 + 8000, 0x80);
   wav.write('RIFF', 0, 'latin1');
   wav.writeUInt32LE(36 + 288_000_000, 4);
@@ -31,15 +34,50 @@ try {
   wav.writeUInt16LE(8, 34);
   wav.write('data', 36, 'latin1');
   wav.writeUInt32LE(288_000_000, 40);
-  const form = (field: string, bytes: Buffer, name: string, fields: Record<string, string> = {}) => multipart(fields, { field, bytes, name });
+  const form = (field: string, bytes: Buffer, name: string, fields: Record<string, string> = {}) =>
+    multipart(fields, { field, bytes, name });
   const routes: Array<[string, () => Promise<Response>]> = [
-    ['PNG 100 MP → public /v1/verify', () => stack.request('/v1/verify', { method: 'POST', body: form('file', bomb, 'b.png') })],
-    ['PNG 100 MP → /v1/sign', () => stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: form('asset', bomb, 'b.png', { recipe: 'image-genai-v1' }) })],
-    ['PNG 100 MP → /c2pa/v1/matches/byContent', () => stack.request('/c2pa/v1/matches/byContent', { method: 'POST', headers: { 'content-type': 'image/png' }, body: bomb })],
-    ['PNG 100 MP → /v1/lookup', () => stack.request('/v1/lookup', { method: 'POST', key: tenant.api_key, body: form('file', bomb, 'b.png') })],
-    ['WAV "10 h" → /v1/sign', () => stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: form('asset', wav, 'w.wav', { recipe: 'audio-genai-v1' }) })],
+    [
+      'PNG 100 MP → public /v1/verify',
+      () => stack.request('/v1/verify', { method: 'POST', body: form('file', bomb, 'b.png') }),
+    ],
+    [
+      'PNG 100 MP → /v1/sign',
+      () =>
+        stack.request('/v1/sign', {
+          method: 'POST',
+          key: tenant.api_key,
+          headers: { 'idempotency-key': crypto.randomUUID() },
+          body: form('asset', bomb, 'b.png', { recipe: 'image-genai-v1' }),
+        }),
+    ],
+    [
+      'PNG 100 MP → /c2pa/v1/matches/byContent',
+      () =>
+        stack.request('/c2pa/v1/matches/byContent', {
+          method: 'POST',
+          headers: { 'content-type': 'image/png' },
+          body: bomb,
+        }),
+    ],
+    [
+      'PNG 100 MP → /v1/lookup',
+      () => stack.request('/v1/lookup', { method: 'POST', key: tenant.api_key, body: form('file', bomb, 'b.png') }),
+    ],
+    [
+      'WAV "10 h" → /v1/sign',
+      () =>
+        stack.request('/v1/sign', {
+          method: 'POST',
+          key: tenant.api_key,
+          headers: { 'idempotency-key': crypto.randomUUID() },
+          body: form('asset', wav, 'w.wav', { recipe: 'audio-genai-v1' }),
+        }),
+    ],
   ];
-  console.log(`bomb PNG: ${(bomb.length / 1024).toFixed(0)} KB; ${N} requests per route (public verify limited to its per-minute budget)`);
+  console.log(
+    `bomb PNG: ${(bomb.length / 1024).toFixed(0)} KB; ${N} requests per route (public verify limited to its per-minute budget)`,
+  );
   for (const [name, send] of routes) {
     let slowest = 0;
     let peak = 0;
@@ -54,7 +92,9 @@ try {
       peak = Math.max(peak, kb('VmHWM') - before);
       statuses.add(res.status);
     }
-    console.log(`${name.padEnd(44)} status ${[...statuses].join('/')}  slowest ${slowest.toFixed(0)} ms  peak RSS growth ${(peak / 1024).toFixed(1)} MB`);
+    console.log(
+      `${name.padEnd(44)} status ${[...statuses].join('/')}  slowest ${slowest.toFixed(0)} ms  peak RSS growth ${(peak / 1024).toFixed(1)} MB`,
+    );
   }
 } finally {
   await stack.stop();

@@ -11,11 +11,14 @@ import { localSignerFor, makeTestCredential, collectGarbage } from '../../servic
 import { multipart, onboard, startStack } from '../../test/support/stack.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
-const { values } = parseArgs({ options: { n: { type: 'string', default: '24' }, concurrency: { type: 'string', default: '1,8' } } });
+const { values } = parseArgs({
+  options: { n: { type: 'string', default: '24' }, concurrency: { type: 'string', default: '1,8' } },
+});
 const N = Number(values.n);
 const LEVELS = String(values.concurrency).split(',').map(Number);
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 const ms = (v: number) => `${v.toFixed(1)} ms`;
 
 async function photos(count: number): Promise<Buffer[]> {
@@ -24,12 +27,22 @@ async function photos(count: number): Promise<Buffer[]> {
   for (let i = 0; i < count; i++) {
     const source = await readFile(`${SHARED_DIR}/fixtures/photos/${sources[i % sources.length]}`);
     // 1152×864 ≈ 1 MP; a different tint per image so no two are the same file.
-    out.push(await sharp(source).resize(1152, 864, { fit: 'cover' }).modulate({ brightness: 0.9 + (i % 10) / 50, hue: (i * 17) % 360 }).jpeg({ quality: 90 }).toBuffer());
+    out.push(
+      await sharp(source)
+        .resize(1152, 864, { fit: 'cover' })
+        .modulate({ brightness: 0.9 + (i % 10) / 50, hue: (i * 17) % 360 })
+        .jpeg({ quality: 90 })
+        .toBuffer(),
+    );
   }
   return out;
 }
 
-async function runPool<T>(items: T[], concurrency: number, task: (item: T) => Promise<number>): Promise<{ latencies: number[]; wallMs: number }> {
+async function runPool<T>(
+  items: T[],
+  concurrency: number,
+  task: (item: T) => Promise<number>,
+): Promise<{ latencies: number[]; wallMs: number }> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -46,29 +59,44 @@ async function runPool<T>(items: T[], concurrency: number, task: (item: T) => Pr
 
 function report(label: string, result: { latencies: number[]; wallMs: number }): number {
   const p50 = quantile(result.latencies, 0.5);
-  console.log(`  ${label.padEnd(26)} p50 ${ms(p50).padStart(10)}   p95 ${ms(quantile(result.latencies, 0.95)).padStart(10)}   ${((result.latencies.length / result.wallMs) * 1000).toFixed(1).padStart(6)} /s`);
+  console.log(
+    `  ${label.padEnd(26)} p50 ${ms(p50).padStart(10)}   p95 ${ms(quantile(result.latencies, 0.95)).padStart(10)}   ${((result.latencies.length / result.wallMs) * 1000).toFixed(1).padStart(6)} /s`,
+  );
   return p50;
 }
 
 const images = await photos(N);
-console.log(`sign-verify benchmark: ${N} JPEGs of 1152×864 (${(images.reduce((s, b) => s + b.length, 0) / N / 1024).toFixed(0)} KiB average), Node ${process.version}`);
+console.log(
+  `sign-verify benchmark: ${N} JPEGs of 1152×864 (${(images.reduce((s, b) => s + b.length, 0) / N / 1024).toFixed(0)} KiB average), Node ${process.version}`,
+);
 
 // Baseline: bare c2pa-node, default settings, same images.
 const credential = await makeTestCredential();
 const signer = localSignerFor(credential);
 const baseline = await runPool(images, 1, async (image) => {
   const started = performance.now();
-  const builder = Builder.withJson({ claim_generator_info: [{ name: 'bench', version: '1' }], assertions: [] } as never);
+  const builder = Builder.withJson({
+    claim_generator_info: [{ name: 'bench', version: '1' }],
+    assertions: [],
+  } as never);
   builder.sign(signer, { buffer: image, mimeType: 'image/jpeg' }, { buffer: null });
   return performance.now() - started;
 });
 
-const stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { LOG_LEVEL: 'warn', PUBLIC_VERIFY_PER_MINUTE: '100000' });
+const stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], {
+  LOG_LEVEL: 'warn',
+  PUBLIC_VERIFY_PER_MINUTE: '100000',
+});
 try {
   const tenant = await onboard(stack, 'growth');
   const sign = async (image: Buffer) => {
     const started = performance.now();
-    const res = await stack.request('/v1/sign', { method: 'POST', key: tenant.api_key, headers: { 'idempotency-key': crypto.randomUUID() }, body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: image, name: 'b.jpg' }) });
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: image, name: 'b.jpg' }),
+    });
     if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
     signedUrls.push(((await res.json()) as { asset_url: string }).asset_url);
     return performance.now() - started;
@@ -76,7 +104,15 @@ try {
   const signedUrls: string[] = [];
   // Warm-up: first requests pay for connection set-up and JIT.
   for (const image of images.slice(0, 3)) await sign(image);
-  const downloaded = await Promise.all(images.slice(0, 1).map(async () => Buffer.from(await (await fetch(signedUrls[0]!, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer())));
+  const downloaded = await Promise.all(
+    images
+      .slice(0, 1)
+      .map(async () =>
+        Buffer.from(
+          await (await fetch(signedUrls[0]!, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer(),
+        ),
+      ),
+  );
 
   // Per-stage time inside the signer (its cairn_sign_stage_seconds histogram), before and after a run.
   const stages = async () => {
@@ -113,7 +149,11 @@ try {
   }
   const verify = async (bytes: Buffer) => {
     const started = performance.now();
-    const res = await stack.request('/v1/verify', { method: 'POST', key: tenant.api_key, body: multipart({}, { field: 'file', bytes, name: 'v.jpg' }) });
+    const res = await stack.request('/v1/verify', {
+      method: 'POST',
+      key: tenant.api_key,
+      body: multipart({}, { field: 'file', bytes, name: 'v.jpg' }),
+    });
     const body = (await res.json()) as { status: string };
     if (body.status !== 'verified_manifest_and_watermark_match') throw new Error(`verify: ${body.status}`);
     return performance.now() - started;
@@ -121,7 +161,9 @@ try {
   const toVerify = Array.from({ length: N }, () => downloaded[0]!);
   console.log('\nPOST /v1/verify through the gateway (C2PA in an isolated reader + watermark + OCSP)');
   for (const level of LEVELS) report(`concurrency ${level}`, await runPool(toVerify, level, verify));
-  console.log(`\nratio gateway sign p50 / bare c2pa-node sign p50 (concurrency 1): ${(signP50[1] ?? NaN) / baselineP50 > 0 ? ((signP50[1] ?? NaN) / baselineP50).toFixed(2) : 'n/a'}  (target ≤ 1.00)`);
+  console.log(
+    `\nratio gateway sign p50 / bare c2pa-node sign p50 (concurrency 1): ${(signP50[1] ?? NaN) / baselineP50 > 0 ? ((signP50[1] ?? NaN) / baselineP50).toFixed(2) : 'n/a'}  (target ≤ 1.00)`,
+  );
 } finally {
   await stack.stop();
   collectGarbage();

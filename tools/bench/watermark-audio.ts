@@ -11,7 +11,12 @@ import { readFile } from 'node:fs/promises';
 import { DEFAULT_MEDIA_LIMITS, runFfmpeg } from '@cairn/media';
 import { decodeAudioForEmbedding, encodeMarkedAudio } from '../../services/watermark/src/adapters/audio-codec.js';
 import { embedAudioMark, snrDb } from '../../services/watermark/src/domain/audio/apply.js';
-import { analyseAudio, AUDIO_WM, audioPayloadFor, AudioWatermark } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
+import {
+  analyseAudio,
+  AUDIO_WM,
+  audioPayloadFor,
+  AudioWatermark,
+} from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
 import { attacked, AUDIO_ATTACKS, mono16k, recording, withNoise } from '../../services/watermark/test/support/audio.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
@@ -31,7 +36,8 @@ const TRANSFORMS = [...Object.keys(AUDIO_ATTACKS), 'noise 20 dB SNR', 'speed +5%
 
 async function transformed(marked: Buffer, name: string): Promise<Float32Array> {
   if (name === 'noise 20 dB SNR') return withNoise(await mono16k(marked), 20);
-  if (name === 'speed +5%') return mono16k(await attacked(marked, ['-af', 'asetrate=44100*1.05,aresample=44100', '-f', 'wav']));
+  if (name === 'speed +5%')
+    return mono16k(await attacked(marked, ['-af', 'asetrate=44100*1.05,aresample=44100', '-f', 'wav']));
   return mono16k(await attacked(marked, AUDIO_ATTACKS[name]!));
 }
 
@@ -58,7 +64,11 @@ for (const input of inputs) {
   const decoded = await decodeAudioForEmbedding(input.bytes, DEFAULT_MEDIA_LIMITS);
   const original = decoded.samples.slice();
   const started = cpu();
-  embedAudioMark(watermark, { samples: decoded.samples, sampleRate: decoded.format.sampleRate, channels: decoded.format.channels }, payload);
+  embedAudioMark(
+    watermark,
+    { samples: decoded.samples, sampleRate: decoded.format.sampleRate, channels: decoded.format.channels },
+    payload,
+  );
   embedCpu += cpu() - started;
   embedSeconds += decoded.format.seconds;
   const snr = snrDb(original, decoded.samples);
@@ -84,10 +94,22 @@ const keys = Array.from({ length: KEYS }, () => new AudioWatermark(Uint8Array.fr
 const unmarked: Float32Array[] = [];
 for (const input of inputs) {
   unmarked.push(await mono16k(input.bytes));
-  for (const name of ['MP3 128k', 'resample 16 kHz', '3 s excerpt']) unmarked.push(await mono16k(await attacked(input.bytes, AUDIO_ATTACKS[name]!)));
+  for (const name of ['MP3 128k', 'resample 16 kHz', '3 s excerpt'])
+    unmarked.push(await mono16k(await attacked(input.bytes, AUDIO_ATTACKS[name]!)));
 }
-for (const source of ['sine=f=1000', 'sine=f=440', 'anoisesrc=c=white:a=0.2', 'anoisesrc=c=pink:a=0.3', 'anoisesrc=c=brown:a=0.5', 'aevalsrc=exprs=0.3*sin(2*PI*(300+200*t)*t)']) {
-  unmarked.push(await mono16k(await runFfmpeg({ args: ['-f', 'lavfi', '-i', `${source}:d=30`, '-ar', '44100', '-f', 'wav', 'pipe:1'] })));
+for (const source of [
+  'sine=f=1000',
+  'sine=f=440',
+  'anoisesrc=c=white:a=0.2',
+  'anoisesrc=c=pink:a=0.3',
+  'anoisesrc=c=brown:a=0.5',
+  'aevalsrc=exprs=0.3*sin(2*PI*(300+200*t)*t)',
+]) {
+  unmarked.push(
+    await mono16k(
+      await runFfmpeg({ args: ['-f', 'lavfi', '-i', `${source}:d=30`, '-ar', '44100', '-f', 'wav', 'pipe:1'] }),
+    ),
+  );
 }
 let falseReports = 0;
 let decodes = 0;
@@ -108,15 +130,26 @@ const cell = (v: number | null | undefined) => (v === null || v === undefined ? 
 const header = ['audio', 'SNR dB', 'none', ...TRANSFORMS];
 console.log(`| ${header.join(' | ')} |`);
 console.log(`|${header.map(() => '---').join('|')}|`);
-for (const row of rows) console.log(`| ${row.name} | ${row.snr.toFixed(1)} | ${['none', ...TRANSFORMS].map((t) => cell(row.cells.get(t))).join(' | ')} |`);
+for (const row of rows)
+  console.log(
+    `| ${row.name} | ${row.snr.toFixed(1)} | ${['none', ...TRANSFORMS].map((t) => cell(row.cells.get(t))).join(' | ')} |`,
+  );
 console.log();
-console.log(`false positives: ${falseReports} reports in ${decodes} decodes (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fpPerMinute.toExponential(1)} per minute`);
-console.log(`speed (CPU, one core): embed ${(embedSeconds / embedCpu).toFixed(0)}× real time, detect ${(detectSeconds / detectCpu).toFixed(0)}× real time`);
+console.log(
+  `false positives: ${falseReports} reports in ${decodes} decodes (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fpPerMinute.toExponential(1)} per minute`,
+);
+console.log(
+  `speed (CPU, one core): embed ${(embedSeconds / embedCpu).toFixed(0)}× real time, detect ${(detectSeconds / detectCpu).toFixed(0)}× real time`,
+);
 console.log();
 console.log(`ratio snr_min_db ${Math.min(...rows.map((r) => r.snr)).toFixed(1)}`);
 for (const t of ['none', ...TRANSFORMS]) {
   const detected = rows.filter((r) => r.cells.get(t) !== null).length;
-  const name = t.replace('−', 'minus ').replace('+', 'plus ').replace(/[^A-Za-z0-9]+/g, '_').replace(/_$/, '');
+  const name = t
+    .replace('−', 'minus ')
+    .replace('+', 'plus ')
+    .replace(/[^A-Za-z0-9]+/g, '_')
+    .replace(/_$/, '');
   console.log(`ratio detected_${name} ${(detected / rows.length).toFixed(2)}`);
 }
 console.log(`ratio false_reports ${falseReports}`);

@@ -21,7 +21,18 @@ import { SyncTileWatermark } from '../../services/watermark/src/domain/image/cai
 import { psnr } from '../../services/watermark/src/domain/image/psnr.js';
 import type { RawImage } from '../../services/watermark/src/domain/image/raw-image.js';
 import { keyedPayloadFor } from '../../services/watermark/src/domain/payload.js';
-import { ISSUE_ATTACKS, blur, cropCentral, decode, encoder, jpeg, noise, resize, rotate, type Attack } from './watermark/attacks.js';
+import {
+  ISSUE_ATTACKS,
+  blur,
+  cropCentral,
+  decode,
+  encoder,
+  jpeg,
+  noise,
+  resize,
+  rotate,
+  type Attack,
+} from './watermark/attacks.js';
 import { ssim, syntheticTexture, unmarkedSet } from './watermark/images.js';
 import { lineChartsSvg, type Panel } from './watermark/svg.js';
 
@@ -53,22 +64,37 @@ const ALGOS: Algo[] = [
 async function scaled(file: string, pixels: number): Promise<RawImage> {
   const meta = await sharp(PHOTOS_DIR + file).metadata();
   const s = Math.sqrt(pixels / ((meta.width ?? 1) * (meta.height ?? 1)));
-  return decode(sharp(PHOTOS_DIR + file).removeAlpha().toColourspace('srgb').resize(Math.round((meta.width ?? 1) * s), Math.round((meta.height ?? 1) * s), { fit: 'fill' }));
+  return decode(
+    sharp(PHOTOS_DIR + file)
+      .removeAlpha()
+      .toColourspace('srgb')
+      .resize(Math.round((meta.width ?? 1) * s), Math.round((meta.height ?? 1) * s), { fit: 'fill' }),
+  );
 }
 
 const hosts: Array<{ label: string; image: RawImage }> = [];
 for (const pixels of sizes) {
-  for (const file of PHOTOS) hosts.push({ label: `${file.replace('.png', '')} ${pixels / 1e6}MP`, image: await scaled(file, pixels) });
+  for (const file of PHOTOS)
+    hosts.push({ label: `${file.replace('.png', '')} ${pixels / 1e6}MP`, image: await scaled(file, pixels) });
 }
 for (let t = 0; t < textures; t++) hosts.push({ label: `texture ${t} 1MP`, image: syntheticTexture(t, 1000, 1000) });
 
 const keys = Array.from({ length: keyCount }, () => Uint8Array.from(randomBytes(32)));
 const hex = (p: Uint8Array) => Buffer.from(p).toString('hex');
 const cpu = { embed: new Map<string, number[]>(), detect: new Map<string, number[]>() };
-const record = (m: Map<string, number[]>, name: string, msPerMp: number) => m.set(name, [...(m.get(name) ?? []), msPerMp]);
+const record = (m: Map<string, number[]>, name: string, msPerMp: number) =>
+  m.set(name, [...(m.get(name) ?? []), msPerMp]);
 
 // Marked copies: every host under every key, for both algorithms.
-interface Marked { algo: string; key: Uint8Array; payload: Uint8Array; host: string; image: RawImage; psnr: number; ssim: number }
+interface Marked {
+  algo: string;
+  key: Uint8Array;
+  payload: Uint8Array;
+  host: string;
+  image: RawImage;
+  psnr: number;
+  ssim: number;
+}
 const marked: Marked[] = [];
 for (const key of keys) {
   const payload = keyedPayloadFor(key, `w_bench_${hex(key).slice(0, 8)}`);
@@ -77,18 +103,31 @@ for (const key of keys) {
     for (const { label, image } of hosts) {
       const t0 = performance.now();
       const out = wm.embed(image, payload);
-      record(cpu.embed, algo.name, (performance.now() - t0) / (image.width * image.height / 1e6));
-      marked.push({ algo: algo.name, key, payload, host: label, image: out, psnr: psnr(image, out), ssim: ssim(image, out) });
+      record(cpu.embed, algo.name, (performance.now() - t0) / ((image.width * image.height) / 1e6));
+      marked.push({
+        algo: algo.name,
+        key,
+        payload,
+        host: label,
+        image: out,
+        psnr: psnr(image, out),
+        ssim: ssim(image, out),
+      });
     }
   }
 }
 
 /** Detection; timed per megapixel when `timed` (the marked hosts at 1 and 4 MP: small images are fixed cost). */
-function detectTimed(algo: string, key: Uint8Array, image: RawImage, timed = false): ReturnType<ImageWatermarkAlgorithm['detect']> {
+function detectTimed(
+  algo: string,
+  key: Uint8Array,
+  image: RawImage,
+  timed = false,
+): ReturnType<ImageWatermarkAlgorithm['detect']> {
   const wm = detectors.get(`${algo}|${hex(key)}`)!;
   const t0 = performance.now();
   const found = wm.detect(image);
-  if (timed) record(cpu.detect, algo, (performance.now() - t0) / (image.width * image.height / 1e6));
+  if (timed) record(cpu.detect, algo, (performance.now() - t0) / ((image.width * image.height) / 1e6));
   return found;
 }
 const detectors = new Map<string, ImageWatermarkAlgorithm>();
@@ -112,20 +151,37 @@ for (const [attackName, attack] of ISSUE_ATTACKS) {
 process.stderr.write('\n');
 
 // False positives: unmarked photos, their transforms, synthetic textures (each key's detectors).
-const unmarked = await unmarkedSet(hosts.filter((h) => h.label.startsWith('texture') === false && h.label.endsWith('1MP')).map((h) => h.image), ISSUE_ATTACKS, unmarkedCount);
+const unmarked = await unmarkedSet(
+  hosts.filter((h) => h.label.startsWith('texture') === false && h.label.endsWith('1MP')).map((h) => h.image),
+  ISSUE_ATTACKS,
+  unmarkedCount,
+);
 const falsePositives = new Map<string, number>();
 for (const image of unmarked) {
   for (const algo of ALGOS) {
-    if (detectTimed(algo.name, keys[0]!, image)) falsePositives.set(algo.name, (falsePositives.get(algo.name) ?? 0) + 1);
+    if (detectTimed(algo.name, keys[0]!, image))
+      falsePositives.set(algo.name, (falsePositives.get(algo.name) ?? 0) + 1);
   }
 }
 
 // Curves: detection rate against attack strength, 1 MP photos, first key.
 const CURVES: Array<{ title: string; x: string; points: Array<[number, Attack]> }> = [
   { title: 'JPEG', x: 'quality', points: [90, 70, 50, 40, 30, 20, 10].map((q) => [q, jpeg(q)]) },
-  { title: 'Crop (central)', x: 'area kept', points: [1, 0.9, 0.81, 0.7, 0.6, 0.5, 0.4].map((a) => [a, cropCentral(a)]) },
-  { title: 'Rotation', x: 'degrees', points: [0, 1, 2, 3, 5, 8, 12].map((d) => [d, d === 0 ? async (i: RawImage) => i : rotate(d)]) },
-  { title: 'Gaussian noise', x: 'σ', points: [0, 5, 10, 15, 20, 30].map((s) => [s, s === 0 ? async (i: RawImage) => i : noise(s)]) },
+  {
+    title: 'Crop (central)',
+    x: 'area kept',
+    points: [1, 0.9, 0.81, 0.7, 0.6, 0.5, 0.4].map((a) => [a, cropCentral(a)]),
+  },
+  {
+    title: 'Rotation',
+    x: 'degrees',
+    points: [0, 1, 2, 3, 5, 8, 12].map((d) => [d, d === 0 ? async (i: RawImage) => i : rotate(d)]),
+  },
+  {
+    title: 'Gaussian noise',
+    x: 'σ',
+    points: [0, 5, 10, 15, 20, 30].map((s) => [s, s === 0 ? async (i: RawImage) => i : noise(s)]),
+  },
   { title: 'Scale', x: 'factor', points: [0.25, 0.5, 0.75, 1, 1.5, 2].map((f) => [f, resize(f)]) },
   { title: 'Gaussian blur', x: 'σ', points: [0.5, 1, 2, 3, 4].map((s) => [s, blur(s)]) },
 ];
@@ -151,27 +207,36 @@ const svgPath = `${values.out}watermark-curves${quick ? '-quick' : ''}.svg`;
 await writeFile(svgPath, lineChartsSvg(panels));
 
 // Report.
-const pct = (c: { hit: number; n: number } | undefined) => (c ? `${((100 * c.hit) / c.n).toFixed(0)}% (${c.hit}/${c.n})` : '-');
+const pct = (c: { hit: number; n: number } | undefined) =>
+  c ? `${((100 * c.hit) / c.n).toFixed(0)}% (${c.hit}/${c.n})` : '-';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 console.log(`\nhosts: ${hosts.map((h) => h.label).join(', ')}; keys: ${keyCount}; unmarked: ${unmarked.length}\n`);
-console.log('| algorithm | PSNR dB min / median | SSIM min / median | embed ms/MP (median) | detect ms/MP (median) | false positives |');
+console.log(
+  '| algorithm | PSNR dB min / median | SSIM min / median | embed ms/MP (median) | detect ms/MP (median) | false positives |',
+);
 console.log('|---|---|---|---|---|---|');
 for (const algo of ALGOS) {
   const ms = marked.filter((m) => m.algo === algo.name && !m.host.startsWith('texture'));
   const p = ms.map((m) => m.psnr);
   const s = ms.map((m) => m.ssim);
-  console.log(`| ${algo.name} | ${Math.min(...p).toFixed(1)} / ${median(p).toFixed(1)} | ${Math.min(...s).toFixed(3)} / ${median(s).toFixed(3)} | ${median(cpu.embed.get(algo.name)!).toFixed(0)} | ${median(cpu.detect.get(algo.name)!).toFixed(0)} | ${falsePositives.get(algo.name) ?? 0}/${unmarked.length} |`);
+  console.log(
+    `| ${algo.name} | ${Math.min(...p).toFixed(1)} / ${median(p).toFixed(1)} | ${Math.min(...s).toFixed(3)} / ${median(s).toFixed(3)} | ${median(cpu.embed.get(algo.name)!).toFixed(0)} | ${median(cpu.detect.get(algo.name)!).toFixed(0)} | ${falsePositives.get(algo.name) ?? 0}/${unmarked.length} |`,
+  );
 }
 console.log('\n| attack | cairn-sync-v2 TPR | ≥ 99 %? | cairn-dct-keyed-v1 TPR |');
 console.log('|---|---|---|---|');
 for (const [attackName, row] of table) {
   const v2 = row.get('cairn-sync-v2');
-  console.log(`| ${attackName} | ${pct(v2)} | ${v2 && v2.hit / v2.n >= 0.99 ? 'pass' : 'FAIL'} | ${pct(row.get('cairn-dct-keyed-v1'))} |`);
+  console.log(
+    `| ${attackName} | ${pct(v2)} | ${v2 && v2.hit / v2.n >= 0.99 ? 'pass' : 'FAIL'} | ${pct(row.get('cairn-dct-keyed-v1'))} |`,
+  );
 }
 console.log(`\ncurves: ${svgPath}`);
 const v2Embed = median(cpu.embed.get('cairn-sync-v2')!);
 const v2Detect = median(cpu.detect.get('cairn-sync-v2')!);
-console.log(`targets: embed ≤ 30 ms/MP ${v2Embed <= 30 ? 'pass' : 'FAIL'} (${v2Embed.toFixed(0)}), detect ≤ 20 ms/MP ${v2Detect <= 20 ? 'pass' : 'FAIL'} (${v2Detect.toFixed(0)})`);
+console.log(
+  `targets: embed ≤ 30 ms/MP ${v2Embed <= 30 ? 'pass' : 'FAIL'} (${v2Embed.toFixed(0)}), detect ≤ 20 ms/MP ${v2Detect <= 20 ? 'pass' : 'FAIL'} (${v2Detect.toFixed(0)})`,
+);
 for (const [attackName, row] of table) {
   const v2 = row.get('cairn-sync-v2')!;
   console.log(`ratio tpr.${attackName.replace(/[^A-Za-z0-9.%×°+−-]+/g, '_')} ${(v2.hit / v2.n).toFixed(3)}`);

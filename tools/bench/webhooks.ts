@@ -14,7 +14,13 @@ import { startService } from '@cairn/runtime';
 import { createSandbox } from '@cairn/testing';
 import { webhookService } from '../../services/webhook/src/service.js';
 
-const { values } = parseArgs({ options: { endpoints: { type: 'string', default: '100' }, events: { type: 'string', default: '30' }, 'in-flight': { type: 'string', default: '64' } } });
+const { values } = parseArgs({
+  options: {
+    endpoints: { type: 'string', default: '100' },
+    events: { type: 'string', default: '30' },
+    'in-flight': { type: 'string', default: '64' },
+  },
+});
 const ENDPOINTS = Number(values.endpoints);
 const EVENTS = Number(values.events);
 const TOTAL = ENDPOINTS * EVENTS;
@@ -36,13 +42,28 @@ const server = createServer((req, res) => {
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
 
-const sandbox = await createSandbox({ WEBHOOK_MAX_IN_FLIGHT: String(values['in-flight']), WEBHOOK_POLL_INTERVAL_MS: '100', DATABASE_POOL_MAX: '20' });
+const sandbox = await createSandbox({
+  WEBHOOK_MAX_IN_FLIGHT: String(values['in-flight']),
+  WEBHOOK_POLL_INTERVAL_MS: '100',
+  DATABASE_POOL_MAX: '20',
+});
 const service = await startService(webhookService(sandbox.env));
 const client = createClient(webhookV1.WebhookService, `127.0.0.1:${service.grpcPort}`);
-const bus = await Bus.connect({ url: String(sandbox.env.NATS_URL), stream: String(sandbox.env.NATS_STREAM), subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX) });
+const bus = await Bus.connect({
+  url: String(sandbox.env.NATS_URL),
+  stream: String(sandbox.env.NATS_STREAM),
+  subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
+});
 try {
   const tenantId = newId('tenant');
-  for (let i = 0; i < ENDPOINTS; i++) await client.createEndpoint({ tenantId, url: `${url}?e=${i}`, events: ['job.completed'], description: `bench ${i}`, payloadFormat: i % 2 ? 'b' : 'a' });
+  for (let i = 0; i < ENDPOINTS; i++)
+    await client.createEndpoint({
+      tenantId,
+      url: `${url}?e=${i}`,
+      events: ['job.completed'],
+      description: `bench ${i}`,
+      payloadFormat: i % 2 ? 'b' : 'a',
+    });
   const started = performance.now();
   for (let i = 0; i < EVENTS; i++) {
     const event = newEvent('job.completed', tenantId, { job_id: newId('job'), n: i });
@@ -53,8 +74,12 @@ try {
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(0);
-  console.log(`webhooks: ${TOTAL} deliveries (${EVENTS} events × ${ENDPOINTS} endpoints, in flight ≤ ${values['in-flight']}) in ${seconds.toFixed(2)} s`);
-  console.log(`webhooks: ${(TOTAL / seconds).toFixed(0)} deliveries/s; publish→receiver latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms`);
+  console.log(
+    `webhooks: ${TOTAL} deliveries (${EVENTS} events × ${ENDPOINTS} endpoints, in flight ≤ ${values['in-flight']}) in ${seconds.toFixed(2)} s`,
+  );
+  console.log(
+    `webhooks: ${(TOTAL / seconds).toFixed(0)} deliveries/s; publish→receiver latency p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${q(1)} ms`,
+  );
 } finally {
   client.close();
   await bus.close();

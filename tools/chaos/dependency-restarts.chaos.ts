@@ -46,11 +46,21 @@ async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 30
   }
 }
 
-const asPostgres = (command: string, args: string[]) => execFileSync('runuser', ['-u', 'postgres', '--', `${PG_BIN}/${command}`, ...args], { stdio: 'pipe' });
+const asPostgres = (command: string, args: string[]) =>
+  execFileSync('runuser', ['-u', 'postgres', '--', `${PG_BIN}/${command}`, ...args], { stdio: 'pipe' });
 const pgData = join(dir, 'pg');
 const pgSock = join(dir, 'sock');
 function startPostgres(): void {
-  asPostgres('pg_ctl', ['-D', pgData, '-l', join(dir, 'pg.log'), '-w', '-o', `-p ${ports.pg} -k ${pgSock} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off`, 'start']);
+  asPostgres('pg_ctl', [
+    '-D',
+    pgData,
+    '-l',
+    join(dir, 'pg.log'),
+    '-w',
+    '-o',
+    `-p ${ports.pg} -k ${pgSock} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off`,
+    'start',
+  ]);
 }
 function stopPostgres(): void {
   // Immediate: what a crashed or killed primary looks like to its clients (connections cut, no goodbye).
@@ -60,11 +70,17 @@ function stopPostgres(): void {
 let redis: ChildProcess | undefined;
 let nats: ChildProcess | undefined;
 async function startRedis(): Promise<void> {
-  redis = spawn('redis-server', ['--port', String(ports.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  redis = spawn(
+    'redis-server',
+    ['--port', String(ports.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   await until('redis', () => listening(ports.redis));
 }
 async function startNats(): Promise<void> {
-  nats = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(ports.nats), '-js', '-sd', join(dir, 'nats')], { stdio: 'ignore' });
+  nats = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(ports.nats), '-js', '-sd', join(dir, 'nats')], {
+    stdio: 'ignore',
+  });
   await until('nats', () => listening(ports.nats));
 }
 async function kill(child: ChildProcess | undefined): Promise<void> {
@@ -107,11 +123,23 @@ beforeAll(async () => {
         method: 'POST',
         key: tenant.api_key,
         headers: { 'idempotency-key': crypto.randomUUID() },
-        body: multipart({ recipe: 'text-genai-v1' }, { field: 'asset', bytes: Buffer.from(`Passage ${n} of a stream signed while dependencies restart.\n`), name: 'a.txt', type: 'text/plain' }),
+        body: multipart(
+          { recipe: 'text-genai-v1' },
+          {
+            field: 'asset',
+            bytes: Buffer.from(`Passage ${n} of a stream signed while dependencies restart.\n`),
+            name: 'a.txt',
+            type: 'text/plain',
+          },
+        ),
       })
       .catch(() => undefined);
     if (!res) return { status: 0 };
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), ...((await res.json()) as { code?: string; asset_id?: string }) };
+    return {
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      ...((await res.json()) as { code?: string; asset_id?: string }),
+    };
   };
 }, 240_000);
 
@@ -160,15 +188,27 @@ function expectClean(outcomes: Outcome[]): void {
 
 async function expectAuditedOnce(outcomes: Array<{ status: number; asset_id?: string }>): Promise<void> {
   const signed = outcomes.filter((o) => o.status === 200).map((o) => o.asset_id!);
-  const admin = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${ports.pg}/${stack.sandbox.databaseName}` });
+  const admin = new pg.Client({
+    connectionString: `postgres://postgres@127.0.0.1:${ports.pg}/${stack.sandbox.databaseName}`,
+  });
   await admin.connect();
   try {
-    await until('every successful sign audited', async () => {
-      const { rows } = await admin.query<{ asset_id: string }>("select data->>'asset_id' as asset_id from audit.entries where tenant_id = $1 and event_type = 'asset.signed'", [tenant.tenant_id]);
-      const seen = new Set(rows.map((r) => r.asset_id));
-      return signed.every((id) => seen.has(id));
-    }, 60_000);
-    const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from audit.entries where tenant_id = $1 group by event_id having count(*) > 1', [tenant.tenant_id]);
+    await until(
+      'every successful sign audited',
+      async () => {
+        const { rows } = await admin.query<{ asset_id: string }>(
+          "select data->>'asset_id' as asset_id from audit.entries where tenant_id = $1 and event_type = 'asset.signed'",
+          [tenant.tenant_id],
+        );
+        const seen = new Set(rows.map((r) => r.asset_id));
+        return signed.every((id) => seen.has(id));
+      },
+      60_000,
+    );
+    const { rows } = await admin.query<{ n: number }>(
+      'select count(*)::int as n from audit.entries where tenant_id = $1 group by event_id having count(*) > 1',
+      [tenant.tenant_id],
+    );
     expect(rows).toEqual([]);
   } finally {
     await admin.end();
@@ -185,7 +225,8 @@ describe('dependencies restarted under a stream of signs', () => {
       await pause(2000);
       startPostgres();
     });
-    if (process.env.CHAOS_REPORT) console.log('postgres', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
+    if (process.env.CHAOS_REPORT)
+      console.log('postgres', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
     expectClean(outcomes);
     expect(outcomes.some((o) => o.status === 200)).toBe(true);
     await expectAuditedOnce(outcomes);
@@ -198,7 +239,8 @@ describe('dependencies restarted under a stream of signs', () => {
       await pause(2000);
       await startRedis();
     });
-    if (process.env.CHAOS_REPORT) console.log('redis', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
+    if (process.env.CHAOS_REPORT)
+      console.log('redis', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
     expectClean(outcomes);
     await expectAuditedOnce(outcomes);
   }, 180_000);
@@ -210,7 +252,8 @@ describe('dependencies restarted under a stream of signs', () => {
       await pause(2000);
       await startNats();
     });
-    if (process.env.CHAOS_REPORT) console.log('nats', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
+    if (process.env.CHAOS_REPORT)
+      console.log('nats', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
     expectClean(outcomes);
     await expectAuditedOnce(outcomes);
   }, 180_000);

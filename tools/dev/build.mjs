@@ -45,7 +45,8 @@ function workspaceOnly(externals) {
         if (args.path.startsWith('@cairn/')) return undefined; // esbuild resolves it through the workspace link
         if (args.path.startsWith('node:') || builtins.has(args.path)) return { path: args.path, external: true };
         const name = packageName(args.path);
-        if (!externals.has(name) && args.resolveDir) externals.set(name, { from: args.resolveDir, importer: args.importer });
+        if (!externals.has(name) && args.resolveDir)
+          externals.set(name, { from: args.resolveDir, importer: args.importer });
         return { path: args.path, external: true };
       });
     },
@@ -53,7 +54,10 @@ function workspaceOnly(externals) {
 }
 
 async function isDirectory(path) {
-  return stat(path).then((s) => s.isDirectory(), () => false);
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 }
 
 /** The directory of `name` as Node would find it walking up from `from` (symlinks kept, like pnpm's). */
@@ -90,7 +94,8 @@ async function buildService(name) {
   // Scripts a service starts as processes or worker threads (`"cairn": { "entries": { name: path } }` in its
   // package.json) become dist/<name>.js next to main.js, where the code resolves them.
   const manifest = JSON.parse(await readFile(join(serviceDir, 'package.json'), 'utf8'));
-  for (const [entry, path] of Object.entries(manifest.cairn?.entries ?? {})) entryPoints[entry] = join(serviceDir, path);
+  for (const [entry, path] of Object.entries(manifest.cairn?.entries ?? {}))
+    entryPoints[entry] = join(serviceDir, path);
 
   const externals = new Map();
   const result = await esbuild.build({
@@ -132,15 +137,21 @@ async function buildService(name) {
   let bytes = 0;
   for (const [file, output] of Object.entries(result.metafile.outputs)) if (file.endsWith('.js')) bytes += output.bytes;
   const ms = performance.now() - started;
-  const files = Object.keys(entryPoints).map((e) => `${e}.js`).join(', ');
-  process.stdout.write(`built ${name.padEnd(12)} ${(bytes / 1024).toFixed(0).padStart(6)} KiB  ${ms.toFixed(0).padStart(5)} ms  (${relative(root, outdir)}${sep}{${files}})\n`);
+  const files = Object.keys(entryPoints)
+    .map((e) => `${e}.js`)
+    .join(', ');
+  process.stdout.write(
+    `built ${name.padEnd(12)} ${(bytes / 1024).toFixed(0).padStart(6)} KiB  ${ms.toFixed(0).padStart(5)} ms  (${relative(root, outdir)}${sep}{${files}})\n`,
+  );
 }
 
 async function main() {
   const all = await serviceNames();
   const args = process.argv.slice(2);
   if (args.includes('--help') || args.includes('-h')) {
-    process.stdout.write(`Usage: node tools/dev/build.mjs [service ...]\n\nServices: ${all.join(', ')} (default: all)\n`);
+    process.stdout.write(
+      `Usage: node tools/dev/build.mjs [service ...]\n\nServices: ${all.join(', ')} (default: all)\n`,
+    );
     return 0;
   }
   const unknown = args.filter((a) => !all.includes(a));

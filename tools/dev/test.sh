@@ -9,6 +9,8 @@ source tools/dev/system-packages.sh
 ensure_system_packages softhsm2 chromium
 step "typecheck"
 pnpm typecheck
+step "format (prettier --check; fix with pnpm format)"
+pnpm exec prettier --check . --log-level warn
 step "jest"
 mkdir -p tools/out
 status=0

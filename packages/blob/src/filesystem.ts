@@ -21,13 +21,21 @@ export class FilesystemBlobStore implements BlobStore {
     return join(this.root, key);
   }
 
-  async put(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number }): Promise<BlobInfo> {
+  async put(
+    key: string,
+    body: Readable | Buffer,
+    options: { contentType: string; maxBytes?: number },
+  ): Promise<BlobInfo> {
     const target = this.path(key);
     await mkdir(dirname(target), { recursive: true });
     const temp = `${target}.${randomBytes(6).toString('hex')}.partial`;
     const meter = new MeasuringStream(options.maxBytes);
     try {
-      await pipeline(Buffer.isBuffer(body) ? Readable.from([body]) : body, meter, createWriteStream(temp, { flags: 'wx' }));
+      await pipeline(
+        Buffer.isBuffer(body) ? Readable.from([body]) : body,
+        meter,
+        createWriteStream(temp, { flags: 'wx' }),
+      );
       const info: BlobInfo = { key, size: meter.size, sha256: meter.digest(), contentType: options.contentType };
       await writeFile(`${temp}.meta`, JSON.stringify(info));
       await rename(`${temp}.meta`, `${target}.meta`);

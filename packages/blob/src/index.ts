@@ -20,9 +20,13 @@ export function createBlobStore(url: string, env: NodeJS.ProcessEnv = process.en
       bucket: parsed.hostname,
       prefix: prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix,
       clientConfig: {
-        ...(env.S3_ENDPOINT ? { endpoint: env.S3_ENDPOINT, forcePathStyle: true, region: env.AWS_REGION ?? 'us-east-1' } : {}),
+        ...(env.S3_ENDPOINT
+          ? { endpoint: env.S3_ENDPOINT, forcePathStyle: true, region: env.AWS_REGION ?? 'us-east-1' }
+          : {}),
         // Keys given in the service's environment win; without them the SDK's default chain (instance role, ...).
-        ...(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY } } : {}),
+        ...(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+          ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY } }
+          : {}),
       },
     });
   }

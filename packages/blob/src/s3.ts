@@ -52,7 +52,11 @@ export class S3BlobStore implements BlobStore {
    * one part whatever the body's size). A failure, including the size cap, aborts the multipart upload so no
    * partial object or orphaned parts remain.
    */
-  async put(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number }): Promise<BlobInfo> {
+  async put(
+    key: string,
+    body: Readable | Buffer,
+    options: { contentType: string; maxBytes?: number },
+  ): Promise<BlobInfo> {
     const objectKey = this.objectKey(key);
     const partBytes = this.options.partBytes ?? DEFAULT_PART_BYTES;
     const meter = new MeasuringStream(options.maxBytes);
@@ -63,11 +67,26 @@ export class S3BlobStore implements BlobStore {
     let pendingBytes = 0;
     const sendPart = async (content: Buffer) => {
       uploadId ??= (
-        await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, ContentType: options.contentType }))
+        await this.client.send(
+          new CreateMultipartUploadCommand({
+            Bucket: this.options.bucket,
+            Key: objectKey,
+            ContentType: options.contentType,
+          }),
+        )
       ).UploadId;
       if (!uploadId) throw new Error('S3 CreateMultipartUpload answered no UploadId');
       const partNumber = parts.length + 1;
-      const sent = await this.client.send(new UploadPartCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId, PartNumber: partNumber, Body: content, ContentLength: content.length }));
+      const sent = await this.client.send(
+        new UploadPartCommand({
+          Bucket: this.options.bucket,
+          Key: objectKey,
+          UploadId: uploadId,
+          PartNumber: partNumber,
+          Body: content,
+          ContentLength: content.length,
+        }),
+      );
       parts.push({ PartNumber: partNumber, ETag: sent.ETag });
     };
     try {
@@ -90,16 +109,32 @@ export class S3BlobStore implements BlobStore {
       if (uploadId === undefined) {
         // The sha256 rides as metadata only here: a multipart upload's metadata is fixed before its hash is known.
         await this.client.send(
-          new PutObjectCommand({ Bucket: this.options.bucket, Key: objectKey, Body: last, ContentType: options.contentType, ContentLength: last.length, Metadata: { sha256 } }),
+          new PutObjectCommand({
+            Bucket: this.options.bucket,
+            Key: objectKey,
+            Body: last,
+            ContentType: options.contentType,
+            ContentLength: last.length,
+            Metadata: { sha256 },
+          }),
         );
       } else {
         if (last.length > 0) await sendPart(last);
-        await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+        await this.client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: this.options.bucket,
+            Key: objectKey,
+            UploadId: uploadId,
+            MultipartUpload: { Parts: parts },
+          }),
+        );
       }
       return { key, size: meter.size, sha256, contentType: options.contentType };
     } catch (error) {
       if (uploadId !== undefined) {
-        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId })).catch(() => undefined);
+        await this.client
+          .send(new AbortMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId }))
+          .catch(() => undefined);
       }
       throw error;
     }
@@ -107,7 +142,9 @@ export class S3BlobStore implements BlobStore {
 
   async get(key: string): Promise<Readable | null> {
     try {
-      const object = await this.client.send(new GetObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }));
+      const object = await this.client.send(
+        new GetObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }),
+      );
       return object.Body instanceof Readable ? object.Body : null;
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -125,8 +162,15 @@ export class S3BlobStore implements BlobStore {
 
   async head(key: string): Promise<BlobInfo | null> {
     try {
-      const object = await this.client.send(new HeadObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }));
-      return { key, size: object.ContentLength ?? 0, sha256: object.Metadata?.sha256 ?? '', contentType: object.ContentType ?? 'application/octet-stream' };
+      const object = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }),
+      );
+      return {
+        key,
+        size: object.ContentLength ?? 0,
+        sha256: object.Metadata?.sha256 ?? '',
+        contentType: object.ContentType ?? 'application/octet-stream',
+      };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
@@ -137,7 +181,10 @@ export class S3BlobStore implements BlobStore {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }));
   }
 
-  async presignPut(key: string, options: { size: number; contentType?: string; expiresInSeconds: number }): Promise<string> {
+  async presignPut(
+    key: string,
+    options: { size: number; contentType?: string; expiresInSeconds: number },
+  ): Promise<string> {
     const command = new PutObjectCommand({
       Bucket: this.options.bucket,
       Key: this.objectKey(key),
@@ -145,7 +192,10 @@ export class S3BlobStore implements BlobStore {
       ...(options.contentType ? { ContentType: options.contentType } : {}),
     });
     // Content-Length is signed, so S3 refuses a body of any other size: the declared size is the object's size.
-    return getSignedUrl(this.client, command, { expiresIn: options.expiresInSeconds, signableHeaders: new Set(['content-length', ...(options.contentType ? ['content-type'] : [])]) });
+    return getSignedUrl(this.client, command, {
+      expiresIn: options.expiresInSeconds,
+      signableHeaders: new Set(['content-length', ...(options.contentType ? ['content-type'] : [])]),
+    });
   }
 
   async ping(): Promise<void> {

@@ -18,14 +18,23 @@ afterAll(() => rm(root, { recursive: true, force: true }));
 describe('FilesystemBlobStore', () => {
   it('streams a blob in, measuring size and SHA-256, and back out', async () => {
     const content = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
-    const info = await store.put('t_1/uploads/u1', Readable.from([content.subarray(0, 1000), content.subarray(1000)]), { contentType: 'image/png' });
-    expect(info).toEqual({ key: 't_1/uploads/u1', size: content.length, sha256: createHash('sha256').update(content).digest('hex'), contentType: 'image/png' });
+    const info = await store.put('t_1/uploads/u1', Readable.from([content.subarray(0, 1000), content.subarray(1000)]), {
+      contentType: 'image/png',
+    });
+    expect(info).toEqual({
+      key: 't_1/uploads/u1',
+      size: content.length,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      contentType: 'image/png',
+    });
     expect((await store.getBuffer('t_1/uploads/u1'))?.equals(content)).toBe(true);
     expect(await store.head('t_1/uploads/u1')).toEqual(info);
   });
 
   it('refuses a blob past maxBytes and leaves nothing behind', async () => {
-    await expect(store.put('t_1/uploads/big', Buffer.alloc(2048), { contentType: 'x', maxBytes: 1024 })).rejects.toBeInstanceOf(BlobTooLargeError);
+    await expect(
+      store.put('t_1/uploads/big', Buffer.alloc(2048), { contentType: 'x', maxBytes: 1024 }),
+    ).rejects.toBeInstanceOf(BlobTooLargeError);
     expect(await store.head('t_1/uploads/big')).toBeNull();
     expect((await readdir(join(root, 't_1', 'uploads'))).filter((f) => f.includes('partial'))).toEqual([]);
   });

@@ -27,7 +27,12 @@ beforeAll(async () => {
   directory = await mkdtemp(join(tmpdir(), 'cairn-s3rver-'));
   server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory });
   const { port } = await server.run();
-  client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  client = new S3Client({
+    endpoint: `http://127.0.0.1:${port}`,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   await client.send(new CreateBucketCommand({ Bucket: 'cairn-test' }));
   store = new S3BlobStore({ bucket: 'cairn-test', prefix: 'blobs/', client });
 });
@@ -52,7 +57,9 @@ describe('S3BlobStore', () => {
     await store.put('t_1/x', Buffer.from('x'), { contentType: 'text/plain' });
     await store.delete('t_1/x');
     expect(await store.getBuffer('t_1/x')).toBeNull();
-    await expect(store.put('t_1/big', Buffer.alloc(2048), { contentType: 'x', maxBytes: 1024 })).rejects.toBeInstanceOf(BlobTooLargeError);
+    await expect(store.put('t_1/big', Buffer.alloc(2048), { contentType: 'x', maxBytes: 1024 })).rejects.toBeInstanceOf(
+      BlobTooLargeError,
+    );
     expect(await store.head('t_1/big')).toBeNull();
   });
 
@@ -60,12 +67,22 @@ describe('S3BlobStore', () => {
     const parted = new S3BlobStore({ bucket: 'cairn-test', prefix: 'parts/', client, partBytes: 5 * 1024 * 1024 });
     const content = Buffer.alloc(12 * 1024 * 1024 + 17);
     for (let i = 0; i < content.length; i += 4096) content[i] = i % 251;
-    const info = await parted.put('t_1/uploads/big', chunked(content), { contentType: 'application/octet-stream', maxBytes: content.length });
-    expect(info).toEqual({ key: 't_1/uploads/big', size: content.length, sha256: createHash('sha256').update(content).digest('hex'), contentType: 'application/octet-stream' });
+    const info = await parted.put('t_1/uploads/big', chunked(content), {
+      contentType: 'application/octet-stream',
+      maxBytes: content.length,
+    });
+    expect(info).toEqual({
+      key: 't_1/uploads/big',
+      size: content.length,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      contentType: 'application/octet-stream',
+    });
     expect((await parted.getBuffer('t_1/uploads/big'))?.equals(content)).toBe(true);
     expect((await parted.head('t_1/uploads/big'))?.size).toBe(content.length);
 
-    await expect(parted.put('t_1/uploads/over', chunked(content), { contentType: 'x', maxBytes: content.length - 1 })).rejects.toBeInstanceOf(BlobTooLargeError);
+    await expect(
+      parted.put('t_1/uploads/over', chunked(content), { contentType: 'x', maxBytes: content.length - 1 }),
+    ).rejects.toBeInstanceOf(BlobTooLargeError);
     expect(await parted.head('t_1/uploads/over')).toBeNull();
   });
 
@@ -75,7 +92,9 @@ describe('S3BlobStore', () => {
       for (let i = 0; i < 3; i += 1) yield Buffer.alloc(4 * 1024 * 1024, i);
       throw new Error('client went away');
     }
-    await expect(parted.put('t_1/uploads/broken', Readable.from(broken()), { contentType: 'x' })).rejects.toThrow('client went away');
+    await expect(parted.put('t_1/uploads/broken', Readable.from(broken()), { contentType: 'x' })).rejects.toThrow(
+      'client went away',
+    );
     expect(await parted.head('t_1/uploads/broken')).toBeNull();
   });
 

@@ -103,11 +103,17 @@ export class Bus {
    * Publishes an event. The event id is the JetStream message id, so republishing the same event (an outbox
    * retry) within the duplicate window is stored once.
    */
-  async publish(event: EventEnvelope, extraHeaders: Record<string, string> = {}): Promise<{ seq: number; duplicate: boolean }> {
+  async publish(
+    event: EventEnvelope,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<{ seq: number; duplicate: boolean }> {
     const hdrs = injectTraceHeaders(newHeaders());
     for (const [k, v] of Object.entries(extraHeaders)) hdrs.set(k, v);
     hdrs.set('Cairn-Event-Type', event.type);
-    const ack = await this.js.publish(this.subject(event.type), JSON.stringify(event), { msgID: event.event_id, headers: hdrs });
+    const ack = await this.js.publish(this.subject(event.type), JSON.stringify(event), {
+      msgID: event.event_id,
+      headers: hdrs,
+    });
     return { seq: ack.seq, duplicate: ack.duplicate };
   }
 
@@ -126,7 +132,10 @@ export class Bus {
     // One filter subject: several (filter_subjects) needs NATS 2.10; a consumer of several types takes the
     // whole prefix and acknowledges the other types without handling them.
     const wanted = options.types === 'all' ? null : new Set<string>(options.types);
-    const filterSubject = options.types !== 'all' && options.types.length === 1 ? this.subject(options.types[0]!) : `${this.options.subjectPrefix}.>`;
+    const filterSubject =
+      options.types !== 'all' && options.types.length === 1
+        ? this.subject(options.types[0]!)
+        : `${this.options.subjectPrefix}.>`;
     const config = {
       durable_name: options.durable,
       ack_policy: AckPolicy.Explicit,
@@ -162,10 +171,20 @@ export class Bus {
         try {
           await context.with(extractTraceContext(msg.headers), () => options.handler(event, msg));
           // Confirmed before the next message: stop() then means every handled event is settled on the server.
-          await msg.ackAck().catch((error: unknown) => log?.warn({ err: error, event_id: event.event_id, durable: options.durable }, 'ack not confirmed; the event may be redelivered (deduped)'));
+          await msg
+            .ackAck()
+            .catch((error: unknown) =>
+              log?.warn(
+                { err: error, event_id: event.event_id, durable: options.durable },
+                'ack not confirmed; the event may be redelivered (deduped)',
+              ),
+            );
         } catch (error) {
           const attempt = msg.info.deliveryCount;
-          log?.warn({ err: error, event_id: event.event_id, type: event.type, attempt, durable: options.durable }, 'event handler failed; will retry');
+          log?.warn(
+            { err: error, event_id: event.event_id, type: event.type, attempt, durable: options.durable },
+            'event handler failed; will retry',
+          );
           msg.nak(Math.min(30_000, 250 * 2 ** Math.min(attempt, 7)));
         }
       }

@@ -36,6 +36,11 @@ export const eventEnvelopeSchema = z.object({
 
 export type EventEnvelope = z.output<typeof eventEnvelopeSchema>;
 
-export function newEvent(type: EventType, tenantId: string, data: Record<string, unknown>, now = new Date()): EventEnvelope {
+export function newEvent(
+  type: EventType,
+  tenantId: string,
+  data: Record<string, unknown>,
+  now = new Date(),
+): EventEnvelope {
   return { event_id: newId('event'), type, tenant_id: tenantId, created_at: now.toISOString(), data };
 }

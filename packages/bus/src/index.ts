@@ -3,4 +3,12 @@ export { EVENT_TYPES, eventEnvelopeSchema, newEvent, type EventEnvelope, type Ev
 export { idempotentHandler, type DedupeStore } from './idempotent.js';
 export { injectTraceHeaders, extractTraceContext, newHeaders } from './tracing.js';
 export { WorkQueue, type WorkHandlerContext } from './work-queue.js';
-export { EVENT_PUBLISHERS, inboxPrefix, natsAuthorizationConfig, natsPasswordVar, natsPermissions, type NatsPermissions, type StreamNames } from './permissions.js';
+export {
+  EVENT_PUBLISHERS,
+  inboxPrefix,
+  natsAuthorizationConfig,
+  natsPasswordVar,
+  natsPermissions,
+  type NatsPermissions,
+  type StreamNames,
+} from './permissions.js';

@@ -7,7 +7,14 @@ import type { EventType } from './envelope.js';
  */
 export const EVENT_PUBLISHERS: Readonly<Record<string, ReadonlyArray<EventType>>> = {
   gateway: ['tenant.created', 'key.created', 'key.revoked', 'key.expiring', 'settings.changed'],
-  signer: ['asset.signed', 'manifest.signed', 'job.completed', 'job.failed', 'certificate.revoked', 'certificate.expiring'],
+  signer: [
+    'asset.signed',
+    'manifest.signed',
+    'job.completed',
+    'job.failed',
+    'certificate.revoked',
+    'certificate.expiring',
+  ],
   verifier: ['asset.verified', 'verification.completed', 'job.failed'],
   watermark: [],
   softbinding: ['asset.lookup'],
@@ -43,7 +50,10 @@ export function inboxPrefix(service: string): string {
 export function natsPermissions(service: string, names: StreamNames): NatsPermissions {
   const events = EVENT_PUBLISHERS[service];
   if (!events) throw new Error(`no NATS permissions for unknown service ${service}`);
-  const streams = [names.stream, ...(WORK_QUEUES[service] ?? []).map((queue) => `${names.stream}_WORK_${queue.toUpperCase()}`)];
+  const streams = [
+    names.stream,
+    ...(WORK_QUEUES[service] ?? []).map((queue) => `${names.stream}_WORK_${queue.toUpperCase()}`),
+  ];
   const publish = [
     ...events.map((type) => `${names.subjectPrefix}.${type}`),
     ...(WORK_QUEUES[service] ?? []).map((queue) => `work.${names.subjectPrefix}.${queue}`),

@@ -32,7 +32,13 @@ export class WorkQueue<T> {
       await bus.jsm.streams.info(stream);
     } catch {
       await bus.jsm.streams
-        .add({ name: stream, subjects: [subject], retention: RetentionPolicy.Workqueue, duplicate_window: 120 * SECOND_NS, max_age: 7 * 24 * 3600 * SECOND_NS })
+        .add({
+          name: stream,
+          subjects: [subject],
+          retention: RetentionPolicy.Workqueue,
+          duplicate_window: 120 * SECOND_NS,
+          max_age: 7 * 24 * 3600 * SECOND_NS,
+        })
         .catch(async (error: unknown) => {
           await bus.jsm.streams.info(stream).catch(() => {
             throw error;
@@ -44,7 +50,10 @@ export class WorkQueue<T> {
 
   /** Queues an item; `id` dedupes a retried enqueue within two minutes. */
   async enqueue(item: T, id: string): Promise<void> {
-    await this.bus.js.publish(this.subject, JSON.stringify(item), { msgID: id, headers: injectTraceHeaders(newHeaders()) });
+    await this.bus.js.publish(this.subject, JSON.stringify(item), {
+      msgID: id,
+      headers: injectTraceHeaders(newHeaders()),
+    });
   }
 
   async consume(options: {
@@ -83,7 +92,14 @@ export class WorkQueue<T> {
           await context.with(extractTraceContext(msg.headers), () => options.handler(item, { attempt, maxAttempts }));
           // Confirmed, so a stopped worker has really released what it finished (an unconfirmed ack can be lost
           // with the connection; the item then comes back, which handlers tolerate, but never silently late).
-          await msg.ackAck().catch((error: unknown) => options.logger?.warn({ err: error, stream: this.stream }, 'ack not confirmed; the item may be redelivered'));
+          await msg
+            .ackAck()
+            .catch((error: unknown) =>
+              options.logger?.warn(
+                { err: error, stream: this.stream },
+                'ack not confirmed; the item may be redelivered',
+              ),
+            );
         } catch (error) {
           options.logger?.warn({ err: error, attempt, stream: this.stream }, 'work item failed; will retry');
           msg.nak(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)));

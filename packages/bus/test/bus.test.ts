@@ -9,7 +9,11 @@ const id = randomBytes(4).toString('hex');
 let bus: Bus;
 
 beforeAll(async () => {
-  bus = await Bus.connect({ url: process.env.NATS_URL ?? 'nats://127.0.0.1:4222', stream: `TEST_BUS_${id}`, subjectPrefix: `tbus_${id}` });
+  bus = await Bus.connect({
+    url: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+    stream: `TEST_BUS_${id}`,
+    subjectPrefix: `tbus_${id}`,
+  });
 });
 afterAll(async () => {
   await bus.jsm.streams.delete(`TEST_BUS_${id}`);
@@ -17,7 +21,10 @@ afterAll(async () => {
   await telemetry.shutdown();
 });
 
-function collector(): { received: Array<{ event: EventEnvelope; traceId: string; deliveries: number }>; until(n: number): Promise<void> } {
+function collector(): {
+  received: Array<{ event: EventEnvelope; traceId: string; deliveries: number }>;
+  until(n: number): Promise<void>;
+} {
   const received: Array<{ event: EventEnvelope; traceId: string; deliveries: number }> = [];
   return {
     received,
@@ -72,7 +79,11 @@ describe('Bus', () => {
 
   it('drops a malformed message instead of redelivering it forever', async () => {
     const got = collector();
-    const consumer = await bus.consume({ durable: 'malformed-test', types: ['job.failed'], handler: async (event) => void got.received.push({ event, traceId: '', deliveries: 1 }) });
+    const consumer = await bus.consume({
+      durable: 'malformed-test',
+      types: ['job.failed'],
+      handler: async (event) => void got.received.push({ event, traceId: '', deliveries: 1 }),
+    });
     await bus.publishRaw(bus.subject('job.failed'), '{"not":"an envelope"}', `bad-${id}`, {});
     await bus.publish(newEvent('job.failed', 't_1', { job_id: 'j_1' }));
     await got.until(1);
@@ -94,7 +105,11 @@ describe('WorkQueue', () => {
     await queue.enqueue({ n: 1 }, `item-1-${id}`);
     await queue.enqueue({ n: 1 }, `item-1-${id}`); // a retried enqueue: stored once
     // A worker that dies mid-item (its connection drops before it acks): the item must come back.
-    const doomedBus = await Bus.connect({ url: process.env.NATS_URL ?? 'nats://127.0.0.1:4222', stream: `TEST_BUS_${id}`, subjectPrefix: `tbus_${id}` });
+    const doomedBus = await Bus.connect({
+      url: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      stream: `TEST_BUS_${id}`,
+      subjectPrefix: `tbus_${id}`,
+    });
     const doomedQueue = await WorkQueue.open<{ n: number }>(doomedBus, `jobs${id}`);
     let release: () => void = () => undefined;
     let picked = false;
@@ -136,8 +151,13 @@ describe('WorkQueue', () => {
 describe('a consumer of several event types', () => {
   it('receives exactly those types (on NATS servers without filter_subjects)', async () => {
     const seen: Array<{ tenant: string; type: string }> = [];
-    const consumer = await bus.consume({ durable: 'several-types', types: ['asset.signed', 'job.failed'], handler: async (event) => void seen.push({ tenant: event.tenant_id, type: event.type }) });
-    for (const type of ['asset.signed', 'key.created', 'job.failed', 'manifest.signed'] as const) await bus.publish(newEvent(type, 't_several', {}));
+    const consumer = await bus.consume({
+      durable: 'several-types',
+      types: ['asset.signed', 'job.failed'],
+      handler: async (event) => void seen.push({ tenant: event.tenant_id, type: event.type }),
+    });
+    for (const type of ['asset.signed', 'key.created', 'job.failed', 'manifest.signed'] as const)
+      await bus.publish(newEvent(type, 't_several', {}));
     const mine = () => seen.filter((e) => e.tenant === 't_several').map((e) => e.type);
     const deadline = Date.now() + 5000;
     while (mine().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -18,8 +18,14 @@ export const commonEnvShape = {
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   REDIS_KEY_PREFIX: z.string().default('cairn:'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
-  NATS_STREAM: z.string().regex(/^[A-Za-z0-9_-]+$/).default('CAIRN_EVENTS'),
-  NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).default('cairn'),
+  NATS_STREAM: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .default('CAIRN_EVENTS'),
+  NATS_SUBJECT_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
+    .default('cairn'),
   /** The service's own NATS user (cairn-<service>) and password, or a token: required in production off loopback. */
   NATS_USER: z.string().min(1).optional(),
   NATS_PASSWORD: z.string().min(1).optional(),
@@ -58,11 +64,15 @@ export function identityProblems(config: CommonEnv): string[] {
   if (tls !== 0 && tls !== 3) problems.push('GRPC_TLS_CA, GRPC_TLS_CERT and GRPC_TLS_KEY: give all three or none');
   if (config.CAIRN_ENV !== 'production') return problems;
   if (tls === 0 && !isLoopbackHost(config.GRPC_HOST)) {
-    problems.push(`GRPC_TLS_CA, GRPC_TLS_CERT, GRPC_TLS_KEY: required in production when gRPC listens on ${config.GRPC_HOST} (mutual TLS between services)`);
+    problems.push(
+      `GRPC_TLS_CA, GRPC_TLS_CERT, GRPC_TLS_KEY: required in production when gRPC listens on ${config.GRPC_HOST} (mutual TLS between services)`,
+    );
   }
   const natsCredentials = Boolean((config.NATS_USER && config.NATS_PASSWORD) || config.NATS_TOKEN);
   if (!natsCredentials && !urlHosts(config.NATS_URL).every(isLoopbackHost)) {
-    problems.push('NATS_USER and NATS_PASSWORD (or NATS_TOKEN): required in production for a NATS server off this host (the service\'s own NATS identity)');
+    problems.push(
+      "NATS_USER and NATS_PASSWORD (or NATS_TOKEN): required in production for a NATS server off this host (the service's own NATS identity)",
+    );
   }
   return problems;
 }
@@ -71,7 +81,10 @@ export function identityProblems(config: CommonEnv): string[] {
  * Parses the environment with a zod shape and reports every bad variable at once, so a misconfigured
  * deployment fails at start with one readable message instead of at first use.
  */
-export function loadConfig<S extends z.ZodRawShape>(shape: S, env: NodeJS.ProcessEnv = process.env): z.output<z.ZodObject<S>> {
+export function loadConfig<S extends z.ZodRawShape>(
+  shape: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.output<z.ZodObject<S>> {
   const result = z.object(shape).safeParse(env);
   if (result.success) return result.data;
   throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));

@@ -48,7 +48,11 @@ export async function claimEvent(tx: Tx, schemaName: string, consumer: string, e
  */
 export function pgDedupeStore(db: Database, schemaName: string) {
   return {
-    async once(consumer: string, event: { event_id: string; tenant_id: string }, apply: (tx: Tx) => Promise<void>): Promise<'applied' | 'duplicate'> {
+    async once(
+      consumer: string,
+      event: { event_id: string; tenant_id: string },
+      apply: (tx: Tx) => Promise<void>,
+    ): Promise<'applied' | 'duplicate'> {
       return withTenant(db, event.tenant_id, async (tx) => {
         if (!(await claimEvent(tx, schemaName, consumer, event.event_id))) return 'duplicate';
         await apply(tx);

@@ -1,4 +1,12 @@
 export { createPool, createDb, migrateService, pingDatabase } from './pool.js';
-export { withTenant, withRlsSettings, setTenant, tenantPredicate, type Database, type Tx, type RlsSettings } from './tenant.js';
+export {
+  withTenant,
+  withRlsSettings,
+  setTenant,
+  tenantPredicate,
+  type Database,
+  type Tx,
+  type RlsSettings,
+} from './tenant.js';
 export { processedEventsTable, outboxTable, claimEvent, pgDedupeStore } from './events.js';
 export { assertRlsSubjectRole, currentRole, type DatabaseRole } from './role.js';

@@ -9,7 +9,9 @@ export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
  * the others open exactly one row to a caller that already holds its identifier (an API key's id, an
  * idempotency key, an upload session's id from its signed URL), which is how a request finds its tenant before it knows it.
  */
-export type RlsSettings = Partial<Record<'cairn.tenant_id' | 'cairn.key_id' | 'cairn.idempotency_key' | 'cairn.upload_id', string>>;
+export type RlsSettings = Partial<
+  Record<'cairn.tenant_id' | 'cairn.key_id' | 'cairn.idempotency_key' | 'cairn.upload_id', string>
+>;
 
 /** Runs `fn` in a transaction whose RLS settings are `settings` (transaction-local: nothing leaks to the pool). */
 export async function withRlsSettings<T>(db: Database, settings: RlsSettings, fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -33,4 +35,5 @@ export async function setTenant(tx: Tx, tenantId: string): Promise<void> {
 }
 
 /** The SQL predicate RLS policies use for tenant ownership. */
-export const tenantPredicate = (column = 'tenant_id') => sql.raw(`${column} = current_setting('cairn.tenant_id', true)`);
+export const tenantPredicate = (column = 'tenant_id') =>
+  sql.raw(`${column} = current_setting('cairn.tenant_id', true)`);

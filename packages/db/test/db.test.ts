@@ -21,11 +21,17 @@ afterAll(async () => {
   await sandbox.dispose();
 });
 
-const currentTenant = async (run: (q: string) => Promise<{ rows: Array<{ t: string | null }> }>) => (await run("select current_setting('cairn.tenant_id', true) as t")).rows[0]?.t ?? null;
+const currentTenant = async (run: (q: string) => Promise<{ rows: Array<{ t: string | null }> }>) =>
+  (await run("select current_setting('cairn.tenant_id', true) as t")).rows[0]?.t ?? null;
 
 describe('withTenant', () => {
   it('sets the tenant for the transaction only: pooled connections never inherit it', async () => {
-    const inside = await withTenant(db, 't_A', async (tx) => (await tx.execute<{ t: string }>(sql`select current_setting('cairn.tenant_id', true) as t`)).rows[0]?.t);
+    const inside = await withTenant(
+      db,
+      't_A',
+      async (tx) =>
+        (await tx.execute<{ t: string }>(sql`select current_setting('cairn.tenant_id', true) as t`)).rows[0]?.t,
+    );
     expect(inside).toBe('t_A');
     // Both pooled connections, after the transaction: nothing set.
     const clients = await Promise.all([pool.connect(), pool.connect()]);
@@ -46,9 +52,23 @@ describe('migrateService', () => {
   it('applies a service’s migrations once even when replicas start together', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'cairn-mig-'));
     await mkdir(join(folder, 'meta'));
-    await writeFile(join(folder, '0000_init.sql'), 'CREATE SCHEMA "probe";--> statement-breakpoint\nCREATE TABLE "probe"."things" ("id" text PRIMARY KEY);');
-    await writeFile(join(folder, 'meta', '_journal.json'), JSON.stringify({ version: '7', dialect: 'postgresql', entries: [{ idx: 0, version: '7', when: 1763700000000, tag: '0000_init', breakpoints: true }] }));
-    const pools = [createPool(sandbox.databaseUrl, 1), createPool(sandbox.databaseUrl, 1), createPool(sandbox.databaseUrl, 1)];
+    await writeFile(
+      join(folder, '0000_init.sql'),
+      'CREATE SCHEMA "probe";--> statement-breakpoint\nCREATE TABLE "probe"."things" ("id" text PRIMARY KEY);',
+    );
+    await writeFile(
+      join(folder, 'meta', '_journal.json'),
+      JSON.stringify({
+        version: '7',
+        dialect: 'postgresql',
+        entries: [{ idx: 0, version: '7', when: 1763700000000, tag: '0000_init', breakpoints: true }],
+      }),
+    );
+    const pools = [
+      createPool(sandbox.databaseUrl, 1),
+      createPool(sandbox.databaseUrl, 1),
+      createPool(sandbox.databaseUrl, 1),
+    ];
     try {
       await Promise.all(pools.map((p) => migrateService(p, 'probe', folder)));
       await migrateService(pools[0]!, 'probe', folder);

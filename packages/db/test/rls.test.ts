@@ -14,7 +14,8 @@ import { createPool, migrateService } from '../src/index.js';
 
 /** Tables whose tenant rows are opened by another key, not by `cairn.tenant_id` (see their policies). */
 const OPENED_BY_OTHER_KEY: Record<string, string> = {
-  'gateway.onboarding_requests': 'cairn.idempotency_key: a signup is found by its idempotency key before any tenant exists',
+  'gateway.onboarding_requests':
+    'cairn.idempotency_key: a signup is found by its idempotency key before any tenant exists',
 };
 
 interface Column {
@@ -39,14 +40,17 @@ const A = `tenant_rls_a_${randomUUID().slice(0, 8)}`;
 const B = `tenant_rls_b_${randomUUID().slice(0, 8)}`;
 let counter = 1;
 
-const serviceNames = readdirSync(join(REPO_ROOT, 'services')).filter((name) => existsSync(join(REPO_ROOT, 'services', name, 'src/db/migrations')));
+const serviceNames = readdirSync(join(REPO_ROOT, 'services')).filter((name) =>
+  existsSync(join(REPO_ROOT, 'services', name, 'src/db/migrations')),
+);
 
 beforeAll(async () => {
   sandbox = await createSandbox();
   // Migrated as the app role, as the services do: it owns the tables, so only FORCE makes RLS apply to it.
   const pool = createPool(sandbox.databaseUrl, 1);
   try {
-    for (const name of serviceNames) await migrateService(pool, name, join(REPO_ROOT, 'services', name, 'src/db/migrations'));
+    for (const name of serviceNames)
+      await migrateService(pool, name, join(REPO_ROOT, 'services', name, 'src/db/migrations'));
   } finally {
     await pool.end();
   }
@@ -113,7 +117,9 @@ function valueFor(column: Column, tenantId: string): string {
 }
 
 function insertStatement(table: Table, tenantId: string): { text: string; values: string[] } {
-  const columns = table.columns.some((c) => c.name === 'tenant_id') ? table.columns : [...table.columns, { name: 'tenant_id', type: 'text', category: 'S', enumLabels: null }];
+  const columns = table.columns.some((c) => c.name === 'tenant_id')
+    ? table.columns
+    : [...table.columns, { name: 'tenant_id', type: 'text', category: 'S', enumLabels: null }];
   return {
     text: `insert into ${table.name} (${columns.map((c) => `"${c.name}"`).join(', ')}) values (${columns.map((c, i) => `$${i + 1}::${c.type}`).join(', ')})`,
     values: columns.map((c) => valueFor(c, tenantId)),
@@ -145,11 +151,17 @@ async function asTenant<T>(tenantId: string, fn: (client: pg.Client) => Promise<
   }
 }
 
-const count = async (client: pg.Client, table: string, tenantId: string) => Number((await client.query<{ n: string }>(`select count(*)::text as n from ${table} where tenant_id = $1`, [tenantId])).rows[0]?.n);
+const count = async (client: pg.Client, table: string, tenantId: string) =>
+  Number(
+    (await client.query<{ n: string }>(`select count(*)::text as n from ${table} where tenant_id = $1`, [tenantId]))
+      .rows[0]?.n,
+  );
 
 describe('row-level security on every tenant-owned table', () => {
   it('runs the service role without superuser or BYPASSRLS', async () => {
-    const { rows } = await app.query<{ rolsuper: boolean; rolbypassrls: boolean }>('select rolsuper, rolbypassrls from pg_roles where rolname = current_user');
+    const { rows } = await app.query<{ rolsuper: boolean; rolbypassrls: boolean }>(
+      'select rolsuper, rolbypassrls from pg_roles where rolname = current_user',
+    );
     expect(rows[0]).toEqual({ rolsuper: false, rolbypassrls: false });
   });
 
@@ -166,7 +178,11 @@ describe('row-level security on every tenant-owned table', () => {
 
   it('seeded one row per tenant in each (the superuser sees both)', async () => {
     for (const table of tables) {
-      expect([table.name, await count(admin, table.name, A), await count(admin, table.name, B)]).toEqual([table.name, 1, 1]);
+      expect([table.name, await count(admin, table.name, A), await count(admin, table.name, B)]).toEqual([
+        table.name,
+        1,
+        1,
+      ]);
     }
   });
 
@@ -184,15 +200,25 @@ describe('row-level security on every tenant-owned table', () => {
 
   it('shows tenant A its own rows and none of tenant B’s', async () => {
     for (const table of tables) {
-      const [own, other] = await asTenant(A, async (c) => [await count(c, table.name, A), await count(c, table.name, B)]);
+      const [own, other] = await asTenant(A, async (c) => [
+        await count(c, table.name, A),
+        await count(c, table.name, B),
+      ]);
       expect([table.name, own, other]).toEqual([table.name, table.name in OPENED_BY_OTHER_KEY ? 0 : 1, 0]);
     }
   });
 
   it('lets tenant A neither update nor delete tenant B’s rows', async () => {
     for (const table of tables) {
-      const updated = await asTenant(A, async (c) => (await c.query(`update ${table.name} set tenant_id = tenant_id where tenant_id = $1`, [B])).rowCount);
-      const deleted = await asTenant(A, async (c) => (await c.query(`delete from ${table.name} where tenant_id = $1`, [B])).rowCount);
+      const updated = await asTenant(
+        A,
+        async (c) =>
+          (await c.query(`update ${table.name} set tenant_id = tenant_id where tenant_id = $1`, [B])).rowCount,
+      );
+      const deleted = await asTenant(
+        A,
+        async (c) => (await c.query(`delete from ${table.name} where tenant_id = $1`, [B])).rowCount,
+      );
       expect([table.name, updated, deleted]).toEqual([table.name, 0, 0]);
     }
     for (const table of tables) expect([table.name, await count(admin, table.name, B)]).toEqual([table.name, 1]);
@@ -201,14 +227,24 @@ describe('row-level security on every tenant-owned table', () => {
   it('refuses tenant A an insert of a row owned by tenant B', async () => {
     for (const table of tables) {
       const { text, values } = insertStatement(table, B);
-      const error = await asTenant(A, async (c) => c.query(text, values).then(() => undefined, (e: Error) => e.message));
+      const error = await asTenant(A, async (c) =>
+        c.query(text, values).then(
+          () => undefined,
+          (e: Error) => e.message,
+        ),
+      );
       expect([table.name, error]).toEqual([table.name, expect.stringMatching(/row-level security/)]);
     }
   });
 
   it('refuses tenant A handing its own row over to tenant B', async () => {
     for (const table of tables.filter((t) => !(t.name in OPENED_BY_OTHER_KEY))) {
-      const error = await asTenant(A, async (c) => c.query(`update ${table.name} set tenant_id = $1 where tenant_id = $2`, [B, A]).then((r) => `updated ${r.rowCount}`, (e: Error) => e.message));
+      const error = await asTenant(A, async (c) =>
+        c.query(`update ${table.name} set tenant_id = $1 where tenant_id = $2`, [B, A]).then(
+          (r) => `updated ${r.rowCount}`,
+          (e: Error) => e.message,
+        ),
+      );
       expect([table.name, error]).toEqual([table.name, expect.stringMatching(/row-level security/)]);
     }
   });

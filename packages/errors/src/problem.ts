@@ -21,7 +21,12 @@ export class CairnError extends Error {
   readonly status: number;
   readonly extensions: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, detail?: string, extensions: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    extensions: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(detail ?? ERROR_CATALOG[code].title, options);
     this.name = 'CairnError';
     this.code = code;
@@ -39,7 +44,9 @@ export function isCairnError(value: unknown): value is CairnError {
  * cairn.internal_error with a detail that never echoes the original message (it may hold internals).
  */
 export function toProblem(error: unknown, context: { docsUrl: string; requestId: string }): ProblemDocument {
-  const known = isCairnError(error) ? error : new CairnError('cairn.internal_error', 'An internal error occurred; it has been logged.');
+  const known = isCairnError(error)
+    ? error
+    : new CairnError('cairn.internal_error', 'An internal error occurred; it has been logged.');
   const entry = ERROR_CATALOG[known.code];
   return {
     ...known.extensions,

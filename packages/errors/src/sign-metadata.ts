@@ -15,9 +15,15 @@ export const signMetadataSchema = z
     model: text.optional(),
     prompt_hash: z
       .string()
-      .regex(/^sha256:[0-9a-f]{64}$/, 'must be "sha256:" followed by the 64 lowercase hex digits of the prompt’s SHA-256 (never the prompt itself)')
+      .regex(
+        /^sha256:[0-9a-f]{64}$/,
+        'must be "sha256:" followed by the 64 lowercase hex digits of the prompt’s SHA-256 (never the prompt itself)',
+      )
       .optional(),
-    created_at: z.string().datetime({ offset: false, message: 'must be an ISO 8601 UTC timestamp, e.g. 2026-11-21T09:30:00Z' }).optional(),
+    created_at: z
+      .string()
+      .datetime({ offset: false, message: 'must be an ISO 8601 UTC timestamp, e.g. 2026-11-21T09:30:00Z' })
+      .optional(),
     creator: text.optional(),
     legal_entity: text.optional(),
     legal_case_ref: text.optional(),
@@ -34,20 +40,35 @@ export const SIGN_METADATA_FIELDS: readonly string[] = Object.keys(signMetadataS
  */
 export function parseSignMetadata(raw: unknown): SignMetadata {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new CairnError('cairn.validation.invalid_body', 'metadata must be a JSON object of strings.', { errors: [{ path: 'metadata', message: 'must be a JSON object' }] });
+    throw new CairnError('cairn.validation.invalid_body', 'metadata must be a JSON object of strings.', {
+      errors: [{ path: 'metadata', message: 'must be a JSON object' }],
+    });
   }
   for (const key of Object.keys(raw)) {
     if (/prompt/i.test(key) && key !== 'prompt_hash') {
-      throw new CairnError('cairn.validation.invalid_body', `metadata.${key}: prompt text must never be sent; send prompt_hash ("sha256:<hex>" of the prompt) instead.`, {
-        errors: [{ path: `metadata.${key}`, message: 'prompt text is not accepted; send prompt_hash ("sha256:<hex>")' }],
-      });
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `metadata.${key}: prompt text must never be sent; send prompt_hash ("sha256:<hex>" of the prompt) instead.`,
+        {
+          errors: [
+            { path: `metadata.${key}`, message: 'prompt text is not accepted; send prompt_hash ("sha256:<hex>")' },
+          ],
+        },
+      );
     }
   }
   const result = signMetadataSchema.safeParse(raw);
   if (!result.success) {
-    const error = validationError(result.error.issues.map((i) => ({ ...i, path: ['metadata', ...i.path] })), 'metadata');
+    const error = validationError(
+      result.error.issues.map((i) => ({ ...i, path: ['metadata', ...i.path] })),
+      'metadata',
+    );
     if (result.error.issues.some((i) => i.code === 'unrecognized_keys')) {
-      throw new CairnError('cairn.validation.invalid_body', `${error.message}. Allowed metadata fields: ${SIGN_METADATA_FIELDS.join(', ')}.`, error.extensions as Record<string, unknown>);
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `${error.message}. Allowed metadata fields: ${SIGN_METADATA_FIELDS.join(', ')}.`,
+        error.extensions as Record<string, unknown>,
+      );
     }
     throw error;
   }

@@ -1,12 +1,25 @@
 import { CairnError } from './problem.js';
 
 // Node socket errors of a dependency that is down, restarting or unreachable.
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
 // PostgreSQL SQLSTATEs of a server going away or not accepting yet: admin_shutdown, crash_shutdown,
 // cannot_connect_now, too_many_connections (class 08, connection exception, is matched by prefix).
 const PG_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
 // node-postgres and pg-pool say so in words only.
-const MESSAGES = [/^Connection terminated/, /timeout exceeded when trying to connect/, /is not queryable/, /^Connection is closed/];
+const MESSAGES = [
+  /^Connection terminated/,
+  /timeout exceeded when trying to connect/,
+  /is not queryable/,
+  /^Connection is closed/,
+];
 
 function looksUnavailable(error: { code?: unknown; message?: unknown; name?: unknown }): boolean {
   const code = typeof error.code === 'string' ? error.code : '';
@@ -33,5 +46,10 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
 /** The problem a request gets while a dependency is away: 503 cairn.unavailable, the driver's error as cause. */
 export function dependencyUnavailable(error: unknown): CairnError {
-  return new CairnError('cairn.unavailable', 'A dependency is temporarily unavailable; retry with backoff.', {}, { cause: error });
+  return new CairnError(
+    'cairn.unavailable',
+    'A dependency is temporarily unavailable; retry with backoff.',
+    {},
+    { cause: error },
+  );
 }

@@ -14,7 +14,10 @@ function send(message: ChildMessage): void {
  * Serves tasks until the parent goes away. `warmup` runs before `ready` is reported (load a native addon now,
  * so the first task's time budget is spent on the task).
  */
-export function serveTasks(handler: (payload: unknown, context: TaskContext) => Promise<unknown>, warmup?: () => Promise<void>): void {
+export function serveTasks(
+  handler: (payload: unknown, context: TaskContext) => Promise<unknown>,
+  warmup?: () => Promise<void>,
+): void {
   const pendingCalls = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   let nextCallId = 1;
   process.on('message', (message: unknown) => {
@@ -38,7 +41,13 @@ export function serveTasks(handler: (payload: unknown, context: TaskContext) => 
     };
     handler(message.payload, context).then(
       (value) => send({ type: 'done', id, value }),
-      (error: unknown) => send({ type: 'failed', id, name: error instanceof Error ? error.name : 'Error', message: error instanceof Error ? error.message : String(error) }),
+      (error: unknown) =>
+        send({
+          type: 'failed',
+          id,
+          name: error instanceof Error ? error.name : 'Error',
+          message: error instanceof Error ? error.message : String(error),
+        }),
     );
   });
   // Without the parent there is nobody to answer; do not linger as an orphan.

@@ -1,2 +1,10 @@
-export { WorkerPool, WorkerCrashedError, WorkerTimeoutError, WorkerUnavailableError, TaskFailedError, type WorkerPoolOptions, type RunOptions } from './pool.js';
+export {
+  WorkerPool,
+  WorkerCrashedError,
+  WorkerTimeoutError,
+  WorkerUnavailableError,
+  TaskFailedError,
+  type WorkerPoolOptions,
+  type RunOptions,
+} from './pool.js';
 export { asBuffer } from './protocol.js';

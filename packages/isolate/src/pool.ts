@@ -105,7 +105,10 @@ export class WorkerPool {
     this.startupTimeoutMs = options.startupTimeoutMs ?? 20_000;
     this.entryPath = options.entry instanceof URL ? fileURLToPath(options.entry) : options.entry;
     // The likeliest deployment mistake is a bundle without the child entry: say so at startup, not per task.
-    if (!existsSync(this.entryPath)) throw new WorkerUnavailableError(`${options.name} child not found at ${this.entryPath} (bundle it next to the service entry)`);
+    if (!existsSync(this.entryPath))
+      throw new WorkerUnavailableError(
+        `${options.name} child not found at ${this.entryPath} (bundle it next to the service entry)`,
+      );
     this.execArgv = execArgvFor(this.entryPath, options.maxOldSpaceMb);
     for (let i = 0; i < this.size; i++) this.spawn();
   }
@@ -125,14 +128,24 @@ export class WorkerPool {
 
   /** PIDs of the children running a task right now. */
   get busyPids(): number[] {
-    return [...this.workers].filter((w) => w.task && !w.gone).map((w) => w.child.pid).filter((pid): pid is number => pid !== undefined);
+    return [...this.workers]
+      .filter((w) => w.task && !w.gone)
+      .map((w) => w.child.pid)
+      .filter((pid): pid is number => pid !== undefined);
   }
 
   run(payload: unknown, options: RunOptions = {}): Promise<unknown> {
     if (this.closed) return Promise.reject(new WorkerUnavailableError(`${this.options.name} pool is closed`));
     this.refill();
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, payload, timeoutMs: options.timeoutMs ?? this.timeoutMs, ...(options.onCall ? { onCall: options.onCall } : {}), resolve, reject });
+      this.queue.push({
+        id: this.nextId++,
+        payload,
+        timeoutMs: options.timeoutMs ?? this.timeoutMs,
+        ...(options.onCall ? { onCall: options.onCall } : {}),
+        resolve,
+        reject,
+      });
       this.dispatch();
     });
   }
@@ -160,7 +173,11 @@ export class WorkerPool {
 
   private spawn(): void {
     if (this.closed) return;
-    const child = fork(this.entryPath, [], { execArgv: this.execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(this.entryPath, [], {
+      execArgv: this.execArgv,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const worker: Worker = { child, ready: false, gone: false };
     this.workers.add(worker);
     // Idle children must not keep the service alive; a pending task keeps it alive through its timer.
@@ -187,7 +204,14 @@ export class WorkerPool {
         const onCall = task.onCall ?? (() => Promise.reject(new Error('this task takes no calls')));
         onCall(message.payload).then(
           (value) => answer({ type: 'call-result', id: task.id, callId: message.callId, ok: true, value }),
-          (error: unknown) => answer({ type: 'call-result', id: task.id, callId: message.callId, ok: false, message: error instanceof Error ? error.message : String(error) }),
+          (error: unknown) =>
+            answer({
+              type: 'call-result',
+              id: task.id,
+              callId: message.callId,
+              ok: false,
+              message: error instanceof Error ? error.message : String(error),
+            }),
         );
         return;
       }

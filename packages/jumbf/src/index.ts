@@ -30,7 +30,7 @@ export function readBox(buf: Uint8Array, offset: number, limit: number): JumbfBo
 
 export function childBoxes(buf: Uint8Array, parent: JumbfBox): JumbfBox[] {
   const out: JumbfBox[] = [];
-  for (let offset = parent.contentStart; ; ) {
+  for (let offset = parent.contentStart; ;) {
     const child = readBox(buf, offset, parent.end);
     if (!child) return out;
     out.push(child);
@@ -82,7 +82,14 @@ export function writeBox(type: string, content: Uint8Array): Buffer {
  * A superbox whose description box carries `label` (toggles 0x03: requestable, label present) and a 16-byte type
  * UUID (zero unless given), followed by `children`.
  */
-export function writeSuperbox(label: string, children: Uint8Array[] = [], typeUuid: Uint8Array = new Uint8Array(16)): Buffer {
-  const description = writeBox('jumd', Buffer.concat([typeUuid, Buffer.from([0x03]), Buffer.from(label, 'utf8'), Buffer.from([0])]));
+export function writeSuperbox(
+  label: string,
+  children: Uint8Array[] = [],
+  typeUuid: Uint8Array = new Uint8Array(16),
+): Buffer {
+  const description = writeBox(
+    'jumd',
+    Buffer.concat([typeUuid, Buffer.from([0x03]), Buffer.from(label, 'utf8'), Buffer.from([0])]),
+  );
   return writeBox('jumb', Buffer.concat([description, ...children]));
 }

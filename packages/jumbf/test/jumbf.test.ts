@@ -5,7 +5,11 @@ const box = writeBox;
 const superbox = (label: string, ...children: Buffer[]) => writeSuperbox(label, children);
 
 describe('@cairn/jumbf', () => {
-  const store = superbox('c2pa', superbox('urn:c2pa:first'), superbox('urn:c2pa:second', box('cbor', Buffer.from([0xa0]))));
+  const store = superbox(
+    'c2pa',
+    superbox('urn:c2pa:first'),
+    superbox('urn:c2pa:second', box('cbor', Buffer.from([0xa0]))),
+  );
 
   it('lists the manifests in order; the active one is the last', () => {
     expect(manifestLabels(store)).toEqual(['urn:c2pa:first', 'urn:c2pa:second']);
@@ -17,7 +21,11 @@ describe('@cairn/jumbf', () => {
     lying.writeUInt32BE(store.length + 100, 0);
     expect(readBox(lying, 0, lying.length)).toBeUndefined();
     expect(manifestLabels(lying)).toEqual([]);
-    const huge = Buffer.concat([Buffer.from([0, 0, 0, 1]), Buffer.from('jumb', 'latin1'), Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])]);
+    const huge = Buffer.concat([
+      Buffer.from([0, 0, 0, 1]),
+      Buffer.from('jumb', 'latin1'),
+      Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+    ]);
     expect(readBox(huge, 0, huge.length)).toBeUndefined();
   });
 

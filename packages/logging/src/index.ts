@@ -49,7 +49,10 @@ export function createLogger({ service, level = 'info', destination }: CreateLog
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     mixin: () => ({ ...contextStore.getStore(), ...traceFields() }),
-    redact: { paths: ['authorization', 'req.headers.authorization', 'api_key', '*.api_key', 'secret', '*.secret'], censor: '[redacted]' },
+    redact: {
+      paths: ['authorization', 'req.headers.authorization', 'api_key', '*.api_key', 'secret', '*.secret'],
+      censor: '[redacted]',
+    },
   };
   return destination ? pino(options, destination) : pino(options);
 }

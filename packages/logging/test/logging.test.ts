@@ -25,7 +25,13 @@ describe('createLogger', () => {
       log.info({ route: '/v1/recipes' }, 'served');
     });
     log.info('outside');
-    expect(lines[0]).toMatchObject({ service: 'gateway', level: 'info', request_id: 'req_1', tenant_id: 't_1', msg: 'served' });
+    expect(lines[0]).toMatchObject({
+      service: 'gateway',
+      level: 'info',
+      request_id: 'req_1',
+      tenant_id: 't_1',
+      msg: 'served',
+    });
     expect(lines[1]?.request_id).toBeUndefined();
   });
 
@@ -35,7 +41,11 @@ describe('createLogger', () => {
     try {
       const { lines, stream } = capture();
       const log = createLogger({ service: 'signer', destination: stream });
-      const spanContext = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.SAMPLED };
+      const spanContext = {
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+        spanId: '00f067aa0ba902b7',
+        traceFlags: TraceFlags.SAMPLED,
+      };
       context.with(trace.setSpanContext(context.active(), spanContext), () => log.info('in span'));
       log.info('no span');
       expect(lines[0]).toMatchObject({ trace_id: spanContext.traceId, span_id: spanContext.spanId });

@@ -35,7 +35,9 @@ export interface FfmpegRun {
 export function runFfmpeg(run: FfmpegRun): Promise<Buffer> {
   const maxOutput = run.maxOutputBytes ?? 256 * 1024 * 1024;
   return new Promise((resolve, reject) => {
-    const child = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-nostdin', ...run.args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-nostdin', ...run.args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     let size = 0;
     let stderr = '';
@@ -63,7 +65,10 @@ export function runFfmpeg(run: FfmpegRun): Promise<Buffer> {
     child.on('close', (code) => {
       clearTimeout(timer);
       if (failure) reject(failure);
-      else if (code !== 0) reject(new FfmpegError(`ffmpeg exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`, stderr));
+      else if (code !== 0)
+        reject(
+          new FfmpegError(`ffmpeg exited with ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`, stderr),
+        );
       else resolve(Buffer.concat(chunks));
     });
     // ffmpeg may stop reading early (it has what it needs, or the input is malformed): that is not our error.
@@ -75,7 +80,20 @@ export function runFfmpeg(run: FfmpegRun): Promise<Buffer> {
 /** Decodes any audio (or a video's first audio track) to mono 32-bit float PCM at `sampleRate`. */
 export async function decodeAudioMono(bytes: Buffer, sampleRate: number, maxSeconds = 600): Promise<Float32Array> {
   const out = await runFfmpeg({
-    args: ['-i', 'pipe:0', '-t', String(maxSeconds), '-vn', '-ac', '1', '-ar', String(sampleRate), '-f', 'f32le', 'pipe:1'],
+    args: [
+      '-i',
+      'pipe:0',
+      '-t',
+      String(maxSeconds),
+      '-vn',
+      '-ac',
+      '1',
+      '-ar',
+      String(sampleRate),
+      '-f',
+      'f32le',
+      'pipe:1',
+    ],
     input: bytes,
     maxOutputBytes: maxSeconds * sampleRate * 4 + 4096,
   });
@@ -91,7 +109,9 @@ export async function decodeAudioMono(bytes: Buffer, sampleRate: number, maxSeco
  */
 export function probeFfmpeg(path: string, timeoutMs = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(ffmpegPath(), ['-hide_banner', '-nostdin', '-loglevel', 'info', '-i', path], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(ffmpegPath(), ['-hide_banner', '-nostdin', '-loglevel', 'info', '-i', path], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.stderr.on('data', (chunk: Buffer) => {

@@ -1,5 +1,22 @@
 export { sniffMediaType, SNIFF_BYTES, type SniffedType, type Modality } from './sniff.js';
 export { decodeAudioMono, ffmpegPath, FfmpegError, probeFfmpeg, runFfmpeg, type FfmpegRun } from './ffmpeg.js';
-export { decodeImage, decodeRgb, encodeImage, makeThumbnail, type DecodedImage, type EncodableImageType, type RgbPixels } from './pixels.js';
+export {
+  decodeImage,
+  decodeRgb,
+  encodeImage,
+  makeThumbnail,
+  type DecodedImage,
+  type EncodableImageType,
+  type RgbPixels,
+} from './pixels.js';
 export { isSidecarMediaType, SIDECAR_MEDIA_TYPES, type SidecarMediaType } from './sidecar.js';
-export { checkMediaLimits, DEFAULT_MEDIA_LIMITS, mediaLimitsConfigShape, mediaLimitsOf, probeImage, probeWav, type MediaLimits, type MediaProbe } from './limits.js';
+export {
+  checkMediaLimits,
+  DEFAULT_MEDIA_LIMITS,
+  mediaLimitsConfigShape,
+  mediaLimitsOf,
+  probeImage,
+  probeWav,
+  type MediaLimits,
+  type MediaProbe,
+} from './limits.js';

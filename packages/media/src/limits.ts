@@ -35,8 +35,18 @@ export const mediaLimitsConfigShape = {
   MEDIA_MAX_VIDEO_SECONDS: z.coerce.number().positive().default(DEFAULT_MEDIA_LIMITS.videoSeconds),
 };
 
-export function mediaLimitsOf(config: { MEDIA_MAX_IMAGE_PIXELS: number; MEDIA_MAX_AUDIO_SECONDS: number; MEDIA_MAX_VIDEO_PIXELS: number; MEDIA_MAX_VIDEO_SECONDS: number }): MediaLimits {
-  return { imagePixels: config.MEDIA_MAX_IMAGE_PIXELS, audioSeconds: config.MEDIA_MAX_AUDIO_SECONDS, videoPixels: config.MEDIA_MAX_VIDEO_PIXELS, videoSeconds: config.MEDIA_MAX_VIDEO_SECONDS };
+export function mediaLimitsOf(config: {
+  MEDIA_MAX_IMAGE_PIXELS: number;
+  MEDIA_MAX_AUDIO_SECONDS: number;
+  MEDIA_MAX_VIDEO_PIXELS: number;
+  MEDIA_MAX_VIDEO_SECONDS: number;
+}): MediaLimits {
+  return {
+    imagePixels: config.MEDIA_MAX_IMAGE_PIXELS,
+    audioSeconds: config.MEDIA_MAX_AUDIO_SECONDS,
+    videoPixels: config.MEDIA_MAX_VIDEO_PIXELS,
+    videoSeconds: config.MEDIA_MAX_VIDEO_SECONDS,
+  };
 }
 
 /** What the headers declare; a field is absent when the container does not say (then decoders' own caps apply). */
@@ -63,7 +73,8 @@ export async function probeImage(bytes: Buffer): Promise<MediaProbe | null> {
  * decoder would try to produce. Null when the chunks are not there (ffmpeg then gets its turn).
  */
 export function probeWav(bytes: Buffer): MediaProbe | null {
-  if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') return null;
+  if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE')
+    return null;
   let byteRate = 0;
   let offset = 12;
   // Bounded walk: a file of thousands of tiny chunks is not worth reading further.
@@ -99,7 +110,10 @@ async function probeContainer(bytes: Buffer): Promise<MediaProbe | null> {
       const [w, h] = [Number(match[1]), Number(match[2])];
       if (width === undefined || height === undefined || w * h > width * height) [width, height] = [w, h];
     }
-    return { ...(seconds !== undefined ? { seconds } : {}), ...(width !== undefined && height !== undefined ? { width, height } : {}) };
+    return {
+      ...(seconds !== undefined ? { seconds } : {}),
+      ...(width !== undefined && height !== undefined ? { width, height } : {}),
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -116,23 +130,37 @@ const minutes = (seconds: number) => `${Math.round((seconds / 60) * 10) / 10} mi
  * cairn.media.too_large. Answers the probe (null when the headers cannot be read: the decoder then refuses
  * the file its own way, under its own caps). Text is not media here and passes.
  */
-export async function checkMediaLimits(bytes: Buffer, type: SniffedType, limits: MediaLimits): Promise<MediaProbe | null> {
+export async function checkMediaLimits(
+  bytes: Buffer,
+  type: SniffedType,
+  limits: MediaLimits,
+): Promise<MediaProbe | null> {
   if (type.modality === 'text') return null;
   if (type.modality === 'image') {
     const probe = await probeImage(bytes);
     if (probe?.width && probe.height && probe.width * probe.height > limits.imagePixels) {
-      throw tooLarge(`This image is ${probe.width}×${probe.height} (${(probe.width * probe.height / 1e6).toFixed(1)} megapixels); at most ${(limits.imagePixels / 1e6).toFixed(1)} megapixels are accepted.`, { image_pixels: limits.imagePixels });
+      throw tooLarge(
+        `This image is ${probe.width}×${probe.height} (${((probe.width * probe.height) / 1e6).toFixed(1)} megapixels); at most ${(limits.imagePixels / 1e6).toFixed(1)} megapixels are accepted.`,
+        { image_pixels: limits.imagePixels },
+      );
     }
     return probe;
   }
-  const probe = (type.mediaType === 'audio/wav' ? probeWav(bytes) : null) ?? (await probeContainer(bytes).catch(() => null));
+  const probe =
+    (type.mediaType === 'audio/wav' ? probeWav(bytes) : null) ?? (await probeContainer(bytes).catch(() => null));
   if (!probe) return null;
   const maxSeconds = type.modality === 'audio' ? limits.audioSeconds : limits.videoSeconds;
   if (probe.seconds !== undefined && probe.seconds > maxSeconds) {
-    throw tooLarge(`This ${type.modality} declares ${minutes(probe.seconds)}; at most ${minutes(maxSeconds)} are accepted.`, { [`${type.modality}_seconds`]: maxSeconds });
+    throw tooLarge(
+      `This ${type.modality} declares ${minutes(probe.seconds)}; at most ${minutes(maxSeconds)} are accepted.`,
+      { [`${type.modality}_seconds`]: maxSeconds },
+    );
   }
   if (type.modality === 'video' && probe.width && probe.height && probe.width * probe.height > limits.videoPixels) {
-    throw tooLarge(`This video's frames are ${probe.width}×${probe.height}; at most ${limits.videoPixels} pixels per frame (3840×2160 by default) are accepted.`, { video_pixels: limits.videoPixels });
+    throw tooLarge(
+      `This video's frames are ${probe.width}×${probe.height}; at most ${limits.videoPixels} pixels per frame (3840×2160 by default) are accepted.`,
+      { video_pixels: limits.videoPixels },
+    );
   }
   return probe;
 }

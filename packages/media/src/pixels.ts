@@ -14,7 +14,12 @@ export interface RgbPixels {
  */
 export async function decodeRgb(bytes: Buffer, maxPixels: number): Promise<RgbPixels | null> {
   try {
-    const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: maxPixels, sequentialRead: true }).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: maxPixels, sequentialRead: true })
+      .rotate()
+      .removeAlpha()
+      .toColourspace('srgb')
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     return { pixels: data, width: info.width, height: info.height, channels: info.channels };
   } catch {
     return null;
@@ -36,7 +41,11 @@ export interface DecodedImage {
  * alpha kept for formats that carry it. `maxPixels` is sharp's own guard behind the header check
  * (checkMediaLimits), and sequential reading lets libvips stream the rows instead of holding the file twice.
  */
-export async function decodeImage(bytes: Buffer, mediaType: EncodableImageType, maxPixels: number): Promise<DecodedImage> {
+export async function decodeImage(
+  bytes: Buffer,
+  mediaType: EncodableImageType,
+  maxPixels: number,
+): Promise<DecodedImage> {
   let pipeline = sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error', sequentialRead: true }).rotate();
   pipeline = mediaType === 'image/jpeg' ? pipeline.removeAlpha().toColourspace('srgb') : pipeline.toColourspace('srgb');
   const { data, info } = await pipeline.raw().toBuffer({ resolveWithObject: true });
@@ -47,7 +56,8 @@ export async function decodeImage(bytes: Buffer, mediaType: EncodableImageType, 
 /** Encodes pixels back to the upload's format at a quality that keeps the watermark and the look. */
 export async function encodeImage(image: DecodedImage, mediaType: EncodableImageType): Promise<Buffer> {
   const raw = sharp(image.pixels, { raw: { width: image.width, height: image.height, channels: image.channels } });
-  if (mediaType === 'image/jpeg') return raw.jpeg({ quality: 92, chromaSubsampling: '4:4:4', mozjpeg: false }).toBuffer();
+  if (mediaType === 'image/jpeg')
+    return raw.jpeg({ quality: 92, chromaSubsampling: '4:4:4', mozjpeg: false }).toBuffer();
   if (mediaType === 'image/png') return raw.png({ compressionLevel: 6 }).toBuffer();
   return raw.webp({ quality: 92, alphaQuality: 100 }).toBuffer();
 }

@@ -32,11 +32,16 @@ const IMAGE_BRANDS = new Map([
 
 function sniffBinary(bytes: Uint8Array): SniffedType | null {
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return { mediaType: 'image/jpeg', modality: 'image', extension: 'jpg' };
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return { mediaType: 'image/png', modality: 'image', extension: 'png' };
-  if (ascii(bytes, 0, 'RIFF') && ascii(bytes, 8, 'WEBP')) return { mediaType: 'image/webp', modality: 'image', extension: 'webp' };
-  if (ascii(bytes, 0, 'RIFF') && ascii(bytes, 8, 'WAVE')) return { mediaType: 'audio/wav', modality: 'audio', extension: 'wav' };
-  if (ascii(bytes, 0, 'GIF87a') || ascii(bytes, 0, 'GIF89a')) return { mediaType: 'image/gif', modality: 'image', extension: 'gif' };
-  if (startsWith(bytes, [0x49, 0x49, 0x2a, 0x00]) || startsWith(bytes, [0x4d, 0x4d, 0x00, 0x2a])) return { mediaType: 'image/tiff', modality: 'image', extension: 'tif' };
+  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
+    return { mediaType: 'image/png', modality: 'image', extension: 'png' };
+  if (ascii(bytes, 0, 'RIFF') && ascii(bytes, 8, 'WEBP'))
+    return { mediaType: 'image/webp', modality: 'image', extension: 'webp' };
+  if (ascii(bytes, 0, 'RIFF') && ascii(bytes, 8, 'WAVE'))
+    return { mediaType: 'audio/wav', modality: 'audio', extension: 'wav' };
+  if (ascii(bytes, 0, 'GIF87a') || ascii(bytes, 0, 'GIF89a'))
+    return { mediaType: 'image/gif', modality: 'image', extension: 'gif' };
+  if (startsWith(bytes, [0x49, 0x49, 0x2a, 0x00]) || startsWith(bytes, [0x4d, 0x4d, 0x00, 0x2a]))
+    return { mediaType: 'image/tiff', modality: 'image', extension: 'tif' };
   if (ascii(bytes, 0, 'fLaC')) return { mediaType: 'audio/flac', modality: 'audio', extension: 'flac' };
   if (ascii(bytes, 0, 'OggS')) return { mediaType: 'audio/ogg', modality: 'audio', extension: 'ogg' };
   if (ascii(bytes, 0, 'ID3')) return { mediaType: 'audio/mpeg', modality: 'audio', extension: 'mp3' };
@@ -46,7 +51,8 @@ function sniffBinary(bytes: Uint8Array): SniffedType | null {
     const layer = ((bytes[1] ?? 0) >> 1) & 0x3;
     const bitrate = ((bytes[2] ?? 0) >> 4) & 0xf;
     const rate = ((bytes[2] ?? 0) >> 2) & 0x3;
-    if (version !== 1 && layer === 1 && bitrate !== 0 && bitrate !== 0xf && rate !== 3) return { mediaType: 'audio/mpeg', modality: 'audio', extension: 'mp3' };
+    if (version !== 1 && layer === 1 && bitrate !== 0 && bitrate !== 0xf && rate !== 3)
+      return { mediaType: 'audio/mpeg', modality: 'audio', extension: 'mp3' };
   }
   if (startsWith(bytes, [0x1a, 0x45, 0xdf, 0xa3])) {
     // EBML: the DocType says whether it is WebM or generic Matroska.
@@ -77,5 +83,7 @@ function looksLikeText(bytes: Uint8Array): boolean {
 
 /** The media type of content by its first bytes, or null when it is none Cairn knows. */
 export function sniffMediaType(head: Uint8Array): SniffedType | null {
-  return sniffBinary(head) ?? (looksLikeText(head) ? { mediaType: 'text/plain', modality: 'text', extension: 'txt' } : null);
+  return (
+    sniffBinary(head) ?? (looksLikeText(head) ? { mediaType: 'text/plain', modality: 'text', extension: 'txt' } : null)
+  );
 }

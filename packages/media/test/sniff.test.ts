@@ -28,7 +28,14 @@ describe('sniffMediaType', () => {
     ['Ogg', Buffer.from('OggS\0\x02'), 'audio/ogg'],
     ['MP3 with ID3', Buffer.from('ID3\x04\0\0'), 'audio/mpeg'],
     ['MP3 frame', Buffer.from([0xff, 0xfb, 0x90, 0x64, 0, 0]), 'audio/mpeg'],
-    ['WebM', Buffer.concat([Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01]), Buffer.from('\x42\x82\x84webm')]), 'video/webm'],
+    [
+      'WebM',
+      Buffer.concat([
+        Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01]),
+        Buffer.from('\x42\x82\x84webm'),
+      ]),
+      'video/webm',
+    ],
     ['M4A', Buffer.concat([Buffer.from([0, 0, 0, 0x20]), Buffer.from('ftypM4A \0\0\0\0')]), 'audio/mp4'],
     ['MP4', Buffer.concat([Buffer.from([0, 0, 0, 0x20]), Buffer.from('ftypisom\0\0\0\0')]), 'video/mp4'],
     ['UTF-8 text', Buffer.from('A generated caption — with “quotes” and an é.\n'), 'text/plain'],

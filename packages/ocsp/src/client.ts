@@ -59,7 +59,13 @@ const unavailable = (detail: string): OcspCheckResult => ({ status: 'unavailable
  * certificate, fresh, and echoing our nonce when the responder echoes one. Never throws: anything that
  * prevents a trustworthy answer is `unavailable`.
  */
-export async function checkOcsp(leafPem: string, issuerPem: string, url: string, timeoutMs: number, options: OcspCheckOptions = {}): Promise<OcspCheckResult> {
+export async function checkOcsp(
+  leafPem: string,
+  issuerPem: string,
+  url: string,
+  timeoutMs: number,
+  options: OcspCheckOptions = {},
+): Promise<OcspCheckResult> {
   try {
     return await check(leafPem, issuerPem, url, timeoutMs, options);
   } catch (error) {
@@ -78,7 +84,13 @@ export function ocspUrlsOfCertificate(pem: string): string[] {
   return der ? ocspUrlsOf(parseCertificate(der)) : [];
 }
 
-async function check(leafPem: string, issuerPem: string, url: string, timeoutMs: number, options: OcspCheckOptions): Promise<OcspCheckResult> {
+async function check(
+  leafPem: string,
+  issuerPem: string,
+  url: string,
+  timeoutMs: number,
+  options: OcspCheckOptions,
+): Promise<OcspCheckResult> {
   const leafDer = pemCertificatesToDer(leafPem)[0];
   const issuerDer = pemCertificatesToDer(issuerPem)[0];
   if (!leafDer || !issuerDer) return unavailable('certificate PEM missing');
@@ -87,9 +99,15 @@ async function check(leafPem: string, issuerPem: string, url: string, timeoutMs:
   const crypto = ocspCrypto();
 
   const request = new pkijs.OCSPRequest();
-  await request.createForCertificate(leaf, { hashAlgorithm: options.hashAlgorithm ?? 'SHA-1', issuerCertificate: issuer }, crypto);
+  await request.createForCertificate(
+    leaf,
+    { hashAlgorithm: options.hashAlgorithm ?? 'SHA-1', issuerCertificate: issuer },
+    crypto,
+  );
   const nonce = randomBytes(16);
-  request.tbsRequest.requestExtensions = [new pkijs.Extension({ extnID: OID.ocspNonce, critical: false, extnValue: nonceExtensionValue(nonce) })];
+  request.tbsRequest.requestExtensions = [
+    new pkijs.Extension({ extnID: OID.ocspNonce, critical: false, extnValue: nonceExtensionValue(nonce) }),
+  ];
   const requestDer = Buffer.from(request.toSchema(true).toBER(false));
   const ourCertID = request.tbsRequest.requestList[0]?.reqCert;
   if (!ourCertID) return unavailable('could not build the request');
@@ -103,16 +121,24 @@ async function check(leafPem: string, issuerPem: string, url: string, timeoutMs:
     const name = Object.entries(OcspResponseStatus).find(([, v]) => v === status)?.[0] ?? String(status);
     return unavailable(`responder answered ${name}`);
   }
-  if (!response.responseBytes || response.responseBytes.responseType !== OID.ocspBasic) return unavailable('not a basic OCSP response');
+  if (!response.responseBytes || response.responseBytes.responseType !== OID.ocspBasic)
+    return unavailable('not a basic OCSP response');
   const basic = pkijs.BasicOCSPResponse.fromBER(response.responseBytes.response.valueBlock.valueHexView);
 
   const signer = await responderCertificate(basic, issuer, crypto, options);
   if (typeof signer === 'string') return unavailable(signer);
-  const signatureOk = await crypto.verifyWithPublicKey(basic.tbsResponseData.tbsView, basic.signature, signer.subjectPublicKeyInfo, basic.signatureAlgorithm);
+  const signatureOk = await crypto.verifyWithPublicKey(
+    basic.tbsResponseData.tbsView,
+    basic.signature,
+    signer.subjectPublicKeyInfo,
+    basic.signatureAlgorithm,
+  );
   if (!signatureOk) return unavailable('response signature does not verify');
 
   const echoed = basic.tbsResponseData.responseExtensions?.find((e) => e.extnID === OID.ocspNonce);
-  const nonceMatched = echoed !== undefined && Buffer.from(echoed.extnValue.valueBlock.valueHexView).equals(Buffer.from(nonceExtensionValue(nonce)));
+  const nonceMatched =
+    echoed !== undefined &&
+    Buffer.from(echoed.extnValue.valueBlock.valueHexView).equals(Buffer.from(nonceExtensionValue(nonce)));
   // RFC 8954 lets a responder ignore the nonce (pre-produced answers); a wrong one is a replay.
   if (echoed && !nonceMatched) return unavailable('nonce mismatch');
 
@@ -122,7 +148,8 @@ async function check(leafPem: string, issuerPem: string, url: string, timeoutMs:
   const now = (options.now ?? (() => new Date()))().getTime();
   const skew = options.clockSkewMs ?? 5 * 60_000;
   if (single.thisUpdate.getTime() > now + skew) return unavailable('response thisUpdate is in the future');
-  if (single.nextUpdate && single.nextUpdate.getTime() < now - skew) return unavailable('response is stale (nextUpdate passed)');
+  if (single.nextUpdate && single.nextUpdate.getTime() < now - skew)
+    return unavailable('response is stale (nextUpdate passed)');
   if (!single.nextUpdate && !nonceMatched && single.thisUpdate.getTime() < now - (options.maxAgeMs ?? 86_400_000)) {
     return unavailable('response is too old');
   }
@@ -131,17 +158,30 @@ async function check(leafPem: string, issuerPem: string, url: string, timeoutMs:
 }
 
 /** One exchange with the responder: no redirects, one deadline, a capped answer (see @cairn/outbound). */
-async function fetchResponse(url: string, requestDer: Buffer, timeoutMs: number, method: 'POST' | 'GET', policy: DestinationPolicy): Promise<Buffer | string> {
-  const target = method === 'POST' ? url : `${url.replace(/\/+$/, '')}/${encodeURIComponent(requestDer.toString('base64'))}`;
+async function fetchResponse(
+  url: string,
+  requestDer: Buffer,
+  timeoutMs: number,
+  method: 'POST' | 'GET',
+  policy: DestinationPolicy,
+): Promise<Buffer | string> {
+  const target =
+    method === 'POST' ? url : `${url.replace(/\/+$/, '')}/${encodeURIComponent(requestDer.toString('base64'))}`;
   const answer = await boundedRequest(target, {
     method,
-    headers: method === 'POST' ? { 'Content-Type': 'application/ocsp-request', Accept: 'application/ocsp-response' } : { Accept: 'application/ocsp-response' },
+    headers:
+      method === 'POST'
+        ? { 'Content-Type': 'application/ocsp-request', Accept: 'application/ocsp-response' }
+        : { Accept: 'application/ocsp-response' },
     ...(method === 'POST' ? { body: requestDer } : {}),
     timeoutMs,
     maxBytes: MAX_RESPONSE_BYTES,
     policy,
   });
-  if (!answer.ok) return answer.error.startsWith('no answer within') ? 'responder timed out' : `responder unreachable: ${answer.error}`;
+  if (!answer.ok)
+    return answer.error.startsWith('no answer within')
+      ? 'responder timed out'
+      : `responder unreachable: ${answer.error}`;
   if (answer.status !== 200) return `responder answered HTTP ${answer.status}`;
   return answer.body;
 }
@@ -156,7 +196,8 @@ async function responderCertificate(
   const responderID: unknown = basic.tbsResponseData.responderID;
   const matches = (cert: pkijs.Certificate): boolean => {
     if (responderID instanceof pkijs.RelativeDistinguishedNames) return cert.subject.isEqual(responderID);
-    if (responderID instanceof asn1js.OctetString) return responderKeyHash(cert).equals(Buffer.from(responderID.valueBlock.valueHexView));
+    if (responderID instanceof asn1js.OctetString)
+      return responderKeyHash(cert).equals(Buffer.from(responderID.valueBlock.valueHexView));
     return false;
   };
   if (matches(issuer)) return issuer;
@@ -165,10 +206,12 @@ async function responderCertificate(
   const candidate = (basic.certs ?? []).find(matches);
   if (!candidate) return 'responder is neither the issuer nor a delegate it certified';
   if (!(await candidate.verify(issuer, crypto))) return 'delegated responder certificate is not signed by the issuer';
-  const eku = candidate.extensions?.find((e) => e.extnID === OID.extKeyUsage)?.parsedValue as pkijs.ExtKeyUsage | undefined;
+  const eku = candidate.extensions?.find((e) => e.extnID === OID.extKeyUsage)?.parsedValue as
+    pkijs.ExtKeyUsage | undefined;
   if (!eku?.keyPurposes.includes(OID.ocspSigning)) return 'delegated responder certificate lacks the OCSPSigning EKU';
   const now = (options.now ?? (() => new Date()))().getTime();
-  if (candidate.notBefore.value.getTime() > now || candidate.notAfter.value.getTime() < now) return 'delegated responder certificate is expired';
+  if (candidate.notBefore.value.getTime() > now || candidate.notAfter.value.getTime() < now)
+    return 'delegated responder certificate is expired';
   return candidate;
 }
 
@@ -185,8 +228,13 @@ function certStatusOf(block: asn1js.BaseBlock): OcspCheckResult {
       if (!(time instanceof asn1js.GeneralizedTime)) return unavailable('malformed revocationTime');
       const reasonBlock = values[1] as asn1js.Constructed | undefined;
       const reasonValue = reasonBlock?.valueBlock?.value?.[0];
-      const reason = reasonValue instanceof asn1js.Enumerated ? revocationReasonName(reasonValue.valueBlock.valueDec) : undefined;
-      return { status: 'revoked', revokedAt: time.toDate().toISOString(), ...(reason ? { revocationReason: reason } : {}) };
+      const reason =
+        reasonValue instanceof asn1js.Enumerated ? revocationReasonName(reasonValue.valueBlock.valueDec) : undefined;
+      return {
+        status: 'revoked',
+        revokedAt: time.toDate().toISOString(),
+        ...(reason ? { revocationReason: reason } : {}),
+      };
     }
     default:
       return unavailable('malformed certStatus');

@@ -67,7 +67,10 @@ let engine: pkijs.CryptoEngine | undefined;
 
 /** pkijs needs an explicit engine on Node; passing it to every call keeps pkijs's global engine untouched. */
 export function ocspCrypto(): pkijs.CryptoEngine {
-  engine ??= new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as pkijs.CryptoEngineParameters['crypto'] });
+  engine ??= new pkijs.CryptoEngine({
+    name: 'node',
+    crypto: webcrypto as unknown as pkijs.CryptoEngineParameters['crypto'],
+  });
   return engine;
 }
 
@@ -98,12 +101,16 @@ export function issuerIdentity(issuer: pkijs.Certificate, hash: HashName): { nam
 
 /** SHA-1 of the issuer's subjectPublicKey bits: the `byKey` ResponderID (RFC 6960 §4.2.1). */
 export function responderKeyHash(cert: pkijs.Certificate): Buffer {
-  return createHash('sha1').update(Buffer.from(cert.subjectPublicKeyInfo.subjectPublicKey.valueBlock.valueHexView)).digest();
+  return createHash('sha1')
+    .update(Buffer.from(cert.subjectPublicKeyInfo.subjectPublicKey.valueBlock.valueHexView))
+    .digest();
 }
 
 /** Serial numbers as lower-case hex without DER sign padding, the form the signer stores. */
 export function serialHexOf(integer: asn1js.Integer): string {
-  const hex = Buffer.from(integer.valueBlock.valueHexView).toString('hex').replace(/^(00)+(?=.)/, '');
+  const hex = Buffer.from(integer.valueBlock.valueHexView)
+    .toString('hex')
+    .replace(/^(00)+(?=.)/, '');
   return hex.toLowerCase();
 }
 

@@ -1,2 +1,9 @@
-export { checkOcsp, ocspUrlsOfCertificate, PUBLIC_ONLY, type OcspCheckResult, type OcspCheckStatus, type OcspCheckOptions } from './client.js';
+export {
+  checkOcsp,
+  ocspUrlsOfCertificate,
+  PUBLIC_ONLY,
+  type OcspCheckResult,
+  type OcspCheckStatus,
+  type OcspCheckOptions,
+} from './client.js';
 export * from './common.js';

@@ -81,7 +81,11 @@ export function disallowedReason(address: string): string | undefined {
 export type ResolveAll = (hostname: string) => Promise<LookupAddress[]>;
 
 export const systemResolveAll: ResolveAll = (hostname) =>
-  new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))));
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) =>
+      error ? reject(error) : resolve(addresses),
+    ),
+  );
 
 export class BlockedAddressError extends Error {
   readonly code = 'ERR_OUTBOUND_BLOCKED_ADDRESS';
@@ -104,11 +108,17 @@ export function vettedLookup(policy: DestinationPolicy, resolveAll: ResolveAll =
       (addresses) => {
         for (const a of addresses) {
           const reason = refusedReason(a.address, policy);
-          if (reason) return callback(new BlockedAddressError(`${hostname} resolves to ${a.address} (${reason}); refused`), '', 4);
+          if (reason)
+            return callback(
+              new BlockedAddressError(`${hostname} resolves to ${a.address} (${reason}); refused`),
+              '',
+              4,
+            );
         }
         const usable = options.family ? addresses.filter((a) => a.family === options.family) : addresses;
         const first = usable[0];
-        if (!first) return callback(Object.assign(new Error(`${hostname} has no usable address`), { code: 'ENOTFOUND' }), '', 4);
+        if (!first)
+          return callback(Object.assign(new Error(`${hostname} has no usable address`), { code: 'ENOTFOUND' }), '', 4);
         if (options.all) return callback(null, usable);
         callback(null, first.address, first.family);
       },
@@ -120,7 +130,8 @@ export function vettedLookup(policy: DestinationPolicy, resolveAll: ResolveAll =
 /** The connect-time check for an IP-literal host (sockets skip `lookup` for those). */
 export function vetLiteralHost(url: URL, policy: DestinationPolicy): void {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (policy.httpsOnly && url.protocol !== 'https:') throw new BlockedAddressError('plain http is refused in production');
+  if (policy.httpsOnly && url.protocol !== 'https:')
+    throw new BlockedAddressError('plain http is refused in production');
   if (!isIP(host)) return;
   const reason = refusedReason(host, policy);
   if (reason) throw new BlockedAddressError(`${host} is a ${reason} address; refused`);

@@ -14,7 +14,8 @@ export interface BoundedRequest {
   resolveAll?: ResolveAll;
 }
 
-export type BoundedResponse = { ok: true; status: number; headers: http.IncomingHttpHeaders; body: Buffer } | { ok: false; error: string };
+export type BoundedResponse =
+  { ok: true; status: number; headers: http.IncomingHttpHeaders; body: Buffer } | { ok: false; error: string };
 
 /**
  * One HTTP(S) request to an address someone else named (a certificate's OCSP responder, say): the address is
@@ -33,28 +34,43 @@ export function boundedRequest(rawUrl: string, options: BoundedRequest): Promise
       req?.destroy();
       resolve(outcome);
     };
-    const timer = setTimeout(() => finish({ ok: false, error: `no answer within ${options.timeoutMs} ms` }), options.timeoutMs);
+    const timer = setTimeout(
+      () => finish({ ok: false, error: `no answer within ${options.timeoutMs} ms` }),
+      options.timeoutMs,
+    );
     try {
       const url = new URL(rawUrl);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return finish({ ok: false, error: `${url.protocol} is not fetched` });
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        return finish({ ok: false, error: `${url.protocol} is not fetched` });
       if (url.username || url.password) return finish({ ok: false, error: 'URLs with credentials are not fetched' });
       vetLiteralHost(url, options.policy);
       const isHttps = url.protocol === 'https:';
-      const headers: Record<string, string> = { ...options.headers, ...(options.body ? { 'content-length': String(options.body.length) } : {}) };
-      req = (isHttps ? https : http).request(url, { method: options.method, headers, agent: false, lookup: vettedLookup(options.policy, options.resolveAll) }, (res) => {
-        const declared = Number(res.headers['content-length'] ?? '0');
-        if (declared > options.maxBytes) return finish({ ok: false, error: 'answer too large' });
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > options.maxBytes) return finish({ ok: false, error: 'answer too large' });
-          chunks.push(chunk);
-        });
-        res.on('end', () => finish({ ok: true, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-        res.on('error', (error) => finish({ ok: false, error: error.message }));
-      });
-      req.on('error', (error: NodeJS.ErrnoException) => finish({ ok: false, error: error.message || error.code || 'request failed' }));
+      const headers: Record<string, string> = {
+        ...options.headers,
+        ...(options.body ? { 'content-length': String(options.body.length) } : {}),
+      };
+      req = (isHttps ? https : http).request(
+        url,
+        { method: options.method, headers, agent: false, lookup: vettedLookup(options.policy, options.resolveAll) },
+        (res) => {
+          const declared = Number(res.headers['content-length'] ?? '0');
+          if (declared > options.maxBytes) return finish({ ok: false, error: 'answer too large' });
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > options.maxBytes) return finish({ ok: false, error: 'answer too large' });
+            chunks.push(chunk);
+          });
+          res.on('end', () =>
+            finish({ ok: true, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+          );
+          res.on('error', (error) => finish({ ok: false, error: error.message }));
+        },
+      );
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        finish({ ok: false, error: error.message || error.code || 'request failed' }),
+      );
       req.end(options.body);
     } catch (error) {
       finish({ ok: false, error: error instanceof Error ? error.message : String(error) });

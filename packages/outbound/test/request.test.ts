@@ -27,8 +27,18 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-const get = (path: string, policy: DestinationPolicy, extra: { timeoutMs?: number; maxBytes?: number; resolveAll?: ResolveAll } = {}) =>
-  boundedRequest(`${base}${path}`, { method: 'GET', timeoutMs: extra.timeoutMs ?? 2000, maxBytes: extra.maxBytes ?? 1024, policy, ...(extra.resolveAll ? { resolveAll: extra.resolveAll } : {}) });
+const get = (
+  path: string,
+  policy: DestinationPolicy,
+  extra: { timeoutMs?: number; maxBytes?: number; resolveAll?: ResolveAll } = {},
+) =>
+  boundedRequest(`${base}${path}`, {
+    method: 'GET',
+    timeoutMs: extra.timeoutMs ?? 2000,
+    maxBytes: extra.maxBytes ?? 1024,
+    policy,
+    ...(extra.resolveAll ? { resolveAll: extra.resolveAll } : {}),
+  });
 
 describe('boundedRequest', () => {
   it('refuses loopback under the public-only policy without connecting', async () => {
@@ -46,7 +56,13 @@ describe('boundedRequest', () => {
   it('vets resolved addresses: a name that resolves to a private or metadata address is refused', async () => {
     for (const address of ['10.0.0.7', '169.254.169.254', '::ffff:192.168.1.1']) {
       const resolveAll: ResolveAll = async () => [{ address, family: address.includes(':') ? 6 : 4 }];
-      const answer = await boundedRequest('http://responder.example/ocsp', { method: 'GET', timeoutMs: 2000, maxBytes: 1024, policy: LOOPBACK_OK, resolveAll });
+      const answer = await boundedRequest('http://responder.example/ocsp', {
+        method: 'GET',
+        timeoutMs: 2000,
+        maxBytes: 1024,
+        policy: LOOPBACK_OK,
+        resolveAll,
+      });
       expect(answer).toEqual({ ok: false, error: expect.stringContaining('refused') });
     }
   });
@@ -60,11 +76,26 @@ describe('boundedRequest', () => {
 
   it('caps the answer and the time', async () => {
     expect(await get('/big', LOOPBACK_OK, { maxBytes: 1000 })).toEqual({ ok: false, error: 'answer too large' });
-    expect(await get('/silent', LOOPBACK_OK, { timeoutMs: 200 })).toEqual({ ok: false, error: 'no answer within 200 ms' });
+    expect(await get('/silent', LOOPBACK_OK, { timeoutMs: 200 })).toEqual({
+      ok: false,
+      error: 'no answer within 200 ms',
+    });
   });
 
   it('fetches no other scheme and no URL with credentials', async () => {
-    expect((await boundedRequest('file:///etc/passwd', { method: 'GET', timeoutMs: 500, maxBytes: 10, policy: LOOPBACK_OK })).ok).toBe(false);
-    expect((await boundedRequest(`http://user:pw@127.0.0.1:1/`, { method: 'GET', timeoutMs: 500, maxBytes: 10, policy: LOOPBACK_OK })).ok).toBe(false);
+    expect(
+      (await boundedRequest('file:///etc/passwd', { method: 'GET', timeoutMs: 500, maxBytes: 10, policy: LOOPBACK_OK }))
+        .ok,
+    ).toBe(false);
+    expect(
+      (
+        await boundedRequest(`http://user:pw@127.0.0.1:1/`, {
+          method: 'GET',
+          timeoutMs: 500,
+          maxBytes: 10,
+          policy: LOOPBACK_OK,
+        })
+      ).ok,
+    ).toBe(false);
   });
 });

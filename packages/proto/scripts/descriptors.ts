@@ -12,24 +12,42 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 const bytes = execFileSync('buf', ['build', '-o', '-#format=binpb'], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
 const set = fromBinary(FileDescriptorSetSchema, bytes);
 
-const escape = (value: string): string => value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+const escape = (value: string): string =>
+  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 /** Doc comment of the element at `path` (source_code_info paths: 4 = message, 2 = field, 6 = service, 2 = method). */
 function comment(file: FileDescriptorProto, path: number[]): string {
-  const location = file.sourceCodeInfo?.location.find((l) => l.path.length === path.length && l.path.every((p, i) => p === path[i]));
+  const location = file.sourceCodeInfo?.location.find(
+    (l) => l.path.length === path.length && l.path.every((p, i) => p === path[i]),
+  );
   return (location?.leadingComments ?? '').trim().replace(/\n\s*/g, ' ');
 }
 
 function messageSection(file: FileDescriptorProto, message: DescriptorProto, path: number[], prefix: string): string {
   const name = `${prefix}${message.name}`;
   const rows = message.field
-    .map((f, i) => `<tr><td><code>${escape(f.name)}</code></td><td><code>${escape(f.typeName ? f.typeName.replace(/^\./, '') : fieldType(f.type))}</code>${f.label === 3 ? ' (repeated)' : ''}</td><td>${escape(comment(file, [...path, 2, i]))}</td></tr>`)
+    .map(
+      (f, i) =>
+        `<tr><td><code>${escape(f.name)}</code></td><td><code>${escape(f.typeName ? f.typeName.replace(/^\./, '') : fieldType(f.type))}</code>${f.label === 3 ? ' (repeated)' : ''}</td><td>${escape(comment(file, [...path, 2, i]))}</td></tr>`,
+    )
     .join('');
   const nested = message.nestedType.map((n, i) => messageSection(file, n, [...path, 3, i], `${name}.`)).join('');
   return `<section id="${escape(`${file.package}.${name}`)}"><h4>${escape(name)}</h4><p>${escape(comment(file, path))}</p>${rows ? `<table><tr><th>Field</th><th>Type</th><th>About</th></tr>${rows}</table>` : ''}</section>${nested}`;
 }
 
-const SCALARS: Record<number, string> = { 1: 'double', 2: 'float', 3: 'int64', 4: 'uint64', 5: 'int32', 8: 'bool', 9: 'string', 12: 'bytes', 13: 'uint32', 17: 'sint32', 18: 'sint64' };
+const SCALARS: Record<number, string> = {
+  1: 'double',
+  2: 'float',
+  3: 'int64',
+  4: 'uint64',
+  5: 'int32',
+  8: 'bool',
+  9: 'string',
+  12: 'bytes',
+  13: 'uint32',
+  17: 'sint32',
+  18: 'sint64',
+};
 const fieldType = (type: number): string => SCALARS[type] ?? `type ${type}`;
 
 const files = set.file.filter((f) => f.package.startsWith('cairn.'));
@@ -38,7 +56,10 @@ const body = files
     const services = file.service
       .map((s, si) => {
         const methods = s.method
-          .map((m, mi) => `<tr><td><code>${escape(m.name)}</code></td><td><code>${escape(m.inputType.replace(/^\./, ''))}</code> → <code>${escape(m.outputType.replace(/^\./, ''))}</code></td><td>${escape(comment(file, [6, si, 2, mi]))}</td></tr>`)
+          .map(
+            (m, mi) =>
+              `<tr><td><code>${escape(m.name)}</code></td><td><code>${escape(m.inputType.replace(/^\./, ''))}</code> → <code>${escape(m.outputType.replace(/^\./, ''))}</code></td><td>${escape(comment(file, [6, si, 2, mi]))}</td></tr>`,
+          )
           .join('');
         return `<section id="${escape(`${file.package}.${s.name}`)}"><h3>${escape(`${file.package}.${s.name}`)}</h3><p>${escape(comment(file, [6, si]))}</p><table><tr><th>Method</th><th>Request → answer</th><th>About</th></tr>${methods}</table></section>`;
       })

@@ -1,6 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type MessageInitShape,
+  type MessageShape,
+} from '@bufbuild/protobuf';
 import { MethodOptions_IdempotencyLevel } from '@bufbuild/protobuf/wkt';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { CODE_METADATA_KEY, fromServiceError } from './status.js';
@@ -27,9 +34,17 @@ export interface ClientOptions {
 }
 
 export type ServiceClient<M extends GenServiceMethods> = {
-  [K in keyof M]: M[K] extends { methodKind: 'unary'; input: infer I extends DescMessage; output: infer O extends DescMessage }
+  [K in keyof M]: M[K] extends {
+    methodKind: 'unary';
+    input: infer I extends DescMessage;
+    output: infer O extends DescMessage;
+  }
     ? (request: MessageInitShape<I>, options?: CallOptions) => Promise<MessageShape<O>>
-    : M[K] extends { methodKind: 'server_streaming'; input: infer I extends DescMessage; output: infer O extends DescMessage }
+    : M[K] extends {
+          methodKind: 'server_streaming';
+          input: infer I extends DescMessage;
+          output: infer O extends DescMessage;
+        }
       ? (request: MessageInitShape<I>, options?: CallOptions) => AsyncIterable<MessageShape<O>>
       : never;
 } & { close(): void; readonly channel: grpc.Client };
@@ -53,7 +68,8 @@ function outgoingMetadata(base: grpc.Metadata | undefined): grpc.Metadata {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** grpc-js details of an UNAVAILABLE whose request was never handed to a server handler. */
-const NOT_SENT = /^(No connection established|Stream refused by server|Channel closed before call started)|ECONNREFUSED|Connect Failed|Failed to connect/;
+const NOT_SENT =
+  /^(No connection established|Stream refused by server|Channel closed before call started)|ECONNREFUSED|Connect Failed|Failed to connect/;
 
 /**
  * Whether an UNAVAILABLE may be retried without risking a second effect. An answer the handler gave itself
@@ -72,9 +88,15 @@ export function retrySafe(error: grpc.ServiceError, idempotent: boolean): boolea
  * A typed client for a generated service. Unary calls get a deadline, a client span whose context travels in
  * metadata, retries with backoff on UNAVAILABLE, and failures as CairnError (cairn code preserved end to end).
  */
-export function createClient<M extends GenServiceMethods>(service: GenService<M>, address: string, options: ClientOptions = {}): ServiceClient<M> {
+export function createClient<M extends GenServiceMethods>(
+  service: GenService<M>,
+  address: string,
+  options: ClientOptions = {},
+): ServiceClient<M> {
   const channel = new grpc.Client(address, channelCredentials(options.tls), {
-    ...(options.tls && options.serverName ? { 'grpc.ssl_target_name_override': options.serverName, 'grpc.default_authority': options.serverName } : {}),
+    ...(options.tls && options.serverName
+      ? { 'grpc.ssl_target_name_override': options.serverName, 'grpc.default_authority': options.serverName }
+      : {}),
     'grpc.max_receive_message_length': 128 * 1024 * 1024,
     'grpc.max_send_message_length': 128 * 1024 * 1024,
     // A peer that restarts (a rollout, a crash) is back within a second or two: reconnect attempts must
@@ -92,7 +114,9 @@ export function createClient<M extends GenServiceMethods>(service: GenService<M>
     const output: DescMessage = method.output;
     const serialize = (value: MessageInitShape<DescMessage>) => Buffer.from(toBinary(input, create(input, value)));
     const deserialize = (bytes: Buffer) => fromBinary(output, bytes);
-    const idempotent = method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS || method.idempotency === MethodOptions_IdempotencyLevel.IDEMPOTENT;
+    const idempotent =
+      method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS ||
+      method.idempotency === MethodOptions_IdempotencyLevel.IDEMPOTENT;
 
     if (method.methodKind === 'unary') {
       const once = (request: MessageInitShape<DescMessage>, metadata: grpc.Metadata, deadline: Date) =>
@@ -103,42 +127,56 @@ export function createClient<M extends GenServiceMethods>(service: GenService<M>
           });
         });
       client[method.localName] = (request: MessageInitShape<DescMessage>, callOptions: CallOptions = {}) =>
-        tracer.startActiveSpan(path, { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.method': path } }, async (span) => {
-          const deadline = new Date(Date.now() + (callOptions.deadlineMs ?? defaultDeadline));
-          const metadata = outgoingMetadata(callOptions.metadata);
-          try {
-            let waitedForPeer = false;
-            for (let attempt = 0; ; attempt++) {
-              try {
-                return await once(request, metadata, deadline);
-              } catch (error) {
-                const serviceError = error as grpc.ServiceError;
-                // 100, 200, 400, 800, 1600 ms: about three seconds in all, never past the deadline.
-                const backoff = 100 * 2 ** attempt;
-                const retryable = retrySafe(serviceError, idempotent) && attempt < retries && Date.now() + backoff < deadline.getTime();
-                if (!retryable) throw fromServiceError(serviceError);
-                if (waitedForPeer) {
-                  await sleep(backoff);
-                } else {
-                  // Right after the peer restarts, the channel sits out its reconnect backoff (up to 2 s) and fails
-                  // calls at once although the peer is back: wait for it to connect, once, for a bounded time.
-                  waitedForPeer = true;
-                  await channelReady(channel, new Date(Math.min(deadline.getTime(), Date.now() + RECONNECT_WAIT_MS)));
+        tracer.startActiveSpan(
+          path,
+          { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.method': path } },
+          async (span) => {
+            const deadline = new Date(Date.now() + (callOptions.deadlineMs ?? defaultDeadline));
+            const metadata = outgoingMetadata(callOptions.metadata);
+            try {
+              let waitedForPeer = false;
+              for (let attempt = 0; ; attempt++) {
+                try {
+                  return await once(request, metadata, deadline);
+                } catch (error) {
+                  const serviceError = error as grpc.ServiceError;
+                  // 100, 200, 400, 800, 1600 ms: about three seconds in all, never past the deadline.
+                  const backoff = 100 * 2 ** attempt;
+                  const retryable =
+                    retrySafe(serviceError, idempotent) &&
+                    attempt < retries &&
+                    Date.now() + backoff < deadline.getTime();
+                  if (!retryable) throw fromServiceError(serviceError);
+                  if (waitedForPeer) {
+                    await sleep(backoff);
+                  } else {
+                    // Right after the peer restarts, the channel sits out its reconnect backoff (up to 2 s) and fails
+                    // calls at once although the peer is back: wait for it to connect, once, for a bounded time.
+                    waitedForPeer = true;
+                    await channelReady(channel, new Date(Math.min(deadline.getTime(), Date.now() + RECONNECT_WAIT_MS)));
+                  }
                 }
               }
+            } catch (error) {
+              span.setStatus({ code: SpanStatusCode.ERROR });
+              throw error;
+            } finally {
+              span.end();
             }
-          } catch (error) {
-            span.setStatus({ code: SpanStatusCode.ERROR });
-            throw error;
-          } finally {
-            span.end();
-          }
-        });
+          },
+        );
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: MessageInitShape<DescMessage>, callOptions: CallOptions = {}) => {
-        const stream = channel.makeServerStreamRequest(path, serialize, deserialize, request, outgoingMetadata(callOptions.metadata), {
-          deadline: callOptions.deadlineMs ? new Date(Date.now() + callOptions.deadlineMs) : Infinity,
-        });
+        const stream = channel.makeServerStreamRequest(
+          path,
+          serialize,
+          deserialize,
+          request,
+          outgoingMetadata(callOptions.metadata),
+          {
+            deadline: callOptions.deadlineMs ? new Date(Date.now() + callOptions.deadlineMs) : Infinity,
+          },
+        );
         return (async function* () {
           try {
             for await (const message of stream) yield message as MessageShape<DescMessage>;

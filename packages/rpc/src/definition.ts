@@ -1,4 +1,13 @@
-import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type DescService, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  type MessageInitShape,
+  type MessageShape,
+} from '@bufbuild/protobuf';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 
 function methodDefinition(service: DescService, method: DescMethod): MethodDefinition<unknown, unknown> {
@@ -8,9 +17,11 @@ function methodDefinition(service: DescService, method: DescMethod): MethodDefin
     path: `/${service.typeName}/${method.name}`,
     requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
     responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
-    requestSerialize: (value: unknown) => Buffer.from(toBinary(input, create(input, value as MessageInitShape<DescMessage>))),
+    requestSerialize: (value: unknown) =>
+      Buffer.from(toBinary(input, create(input, value as MessageInitShape<DescMessage>))),
     requestDeserialize: (bytes: Buffer) => fromBinary(input, bytes),
-    responseSerialize: (value: unknown) => Buffer.from(toBinary(output, create(output, value as MessageInitShape<DescMessage>))),
+    responseSerialize: (value: unknown) =>
+      Buffer.from(toBinary(output, create(output, value as MessageInitShape<DescMessage>))),
     responseDeserialize: (bytes: Buffer) => fromBinary(output, bytes),
     originalName: method.localName,
   };

@@ -55,7 +55,9 @@ export class HealthState {
     // events.on hands out the changes already queued before it honours the abort: NOT_SERVING still goes out.
     const signal = AbortSignal.any([callSignal, this.closing.signal]);
     try {
-      for await (const [changed, status] of on(this.changes, 'change', { signal }) as AsyncIterable<[string, ServingStatus]>) {
+      for await (const [changed, status] of on(this.changes, 'change', { signal }) as AsyncIterable<
+        [string, ServingStatus]
+      >) {
         if (changed === service && status !== last) {
           last = status;
           yield { status };

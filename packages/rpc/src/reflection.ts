@@ -36,14 +36,30 @@ interface ReflectionAnswer {
  * the methods of the file descriptor the server sends for it. For tools and tests; plaintext unless `tls` is given.
  */
 export async function listByReflection(address: string, tls?: TlsMaterial): Promise<ReflectedService[]> {
-  const protoPath = join(dirname(createRequire(import.meta.url).resolve('@grpc/reflection')), '..', 'proto', 'grpc', 'reflection', 'v1', 'reflection.proto');
-  const pkg = grpc.loadPackageDefinition(loadSync(protoPath, { keepCase: false, longs: String, enums: String, defaults: false, oneofs: true }));
-  const Client = (pkg as unknown as { grpc: { reflection: { v1: { ServerReflection: grpc.ServiceClientConstructor } } } }).grpc.reflection.v1.ServerReflection;
+  const protoPath = join(
+    dirname(createRequire(import.meta.url).resolve('@grpc/reflection')),
+    '..',
+    'proto',
+    'grpc',
+    'reflection',
+    'v1',
+    'reflection.proto',
+  );
+  const pkg = grpc.loadPackageDefinition(
+    loadSync(protoPath, { keepCase: false, longs: String, enums: String, defaults: false, oneofs: true }),
+  );
+  const Client = (
+    pkg as unknown as { grpc: { reflection: { v1: { ServerReflection: grpc.ServiceClientConstructor } } } }
+  ).grpc.reflection.v1.ServerReflection;
   const credentials = tls ? grpc.credentials.createSsl(tls.ca, tls.key, tls.cert) : grpc.credentials.createInsecure();
   const client = new Client(address, credentials);
   const ask = (request: Record<string, unknown>): Promise<ReflectionAnswer> =>
     new Promise((resolve, reject) => {
-      const call = (client as unknown as { serverReflectionInfo(): grpc.ClientDuplexStream<Record<string, unknown>, ReflectionAnswer> }).serverReflectionInfo();
+      const call = (
+        client as unknown as {
+          serverReflectionInfo(): grpc.ClientDuplexStream<Record<string, unknown>, ReflectionAnswer>;
+        }
+      ).serverReflectionInfo();
       call.on('data', (answer: ReflectionAnswer) => {
         resolve(answer);
         call.end();
@@ -53,12 +69,17 @@ export async function listByReflection(address: string, tls?: TlsMaterial): Prom
     });
   try {
     const listed = await ask({ listServices: '' });
-    if (!listed.listServicesResponse) throw new Error(`reflection: ${listed.errorResponse?.errorMessage ?? 'no service list'}`);
+    if (!listed.listServicesResponse)
+      throw new Error(`reflection: ${listed.errorResponse?.errorMessage ?? 'no service list'}`);
     const out: ReflectedService[] = [];
     for (const { name } of listed.listServicesResponse.service) {
       const files = await ask({ fileContainingSymbol: name });
-      const descriptors = (files.fileDescriptorResponse?.fileDescriptorProto ?? []).map((bytes) => fromBinary(FileDescriptorProtoSchema, bytes));
-      const service = descriptors.flatMap((f) => f.service.map((s) => ({ full: f.package ? `${f.package}.${s.name}` : s.name, s }))).find((x) => x.full === name);
+      const descriptors = (files.fileDescriptorResponse?.fileDescriptorProto ?? []).map((bytes) =>
+        fromBinary(FileDescriptorProtoSchema, bytes),
+      );
+      const service = descriptors
+        .flatMap((f) => f.service.map((s) => ({ full: f.package ? `${f.package}.${s.name}` : s.name, s })))
+        .find((x) => x.full === name);
       out.push({ name, methods: service ? service.s.method.map((m) => m.name) : [] });
     }
     return out;

@@ -13,14 +13,28 @@ export interface CallContext {
   signal: AbortSignal;
 }
 
-type Unary<I extends DescMessage, O extends DescMessage> = (request: MessageShape<I>, ctx: CallContext) => Promise<MessageInitShape<O>>;
-type ServerStreaming<I extends DescMessage, O extends DescMessage> = (request: MessageShape<I>, ctx: CallContext) => AsyncIterable<MessageInitShape<O>>;
+type Unary<I extends DescMessage, O extends DescMessage> = (
+  request: MessageShape<I>,
+  ctx: CallContext,
+) => Promise<MessageInitShape<O>>;
+type ServerStreaming<I extends DescMessage, O extends DescMessage> = (
+  request: MessageShape<I>,
+  ctx: CallContext,
+) => AsyncIterable<MessageInitShape<O>>;
 
 /** The handlers a service implements: one per RPC, typed from the generated descriptor. */
 export type ServiceImpl<M extends GenServiceMethods> = {
-  [K in keyof M]: M[K] extends { methodKind: 'unary'; input: infer I extends DescMessage; output: infer O extends DescMessage }
+  [K in keyof M]: M[K] extends {
+    methodKind: 'unary';
+    input: infer I extends DescMessage;
+    output: infer O extends DescMessage;
+  }
     ? Unary<I, O>
-    : M[K] extends { methodKind: 'server_streaming'; input: infer I extends DescMessage; output: infer O extends DescMessage }
+    : M[K] extends {
+          methodKind: 'server_streaming';
+          input: infer I extends DescMessage;
+          output: infer O extends DescMessage;
+        }
       ? ServerStreaming<I, O>
       : never;
 };
@@ -35,7 +49,9 @@ const metadataGetter = {
 
 const tracer = trace.getTracer('cairn-rpc');
 
-function callContext(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): CallContext {
+function callContext(
+  call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>,
+): CallContext {
   const controller = new AbortController();
   call.on('cancelled', () => controller.abort());
   return { metadata: call.metadata, signal: controller.signal };
@@ -44,20 +60,28 @@ function callContext(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerW
 /** Runs a handler inside a server span that continues the caller's trace (W3C context from metadata). */
 function traced<T>(path: string, metadata: grpc.Metadata, fn: () => Promise<T>): Promise<T> {
   const parent = propagation.extract(context.active(), metadata, metadataGetter);
-  return tracer.startActiveSpan(path, { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.method': path } }, parent, async (span) => {
-    try {
-      return await fn();
-    } catch (error) {
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer.startActiveSpan(
+    path,
+    { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.method': path } },
+    parent,
+    async (span) => {
+      try {
+        return await fn();
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 export class RpcServer {
-  readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 128 * 1024 * 1024, 'grpc.max_send_message_length': 128 * 1024 * 1024 });
+  readonly server = new grpc.Server({
+    'grpc.max_receive_message_length': 128 * 1024 * 1024,
+    'grpc.max_send_message_length': 128 * 1024 * 1024,
+  });
 
   /** Fully qualified names of the services added, e.g. cairn.audit.v1.AuditService. */
   readonly serviceNames: string[] = [];
@@ -71,8 +95,13 @@ export class RpcServer {
       const handler = (impl as Record<string, unknown>)[method.localName];
       if (typeof handler !== 'function') throw new Error(`${path} has no handler`);
       if (method.methodKind === 'unary') {
-        handlers[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-          traced(path, call.metadata, () => (handler as Unary<DescMessage, DescMessage>)(call.request as MessageShape<DescMessage>, callContext(call))).then(
+        handlers[method.localName] = (
+          call: grpc.ServerUnaryCall<unknown, unknown>,
+          callback: grpc.sendUnaryData<unknown>,
+        ) => {
+          traced(path, call.metadata, () =>
+            (handler as Unary<DescMessage, DescMessage>)(call.request as MessageShape<DescMessage>, callContext(call)),
+          ).then(
             (response) => callback(null, response),
             (error: unknown) => callback(toServiceError(error)),
           );
@@ -80,7 +109,10 @@ export class RpcServer {
       } else if (method.methodKind === 'server_streaming') {
         handlers[method.localName] = (call: grpc.ServerWritableStream<unknown, unknown>) => {
           traced(path, call.metadata, async () => {
-            for await (const message of (handler as ServerStreaming<DescMessage, DescMessage>)(call.request as MessageShape<DescMessage>, callContext(call))) {
+            for await (const message of (handler as ServerStreaming<DescMessage, DescMessage>)(
+              call.request as MessageShape<DescMessage>,
+              callContext(call),
+            )) {
               if (call.cancelled) break;
               call.write(message);
             }
@@ -102,7 +134,9 @@ export class RpcServer {
     return new Promise((resolve, reject) => {
       // Reflection (so grpcurl lists and describes the service) answers for this server's own services only.
       if (this.serviceNames.length > 0) reflectionService(this.serviceNames).addToServer(this.server);
-      this.server.bindAsync(`${host}:${port}`, serverCredentials(tls), (error, bound) => (error ? reject(error) : resolve(bound)));
+      this.server.bindAsync(`${host}:${port}`, serverCredentials(tls), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      );
     });
   }
 

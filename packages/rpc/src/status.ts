@@ -1,5 +1,12 @@
 import { status as GrpcStatus, Metadata, type ServiceError } from '@grpc/grpc-js';
-import { CairnError, dependencyUnavailable, ERROR_CATALOG, isDependencyUnavailable, isErrorCode, type ErrorCode } from '@cairn/errors';
+import {
+  CairnError,
+  dependencyUnavailable,
+  ERROR_CATALOG,
+  isDependencyUnavailable,
+  isErrorCode,
+  type ErrorCode,
+} from '@cairn/errors';
 
 /** Metadata key carrying the precise cairn.* code across a gRPC hop (the gRPC status alone is coarser). */
 export const CODE_METADATA_KEY = 'cairn-code';
@@ -38,7 +45,12 @@ export function grpcStatusForCode(code: ErrorCode): GrpcStatus {
 /** What a handler's thrown value becomes on the wire: status, message and the cairn code in metadata. */
 export function toServiceError(error: unknown): Partial<ServiceError> {
   // A handler whose database is restarting answers UNAVAILABLE (retried by callers that may retry), not INTERNAL.
-  const known = error instanceof CairnError ? error : isDependencyUnavailable(error) ? dependencyUnavailable(error) : new CairnError('cairn.internal_error');
+  const known =
+    error instanceof CairnError
+      ? error
+      : isDependencyUnavailable(error)
+        ? dependencyUnavailable(error)
+        : new CairnError('cairn.internal_error');
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, known.code);
   return { code: grpcStatusForCode(known.code), details: known.message, metadata };

@@ -17,7 +17,11 @@ export function readTlsFiles(files: { ca: string; cert: string; key: string }): 
       throw new Error(`cannot read ${what} ${path}: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
-  return { ca: read('GRPC_TLS_CA', files.ca), cert: read('GRPC_TLS_CERT', files.cert), key: read('GRPC_TLS_KEY', files.key) };
+  return {
+    ca: read('GRPC_TLS_CA', files.ca),
+    cert: read('GRPC_TLS_CERT', files.cert),
+    key: read('GRPC_TLS_KEY', files.key),
+  };
 }
 
 /**

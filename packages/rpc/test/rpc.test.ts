@@ -44,7 +44,11 @@ describe('rpc client and server', () => {
 
   it('carries the cairn code of a handler’s error to the caller', async () => {
     const client = createClient(healthV1.Health, `127.0.0.1:${port}`);
-    await expect(client.check({ service: 'forbidden' })).rejects.toMatchObject({ code: 'cairn.auth.forbidden', status: 403, message: 'not yours' });
+    await expect(client.check({ service: 'forbidden' })).rejects.toMatchObject({
+      code: 'cairn.auth.forbidden',
+      status: 403,
+      message: 'not yours',
+    });
     const hidden = await client.check({ service: 'boom' }).catch((e: unknown) => e as CairnError);
     expect(hidden).toMatchObject({ code: 'cairn.internal_error' });
     expect((hidden as CairnError).message).not.toContain('secret');
@@ -101,7 +105,10 @@ describe('rpc client and server', () => {
     await expect(client.check({ service: '' })).resolves.toMatchObject({ status: ServingStatus.SERVING });
     await first.server.shutdown(100);
     // Calls while it is down push the channel's reconnect backoff to its ceiling.
-    for (let i = 0; i < 4; i++) await expect(client.check({ service: '' }, { deadlineMs: 400 })).rejects.toMatchObject({ code: 'cairn.unavailable' });
+    for (let i = 0; i < 4; i++)
+      await expect(client.check({ service: '' }, { deadlineMs: 400 })).rejects.toMatchObject({
+        code: 'cairn.unavailable',
+      });
     const second = await start(first.port);
     await expect(client.check({ service: '' })).resolves.toMatchObject({ status: ServingStatus.SERVING });
     client.close();
@@ -126,7 +133,11 @@ describe('rpc client and server', () => {
   });
 
   it('does not retry a non-idempotent call whose peer died mid-call, even when the peer is back at once', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/crashing-server.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('./fixtures/crashing-server.ts', import.meta.url))],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const lines = createInterface({ input: child.stdout! });
     const firstLine = await new Promise<string>((resolve) => lines.once('line', resolve));
     const crashPort = Number(firstLine.replace('port ', ''));
@@ -157,5 +168,4 @@ describe('rpc client and server', () => {
     client.close();
     await replacement.shutdown(100);
   });
-
 });

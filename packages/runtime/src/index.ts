@@ -1,4 +1,11 @@
-export { startService, runService, type ServiceContext, type ServiceDefinition, type RunningService, type ServiceConfig } from './service.js';
+export {
+  startService,
+  runService,
+  type ServiceContext,
+  type ServiceDefinition,
+  type RunningService,
+  type ServiceConfig,
+} from './service.js';
 export { Outbox } from './outbox.js';
 export { createOpsServer, listen, closeServer, type ReadinessReport } from './ops-server.js';
 export { every } from './every.js';

@@ -20,13 +20,22 @@ export function createOpsServer(metrics: ServiceMetrics, readiness: () => Promis
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
       res.end(body);
     };
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'application/json', '{"status":"method not allowed"}');
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return send(405, 'application/json', '{"status":"method not allowed"}');
     if (path === '/healthz') return send(200, 'application/json', '{"status":"ok"}');
     if (path === '/readyz') {
       readiness().then(
         (report) =>
-          send(report.ready ? 200 : 503, 'application/json', JSON.stringify({ status: report.ready ? (report.degraded ? 'degraded' : 'ready') : 'not_ready', checks: report.checks })),
-        (error: unknown) => send(503, 'application/json', JSON.stringify({ status: 'not_ready', error: String(error) })),
+          send(
+            report.ready ? 200 : 503,
+            'application/json',
+            JSON.stringify({
+              status: report.ready ? (report.degraded ? 'degraded' : 'ready') : 'not_ready',
+              checks: report.checks,
+            }),
+          ),
+        (error: unknown) =>
+          send(503, 'application/json', JSON.stringify({ status: 'not_ready', error: String(error) })),
       );
       return;
     }

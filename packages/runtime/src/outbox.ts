@@ -59,7 +59,9 @@ export class Outbox {
 
   /** Events written but not yet on the bus (operators alert when this grows). */
   async pendingCount(): Promise<number> {
-    const result = await this.db.execute<{ n: string }>(sql`select count(*)::text as n from ${sql.identifier(this.schema)}.outbox where published_at is null`);
+    const result = await this.db.execute<{ n: string }>(
+      sql`select count(*)::text as n from ${sql.identifier(this.schema)}.outbox where published_at is null`,
+    );
     return Number(result.rows[0]?.n ?? 0);
   }
 
@@ -70,19 +72,32 @@ export class Outbox {
 
   private async relayBatch(): Promise<number> {
     return this.db.transaction(async (tx) => {
-      const rows = await tx.execute<{ seq: number; event_id: string; subject: string; envelope: EventEnvelope; headers: Record<string, string> }>(
+      const rows = await tx.execute<{
+        seq: number;
+        event_id: string;
+        subject: string;
+        envelope: EventEnvelope;
+        headers: Record<string, string>;
+      }>(
         sql`select seq, event_id, subject, envelope, headers from ${sql.identifier(this.schema)}.outbox where published_at is null order by seq limit 100 for update skip locked`,
       );
       for (const row of rows.rows) {
-        await this.bus.publishRaw(row.subject, JSON.stringify(row.envelope), row.event_id, { ...row.headers, 'Cairn-Event-Type': row.envelope.type });
+        await this.bus.publishRaw(row.subject, JSON.stringify(row.envelope), row.event_id, {
+          ...row.headers,
+          'Cairn-Event-Type': row.envelope.type,
+        });
         this.metrics.eventsPublished.inc({ type: row.envelope.type });
       }
       if (rows.rows.length > 0) {
         const seqs = rows.rows.map((r) => r.seq);
-        await tx.execute(sql`update ${sql.identifier(this.schema)}.outbox set published_at = now() where seq in ${seqs}`);
+        await tx.execute(
+          sql`update ${sql.identifier(this.schema)}.outbox set published_at = now() where seq in ${seqs}`,
+        );
       }
       // Sent rows are kept a day for inspection, then dropped.
-      await tx.execute(sql`delete from ${sql.identifier(this.schema)}.outbox where published_at < now() - interval '1 day'`);
+      await tx.execute(
+        sql`delete from ${sql.identifier(this.schema)}.outbox where published_at < now() - interval '1 day'`,
+      );
       return rows.rows.length;
     });
   }

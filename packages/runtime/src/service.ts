@@ -3,11 +3,45 @@ import type { DestinationStream } from 'pino';
 import { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { Bus, idempotentHandler, inboxPrefix, type EventEnvelope, type EventType, type RunningConsumer } from '@cairn/bus';
-import { commonEnvShape, ConfigError, DEFAULT_PORTS, grpcAddrVar, identityProblems, loadConfig, type CommonEnv, type ServiceName } from '@cairn/config';
-import { assertRlsSubjectRole, createDb, createPool, migrateService, pgDedupeStore, pingDatabase, type Database, type Tx } from '@cairn/db';
+import {
+  Bus,
+  idempotentHandler,
+  inboxPrefix,
+  type EventEnvelope,
+  type EventType,
+  type RunningConsumer,
+} from '@cairn/bus';
+import {
+  commonEnvShape,
+  ConfigError,
+  DEFAULT_PORTS,
+  grpcAddrVar,
+  identityProblems,
+  loadConfig,
+  type CommonEnv,
+  type ServiceName,
+} from '@cairn/config';
+import {
+  assertRlsSubjectRole,
+  createDb,
+  createPool,
+  migrateService,
+  pgDedupeStore,
+  pingDatabase,
+  type Database,
+  type Tx,
+} from '@cairn/db';
 import { createLogger, type Logger } from '@cairn/logging';
-import { createClient, HealthState, readTlsFiles, RpcServer, ServingStatus, serviceTlsName, type ServiceClient, type TlsMaterial } from '@cairn/rpc';
+import {
+  createClient,
+  HealthState,
+  readTlsFiles,
+  RpcServer,
+  ServingStatus,
+  serviceTlsName,
+  type ServiceClient,
+  type TlsMaterial,
+} from '@cairn/rpc';
 import { healthV1 } from '@cairn/proto';
 import { ServiceMetrics, startTelemetry, type TelemetryHandle } from '@cairn/telemetry';
 import { closeServer, createOpsServer, listen, type ReadinessReport } from './ops-server.js';
@@ -30,7 +64,11 @@ export interface ServiceContext<S extends z.ZodRawShape = z.ZodRawShape> {
   /** Runs on SIGTERM before the infrastructure closes, in reverse order of registration. */
   onShutdown(hook: () => Promise<void>): void;
   /** A durable consumer whose handler takes effect once per event id, in a transaction scoped to the event's tenant. */
-  consume(durable: string, types: ReadonlyArray<EventType> | 'all', apply: (event: EventEnvelope, tx: Tx) => Promise<void>): Promise<void>;
+  consume(
+    durable: string,
+    types: ReadonlyArray<EventType> | 'all',
+    apply: (event: EventEnvelope, tx: Tx) => Promise<void>,
+  ): Promise<void>;
   /** Publishes a port the service listens on besides gRPC and ops (the gateway's HTTP API). */
   expose(name: string, port: number): void;
   /** A client for a peer service at `<PEER>_GRPC_ADDR` (default: the local fleet's port). */
@@ -79,9 +117,15 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
   const identity = identityProblems(config);
   if (identity.length) throw new ConfigError(identity);
   const tls: TlsMaterial | undefined =
-    config.GRPC_TLS_CA && config.GRPC_TLS_CERT && config.GRPC_TLS_KEY ? readTlsFiles({ ca: config.GRPC_TLS_CA, cert: config.GRPC_TLS_CERT, key: config.GRPC_TLS_KEY }) : undefined;
+    config.GRPC_TLS_CA && config.GRPC_TLS_CERT && config.GRPC_TLS_KEY
+      ? readTlsFiles({ ca: config.GRPC_TLS_CA, cert: config.GRPC_TLS_CERT, key: config.GRPC_TLS_KEY })
+      : undefined;
   const telemetry: TelemetryHandle = startTelemetry(definition.name, env);
-  const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL, ...(definition.logDestination ? { destination: definition.logDestination } : {}) });
+  const logger = createLogger({
+    service: definition.name,
+    level: config.LOG_LEVEL,
+    ...(definition.logDestination ? { destination: definition.logDestination } : {}),
+  });
   const metrics = new ServiceMetrics(definition.name);
   const health = new HealthState();
   health.set('', ServingStatus.NOT_SERVING);
@@ -210,7 +254,11 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
           checks[name] = error instanceof Error ? error.message : String(error);
         }
       };
-      await Promise.all([probe('postgres', () => pingDatabase(pool)), probe('redis', () => redis.ping()), probe('nats', () => bus.ping())]);
+      await Promise.all([
+        probe('postgres', () => pingDatabase(pool)),
+        probe('redis', () => redis.ping()),
+        probe('nats', () => bus.ping()),
+      ]);
       if (draining) checks.lifecycle = 'draining';
       // Only Postgres and draining mean "cannot serve". Without Redis the gateway limits in process; without
       // NATS the outbox keeps events in Postgres until it returns: taking every pod out of service for a blip
@@ -231,7 +279,8 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
         draining = true;
         health.setAll(ServingStatus.NOT_SERVING);
         logger.info('draining');
-        for (const hook of shutdownHooks.reverse()) await hook().catch((error: unknown) => logger.error({ err: error }, 'shutdown hook failed'));
+        for (const hook of shutdownHooks.reverse())
+          await hook().catch((error: unknown) => logger.error({ err: error }, 'shutdown hook failed'));
         // Health watchers have seen NOT_SERVING; their streams end so the drain waits only for real calls.
         health.endWatches();
         await rpc.shutdown(config.SHUTDOWN_GRACE_MS);
@@ -241,7 +290,14 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
       })();
       return stopping;
     };
-    return { name: definition.name, grpcPort, opsPort, endpoints, context: ctx as unknown as ServiceContext<z.ZodRawShape>, stop };
+    return {
+      name: definition.name,
+      grpcPort,
+      opsPort,
+      endpoints,
+      context: ctx as unknown as ServiceContext<z.ZodRawShape>,
+      stop,
+    };
   } catch (error) {
     await cleanUp();
     throw error;
@@ -278,7 +334,9 @@ export function runService<S extends z.ZodRawShape>(definition: ServiceDefinitio
       if (stopRequested) void stopAndExit(service);
     },
     (error: unknown) => {
-      process.stderr.write(`cairn-${definition.name}: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(
+        `cairn-${definition.name}: cannot start: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
       process.exit(1);
     },
   );

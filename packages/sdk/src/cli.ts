@@ -15,7 +15,14 @@ export const EXIT = { ok: 0, notVerified: 1, usage: 2, apiError: 3, unreachable:
 
 const VERIFIED = new Set(['verified_manifest_and_watermark_match', 'verified_manifest']);
 // Verdicts that name a failure, not just an absence: shown in red rather than yellow.
-const FAILED = new Set(['manifest_watermark_conflict', 'anchor_mismatch', 'manifest_content_modified', 'manifest_tampered', 'manifest_signer_revoked', 'manifest_malformed']);
+const FAILED = new Set([
+  'manifest_watermark_conflict',
+  'anchor_mismatch',
+  'manifest_content_modified',
+  'manifest_tampered',
+  'manifest_signer_revoked',
+  'manifest_malformed',
+]);
 const DEFAULT_BASE_URL = 'http://127.0.0.1:8080';
 
 const USAGE = `cairn — the Cairn command line
@@ -44,7 +51,10 @@ interface StoredConfig {
 
 /** Where `cairn login` keeps its key: the platform's per-user config directory. */
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME || (process.platform === 'win32' && env.APPDATA) || (process.platform === 'darwin' ? join(homedir(), 'Library', 'Application Support') : join(homedir(), '.config'));
+  const base =
+    env.XDG_CONFIG_HOME ||
+    (process.platform === 'win32' && env.APPDATA) ||
+    (process.platform === 'darwin' ? join(homedir(), 'Library', 'Application Support') : join(homedir(), '.config'));
   return join(base, 'cairn', 'config.json');
 }
 
@@ -77,7 +87,14 @@ const paint = (on: boolean, code: number, text: string) => (on ? `\u001b[${code}
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 async function readStdin(): Promise<string> {
@@ -88,16 +105,27 @@ async function readStdin(): Promise<string> {
 
 function describeVerification(v: Verification, o: Output): string {
   const tone = VERIFIED.has(v.status) ? 32 : FAILED.has(v.status) ? 31 : 33;
-  const lines = [paint(o.color, tone, `${VERIFIED.has(v.status) ? '✔ Verified' : FAILED.has(v.status) ? '✘ Not verified' : '• Not verified'} (${v.status})`), v.user_explanation];
+  const lines = [
+    paint(
+      o.color,
+      tone,
+      `${VERIFIED.has(v.status) ? '✔ Verified' : FAILED.has(v.status) ? '✘ Not verified' : '• Not verified'} (${v.status})`,
+    ),
+    v.user_explanation,
+  ];
   const c = v.claims ?? {};
   if (c.signed_by) lines.push(`Signed by:     ${c.signed_by}`);
   if (c.signed_at) lines.push(`Signed on:     ${c.signed_at}`);
-  if (c.ai_generated !== undefined) lines.push(`AI-generated:  ${c.ai_generated ? 'yes (declared by the signer)' : 'not declared'}`);
+  if (c.ai_generated !== undefined)
+    lines.push(`AI-generated:  ${c.ai_generated ? 'yes (declared by the signer)' : 'not declared'}`);
   if (c.generator) lines.push(`Generator:     ${c.generator}${c.model ? ` (${c.model})` : ''}`);
   if (v.confidence !== null) lines.push(`Confidence:    ${Math.round(v.confidence * 100)}%`);
   for (const m of v.matches) lines.push(`Came from:     ${m.verifier_url} (by ${m.via})`);
   lines.push('', 'What this proves:', ...(v.proves.length ? v.proves.map((p) => `  - ${p}`) : ['  (nothing)']));
-  lines.push('What this does not prove:', ...(v.does_not_prove.length ? v.does_not_prove.map((p) => `  - ${p}`) : ['  (nothing)']));
+  lines.push(
+    'What this does not prove:',
+    ...(v.does_not_prove.length ? v.does_not_prove.map((p) => `  - ${p}`) : ['  (nothing)']),
+  );
   return lines.join('\n');
 }
 
@@ -106,7 +134,11 @@ function auditLine(e: AuditEntry): string {
 }
 
 /** Runs one command line; answers the exit code. `io` and `env` are injectable so the CLI is testable in process too. */
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env, io?: Partial<Output>): Promise<number> {
+export async function main(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  io?: Partial<Output>,
+): Promise<number> {
   const o: Output = {
     out: io?.out ?? ((line) => process.stdout.write(`${line}\n`)),
     err: io?.err ?? ((line) => process.stderr.write(`${line}\n`)),
@@ -158,7 +190,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
     switch (command) {
       case 'login': {
         const key = str('api-key') ?? env.CAIRN_API_KEY ?? (process.stdin.isTTY ? undefined : await readStdin());
-        if (!key) throw new UsageError('Give the key: --api-key KEY, CAIRN_API_KEY, or on stdin (echo "$KEY" | cairn login).');
+        if (!key)
+          throw new UsageError('Give the key: --api-key KEY, CAIRN_API_KEY, or on stdin (echo "$KEY" | cairn login).');
         // Checked before it is stored: a mistyped key fails here, not on the first real command.
         const probe = new CairnClient({ baseUrl, apiKey: key });
         await probe.usage().catch((error: unknown) => {
@@ -166,8 +199,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
           throw error;
         });
         const tenant = str('tenant') ?? stored.tenant_id;
-        const path = await writeConfig(env, { api_key: key, base_url: baseUrl, ...(tenant ? { tenant_id: tenant } : {}) });
-        print({ config: path, base_url: baseUrl }, () => `Logged in to ${baseUrl}; key stored in ${path} (readable only by you).`);
+        const path = await writeConfig(env, {
+          api_key: key,
+          base_url: baseUrl,
+          ...(tenant ? { tenant_id: tenant } : {}),
+        });
+        print(
+          { config: path, base_url: baseUrl },
+          () => `Logged in to ${baseUrl}; key stored in ${path} (readable only by you).`,
+        );
         return EXIT.ok;
       }
       case 'sign': {
@@ -214,7 +254,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         print(results, () =>
           table([
             ['FILE', 'RESULT', 'ASSET', 'VERIFY PAGE'],
-            ...results.map((r) => [String(r.file), r.error ? `failed: ${String((r.error as { code: string }).code)}` : 'signed', String(r.asset_id ?? ''), String(r.verifier_url ?? '')]),
+            ...results.map((r) => [
+              String(r.file),
+              r.error ? `failed: ${String((r.error as { code: string }).code)}` : 'signed',
+              String(r.asset_id ?? ''),
+              String(r.verifier_url ?? ''),
+            ]),
           ]),
         );
         return failed ? EXIT.apiError : EXIT.ok;
@@ -239,7 +284,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         const result = await client.lookup({ file: await readFile(file), filename: basename(file) });
         print(result, () =>
           result.matches.length
-            ? table([['ASSET', 'SIMILARITY', 'BY', 'VERIFY PAGE'], ...result.matches.map((m) => [m.asset_id, `${Math.round(m.similarity * 100)}%`, m.alg, m.verifier_url])])
+            ? table([
+                ['ASSET', 'SIMILARITY', 'BY', 'VERIFY PAGE'],
+                ...result.matches.map((m) => [m.asset_id, `${Math.round(m.similarity * 100)}%`, m.alg, m.verifier_url]),
+              ])
             : 'No signed asset of yours matches this file.',
         );
         return EXIT.ok;
@@ -249,7 +297,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         print(usage, () =>
           [
             `Period ${usage.period_start} – ${usage.period_end}; spend $${usage.spend_usd}${usage.spending_cap_usd !== null ? ` of a $${usage.spending_cap_usd} cap` : ''}`,
-            table([['METER', 'USED', 'LIMIT'], ...Object.entries(usage.meters).map(([name, m]) => [name, String(m.used), m.limit === null ? 'unlimited' : String(m.limit)])]),
+            table([
+              ['METER', 'USED', 'LIMIT'],
+              ...Object.entries(usage.meters).map(([name, m]) => [
+                name,
+                String(m.used),
+                m.limit === null ? 'unlimited' : String(m.limit),
+              ]),
+            ]),
           ].join('\n'),
         );
         return EXIT.ok;
@@ -258,7 +313,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         const [action = 'list', id] = args;
         if (action === 'list') {
           const keys = await client.keys.list(tenantId());
-          print(keys, () => table([['KEY', 'SCOPE', 'STATUS', 'EXPIRES', 'DESCRIPTION'], ...keys.map((k) => [k.key_id, k.scope, k.status, k.expires_at ?? '-', k.description ?? ''])]));
+          print(keys, () =>
+            table([
+              ['KEY', 'SCOPE', 'STATUS', 'EXPIRES', 'DESCRIPTION'],
+              ...keys.map((k) => [k.key_id, k.scope, k.status, k.expires_at ?? '-', k.description ?? '']),
+            ]),
+          );
           return EXIT.ok;
         }
         if (action === 'create') {
@@ -280,16 +340,24 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         const [action = 'list', id] = args;
         if (action === 'list') {
           const hooks = await client.webhooks.list();
-          print(hooks, () => (hooks.length ? table([['WEBHOOK', 'URL', 'EVENTS'], ...hooks.map((h) => [h.webhook_id, h.url, h.events.join(',')])]) : 'No webhooks.'));
+          print(hooks, () =>
+            hooks.length
+              ? table([['WEBHOOK', 'URL', 'EVENTS'], ...hooks.map((h) => [h.webhook_id, h.url, h.events.join(',')])])
+              : 'No webhooks.',
+          );
           return EXIT.ok;
         }
         if (action === 'create') {
           const url = str('url');
           const events = (values.event as string[] | undefined) ?? [];
-          if (!url || events.length === 0) throw new UsageError('Usage: cairn webhooks create --url URL --event job.completed [--event …]');
+          if (!url || events.length === 0)
+            throw new UsageError('Usage: cairn webhooks create --url URL --event job.completed [--event …]');
           const description = str('description');
           const hook = await client.webhooks.create({ url, events, ...(description ? { description } : {}) });
-          print(hook, () => `Created ${hook.webhook_id} → ${hook.url}. Its signing secret, shown once:\n${hook.secret ?? ''}`);
+          print(
+            hook,
+            () => `Created ${hook.webhook_id} → ${hook.url}. Its signing secret, shown once:\n${hook.secret ?? ''}`,
+          );
           return EXIT.ok;
         }
         if (action === 'delete' && id) {
@@ -299,7 +367,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         }
         if (action === 'deliveries' && id) {
           const deliveries = await client.webhooks.deliveries(id);
-          print(deliveries, () => table([['DELIVERY', 'EVENT', 'STATUS', 'ATTEMPTS'], ...deliveries.map((d) => [d.delivery_id, d.event_type, d.status, String(d.attempts)])]));
+          print(deliveries, () =>
+            table([
+              ['DELIVERY', 'EVENT', 'STATUS', 'ATTEMPTS'],
+              ...deliveries.map((d) => [d.delivery_id, d.event_type, d.status, String(d.attempts)]),
+            ]),
+          );
           return EXIT.ok;
         }
         throw new UsageError('Usage: cairn webhooks [list | create --url URL --event E | delete ID | deliveries ID]');
@@ -340,16 +413,26 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env,
         throw new UsageError(`Unknown command "${command}".\n\n${USAGE}`);
     }
   } catch (error) {
-    if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+    if (
+      error instanceof UsageError ||
+      (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
+    ) {
       o.err(error.message);
       return EXIT.usage;
     }
     if (error instanceof CairnApiError) {
       if (json) o.out(JSON.stringify({ error: error.problem }, null, 2));
-      o.err(paint(o.color, 31, `Error ${error.code} (HTTP ${error.status}): ${error.problem.detail || error.problem.title}`));
+      o.err(
+        paint(
+          o.color,
+          31,
+          `Error ${error.code} (HTTP ${error.status}): ${error.problem.detail || error.problem.title}`,
+        ),
+      );
       return EXIT.apiError;
     }
-    const cause = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
+    const cause =
+      error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
     o.err(`Cairn is unreachable or answered unexpectedly: ${cause}`);
     return EXIT.unreachable;
   }

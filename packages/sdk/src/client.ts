@@ -1,4 +1,16 @@
-import type { ApiKey, AuditEntry, AuditPage, Job, LookupResult, Problem, SignResult, Usage, Verification, Webhook, WebhookDelivery } from './types.js';
+import type {
+  ApiKey,
+  AuditEntry,
+  AuditPage,
+  Job,
+  LookupResult,
+  Problem,
+  SignResult,
+  Usage,
+  Verification,
+  Webhook,
+  WebhookDelivery,
+} from './types.js';
 
 // Only web-platform globals here (fetch, FormData, Blob, crypto.randomUUID, setTimeout): the client runs in
 // Node 20 and in browsers alike. Node-only code lives in cli.ts.
@@ -125,7 +137,13 @@ export class CairnClient {
     if (options.metadata) form.append('metadata', JSON.stringify(options.metadata));
     form.append('asset', toBlob(options.file), options.filename ?? 'asset');
     const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
-    const { status, body } = await this.request<SignResult | Job>('/v1/sign', { method: 'POST', form, headers: { 'idempotency-key': idempotencyKey }, idempotent: true, accept: [202] });
+    const { status, body } = await this.request<SignResult | Job>('/v1/sign', {
+      method: 'POST',
+      form,
+      headers: { 'idempotency-key': idempotencyKey },
+      idempotent: true,
+      accept: [202],
+    });
     if (status !== 202) return body as SignResult;
     if (options.wait === false) return body as unknown as SignResult;
     const done = await this.waitForJob((body as Job).job_id, options);
@@ -133,14 +151,25 @@ export class CairnClient {
   }
 
   /** Polls a job until it is done (answering it) or failed (throwing its problem). */
-  async waitForJob(jobId: string, options: { pollIntervalMs?: number; timeoutMs?: number; onJob?: (job: Job) => void } = {}): Promise<Job> {
+  async waitForJob(
+    jobId: string,
+    options: { pollIntervalMs?: number; timeoutMs?: number; onJob?: (job: Job) => void } = {},
+  ): Promise<Job> {
     const deadline = Date.now() + (options.timeoutMs ?? 600_000);
     for (;;) {
       const job = await this.getJob(jobId);
       options.onJob?.(job);
       if (job.status === 'done') return job;
       if (job.status === 'failed') {
-        throw new CairnApiError(job.problem ?? { type: 'about:blank', title: 'Job failed', status: 500, detail: `Job ${jobId} failed.`, code: 'cairn.internal_error' });
+        throw new CairnApiError(
+          job.problem ?? {
+            type: 'about:blank',
+            title: 'Job failed',
+            status: 500,
+            detail: `Job ${jobId} failed.`,
+            code: 'cairn.internal_error',
+          },
+        );
       }
       if (Date.now() > deadline) throw new Error(`Job ${jobId} still ${job.status} after the timeout`);
       await sleep(options.pollIntervalMs ?? 1000);
@@ -152,7 +181,10 @@ export class CairnClient {
   }
 
   /** Verifies a file (public without a key), a Cairn asset (needs its tenant's key) or a manifest URI. */
-  async verify(input: VerifyInput, options: { pollIntervalMs?: number; timeoutMs?: number } = {}): Promise<Verification> {
+  async verify(
+    input: VerifyInput,
+    options: { pollIntervalMs?: number; timeoutMs?: number } = {},
+  ): Promise<Verification> {
     let answer: { status: number; body: Verification | Job };
     if ('file' in input) {
       const form = new FormData();
@@ -170,13 +202,21 @@ export class CairnClient {
   }
 
   /** Soft-binding lookup: the tenant's signed assets this file (or binding) is tied to. */
-  async lookup(input: { file: FileInput; filename?: string } | { binding: { alg: string; value: string } }): Promise<LookupResult> {
+  async lookup(
+    input: { file: FileInput; filename?: string } | { binding: { alg: string; value: string } },
+  ): Promise<LookupResult> {
     if ('file' in input) {
       const form = new FormData();
       form.append('file', toBlob(input.file), input.filename ?? 'file');
       return (await this.request<LookupResult>('/v1/lookup', { method: 'POST', form, idempotent: true })).body;
     }
-    return (await this.request<LookupResult>('/v1/lookup', { method: 'POST', json: { binding: input.binding }, idempotent: true })).body;
+    return (
+      await this.request<LookupResult>('/v1/lookup', {
+        method: 'POST',
+        json: { binding: input.binding },
+        idempotent: true,
+      })
+    ).body;
   }
 
   async usage(): Promise<Usage> {
@@ -187,7 +227,13 @@ export class CairnClient {
   async auditPage(query: AuditQuery = {}): Promise<AuditPage> {
     return (
       await this.request<AuditPage>('/v1/audit', {
-        query: { event_type: query.eventType, since: query.since, until: query.until, limit: query.pageSize, cursor: query.cursor },
+        query: {
+          event_type: query.eventType,
+          since: query.since,
+          until: query.until,
+          limit: query.pageSize,
+          cursor: query.cursor,
+        },
         idempotent: true,
       })
     ).body;
@@ -205,29 +251,65 @@ export class CairnClient {
   }
 
   readonly webhooks = {
-    create: async (input: WebhookInput): Promise<Webhook> => (await this.request<Webhook>('/v1/webhooks', { method: 'POST', json: input, idempotent: false })).body,
-    list: async (): Promise<Webhook[]> => (await this.request<{ data: Webhook[] }>('/v1/webhooks', { query: { limit: 100 }, idempotent: true })).body.data,
-    get: async (webhookId: string): Promise<Webhook> => (await this.request<Webhook>(`/v1/webhooks/${encodeURIComponent(webhookId)}`, { idempotent: true })).body,
+    create: async (input: WebhookInput): Promise<Webhook> =>
+      (await this.request<Webhook>('/v1/webhooks', { method: 'POST', json: input, idempotent: false })).body,
+    list: async (): Promise<Webhook[]> =>
+      (await this.request<{ data: Webhook[] }>('/v1/webhooks', { query: { limit: 100 }, idempotent: true })).body.data,
+    get: async (webhookId: string): Promise<Webhook> =>
+      (await this.request<Webhook>(`/v1/webhooks/${encodeURIComponent(webhookId)}`, { idempotent: true })).body,
     delete: async (webhookId: string): Promise<void> => {
-      await this.request<unknown>(`/v1/webhooks/${encodeURIComponent(webhookId)}`, { method: 'DELETE', idempotent: true });
+      await this.request<unknown>(`/v1/webhooks/${encodeURIComponent(webhookId)}`, {
+        method: 'DELETE',
+        idempotent: true,
+      });
     },
     rotateSecret: async (webhookId: string): Promise<Webhook> =>
-      (await this.request<Webhook>(`/v1/webhooks/${encodeURIComponent(webhookId)}/rotate-secret`, { method: 'POST', idempotent: false })).body,
+      (
+        await this.request<Webhook>(`/v1/webhooks/${encodeURIComponent(webhookId)}/rotate-secret`, {
+          method: 'POST',
+          idempotent: false,
+        })
+      ).body,
     deliveries: async (webhookId: string, limit = 20): Promise<WebhookDelivery[]> =>
-      (await this.request<{ data: WebhookDelivery[] }>(`/v1/webhooks/${encodeURIComponent(webhookId)}/deliveries`, { query: { limit }, idempotent: true })).body.data,
+      (
+        await this.request<{ data: WebhookDelivery[] }>(`/v1/webhooks/${encodeURIComponent(webhookId)}/deliveries`, {
+          query: { limit },
+          idempotent: true,
+        })
+      ).body.data,
   };
 
   readonly keys = {
-    list: async (tenantId: string): Promise<ApiKey[]> => (await this.request<{ data: ApiKey[] }>(`/v1/tenants/${encodeURIComponent(tenantId)}/keys`, { idempotent: true })).body.data,
-    create: async (tenantId: string, input: { scope: string; description?: string; expires_at?: string }): Promise<ApiKey> =>
-      (await this.request<ApiKey>(`/v1/tenants/${encodeURIComponent(tenantId)}/keys`, { method: 'POST', json: input, idempotent: false })).body,
+    list: async (tenantId: string): Promise<ApiKey[]> =>
+      (await this.request<{ data: ApiKey[] }>(`/v1/tenants/${encodeURIComponent(tenantId)}/keys`, { idempotent: true }))
+        .body.data,
+    create: async (
+      tenantId: string,
+      input: { scope: string; description?: string; expires_at?: string },
+    ): Promise<ApiKey> =>
+      (
+        await this.request<ApiKey>(`/v1/tenants/${encodeURIComponent(tenantId)}/keys`, {
+          method: 'POST',
+          json: input,
+          idempotent: false,
+        })
+      ).body,
     revoke: async (tenantId: string, keyId: string): Promise<ApiKey> =>
-      (await this.request<ApiKey>(`/v1/tenants/${encodeURIComponent(tenantId)}/keys/${encodeURIComponent(keyId)}`, { method: 'DELETE', idempotent: true })).body,
+      (
+        await this.request<ApiKey>(`/v1/tenants/${encodeURIComponent(tenantId)}/keys/${encodeURIComponent(keyId)}`, {
+          method: 'DELETE',
+          idempotent: true,
+        })
+      ).body,
   };
 
-  private async request<T>(path: string, options: RequestOptions): Promise<{ status: number; body: T; headers: Headers }> {
+  private async request<T>(
+    path: string,
+    options: RequestOptions,
+  ): Promise<{ status: number; body: T; headers: Headers }> {
     const url = new URL(this.baseUrl + path);
-    for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined && value !== '') url.searchParams.set(name, String(value));
+    for (const [name, value] of Object.entries(options.query ?? {}))
+      if (value !== undefined && value !== '') url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
     if (this.userAgent) headers['user-agent'] = this.userAgent;
@@ -238,7 +320,11 @@ export class CairnClient {
     } else if (options.form) body = options.form;
 
     for (let attempt = 0; ; attempt++) {
-      const res = await this.fetchImpl(url, { method: options.method ?? 'GET', headers, ...(body !== undefined ? { body } : {}) });
+      const res = await this.fetchImpl(url, {
+        method: options.method ?? 'GET',
+        headers,
+        ...(body !== undefined ? { body } : {}),
+      });
       const retryable = res.status === 429 || (res.status === 503 && options.idempotent);
       if (retryable && attempt < this.maxRetries) {
         // Retry-After when the server gave one; otherwise exponential backoff with jitter.
@@ -261,9 +347,23 @@ async function readProblem(res: Response): Promise<Problem> {
   const text = await res.text();
   try {
     const parsed = JSON.parse(text) as Partial<Problem>;
-    if (typeof parsed.code === 'string') return { type: 'about:blank', title: '', detail: '', ...parsed, status: res.status, code: parsed.code } as Problem;
+    if (typeof parsed.code === 'string')
+      return {
+        type: 'about:blank',
+        title: '',
+        detail: '',
+        ...parsed,
+        status: res.status,
+        code: parsed.code,
+      } as Problem;
   } catch {
     // not JSON: described below
   }
-  return { type: 'about:blank', title: res.statusText || 'HTTP error', status: res.status, detail: text.slice(0, 500), code: res.status >= 500 ? 'cairn.unavailable' : 'cairn.http_error' };
+  return {
+    type: 'about:blank',
+    title: res.statusText || 'HTTP error',
+    status: res.status,
+    detail: text.slice(0, 500),
+    code: res.status >= 500 ? 'cairn.unavailable' : 'cairn.http_error',
+  };
 }

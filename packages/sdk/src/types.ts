@@ -67,7 +67,14 @@ export interface Verification {
 }
 
 export interface LookupResult {
-  matches: Array<{ asset_id: string; manifest_uri: string; verifier_url: string; distance: number; similarity: number; alg: string }>;
+  matches: Array<{
+    asset_id: string;
+    manifest_uri: string;
+    verifier_url: string;
+    distance: number;
+    similarity: number;
+    alg: string;
+  }>;
 }
 
 export interface Usage {

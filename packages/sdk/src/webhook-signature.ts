@@ -21,13 +21,19 @@ function hexToBytes(hex: string): Uint8Array | undefined {
  * The comparison is WebCrypto's HMAC verify, which is constant-time, so the answer's timing tells an attacker
  * nothing about how close a forged signature came. Works in Node 20 and browsers/edge runtimes.
  */
-export async function verifyWebhookSignature(rawBody: string | Uint8Array, headers: HeaderSource, secret: string): Promise<boolean> {
+export async function verifyWebhookSignature(
+  rawBody: string | Uint8Array,
+  headers: HeaderSource,
+  secret: string,
+): Promise<boolean> {
   const value = header(headers, 'cairn-signature') ?? header(headers, 'x-cairn-signature');
   const match = value?.trim().match(/^sha256=([0-9a-fA-F]+)$/);
   const signature = match?.[1] ? hexToBytes(match[1]) : undefined;
   if (!signature || !secret) return false;
   const encoder = new TextEncoder();
-  const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+  const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'verify',
+  ]);
   const body = typeof rawBody === 'string' ? encoder.encode(rawBody) : rawBody;
   return crypto.subtle.verify('HMAC', key, signature, body);
 }

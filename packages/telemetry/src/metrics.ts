@@ -7,7 +7,10 @@ export class ServiceMetrics {
   readonly eventsConsumed: Counter<'durable' | 'type' | 'outcome'>;
   readonly eventsPublished: Counter<'type'>;
 
-  constructor(readonly service: string, options: { defaultMetrics?: boolean } = {}) {
+  constructor(
+    readonly service: string,
+    options: { defaultMetrics?: boolean } = {},
+  ) {
     this.registry.setDefaultLabels({ service });
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'cairn_' });
     this.httpRequestDuration = new Histogram({

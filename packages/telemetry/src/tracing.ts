@@ -27,7 +27,9 @@ let running: { sdk: NodeSDK; handle: TelemetryHandle } | undefined;
  */
 export function startTelemetry(service: string, env: NodeJS.ProcessEnv = process.env): TelemetryHandle {
   if (running) return running.handle;
-  const exporting = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
+  const exporting = Boolean(
+    env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER,
+  );
   // Metrics are served by prom-client at /metrics and logs go to stdout; keep the SDK from adding OTLP ones.
   env.OTEL_METRICS_EXPORTER ??= 'none';
   env.OTEL_LOGS_EXPORTER ??= 'none';

@@ -17,7 +17,11 @@ export interface HardhatNode {
 }
 
 async function call<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
   const body = (await response.json()) as { result?: T; error?: { message: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result as T;
@@ -61,5 +65,11 @@ export async function startHardhat(port: number): Promise<HardhatNode> {
     });
   };
   await launch();
-  return { url, port, rpc: (method, params) => call(url, method, params), stop, restart: async () => (await stop(), await launch()) };
+  return {
+    url,
+    port,
+    rpc: (method, params) => call(url, method, params),
+    stop,
+    restart: async () => (await stop(), await launch()),
+  };
 }

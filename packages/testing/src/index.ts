@@ -1,5 +1,13 @@
 export { createSandbox, freePort, PG_ADMIN_URL, APP_ROLE, REDIS_URL, NATS_URL, type Sandbox } from './env.js';
-export { ensureAppRole, databaseExists, createDatabase, dropDatabase, databaseUrl, provisionServiceRoles, type ServiceIdentity } from './provisioning.js';
+export {
+  ensureAppRole,
+  databaseExists,
+  createDatabase,
+  dropDatabase,
+  databaseUrl,
+  provisionServiceRoles,
+  type ServiceIdentity,
+} from './provisioning.js';
 export { apiRequester, type ApiRequest, type ApiRequestInit } from './http.js';
 export { startHardhat, REPO_ROOT, type HardhatNode } from './hardhat.js';
 export { waitFor } from './wait.js';

@@ -12,7 +12,9 @@ export async function provision(): Promise<void> {
   await client.connect();
   const doomed: string[] = [];
   try {
-    const stale = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${TEST_DB_PREFIX}%`]);
+    const stale = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [
+      `${TEST_DB_PREFIX}%`,
+    ]);
     const cutoff = Date.now() - 2 * 3600 * 1000;
     for (const { datname } of stale.rows) {
       const created = parseInt(datname.slice(TEST_DB_PREFIX.length).split('_')[0] ?? '', 36);

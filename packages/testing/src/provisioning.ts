@@ -82,7 +82,12 @@ export interface ServiceIdentity {
  * so no service owns it), and reads nothing another role owns. A database whose schemas an older fleet
  * created as one shared role is adopted: each schema and everything in it passes to its service's role.
  */
-export async function provisionServiceRoles(adminUrl: string, database: string, owner: string, identities: ServiceIdentity[]): Promise<void> {
+export async function provisionServiceRoles(
+  adminUrl: string,
+  database: string,
+  owner: string,
+  identities: ServiceIdentity[],
+): Promise<void> {
   assertIdentifier(database);
   assertIdentifier(owner);
   for (const { schema, role } of identities) {
@@ -111,7 +116,10 @@ export async function provisionServiceRoles(adminUrl: string, database: string, 
 }
 
 async function adopt(client: pg.Client, schema: string, role: string): Promise<void> {
-  const found = await client.query<{ owner: string }>('select nspowner::regrole::text as owner from pg_namespace where nspname = $1', [schema]);
+  const found = await client.query<{ owner: string }>(
+    'select nspowner::regrole::text as owner from pg_namespace where nspname = $1',
+    [schema],
+  );
   const current = found.rows[0]?.owner;
   if (current === undefined || current === role) return;
   await client.query(`alter schema ${schema} owner to ${role}`);
@@ -124,5 +132,6 @@ async function adopt(client: pg.Client, schema: string, role: string): Promise<v
     [schema],
   );
   const keyword: Record<string, string> = { r: 'table', p: 'table', S: 'sequence', v: 'view', m: 'materialized view' };
-  for (const { name, kind } of owned.rows) await client.query(`alter ${keyword[kind] ?? 'table'} ${name} owner to ${role}`);
+  for (const { name, kind } of owned.rows)
+    await client.query(`alter ${keyword[kind] ?? 'table'} ${name} owner to ${role}`);
 }

@@ -20,7 +20,9 @@ async function openssl(args: string[]): Promise<void> {
   try {
     await run('openssl', args);
   } catch (error) {
-    throw new Error(`openssl ${args[0]} failed (is the openssl CLI installed?): ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(
+      `openssl ${args[0]} failed (is the openssl CLI installed?): ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
@@ -38,9 +40,25 @@ export async function makeDevPki(dir: string, services: ReadonlyArray<string>): 
   const freshCa = !existsSync(caCert) || !existsSync(caKey);
   if (freshCa) {
     await openssl([
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', caKey, '-out', caCert,
-      '-days', '3650', '-subj', '/CN=Cairn development CA',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      caKey,
+      '-out',
+      caCert,
+      '-days',
+      '3650',
+      '-subj',
+      '/CN=Cairn development CA',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
     ]);
   }
   const files: Record<string, TlsFiles> = {};
@@ -59,8 +77,37 @@ export async function makeDevPki(dir: string, services: ReadonlyArray<string>): 
           'extendedKeyUsage=serverAuth,clientAuth',
         ].join('\n'),
       );
-      await openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${tlsName(service)}`]);
-      await openssl(['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '825', '-extfile', ext]);
+      await openssl([
+        'req',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        csr,
+        '-subj',
+        `/CN=${tlsName(service)}`,
+      ]);
+      await openssl([
+        'x509',
+        '-req',
+        '-in',
+        csr,
+        '-CA',
+        caCert,
+        '-CAkey',
+        caKey,
+        '-CAcreateserial',
+        '-out',
+        cert,
+        '-days',
+        '825',
+        '-extfile',
+        ext,
+      ]);
       await Promise.all([rm(csr, { force: true }), rm(ext, { force: true })]);
     }
     files[service] = { ca: caCert, cert, key };

@@ -8,7 +8,10 @@ export const anchorConfigShape = {
   /** JSON-RPC endpoint of the EVM chain the roots are written to (the local fleet runs a hardhat node). */
   ANCHOR_RPC_URL: z.string().url().default('http://127.0.0.1:8545'),
   /** The account that sends the self-transactions (hex private key). */
-  ANCHOR_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/).default(DEV_PRIVATE_KEY),
+  ANCHOR_PRIVATE_KEY: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/)
+    .default(DEV_PRIVATE_KEY),
   /** A batch closes when it holds this many manifests… */
   ANCHOR_BATCH_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /** …or when its first manifest is this old. */

@@ -39,7 +39,8 @@ export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
     },
     getBatch: async (request) => {
       const row = request.batchId ? await getBatch(deps.db, request.batchId) : undefined;
-      if (!row || (request.tenantId && !(await tenantHasLeafIn(deps.db, request.tenantId, row.batchId)))) throw new CairnError('cairn.not_found', `Batch ${request.batchId} does not exist.`);
+      if (!row || (request.tenantId && !(await tenantHasLeafIn(deps.db, request.tenantId, row.batchId))))
+        throw new CairnError('cairn.not_found', `Batch ${request.batchId} does not exist.`);
       return { batch: presentBatch(row, deps.chainId()) };
     },
     getProof: async (request) => {

@@ -20,7 +20,9 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
     register: async (ctx) => {
       const { config, logger } = ctx;
       if (config.CAIRN_ENV === 'production' && config.ANCHOR_PRIVATE_KEY.toLowerCase() === DEV_PRIVATE_KEY) {
-        throw new Error('ANCHOR_PRIVATE_KEY is the public hardhat development key: set the anchoring account’s own key in production');
+        throw new Error(
+          'ANCHOR_PRIVATE_KEY is the public hardhat development key: set the anchoring account’s own key in production',
+        );
       }
       const chain = createChainWriter(config.ANCHOR_RPC_URL, config.ANCHOR_PRIVATE_KEY as Hex);
       // Known once the node has answered; the service starts (and takes enqueues) while the chain is down.
@@ -30,15 +32,33 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         () => undefined,
       );
       // Reads for the verifier's check get a short budget of their own: a verify waits on them.
-      const reader = createChainWriter(config.ANCHOR_RPC_URL, config.ANCHOR_PRIVATE_KEY as Hex, config.ANCHOR_CHECK_TIMEOUT_MS);
+      const reader = createChainWriter(
+        config.ANCHOR_RPC_URL,
+        config.ANCHOR_PRIVATE_KEY as Hex,
+        config.ANCHOR_CHECK_TIMEOUT_MS,
+      );
       const checker = new AnchorChecker(ctx.db, reader);
-      ctx.rpc.add(anchorV1.AnchorService, anchorHandlers({ db: ctx.db, batchMax: config.ANCHOR_BATCH_MAX, chainId: () => chainId, checker }));
+      ctx.rpc.add(
+        anchorV1.AnchorService,
+        anchorHandlers({ db: ctx.db, batchMax: config.ANCHOR_BATCH_MAX, chainId: () => chainId, checker }),
+      );
       // The safety net of the signer's Enqueue call: every signed manifest with the anchor layer is enqueued from
       // its asset.signed event too (a repeat is a no-op), so an anchor service that was down loses nothing.
       await ctx.consume('anchor-signed', ['asset.signed'], async (event) => {
         const { anchor, asset_id: assetId, manifest_id: manifestId, manifest_digest: manifestDigest } = event.data;
-        if (anchor !== true || typeof assetId !== 'string' || typeof manifestId !== 'string' || typeof manifestDigest !== 'string' || !/^[0-9a-f]{64}$/.test(manifestDigest)) return;
-        await enqueue(ctx.db, { tenantId: event.tenant_id, assetId, manifestId, manifestDigest }, config.ANCHOR_BATCH_MAX);
+        if (
+          anchor !== true ||
+          typeof assetId !== 'string' ||
+          typeof manifestId !== 'string' ||
+          typeof manifestDigest !== 'string' ||
+          !/^[0-9a-f]{64}$/.test(manifestDigest)
+        )
+          return;
+        await enqueue(
+          ctx.db,
+          { tenantId: event.tenant_id, assetId, manifestId, manifestDigest },
+          config.ANCHOR_BATCH_MAX,
+        );
       });
       const anchorer = new Anchorer({
         db: ctx.db,
@@ -51,8 +71,21 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         enqueueEvent: (tx, event) => ctx.outbox.enqueue(tx, event),
         onAnchored: () => void ctx.outbox.flush(),
       });
-      logger.info({ rpc_url: config.ANCHOR_RPC_URL, from: chain.address, batch_max: config.ANCHOR_BATCH_MAX, batch_max_age_ms: config.ANCHOR_BATCH_MAX_AGE_MS, confirmations: config.ANCHOR_CONFIRMATIONS }, 'anchoring to chain');
-      const stop = every(config.ANCHOR_POLL_MS, () => anchorer.tick(), (error) => logger.error({ err: error }, 'anchor tick failed'));
+      logger.info(
+        {
+          rpc_url: config.ANCHOR_RPC_URL,
+          from: chain.address,
+          batch_max: config.ANCHOR_BATCH_MAX,
+          batch_max_age_ms: config.ANCHOR_BATCH_MAX_AGE_MS,
+          confirmations: config.ANCHOR_CONFIRMATIONS,
+        },
+        'anchoring to chain',
+      );
+      const stop = every(
+        config.ANCHOR_POLL_MS,
+        () => anchorer.tick(),
+        (error) => logger.error({ err: error }, 'anchor tick failed'),
+      );
       ctx.onShutdown(stop);
     },
   };

@@ -6,7 +6,15 @@ import { newId } from '@cairn/ids';
 import { anchorV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, freePort, type HardhatNode, PG_ADMIN_URL, type Sandbox, startHardhat, waitFor } from '@cairn/testing';
+import {
+  createSandbox,
+  freePort,
+  type HardhatNode,
+  PG_ADMIN_URL,
+  type Sandbox,
+  startHardhat,
+  waitFor,
+} from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../../../tools/anchor/verify-proof.js';
 import { fromHex, leafHash, verifyInclusion } from '../src/domain/merkle.js';
 import { anchorService } from '../src/service.js';
@@ -24,7 +32,15 @@ beforeAll(async () => {
   chain = await startHardhat(await freePort());
   sandbox = await createSandbox();
   service = await startService(
-    anchorService({ ...sandbox.env, ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX: '4', ANCHOR_BATCH_MAX_AGE_MS: '2000', ANCHOR_POLL_MS: '100', ANCHOR_RETRY_MAX_MS: '400', ANCHOR_CONFIRMATIONS: '1' }),
+    anchorService({
+      ...sandbox.env,
+      ANCHOR_RPC_URL: chain.url,
+      ANCHOR_BATCH_MAX: '4',
+      ANCHOR_BATCH_MAX_AGE_MS: '2000',
+      ANCHOR_POLL_MS: '100',
+      ANCHOR_RETRY_MAX_MS: '400',
+      ANCHOR_CONFIRMATIONS: '1',
+    }),
   );
   anchor = anchorClient(`127.0.0.1:${service.grpcPort}`);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
@@ -40,10 +56,11 @@ afterAll(async () => {
 });
 
 /** Polls until `check` returns a value (no timing is asserted; the jest timeout is the only limit). */
-const anchored = (batchId: string) => waitFor(`batch ${batchId} anchored`, async () => {
-  const { batch } = await anchor.getBatch({ batchId });
-  return batch?.status === 'anchored' ? batch : undefined;
-});
+const anchored = (batchId: string) =>
+  waitFor(`batch ${batchId} anchored`, async () => {
+    const { batch } = await anchor.getBatch({ batchId });
+    return batch?.status === 'anchored' ? batch : undefined;
+  });
 
 async function proofJson(tenantId: string, batchId: string, assetId: string): Promise<AnchorProof> {
   const p = await anchor.getProof({ tenantId, batchId, assetId });
@@ -64,7 +81,12 @@ async function proofJson(tenantId: string, batchId: string, assetId: string): Pr
 describe('anchor service on a local chain', () => {
   it('batches by size and age, anchors the roots, and proves every member', async () => {
     const tenants = [newId('tenant'), newId('tenant')];
-    const items = Array.from({ length: 6 }, (_, i) => ({ tenantId: tenants[i % 2]!, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`m${i}-${Math.random()}`) }));
+    const items = Array.from({ length: 6 }, (_, i) => ({
+      tenantId: tenants[i % 2]!,
+      assetId: newId('asset'),
+      manifestId: newId('manifest'),
+      manifestDigest: digestOf(`m${i}-${Math.random()}`),
+    }));
     const queued = [];
     for (const item of items) queued.push(await anchor.enqueue(item));
     expect(queued.every((q) => q.status === 'queued' && q.batchId.startsWith('b_'))).toBe(true);
@@ -96,26 +118,51 @@ describe('anchor service on a local chain', () => {
       const altered = (item.manifestDigest[0] === 'a' ? 'b' : 'a') + item.manifestDigest.slice(1);
       expect((await verifyAnchorProof(proof, altered, chain.url)).checks.inclusion).toBe(false);
       expect((await verifyAnchorProof(proof, digestOf('not a member'), chain.url)).valid).toBe(false);
-      expect(verifyInclusion(leafHash(fromHex(item.manifestDigest)), proof.leaf_index, proof.tree_size, proof.audit_path.map((p) => fromHex(p)), fromHex(proof.merkle_root))).toBe(true);
+      expect(
+        verifyInclusion(
+          leafHash(fromHex(item.manifestDigest)),
+          proof.leaf_index,
+          proof.tree_size,
+          proof.audit_path.map((p) => fromHex(p)),
+          fromHex(proof.merkle_root),
+        ),
+      ).toBe(true);
     }
 
     // Proofs are tenant-scoped: the other tenant gets not-found for the same asset.
-    await expect(anchor.getProof({ tenantId: tenants[1]!, batchId: queued[0]!.batchId, assetId: items[0]!.assetId })).rejects.toThrow(/not in batch|not_found|NOT_FOUND/i);
+    await expect(
+      anchor.getProof({ tenantId: tenants[1]!, batchId: queued[0]!.batchId, assetId: items[0]!.assetId }),
+    ).rejects.toThrow(/not in batch|not_found|NOT_FOUND/i);
 
     // One anchor.confirmed per tenant per batch, with that tenant's manifest count and the anchor_batch meter.
     const { rows } = await admin.query<{ envelope: { tenant_id: string; data: Record<string, unknown> } }>(
       `select envelope from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = any($1)`,
       [[queued[0]!.batchId, queued[4]!.batchId]],
     );
-    const seen = rows.map((r) => `${r.envelope.data.batch_id as string}:${r.envelope.tenant_id}:${r.envelope.data.manifests as number}:${r.envelope.data['billing.meter'] as string}`).sort();
+    const seen = rows
+      .map(
+        (r) =>
+          `${r.envelope.data.batch_id as string}:${r.envelope.tenant_id}:${r.envelope.data.manifests as number}:${r.envelope.data['billing.meter'] as string}`,
+      )
+      .sort();
     expect(seen).toEqual(
-      [`${queued[0]!.batchId}:${tenants[0]}:2:anchor_batch`, `${queued[0]!.batchId}:${tenants[1]}:2:anchor_batch`, `${queued[4]!.batchId}:${tenants[0]}:1:anchor_batch`, `${queued[4]!.batchId}:${tenants[1]}:1:anchor_batch`].sort(),
+      [
+        `${queued[0]!.batchId}:${tenants[0]}:2:anchor_batch`,
+        `${queued[0]!.batchId}:${tenants[1]}:2:anchor_batch`,
+        `${queued[4]!.batchId}:${tenants[0]}:1:anchor_batch`,
+        `${queued[4]!.batchId}:${tenants[1]}:1:anchor_batch`,
+      ].sort(),
     );
   });
 
   it('checks a presented manifest digest against the root its batch carries on chain (CheckAnchor)', async () => {
     const tenantId = newId('tenant');
-    const items = Array.from({ length: 3 }, (_, i) => ({ tenantId, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`check ${i} ${Math.random()}`) }));
+    const items = Array.from({ length: 3 }, (_, i) => ({
+      tenantId,
+      assetId: newId('asset'),
+      manifestId: newId('manifest'),
+      manifestDigest: digestOf(`check ${i} ${Math.random()}`),
+    }));
     const batchIds = new Set<string>();
     for (const item of items) batchIds.add((await anchor.enqueue(item)).batchId);
     for (const batchId of batchIds) await anchored(batchId);
@@ -127,18 +174,30 @@ describe('anchor service on a local chain', () => {
       expect(answer.txHash).toMatch(/^0x[0-9a-f]{64}$/);
     }
     // Another manifest presented for an anchored asset is not what was anchored.
-    expect(await anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: digestOf('another manifest') })).toMatchObject({ status: 'anchored', match: false, reason: 'digest_not_anchored' });
+    expect(
+      await anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: digestOf('another manifest') }),
+    ).toMatchObject({ status: 'anchored', match: false, reason: 'digest_not_anchored' });
     // Rewriting the stored digest cannot make another manifest pass: the proof is checked against the chain's root.
     const forged = digestOf(`forged ${Math.random()}`);
     await admin.query('update anchor.leaves set manifest_digest = $1 where asset_id = $2', [forged, items[1]!.assetId]);
-    expect(await anchor.checkAnchor({ assetId: items[1]!.assetId, manifestDigest: forged })).toMatchObject({ status: 'anchored', match: false, reason: 'root_not_on_chain' });
+    expect(await anchor.checkAnchor({ assetId: items[1]!.assetId, manifestDigest: forged })).toMatchObject({
+      status: 'anchored',
+      match: false,
+      reason: 'root_not_on_chain',
+    });
     // An asset in no batch, and malformed input.
-    expect(await anchor.checkAnchor({ assetId: newId('asset'), manifestDigest: items[0]!.manifestDigest })).toMatchObject({ status: 'not_anchored', match: false });
-    await expect(anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: 'xyz' })).rejects.toMatchObject({ code: 'cairn.validation.invalid_body' });
+    expect(
+      await anchor.checkAnchor({ assetId: newId('asset'), manifestDigest: items[0]!.manifestDigest }),
+    ).toMatchObject({ status: 'not_anchored', match: false });
+    await expect(anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: 'xyz' })).rejects.toMatchObject({
+      code: 'cairn.validation.invalid_body',
+    });
   });
 
   it('keeps leaves tenant-private in the database (RLS forced on the owner)', async () => {
-    const { rows } = await admin.query<{ relforcerowsecurity: boolean; relrowsecurity: boolean }>(`select relrowsecurity, relforcerowsecurity from pg_class where oid = 'anchor.leaves'::regclass`);
+    const { rows } = await admin.query<{ relforcerowsecurity: boolean; relrowsecurity: boolean }>(
+      `select relrowsecurity, relforcerowsecurity from pg_class where oid = 'anchor.leaves'::regclass`,
+    );
     expect(rows[0]).toEqual({ relrowsecurity: true, relforcerowsecurity: true });
     const url = String(sandbox.env.DATABASE_URL);
     const app = new pg.Client({ connectionString: url });
@@ -153,13 +212,21 @@ describe('anchor service on a local chain', () => {
   it('waits out an RPC outage and anchors everything once the node is back', async () => {
     await chain.stop();
     const tenantId = newId('tenant');
-    const items = Array.from({ length: 3 }, (_, i) => ({ tenantId, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`outage ${i} ${Math.random()}`) }));
+    const items = Array.from({ length: 3 }, (_, i) => ({
+      tenantId,
+      assetId: newId('asset'),
+      manifestId: newId('manifest'),
+      manifestDigest: digestOf(`outage ${i} ${Math.random()}`),
+    }));
     const batchIds = new Set<string>();
     for (const item of items) batchIds.add((await anchor.enqueue(item)).batchId);
     // The batch closes, fails to send, and backs off; it is still there, queued.
     for (const batchId of batchIds) {
       await waitFor('a failed send', async () => {
-        const { rows } = await admin.query<{ attempts: number; last_error: string | null }>('select attempts, last_error from anchor.batches where batch_id = $1', [batchId]);
+        const { rows } = await admin.query<{ attempts: number; last_error: string | null }>(
+          'select attempts, last_error from anchor.batches where batch_id = $1',
+          [batchId],
+        );
         return rows[0] && rows[0].attempts >= 1 && rows[0].last_error !== null;
       });
       expect((await anchor.getBatch({ batchId })).batch?.status).toBe('queued');
@@ -167,7 +234,10 @@ describe('anchor service on a local chain', () => {
     await chain.restart();
     for (const batchId of batchIds) await anchored(batchId);
     for (const item of items) {
-      const { rows } = await admin.query<{ batch_id: string }>('select batch_id from anchor.leaves where manifest_id = $1', [item.manifestId]);
+      const { rows } = await admin.query<{ batch_id: string }>(
+        'select batch_id from anchor.leaves where manifest_id = $1',
+        [item.manifestId],
+      );
       const proof = await proofJson(tenantId, rows[0]!.batch_id, item.assetId);
       expect(await verifyAnchorProof(proof, item.manifestDigest, chain.url)).toMatchObject({ valid: true });
     }
@@ -176,7 +246,12 @@ describe('anchor service on a local chain', () => {
   it('re-broadcasts a transaction the node dropped', async () => {
     await chain.rpc('evm_setAutomine', [false]);
     const tenantId = newId('tenant');
-    const item = { tenantId, assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: digestOf(`dropped ${Math.random()}`) };
+    const item = {
+      tenantId,
+      assetId: newId('asset'),
+      manifestId: newId('manifest'),
+      manifestDigest: digestOf(`dropped ${Math.random()}`),
+    };
     const { batchId } = await anchor.enqueue(item);
     const sent = await waitFor('sent', async () => {
       const { batch } = await anchor.getBatch({ batchId });
@@ -184,7 +259,10 @@ describe('anchor service on a local chain', () => {
     });
     await chain.rpc('hardhat_dropTransaction', [sent.txHash]);
     await waitFor('re-broadcast', async () => {
-      const { rows } = await admin.query<{ broadcasts: number }>('select broadcasts from anchor.batches where batch_id = $1', [batchId]);
+      const { rows } = await admin.query<{ broadcasts: number }>(
+        'select broadcasts from anchor.batches where batch_id = $1',
+        [batchId],
+      );
       return (rows[0]?.broadcasts ?? 0) >= 2;
     });
     await chain.rpc('evm_setAutomine', [true]);

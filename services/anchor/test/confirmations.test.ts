@@ -5,7 +5,15 @@ import { newId } from '@cairn/ids';
 import { anchorV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, freePort, type HardhatNode, PG_ADMIN_URL, type Sandbox, startHardhat, waitFor } from '@cairn/testing';
+import {
+  createSandbox,
+  freePort,
+  type HardhatNode,
+  PG_ADMIN_URL,
+  type Sandbox,
+  startHardhat,
+  waitFor,
+} from '@cairn/testing';
 import { anchorService } from '../src/service.js';
 
 let chain: HardhatNode;
@@ -18,7 +26,15 @@ let admin: pg.Client;
 beforeAll(async () => {
   chain = await startHardhat(await freePort());
   sandbox = await createSandbox();
-  service = await startService(anchorService({ ...sandbox.env, ANCHOR_RPC_URL: chain.url, ANCHOR_BATCH_MAX_AGE_MS: '200', ANCHOR_POLL_MS: '100', ANCHOR_CONFIRMATIONS: '3' }));
+  service = await startService(
+    anchorService({
+      ...sandbox.env,
+      ANCHOR_RPC_URL: chain.url,
+      ANCHOR_BATCH_MAX_AGE_MS: '200',
+      ANCHOR_POLL_MS: '100',
+      ANCHOR_CONFIRMATIONS: '3',
+    }),
+  );
   anchor = anchorClient(`127.0.0.1:${service.grpcPort}`);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
   await admin.connect();
@@ -33,11 +49,21 @@ afterAll(async () => {
 });
 
 const watched = (batchId: string) => async () =>
-  (await admin.query<{ status: string; confirmations: number; block_number: string | null }>('select status, confirmations, block_number from anchor.batches where batch_id = $1', [batchId])).rows[0];
+  (
+    await admin.query<{ status: string; confirmations: number; block_number: string | null }>(
+      'select status, confirmations, block_number from anchor.batches where batch_id = $1',
+      [batchId],
+    )
+  ).rows[0];
 
 describe('ANCHOR_CONFIRMATIONS = 3', () => {
   it('keeps a mined batch pending until two more blocks are on it, then anchors it', async () => {
-    const item = { tenantId: newId('tenant'), assetId: newId('asset'), manifestId: newId('manifest'), manifestDigest: createHash('sha256').update(`c ${Math.random()}`).digest('hex') };
+    const item = {
+      tenantId: newId('tenant'),
+      assetId: newId('asset'),
+      manifestId: newId('manifest'),
+      manifestDigest: createHash('sha256').update(`c ${Math.random()}`).digest('hex'),
+    };
     const { batchId } = await anchor.enqueue(item);
     const row = watched(batchId);
 
@@ -48,8 +74,18 @@ describe('ANCHOR_CONFIRMATIONS = 3', () => {
     });
     expect(mined.block_number).not.toBeNull();
     expect((await anchor.getBatch({ batchId })).batch?.status).toBe('pending');
-    expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({ status: 'pending', match: false });
-    expect((await admin.query(`select 1 from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = $1`, [batchId])).rowCount).toBe(0);
+    expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({
+      status: 'pending',
+      match: false,
+    });
+    expect(
+      (
+        await admin.query(
+          `select 1 from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = $1`,
+          [batchId],
+        )
+      ).rowCount,
+    ).toBe(0);
 
     await chain.rpc('hardhat_mine', ['0x1']);
     const second = await waitFor('2 confirmations seen', async () => {
@@ -67,7 +103,17 @@ describe('ANCHOR_CONFIRMATIONS = 3', () => {
     });
     expect(Number(done.blockNumber)).toBe(Number(mined.block_number));
     expect(await row()).toMatchObject({ status: 'anchored', confirmations: 3 });
-    expect((await admin.query(`select 1 from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = $1`, [batchId])).rowCount).toBe(1);
-    expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({ status: 'anchored', match: true });
+    expect(
+      (
+        await admin.query(
+          `select 1 from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = $1`,
+          [batchId],
+        )
+      ).rowCount,
+    ).toBe(1);
+    expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({
+      status: 'anchored',
+      match: true,
+    });
   });
 });

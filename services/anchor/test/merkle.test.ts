@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { auditPath, EMPTY_TREE_HASH, leafHash, merkleRoot, nodeHash, treeLevels, verifyInclusion } from '../src/domain/merkle.js';
+import {
+  auditPath,
+  EMPTY_TREE_HASH,
+  leafHash,
+  merkleRoot,
+  nodeHash,
+  treeLevels,
+  verifyInclusion,
+} from '../src/domain/merkle.js';
 
 /** RFC 6962 2.1 written literally (recursive split at the largest power of two below n): the reference. */
 function referenceRoot(data: Buffer[]): Buffer {
@@ -8,7 +16,11 @@ function referenceRoot(data: Buffer[]): Buffer {
   if (data.length === 1) return createHash('sha256').update(Buffer.of(0)).update(data[0]!).digest();
   let k = 1;
   while (k * 2 < data.length) k *= 2;
-  return createHash('sha256').update(Buffer.of(1)).update(referenceRoot(data.slice(0, k))).update(referenceRoot(data.slice(k))).digest();
+  return createHash('sha256')
+    .update(Buffer.of(1))
+    .update(referenceRoot(data.slice(0, k)))
+    .update(referenceRoot(data.slice(k)))
+    .digest();
 }
 
 /** RFC 6962 2.1.1 PATH(m, D[n]) written literally. */
@@ -16,11 +28,22 @@ function referencePath(m: number, data: Buffer[]): Buffer[] {
   if (data.length <= 1) return [];
   let k = 1;
   while (k * 2 < data.length) k *= 2;
-  return m < k ? [...referencePath(m, data.slice(0, k)), referenceRoot(data.slice(k))] : [...referencePath(m - k, data.slice(k)), referenceRoot(data.slice(0, k))];
+  return m < k
+    ? [...referencePath(m, data.slice(0, k)), referenceRoot(data.slice(k))]
+    : [...referencePath(m - k, data.slice(k)), referenceRoot(data.slice(0, k))];
 }
 
 // The eight inputs of the certificate-transparency reference tests (merkle_tree_test.cc).
-const CT_INPUTS = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f'].map((h) => Buffer.from(h, 'hex'));
+const CT_INPUTS = [
+  '',
+  '00',
+  '10',
+  '2021',
+  '3031',
+  '40414243',
+  '5051525354555657',
+  '606162636465666768696a6b6c6d6e6f',
+].map((h) => Buffer.from(h, 'hex'));
 const CT_ROOTS = [
   '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d',
   'fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125',
@@ -32,14 +55,21 @@ const CT_ROOTS = [
   '5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328',
 ];
 
-const digests = (n: number) => Array.from({ length: n }, (_, i) => createHash('sha256').update(`manifest ${i}`).digest());
+const digests = (n: number) =>
+  Array.from({ length: n }, (_, i) => createHash('sha256').update(`manifest ${i}`).digest());
 
 describe('RFC 6962 Merkle tree', () => {
   it('hashes leaves and nodes with the 0x00 / 0x01 domain separation', () => {
-    expect(leafHash(Buffer.alloc(0)).toString('hex')).toBe('6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d');
+    expect(leafHash(Buffer.alloc(0)).toString('hex')).toBe(
+      '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d',
+    );
     const a = leafHash(Buffer.from('a'));
     const b = leafHash(Buffer.from('b'));
-    expect(nodeHash(a, b)).toEqual(createHash('sha256').update(Buffer.concat([Buffer.of(1), a, b])).digest());
+    expect(nodeHash(a, b)).toEqual(
+      createHash('sha256')
+        .update(Buffer.concat([Buffer.of(1), a, b]))
+        .digest(),
+    );
     expect(merkleRoot([]).toString('hex')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(merkleRoot([])).toEqual(EMPTY_TREE_HASH);
   });
@@ -76,7 +106,9 @@ describe('RFC 6962 Merkle tree', () => {
       const altered = Buffer.from(data[m]!);
       altered[0]! ^= 1;
       expect(verifyInclusion(leafHash(altered), m, n, path, root)).toBe(false);
-      expect(verifyInclusion(leafHash(createHash('sha256').update('not a member').digest()), m, n, path, root)).toBe(false);
+      expect(verifyInclusion(leafHash(createHash('sha256').update('not a member').digest()), m, n, path, root)).toBe(
+        false,
+      );
       // The raw digest (no 0x00 prefix) must not pass as a leaf: no second-preimage via interior nodes.
       expect(verifyInclusion(data[m]!, m, n, path, root)).toBe(false);
       if (n > 1) {

@@ -18,17 +18,36 @@ export const AUDIT_LOG_CONSUMER = 'audit-log';
 export async function recordEvent(event: EventEnvelope, tx: Tx): Promise<void> {
   if (!isAudited(event)) return;
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${event.tenant_id}))`);
-  const [already] = await tx.select({ id: entries.entryId }).from(entries).where(and(eq(entries.tenantId, event.tenant_id), eq(entries.eventId, event.event_id)));
+  const [already] = await tx
+    .select({ id: entries.entryId })
+    .from(entries)
+    .where(and(eq(entries.tenantId, event.tenant_id), eq(entries.eventId, event.event_id)));
   if (already) return;
   const head = await chainHead(tx, event.tenant_id);
-  const fields = { tenantId: event.tenant_id, seq: head.seq + 1, entryId: newId('entry'), eventId: event.event_id, eventType: event.type, occurredAt: new Date(event.created_at), data: event.data };
+  const fields = {
+    tenantId: event.tenant_id,
+    seq: head.seq + 1,
+    entryId: newId('entry'),
+    eventId: event.event_id,
+    eventType: event.type,
+    occurredAt: new Date(event.created_at),
+    data: event.data,
+  };
   await tx.insert(entries).values({ ...fields, prevHash: head.hash, hash: entryHash(fields, head.hash) });
 }
 
 /** The tenant's last entry (or its purge checkpoint, or genesis): where the next entry chains on. */
 async function chainHead(tx: Tx, tenantId: string): Promise<{ seq: number; hash: string }> {
-  const [last] = await tx.select({ seq: entries.seq, hash: entries.hash }).from(entries).where(eq(entries.tenantId, tenantId)).orderBy(desc(entries.seq)).limit(1);
+  const [last] = await tx
+    .select({ seq: entries.seq, hash: entries.hash })
+    .from(entries)
+    .where(eq(entries.tenantId, tenantId))
+    .orderBy(desc(entries.seq))
+    .limit(1);
   if (last) return last;
-  const [checkpoint] = await tx.select({ seq: checkpoints.seq, hash: checkpoints.hash }).from(checkpoints).where(eq(checkpoints.tenantId, tenantId));
+  const [checkpoint] = await tx
+    .select({ seq: checkpoints.seq, hash: checkpoints.hash })
+    .from(checkpoints)
+    .where(eq(checkpoints.tenantId, tenantId));
   return checkpoint ?? { seq: 0, hash: GENESIS_HASH };
 }

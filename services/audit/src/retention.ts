@@ -10,7 +10,12 @@ import { purgeExpired } from './rpc.js';
 export type TenantClient = ServiceClient<typeof gatewayV1.TenantService extends GenService<infer M> ? M : never>;
 
 /** Retention per plan when the tenant has no audit_retention_days of its own (spec: Audit, retention). */
-export const PLAN_DEFAULT_RETENTION_DAYS: Readonly<Record<string, number>> = { free: 30, developer: 30, growth: 365, enterprise: 365 };
+export const PLAN_DEFAULT_RETENTION_DAYS: Readonly<Record<string, number>> = {
+  free: 30,
+  developer: 30,
+  growth: 365,
+  enterprise: 365,
+};
 const FALLBACK_RETENTION_DAYS = 30;
 
 export function retentionDays(tenant: Pick<gatewayV1.Tenant, 'plan' | 'auditRetentionDays'>): number {
@@ -44,7 +49,12 @@ export interface RetentionSweepResult {
  * loses the entries recorded before it (purgeExpired: a prefix of the chain, checkpointed so the rest verifies).
  * A tenant the gateway does not know is skipped (its entries are kept); one failure does not stop the others.
  */
-export async function purgeAllExpired(deps: { db: Database; tenants: TenantClient; logger: Logger; now?: () => Date }): Promise<RetentionSweepResult> {
+export async function purgeAllExpired(deps: {
+  db: Database;
+  tenants: TenantClient;
+  logger: Logger;
+  now?: () => Date;
+}): Promise<RetentionSweepResult> {
   const result: RetentionSweepResult = { tenants: 0, purged: 0, failed: 0 };
   for (const tenantId of await tenantsWithEntries(deps.db)) {
     result.tenants++;
@@ -53,7 +63,11 @@ export async function purgeAllExpired(deps: { db: Database; tenants: TenantClien
       if (!tenant) continue;
       const days = retentionDays(tenant);
       const { purged, checkpointSeq } = await purgeExpired(deps.db, tenantId, days, deps.now?.() ?? new Date());
-      if (purged > 0) deps.logger.info({ tenant_id: tenantId, purged, checkpoint_seq: checkpointSeq, retention_days: days }, 'purged audit entries past retention');
+      if (purged > 0)
+        deps.logger.info(
+          { tenant_id: tenantId, purged, checkpoint_seq: checkpointSeq, retention_days: days },
+          'purged audit entries past retention',
+        );
       result.purged += purged;
     } catch (error) {
       if (error instanceof CairnError && error.code === 'cairn.not_found') {

@@ -24,7 +24,8 @@ function required(value: string, name: string): string {
 function instant(value: string, name: string): Date | undefined {
   if (!value) return undefined;
   const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw new CairnError('cairn.validation.invalid_body', `${name} must be an ISO 8601 date-time`);
+  if (Number.isNaN(date.getTime()))
+    throw new CairnError('cairn.validation.invalid_body', `${name} must be an ISO 8601 date-time`);
   return date;
 }
 
@@ -36,7 +37,11 @@ export function encodeCursor(seq: number): string {
 function decodeCursor(cursor: string): number | undefined {
   if (!cursor) return undefined;
   const match = /^s:(\d{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!match) throw new CairnError('cairn.validation.invalid_body', 'cursor is not valid; pass next_cursor from the previous page');
+  if (!match)
+    throw new CairnError(
+      'cairn.validation.invalid_body',
+      'cursor is not valid; pass next_cursor from the previous page',
+    );
   return Number(match[1]);
 }
 
@@ -58,7 +63,12 @@ function present(row: EntryRow): auditV1.AuditEntry {
 
 export type ChainVerdict =
   | { intact: true; entriesChecked: number; headHash: string; checkpointSeq: number }
-  | { intact: false; entriesChecked: number; firstBroken: { entryId: string; seq: number; reason: string }; checkpointSeq: number };
+  | {
+      intact: false;
+      entriesChecked: number;
+      firstBroken: { entryId: string; seq: number; reason: string };
+      checkpointSeq: number;
+    };
 
 /**
  * Walks a tenant's chain from its start (genesis or the retention checkpoint) in seq order and recomputes
@@ -79,10 +89,16 @@ export async function verifyChain(db: Database, tenantId: string): Promise<Chain
         .orderBy(asc(entries.seq))
         .limit(VERIFY_BATCH);
       for (const row of batch) {
-        const broken = (reason: string): ChainVerdict => ({ intact: false, entriesChecked: checked, firstBroken: { entryId: row.entryId, seq: row.seq, reason }, checkpointSeq });
+        const broken = (reason: string): ChainVerdict => ({
+          intact: false,
+          entriesChecked: checked,
+          firstBroken: { entryId: row.entryId, seq: row.seq, reason },
+          checkpointSeq,
+        });
         if (row.seq !== expectedSeq) return broken(`entries ${expectedSeq}..${row.seq - 1} are missing (deleted)`);
         if (row.prevHash !== prevHash) return broken('prev_hash does not match the previous entry');
-        if (entryHash(row, row.prevHash) !== row.hash) return broken('the entry was modified after it was recorded (hash mismatch)');
+        if (entryHash(row, row.prevHash) !== row.hash)
+          return broken('the entry was modified after it was recorded (hash mismatch)');
         prevHash = row.hash;
         expectedSeq++;
         checked++;
@@ -97,7 +113,12 @@ export async function verifyChain(db: Database, tenantId: string): Promise<Chain
  * Retention: deletes the tenant's entries recorded more than `retentionDays` ago, oldest first, and moves the
  * checkpoint to the last one deleted so the surviving chain still verifies from there.
  */
-export async function purgeExpired(db: Database, tenantId: string, retentionDays: number, now = new Date()): Promise<{ purged: number; checkpointSeq: number }> {
+export async function purgeExpired(
+  db: Database,
+  tenantId: string,
+  retentionDays: number,
+  now = new Date(),
+): Promise<{ purged: number; checkpointSeq: number }> {
   return withTenant(db, tenantId, async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${tenantId}))`);
     const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
@@ -110,7 +131,10 @@ export async function purgeExpired(db: Database, tenantId: string, retentionDays
     const [existing] = await tx.select().from(checkpoints).where(eq(checkpoints.tenantId, tenantId));
     if (!last) return { purged: 0, checkpointSeq: existing?.seq ?? 0 };
     // Everything up to the newest expired entry goes (a prefix, so the chain has no holes).
-    const deleted = await tx.delete(entries).where(and(eq(entries.tenantId, tenantId), lte(entries.seq, last.seq))).returning({ id: entries.entryId });
+    const deleted = await tx
+      .delete(entries)
+      .where(and(eq(entries.tenantId, tenantId), lte(entries.seq, last.seq)))
+      .returning({ id: entries.entryId });
     await tx
       .insert(checkpoints)
       .values({ tenantId, seq: last.seq, hash: last.hash })
@@ -145,7 +169,10 @@ export interface AuditHandlerOptions {
 }
 
 /** cairn.audit.v1.AuditService: reads one tenant's log (RLS scopes every query to that tenant). */
-export function auditHandlers(db: Database, options: AuditHandlerOptions = { production: false, exportWindowSeconds: 900 }): ServiceImpl<Methods> {
+export function auditHandlers(
+  db: Database,
+  options: AuditHandlerOptions = { production: false, exportWindowSeconds: 900 },
+): ServiceImpl<Methods> {
   return {
     listEntries: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
@@ -176,7 +203,12 @@ export function auditHandlers(db: Database, options: AuditHandlerOptions = { pro
     verifyChain: async (request) => {
       const verdict = await verifyChain(db, required(request.tenantId, 'tenant_id'));
       return verdict.intact
-        ? { intact: true, entriesChecked: BigInt(verdict.entriesChecked), headHash: verdict.headHash, checkpointSeq: BigInt(verdict.checkpointSeq) }
+        ? {
+            intact: true,
+            entriesChecked: BigInt(verdict.entriesChecked),
+            headHash: verdict.headHash,
+            checkpointSeq: BigInt(verdict.checkpointSeq),
+          }
         : {
             intact: false,
             entriesChecked: BigInt(verdict.entriesChecked),
@@ -187,7 +219,8 @@ export function auditHandlers(db: Database, options: AuditHandlerOptions = { pro
           };
     },
     purgeExpired: async (request) => {
-      if (request.retentionDays < 1) throw new CairnError('cairn.validation.invalid_body', 'retention_days must be at least 1');
+      if (request.retentionDays < 1)
+        throw new CairnError('cairn.validation.invalid_body', 'retention_days must be at least 1');
       const result = await purgeExpired(db, required(request.tenantId, 'tenant_id'), request.retentionDays);
       return { purged: result.purged, checkpointSeq: BigInt(result.checkpointSeq) };
     },
@@ -200,7 +233,13 @@ export function auditHandlers(db: Database, options: AuditHandlerOptions = { pro
       const [row] = await withTenant(db, tenantId, (tx) =>
         tx
           .insert(exportConfigs)
-          .values({ tenantId, ...settings, exportedUntil: windowStart(now, options.exportWindowSeconds), createdAt: now, updatedAt: now })
+          .values({
+            tenantId,
+            ...settings,
+            exportedUntil: windowStart(now, options.exportWindowSeconds),
+            createdAt: now,
+            updatedAt: now,
+          })
           // A changed destination keeps its position: windows already written are not written again.
           .onConflictDoUpdate({ target: exportConfigs.tenantId, set: { ...settings, lastError: null, updatedAt: now } })
           .returning(),
@@ -209,12 +248,19 @@ export function auditHandlers(db: Database, options: AuditHandlerOptions = { pro
     },
     getExportConfig: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
-      const [row] = await withTenant(db, tenantId, (tx) => tx.select().from(exportConfigs).where(eq(exportConfigs.tenantId, tenantId)));
+      const [row] = await withTenant(db, tenantId, (tx) =>
+        tx.select().from(exportConfigs).where(eq(exportConfigs.tenantId, tenantId)),
+      );
       return row ? { config: presentExportConfig(row) } : {};
     },
     deleteExportConfig: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
-      const deleted = await withTenant(db, tenantId, (tx) => tx.delete(exportConfigs).where(eq(exportConfigs.tenantId, tenantId)).returning({ tenantId: exportConfigs.tenantId }));
+      const deleted = await withTenant(db, tenantId, (tx) =>
+        tx
+          .delete(exportConfigs)
+          .where(eq(exportConfigs.tenantId, tenantId))
+          .returning({ tenantId: exportConfigs.tenantId }),
+      );
       return { deleted: deleted.length > 0 };
     },
   };

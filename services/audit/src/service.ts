@@ -19,7 +19,10 @@ export function auditService(env: NodeJS.ProcessEnv = process.env): ServiceDefin
     register: async (ctx) => {
       const { config, logger } = ctx;
       const production = config.CAIRN_ENV === 'production';
-      ctx.rpc.add(auditV1.AuditService, auditHandlers(ctx.db, { production, exportWindowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS }));
+      ctx.rpc.add(
+        auditV1.AuditService,
+        auditHandlers(ctx.db, { production, exportWindowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS }),
+      );
       await ctx.consume(AUDIT_LOG_CONSUMER, 'all', recordEvent);
 
       const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);

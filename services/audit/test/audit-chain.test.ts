@@ -19,7 +19,11 @@ let admin: pg.Client;
 beforeAll(async () => {
   sandbox = await createSandbox();
   service = await startService(auditService(sandbox.env));
-  bus = await Bus.connect({ url: String(sandbox.env.NATS_URL), stream: String(sandbox.env.NATS_STREAM), subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX) });
+  bus = await Bus.connect({
+    url: String(sandbox.env.NATS_URL),
+    stream: String(sandbox.env.NATS_STREAM),
+    subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
+  });
   audit = auditClient(`127.0.0.1:${service.grpcPort}`);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
   await admin.connect();
@@ -35,7 +39,11 @@ afterAll(async () => {
 
 async function record(tenantId: string, n: number): Promise<void> {
   // Published concurrently: the per-tenant advisory lock must still give a gap-free chain.
-  await Promise.all(Array.from({ length: n }, (_, i) => bus.publish(newEvent('asset.signed', tenantId, { asset_id: newId('asset'), i, 'billing.meter': 'image_sign' }))));
+  await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      bus.publish(newEvent('asset.signed', tenantId, { asset_id: newId('asset'), i, 'billing.meter': 'image_sign' })),
+    ),
+  );
   const deadline = Date.now() + 15_000;
   while ((await audit.listEntries({ tenantId, limit: 1000 })).entries.length < n) {
     if (Date.now() > deadline) throw new Error('timed out waiting for entries');
@@ -49,20 +57,45 @@ interface EntryRow extends ChainedFields {
 }
 
 async function rowOf(tenantId: string, seq: number): Promise<EntryRow> {
-  const { rows } = await admin.query<{ entry_id: string; seq: string; event_id: string; event_type: string; occurred_at: Date; data: unknown; prev_hash: string; hash: string }>(
+  const { rows } = await admin.query<{
+    entry_id: string;
+    seq: string;
+    event_id: string;
+    event_type: string;
+    occurred_at: Date;
+    data: unknown;
+    prev_hash: string;
+    hash: string;
+  }>(
     'select entry_id, seq, event_id, event_type, occurred_at, data, prev_hash, hash from audit.entries where tenant_id = $1 and seq = $2',
     [tenantId, seq],
   );
   const row = rows[0];
   if (!row) throw new Error(`no entry ${seq}`);
-  return { tenantId, seq: Number(row.seq), entryId: row.entry_id, eventId: row.event_id, eventType: row.event_type, occurredAt: row.occurred_at, data: row.data, prevHash: row.prev_hash, hash: row.hash };
+  return {
+    tenantId,
+    seq: Number(row.seq),
+    entryId: row.entry_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    occurredAt: row.occurred_at,
+    data: row.data,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
 }
 
 /** A forger with write access to the table: changes entry `seq` and recomputes its own hash so it checks out alone. */
 async function rewrite(tenantId: string, seq: number, change: (row: EntryRow) => EntryRow): Promise<void> {
   const forged = change(await rowOf(tenantId, seq));
   const hash = entryHash(forged, forged.prevHash);
-  await admin.query('update audit.entries set seq = $3, data = $4, hash = $5 where tenant_id = $1 and seq = $2', [tenantId, seq, forged.seq, JSON.stringify(forged.data), hash]);
+  await admin.query('update audit.entries set seq = $3, data = $4, hash = $5 where tenant_id = $1 and seq = $2', [
+    tenantId,
+    seq,
+    forged.seq,
+    JSON.stringify(forged.data),
+    hash,
+  ]);
 }
 
 describe('audit hash chain', () => {
@@ -73,7 +106,11 @@ describe('audit hash chain', () => {
     expect(entries.map((e) => Number(e.seq))).toEqual(Array.from({ length: 30 }, (_, i) => 30 - i));
     expect(entries[29]!.prevHash).toBe('0'.repeat(64));
     expect(entries[0]!.prevHash).toBe(entries[1]!.hash);
-    expect(await audit.verifyChain({ tenantId })).toMatchObject({ intact: true, entriesChecked: 30n, headHash: entries[0]!.hash });
+    expect(await audit.verifyChain({ tenantId })).toMatchObject({
+      intact: true,
+      entriesChecked: 30n,
+      headHash: entries[0]!.hash,
+    });
 
     await admin.query('delete from audit.entries where tenant_id = $1 and seq = 12', [tenantId]);
     const verdict = await audit.verifyChain({ tenantId });
@@ -95,7 +132,10 @@ describe('audit hash chain', () => {
     await record(tenantId, 5);
     // The forger rewrites what entry 2 says and gives it a hash consistent with its new content and its
     // prev_hash: entry 2 alone checks out, so only the link from entry 3 can catch it.
-    await rewrite(tenantId, 2, (row) => ({ ...row, data: { ...(row.data as Record<string, unknown>), asset_id: 'asset_forged' } }));
+    await rewrite(tenantId, 2, (row) => ({
+      ...row,
+      data: { ...(row.data as Record<string, unknown>), asset_id: 'asset_forged' },
+    }));
     const forged = await rowOf(tenantId, 2);
     expect(forged.data).toMatchObject({ asset_id: 'asset_forged' });
     expect(entryHash(forged, forged.prevHash)).toBe(forged.hash);
@@ -134,14 +174,26 @@ describe('audit hash chain', () => {
   it('a retention purge keeps the remaining chain verifiable from its checkpoint', async () => {
     const tenantId = newId('tenant');
     await record(tenantId, 6);
-    await admin.query(`update audit.entries set recorded_at = now() - interval '40 days' where tenant_id = $1 and seq <= 4`, [tenantId]);
+    await admin.query(
+      `update audit.entries set recorded_at = now() - interval '40 days' where tenant_id = $1 and seq <= 4`,
+      [tenantId],
+    );
     const purged = await audit.purgeExpired({ tenantId, retentionDays: 30 });
     expect(purged).toMatchObject({ purged: 4, checkpointSeq: 4n });
-    expect(await audit.verifyChain({ tenantId })).toMatchObject({ intact: true, entriesChecked: 2n, checkpointSeq: 4n });
+    expect(await audit.verifyChain({ tenantId })).toMatchObject({
+      intact: true,
+      entriesChecked: 2n,
+      checkpointSeq: 4n,
+    });
     // The next append chains on the survivors.
     await bus.publish(newEvent('webhook.failed', tenantId, { endpoint_id: 'wh_x' }));
-    while ((await audit.listEntries({ tenantId, limit: 10 })).entries.length < 3) await new Promise((r) => setTimeout(r, 50));
+    while ((await audit.listEntries({ tenantId, limit: 10 })).entries.length < 3)
+      await new Promise((r) => setTimeout(r, 50));
     expect((await audit.listEntries({ tenantId, limit: 1 })).entries[0]!.seq).toBe(7n);
-    expect(await audit.verifyChain({ tenantId })).toMatchObject({ intact: true, entriesChecked: 3n, checkpointSeq: 4n });
+    expect(await audit.verifyChain({ tenantId })).toMatchObject({
+      intact: true,
+      entriesChecked: 3n,
+      checkpointSeq: 4n,
+    });
   });
 });

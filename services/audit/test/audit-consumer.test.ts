@@ -20,7 +20,11 @@ let audit: ServiceClient<AuditMethods>;
 beforeAll(async () => {
   sandbox = await createSandbox();
   service = await startService(auditService(sandbox.env));
-  bus = await Bus.connect({ url: String(sandbox.env.NATS_URL), stream: String(sandbox.env.NATS_STREAM), subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX) });
+  bus = await Bus.connect({
+    url: String(sandbox.env.NATS_URL),
+    stream: String(sandbox.env.NATS_STREAM),
+    subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
+  });
   audit = createClient(auditV1.AuditService, `127.0.0.1:${service.grpcPort}`);
 });
 
@@ -54,7 +58,9 @@ describe('audit log consumer', () => {
     const tenantId = newId('tenant');
     const event = newEvent('key.created', tenantId, { key_id: newId('key'), scope: 'sign' });
     await bus.publish(event);
-    const recorded = await waitFor('entry', async () => ((await entriesOf(tenantId)).length === 1 ? entriesOf(tenantId) : undefined));
+    const recorded = await waitFor('entry', async () =>
+      (await entriesOf(tenantId)).length === 1 ? entriesOf(tenantId) : undefined,
+    );
     expect(recorded[0]).toMatchObject({ eventId: event.event_id, eventType: 'key.created', tenantId });
     expect(JSON.parse(recorded[0]!.dataJson)).toEqual(event.data);
 
@@ -72,7 +78,10 @@ describe('audit log consumer', () => {
     try {
       // The service's role loses INSERT on the log: the handler fails, its transaction (and event claim) rolls back.
       await admin.query('revoke insert on audit.entries from cairn');
-      const failed = () => service.context.metrics.eventsConsumed.get().then((m) => m.values.filter((v) => v.labels.outcome === 'failed').reduce((n, v) => n + v.value, 0));
+      const failed = () =>
+        service.context.metrics.eventsConsumed
+          .get()
+          .then((m) => m.values.filter((v) => v.labels.outcome === 'failed').reduce((n, v) => n + v.value, 0));
       const failuresBefore = await failed();
       await bus.publish(event);
       await waitFor('a failed delivery', async () => ((await failed()) > failuresBefore ? true : undefined));
@@ -82,7 +91,11 @@ describe('audit log consumer', () => {
       await admin.query('grant insert on audit.entries to cairn').catch(() => undefined);
       await admin.end();
     }
-    const recorded = await waitFor('redelivered entry', async () => ((await entriesOf(tenantId)).length > 0 ? entriesOf(tenantId) : undefined), 15_000);
+    const recorded = await waitFor(
+      'redelivered entry',
+      async () => ((await entriesOf(tenantId)).length > 0 ? entriesOf(tenantId) : undefined),
+      15_000,
+    );
     await consumerCaughtUp();
     expect(recorded).toHaveLength(1);
     expect(await entriesOf(tenantId)).toHaveLength(1);
@@ -94,7 +107,9 @@ describe('audit log consumer', () => {
     await bus.publish(newEvent('key.created', a, { key_id: 'k1' }));
     await bus.publish(newEvent('key.revoked', a, { key_id: 'k1' }));
     await bus.publish(newEvent('key.created', b, { key_id: 'k2' }));
-    await waitFor('entries', async () => ((await entriesOf(a)).length === 2 && (await entriesOf(b)).length === 1 ? true : undefined));
+    await waitFor('entries', async () =>
+      (await entriesOf(a)).length === 2 && (await entriesOf(b)).length === 1 ? true : undefined,
+    );
     expect((await entriesOf(a, 'key.revoked')).map((e) => e.eventType)).toEqual(['key.revoked']);
     expect((await entriesOf(b)).every((e) => e.tenantId === b)).toBe(true);
   });

@@ -7,18 +7,29 @@ const blank = { sink: 's3', bucket: 'audit-bucket', prefix: '', region: '', endp
 
 describe('export settings', () => {
   it('allows a plain-http endpoint in development only', () => {
-    expect(validateSettings({ ...blank, endpoint: 'http://127.0.0.1:9000' }, false).endpoint).toBe('http://127.0.0.1:9000');
-    expect(() => validateSettings({ ...blank, endpoint: 'http://minio.internal:9000' }, true)).toThrow(/https in production/);
-    expect(validateSettings({ ...blank, endpoint: 'https://s3.example.com' }, true).endpoint).toBe('https://s3.example.com');
+    expect(validateSettings({ ...blank, endpoint: 'http://127.0.0.1:9000' }, false).endpoint).toBe(
+      'http://127.0.0.1:9000',
+    );
+    expect(() => validateSettings({ ...blank, endpoint: 'http://minio.internal:9000' }, true)).toThrow(
+      /https in production/,
+    );
+    expect(validateSettings({ ...blank, endpoint: 'https://s3.example.com' }, true).endpoint).toBe(
+      'https://s3.example.com',
+    );
     expect(() => assertEndpointAllowed('http://x', true)).toThrow(/https/);
   });
 
   it('refuses traversal, bad role ARNs and mixed sinks', () => {
     expect(() => validateSettings({ ...blank, prefix: 'a/../b' }, false)).toThrow(/prefix/);
     expect(() => validateSettings({ ...blank, roleArn: 'arn:aws:iam::12:role/x' }, false)).toThrow(/role_arn/);
-    expect(validateSettings({ ...blank, roleArn: 'arn:aws:iam::123456789012:role/CairnAuditExport' }, false).roleArn).toBe('arn:aws:iam::123456789012:role/CairnAuditExport');
+    expect(
+      validateSettings({ ...blank, roleArn: 'arn:aws:iam::123456789012:role/CairnAuditExport' }, false).roleArn,
+    ).toBe('arn:aws:iam::123456789012:role/CairnAuditExport');
     expect(() => validateSettings({ ...blank, sink: 'filesystem' }, false)).toThrow(/s3 sink/);
-    expect(validateSettings({ ...blank, sink: 'filesystem', bucket: '', path: '/exports/' }, false)).toMatchObject({ sink: 'filesystem', path: 'exports' });
+    expect(validateSettings({ ...blank, sink: 'filesystem', bucket: '', path: '/exports/' }, false)).toMatchObject({
+      sink: 'filesystem',
+      path: 'exports',
+    });
   });
 });
 
@@ -26,7 +37,11 @@ describe('export windows', () => {
   it('aligns 15-minute windows and names them in a year/month/day partition', () => {
     const start = windowStart(new Date('2026-03-04T23:52:10Z'), 900);
     expect(start.toISOString()).toBe('2026-03-04T23:45:00.000Z');
-    expect(windowKey('audit', start, new Date(start.getTime() + 900_000), 900)).toBe('audit/year=2026/month=03/day=04/2345-0000.ndjson');
-    expect(windowKey(null, new Date('2026-03-04T10:00:02Z'), new Date('2026-03-04T10:00:04Z'), 2)).toBe('year=2026/month=03/day=04/100002-100004.ndjson');
+    expect(windowKey('audit', start, new Date(start.getTime() + 900_000), 900)).toBe(
+      'audit/year=2026/month=03/day=04/2345-0000.ndjson',
+    );
+    expect(windowKey(null, new Date('2026-03-04T10:00:02Z'), new Date('2026-03-04T10:00:04Z'), 2)).toBe(
+      'year=2026/month=03/day=04/100002-100004.ndjson',
+    );
   });
 });

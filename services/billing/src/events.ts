@@ -27,8 +27,17 @@ export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: 
   return async (event: EventEnvelope, tx: Tx): Promise<void> => {
     const meter = event.data['billing.meter'];
     const quantity = event.data['billing.quantity'] ?? 1;
-    if (typeof meter !== 'string' || !isMeter(meter) || typeof quantity !== 'number' || !Number.isInteger(quantity) || quantity < 1) {
-      logger.warn({ event_id: event.event_id, type: event.type, meter, quantity }, 'event carries no valid billing.meter/quantity; not metered');
+    if (
+      typeof meter !== 'string' ||
+      !isMeter(meter) ||
+      typeof quantity !== 'number' ||
+      !Number.isInteger(quantity) ||
+      quantity < 1
+    ) {
+      logger.warn(
+        { event_id: event.event_id, type: event.type, meter, quantity },
+        'event carries no valid billing.meter/quantity; not metered',
+      );
       return;
     }
     let plan: PlanName | null = null;
@@ -37,10 +46,19 @@ export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: 
       if (tenant && isPlanName(tenant.plan)) plan = tenant.plan;
     } catch (error) {
       if (!(isCairnError(error) && error.code === 'cairn.not_found')) throw error;
-      logger.warn({ event_id: event.event_id, tenant_id: event.tenant_id }, 'metered event for a tenant the gateway does not know; recorded without a plan');
+      logger.warn(
+        { event_id: event.event_id, tenant_id: event.tenant_id },
+        'metered event for a tenant the gateway does not know; recorded without a plan',
+      );
     }
     const at = new Date(event.created_at);
-    await store.recordUsed(tx, { tenantId: event.tenant_id, meter, plan, quantity, at: Number.isNaN(at.getTime()) ? new Date() : at });
+    await store.recordUsed(tx, {
+      tenantId: event.tenant_id,
+      meter,
+      plan,
+      quantity,
+      at: Number.isNaN(at.getTime()) ? new Date() : at,
+    });
   };
 }
 
@@ -55,11 +73,15 @@ export const JOB_SETTLEMENT_CONSUMER = 'billing-job-settlement';
 export function settleJobReservation(store: MeteringStore, logger: Logger) {
   const settle = async (event: EventEnvelope, reservationId: string): Promise<void> => {
     try {
-      if (event.type === 'job.completed' || event.type === 'verification.completed') await store.commit(event.tenant_id, reservationId);
+      if (event.type === 'job.completed' || event.type === 'verification.completed')
+        await store.commit(event.tenant_id, reservationId);
       else await store.release(event.tenant_id, reservationId);
     } catch (error) {
       if (isCairnError(error) && error.code === 'cairn.not_found') {
-        logger.warn({ reservation_id: reservationId, event_id: event.event_id }, 'job reservation not found; nothing to settle');
+        logger.warn(
+          { reservation_id: reservationId, event_id: event.event_id },
+          'job reservation not found; nothing to settle',
+        );
         return;
       }
       throw error;

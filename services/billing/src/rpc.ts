@@ -29,9 +29,11 @@ export function billingHandlers(store: MeteringStore): ServiceImpl<Methods> {
   return {
     reserve: async (request) => {
       const quantity = request.quantity || 1;
-      if (quantity < 1 || quantity > MAX_QUANTITY) throw new CairnError('cairn.validation.invalid_body', `quantity must be 1..${MAX_QUANTITY}`);
+      if (quantity < 1 || quantity > MAX_QUANTITY)
+        throw new CairnError('cairn.validation.invalid_body', `quantity must be 1..${MAX_QUANTITY}`);
       const cap = request.spendingCapUsd;
-      if (cap !== undefined && (!Number.isFinite(cap) || cap < 0)) throw new CairnError('cairn.validation.invalid_body', 'spending_cap_usd must be a non-negative number');
+      if (cap !== undefined && (!Number.isFinite(cap) || cap < 0))
+        throw new CairnError('cairn.validation.invalid_body', 'spending_cap_usd must be a non-negative number');
       const reservation = await store.reserve({
         tenantId: required(request.tenantId, 'tenant_id'),
         meter: meterOf(request.meter),
@@ -40,23 +42,47 @@ export function billingHandlers(store: MeteringStore): ServiceImpl<Methods> {
         quantity,
         ...(request.reservationId ? { reservationId: request.reservationId } : {}),
       });
-      return { reservationId: reservation.reservationId, used: BigInt(reservation.used), limit: BigInt(reservation.limit), overageUnits: BigInt(reservation.overageUnits), overageUsd: reservation.overageUsd };
+      return {
+        reservationId: reservation.reservationId,
+        used: BigInt(reservation.used),
+        limit: BigInt(reservation.limit),
+        overageUnits: BigInt(reservation.overageUnits),
+        overageUsd: reservation.overageUsd,
+      };
     },
-    commit: async (request) => ({ status: await store.commit(required(request.tenantId, 'tenant_id'), required(request.reservationId, 'reservation_id')) }),
-    release: async (request) => ({ status: await store.release(required(request.tenantId, 'tenant_id'), required(request.reservationId, 'reservation_id')) }),
+    commit: async (request) => ({
+      status: await store.commit(
+        required(request.tenantId, 'tenant_id'),
+        required(request.reservationId, 'reservation_id'),
+      ),
+    }),
+    release: async (request) => ({
+      status: await store.release(
+        required(request.tenantId, 'tenant_id'),
+        required(request.reservationId, 'reservation_id'),
+      ),
+    }),
     getUsage: async (request) => {
       const usage = await store.usage(required(request.tenantId, 'tenant_id'), planOf(request.plan));
       return {
         periodStart: usage.periodStart.toISOString(),
         periodEnd: usage.periodEnd.toISOString(),
         spendUsd: usage.spendUsd,
-        meters: usage.meters.map((m) => ({ meter: m.meter, used: BigInt(m.used), limit: BigInt(m.limit), reserved: BigInt(m.reserved), overageUnits: BigInt(m.overageUnits) })),
+        meters: usage.meters.map((m) => ({
+          meter: m.meter,
+          used: BigInt(m.used),
+          limit: BigInt(m.limit),
+          reserved: BigInt(m.reserved),
+          overageUnits: BigInt(m.overageUnits),
+        })),
       };
     },
     setQuota: async (request) => {
       await store.setQuota(required(request.tenantId, 'tenant_id'), meterOf(request.meter), Number(request.quota));
       return {};
     },
-    sweepExpired: async (request) => ({ released: await store.sweepExpired(request.olderThanSeconds > 0 ? request.olderThanSeconds : undefined) }),
+    sweepExpired: async (request) => ({
+      released: await store.sweepExpired(request.olderThanSeconds > 0 ? request.olderThanSeconds : undefined),
+    }),
   };
 }

@@ -2,7 +2,13 @@ import { fileURLToPath } from 'node:url';
 import { billingV1, gatewayV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { billingConfigShape } from './config.js';
-import { EVENT_METER_CONSUMER, JOB_SETTLEMENT_CONSUMER, meterEvent, METERED_EVENT_TYPES, settleJobReservation } from './events.js';
+import {
+  EVENT_METER_CONSUMER,
+  JOB_SETTLEMENT_CONSUMER,
+  meterEvent,
+  METERED_EVENT_TYPES,
+  settleJobReservation,
+} from './events.js';
 import { PriceTable } from './domain/prices.js';
 import { billingHandlers } from './rpc.js';
 import { MeteringStore } from './store/metering.js';
@@ -17,11 +23,22 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
     env,
     register: async (ctx) => {
       const { config } = ctx;
-      const store = new MeteringStore(ctx.db, ctx.outbox, new PriceTable(config.BILLING_PRICES_JSON), config.BILLING_RESERVATION_TTL_SECONDS);
+      const store = new MeteringStore(
+        ctx.db,
+        ctx.outbox,
+        new PriceTable(config.BILLING_PRICES_JSON),
+        config.BILLING_RESERVATION_TTL_SECONDS,
+      );
       ctx.rpc.add(billingV1.BillingService, billingHandlers(store));
       const settle = settleJobReservation(store, ctx.logger);
-      await ctx.consume(JOB_SETTLEMENT_CONSUMER, ['job.completed', 'verification.completed', 'job.failed'], (event) => settle(event));
-      await ctx.consume(EVENT_METER_CONSUMER, METERED_EVENT_TYPES, meterEvent(store, ctx.client(gatewayV1.TenantService, 'gateway'), ctx.logger));
+      await ctx.consume(JOB_SETTLEMENT_CONSUMER, ['job.completed', 'verification.completed', 'job.failed'], (event) =>
+        settle(event),
+      );
+      await ctx.consume(
+        EVENT_METER_CONSUMER,
+        METERED_EVENT_TYPES,
+        meterEvent(store, ctx.client(gatewayV1.TenantService, 'gateway'), ctx.logger),
+      );
       if (config.BILLING_SWEEP_INTERVAL_MS > 0) {
         let sweeping: Promise<unknown> | undefined;
         const timer = setInterval(() => {

@@ -13,7 +13,11 @@ let service: RunningService;
 let billing: ServiceClient<M>;
 
 beforeAll(async () => {
-  sandbox = await createSandbox({ DATABASE_POOL_MAX: '20', BILLING_SWEEP_INTERVAL_MS: '0', BILLING_PRICES_JSON: JSON.stringify({ growth: { image_sign: 0.5 } }) });
+  sandbox = await createSandbox({
+    DATABASE_POOL_MAX: '20',
+    BILLING_SWEEP_INTERVAL_MS: '0',
+    BILLING_PRICES_JSON: JSON.stringify({ growth: { image_sign: 0.5 } }),
+  });
   service = await startService(billingService(sandbox.env));
   billing = createClient(billingV1.BillingService, `127.0.0.1:${service.grpcPort}`);
 });
@@ -37,7 +41,11 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 it('cap holds under concurrency; release returns spend; commit after sweep bills', async () => {
   const tenantId = newId('tenant');
   await billing.setQuota({ tenantId, meter: 'image_sign', quota: 10n });
-  const results = await Promise.all(Array.from({ length: 100 }, () => codeOf(billing.reserve({ tenantId, meter: 'image_sign', plan: 'growth', spendingCapUsd: 5 }))));
+  const results = await Promise.all(
+    Array.from({ length: 100 }, () =>
+      codeOf(billing.reserve({ tenantId, meter: 'image_sign', plan: 'growth', spendingCapUsd: 5 })),
+    ),
+  );
   expect(results.filter((r) => r === 'ok')).toHaveLength(20);
   expect(results.filter((r) => r === 'cairn.billing.spending_cap_reached')).toHaveLength(80);
   let u = await billing.getUsage({ tenantId, plan: 'growth' });
@@ -55,7 +63,9 @@ it('cap holds under concurrency; release returns spend; commit after sweep bills
   const e = await billing.reserve({ tenantId: t2, meter: 'video_sign', plan: 'enterprise', quantity: 2 });
   expect(e).toMatchObject({ overageUnits: 2n, limit: 0n });
   await billing.commit({ tenantId: t2, reservationId: e.reservationId });
-  const cap0 = await codeOf(billing.reserve({ tenantId: t2, meter: 'video_sign', plan: 'enterprise', spendingCapUsd: 0 }));
+  const cap0 = await codeOf(
+    billing.reserve({ tenantId: t2, meter: 'video_sign', plan: 'enterprise', spendingCapUsd: 0 }),
+  );
   expect(cap0).toBe('cairn.billing.spending_cap_reached');
   // Released by the sweep, then committed: billed all the same.
   const s = await billing.reserve({ tenantId: t2, meter: 'video_sign', plan: 'enterprise' });

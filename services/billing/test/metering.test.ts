@@ -17,7 +17,11 @@ let billing: ServiceClient<BillingMethods>;
 let admin: pg.Client;
 
 beforeAll(async () => {
-  sandbox = await createSandbox({ DATABASE_POOL_MAX: '20', BILLING_SWEEP_INTERVAL_MS: '0', BILLING_PRICES_JSON: JSON.stringify({ growth: { image_sign: 0.5 } }) });
+  sandbox = await createSandbox({
+    DATABASE_POOL_MAX: '20',
+    BILLING_SWEEP_INTERVAL_MS: '0',
+    BILLING_PRICES_JSON: JSON.stringify({ growth: { image_sign: 0.5 } }),
+  });
   service = await startService(billingService(sandbox.env));
   billing = createClient(billingV1.BillingService, `127.0.0.1:${service.grpcPort}`);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
@@ -41,17 +45,25 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 }
 
 async function alertEvents(tenantId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
-  const rows = await admin.query<{ envelope: { type: string; data: Record<string, unknown> } }>(`select envelope from billing.outbox where envelope->>'tenant_id' = $1 order by seq`, [tenantId]);
+  const rows = await admin.query<{ envelope: { type: string; data: Record<string, unknown> } }>(
+    `select envelope from billing.outbox where envelope->>'tenant_id' = $1 order by seq`,
+    [tenantId],
+  );
   return rows.rows.map((r) => r.envelope);
 }
 
-const usageOf = async (tenantId: string, plan: string, meter: string) => (await billing.getUsage({ tenantId, plan })).meters.find((m) => m.meter === meter);
+const usageOf = async (tenantId: string, plan: string, meter: string) =>
+  (await billing.getUsage({ tenantId, plan })).meters.find((m) => m.meter === meter);
 
 describe('billing metering', () => {
   it('200 concurrent reserves at the quota boundary never pass the limit', async () => {
     const tenantId = newId('tenant');
     await billing.setQuota({ tenantId, meter: 'image_sign', quota: 150n });
-    const results = await Promise.all(Array.from({ length: 200 }, () => codeOf(billing.reserve({ tenantId, meter: 'image_sign', plan: 'developer', quantity: 1 }))));
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        codeOf(billing.reserve({ tenantId, meter: 'image_sign', plan: 'developer', quantity: 1 })),
+      ),
+    );
     expect(results.filter((r) => r === 'ok')).toHaveLength(150);
     expect(results.filter((r) => r === 'cairn.billing.quota_exceeded')).toHaveLength(50);
     const usage = await usageOf(tenantId, 'developer', 'image_sign');
@@ -65,7 +77,9 @@ describe('billing metering', () => {
     const b = await billing.reserve({ tenantId, meter: 'image_sign', plan: 'developer' });
     await billing.commit({ tenantId, reservationId: a.reservationId });
     await billing.commit({ tenantId, reservationId: a.reservationId });
-    expect(await codeOf(billing.reserve({ tenantId, meter: 'image_sign', plan: 'developer' }))).toBe('cairn.billing.quota_exceeded');
+    expect(await codeOf(billing.reserve({ tenantId, meter: 'image_sign', plan: 'developer' }))).toBe(
+      'cairn.billing.quota_exceeded',
+    );
     expect((await billing.release({ tenantId, reservationId: b.reservationId })).status).toBe('released');
     expect((await billing.release({ tenantId, reservationId: a.reservationId })).status).toBe('committed');
     const c = await billing.reserve({ tenantId, meter: 'image_sign', plan: 'developer' });
@@ -82,14 +96,27 @@ describe('billing metering', () => {
   });
 
   it('the free plan refuses meters it does not offer', async () => {
-    expect(await codeOf(billing.reserve({ tenantId: newId('tenant'), meter: 'audio_sign', plan: 'free' }))).toBe('cairn.billing.quota_exceeded');
+    expect(await codeOf(billing.reserve({ tenantId: newId('tenant'), meter: 'audio_sign', plan: 'free' }))).toBe(
+      'cairn.billing.quota_exceeded',
+    );
   });
 
   it('plan quotas are the spec table', async () => {
     const usage = await billing.getUsage({ tenantId: newId('tenant'), plan: 'growth' });
     const limits = Object.fromEntries(usage.meters.map((m) => [m.meter, Number(m.limit)]));
-    expect(limits).toMatchObject({ image_sign: 20_000, audio_sign: 10_000, video_sign: 5_000, image_verify: 50_000, lookup: 50_000 });
-    const free = Object.fromEntries((await billing.getUsage({ tenantId: newId('tenant'), plan: 'free' })).meters.map((m) => [m.meter, Number(m.limit)]));
+    expect(limits).toMatchObject({
+      image_sign: 20_000,
+      audio_sign: 10_000,
+      video_sign: 5_000,
+      image_verify: 50_000,
+      lookup: 50_000,
+    });
+    const free = Object.fromEntries(
+      (await billing.getUsage({ tenantId: newId('tenant'), plan: 'free' })).meters.map((m) => [
+        m.meter,
+        Number(m.limit),
+      ]),
+    );
     expect(free).toEqual({ image_sign: 50, image_verify: 100, lookup: 100 });
     const usageDates = await billing.getUsage({ tenantId: newId('tenant'), plan: 'free' });
     const now = new Date();
@@ -137,9 +164,14 @@ describe('billing metering', () => {
     const tenantId = newId('tenant');
     await billing.setQuota({ tenantId, meter: 'video_sign', quota: 1n });
     await billing.reserve({ tenantId, meter: 'video_sign', plan: 'developer' });
-    expect(await codeOf(billing.reserve({ tenantId, meter: 'video_sign', plan: 'developer' }))).toBe('cairn.billing.quota_exceeded');
+    expect(await codeOf(billing.reserve({ tenantId, meter: 'video_sign', plan: 'developer' }))).toBe(
+      'cairn.billing.quota_exceeded',
+    );
     // Age the reservation past its TTL as a crash would leave it.
-    await admin.query(`update billing.reservations set created_at = now() - interval '1 hour', expires_at = now() - interval '1 minute' where tenant_id = $1`, [tenantId]);
+    await admin.query(
+      `update billing.reservations set created_at = now() - interval '1 hour', expires_at = now() - interval '1 minute' where tenant_id = $1`,
+      [tenantId],
+    );
     expect((await billing.sweepExpired({})).released).toBeGreaterThanOrEqual(1);
     expect(await usageOf(tenantId, 'developer', 'video_sign')).toMatchObject({ used: 0n, reserved: 0n });
     expect(await codeOf(billing.reserve({ tenantId, meter: 'video_sign', plan: 'developer' }))).toBe('ok');
@@ -165,7 +197,12 @@ describe('billing metering', () => {
       await app.query('begin');
       try {
         await app.query("select set_config('cairn.tenant_id', $1, true)", [tenantId]);
-        return (await app.query<{ tenant_id: string }>('select tenant_id from billing.reservations where reservation_id = $1', [r.reservationId])).rows;
+        return (
+          await app.query<{ tenant_id: string }>(
+            'select tenant_id from billing.reservations where reservation_id = $1',
+            [r.reservationId],
+          )
+        ).rows;
       } finally {
         await app.query('rollback');
       }

@@ -19,7 +19,10 @@ gateway does, with its identity: DATABASE_URL defaults to the local fleet's cair
 NATS_PASSWORD are the gateway's). The key is shown only here: store it in a secret manager.`;
 
 async function bootstrap(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { name: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { name: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean', default: false } },
+  });
   const name = z.string().trim().min(1).max(200).safeParse(values.name);
   if (!name.success) {
     process.stderr.write(`--name is required (1-200 characters).\n\n${USAGE}\n`);
@@ -27,7 +30,9 @@ async function bootstrap(argv: string[]): Promise<number> {
   }
   const config = loadConfig({ ...commonEnvShape, ...gatewayConfigShape });
   // It writes the gateway's tables, so it is the gateway: the local fleet's gateway role unless DATABASE_URL says otherwise.
-  const databaseUrl = process.env.DATABASE_URL ? config.DATABASE_URL : Object.assign(new URL(config.DATABASE_URL), { username: databaseRole('gateway') }).toString();
+  const databaseUrl = process.env.DATABASE_URL
+    ? config.DATABASE_URL
+    : Object.assign(new URL(config.DATABASE_URL), { username: databaseRole('gateway') }).toString();
   const pool = createPool(databaseUrl, 2);
   const bus = await Bus.connect({
     url: config.NATS_URL,
@@ -43,12 +48,24 @@ async function bootstrap(argv: string[]): Promise<number> {
     await migrateService(pool, 'gateway', migrationsFolder);
     // stdout carries the answer (--json is parsed by scripts); diagnostics go to stderr.
     const logger = createLogger({ service: 'cli', level: 'warn', destination: pino.destination(2) });
-    const outbox = new Outbox(createDb(pool), 'gateway', bus, logger, new ServiceMetrics('cli', { defaultMetrics: false }));
-    const store = new TenantStore(createDb(pool), outbox, new Sealer(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY), 'CAIRN_DATA_KEY'));
+    const outbox = new Outbox(
+      createDb(pool),
+      'gateway',
+      bus,
+      logger,
+      new ServiceMetrics('cli', { defaultMetrics: false }),
+    );
+    const store = new TenantStore(
+      createDb(pool),
+      outbox,
+      new Sealer(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY), 'CAIRN_DATA_KEY'),
+    );
     const { tenant, key } = await store.bootstrap({ name: name.data, email: values.email ?? null });
     await outbox.flush();
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ tenant_id: tenant.tenantId, name: tenant.name, plan: tenant.plan, key_id: key.key_id, api_key: key.api_key })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ tenant_id: tenant.tenantId, name: tenant.name, plan: tenant.plan, key_id: key.key_id, api_key: key.api_key })}\n`,
+      );
     } else {
       process.stdout.write(
         [

@@ -8,26 +8,54 @@ export const gatewayConfigShape = {
   HTTP_HOST: z.string().optional(),
   PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
   /** 32-byte key (64 hex) sealing secrets at rest. Required in production. */
-  CAIRN_DATA_KEY: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters').optional(),
+  CAIRN_DATA_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
+    .optional(),
   PAYMENT_PROCESSOR_SECRET_KEY: z.string().optional(),
   PAYMENT_PROCESSOR_API_BASE: z.string().url().optional(),
   TRUST_PROXY: z.string().default('loopback'),
   /** file:///path (embedded default) or s3://bucket/prefix; shared with the signer and verifier. */
   BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
   /** Signs of uploads up to this size answer 200 with the result; larger ones answer 202 with a job. */
-  SYNC_SIGN_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024),
+  SYNC_SIGN_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(5 * 1024 * 1024),
   /** Direct upload limit of sign and verify. */
-  UPLOAD_MAX_BYTES: z.coerce.number().int().positive().default(100 * 1024 * 1024),
+  UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(100 * 1024 * 1024),
   /** Largest file an upload session (POST /v1/uploads) takes: its declared size and its PUT are held to this. */
-  UPLOAD_SESSION_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024 * 1024),
+  UPLOAD_SESSION_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(5 * 1024 * 1024 * 1024),
   /** How long an upload session's URL and its uploaded file live unused; past it the sweep deletes the file. */
-  UPLOAD_SESSION_TTL_SECONDS: z.coerce.number().int().positive().max(7 * 86_400).default(3600),
+  UPLOAD_SESSION_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(7 * 86_400)
+    .default(3600),
   /** How often expired upload sessions' files are deleted. */
   UPLOAD_SESSION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   /** Authenticated verifies of uploads above this size answer 202 with a job (so does Prefer: respond-async). */
-  SYNC_VERIFY_MAX_BYTES: z.coerce.number().int().positive().default(5 * 1024 * 1024),
+  SYNC_VERIFY_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(5 * 1024 * 1024),
   /** The public verify stays synchronous: it takes files up to this size (413 above; verify with a key instead). */
-  PUBLIC_VERIFY_MAX_BYTES: z.coerce.number().int().positive().default(25 * 1024 * 1024),
+  PUBLIC_VERIFY_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(25 * 1024 * 1024),
   /** Unauthenticated verifies per client address per minute. */
   PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** Unauthenticated C2PA soft-binding queries (/c2pa/v1/matches/*) per client address per minute. */

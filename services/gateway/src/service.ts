@@ -1,7 +1,17 @@
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
 import { createBlobStore } from '@cairn/blob';
-import { anchorV1, auditV1, billingV1, gatewayV1, signerV1, softbindingV1, verifierV1, watermarkV1, webhookV1 } from '@cairn/proto';
+import {
+  anchorV1,
+  auditV1,
+  billingV1,
+  gatewayV1,
+  signerV1,
+  softbindingV1,
+  verifierV1,
+  watermarkV1,
+  webhookV1,
+} from '@cairn/proto';
 import { closeServer, every, listen, type ServiceDefinition } from '@cairn/runtime';
 import { gatewayConfigShape, resolveDataKey } from './config.js';
 import { createPaymentProcessor } from './domain/payments.js';
@@ -49,7 +59,10 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         logger: ctx.logger,
       });
 
-      const redisDown = throttledWarning(ctx.logger, 'Redis unreachable: rate limits kept in this process until it answers again');
+      const redisDown = throttledWarning(
+        ctx.logger,
+        'Redis unreachable: rate limits kept in this process until it answers again',
+      );
       const app = createApp({
         logger: ctx.logger,
         metrics: ctx.metrics,
@@ -57,9 +70,16 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         recipes,
         limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:', { onFallback: redisDown }),
         // A slot lapses with the sign's idempotency lease: both outlive the sign's deadline, so only a dead gateway's lapse.
-        signSlots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', SIGN_CLAIM_LEASE_SECONDS * 1000, { onFallback: redisDown }),
+        signSlots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', SIGN_CLAIM_LEASE_SECONDS * 1000, {
+          onFallback: redisDown,
+        }),
         signConcurrencyPerTenant: config.SIGN_CONCURRENCY_PER_TENANT,
-        authFailures: new AuthFailureLimit(ctx.redis, 'auth-failures:', { limit: config.AUTH_FAILURES_PER_MINUTE, windowSeconds: 60 }, { onFallback: redisDown }),
+        authFailures: new AuthFailureLimit(
+          ctx.redis,
+          'auth-failures:',
+          { limit: config.AUTH_FAILURES_PER_MINUTE, windowSeconds: 60 },
+          { onFallback: redisDown },
+        ),
         payments: createPaymentProcessor(config),
         // Unset, problem `type` URLs point at the gateway's own error catalogue (/docs/api/errors), so they resolve.
         docsUrl: env.DOCS_URL ? config.DOCS_URL : `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/docs`,

@@ -14,7 +14,11 @@ beforeAll(async () => {
 afterAll(() => gw.stop());
 
 async function mintKey(scope: string, extra: Record<string, unknown> = {}) {
-  const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, json: { scope, description: `${scope} key`, ...extra } });
+  const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+    method: 'POST',
+    key: admin.api_key,
+    json: { scope, description: `${scope} key`, ...extra },
+  });
   expect(res.status).toBe(201);
   return (await res.json()) as { key_id: string; api_key: string; scope: string; expires_at: string | null };
 }
@@ -24,7 +28,10 @@ describe('API key authentication', () => {
     ['no Authorization header', {}],
     ['a non-Bearer scheme', { authorization: 'Basic dXNlcjpwYXNz' }],
     ['a malformed key', { authorization: 'Bearer not-a-cairn-key' }],
-    ['a well-formed but unknown key', { authorization: `Bearer cairn_sk_key_01JAAAAAAAAAAAAAAAAAAAAAAA_${'x'.repeat(43)}` }],
+    [
+      'a well-formed but unknown key',
+      { authorization: `Bearer cairn_sk_key_01JAAAAAAAAAAAAAAAAAAAAAAA_${'x'.repeat(43)}` },
+    ],
   ])('answers 401 cairn.auth.invalid_key for %s', async (_name, headers) => {
     const res = await gw.request('/v1/recipes', { headers });
     expect(res.status).toBe(401);
@@ -40,7 +47,10 @@ describe('API key authentication', () => {
   it('refuses a revoked key, immediately', async () => {
     const key = await mintKey('read');
     expect((await gw.request('/v1/recipes', { key: key.api_key })).status).toBe(200);
-    const revoke = await gw.request(`/v1/tenants/${admin.tenant_id}/keys/${key.key_id}`, { method: 'DELETE', key: admin.api_key });
+    const revoke = await gw.request(`/v1/tenants/${admin.tenant_id}/keys/${key.key_id}`, {
+      method: 'DELETE',
+      key: admin.api_key,
+    });
     expect(revoke.status).toBe(200);
     expect(await revoke.json()).toMatchObject({ key_id: key.key_id, status: 'revoked' });
     const res = await gw.request('/v1/recipes', { key: key.api_key });
@@ -58,7 +68,11 @@ describe('API key authentication', () => {
   });
 
   it('refuses an expiry in the past when minting', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, json: { scope: 'sign', expires_at: '2020-01-01T00:00:00Z' } });
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+      method: 'POST',
+      key: admin.api_key,
+      json: { scope: 'sign', expires_at: '2020-01-01T00:00:00Z' },
+    });
     expect(res.status).toBe(400);
     expect((await problemOf(res)).code).toBe('cairn.validation.invalid_body');
   });
@@ -75,11 +89,19 @@ describe('API key authentication', () => {
 
 describe('API keys at rest', () => {
   it('stores only the SHA-256 of each key: no table of the database holds a key or its secret part', async () => {
-    const minted = [await mintKey('sign'), await mintKey('read', { expires_at: new Date(Date.now() + 86_400_000).toISOString() })];
+    const minted = [
+      await mintKey('sign'),
+      await mintKey('read', { expires_at: new Date(Date.now() + 86_400_000).toISOString() }),
+    ];
     const onboarded = await gw.onboard('free');
-    const keys = [...minted.map((k) => ({ key_id: k.key_id, api_key: k.api_key })), { key_id: onboarded.key_id, api_key: onboarded.api_key }];
+    const keys = [
+      ...minted.map((k) => ({ key_id: k.key_id, api_key: k.api_key })),
+      { key_id: onboarded.key_id, api_key: onboarded.api_key },
+    ];
     // A superuser connection: row-level security must not hide a row that might leak.
-    const db = new pg.Client({ connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${gw.sandbox.databaseName}` }).toString() });
+    const db = new pg.Client({
+      connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${gw.sandbox.databaseName}` }).toString(),
+    });
     await db.connect();
     try {
       const { rows: tables } = await db.query<{ schema: string; name: string }>(
@@ -98,7 +120,10 @@ describe('API keys at rest', () => {
         expect(secret.length).toBeGreaterThanOrEqual(43);
         expect(everything).not.toContain(api_key);
         expect(everything).not.toContain(secret);
-        const { rows } = await db.query<{ key_hash: string }>('select key_hash from gateway.api_keys where key_id = $1', [key_id]);
+        const { rows } = await db.query<{ key_hash: string }>(
+          'select key_hash from gateway.api_keys where key_id = $1',
+          [key_id],
+        );
         expect(rows).toEqual([{ key_hash: createHash('sha256').update(api_key, 'utf8').digest('hex') }]);
       }
     } finally {
@@ -131,7 +156,11 @@ describe('scopes', () => {
   });
 
   it('refuses an unknown scope', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, json: { scope: 'root' } });
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+      method: 'POST',
+      key: admin.api_key,
+      json: { scope: 'root' },
+    });
     expect(res.status).toBe(400);
   });
 });
@@ -139,7 +168,9 @@ describe('scopes', () => {
 describe('per-tenant rate limit', () => {
   it('answers 429 with Retry-After once the tenant exceeds its requests per second, and RateLimit-* on every answer', async () => {
     const free = await gw.onboard('free'); // 5 requests per second
-    const responses = await Promise.all(Array.from({ length: 20 }, () => gw.request('/v1/recipes', { key: free.api_key })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => gw.request('/v1/recipes', { key: free.api_key })),
+    );
     const ok = responses.filter((r) => r.status === 200);
     const limited = responses.filter((r) => r.status === 429);
     expect(ok.length).toBeGreaterThanOrEqual(5);

@@ -14,7 +14,10 @@ beforeAll(async () => {
 afterAll(() => gw.stop());
 
 function cairn(args: string[]) {
-  return run(process.execPath, ['--import', 'tsx', cli, ...args], { env: { ...process.env, ...gw.sandbox.env }, timeout: 30_000 });
+  return run(process.execPath, ['--import', 'tsx', cli, ...args], {
+    env: { ...process.env, ...gw.sandbox.env },
+    timeout: 30_000,
+  });
 }
 
 describe('pnpm cairn admin bootstrap', () => {
@@ -23,16 +26,33 @@ describe('pnpm cairn admin bootstrap', () => {
     const created = JSON.parse(stdout) as { tenant_id: string; api_key: string; plan: string };
     expect(created.plan).toBe('enterprise');
     const tenant = await gw.request(`/v1/tenants/${created.tenant_id}`, { key: created.api_key });
-    expect(await tenant.json()).toMatchObject({ tenant_id: created.tenant_id, name: 'ACME', plan: 'enterprise', parent_tenant_id: null });
+    expect(await tenant.json()).toMatchObject({
+      tenant_id: created.tenant_id,
+      name: 'ACME',
+      plan: 'enterprise',
+      parent_tenant_id: null,
+    });
 
     // Enterprise retention goes up to seven years, and no further.
-    const ok = await gw.request(`/v1/tenants/${created.tenant_id}/settings`, { method: 'PATCH', key: created.api_key, json: { audit_retention_days: 2555 } });
+    const ok = await gw.request(`/v1/tenants/${created.tenant_id}/settings`, {
+      method: 'PATCH',
+      key: created.api_key,
+      json: { audit_retention_days: 2555 },
+    });
     expect(ok.status).toBe(200);
-    const tooLong = await gw.request(`/v1/tenants/${created.tenant_id}/settings`, { method: 'PATCH', key: created.api_key, json: { audit_retention_days: 2556 } });
+    const tooLong = await gw.request(`/v1/tenants/${created.tenant_id}/settings`, {
+      method: 'PATCH',
+      key: created.api_key,
+      json: { audit_retention_days: 2556 },
+    });
     expect((await problemOf(tooLong)).code).toBe('cairn.settings.out_of_range');
 
     // An enterprise parent may create enterprise sub-tenants.
-    const sub = await gw.request('/v1/tenants', { method: 'POST', key: created.api_key, json: { name: 'ACME EU', plan: 'enterprise', spending_cap_usd: 0 } });
+    const sub = await gw.request('/v1/tenants', {
+      method: 'POST',
+      key: created.api_key,
+      json: { name: 'ACME EU', plan: 'enterprise', spending_cap_usd: 0 },
+    });
     expect(sub.status).toBe(201);
   });
 
@@ -43,6 +63,9 @@ describe('pnpm cairn admin bootstrap', () => {
   });
 
   it('refuses a missing name with usage and exit code 2', async () => {
-    await expect(cairn(['admin', 'bootstrap'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--name is required') });
+    await expect(cairn(['admin', 'bootstrap'])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--name is required'),
+    });
   });
 });

@@ -36,7 +36,12 @@ describe('bindingBytes', () => {
     expect(bindingBytes(bytes.toString('hex').toUpperCase(), 32, 'x').equals(bytes)).toBe(true);
   });
 
-  it.each([['wrong length', Buffer.alloc(31).toString('base64')], ['not base64', '%%%%'], ['hex of the wrong size', 'ab'.repeat(31)], ['inner padding', 'AA==AA==']])('refuses %s', (_what, value) => {
+  it.each([
+    ['wrong length', Buffer.alloc(31).toString('base64')],
+    ['not base64', '%%%%'],
+    ['hex of the wrong size', 'ab'.repeat(31)],
+    ['inner padding', 'AA==AA=='],
+  ])('refuses %s', (_what, value) => {
     expect(() => bindingBytes(value, 32, 'x')).toThrow(CairnError);
   });
 });

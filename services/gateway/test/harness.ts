@@ -30,7 +30,12 @@ export async function startGateway(overrides: NodeJS.ProcessEnv = {}): Promise<G
       const res = await request('/v1/onboard', {
         method: 'POST',
         headers: { 'idempotency-key': `onboard-${sandbox.id}-${counter}-${Date.now()}` },
-        json: { email: `ops${counter}@example.com`, tenant_name: `Tenant ${counter}`, plan, payment_method_id: plan === 'free' ? undefined : 'pm_card_visa' },
+        json: {
+          email: `ops${counter}@example.com`,
+          tenant_name: `Tenant ${counter}`,
+          plan,
+          payment_method_id: plan === 'free' ? undefined : 'pm_card_visa',
+        },
       });
       if (res.status !== 201) throw new Error(`onboard failed: ${res.status} ${await res.text()}`);
       return (await res.json()) as { tenant_id: string; api_key: string; key_id: string };
@@ -42,7 +47,10 @@ export async function startGateway(overrides: NodeJS.ProcessEnv = {}): Promise<G
   };
 }
 
-export async function problemOf(res: Response): Promise<{ type: string; title: string; status: number; detail: string; code: string; request_id: string }> {
-  if (res.headers.get('content-type')?.split(';')[0] !== 'application/problem+json') throw new Error(`not a problem: ${res.status} ${res.headers.get('content-type')} ${await res.text()}`);
+export async function problemOf(
+  res: Response,
+): Promise<{ type: string; title: string; status: number; detail: string; code: string; request_id: string }> {
+  if (res.headers.get('content-type')?.split(';')[0] !== 'application/problem+json')
+    throw new Error(`not a problem: ${res.status} ${res.headers.get('content-type')} ${await res.text()}`);
   return (await res.json()) as never;
 }

@@ -44,7 +44,10 @@ describe('POST /v1/onboard', () => {
   it('free plan onboards without a payment method and gets only the image recipes', async () => {
     const res = await onboard(body({ plan: 'free', payment_method_id: undefined }));
     expect(res.status).toBe(201);
-    expect(await res.json()).toMatchObject({ recipe_defaults: ['image-genai-v1', 'image-capture-v1'], rate_limits: { rps: 5, daily: 5000 } });
+    expect(await res.json()).toMatchObject({
+      recipe_defaults: ['image-genai-v1', 'image-capture-v1'],
+      rate_limits: { rps: 5, daily: 5000 },
+    });
   });
 
   it('replays the same answer for the same Idempotency-Key and never creates a second tenant', async () => {
@@ -59,10 +62,18 @@ describe('POST /v1/onboard', () => {
 
   it('makes exactly one tenant from 20 concurrent requests with one Idempotency-Key (duplicates meanwhile: 409 in_progress)', async () => {
     const key = randomUUID();
-    const responses = await Promise.all(Array.from({ length: 20 }, () => onboard(body({ tenant_name: 'Race Co' }), { 'idempotency-key': key })));
-    const results = await Promise.all(responses.map(async (r) => ({ status: r.status, body: (await r.json()) as { tenant_id?: string; code?: string } })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => onboard(body({ tenant_name: 'Race Co' }), { 'idempotency-key': key })),
+    );
+    const results = await Promise.all(
+      responses.map(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as { tenant_id?: string; code?: string },
+      })),
+    );
     // One claims the key and onboards; a duplicate meanwhile is told to retry (409 in_progress), never given a second tenant.
-    for (const r of results) expect(r.status === 201 || (r.status === 409 && r.body.code === 'cairn.idempotency.in_progress')).toBe(true);
+    for (const r of results)
+      expect(r.status === 201 || (r.status === 409 && r.body.code === 'cairn.idempotency.in_progress')).toBe(true);
     const created = new Set(results.filter((r) => r.status === 201).map((r) => r.body.tenant_id));
     expect(created.size).toBe(1);
     // A retry after it finished replays the same tenant.
@@ -86,7 +97,13 @@ describe('POST /v1/onboard', () => {
   });
 
   it.each([
-    ['Chrome', { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36' }],
+    [
+      'Chrome',
+      {
+        'user-agent':
+          'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36',
+      },
+    ],
     ['Firefox', { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' }],
     ['fetch metadata', { 'user-agent': 'agent/1.0', 'sec-fetch-site': 'cross-site', 'sec-fetch-dest': 'empty' }],
     ['an Origin header', { 'user-agent': 'agent/1.0', origin: 'https://evil.example' }],
@@ -136,7 +153,13 @@ describe('POST /v1/onboard per-address limit', () => {
     try {
       const statuses: Response[] = [];
       for (let i = 0; i < 3; i++) {
-        statuses.push(await limited.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': randomUUID() }, json: body({ plan: 'free', payment_method_id: undefined }) }));
+        statuses.push(
+          await limited.request('/v1/onboard', {
+            method: 'POST',
+            headers: { 'idempotency-key': randomUUID() },
+            json: body({ plan: 'free', payment_method_id: undefined }),
+          }),
+        );
       }
       expect(statuses.map((r) => r.status)).toEqual([201, 201, 429]);
       const refused = statuses[2]!;

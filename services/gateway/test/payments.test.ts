@@ -65,9 +65,19 @@ class FakeStripe {
 
 const SECRET = 'sk_test_cairn_local_4eC39HqLyjWDarjtT1zdp7dc';
 const customerJson = { id: 'cus_NffrFeUfNV2Hib', object: 'customer', email: 'ops@example.com' };
-const paymentMethodJson = { id: 'pm_1NjqQK2eZvKYlo2C', object: 'payment_method', type: 'card', customer: customerJson.id };
+const paymentMethodJson = {
+  id: 'pm_1NjqQK2eZvKYlo2C',
+  object: 'payment_method',
+  type: 'card',
+  customer: customerJson.id,
+};
 const cardDeclined = {
-  error: { type: 'card_error', code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' },
+  error: {
+    type: 'card_error',
+    code: 'card_declined',
+    decline_code: 'generic_decline',
+    message: 'Your card was declined.',
+  },
 };
 
 const input = (overrides: Partial<AttachPaymentMethodInput> = {}): AttachPaymentMethodInput => ({
@@ -83,7 +93,8 @@ const stripeRoute =
   (override: { customers?: Reply; attach?: Reply } = {}): Route =>
   (req) => {
     if (req.path === '/v1/customers') return override.customers ?? { status: 200, body: customerJson };
-    if (/^\/v1\/payment_methods\/[^/]+\/attach$/.test(req.path)) return override.attach ?? { status: 200, body: paymentMethodJson };
+    if (/^\/v1\/payment_methods\/[^/]+\/attach$/.test(req.path))
+      return override.attach ?? { status: 200, body: paymentMethodJson };
     return { status: 404, body: { error: { type: 'invalid_request_error', message: 'Unrecognized request URL' } } };
   };
 
@@ -105,14 +116,23 @@ describe('StripePaymentProcessor against a local Stripe stand-in', () => {
     stripe.reset(stripeRoute());
     const outcome = await processor.attachPaymentMethod(input());
 
-    expect(outcome).toEqual({ ok: true, customerRef: customerJson.id, paymentMethodRef: paymentMethodJson.id, processor: 'stripe' });
+    expect(outcome).toEqual({
+      ok: true,
+      customerRef: customerJson.id,
+      paymentMethodRef: paymentMethodJson.id,
+      processor: 'stripe',
+    });
     expect(processor.mode).toBe('live');
     expect(stripe.requests).toHaveLength(2);
 
     const [create, attach] = stripe.requests as [RecordedRequest, RecordedRequest];
     expect(create.method).toBe('POST');
     expect(create.path).toBe('/v1/customers');
-    expect(create.form).toEqual({ email: 'ops@example.com', name: 'Example News & Co', payment_method: 'pm_card_visa' });
+    expect(create.form).toEqual({
+      email: 'ops@example.com',
+      name: 'Example News & Co',
+      payment_method: 'pm_card_visa',
+    });
     expect(create.headers['authorization']).toBe(`Bearer ${SECRET}`);
     expect(create.headers['content-type']).toBe('application/x-www-form-urlencoded');
     expect(create.headers['idempotency-key']).toBe('onboard-7d3c1f0e-2a4b');
@@ -130,7 +150,12 @@ describe('StripePaymentProcessor against a local Stripe stand-in', () => {
     await processor.attachPaymentMethod(input());
     await processor.attachPaymentMethod(input());
     const keys = stripe.requests.map((r) => r.headers['idempotency-key']);
-    expect(keys).toEqual(['onboard-7d3c1f0e-2a4b', 'onboard-7d3c1f0e-2a4b:attach', 'onboard-7d3c1f0e-2a4b', 'onboard-7d3c1f0e-2a4b:attach']);
+    expect(keys).toEqual([
+      'onboard-7d3c1f0e-2a4b',
+      'onboard-7d3c1f0e-2a4b:attach',
+      'onboard-7d3c1f0e-2a4b',
+      'onboard-7d3c1f0e-2a4b:attach',
+    ]);
   });
 
   it('maps a 402 card_error on customer creation to declined, without attaching', async () => {
@@ -172,22 +197,38 @@ describe('StripePaymentProcessor against a local Stripe stand-in', () => {
       stripeRoute({
         attach: {
           status: 404,
-          body: { error: { type: 'invalid_request_error', code: 'resource_missing', message: "No such PaymentMethod: 'pm_gone'" } },
+          body: {
+            error: {
+              type: 'invalid_request_error',
+              code: 'resource_missing',
+              message: "No such PaymentMethod: 'pm_gone'",
+            },
+          },
         },
       }),
     );
-    expect(await processor.attachPaymentMethod(input({ paymentMethodId: 'pm_gone' }))).toMatchObject({ ok: false, reason: 'malformed' });
+    expect(await processor.attachPaymentMethod(input({ paymentMethodId: 'pm_gone' }))).toMatchObject({
+      ok: false,
+      reason: 'malformed',
+    });
   });
 
   it('maps a 500 to unavailable', async () => {
-    stripe.reset(stripeRoute({ customers: { status: 500, body: { error: { type: 'api_error', message: 'internal' } } } }));
+    stripe.reset(
+      stripeRoute({ customers: { status: 500, body: { error: { type: 'api_error', message: 'internal' } } } }),
+    );
     const outcome = await processor.attachPaymentMethod(input());
     expect(outcome).toMatchObject({ ok: false, reason: 'unavailable' });
   });
 
   it('maps an authentication error to unavailable rather than blaming the card', async () => {
     stripe.reset(
-      stripeRoute({ customers: { status: 401, body: { error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } } } }),
+      stripeRoute({
+        customers: {
+          status: 401,
+          body: { error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } },
+        },
+      }),
     );
     const outcome = await processor.attachPaymentMethod(input());
     expect(outcome).toMatchObject({ ok: false, reason: 'unavailable' });
@@ -217,8 +258,19 @@ describe('StripePaymentProcessor against a local Stripe stand-in', () => {
 
   it('rejects malformed tokens locally without any request', async () => {
     stripe.reset(stripeRoute());
-    for (const paymentMethodId of ['', 'card_visa', 'pm_', 'pm_ab', 'pm_card visa', 'pm_card/../customers', `pm_${'a'.repeat(300)}`]) {
-      expect(await processor.attachPaymentMethod(input({ paymentMethodId }))).toMatchObject({ ok: false, reason: 'malformed' });
+    for (const paymentMethodId of [
+      '',
+      'card_visa',
+      'pm_',
+      'pm_ab',
+      'pm_card visa',
+      'pm_card/../customers',
+      `pm_${'a'.repeat(300)}`,
+    ]) {
+      expect(await processor.attachPaymentMethod(input({ paymentMethodId }))).toMatchObject({
+        ok: false,
+        reason: 'malformed',
+      });
     }
     expect(stripe.requests).toHaveLength(0);
   });
@@ -262,9 +314,15 @@ describe('TestModePaymentProcessor', () => {
     if (!outcome.ok) expect(outcome.message).toEqual(expect.stringContaining('pm_card_mastercard'));
   });
 
-  it.each(['', 'pm_', 'pm_ab', 'tok_visa', 'pm_card-visa', ' pm_card_visa'])('rejects malformed token %p', async (paymentMethodId) => {
-    expect(await processor.attachPaymentMethod(input({ paymentMethodId }))).toMatchObject({ ok: false, reason: 'malformed' });
-  });
+  it.each(['', 'pm_', 'pm_ab', 'tok_visa', 'pm_card-visa', ' pm_card_visa'])(
+    'rejects malformed token %p',
+    async (paymentMethodId) => {
+      expect(await processor.attachPaymentMethod(input({ paymentMethodId }))).toMatchObject({
+        ok: false,
+        reason: 'malformed',
+      });
+    },
+  );
 });
 
 describe('createPaymentProcessor', () => {
@@ -289,7 +347,11 @@ describe('createPaymentProcessor', () => {
 
   it('refuses a plain-http processor URL in production', () => {
     expect(() =>
-      createPaymentProcessor({ CAIRN_ENV: 'production', PAYMENT_PROCESSOR_SECRET_KEY: SECRET, PAYMENT_PROCESSOR_API_BASE: 'http://127.0.0.1:1' }),
+      createPaymentProcessor({
+        CAIRN_ENV: 'production',
+        PAYMENT_PROCESSOR_SECRET_KEY: SECRET,
+        PAYMENT_PROCESSOR_API_BASE: 'http://127.0.0.1:1',
+      }),
     ).toThrow(/https/);
   });
 });

@@ -36,22 +36,40 @@ describe('every error is RFC 7807 Problem+JSON with a cairn code and the request
   });
 
   it('malformed JSON → 400 cairn.validation.invalid_body', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, headers: { 'content-type': 'application/json' }, body: '{"scope": "sign",' });
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+      method: 'POST',
+      key: admin.api_key,
+      headers: { 'content-type': 'application/json' },
+      body: '{"scope": "sign",',
+    });
     expectShape(await problemOf(res), res, 400, 'cairn.validation.invalid_body');
   });
 
   it('oversize body → 413 cairn.validation.body_too_large', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, json: { scope: 'sign', description: 'x'.repeat(2 * 1024 * 1024) } });
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+      method: 'POST',
+      key: admin.api_key,
+      json: { scope: 'sign', description: 'x'.repeat(2 * 1024 * 1024) },
+    });
     expectShape(await problemOf(res), res, 413, 'cairn.validation.body_too_large');
   });
 
   it('non-JSON body on a JSON endpoint → 415', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', key: admin.api_key, headers: { 'content-type': 'text/plain' }, body: 'scope=sign' });
+    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+      method: 'POST',
+      key: admin.api_key,
+      headers: { 'content-type': 'text/plain' },
+      body: 'scope=sign',
+    });
     expectShape(await problemOf(res), res, 415, 'cairn.validation.unsupported_media_type');
   });
 
   it('a JSON array where an object belongs → 400', async () => {
-    const res = await gw.request('/v1/onboard', { method: 'POST', headers: { 'idempotency-key': 'abcdefgh-1' }, json: [1, 2, 3] });
+    const res = await gw.request('/v1/onboard', {
+      method: 'POST',
+      headers: { 'idempotency-key': 'abcdefgh-1' },
+      json: [1, 2, 3],
+    });
     expectShape(await problemOf(res), res, 400, 'cairn.validation.invalid_body');
   });
 

@@ -136,10 +136,14 @@ describe('RedisRateLimiter', () => {
     try {
       const limiters = clients.map((c) => new RedisRateLimiter(c, PREFIX));
       const decisions = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => (limiters[i % limiters.length] as RedisRateLimiter).consume(subject, policies)),
+        Array.from({ length: 50 }, (_, i) =>
+          (limiters[i % limiters.length] as RedisRateLimiter).consume(subject, policies),
+        ),
       );
       expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
-      expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.retryAfterSeconds >= 1)).toBe(true);
+      expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.retryAfterSeconds >= 1)).toBe(
+        true,
+      );
     } finally {
       await Promise.all(clients.map((c) => c.quit()));
     }
@@ -163,8 +167,12 @@ describe('RedisRateLimiter', () => {
 
   it('rejects invalid policies', async () => {
     await expect(limiter.consume('x', [])).rejects.toThrow(RangeError);
-    await expect(limiter.consume('x', [{ name: 'bad', policy: { limit: 0, windowSeconds: 1 } }])).rejects.toThrow(RangeError);
-    await expect(limiter.consume('x', [{ name: 'bad', policy: { limit: 1.5, windowSeconds: 1 } }])).rejects.toThrow(RangeError);
+    await expect(limiter.consume('x', [{ name: 'bad', policy: { limit: 0, windowSeconds: 1 } }])).rejects.toThrow(
+      RangeError,
+    );
+    await expect(limiter.consume('x', [{ name: 'bad', policy: { limit: 1.5, windowSeconds: 1 } }])).rejects.toThrow(
+      RangeError,
+    );
     await expect(
       limiter.consume('x', [
         { name: 'dup', policy: { limit: 1, windowSeconds: 1 } },
@@ -177,9 +185,17 @@ describe('RedisRateLimiter', () => {
 describe('RedisRateLimiter with Redis unreachable', () => {
   it('keeps the same buckets in process (refusing past the limit, per subject), reporting each fallback, and never throws', async () => {
     // A real client pointed at a port where nothing listens, configured as services configure theirs.
-    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    });
     const errors: unknown[] = [];
-    const fallback = new RedisRateLimiter(dead, PREFIX, { onFallback: (error) => errors.push(error), retryRedisAfterMs: 0 });
+    const fallback = new RedisRateLimiter(dead, PREFIX, {
+      onFallback: (error) => errors.push(error),
+      retryRedisAfterMs: 0,
+    });
     const policy = [{ name: 'rps', policy: { limit: 3, windowSeconds: 60 } }];
     const decisions: RateLimitDecision[] = [];
     for (let i = 0; i < 4; i += 1) decisions.push(await fallback.consume('subject-a', policy));
@@ -192,9 +208,17 @@ describe('RedisRateLimiter with Redis unreachable', () => {
   });
 
   it('after a failure leaves Redis alone for a while (a hung Redis would cost every request its timeout)', async () => {
-    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    });
     const errors: unknown[] = [];
-    const fallback = new RedisRateLimiter(dead, PREFIX, { onFallback: (error) => errors.push(error), retryRedisAfterMs: 600_000 });
+    const fallback = new RedisRateLimiter(dead, PREFIX, {
+      onFallback: (error) => errors.push(error),
+      retryRedisAfterMs: 600_000,
+    });
     const policy = [{ name: 'rps', policy: { limit: 2, windowSeconds: 60 } }];
     const allowed: boolean[] = [];
     for (let i = 0; i < 3; i += 1) allowed.push((await fallback.consume('subject-c', policy)).allowed);
@@ -206,7 +230,9 @@ describe('RedisRateLimiter with Redis unreachable', () => {
 
 describe('rateLimitHeaders', () => {
   it('formats integers and omits Retry-After when allowed', async () => {
-    const decision = await limiter.consume(freshSubject('headers-ok'), [{ name: 'rps', policy: { limit: 20, windowSeconds: 1 } }]);
+    const decision = await limiter.consume(freshSubject('headers-ok'), [
+      { name: 'rps', policy: { limit: 20, windowSeconds: 1 } },
+    ]);
     const headers = rateLimitHeaders(decision);
     expect(Object.keys(headers).sort()).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
     expect(headers['RateLimit-Limit']).toBe('20');
@@ -225,7 +251,18 @@ describe('rateLimitHeaders', () => {
   });
 
   it('never emits fractional or negative values', () => {
-    const headers = rateLimitHeaders({ allowed: false, limit: 10, remaining: -1, resetSeconds: 2.2, retryAfterSeconds: 0.4 });
-    expect(headers).toEqual({ 'RateLimit-Limit': '10', 'RateLimit-Remaining': '0', 'RateLimit-Reset': '3', 'Retry-After': '1' });
+    const headers = rateLimitHeaders({
+      allowed: false,
+      limit: 10,
+      remaining: -1,
+      resetSeconds: 2.2,
+      retryAfterSeconds: 0.4,
+    });
+    expect(headers).toEqual({
+      'RateLimit-Limit': '10',
+      'RateLimit-Remaining': '0',
+      'RateLimit-Reset': '3',
+      'Retry-After': '1',
+    });
   });
 });

@@ -16,8 +16,16 @@ describe('cairn.gateway.v1.TenantService over gRPC', () => {
     const client = createClient(gatewayV1.TenantService, `127.0.0.1:${gw.service.grpcPort}`);
     try {
       const { tenant: found } = await client.getTenant({ tenantId: tenant.tenant_id });
-      expect(found).toMatchObject({ tenantId: tenant.tenant_id, plan: 'growth', parentTenantId: '', auditRetentionDays: 365 });
-      await expect(client.getTenant({ tenantId: newId('tenant') })).rejects.toMatchObject({ code: 'cairn.not_found', status: 404 });
+      expect(found).toMatchObject({
+        tenantId: tenant.tenant_id,
+        plan: 'growth',
+        parentTenantId: '',
+        auditRetentionDays: 365,
+      });
+      await expect(client.getTenant({ tenantId: newId('tenant') })).rejects.toMatchObject({
+        code: 'cairn.not_found',
+        status: 404,
+      });
     } finally {
       client.close();
     }

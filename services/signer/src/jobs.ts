@@ -14,9 +14,20 @@ export interface SignJobItem {
 }
 
 /** Failures worth another attempt: the key service or a peer was briefly away, or the C2PA worker died on it. */
-const TRANSIENT = new Set(['cairn.signer.unavailable', 'cairn.unavailable', 'cairn.internal_error', 'cairn.sign.worker_failed']);
+const TRANSIENT = new Set([
+  'cairn.signer.unavailable',
+  'cairn.unavailable',
+  'cairn.internal_error',
+  'cairn.sign.worker_failed',
+]);
 
-export function jobCompletedData(jobId: string, recipeId: string, result: SignResult, reservationId: string, byokReservationId = ''): Record<string, unknown> {
+export function jobCompletedData(
+  jobId: string,
+  recipeId: string,
+  result: SignResult,
+  reservationId: string,
+  byokReservationId = '',
+): Record<string, unknown> {
   return {
     job_id: jobId,
     reservation_id: reservationId || null,
@@ -45,9 +56,16 @@ export class SignJobs {
   async enqueue(request: SignRequest): Promise<{ jobId: string }> {
     // Validated before the job row is written: a field the sign would refuse (prompt text above all) must
     // never reach the jobs table, whoever calls EnqueueSign.
-    const metadata = Object.fromEntries(Object.entries(parseSignMetadata(request.metadata)).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    const metadata = Object.fromEntries(
+      Object.entries(parseSignMetadata(request.metadata)).filter(
+        (e): e is [string, string] => typeof e[1] === 'string',
+      ),
+    );
     const jobId = newId('job');
-    const stored = toJson(signerV1.SignRequestSchema, create(signerV1.SignRequestSchema, { ...request, metadata, jobId }));
+    const stored = toJson(
+      signerV1.SignRequestSchema,
+      create(signerV1.SignRequestSchema, { ...request, metadata, jobId }),
+    );
     await this.deps.store.createJob(request.tenantId, jobId, stored);
     await this.queue.enqueue({ jobId, tenantId: request.tenantId }, jobId);
     return { jobId };
@@ -60,22 +78,47 @@ export class SignJobs {
     // attempt ended without an answer (the signer process itself died on it), so the job ends here, not `running` forever.
     if (attempt > maxAttempts) {
       const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
-      await this.fail(item, request, new CairnError('cairn.sign.worker_failed', `The sign was attempted ${maxAttempts} times and never finished.`));
+      await this.fail(
+        item,
+        request,
+        new CairnError('cairn.sign.worker_failed', `The sign was attempted ${maxAttempts} times and never finished.`),
+      );
       await this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
       return;
     }
-    await withTenant(this.deps.db, item.tenantId, (tx) => this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt }));
+    await withTenant(this.deps.db, item.tenantId, (tx) =>
+      this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt }),
+    );
     const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
     // The upload is the job's input until the job ends, either way.
     const finished = () => this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
     try {
       await signAsset(this.deps, request, async (tx, result) => {
-        await this.deps.store.markJob(tx, item.jobId, { status: 'done', result: toJson(signerV1.SignResponseSchema, create(signerV1.SignResponseSchema, result)) });
-        await this.deps.outbox.enqueue(tx, newEvent('job.completed', item.tenantId, jobCompletedData(item.jobId, request.recipe?.recipeId ?? '', result, request.reservationId, request.byokReservationId)));
+        await this.deps.store.markJob(tx, item.jobId, {
+          status: 'done',
+          result: toJson(signerV1.SignResponseSchema, create(signerV1.SignResponseSchema, result)),
+        });
+        await this.deps.outbox.enqueue(
+          tx,
+          newEvent(
+            'job.completed',
+            item.tenantId,
+            jobCompletedData(
+              item.jobId,
+              request.recipe?.recipeId ?? '',
+              result,
+              request.reservationId,
+              request.byokReservationId,
+            ),
+          ),
+        );
       });
       await finished();
     } catch (error) {
-      const known = error instanceof CairnError ? error : new CairnError('cairn.internal_error', 'The sign failed unexpectedly.', {}, { cause: error });
+      const known =
+        error instanceof CairnError
+          ? error
+          : new CairnError('cairn.internal_error', 'The sign failed unexpectedly.', {}, { cause: error });
       if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
       this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'sign job failed');
       await this.fail(item, request, known);
@@ -85,10 +128,24 @@ export class SignJobs {
 
   /** Ends the job `failed` with its problem and job.failed, once (the row's status decides). */
   private async fail(item: SignJobItem, request: signerV1.SignRequest, known: CairnError): Promise<void> {
-    const problem = { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
+    const problem = {
+      code: known.code,
+      title: ERROR_CATALOG[known.code].title,
+      status: known.status,
+      detail: known.message,
+    };
     await withTenant(this.deps.db, item.tenantId, async (tx) => {
       await this.deps.store.markJob(tx, item.jobId, { status: 'failed', problem });
-      await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: request.reservationId || null, ...(request.byokReservationId ? { byok_reservation_id: request.byokReservationId } : {}), recipe_id: request.recipe?.recipeId ?? null, problem }));
+      await this.deps.outbox.enqueue(
+        tx,
+        newEvent('job.failed', item.tenantId, {
+          job_id: item.jobId,
+          reservation_id: request.reservationId || null,
+          ...(request.byokReservationId ? { byok_reservation_id: request.byokReservationId } : {}),
+          recipe_id: request.recipe?.recipeId ?? null,
+          problem,
+        }),
+      );
     });
     void this.deps.outbox.flush();
   }

@@ -14,7 +14,10 @@ import type { CredentialRow } from './store/credentials.js';
 
 /** A C2PA manifest label as c2pa-rs writes it: urn:c2pa:<uuid>[:<generator>[:<version>]] or the older urn:uuid:<uuid>. */
 function isManifestLabel(label: string): boolean {
-  return label.length <= 256 && /^urn:(c2pa|uuid):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:[\w.-]*){0,2}$/i.test(label);
+  return (
+    label.length <= 256 &&
+    /^urn:(c2pa|uuid):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:[\w.-]*){0,2}$/i.test(label)
+  );
 }
 
 function requireTenant(tenantId: string): string {
@@ -22,8 +25,22 @@ function requireTenant(tenantId: string): string {
   return tenantId;
 }
 
-function credentialMessage(row: CredentialRow): { credentialId: string; description: string; subject: string; notAfter: string; endpointUrl: string; createdAt: string } {
-  return { credentialId: row.credentialId, description: row.description, subject: row.subject, notAfter: row.notAfter.toISOString(), endpointUrl: row.endpointUrl, createdAt: row.createdAt.toISOString() };
+function credentialMessage(row: CredentialRow): {
+  credentialId: string;
+  description: string;
+  subject: string;
+  notAfter: string;
+  endpointUrl: string;
+  createdAt: string;
+} {
+  return {
+    credentialId: row.credentialId,
+    description: row.description,
+    subject: row.subject,
+    notAfter: row.notAfter.toISOString(),
+    endpointUrl: row.endpointUrl,
+    createdAt: row.createdAt.toISOString(),
+  };
 }
 
 type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
@@ -53,7 +70,15 @@ function presentAsset(row: AssetRow): signerV1.Asset {
 }
 
 /** cairn.signer.v1.SignerService. */
-export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: SignJobs; blobs: BlobStore; authority: CertificateAuthority; credentials: Credentials }): ServiceImpl<Methods> {
+export function signerHandlers(
+  deps: PipelineDeps & {
+    store: AssetStore;
+    jobs: SignJobs;
+    blobs: BlobStore;
+    authority: CertificateAuthority;
+    credentials: Credentials;
+  },
+): ServiceImpl<Methods> {
   return {
     sign: async (request) => {
       requireIds(request.tenantId, request.assetId);
@@ -93,7 +118,8 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
       return { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } };
     },
     findAssetByContent: async (request) => {
-      if (!/^[0-9a-f]{64}$/.test(request.contentSha256)) throw new CairnError('cairn.validation.invalid_body', 'content_sha256 is 64 lowercase hex digits.');
+      if (!/^[0-9a-f]{64}$/.test(request.contentSha256))
+        throw new CairnError('cairn.validation.invalid_body', 'content_sha256 is 64 lowercase hex digits.');
       const row = await deps.store.findByContent(request.contentSha256);
       return row ? { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } } : {};
     },
@@ -104,7 +130,8 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
           ? await deps.store.getManifestByLabel(request.label)
           : null;
       const bytes = row ? await deps.blobs.getBuffer(row.blobKey) : null;
-      if (!row || !bytes) throw new CairnError('cairn.not_found', `Manifest ${request.manifestId || request.label} not found.`);
+      if (!row || !bytes)
+        throw new CairnError('cairn.not_found', `Manifest ${request.manifestId || request.label} not found.`);
       const asset = await deps.store.getPublic(row.assetId);
       return {
         manifestStore: bytes,
@@ -119,22 +146,38 @@ export function signerHandlers(deps: PipelineDeps & { store: AssetStore; jobs: S
     getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),
     registerCredential: async (request) => {
       const tenantId = requireTenant(request.tenantId);
-      const registered = await deps.credentials.register(tenantId, { chainPem: request.certificateChainPem, endpointUrl: request.endpointUrl, description: request.description.slice(0, 200) });
+      const registered = await deps.credentials.register(tenantId, {
+        chainPem: request.certificateChainPem,
+        endpointUrl: request.endpointUrl,
+        description: request.description.slice(0, 200),
+      });
       return { credential: credentialMessage(registered.row), hmacSecret: registered.hmacSecret };
     },
-    listCredentials: async (request) => ({ credentials: (await deps.credentials.list(requireTenant(request.tenantId))).map(credentialMessage) }),
+    listCredentials: async (request) => ({
+      credentials: (await deps.credentials.list(requireTenant(request.tenantId))).map(credentialMessage),
+    }),
     deleteCredential: async (request) => {
       const tenantId = requireTenant(request.tenantId);
-      if (!isId('credential', request.credentialId) || !(await deps.credentials.delete(tenantId, request.credentialId))) {
+      if (
+        !isId('credential', request.credentialId) ||
+        !(await deps.credentials.delete(tenantId, request.credentialId))
+      ) {
         throw new CairnError('cairn.not_found', `Signing credential ${request.credentialId} not found.`);
       }
       return {};
     },
     revokeCertificate: async (request) => {
       const reason = request.reason || 'unspecified';
-      if (!isRevocationReason(reason)) throw new CairnError('cairn.validation.invalid_body', `Unknown revocation reason "${reason}".`);
-      const result = await deps.authority.revoke(request.serialHex || 'current', reason, (tx, event) => deps.outbox.enqueue(tx, event));
-      if (!result.ok) throw new CairnError(result.error === 'not_found' ? 'cairn.not_found' : 'cairn.validation.invalid_body', `Cannot revoke: ${result.error}`);
+      if (!isRevocationReason(reason))
+        throw new CairnError('cairn.validation.invalid_body', `Unknown revocation reason "${reason}".`);
+      const result = await deps.authority.revoke(request.serialHex || 'current', reason, (tx, event) =>
+        deps.outbox.enqueue(tx, event),
+      );
+      if (!result.ok)
+        throw new CairnError(
+          result.error === 'not_found' ? 'cairn.not_found' : 'cairn.validation.invalid_body',
+          `Cannot revoke: ${result.error}`,
+        );
       if (!result.alreadyRevoked) void deps.outbox.flush();
       return { serialHex: result.revoked.serialHex, revokedAt: (result.revoked.revokedAt ?? new Date()).toISOString() };
     },

@@ -32,12 +32,22 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       const authority = new CertificateAuthority({ db: ctx.db, settings: pkiSettingsFromConfig(config), logger });
       await authority.ensureDevelopmentPki();
 
-      const ocsp = await startOcspServer(createOcspHandler(authority.ocspResponderDeps({ onError: (error) => logger.error({ err: error }, 'OCSP responder error') })), config.OCSP_HOST ?? config.GRPC_HOST, config.OCSP_PORT);
+      const ocsp = await startOcspServer(
+        createOcspHandler(
+          authority.ocspResponderDeps({ onError: (error) => logger.error({ err: error }, 'OCSP responder error') }),
+        ),
+        config.OCSP_HOST ?? config.GRPC_HOST,
+        config.OCSP_PORT,
+      );
       ctx.expose('ocsp', ocsp.port);
       ctx.onShutdown(() => ocsp.close());
 
       const store = new AssetStore(ctx.db);
-      const c2pa = new IsolatedC2pa({ size: config.SIGN_WORKERS, timeoutMs: config.SIGN_WORKER_TIMEOUT_MS, maxOldSpaceMb: config.SIGN_WORKER_MAX_OLD_SPACE_MB });
+      const c2pa = new IsolatedC2pa({
+        size: config.SIGN_WORKERS,
+        timeoutMs: config.SIGN_WORKER_TIMEOUT_MS,
+        maxOldSpaceMb: config.SIGN_WORKER_MAX_OLD_SPACE_MB,
+      });
       ctx.onShutdown(() => c2pa.close());
       // Children started before the service reports ready, so the first sign's budget is not spent on process start.
       await c2pa.pool.ready();
@@ -53,7 +63,11 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         store: new CredentialStore(ctx.db),
         // The KEK that seals the CA's keys also seals the BYOK endpoints' HMAC secrets (bound to their rows).
         sealer: new Sealer(pkiSettingsFromConfig(config).kek.toString('hex'), 'SIGNER_KEK'),
-        policy: { httpsOnly: production, blockInternal: true, allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK ? config.OUTBOUND_ALLOW_LOOPBACK === 'true' : !production },
+        policy: {
+          httpsOnly: production,
+          blockInternal: true,
+          allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK ? config.OUTBOUND_ALLOW_LOOPBACK === 'true' : !production,
+        },
         timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
       });
       const deps: PipelineDeps = {
@@ -91,14 +105,17 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         config.PKI_CHECK_INTERVAL_MS,
         async () => {
           await authority.rotateIfDue();
-          if ((await authority.notifyExpiring(new Date(), (tx, event) => ctx.outbox.enqueue(tx, event))) > 0) await ctx.outbox.flush();
+          if ((await authority.notifyExpiring(new Date(), (tx, event) => ctx.outbox.enqueue(tx, event))) > 0)
+            await ctx.outbox.flush();
         },
         onError('certificate check'),
       );
       const stopSweep = every(
         config.ASSET_SWEEP_INTERVAL_MS,
         async () => {
-          const removed = await store.claimExpired(200, (row) => (row.blobKey ? blobs.delete(row.blobKey) : Promise.resolve()));
+          const removed = await store.claimExpired(200, (row) =>
+            row.blobKey ? blobs.delete(row.blobKey) : Promise.resolve(),
+          );
           if (removed > 0) logger.info({ removed }, 'deleted derived assets past their retention');
         },
         onError('asset retention sweep'),

@@ -37,14 +37,16 @@ export interface TestCredentialOptions {
 }
 
 function pemOf(label: string, der: ArrayBuffer): string {
-  const b64 = Buffer.from(der).toString('base64').replace(/.{1,64}/g, '$&\n');
+  const b64 = Buffer.from(der)
+    .toString('base64')
+    .replace(/.{1,64}/g, '$&\n');
   return `-----BEGIN ${label}-----\n${b64}-----END ${label}-----\n`;
 }
 
 function randomSerialHex(): string {
   // Positive 16-byte serial (top bit clear so DER does not need a leading zero byte).
   const bytes = webcrypto.getRandomValues(new Uint8Array(16));
-  bytes[0] = (bytes[0] ?? 0) & 0x7f | 0x01;
+  bytes[0] = ((bytes[0] ?? 0) & 0x7f) | 0x01;
   return Buffer.from(bytes).toString('hex');
 }
 

@@ -10,7 +10,13 @@ import {
   type BuildAndSignInput,
   type EmbeddableMimeType,
 } from '../src/c2pa/index.js';
-import { callbackSignerFor, collectGarbage, localSignerFor, makeTestCredential, type TestCredential } from './c2pa-fixtures.js';
+import {
+  callbackSignerFor,
+  collectGarbage,
+  localSignerFor,
+  makeTestCredential,
+  type TestCredential,
+} from './c2pa-fixtures.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const PHOTO = `${SHARED_DIR}/fixtures/photos/astronaut.png`;
@@ -40,7 +46,10 @@ let jpeg: Buffer;
 let thumbnail: Buffer;
 
 /** Reader JSON of a signed asset, with the test CA as the only trust anchor. */
-async function readBack(signed: Buffer, mimeType: string): Promise<{ store: Json; manifest: Json; assertions: Assertion[]; reader: Reader }> {
+async function readBack(
+  signed: Buffer,
+  mimeType: string,
+): Promise<{ store: Json; manifest: Json; assertions: Assertion[]; reader: Reader }> {
   const settings = JSON.stringify({ verify: { verify_trust: true }, trust: { trust_anchors: credential.caCertPem } });
   const reader = await Reader.fromAsset({ buffer: signed, mimeType }, settings);
   if (!reader) throw new Error('no manifest found');
@@ -54,7 +63,9 @@ function assertion(assertions: Assertion[], label: string): Json | undefined {
   return assertions.find((a) => a.label === label)?.data;
 }
 
-function input(overrides: Partial<BuildAndSignInput> & Pick<BuildAndSignInput, 'asset' | 'mimeType' | 'signer'>): BuildAndSignInput {
+function input(
+  overrides: Partial<BuildAndSignInput> & Pick<BuildAndSignInput, 'asset' | 'mimeType' | 'signer'>,
+): BuildAndSignInput {
   return {
     claimGenerator: { name: 'cairn', version: '0.1.0' },
     title: 'astronaut',
@@ -82,7 +93,9 @@ describe('buildAndSign', () => {
   ] as const)('signs a %s with a %s and the manifest reads back complete', async (mimeType, signerKind) => {
     const asset = mimeType === 'image/png' ? png : jpeg;
     const signer = signerKind === 'LocalSigner' ? localSignerFor(credential) : callbackSignerFor(credential);
-    const result = await buildAndSign(input({ asset, mimeType, signer, thumbnail: { bytes: thumbnail, mimeType: 'image/jpeg' } }));
+    const result = await buildAndSign(
+      input({ asset, mimeType, signer, thumbnail: { bytes: thumbnail, mimeType: 'image/jpeg' } }),
+    );
 
     const { store, manifest, assertions, reader } = await readBack(result.signed, mimeType);
     expect(store.validation_state).toBe('Trusted');
@@ -109,7 +122,10 @@ describe('buildAndSign', () => {
     expect(assertion(assertions, 'com.cairn.generation')).toEqual(METADATA);
     expect(JSON.stringify(manifest)).not.toMatch(/"prompt"/);
 
-    expect(assertion(assertions, 'c2pa.soft-binding')).toEqual({ alg: 'cairn-dct-v1', blocks: [{ scope: {}, value: '00ff10aa' }] });
+    expect(assertion(assertions, 'c2pa.soft-binding')).toEqual({
+      alg: 'cairn-dct-v1',
+      blocks: [{ scope: {}, value: '00ff10aa' }],
+    });
     expect(assertion(assertions, 'stds.schema-org.CreativeWork')).toMatchObject({
       author: [
         { '@type': 'Person', name: 'Ada Lovelace' },
@@ -142,7 +158,9 @@ describe('buildAndSign', () => {
   });
 
   it('without a digital source type records the received file as the opened parent', async () => {
-    const result = await buildAndSign(input({ asset: jpeg, mimeType: 'image/jpeg', signer: localSignerFor(credential), digitalSourceType: undefined }));
+    const result = await buildAndSign(
+      input({ asset: jpeg, mimeType: 'image/jpeg', signer: localSignerFor(credential), digitalSourceType: undefined }),
+    );
     const { store, manifest, assertions } = await readBack(result.signed, 'image/jpeg');
     expect(store.validation_state).toBe('Trusted');
     const actions = assertion(assertions, 'c2pa.actions.v2')?.actions as Json[];
@@ -167,19 +185,30 @@ describe('buildAndSign', () => {
 
   it('never carries fields outside the sign metadata, and refuses a prompt in place of its hash', async () => {
     const withPrompt = { ...METADATA, prompt: 'a secret prompt' } as typeof METADATA;
-    expect(buildManifestPlan(input({ asset: jpeg, mimeType: 'image/jpeg', signer: localSignerFor(credential), metadata: withPrompt })).definition.assertions.find(
-      (a) => a.label === 'com.cairn.generation',
-    )?.data).toEqual(METADATA);
+    expect(
+      buildManifestPlan(
+        input({ asset: jpeg, mimeType: 'image/jpeg', signer: localSignerFor(credential), metadata: withPrompt }),
+      ).definition.assertions.find((a) => a.label === 'com.cairn.generation')?.data,
+    ).toEqual(METADATA);
 
     await expect(
-      buildAndSign(input({ asset: jpeg, mimeType: 'image/jpeg', signer: localSignerFor(credential), metadata: { prompt_hash: 'a cat on a mat' } })),
+      buildAndSign(
+        input({
+          asset: jpeg,
+          mimeType: 'image/jpeg',
+          signer: localSignerFor(credential),
+          metadata: { prompt_hash: 'a cat on a mat' },
+        }),
+      ),
     ).rejects.toBeInstanceOf(C2paInputError);
   });
 
   it('refuses a type it neither embeds into nor signs with a sidecar', async () => {
     const mkv = Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0, 0, 0, 0]);
     await expect(
-      buildAndSign(input({ asset: mkv, mimeType: 'video/x-matroska' as EmbeddableMimeType, signer: localSignerFor(credential) })),
+      buildAndSign(
+        input({ asset: mkv, mimeType: 'video/x-matroska' as EmbeddableMimeType, signer: localSignerFor(credential) }),
+      ),
     ).rejects.toBeInstanceOf(C2paSignError);
   });
 
@@ -193,7 +222,9 @@ describe('buildAndSign', () => {
 
   it('wraps c2pa-rs failures (an asset that is not what its type says)', async () => {
     await expect(
-      buildAndSign(input({ asset: Buffer.from('not a jpeg at all'), mimeType: 'image/jpeg', signer: localSignerFor(credential) })),
+      buildAndSign(
+        input({ asset: Buffer.from('not a jpeg at all'), mimeType: 'image/jpeg', signer: localSignerFor(credential) }),
+      ),
     ).rejects.toThrow(C2paSignError);
   });
 });

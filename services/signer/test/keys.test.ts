@@ -6,7 +6,15 @@ import { CairnError } from '@cairn/errors';
 import { SOFTHSM_MODULE, USER_PIN, setupSoftHsm, type SoftHsm } from './fixtures/softhsm.js';
 import { createTestHierarchy, type TestHierarchy } from './fixtures/hierarchy.js';
 import { newBuilder, readValidation, releaseC2paHandles, smallJpeg } from './fixtures/c2pa.js';
-import { Pkcs11KeyBackend, SoftwareKeyBackend, closePkcs11, generatePkcs11SigningKey, type ActiveSigningKey, type KeyBackend, type Pkcs11Config } from '../src/pki/keys.js';
+import {
+  Pkcs11KeyBackend,
+  SoftwareKeyBackend,
+  closePkcs11,
+  generatePkcs11SigningKey,
+  type ActiveSigningKey,
+  type KeyBackend,
+  type Pkcs11Config,
+} from '../src/pki/keys.js';
 import { openPrivateKey, sealPrivateKey } from '../src/pki/envelope.js';
 import { c2paSignerFailure, c2paTrustSettings, createC2paSigner, signWithC2pa } from '../src/pki/c2pa-signer.js';
 
@@ -37,11 +45,20 @@ afterAll(async () => {
 function softwareKey(): { backend: SoftwareKeyBackend; pkcs8: Buffer; spki: Buffer } {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const pkcs8 = privateKey.export({ format: 'der', type: 'pkcs8' });
-  return { backend: SoftwareKeyBackend.fromPkcs8(pkcs8), pkcs8, spki: publicKey.export({ format: 'der', type: 'spki' }) };
+  return {
+    backend: SoftwareKeyBackend.fromPkcs8(pkcs8),
+    pkcs8,
+    spki: publicKey.export({ format: 'der', type: 'spki' }),
+  };
 }
 
 function verifiesP1363(spki: Buffer, data: Buffer, signature: Buffer): boolean {
-  return verify('sha256', data, { key: createPublicKey({ key: spki, format: 'der', type: 'spki' }), dsaEncoding: 'ieee-p1363' }, signature);
+  return verify(
+    'sha256',
+    data,
+    { key: createPublicKey({ key: spki, format: 'der', type: 'spki' }), dsaEncoding: 'ieee-p1363' },
+    signature,
+  );
 }
 
 /** Asserts a 503 CairnError, and (for PKCS#11) that it failed at `stage`, so a test cannot pass for the wrong reason. */
@@ -151,20 +168,37 @@ describe('Pkcs11KeyBackend (SoftHSM2)', () => {
   });
 
   it('throws cairn.signer.unavailable when the PIN is wrong', async () => {
-    await expectUnavailable(new Pkcs11KeyBackend({ modulePath: SOFTHSM_MODULE, tokenLabel: wrongPinToken, pin: '0000' }, 'any').sign(Buffer.from('x')), 'pkcs11 login');
+    await expectUnavailable(
+      new Pkcs11KeyBackend({ modulePath: SOFTHSM_MODULE, tokenLabel: wrongPinToken, pin: '0000' }, 'any').sign(
+        Buffer.from('x'),
+      ),
+      'pkcs11 login',
+    );
   });
 
   it('throws cairn.signer.unavailable when the token does not exist', async () => {
-    await expectUnavailable(new Pkcs11KeyBackend({ ...pkcs11, tokenLabel: 'no-such-token' }, 'any').sign(Buffer.from('x')), 'pkcs11 token lookup');
+    await expectUnavailable(
+      new Pkcs11KeyBackend({ ...pkcs11, tokenLabel: 'no-such-token' }, 'any').sign(Buffer.from('x')),
+      'pkcs11 token lookup',
+    );
   });
 
   it('throws cairn.signer.unavailable when the module cannot be loaded', async () => {
-    await expectUnavailable(new Pkcs11KeyBackend({ ...pkcs11, modulePath: '/nonexistent/libpkcs11.so' }, 'any').sign(Buffer.from('x')), 'pkcs11 module load');
-    await expectUnavailable(generatePkcs11SigningKey({ ...pkcs11, modulePath: '/nonexistent/libpkcs11.so' }, 'any', randomBytes(4)), 'pkcs11 module load');
+    await expectUnavailable(
+      new Pkcs11KeyBackend({ ...pkcs11, modulePath: '/nonexistent/libpkcs11.so' }, 'any').sign(Buffer.from('x')),
+      'pkcs11 module load',
+    );
+    await expectUnavailable(
+      generatePkcs11SigningKey({ ...pkcs11, modulePath: '/nonexistent/libpkcs11.so' }, 'any', randomBytes(4)),
+      'pkcs11 module load',
+    );
   });
 
   it('throws cairn.signer.unavailable when the key is not on the token', async () => {
-    await expectUnavailable(new Pkcs11KeyBackend(pkcs11, 'no-such-key').sign(Buffer.from('x')), 'key not found on token');
+    await expectUnavailable(
+      new Pkcs11KeyBackend(pkcs11, 'no-such-key').sign(Buffer.from('x')),
+      'key not found on token',
+    );
   });
 
   it('throws cairn.signer.unavailable when the token disappears under an open session, and keeps doing so', async () => {
@@ -205,18 +239,27 @@ describe('c2pa-node accepts the signatures', () => {
     ],
   ];
 
-  it.each(backends)('%s: Trusted with our root as anchor, signingCredential.untrusted without it', async (_name, make) => {
-    const { spki, backend } = await make();
-    const { trusted, untrusted } = await signAndRead(await hierarchy.activeKey(spki, backend));
-    expect(trusted.state).toBe('Trusted');
-    expect(trusted.statusCodes).toEqual([]);
-    expect(trusted.failureCodes).toEqual([]);
-    expect(trusted.successCodes).toEqual(expect.arrayContaining(['signingCredential.trusted', 'claimSignature.validated', 'claimSignature.insideValidity']));
+  it.each(backends)(
+    '%s: Trusted with our root as anchor, signingCredential.untrusted without it',
+    async (_name, make) => {
+      const { spki, backend } = await make();
+      const { trusted, untrusted } = await signAndRead(await hierarchy.activeKey(spki, backend));
+      expect(trusted.state).toBe('Trusted');
+      expect(trusted.statusCodes).toEqual([]);
+      expect(trusted.failureCodes).toEqual([]);
+      expect(trusted.successCodes).toEqual(
+        expect.arrayContaining([
+          'signingCredential.trusted',
+          'claimSignature.validated',
+          'claimSignature.insideValidity',
+        ]),
+      );
 
-    expect(untrusted.state).toBe('Valid');
-    expect(untrusted.statusCodes).toEqual(['signingCredential.untrusted']);
-    expect(untrusted.successCodes).toContain('claimSignature.validated');
-  });
+      expect(untrusted.state).toBe('Valid');
+      expect(untrusted.statusCodes).toEqual(['signingCredential.untrusted']);
+      expect(untrusted.successCodes).toContain('claimSignature.validated');
+    },
+  );
 
   it('is not trusted under another root', async () => {
     const other = await createTestHierarchy('Someone Else');
@@ -238,14 +281,19 @@ describe('c2pa-node accepts the signatures', () => {
       },
     };
     const active = await hierarchy.activeKey(spki, failing);
-    await expectUnavailable(signWithC2pa(newBuilder(), active, { buffer: await smallJpeg(), mimeType: 'image/jpeg' }, { buffer: null }));
+    await expectUnavailable(
+      signWithC2pa(newBuilder(), active, { buffer: await smallJpeg(), mimeType: 'image/jpeg' }, { buffer: null }),
+    );
 
     // The same through createC2paSigner + c2paSignerFailure, for callers driving signAsync themselves.
     const signer = createC2paSigner(active);
     expect(c2paSignerFailure(signer)).toBeUndefined();
     const error = await newBuilder()
       .signAsync(signer, { buffer: await smallJpeg(), mimeType: 'image/jpeg' }, { buffer: null })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).not.toBeInstanceOf(CairnError);
     await expectUnavailable(Promise.reject(c2paSignerFailure(signer)));
   });

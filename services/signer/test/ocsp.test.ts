@@ -8,7 +8,14 @@ import { sql } from 'drizzle-orm';
 import { CertificateAuthority, type PkiOverview } from '../src/pki/certificates.js';
 import { createOcspHandler, startOcspServer, type OcspServer } from '../src/pki/ocsp-responder.js';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
-import { OID, nonceExtensionValue, ocspCrypto, parseCertificate, pemCertificatesToDer, responderKeyHash } from '@cairn/ocsp';
+import {
+  OID,
+  nonceExtensionValue,
+  ocspCrypto,
+  parseCertificate,
+  pemCertificatesToDer,
+  responderKeyHash,
+} from '@cairn/ocsp';
 import { c2paTrustSettings, signWithC2pa } from '../src/pki/c2pa-signer.js';
 import { createTestHierarchy } from './fixtures/hierarchy.js';
 import { createPkiDb, testSettings, type PkiDb } from './fixtures/pki-db.js';
@@ -39,13 +46,24 @@ afterAll(async () => {
 beforeEach(async () => {
   await pki.reset();
   // The AIA of the signing certificates names this test's responder, as OCSP_PUBLIC_URL would.
-  ca = new CertificateAuthority({ db: pki.db, settings: testSettings({ ocspPublicUrl: url, ocspResponseValiditySeconds: 600 }) });
+  ca = new CertificateAuthority({
+    db: pki.db,
+    settings: testSettings({ ocspPublicUrl: url, ocspResponseValiditySeconds: 600 }),
+  });
   overview = await ca.ensureDevelopmentPki();
   inner = createOcspHandler(ca.ocspResponderDeps());
 });
 
-async function post(body: Buffer, path = '/ocsp', contentType = 'application/ocsp-request'): Promise<{ status: number; type: string | null; body: Buffer }> {
-  const res = await fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { 'Content-Type': contentType }, body });
+async function post(
+  body: Buffer,
+  path = '/ocsp',
+  contentType = 'application/ocsp-request',
+): Promise<{ status: number; type: string | null; body: Buffer }> {
+  const res = await fetch(`http://127.0.0.1:${server.port}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': contentType },
+    body,
+  });
   return { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()) };
 }
 
@@ -57,20 +75,29 @@ function parseResponse(der: Buffer): { status: number; basic?: pkijs.BasicOCSPRe
 }
 
 /** An OCSP request for `serialHex` under `issuerPem`, with a nonce. */
-async function requestFor(serialHex: string, issuerPem: string, nonce = randomBytes(16), hashAlgorithm: 'SHA-1' | 'SHA-256' = 'SHA-1'): Promise<Buffer> {
+async function requestFor(
+  serialHex: string,
+  issuerPem: string,
+  nonce = randomBytes(16),
+  hashAlgorithm: 'SHA-1' | 'SHA-256' = 'SHA-1',
+): Promise<Buffer> {
   const issuer = parseCertificate(pemCertificatesToDer(issuerPem)[0] as Buffer);
   const subject = new pkijs.Certificate();
   subject.serialNumber = new asn1js.Integer({ valueHex: Buffer.from(serialHex, 'hex') });
   const request = new pkijs.OCSPRequest();
   await request.createForCertificate(subject, { hashAlgorithm, issuerCertificate: issuer }, ocspCrypto());
-  request.tbsRequest.requestExtensions = [new pkijs.Extension({ extnID: OID.ocspNonce, extnValue: nonceExtensionValue(nonce) })];
+  request.tbsRequest.requestExtensions = [
+    new pkijs.Extension({ extnID: OID.ocspNonce, extnValue: nonceExtensionValue(nonce) }),
+  ];
   return Buffer.from(request.toSchema(true).toBER(false));
 }
 
 describe('OCSP responder and client over HTTP', () => {
   it('answers good, then revoked (with time and reason) after revoke()', async () => {
     expect(ocspUrlsOfCertificate(overview.signing.pem)).toEqual([url]);
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'good' });
+    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
+      status: 'good',
+    });
 
     const revoked = await ca.revoke(overview.signing.serialHex, 'keyCompromise');
     expect(revoked.ok).toBe(true);
@@ -81,25 +108,44 @@ describe('OCSP responder and client over HTTP', () => {
     expect(Math.abs(revokedAt - Date.now())).toBeLessThan(60_000);
 
     // Also through the GET form, and for the replacement, which is good.
-    expect((await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, { method: 'GET', ...LOOPBACK })).status).toBe('revoked');
+    expect(
+      (await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, { method: 'GET', ...LOOPBACK }))
+        .status,
+    ).toBe('revoked');
     if (revoked.ok && revoked.replacement) {
-      expect(await checkOcsp(revoked.replacement.pem, overview.intermediate.pem, url, 2000, { hashAlgorithm: 'SHA-256', ...LOOPBACK })).toEqual({ status: 'good' });
+      expect(
+        await checkOcsp(revoked.replacement.pem, overview.intermediate.pem, url, 2000, {
+          hashAlgorithm: 'SHA-256',
+          ...LOOPBACK,
+        }),
+      ).toEqual({ status: 'good' });
     }
   });
 
   it('answers a retired (rotated-out) certificate good: what it signed stays valid', async () => {
-    await pki.db.execute(sql`update signer.certificates set not_after = now() + interval '2 days' where role = 'signing'`);
+    await pki.db.execute(
+      sql`update signer.certificates set not_after = now() + interval '2 days' where role = 'signing'`,
+    );
     const rotation = await ca.rotateIfDue();
     expect(rotation.rotated).toBe(true);
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'good' });
+    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
+      status: 'good',
+    });
   });
 
   it('answers unknown for a serial it never issued', async () => {
     const stranger = await createTestHierarchy();
     // A certificate claiming our intermediate as issuer, with a serial we never issued.
     const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const fake = await stranger.activeKey(publicKey.export({ format: 'der', type: 'spki' }), SoftwareKeyBackend.fromPkcs8(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' })));
-    expect(await checkOcsp(fake.certificatePem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'unknown' });
+    const fake = await stranger.activeKey(
+      publicKey.export({ format: 'der', type: 'spki' }),
+      SoftwareKeyBackend.fromPkcs8(
+        generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' }),
+      ),
+    );
+    expect(await checkOcsp(fake.certificatePem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
+      status: 'unknown',
+    });
 
     const raw = await post(await requestFor(randomBytes(16).toString('hex'), overview.intermediate.pem));
     const { status, basic } = parseResponse(raw.body);
@@ -114,7 +160,10 @@ describe('OCSP responder and client over HTTP', () => {
     expect(basic?.tbsResponseData.responses[0]?.certStatus.idBlock.tagNumber).toBe(2);
 
     const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const theirs = await stranger.activeKey(publicKey.export({ format: 'der', type: 'spki' }), SoftwareKeyBackend.fromPkcs8(privateKey.export({ format: 'der', type: 'pkcs8' })));
+    const theirs = await stranger.activeKey(
+      publicKey.export({ format: 'der', type: 'spki' }),
+      SoftwareKeyBackend.fromPkcs8(privateKey.export({ format: 'der', type: 'pkcs8' })),
+    );
     const result = await checkOcsp(theirs.certificatePem, stranger.intermediate.pem, url, 2000, LOOPBACK);
     expect(result.status).toBe('unavailable');
     expect(result.detail).toMatch(/responder/);
@@ -158,7 +207,9 @@ describe('OCSP responder and client over HTTP', () => {
     // The responder certificate (issued by the intermediate, EKU OCSPSigning) and the intermediate ride along.
     const responder = parseCertificate(pemCertificatesToDer(overview.ocspResponder.pem)[0] as Buffer);
     expect(basic.certs?.map((c) => Buffer.from(c.toSchema().toBER(false)).toString('base64'))).toEqual(
-      [overview.ocspResponder.pem, overview.intermediate.pem].map((pem) => (pemCertificatesToDer(pem)[0] as Buffer).toString('base64')),
+      [overview.ocspResponder.pem, overview.intermediate.pem].map((pem) =>
+        (pemCertificatesToDer(pem)[0] as Buffer).toString('base64'),
+      ),
     );
     const responderID = basic.tbsResponseData.responderID as asn1js.OctetString;
     expect(Buffer.from(responderID.valueBlock.valueHexView).equals(responderKeyHash(responder))).toBe(true);
@@ -167,10 +218,19 @@ describe('OCSP responder and client over HTTP', () => {
     expect(single?.thisUpdate.getMilliseconds()).toBe(0);
 
     const echoed = basic.tbsResponseData.responseExtensions?.find((e) => e.extnID === OID.ocspNonce);
-    expect(Buffer.from(echoed?.extnValue.valueBlock.valueHexView ?? []).equals(Buffer.from(nonceExtensionValue(nonce)))).toBe(true);
+    expect(
+      Buffer.from(echoed?.extnValue.valueBlock.valueHexView ?? []).equals(Buffer.from(nonceExtensionValue(nonce))),
+    ).toBe(true);
 
     const crypto = ocspCrypto();
-    expect(await crypto.verifyWithPublicKey(basic.tbsResponseData.tbsView, basic.signature, responder.subjectPublicKeyInfo, basic.signatureAlgorithm)).toBe(true);
+    expect(
+      await crypto.verifyWithPublicKey(
+        basic.tbsResponseData.tbsView,
+        basic.signature,
+        responder.subjectPublicKeyInfo,
+        basic.signatureAlgorithm,
+      ),
+    ).toBe(true);
     // pkijs's own full verification agrees (delegated responder authorised by the issuing CA, chained to our root).
     const root = parseCertificate(pemCertificatesToDer(overview.root.pem)[0] as Buffer);
     expect(await basic.verify({ trustedCerts: [root] }, crypto)).toBe(true);
@@ -181,11 +241,22 @@ describe('OCSP responder and client over HTTP', () => {
 
   it('falls back to signing with the intermediate itself when it has no responder certificate', async () => {
     const deps = ca.ocspResponderDeps();
-    inner = createOcspHandler({ ...deps, issuers: async () => (await deps.issuers()).map(({ responder: _unused, ...issuer }) => issuer) });
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({ status: 'good' });
-    const { basic } = parseResponse(await post(await requestFor(overview.signing.serialHex, overview.intermediate.pem)).then((r) => r.body));
+    inner = createOcspHandler({
+      ...deps,
+      issuers: async () => (await deps.issuers()).map(({ responder: _unused, ...issuer }) => issuer),
+    });
+    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
+      status: 'good',
+    });
+    const { basic } = parseResponse(
+      await post(await requestFor(overview.signing.serialHex, overview.intermediate.pem)).then((r) => r.body),
+    );
     const intermediate = parseCertificate(pemCertificatesToDer(overview.intermediate.pem)[0] as Buffer);
-    expect(Buffer.from((basic?.tbsResponseData.responderID as asn1js.OctetString).valueBlock.valueHexView).equals(responderKeyHash(intermediate))).toBe(true);
+    expect(
+      Buffer.from((basic?.tbsResponseData.responderID as asn1js.OctetString).valueBlock.valueHexView).equals(
+        responderKeyHash(intermediate),
+      ),
+    ).toBe(true);
     expect(basic?.certs).toBeUndefined();
   });
 
@@ -194,15 +265,33 @@ describe('OCSP responder and client over HTTP', () => {
     const stranger = await createTestHierarchy();
     const deps = ca.ocspResponderDeps();
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const impostor = await stranger.activeKey(publicKey.export({ format: 'der', type: 'spki' }), SoftwareKeyBackend.fromPkcs8(privateKey.export({ format: 'der', type: 'pkcs8' })));
-    const impostorKey = await webcrypto.subtle.importKey('pkcs8', privateKey.export({ format: 'der', type: 'pkcs8' }), { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
+    const impostor = await stranger.activeKey(
+      publicKey.export({ format: 'der', type: 'spki' }),
+      SoftwareKeyBackend.fromPkcs8(privateKey.export({ format: 'der', type: 'pkcs8' })),
+    );
+    const impostorKey = await webcrypto.subtle.importKey(
+      'pkcs8',
+      privateKey.export({ format: 'der', type: 'pkcs8' }),
+      { name: 'ECDSA', namedCurve: 'P-256' },
+      false,
+      ['sign'],
+    );
     inner = createOcspHandler({
       ...deps,
       issuers: async () =>
-        (await deps.issuers()).map((issuer) => ({ ...issuer, responder: { certificateDer: pemCertificatesToDer(impostor.certificatePem)[0] as Buffer, privateKey: impostorKey } })),
+        (await deps.issuers()).map((issuer) => ({
+          ...issuer,
+          responder: {
+            certificateDer: pemCertificatesToDer(impostor.certificatePem)[0] as Buffer,
+            privateKey: impostorKey,
+          },
+        })),
     });
     const result = await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK);
-    expect(result).toMatchObject({ status: 'unavailable', detail: 'delegated responder certificate is not signed by the issuer' });
+    expect(result).toMatchObject({
+      status: 'unavailable',
+      detail: 'delegated responder certificate is not signed by the issuer',
+    });
   });
 
   it('client: a tampered response is unavailable, not good', async () => {
@@ -210,27 +299,42 @@ describe('OCSP responder and client over HTTP', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const upstream = httpRequest({ host: '127.0.0.1', port: server.port, path: '/ocsp', method: 'POST', headers: { 'content-type': 'application/ocsp-request' } }, (up) => {
-          const parts: Buffer[] = [];
-          up.on('data', (c: Buffer) => parts.push(c));
-          up.on('end', () => {
-            const body = Buffer.concat(parts);
-            // Flip the last byte of the response signature (the embedded certificate follows it, so
-            // the end of the body is not the place).
-            const { basic } = parseResponse(body);
-            const signature = Buffer.from(basic?.signature.valueBlock.valueHexView ?? []);
-            const at = body.indexOf(signature) + signature.length - 1;
-            body[at] = (body[at] ?? 0) ^ 0x01;
-            res.setHeader('content-type', 'application/ocsp-response');
-            res.end(body);
-          });
-        });
+        const upstream = httpRequest(
+          {
+            host: '127.0.0.1',
+            port: server.port,
+            path: '/ocsp',
+            method: 'POST',
+            headers: { 'content-type': 'application/ocsp-request' },
+          },
+          (up) => {
+            const parts: Buffer[] = [];
+            up.on('data', (c: Buffer) => parts.push(c));
+            up.on('end', () => {
+              const body = Buffer.concat(parts);
+              // Flip the last byte of the response signature (the embedded certificate follows it, so
+              // the end of the body is not the place).
+              const { basic } = parseResponse(body);
+              const signature = Buffer.from(basic?.signature.valueBlock.valueHexView ?? []);
+              const at = body.indexOf(signature) + signature.length - 1;
+              body[at] = (body[at] ?? 0) ^ 0x01;
+              res.setHeader('content-type', 'application/ocsp-response');
+              res.end(body);
+            });
+          },
+        );
         upstream.end(Buffer.concat(chunks));
       });
     });
     await new Promise<void>((resolve) => tamper.listen(0, '127.0.0.1', resolve));
     try {
-      const result = await checkOcsp(overview.signing.pem, overview.intermediate.pem, `http://127.0.0.1:${(tamper.address() as AddressInfo).port}/ocsp`, 2000, LOOPBACK);
+      const result = await checkOcsp(
+        overview.signing.pem,
+        overview.intermediate.pem,
+        `http://127.0.0.1:${(tamper.address() as AddressInfo).port}/ocsp`,
+        2000,
+        LOOPBACK,
+      );
       expect(result).toEqual({ status: 'unavailable', detail: 'response signature does not verify' });
     } finally {
       await new Promise((resolve) => tamper.close(resolve));
@@ -242,13 +346,25 @@ describe('OCSP responder and client over HTTP', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       // A responder that never answers: the client's own deadline ends the check (its detail says so).
-      const slow = await checkOcsp(overview.signing.pem, overview.intermediate.pem, `http://127.0.0.1:${(silent.address() as AddressInfo).port}/ocsp`, 300, LOOPBACK);
+      const slow = await checkOcsp(
+        overview.signing.pem,
+        overview.intermediate.pem,
+        `http://127.0.0.1:${(silent.address() as AddressInfo).port}/ocsp`,
+        300,
+        LOOPBACK,
+      );
       expect(slow).toMatchObject({ status: 'unavailable', detail: 'responder timed out' });
     } finally {
       silent.closeAllConnections();
       await new Promise((resolve) => silent.close(resolve));
     }
-    const closed = await checkOcsp(overview.signing.pem, overview.intermediate.pem, 'http://127.0.0.1:1/ocsp', 1000, LOOPBACK);
+    const closed = await checkOcsp(
+      overview.signing.pem,
+      overview.intermediate.pem,
+      'http://127.0.0.1:1/ocsp',
+      1000,
+      LOOPBACK,
+    );
     expect(closed.status).toBe('unavailable');
   });
 
@@ -272,7 +388,9 @@ describe('OCSP responder and client over HTTP', () => {
     const before = await readValidation(signed, settings);
     expect(before.state).toBe('Trusted');
     expect(before.failureCodes).toEqual([]);
-    expect(before.successCodes).toEqual(expect.arrayContaining(['signingCredential.ocsp.notRevoked', 'signingCredential.trusted']));
+    expect(before.successCodes).toEqual(
+      expect.arrayContaining(['signingCredential.ocsp.notRevoked', 'signingCredential.trusted']),
+    );
     // c2pa-rs GETs <AIA URL joined with the base64 request>, which drops the last path segment: /<request>.
     expect(requests[0]).toMatch(/^GET \/MF/);
 

@@ -82,7 +82,9 @@ describe('development PKI creation', () => {
     expect(ib?.ca).toBe(true);
     expect(ib?.pathLength).toBe(0);
     expect(await intermediate.verify({ publicKey: root.publicKey, signatureOnly: true })).toBe(true);
-    expect(Math.round((intermediate.notAfter.getTime() - intermediate.notBefore.getTime()) / (365 * 86_400_000))).toBe(5);
+    expect(Math.round((intermediate.notAfter.getTime() - intermediate.notBefore.getTime()) / (365 * 86_400_000))).toBe(
+      5,
+    );
 
     expect(leaf.subject).toBe('O=Acme Media, CN=Cairn Signing 1');
     expect(leaf.issuer).toBe(intermediate.subject);
@@ -91,10 +93,17 @@ describe('development PKI creation', () => {
     const ku = leaf.getExtension(x509.KeyUsagesExtension);
     expect(ku?.critical).toBe(true);
     expect(ku?.usages).toBe(x509.KeyUsageFlags.digitalSignature);
-    expect(leaf.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual([EKU_C2PA_CLAIM_SIGNING, EKU_EMAIL_PROTECTION]);
+    expect(leaf.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual([
+      EKU_C2PA_CLAIM_SIGNING,
+      EKU_EMAIL_PROTECTION,
+    ]);
     expect(leaf.getExtension(x509.SubjectKeyIdentifierExtension)).not.toBeNull();
-    expect(leaf.getExtension(x509.AuthorityKeyIdentifierExtension)?.keyId).toBe(intermediate.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId);
-    expect(leaf.getExtension(x509.AuthorityInfoAccessExtension)?.ocsp.map((n) => n.value)).toEqual(['http://127.0.0.1:9471/ocsp']);
+    expect(leaf.getExtension(x509.AuthorityKeyIdentifierExtension)?.keyId).toBe(
+      intermediate.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId,
+    );
+    expect(leaf.getExtension(x509.AuthorityInfoAccessExtension)?.ocsp.map((n) => n.value)).toEqual([
+      'http://127.0.0.1:9471/ocsp',
+    ]);
     expect(leaf.publicKey.algorithm).toMatchObject({ name: 'ECDSA', namedCurve: 'P-256' });
 
     // The intermediate's delegated OCSP responder: end-entity, OCSPSigning only, ocsp-nocheck, short-lived.
@@ -133,7 +142,12 @@ describe('keys at rest', () => {
     const ca = newCa();
     await ca.ensureDevelopmentPki();
     const stored = await rows();
-    const dump = (await pki.db.execute<{ t: string }>(sql`select string_agg(row_to_json(c)::text, '') as t from signer.certificates c`)).rows[0]?.t ?? '';
+    const dump =
+      (
+        await pki.db.execute<{ t: string }>(
+          sql`select string_agg(row_to_json(c)::text, '') as t from signer.certificates c`,
+        )
+      ).rows[0]?.t ?? '';
     for (const row of stored) {
       expect(row.key_backend).toBe('software');
       expect(row.pem).not.toMatch(/PRIVATE KEY/);
@@ -142,7 +156,8 @@ describe('keys at rest', () => {
       expect(opened.ok).toBe(true);
       if (!opened.ok) continue;
       // The PKCS#8 appears nowhere in the table, in any encoding.
-      for (const encoding of ['base64', 'base64url', 'hex'] as const) expect(dump).not.toContain(opened.plaintext.toString(encoding));
+      for (const encoding of ['base64', 'base64url', 'hex'] as const)
+        expect(dump).not.toContain(opened.plaintext.toString(encoding));
       expect(Buffer.from(sealed).includes(opened.plaintext)).toBe(false);
       expect(openPrivateKey(Buffer.alloc(32, 7), row.serial_hex, sealed).ok).toBe(false);
     }
@@ -171,8 +186,12 @@ describe('keys at rest', () => {
     };
     expect(() => pkiSettingsFromConfig(base)).toThrow(/SIGNER_KEK is required/);
     expect(pkiSettingsFromConfig({ ...base, CAIRN_ENV: 'development' }).kek).toHaveLength(32);
-    expect(() => pkiSettingsFromConfig({ ...base, CAIRN_ENV: 'development', SIGNER_KEY_BACKEND: 'pkcs11' })).toThrow(/SIGNER_PKCS11_TOKEN/);
-    expect(() => pkiSettingsFromConfig({ ...base, CAIRN_ENV: 'development', SIGNER_CERT_VALIDITY_DAYS: 20 })).toThrow(/ROTATE_BEFORE/);
+    expect(() => pkiSettingsFromConfig({ ...base, CAIRN_ENV: 'development', SIGNER_KEY_BACKEND: 'pkcs11' })).toThrow(
+      /SIGNER_PKCS11_TOKEN/,
+    );
+    expect(() => pkiSettingsFromConfig({ ...base, CAIRN_ENV: 'development', SIGNER_CERT_VALIDITY_DAYS: 20 })).toThrow(
+      /ROTATE_BEFORE/,
+    );
   });
 });
 
@@ -198,12 +217,24 @@ describe('the active signing key', () => {
   });
 
   it('lives on the HSM token with SIGNER_KEY_BACKEND=pkcs11: no key in the database, Trusted signatures', async () => {
-    const ca = newCa({ keyBackend: 'pkcs11', pkcs11: { modulePath: SOFTHSM_MODULE, tokenLabel: hsmToken, pin: USER_PIN }, pkcs11KeyLabelPrefix: 'cairn-test' });
+    const ca = newCa({
+      keyBackend: 'pkcs11',
+      pkcs11: { modulePath: SOFTHSM_MODULE, tokenLabel: hsmToken, pin: USER_PIN },
+      pkcs11KeyLabelPrefix: 'cairn-test',
+    });
     const overview = await ca.ensureDevelopmentPki();
     const leafRow = (await rows()).find((r) => r.role === 'signing');
-    expect(leafRow).toMatchObject({ key_backend: 'pkcs11', encrypted_private_key: null, pkcs11_label: `cairn-test-${overview.signing.serialHex}` });
+    expect(leafRow).toMatchObject({
+      key_backend: 'pkcs11',
+      encrypted_private_key: null,
+      pkcs11_label: `cairn-test-${overview.signing.serialHex}`,
+    });
     // CA keys stay software keys sealed under the KEK.
-    expect((await rows()).filter((r) => r.role !== 'signing').every((r) => r.key_backend === 'software' && r.encrypted_private_key)).toBe(true);
+    expect(
+      (await rows())
+        .filter((r) => r.role !== 'signing')
+        .every((r) => r.key_backend === 'software' && r.encrypted_private_key),
+    ).toBe(true);
 
     const active = await ca.activeSigningKey();
     expect(active.backend.kind).toBe('pkcs11');
@@ -310,7 +341,11 @@ describe('revocation', () => {
     const { signing, root } = await ca.ensureDevelopmentPki();
     const before = await ca.activeSigningKey();
     const result = await ca.revoke('current', 'keyCompromise');
-    expect(result).toMatchObject({ ok: true, alreadyRevoked: false, revoked: { serialHex: signing.serialHex, status: 'revoked', revocationReason: 'keyCompromise' } });
+    expect(result).toMatchObject({
+      ok: true,
+      alreadyRevoked: false,
+      revoked: { serialHex: signing.serialHex, status: 'revoked', revocationReason: 'keyCompromise' },
+    });
     if (!result.ok) return;
     expect(result.replacement?.status).toBe('active');
     const after = await ca.activeSigningKey();
@@ -405,7 +440,10 @@ describe('maintenance loop', () => {
     expect(flushed).toBe(0);
 
     const soon = newCa({ expiryNoticeDays: 400 });
-    const m2 = startPkiMaintenance(soon, { enqueue: async (_tx, event) => void events.push(event), afterEnqueue: () => flushed++ });
+    const m2 = startPkiMaintenance(soon, {
+      enqueue: async (_tx, event) => void events.push(event),
+      afterEnqueue: () => flushed++,
+    });
     await m2.runOnce();
     await m2.runOnce();
     await m2.stop();
@@ -417,11 +455,15 @@ describe('maintenance loop', () => {
 describe('certificate.expiring', () => {
   // Stands in for Outbox.enqueue: the event row is written in the caller's transaction.
   const enqueueToOutbox = async (tx: Tx, event: EventEnvelope) => {
-    await tx.execute(sql`insert into signer.outbox (event_id, subject, envelope) values (${event.event_id}, ${`cairn.${event.type}`}, ${JSON.stringify(event)}::jsonb)`);
+    await tx.execute(
+      sql`insert into signer.outbox (event_id, subject, envelope) values (${event.event_id}, ${`cairn.${event.type}`}, ${JSON.stringify(event)}::jsonb)`,
+    );
   };
 
   async function outbox(): Promise<EventEnvelope[]> {
-    return (await pki.db.execute<{ envelope: EventEnvelope }>(sql`select envelope from signer.outbox order by seq`)).rows.map((r) => r.envelope);
+    return (
+      await pki.db.execute<{ envelope: EventEnvelope }>(sql`select envelope from signer.outbox order by seq`)
+    ).rows.map((r) => r.envelope);
   }
 
   it('is enqueued exactly once for a certificate 20 days from expiry', async () => {
@@ -429,7 +471,10 @@ describe('certificate.expiring', () => {
     const ca = newCa({ leafValidityDays: 20, rotateBeforeDays: 10 }, () => now);
     const { signing } = await ca.ensureDevelopmentPki();
 
-    const counts = await Promise.all([ca.notifyExpiring(now, enqueueToOutbox), newCa().notifyExpiring(now, enqueueToOutbox)]);
+    const counts = await Promise.all([
+      ca.notifyExpiring(now, enqueueToOutbox),
+      newCa().notifyExpiring(now, enqueueToOutbox),
+    ]);
     expect(counts.reduce((a, b) => a + b, 0)).toBe(1);
     expect(await ca.notifyExpiring(new Date(now.getTime() + 86_400_000), enqueueToOutbox)).toBe(0);
 
@@ -438,7 +483,12 @@ describe('certificate.expiring', () => {
     expect(events[0]).toMatchObject({
       type: 'certificate.expiring',
       tenant_id: 'system',
-      data: { serial_hex: signing.serialHex, role: 'signing', not_after: signing.notAfter.toISOString(), days_left: 19 },
+      data: {
+        serial_hex: signing.serialHex,
+        role: 'signing',
+        not_after: signing.notAfter.toISOString(),
+        days_left: 19,
+      },
     });
     expect(events[0]?.event_id).toMatch(/^evt_/);
   });

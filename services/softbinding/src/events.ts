@@ -24,12 +24,24 @@ export const INDEX_CONSUMER = 'softbinding-index';
  * event id claimed): a redelivered asset.signed indexes nothing twice. A file that cannot be fingerprinted (too
  * short, too flat, undecodable) is logged and skipped: retrying would not change it.
  */
-export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; blobs: BlobStore; indexes: Indexes; logger: Logger; mediaLimits: MediaLimits }) {
+export function indexSignedAsset(deps: {
+  signer: ServiceClient<SignerMethods>;
+  blobs: BlobStore;
+  indexes: Indexes;
+  logger: Logger;
+  mediaLimits: MediaLimits;
+}) {
   return async (event: EventEnvelope, tx: Tx): Promise<void> => {
     const data = event.data;
     if (data.soft_binding === false || typeof data.media_type !== 'string') return;
     const modality = data.media_type.split('/')[0];
-    if (modality !== 'image' && modality !== 'audio' && modality !== 'video' && !data.media_type.startsWith('text/plain')) return;
+    if (
+      modality !== 'image' &&
+      modality !== 'audio' &&
+      modality !== 'video' &&
+      !data.media_type.startsWith('text/plain')
+    )
+      return;
     const assetId = String(data.asset_id);
     const { asset } = await deps.signer.getAsset({ tenantId: event.tenant_id, assetId });
     const bytes = asset?.blobKey ? await deps.blobs.getBuffer(asset.blobKey) : null;
@@ -37,7 +49,13 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
       deps.logger.warn({ asset_id: assetId }, 'signed asset no longer available; not indexed');
       return;
     }
-    const record = { tenantId: event.tenant_id, assetId, manifestId: String(data.manifest_id), manifestUri: String(data.manifest_uri), verifierUrl: String(data.verifier_url) };
+    const record = {
+      tenantId: event.tenant_id,
+      assetId,
+      manifestId: String(data.manifest_id),
+      manifestUri: String(data.manifest_uri),
+      verifierUrl: String(data.verifier_url),
+    };
     try {
       // The signer held the asset to the same limits, unless they were lowered since: then it is not decoded.
       const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
@@ -46,13 +64,25 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
         const hashes = await indexHashes(pdqFingerprinter, bytes);
         await deps.indexes.images.add(
           tx,
-          hashes.map((h) => ({ ...record, alg: pdqFingerprinter.alg, variant: h.variant, bits: h.bits, quality: h.quality })),
+          hashes.map((h) => ({
+            ...record,
+            alg: pdqFingerprinter.alg,
+            variant: h.variant,
+            bits: h.bits,
+            quality: h.quality,
+          })),
         );
       } else if (modality === 'video') {
         const frames = await fingerprintVideo(bytes);
         await deps.indexes.images.add(
           tx,
-          frames.map((f, i) => ({ ...record, alg: VIDEO_ALG, variant: `frame-${String(i).padStart(2, '0')}@${f.seconds}`, bits: f.bits, quality: f.quality })),
+          frames.map((f, i) => ({
+            ...record,
+            alg: VIDEO_ALG,
+            variant: `frame-${String(i).padStart(2, '0')}@${f.seconds}`,
+            bits: f.bits,
+            quality: f.quality,
+          })),
         );
       } else if (modality === 'audio') {
         await deps.indexes.audio.add(tx, record, await fingerprintAudio(bytes));
@@ -61,11 +91,21 @@ export function indexSignedAsset(deps: { signer: ServiceClient<SignerMethods>; b
       }
     } catch (error) {
       if (!unindexable(error)) throw error;
-      deps.logger.warn({ asset_id: assetId, media_type: data.media_type, err: error }, 'signed asset cannot be fingerprinted; not indexed');
+      deps.logger.warn(
+        { asset_id: assetId, media_type: data.media_type, err: error },
+        'signed asset cannot be fingerprinted; not indexed',
+      );
     }
   };
 }
 
 function unindexable(error: unknown): boolean {
-  return error instanceof AudioTooShortError || error instanceof AudioTooSparseError || error instanceof TextFingerprintError || error instanceof VideoFingerprintError || error instanceof FfmpegError || (isCairnError(error) && error.code === 'cairn.media.too_large');
+  return (
+    error instanceof AudioTooShortError ||
+    error instanceof AudioTooSparseError ||
+    error instanceof TextFingerprintError ||
+    error instanceof VideoFingerprintError ||
+    error instanceof FfmpegError ||
+    (isCairnError(error) && error.code === 'cairn.media.too_large')
+  );
 }

@@ -7,7 +7,16 @@ import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './dom
 import { fromHex, HASH_BYTES, pdqFingerprinter, PDQ_ALG } from './domain/pdq.js';
 import { fingerprintText, signatureFromHex, TextFingerprintError, TEXT_ALG, lshBands } from './domain/text.js';
 import { LOOKUP_RADIUS } from './domain/threshold.js';
-import { fingerprintVideo, MIN_FRAME_QUALITY, MIN_MATCHED_FRACTION, MIN_MATCHED_FRAMES, VIDEO_ALG, VIDEO_FRAME_RADIUS, VideoFingerprintError, type VideoFrameHash } from './domain/video.js';
+import {
+  fingerprintVideo,
+  MIN_FRAME_QUALITY,
+  MIN_MATCHED_FRACTION,
+  MIN_MATCHED_FRAMES,
+  VIDEO_ALG,
+  VIDEO_FRAME_RADIUS,
+  VideoFingerprintError,
+  type VideoFrameHash,
+} from './domain/video.js';
 
 export interface Indexes {
   images: FingerprintIndex;
@@ -18,8 +27,10 @@ export interface Indexes {
 /** Turns a fingerprinting failure into what the caller can act on (never a 500 for a file we cannot read). */
 function lookupError(error: unknown, what: string): CairnError {
   if (error instanceof CairnError) return error;
-  if (error instanceof AudioTooShortError || error instanceof AudioTooSparseError) return new CairnError('cairn.validation.invalid_body', `Cannot look this audio up: ${error.message}.`);
-  if (error instanceof TextFingerprintError) return new CairnError('cairn.validation.invalid_body', `Cannot look this text up: ${error.message}.`);
+  if (error instanceof AudioTooShortError || error instanceof AudioTooSparseError)
+    return new CairnError('cairn.validation.invalid_body', `Cannot look this audio up: ${error.message}.`);
+  if (error instanceof TextFingerprintError)
+    return new CairnError('cairn.validation.invalid_body', `Cannot look this text up: ${error.message}.`);
   if (error instanceof VideoFingerprintError) {
     return error.code === 'too_large' || error.code === 'no_frames'
       ? new CairnError('cairn.validation.invalid_body', `Cannot look this video up: ${error.message}.`)
@@ -32,10 +43,17 @@ function lookupError(error: unknown, what: string): CairnError {
 const supported = () => ALGORITHMS.map((a) => a.mediaTypes.join(', ')).join('; ');
 
 /** Lookup by content: the file's type (by its bytes) picks the fingerprint and the index. */
-export async function lookupContent(indexes: Indexes, scope: LookupScope, bytes: Buffer, limit: number, mediaLimits: MediaLimits): Promise<PublicMatch[]> {
+export async function lookupContent(
+  indexes: Indexes,
+  scope: LookupScope,
+  bytes: Buffer,
+  limit: number,
+  mediaLimits: MediaLimits,
+): Promise<PublicMatch[]> {
   const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
   const algorithm = sniffed ? ALGORITHMS.find((a) => a.modality === sniffed.modality) : undefined;
-  if (!sniffed || !algorithm) throw new CairnError('cairn.verify.unsupported_file_type', `Lookup by content reads ${supported()}.`);
+  if (!sniffed || !algorithm)
+    throw new CairnError('cairn.verify.unsupported_file_type', `Lookup by content reads ${supported()}.`);
   // Before any decoder allocates: what the headers declare (cairn.media.too_large).
   await checkMediaLimits(bytes, sniffed, mediaLimits);
   switch (algorithm.modality) {
@@ -72,20 +90,32 @@ export async function lookupContent(indexes: Indexes, scope: LookupScope, bytes:
 }
 
 /** Lookup by a binding value of an algorithm that has one (a hash anyone holding the file can compute). */
-export async function lookupBinding(indexes: Indexes, scope: LookupScope, binding: { alg: string; value: string }, limit: number): Promise<PublicMatch[]> {
+export async function lookupBinding(
+  indexes: Indexes,
+  scope: LookupScope,
+  binding: { alg: string; value: string },
+  limit: number,
+): Promise<PublicMatch[]> {
   const algorithm = algorithmNamed(binding.alg);
   const byValue = ALGORITHMS.filter((a) => a.valueHexDigits > 0).map((a) => a.alg);
   if (!algorithm || algorithm.valueHexDigits === 0) {
-    throw new CairnError('cairn.validation.invalid_body', `Lookup by value takes the algorithms ${byValue.join(', ')}; "${binding.alg}" is not one of them.`);
+    throw new CairnError(
+      'cairn.validation.invalid_body',
+      `Lookup by value takes the algorithms ${byValue.join(', ')}; "${binding.alg}" is not one of them.`,
+    );
   }
   if (binding.value.length !== algorithm.valueHexDigits || !/^[0-9a-f]+$/i.test(binding.value)) {
-    throw new CairnError('cairn.validation.invalid_body', `A ${algorithm.alg} binding value is ${algorithm.valueHexDigits} hex digits.`);
+    throw new CairnError(
+      'cairn.validation.invalid_body',
+      `A ${algorithm.alg} binding value is ${algorithm.valueHexDigits} hex digits.`,
+    );
   }
   if (algorithm.alg === TEXT_ALG) {
     const signature = signatureFromHex(binding.value);
     return indexes.text.search(scope, { signature, bands: lshBands(signature) }, limit);
   }
-  if (algorithm.valueHexDigits === HASH_BYTES * 2) return indexes.images.search(scope, fromHex(binding.value), LOOKUP_RADIUS, limit, algorithm.alg);
+  if (algorithm.valueHexDigits === HASH_BYTES * 2)
+    return indexes.images.search(scope, fromHex(binding.value), LOOKUP_RADIUS, limit, algorithm.alg);
   throw new CairnError('cairn.validation.invalid_body', `Lookup by value does not take ${algorithm.alg}.`);
 }
 
@@ -94,7 +124,12 @@ export async function lookupBinding(indexes: Indexes, scope: LookupScope, bindin
  * ≥ MIN_MATCHED_FRACTION of the usable ones) each find a frame of it in the index. `distance` in a match is the
  * number of usable query frames that found none of that asset's frames.
  */
-async function searchVideo(images: FingerprintIndex, scope: LookupScope, frames: readonly VideoFrameHash[], limit: number): Promise<PublicMatch[]> {
+async function searchVideo(
+  images: FingerprintIndex,
+  scope: LookupScope,
+  frames: readonly VideoFrameHash[],
+  limit: number,
+): Promise<PublicMatch[]> {
   const usable = frames.filter((f) => f.quality >= MIN_FRAME_QUALITY);
   const found = new Map<string, { match: PublicMatch; frames: number }>();
   for (const frame of usable) {
@@ -108,7 +143,12 @@ async function searchVideo(images: FingerprintIndex, scope: LookupScope, frames:
   for (const { match, frames: matched } of found.values()) {
     const similarity = usable.length === 0 ? 0 : matched / usable.length;
     if (matched < MIN_MATCHED_FRAMES || similarity < MIN_MATCHED_FRACTION) continue;
-    out.push({ ...match, alg: VIDEO_ALG, distance: usable.length - matched, similarity: Math.round(similarity * 1000) / 1000 });
+    out.push({
+      ...match,
+      alg: VIDEO_ALG,
+      distance: usable.length - matched,
+      similarity: Math.round(similarity * 1000) / 1000,
+    });
   }
   return out.sort((a, b) => b.similarity - a.similarity || a.asset_id.localeCompare(b.asset_id)).slice(0, limit);
 }

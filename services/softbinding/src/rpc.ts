@@ -14,13 +14,26 @@ import { lookupBinding, lookupContent, type Indexes } from './lookup.js';
 type Methods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
 /** cairn.softbinding.v1.SoftBindingService. */
-export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; indexes: Indexes; outbox: Outbox; maxResults: number; mediaLimits: MediaLimits }): ServiceImpl<Methods> {
+export function softbindingHandlers(deps: {
+  db: Database;
+  blobs: BlobStore;
+  indexes: Indexes;
+  outbox: Outbox;
+  maxResults: number;
+  mediaLimits: MediaLimits;
+}): ServiceImpl<Methods> {
   return {
     supportedAlgorithms: async () => ({
-      algorithms: ALGORITHMS.map((a) => ({ alg: a.alg, kind: 'fingerprint', mediaTypes: [...a.mediaTypes], valueHexDigits: a.valueHexDigits })),
+      algorithms: ALGORITHMS.map((a) => ({
+        alg: a.alg,
+        kind: 'fingerprint',
+        mediaTypes: [...a.mediaTypes],
+        valueHexDigits: a.valueHexDigits,
+      })),
     }),
     lookup: async (request) => {
-      if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      if (request.tenantId && !isId('tenant', request.tenantId))
+        throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const query = request.query;
       const limit = Math.min(Math.max(request.limit || deps.maxResults, 1), deps.maxResults);
       const scope = request.tenantId ? { tenantId: request.tenantId } : ('public' as const);
@@ -36,11 +49,23 @@ export function softbindingHandlers(deps: { db: Database; blobs: BlobStore; inde
       }
       if (request.tenantId) {
         // Recorded (audit log, and the lookup meter's evidence) even with zero matches.
-        await withTenant(deps.db, request.tenantId, (tx) => deps.outbox.enqueue(tx, newEvent('asset.lookup', request.tenantId, { matches: matches.length, 'billing.meter': 'lookup' })));
+        await withTenant(deps.db, request.tenantId, (tx) =>
+          deps.outbox.enqueue(
+            tx,
+            newEvent('asset.lookup', request.tenantId, { matches: matches.length, 'billing.meter': 'lookup' }),
+          ),
+        );
         void deps.outbox.flush();
       }
       return {
-        matches: matches.map((m) => ({ assetId: m.asset_id, manifestUri: m.manifest_uri, verifierUrl: m.verifier_url, distance: m.distance, similarity: m.similarity, alg: m.alg })),
+        matches: matches.map((m) => ({
+          assetId: m.asset_id,
+          manifestUri: m.manifest_uri,
+          verifierUrl: m.verifier_url,
+          distance: m.distance,
+          similarity: m.similarity,
+          alg: m.alg,
+        })),
       };
     },
   };

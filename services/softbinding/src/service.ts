@@ -11,7 +11,9 @@ import { softbindingHandlers } from './rpc.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
-export function softbindingService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof softbindingConfigShape> {
+export function softbindingService(
+  env: NodeJS.ProcessEnv = process.env,
+): ServiceDefinition<typeof softbindingConfigShape> {
   return {
     name: 'softbinding',
     configShape: softbindingConfigShape,
@@ -20,9 +22,33 @@ export function softbindingService(env: NodeJS.ProcessEnv = process.env): Servic
     register: async (ctx) => {
       const blobs = createBlobStore(ctx.config.BLOB_STORE_URL, env);
       await blobs.ping();
-      const indexes = { images: new FingerprintIndex(ctx.db), audio: new AudioIndex(ctx.db), text: new TextIndex(ctx.db) };
-      ctx.rpc.add(softbindingV1.SoftBindingService, softbindingHandlers({ db: ctx.db, blobs, indexes, outbox: ctx.outbox, maxResults: ctx.config.LOOKUP_MAX_RESULTS, mediaLimits: mediaLimitsOf(ctx.config) }));
-      await ctx.consume(INDEX_CONSUMER, ['asset.signed'], indexSignedAsset({ signer: ctx.client(signerV1.SignerService, 'signer'), blobs, indexes, logger: ctx.logger, mediaLimits: mediaLimitsOf(ctx.config) }));
+      const indexes = {
+        images: new FingerprintIndex(ctx.db),
+        audio: new AudioIndex(ctx.db),
+        text: new TextIndex(ctx.db),
+      };
+      ctx.rpc.add(
+        softbindingV1.SoftBindingService,
+        softbindingHandlers({
+          db: ctx.db,
+          blobs,
+          indexes,
+          outbox: ctx.outbox,
+          maxResults: ctx.config.LOOKUP_MAX_RESULTS,
+          mediaLimits: mediaLimitsOf(ctx.config),
+        }),
+      );
+      await ctx.consume(
+        INDEX_CONSUMER,
+        ['asset.signed'],
+        indexSignedAsset({
+          signer: ctx.client(signerV1.SignerService, 'signer'),
+          blobs,
+          indexes,
+          logger: ctx.logger,
+          mediaLimits: mediaLimitsOf(ctx.config),
+        }),
+      );
     },
   };
 }

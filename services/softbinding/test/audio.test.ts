@@ -1,6 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from '@jest/globals';
-import { alignment, AudioTooShortError, AudioTooSparseError, fingerprintAudio, isAudioMatch, type AudioFingerprint } from '../src/domain/audio.js';
+import {
+  alignment,
+  AudioTooShortError,
+  AudioTooSparseError,
+  fingerprintAudio,
+  isAudioMatch,
+  type AudioFingerprint,
+} from '../src/domain/audio.js';
 import { AUDIO_TRANSFORMS, sonify, wavOf } from './support/audio.js';
 import { loadPhotos } from './support/variants.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
@@ -15,7 +22,9 @@ const summary = (xs: number[]) => {
  * enough landmarks (AudioTooSparseError, as a lookup would answer) is left out and listed.
  */
 async function loadClips(): Promise<Array<{ name: string; bytes: Buffer }>> {
-  const clips: Array<{ name: string; bytes: Buffer }> = [{ name: 'sample1', bytes: await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`) }];
+  const clips: Array<{ name: string; bytes: Buffer }> = [
+    { name: 'sample1', bytes: await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`) },
+  ];
   const sparse: string[] = [];
   for (const photo of await loadPhotos()) {
     const bytes = await sonify(photo.bytes);
@@ -29,7 +38,9 @@ async function loadClips(): Promise<Array<{ name: string; bytes: Buffer }>> {
     if (usable) clips.push({ name: `sonified-${photo.name}`, bytes });
     else sparse.push(photo.name);
   }
-  console.log(`clips: ${clips.map((c) => c.name).join(', ')}; too sparse to fingerprint: ${sparse.join(', ') || 'none'}`);
+  console.log(
+    `clips: ${clips.map((c) => c.name).join(', ')}; too sparse to fingerprint: ${sparse.join(', ') || 'none'}`,
+  );
   return clips;
 }
 
@@ -49,7 +60,9 @@ describe('spectral-peak audio fingerprint', () => {
         scores.push(score);
         if (!isAudioMatch(score)) missed.push(`${c.name} after ${name}: ${JSON.stringify(score)}`);
       }
-      lines.push(`${name}: similarity ${JSON.stringify(summary(scores.map((s) => s.similarity)))} aligned ${JSON.stringify(summary(scores.map((s) => s.aligned)))}`);
+      lines.push(
+        `${name}: similarity ${JSON.stringify(summary(scores.map((s) => s.similarity)))} aligned ${JSON.stringify(summary(scores.map((s) => s.aligned)))}`,
+      );
     }
     const different = [];
     for (const a of clips) {
@@ -60,7 +73,9 @@ describe('spectral-peak audio fingerprint', () => {
         if (isAudioMatch(score)) confused.push(`${a.name} ~ ${b.name}: ${JSON.stringify(score)}`);
       }
     }
-    lines.push(`different clips (ordered pairs): similarity ${JSON.stringify(summary(different.map((s) => s.similarity)))} aligned ${JSON.stringify(summary(different.map((s) => s.aligned)))}`);
+    lines.push(
+      `different clips (ordered pairs): similarity ${JSON.stringify(summary(different.map((s) => s.similarity)))} aligned ${JSON.stringify(summary(different.map((s) => s.aligned)))}`,
+    );
     console.log(lines.join('\n'));
     expect(missed).toEqual([]);
     expect(confused).toEqual([]);
@@ -70,7 +85,10 @@ describe('spectral-peak audio fingerprint', () => {
     const wav = await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`);
     const full = await fingerprintAudio(wav);
     const { runFfmpeg } = await import('@cairn/media');
-    const excerpt = await runFfmpeg({ args: ['-i', 'pipe:0', '-af', 'atrim=start=12:duration=8', '-f', 'wav', 'pipe:1'], input: wav });
+    const excerpt = await runFfmpeg({
+      args: ['-i', 'pipe:0', '-af', 'atrim=start=12:duration=8', '-f', 'wav', 'pipe:1'],
+      input: wav,
+    });
     const score = alignment((await fingerprintAudio(excerpt)).landmarks, full.landmarks);
     expect(isAudioMatch(score)).toBe(true);
     expect(score.offsetSeconds).toBeGreaterThan(11.5);

@@ -81,7 +81,10 @@ describe('multi-index hashing over Postgres', () => {
         const viaIndex = await index.search(scope, query, radius, 10_000);
         const viaScan = await index.scan(scope, query, radius, 10_000);
         expect(viaIndex).toEqual(viaScan);
-        const brute = stored.filter((s) => s.tenantId === scope.tenantId && hamming(s.bits, query) <= radius).map((s) => s.assetId).sort();
+        const brute = stored
+          .filter((s) => s.tenantId === scope.tenantId && hamming(s.bits, query) <= radius)
+          .map((s) => s.assetId)
+          .sort();
         expect(viaIndex.map((m) => m.asset_id).sort()).toEqual(brute);
         if (viaIndex.length > 0) nonEmpty++;
       }
@@ -91,12 +94,22 @@ describe('multi-index hashing over Postgres', () => {
 
   it('a tenant sees only its own matches; the public sees every tenant but only public fields', async () => {
     const target = stored.find((s) => s.tenantId === 't_B')!;
-    expect(await index.search({ tenantId: 't_A' }, target.bits, LOOKUP_RADIUS)).not.toContainEqual(expect.objectContaining({ asset_id: target.assetId }));
+    expect(await index.search({ tenantId: 't_A' }, target.bits, LOOKUP_RADIUS)).not.toContainEqual(
+      expect.objectContaining({ asset_id: target.assetId }),
+    );
     const own = await index.search({ tenantId: 't_B' }, target.bits, LOOKUP_RADIUS);
     expect(own[0]).toMatchObject({ asset_id: target.assetId, distance: 0, similarity: 1, alg: PDQ_ALG });
     const pub = await index.search('public', target.bits, LOOKUP_RADIUS);
     expect(pub.map((m) => m.asset_id)).toContain(target.assetId);
-    for (const m of pub) expect(Object.keys(m).sort()).toEqual(['alg', 'asset_id', 'distance', 'manifest_uri', 'similarity', 'verifier_url']);
+    for (const m of pub)
+      expect(Object.keys(m).sort()).toEqual([
+        'alg',
+        'asset_id',
+        'distance',
+        'manifest_uri',
+        'similarity',
+        'verifier_url',
+      ]);
     // No tenant and no public flag: RLS (forced on the owner) shows nothing.
     const bare = await db.execute<{ n: number }>(sql`select count(*)::int as n from softbinding.fingerprints`);
     expect(bare.rows[0]!.n).toBe(0);
@@ -105,7 +118,9 @@ describe('multi-index hashing over Postgres', () => {
   it('indexing is idempotent and the public flag does not open writes', async () => {
     const first = stored[0]!;
     await withTenant(db, first.tenantId, (tx) => index.add(tx, [row(first.tenantId, 0, first.bits)]));
-    const n = await withTenant(db, first.tenantId, (tx) => tx.execute<{ n: number }>(sql`select count(*)::int as n from softbinding.fingerprints`));
+    const n = await withTenant(db, first.tenantId, (tx) =>
+      tx.execute<{ n: number }>(sql`select count(*)::int as n from softbinding.fingerprints`),
+    );
     expect(n.rows[0]!.n).toBe(1500);
     await expect(
       db.transaction(async (tx) => {

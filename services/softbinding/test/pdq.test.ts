@@ -33,7 +33,10 @@ describe('PDQ-class image hash', () => {
     const indexed = new Map<string, Uint8Array[]>();
     for (const p of photos) {
       full.set(p.name, (await hashImageBytes(p.bytes)).bits);
-      indexed.set(p.name, (await indexHashes(pdqFingerprinter, p.bytes)).map((h) => h.bits));
+      indexed.set(
+        p.name,
+        (await indexHashes(pdqFingerprinter, p.bytes)).map((h) => h.bits),
+      );
     }
     const lines: string[] = [];
     const misses: string[] = [];
@@ -48,7 +51,9 @@ describe('PDQ-class image hash', () => {
       photos.forEach((p, i) => {
         if (viaIndex[i]! > LOOKUP_RADIUS) misses.push(`${p.name} ${name} ${viaIndex[i]}`);
       });
-      lines.push(`${name}: whole-image ${JSON.stringify(summary(direct))}; nearest indexed variant ${JSON.stringify(summary(viaIndex))} [${viaIndex.join(' ')}]`);
+      lines.push(
+        `${name}: whole-image ${JSON.stringify(summary(direct))}; nearest indexed variant ${JSON.stringify(summary(viaIndex))} [${viaIndex.join(' ')}]`,
+      );
     }
     // Different content: every pair of different photos, nearest over the indexed variants.
     const different: number[] = [];

@@ -35,7 +35,24 @@ function prng(seed: number): () => number {
   };
 }
 
-const REPLACEMENTS = ['river', 'lantern', 'quietly', 'seven', 'harbour', 'copper', 'gentle', 'window', 'autumn', 'marble', 'thunder', 'basket', 'velvet', 'orchard', 'meadow', 'silver'];
+const REPLACEMENTS = [
+  'river',
+  'lantern',
+  'quietly',
+  'seven',
+  'harbour',
+  'copper',
+  'gentle',
+  'window',
+  'autumn',
+  'marble',
+  'thunder',
+  'basket',
+  'velvet',
+  'orchard',
+  'meadow',
+  'silver',
+];
 
 /** Replaces `count` distinct words, chosen by the seeded PRNG, with unrelated words (whitespace kept). */
 function replaceWords(text: string, count: number, seed: number): string {
@@ -51,7 +68,12 @@ function replaceWords(text: string, count: number, seed: number): string {
 }
 
 const words = (text: string) => text.trim().split(/\s+/);
-const sentences = (text: string) => text.replace(/\s+/g, ' ').trim().match(/[^.!?]+[.!?]+["')]*|[^.!?]+$/g)!.map((s) => s.trim());
+const sentences = (text: string) =>
+  text
+    .replace(/\s+/g, ' ')
+    .trim()
+    .match(/[^.!?]+[.!?]+["')]*|[^.!?]+$/g)!
+    .map((s) => s.trim());
 
 /** Near-duplicate transforms of a passage (the seed varies the edited words per passage). */
 const TRANSFORMS: Record<string, (text: string, seed: number) => string> = {
@@ -75,7 +97,8 @@ const TRANSFORMS: Record<string, (text: string, seed: number) => string> = {
     const longest = s.reduce((m, x, i) => (x.length > s[m]!.length ? i : m), 0);
     return s.filter((_, i) => i !== longest).join(' ');
   },
-  'sentence appended': (t) => `${t}\n\nThis passage was reproduced from a public-domain edition and shared for discussion by the reading group.`,
+  'sentence appended': (t) =>
+    `${t}\n\nThis passage was reproduced from a public-domain edition and shared for discussion by the reading group.`,
   '10% of words edited': (t, seed) => replaceWords(t, Math.round(words(t).length * 0.1), seed),
   'truncated to 70%': (t) => {
     const w = words(t);
@@ -161,7 +184,11 @@ describe('text fingerprint cairn.minhash.v1', () => {
         const copy = fingerprintText(apply(p.text, i + 1));
         const similarity = estimateSimilarity(original.signature, copy.signature);
         sims.push(similarity);
-        nearDuplicates.push({ label: `${transform} / ${p.name}`, similarity, candidate: sharesBand(original.bands, copy.bands) });
+        nearDuplicates.push({
+          label: `${transform} / ${p.name}`,
+          similarity,
+          candidate: sharesBand(original.bands, copy.bands),
+        });
       });
       lines.push(`${transform}: ${summary(sims)}`);
     }
@@ -170,11 +197,19 @@ describe('text fingerprint cairn.minhash.v1', () => {
       for (let j = i + 1; j < PASSAGES.length; j++) {
         const a = originals.get(PASSAGES[i]!.name)!;
         const b = originals.get(PASSAGES[j]!.name)!;
-        different.push({ label: `${PASSAGES[i]!.name} vs ${PASSAGES[j]!.name}`, similarity: estimateSimilarity(a.signature, b.signature), candidate: sharesBand(a.bands, b.bands) });
+        different.push({
+          label: `${PASSAGES[i]!.name} vs ${PASSAGES[j]!.name}`,
+          similarity: estimateSimilarity(a.signature, b.signature),
+          candidate: sharesBand(a.bands, b.bands),
+        });
       }
     }
-    lines.push(`all near-duplicates: ${summary(nearDuplicates.map((d) => d.similarity))}; LSH candidates ${nearDuplicates.filter((d) => d.candidate).length}/${nearDuplicates.length}`);
-    lines.push(`different passages (${PASSAGES.length} passages, unordered pairs): ${summary(different.map((d) => d.similarity))}; LSH candidates ${different.filter((d) => d.candidate).length}/${different.length}`);
+    lines.push(
+      `all near-duplicates: ${summary(nearDuplicates.map((d) => d.similarity))}; LSH candidates ${nearDuplicates.filter((d) => d.candidate).length}/${nearDuplicates.length}`,
+    );
+    lines.push(
+      `different passages (${PASSAGES.length} passages, unordered pairs): ${summary(different.map((d) => d.similarity))}; LSH candidates ${different.filter((d) => d.candidate).length}/${different.length}`,
+    );
     const hardest = [...nearDuplicates].sort((a, b) => a.similarity - b.similarity).slice(0, 3);
     const closest = [...different].sort((a, b) => b.similarity - a.similarity).slice(0, 3);
     lines.push(`lowest near-duplicates: ${hardest.map((d) => `${d.label} ${d.similarity.toFixed(3)}`).join('; ')}`);
@@ -186,6 +221,7 @@ describe('text fingerprint cairn.minhash.v1', () => {
     expect(different.filter((d) => d.similarity >= TEXT_MATCH_THRESHOLD).map((d) => d.label)).toEqual([]);
     expect(nearDuplicates.filter((d) => !d.candidate).map((d) => d.label)).toEqual([]);
     // Unchanged apart from spacing, case and punctuation: the same shingles, so the same signature.
-    for (const d of nearDuplicates.filter((x) => /^(re-wrapped|upper case|punctuation)/.test(x.label))) expect(d.similarity).toBe(1);
+    for (const d of nearDuplicates.filter((x) => /^(re-wrapped|upper case|punctuation)/.test(x.label)))
+      expect(d.similarity).toBe(1);
   });
 });

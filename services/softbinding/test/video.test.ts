@@ -19,7 +19,10 @@ import { HASH_BYTES } from '../src/domain/pdq.js';
 import { OWN_PHOTOS, SHARED_PHOTOS } from './support/variants.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
-const photo = (name: string) => (/^(astronaut|camera|chelsea|coffee)$/.test(name) ? join(SHARED_PHOTOS, `${name}.png`) : join(OWN_PHOTOS, `${name}.jpg`));
+const photo = (name: string) =>
+  /^(astronaut|camera|chelsea|coffee)$/.test(name)
+    ? join(SHARED_PHOTOS, `${name}.png`)
+    : join(OWN_PHOTOS, `${name}.jpg`);
 
 interface Shot {
   photo: string;
@@ -51,21 +54,41 @@ const VIDEOS: Record<string, Shot[]> = {
   ],
 };
 
-const FRAME = 'scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1,fps=10,format=yuv420p';
+const FRAME =
+  'scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1,fps=10,format=yuv420p';
 const X264 = ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p'];
 
 async function buildSlideshow(shots: Shot[], out: string): Promise<void> {
   const inputs = shots.flatMap((s) => ['-loop', '1', '-t', String(s.seconds), '-i', photo(s.photo)]);
   const chains = shots.map((s, i) => `[${i}]${s.zoom ? 'crop=iw/2:ih/2,' : ''}${FRAME}[v${i}]`);
   const graph = `${chains.join(';')};${shots.map((_, i) => `[v${i}]`).join('')}concat=n=${shots.length}:v=1:a=0[v]`;
-  await runFfmpeg({ args: ['-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...X264, '-crf', '23', '-movflags', '+faststart', out], timeoutMs: 60_000 });
+  await runFfmpeg({
+    args: [
+      '-y',
+      ...inputs,
+      '-filter_complex',
+      graph,
+      '-map',
+      '[v]',
+      ...X264,
+      '-crf',
+      '23',
+      '-movflags',
+      '+faststart',
+      out,
+    ],
+    timeoutMs: 60_000,
+  });
 }
 
 /** Transformed copies: output extension and the ffmpeg arguments between input and output. */
 const TRANSFORMS: Record<string, { ext: string; before?: string[]; args: string[] }> = {
   'x264 CRF 35': { ext: 'mp4', args: [...X264, '-crf', '35'] },
   'scaled to 50%': { ext: 'mp4', args: ['-vf', 'scale=iw/2:ih/2', ...X264, '-crf', '23'] },
-  'VP8 WebM 200 kb/s': { ext: 'webm', args: ['-c:v', 'libvpx', '-b:v', '200k', '-deadline', 'realtime', '-cpu-used', '8'] },
+  'VP8 WebM 200 kb/s': {
+    ext: 'webm',
+    args: ['-c:v', 'libvpx', '-b:v', '200k', '-deadline', 'realtime', '-cpu-used', '8'],
+  },
   'MKV remux': { ext: 'mkv', args: ['-c', 'copy'] },
   'first second trimmed': { ext: 'mp4', before: ['-ss', '1'], args: [...X264, '-crf', '23'] },
 };
@@ -104,7 +127,10 @@ beforeAll(async () => {
     Object.entries(TRANSFORMS).forEach(([t, spec], k) => {
       jobs.push(async () => {
         const out = join(dir, `${n}-${k}.${spec.ext}`);
-        await runFfmpeg({ args: ['-y', ...(spec.before ?? []), '-i', join(dir, `${n}.mp4`), ...spec.args, out], timeoutMs: 60_000 });
+        await runFfmpeg({
+          args: ['-y', ...(spec.before ?? []), '-i', join(dir, `${n}.mp4`), ...spec.args, out],
+          timeoutMs: 60_000,
+        });
         copies.get(n)!.set(t, await fingerprintVideo(await readFile(out)));
       });
     });
@@ -162,18 +188,32 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
         if (m === n) continue;
         differentFrames.push(...query.map((f) => nearestFrameDistance(f, indexed)));
         differentVideos.push({ label: `${m} vs ${n}`, ...matchVideo(query, indexed) });
-        for (const [t, q] of copies.get(m)!) differentVideos.push({ label: `${m} ${t} vs ${n}`, ...matchVideo(q, indexed) });
+        for (const [t, q] of copies.get(m)!)
+          differentVideos.push({ label: `${m} ${t} vs ${n}`, ...matchVideo(q, indexed) });
       }
     }
     const sharedShot = differentFrames.filter((d) => d <= VIDEO_FRAME_RADIUS).length;
     const otherFrames = differentFrames.filter((d) => d > VIDEO_FRAME_RADIUS);
-    lines.push(`same video, all transforms: nearest-frame distance ${summary(sameFrames)}; video similarity ${summary(sameVideos.map((v) => v.similarity))}`);
+    lines.push(
+      `same video, all transforms: nearest-frame distance ${summary(sameFrames)}; video similarity ${summary(sameVideos.map((v) => v.similarity))}`,
+    );
     worst.sort((x, y) => y.d - x.d);
-    lines.push(`farthest transformed frames: ${worst.slice(0, 4).map((w) => `${w.label} ${w.d}`).join('; ')}`);
+    lines.push(
+      `farthest transformed frames: ${worst
+        .slice(0, 4)
+        .map((w) => `${w.label} ${w.d}`)
+        .join('; ')}`,
+    );
     lines.push(`frame quality (originals): ${summary([...originals.values()].flat().map((f) => f.quality))}`);
-    lines.push(`different videos (originals, ordered pairs): nearest-frame distance ${summary(differentFrames)}; ${sharedShot} frames within the radius (shared photos), others ${summary(otherFrames)}`);
-    lines.push(`different videos (originals and copies vs other originals): video similarity ${summary(differentVideos.map((v) => v.similarity))}, matched frames ${summary(differentVideos.map((v) => v.matchedFrames))}`);
-    lines.push(`rule: frame radius ${VIDEO_FRAME_RADIUS}, ≥ ${MIN_MATCHED_FRAMES} frames and ≥ ${MIN_MATCHED_FRACTION * 100}% of the query's frames`);
+    lines.push(
+      `different videos (originals, ordered pairs): nearest-frame distance ${summary(differentFrames)}; ${sharedShot} frames within the radius (shared photos), others ${summary(otherFrames)}`,
+    );
+    lines.push(
+      `different videos (originals and copies vs other originals): video similarity ${summary(differentVideos.map((v) => v.similarity))}, matched frames ${summary(differentVideos.map((v) => v.matchedFrames))}`,
+    );
+    lines.push(
+      `rule: frame radius ${VIDEO_FRAME_RADIUS}, ≥ ${MIN_MATCHED_FRAMES} frames and ≥ ${MIN_MATCHED_FRACTION * 100}% of the query's frames`,
+    );
     process.stdout.write(`${lines.join('\n')}\n`);
 
     expect(sameVideos.filter((v) => !v.matches).map((v) => v.label)).toEqual([]);
@@ -183,7 +223,10 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
   });
 
   it('ignores flat frames: a black video matches nothing, not even another black video', async () => {
-    const black = await runFfmpeg({ args: ['-f', 'lavfi', '-i', 'color=c=black:s=320x240:d=3:r=10', ...X264, '-f', 'matroska', 'pipe:1'], timeoutMs: 30_000 });
+    const black = await runFfmpeg({
+      args: ['-f', 'lavfi', '-i', 'color=c=black:s=320x240:d=3:r=10', ...X264, '-f', 'matroska', 'pipe:1'],
+      timeoutMs: 30_000,
+    });
     const frames = await fingerprintVideo(black);
     expect(frames.length).toBeGreaterThan(0);
     expect(frames.every((f) => f.quality < MIN_FRAME_QUALITY)).toBe(true);
@@ -206,7 +249,20 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
     expect(await code(await readFile(photo('astronaut')))).toBe('not_video');
     expect(await code(await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`))).toBe('not_video');
     // Audio only, in a container that sniffs as video: ffmpeg finds no video stream.
-    const audioOnly = await runFfmpeg({ args: ['-i', `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`, '-t', '1', '-c:a', 'pcm_s16le', '-f', 'matroska', 'pipe:1'], timeoutMs: 30_000 });
+    const audioOnly = await runFfmpeg({
+      args: [
+        '-i',
+        `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`,
+        '-t',
+        '1',
+        '-c:a',
+        'pcm_s16le',
+        '-f',
+        'matroska',
+        'pipe:1',
+      ],
+      timeoutMs: 30_000,
+    });
     expect(await code(audioOnly)).toBe('not_video');
     expect(await code(Buffer.from('not a video at all, just some words'))).toBe('not_video');
     expect(await code(Buffer.alloc(0))).toBe('not_video');

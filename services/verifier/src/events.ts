@@ -18,7 +18,12 @@ export function verifierResultEvents(deps: StoredVerdictDeps & { results: Result
     else if (event.type === 'anchor.confirmed') await deps.results.markStale('anchor_pending');
     else if (event.type === 'asset.signed' && typeof event.data.manifest_id === 'string') {
       // Best effort: a verdict not made now is made on its first read.
-      await storedVerdict(deps, event.data.manifest_id).catch((error: unknown) => deps.logger.warn({ err: error, manifest_id: event.data.manifest_id }, 'could not compute the stored verdict of a new asset'));
+      await storedVerdict(deps, event.data.manifest_id).catch((error: unknown) =>
+        deps.logger.warn(
+          { err: error, manifest_id: event.data.manifest_id },
+          'could not compute the stored verdict of a new asset',
+        ),
+      );
     }
   };
 }

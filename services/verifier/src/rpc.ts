@@ -11,28 +11,47 @@ import type { VerifyJobStore } from './store/jobs.js';
 import { toResultMessage } from './present.js';
 import { verify } from './verify.js';
 
-function trustListEntry(pem: string, origin: string): { subject: string; origin: string; sha256Fingerprint: string; notAfter: string } {
+function trustListEntry(
+  pem: string,
+  origin: string,
+): { subject: string; origin: string; sha256Fingerprint: string; notAfter: string } {
   const cert = new X509Certificate(pem);
-  return { subject: cert.subject.replace(/\n/g, ', '), origin, sha256Fingerprint: cert.fingerprint256, notAfter: new Date(cert.validTo).toISOString() };
+  return {
+    subject: cert.subject.replace(/\n/g, ', '),
+    origin,
+    sha256Fingerprint: cert.fingerprint256,
+    notAfter: new Date(cert.validTo).toISOString(),
+  };
 }
 
 type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 /** cairn.verifier.v1.VerifierService. */
-export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJobs; jobs: VerifyJobStore }): ServiceImpl<Methods> {
+export function verifierHandlers(
+  deps: StoredVerdictDeps & { verifyJobs: VerifyJobs; jobs: VerifyJobStore },
+): ServiceImpl<Methods> {
   return {
     verify: async (request) => {
-      if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      if (request.tenantId && !isId('tenant', request.tenantId))
+        throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const outcome = await verify(deps, request);
       return { result: toResultMessage(outcome.verdict, outcome), modality: outcome.modality };
     },
     getResult: async (request) => {
       const stored = isId('manifest', request.manifestId) ? await storedVerdict(deps, request.manifestId) : null;
-      if (!stored) throw new CairnError('cairn.not_found', `No verification result for manifest ${request.manifestId}.`);
-      return { result: toResultMessage(stored, { manifestId: stored.manifest_id, assetId: stored.asset_id, verifiedAt: stored.verified_at }) };
+      if (!stored)
+        throw new CairnError('cairn.not_found', `No verification result for manifest ${request.manifestId}.`);
+      return {
+        result: toResultMessage(stored, {
+          manifestId: stored.manifest_id,
+          assetId: stored.asset_id,
+          verifiedAt: stored.verified_at,
+        }),
+      };
     },
     getTrustList: async (request) => {
-      if (request.tenantId && !isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      if (request.tenantId && !isId('tenant', request.tenantId))
+        throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const custom = await deps.trust.custom(request.tenantId || undefined);
       if (custom) return { source: 'custom', entries: custom.map((e) => trustListEntry(e.certificate_pem, 'custom')) };
       const list = await deps.trust.defaultList();
@@ -44,19 +63,23 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       };
     },
     enqueueVerify: async (request) => {
-      if (!isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      if (!isId('tenant', request.tenantId))
+        throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       if (!request.uploadBlobKey) throw new CairnError('cairn.verify.no_input', 'upload_blob_key is required.');
       return { jobId: await deps.verifyJobs.enqueue(request.tenantId, request.uploadBlobKey, request.reservationId) };
     },
     getVerifyJob: async (request) => {
-      if (!isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      if (!isId('tenant', request.tenantId))
+        throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const row = isId('job', request.jobId) ? await deps.jobs.get(request.tenantId, request.jobId) : null;
       if (!row) return {};
       return {
         job: {
           jobId: row.jobId,
           status: row.status,
-          ...(row.status === 'done' && row.result ? { result: fromJson(verifierV1.VerificationResultSchema, row.result as JsonValue) } : {}),
+          ...(row.status === 'done' && row.result
+            ? { result: fromJson(verifierV1.VerificationResultSchema, row.result as JsonValue) }
+            : {}),
           problemJson: row.problem ? JSON.stringify(row.problem) : '',
           createdAt: row.createdAt.toISOString(),
           updatedAt: row.updatedAt.toISOString(),
@@ -65,7 +88,8 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       };
     },
     setTrustList: async (request) => {
-      if (!isId('tenant', request.tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+      if (!isId('tenant', request.tenantId))
+        throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const { count, updatedAt } = await deps.trust.set(
         request.tenantId,
         request.entries.map((e) => ({ issuer_cn: e.issuerCn, certificate_pem: e.certificatePem })),

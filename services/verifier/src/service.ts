@@ -34,7 +34,9 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
       await reader.ready();
       ctx.onShutdown(() => reader.close());
       const signer = ctx.client(signerV1.SignerService, 'signer');
-      const allowLoopback = config.OUTBOUND_ALLOW_LOOPBACK ? config.OUTBOUND_ALLOW_LOOPBACK === 'true' : config.CAIRN_ENV !== 'production';
+      const allowLoopback = config.OUTBOUND_ALLOW_LOOPBACK
+        ? config.OUTBOUND_ALLOW_LOOPBACK === 'true'
+        : config.CAIRN_ENV !== 'production';
       const outboundPolicy = { httpsOnly: false, blockInternal: true, allowLoopback };
       const published = (setting: string, builtin: URL) =>
         new PublishedTrustList(parseTrustSource(setting, builtin), {
@@ -46,7 +48,10 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
       const trust = new TrustLists(
         ctx.db,
         async () => (await signer.getTrustAnchors({})).rootPem,
-        { c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE), tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE) },
+        {
+          c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE),
+          tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE),
+        },
         config.TRUST_ANCHORS_FILE,
       );
       const results = new ResultStore(ctx.db);
@@ -81,7 +86,11 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         handler: (item, job) => verifyJobs.run(item, job.attempt, config.VERIFY_JOB_MAX_ATTEMPTS),
       });
       ctx.onShutdown(() => worker.stop());
-      await ctx.consume(RESULTS_CONSUMER, ['asset.signed', 'anchor.confirmed', 'certificate.revoked'], verifierResultEvents(deps));
+      await ctx.consume(
+        RESULTS_CONSUMER,
+        ['asset.signed', 'anchor.confirmed', 'certificate.revoked'],
+        verifierResultEvents(deps),
+      );
     },
   };
 }

@@ -5,14 +5,28 @@ import { newEvent } from '@cairn/bus';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError, isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
-import { checkMediaLimits, isSidecarMediaType, probeImage, sniffMediaType, SNIFF_BYTES, type MediaLimits, type Modality } from '@cairn/media';
+import {
+  checkMediaLimits,
+  isSidecarMediaType,
+  probeImage,
+  sniffMediaType,
+  SNIFF_BYTES,
+  type MediaLimits,
+  type Modality,
+} from '@cairn/media';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
 import type { DestinationPolicy } from '@cairn/outbound';
 import type { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import type { C2paReading, ManifestReader } from './c2pa/index.js';
-import type { AnchorEvidence, FingerprintEvidence, OcspEvidence, SoftMatch, WatermarkEvidence } from './domain/evidence.js';
+import type {
+  AnchorEvidence,
+  FingerprintEvidence,
+  OcspEvidence,
+  SoftMatch,
+  WatermarkEvidence,
+} from './domain/evidence.js';
 import { cairnLinkOf } from './domain/cairn-link.js';
 import { manifestEvidence } from './domain/from-reading.js';
 import { decide, type Verdict } from './domain/verdict.js';
@@ -75,7 +89,11 @@ async function resolveSubject(deps: VerifyDeps, request: verifierV1.VerifyReques
   if (input.case === 'assetId') {
     if (!request.tenantId) throw new CairnError('cairn.not_found', `Asset ${input.value} not found.`);
     const { asset } = await deps.signer.getAsset({ tenantId: request.tenantId, assetId: input.value });
-    if (!asset || asset.expired || !asset.blobKey) throw new CairnError('cairn.not_found', `The file of asset ${input.value} is no longer kept (its retention ended).`);
+    if (!asset || asset.expired || !asset.blobKey)
+      throw new CairnError(
+        'cairn.not_found',
+        `The file of asset ${input.value} is no longer kept (its retention ended).`,
+      );
     const bytes = await deps.blobs.getBuffer(asset.blobKey);
     if (!bytes) throw new CairnError('cairn.not_found', `The file of asset ${input.value} is no longer kept.`);
     return { bytes, assetId: asset.assetId, manifestId: asset.manifestId, expiresAt: new Date(asset.expiresAt) };
@@ -83,16 +101,32 @@ async function resolveSubject(deps: VerifyDeps, request: verifierV1.VerifyReques
   if (input.case === 'manifestUri') {
     const manifestId = ownManifestId(deps.publicBaseUrl, input.value);
     if (!manifestId) {
-      throw new CairnError('cairn.validation.invalid_body', `manifest_uri must be a Cairn manifest URL (${deps.publicBaseUrl.replace(/\/$/, '')}/v1/manifests/<id>); other hosts are not fetched.`, {
-        errors: [{ path: 'manifest_uri', message: 'not a Cairn manifest URL' }],
-      });
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `manifest_uri must be a Cairn manifest URL (${deps.publicBaseUrl.replace(/\/$/, '')}/v1/manifests/<id>); other hosts are not fetched.`,
+        {
+          errors: [{ path: 'manifest_uri', message: 'not a Cairn manifest URL' }],
+        },
+      );
     }
     const manifest = await deps.signer.getManifest({ manifestId });
     const bytes = manifest.assetBlobKey ? await deps.blobs.getBuffer(manifest.assetBlobKey) : null;
-    if (!bytes) throw new CairnError('cairn.not_found', `The file signed under manifest ${manifestId} is no longer kept (its retention ended).`);
-    return { bytes, assetId: manifest.assetId, manifestId, ...(manifest.expiresAt ? { expiresAt: new Date(manifest.expiresAt) } : {}) };
+    if (!bytes)
+      throw new CairnError(
+        'cairn.not_found',
+        `The file signed under manifest ${manifestId} is no longer kept (its retention ended).`,
+      );
+    return {
+      bytes,
+      assetId: manifest.assetId,
+      manifestId,
+      ...(manifest.expiresAt ? { expiresAt: new Date(manifest.expiresAt) } : {}),
+    };
   }
-  throw new CairnError('cairn.verify.no_input', 'Send exactly one of: a file (multipart field "file"), asset_id, or manifest_uri.');
+  throw new CairnError(
+    'cairn.verify.no_input',
+    'Send exactly one of: a file (multipart field "file"), asset_id, or manifest_uri.',
+  );
 }
 
 /** `{base}/v1/manifests/{m_id}` on Cairn's own public address: the only manifest URLs followed. */
@@ -128,7 +162,12 @@ interface DetectAnswer {
  * One watermark detection through the watermark service, which decodes the file itself under its own limits (no
  * pixels or samples on the wire). A file it cannot read is "not applicable"; an outage is a failed signal.
  */
-async function detectMark(deps: VerifyDeps, what: string, detect: () => Promise<DetectAnswer>, notApplicable: string): Promise<WatermarkEvidence> {
+async function detectMark(
+  deps: VerifyDeps,
+  what: string,
+  detect: () => Promise<DetectAnswer>,
+  notApplicable: string,
+): Promise<WatermarkEvidence> {
   try {
     const found = await detect();
     if (!found.applicable) return { ran: false, reason: 'not_applicable', detail: notApplicable };
@@ -152,12 +191,22 @@ async function detectMark(deps: VerifyDeps, what: string, detect: () => Promise<
 async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
   // Header only, to tell an image from bytes that merely look like one.
   if (!(await probeImage(bytes))) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
-  return detectMark(deps, 'image', () => deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 }), 'image too small');
+  return detectMark(
+    deps,
+    'image',
+    () => deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 }),
+    'image too small',
+  );
 }
 
 /** The audio watermark (cairn-audio-wm-v1). */
 function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
-  return detectMark(deps, 'audio', () => deps.watermark.detectAudio({ encoded: bytes }, { deadlineMs: 60_000 }), 'no decodable audio, or shorter than one repetition of the mark');
+  return detectMark(
+    deps,
+    'audio',
+    () => deps.watermark.detectAudio({ encoded: bytes }, { deadlineMs: 60_000 }),
+    'no decodable audio, or shorter than one repetition of the mark',
+  );
 }
 
 /**
@@ -180,14 +229,33 @@ async function checkRevocation(deps: VerifyDeps, reading: C2paReading): Promise<
  * The soft-binding signal: asked only when nothing stronger leads to a record (no manifest, no registered
  * watermark), for uploaded files of every modality. A tenant's verify sees its own matches; the public sees public fields.
  */
-async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobKey: string | undefined): Promise<FingerprintEvidence> {
+async function lookupFingerprint(
+  deps: VerifyDeps,
+  tenantId: string,
+  uploadBlobKey: string | undefined,
+): Promise<FingerprintEvidence> {
   if (!uploadBlobKey) return { ran: false, reason: 'not_available' };
   try {
-    const { matches } = await deps.softbinding.lookup({ tenantId, query: { case: 'uploadBlobKey', value: uploadBlobKey } }, { deadlineMs: 20_000 });
-    return { ran: true, matches: matches.map((m) => ({ assetId: m.assetId, manifestUri: m.manifestUri, verifierUrl: m.verifierUrl, via: 'fingerprint' as const, similarity: m.similarity })) };
+    const { matches } = await deps.softbinding.lookup(
+      { tenantId, query: { case: 'uploadBlobKey', value: uploadBlobKey } },
+      { deadlineMs: 20_000 },
+    );
+    return {
+      ran: true,
+      matches: matches.map((m) => ({
+        assetId: m.assetId,
+        manifestUri: m.manifestUri,
+        verifierUrl: m.verifierUrl,
+        via: 'fingerprint' as const,
+        similarity: m.similarity,
+      })),
+    };
   } catch (error) {
     // A file that cannot be fingerprinted (too short, too flat, undecodable) is not a failed service.
-    if (isCairnError(error) && (error.code === 'cairn.validation.invalid_body' || error.code === 'cairn.verify.unsupported_file_type')) {
+    if (
+      isCairnError(error) &&
+      (error.code === 'cairn.validation.invalid_body' || error.code === 'cairn.verify.unsupported_file_type')
+    ) {
       return { ran: false, reason: 'not_available', detail: error.message };
     }
     deps.logger.warn({ err: error }, 'soft-binding lookup failed');
@@ -200,9 +268,16 @@ async function lookupFingerprint(deps: VerifyDeps, tenantId: string, uploadBlobK
  * content must also look like that asset (its perceptual fingerprint within the lookup radius). Asked across
  * tenants with public fields only. Undefined when it cannot be told (the lookup failed or the file has none).
  */
-async function contentMatchesAsset(deps: VerifyDeps, uploadBlobKey: string, assetId: string): Promise<boolean | undefined> {
+async function contentMatchesAsset(
+  deps: VerifyDeps,
+  uploadBlobKey: string,
+  assetId: string,
+): Promise<boolean | undefined> {
   try {
-    const { matches } = await deps.softbinding.lookup({ tenantId: '', query: { case: 'uploadBlobKey', value: uploadBlobKey }, limit: 50 }, { deadlineMs: 20_000 });
+    const { matches } = await deps.softbinding.lookup(
+      { tenantId: '', query: { case: 'uploadBlobKey', value: uploadBlobKey }, limit: 50 },
+      { deadlineMs: 20_000 },
+    );
     return matches.some((m) => m.assetId === assetId);
   } catch (error) {
     deps.logger.warn({ err: error }, 'soft-binding lookup for the watermark content check failed');
@@ -218,16 +293,33 @@ const ANCHOR_DEADLINE_MS = 5000;
  * served at manifest_uri) must be proved included in the root its batch's transaction carries on chain. The
  * anchor service does the proof and the chain read; only Cairn assets with a readable store are asked about.
  */
-async function checkAnchor(deps: VerifyDeps, reading: C2paReading, assetId: string | undefined): Promise<AnchorEvidence> {
-  if (reading.kind !== 'manifest' || !reading.signatureValid || !assetId) return { ran: false, reason: 'not_available' };
-  if (!reading.manifestStore) return { ran: false, reason: 'not_available', detail: 'the manifest store could not be extracted from this container' };
+async function checkAnchor(
+  deps: VerifyDeps,
+  reading: C2paReading,
+  assetId: string | undefined,
+): Promise<AnchorEvidence> {
+  if (reading.kind !== 'manifest' || !reading.signatureValid || !assetId)
+    return { ran: false, reason: 'not_available' };
+  if (!reading.manifestStore)
+    return {
+      ran: false,
+      reason: 'not_available',
+      detail: 'the manifest store could not be extracted from this container',
+    };
   const manifestDigest = createHash('sha256').update(reading.manifestStore).digest('hex');
   try {
     const answer = await deps.anchor.checkAnchor({ assetId, manifestDigest }, { deadlineMs: ANCHOR_DEADLINE_MS });
     if (answer.status === 'not_anchored') return { ran: false, reason: 'not_anchored' };
     if (answer.status !== 'anchored') return { ran: false, reason: 'pending', detail: `batch ${answer.status}` };
-    const where = { ...(answer.txHash ? { txHash: answer.txHash } : {}), ...(answer.chainId ? { chainId: Number(answer.chainId) } : {}), ...(answer.blockNumber ? { blockNumber: Number(answer.blockNumber) } : {}), ...(answer.confirmedAt ? { confirmedAt: answer.confirmedAt } : {}) };
-    return answer.match ? { ran: true, match: true, ...where } : { ran: true, match: false, detail: answer.reason || 'mismatch', ...where };
+    const where = {
+      ...(answer.txHash ? { txHash: answer.txHash } : {}),
+      ...(answer.chainId ? { chainId: Number(answer.chainId) } : {}),
+      ...(answer.blockNumber ? { blockNumber: Number(answer.blockNumber) } : {}),
+      ...(answer.confirmedAt ? { confirmedAt: answer.confirmedAt } : {}),
+    };
+    return answer.match
+      ? { ran: true, match: true, ...where }
+      : { ran: true, match: false, detail: answer.reason || 'mismatch', ...where };
   } catch (error) {
     deps.logger.warn({ err: error, asset_id: assetId }, 'anchor check failed');
     return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
@@ -260,7 +352,13 @@ async function publicAsset(deps: VerifyDeps, assetId: string | undefined): Promi
 
 function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'], similarity: number): SoftMatch {
   const base = deps.publicBaseUrl.replace(/\/$/, '');
-  return { assetId: asset.assetId, manifestUri: `${base}/v1/manifests/${asset.manifestId}`, verifierUrl: `${base}/v/${asset.assetId}`, via, similarity };
+  return {
+    assetId: asset.assetId,
+    manifestUri: `${base}/v1/manifests/${asset.manifestId}`,
+    verifierUrl: `${base}/v/${asset.assetId}`,
+    via,
+    similarity,
+  };
 }
 
 /**
@@ -268,7 +366,10 @@ function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'],
  * (domain/cairn-link.ts). A legacy manifest (no com.cairn.record), or one signed by a tenant's own key (BYOK),
  * counts only when it is, byte for byte, the store Cairn kept for the asset it names.
  */
-async function linkedRecord(deps: VerifyDeps, reading: C2paReading): Promise<{ assetId: string; manifestId: string } | undefined> {
+async function linkedRecord(
+  deps: VerifyDeps,
+  reading: C2paReading,
+): Promise<{ assetId: string; manifestId: string } | undefined> {
   const link = cairnLinkOf(reading, await deps.trust.cairnRoots());
   if (!link) return undefined;
   if (link.kind === 'record') return { assetId: link.assetId, manifestId: link.manifestId };
@@ -276,7 +377,9 @@ async function linkedRecord(deps: VerifyDeps, reading: C2paReading): Promise<{ a
   const asset = await publicAsset(deps, link.assetId);
   if (!asset || (link.kind === 'claimed_record' && asset.manifestId !== link.manifestId)) return undefined;
   const kept = await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined);
-  return kept && Buffer.from(kept.manifestStore).equals(reading.manifestStore) ? { assetId: asset.assetId, manifestId: asset.manifestId } : undefined;
+  return kept && Buffer.from(kept.manifestStore).equals(reading.manifestStore)
+    ? { assetId: asset.assetId, manifestId: asset.manifestId }
+    : undefined;
 }
 
 /**
@@ -289,7 +392,10 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   const subject = await resolveSubject(deps, request);
   const sniffed = sniffMediaType(subject.bytes.subarray(0, SNIFF_BYTES));
   if (!sniffed) {
-    throw new CairnError('cairn.verify.unsupported_file_type', 'This file type is not supported for verification; send an image (JPEG, PNG, WebP), audio (WAV, MP3, FLAC, OGG), video (MP4, WebM) or UTF-8 text.');
+    throw new CairnError(
+      'cairn.verify.unsupported_file_type',
+      'This file type is not supported for verification; send an image (JPEG, PNG, WebP), audio (WAV, MP3, FLAC, OGG), video (MP4, WebM) or UTF-8 text.',
+    );
   }
   // A file declaring more than the limits (a decompression bomb) is refused before anything decodes it.
   await checkMediaLimits(subject.bytes, sniffed, deps.mediaLimits);
@@ -297,19 +403,39 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
   // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.
   const sidecarType = isSidecarMediaType(sniffed.mediaType);
-  const sidecarManifestId = sidecarType ? (subject.manifestId ?? (await signedWithTheseBytes(deps, subject.bytes))) : undefined;
-  const sidecar = sidecarManifestId ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore : undefined;
+  const sidecarManifestId = sidecarType
+    ? (subject.manifestId ?? (await signedWithTheseBytes(deps, subject.bytes)))
+    : undefined;
+  const sidecar = sidecarManifestId
+    ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore
+    : undefined;
   const [reading, watermark] = await Promise.all([
     sidecarType && !sidecar
       ? Promise.resolve<C2paReading>({ kind: 'none' })
-      : deps.reader.readManifest({ asset: subject.bytes, mimeType: sniffed.mediaType, trustAnchorsPem: trust.pems, allowRemoteFetch: false, ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}) }),
-    sniffed.modality === 'image' ? detectWatermark(deps, subject.bytes) : sniffed.modality === 'audio' ? detectAudioWatermark(deps, subject.bytes) : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
+      : deps.reader.readManifest({
+          asset: subject.bytes,
+          mimeType: sniffed.mediaType,
+          trustAnchorsPem: trust.pems,
+          allowRemoteFetch: false,
+          ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
+        }),
+    sniffed.modality === 'image'
+      ? detectWatermark(deps, subject.bytes)
+      : sniffed.modality === 'audio'
+        ? detectAudioWatermark(deps, subject.bytes)
+        : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
   ]);
 
   // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
   // by Cairn itself (by id or by the file's exact hash), so it names its record.
-  const linked = sidecarManifestId && reading.kind === 'manifest' ? await sidecarRecord(deps, sidecarManifestId) : await linkedRecord(deps, reading);
-  const [ocsp, anchor] = await Promise.all([checkRevocation(deps, reading), checkAnchor(deps, reading, linked?.assetId)]);
+  const linked =
+    sidecarManifestId && reading.kind === 'manifest'
+      ? await sidecarRecord(deps, sidecarManifestId)
+      : await linkedRecord(deps, reading);
+  const [ocsp, anchor] = await Promise.all([
+    checkRevocation(deps, reading),
+    checkAnchor(deps, reading, linked?.assetId),
+  ]);
 
   // Which Cairn asset is this? Known from the input or the signed record; else the watermark registry points to one.
   const manifestAssetId = subject.assetId ?? linked?.assetId;
@@ -318,16 +444,30 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   const record = await publicAsset(deps, assetId);
   // A watermark-only lead must also be the asset's content, not merely carry its mark.
   let watermarkEvidence = watermark;
-  if (watermark.ran && watermark.detected && watermark.registered && reading.kind !== 'manifest' && watermarkAssetId && subject.uploadBlobKey) {
+  if (
+    watermark.ran &&
+    watermark.detected &&
+    watermark.registered &&
+    reading.kind !== 'manifest' &&
+    watermarkAssetId &&
+    subject.uploadBlobKey
+  ) {
     const consistent = await contentMatchesAsset(deps, subject.uploadBlobKey, watermarkAssetId);
     watermarkEvidence = { ...watermark, ...(consistent === undefined ? {} : { contentConsistent: consistent }) };
   }
-  const match = watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.registered && record && !manifestAssetId ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence) : undefined;
+  const match =
+    watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.registered && record && !manifestAssetId
+      ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence)
+      : undefined;
   const manifestId = subject.manifestId ?? linked?.manifestId;
-  const evidence = manifestEvidence(reading, { ...(manifestId ? { manifestId } : {}), ...(manifestAssetId ? { assetId: manifestAssetId } : {}) });
+  const evidence = manifestEvidence(reading, {
+    ...(manifestId ? { manifestId } : {}),
+    ...(manifestAssetId ? { assetId: manifestAssetId } : {}),
+  });
   // Without a trusted time-stamp the manifest carries no signing time; for Cairn's own assets the signer's
   // record of when it signed is the authority.
-  if (evidence.kind === 'manifest' && !evidence.signedAt && record && manifestId && record.manifestId === manifestId) evidence.signedAt = record.createdAt;
+  if (evidence.kind === 'manifest' && !evidence.signedAt && record && manifestId && record.manifestId === manifestId)
+    evidence.signedAt = record.createdAt;
 
   const verdict = decide({
     manifest: evidence,
@@ -344,7 +484,17 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
 
   if (request.tenantId) {
     await withTenant(deps.db, request.tenantId, (tx) =>
-      deps.outbox.enqueue(tx, newEvent('asset.verified', request.tenantId, { status: verdict.status, confidence: verdict.confidence, manifest_id: manifestId ?? null, asset_id: assetId ?? null, media_type: sniffed.mediaType, ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }) })),
+      deps.outbox.enqueue(
+        tx,
+        newEvent('asset.verified', request.tenantId, {
+          status: verdict.status,
+          confidence: verdict.confidence,
+          manifest_id: manifestId ?? null,
+          asset_id: assetId ?? null,
+          media_type: sniffed.mediaType,
+          ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
+        }),
+      ),
     );
     void deps.outbox.flush();
   }
@@ -360,7 +510,10 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
 }
 
 /** The record of a sidecar Cairn looked up itself (by the input's id, or by the exact SHA-256 of the bytes). */
-async function sidecarRecord(deps: VerifyDeps, manifestId: string): Promise<{ assetId: string; manifestId: string } | undefined> {
+async function sidecarRecord(
+  deps: VerifyDeps,
+  manifestId: string,
+): Promise<{ assetId: string; manifestId: string } | undefined> {
   const kept = await deps.signer.getManifest({ manifestId }).catch(() => undefined);
   return kept?.assetId ? { assetId: kept.assetId, manifestId } : undefined;
 }

@@ -14,10 +14,16 @@ const CA_JPG = readFileSync(`${SHARED_DIR}/fixtures/c2pa-rs/CA.jpg`);
 const CRASHING_CHILD = new URL('./fixtures/crashing-reader-child.ts', import.meta.url);
 
 function read(reader: ManifestReader, asset: Buffer, mimeType: string, timeoutMs?: number): Promise<C2paReading> {
-  return reader.readManifest({ asset, mimeType, trustAnchorsPem: [], allowRemoteFetch: false }, timeoutMs ? { timeoutMs } : {});
+  return reader.readManifest(
+    { asset, mimeType, trustAnchorsPem: [], allowRemoteFetch: false },
+    timeoutMs ? { timeoutMs } : {},
+  );
 }
 
-async function withReader(options: Parameters<typeof createManifestReader>[0], use: (reader: ManifestReader) => Promise<void>): Promise<void> {
+async function withReader(
+  options: Parameters<typeof createManifestReader>[0],
+  use: (reader: ManifestReader) => Promise<void>,
+): Promise<void> {
   const reader = createManifestReader(options);
   try {
     await use(reader);
@@ -95,10 +101,13 @@ describe('C2PA reader crash isolation', () => {
   }, 30_000);
 
   it('children that cannot start → C2paReaderUnavailableError (an outage, not a verdict on the file)', async () => {
-    await withReader({ size: 1, childEntry: new URL('./fixtures/failing-reader-child.ts', import.meta.url) }, async (reader) => {
-      await expect(reader.ready()).rejects.toBeInstanceOf(C2paReaderUnavailableError);
-      await expect(read(reader, CA_JPG, 'image/jpeg')).rejects.toBeInstanceOf(C2paReaderUnavailableError);
-    });
+    await withReader(
+      { size: 1, childEntry: new URL('./fixtures/failing-reader-child.ts', import.meta.url) },
+      async (reader) => {
+        await expect(reader.ready()).rejects.toBeInstanceOf(C2paReaderUnavailableError);
+        await expect(read(reader, CA_JPG, 'image/jpeg')).rejects.toBeInstanceOf(C2paReaderUnavailableError);
+      },
+    );
   });
 
   it('a missing child entry (a bundle built without it) fails at construction', () => {

@@ -13,7 +13,8 @@ import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const ANCHORS = readFileSync(`${SHARED_DIR}/fixtures/c2pa-rs/test-trust-anchors.pem`, 'utf8');
 
-const active = (kind: ValidationEntry['kind'], ...codes: string[]): ValidationEntry[] => codes.map((code) => ({ code, kind, scope: 'active' }));
+const active = (kind: ValidationEntry['kind'], ...codes: string[]): ValidationEntry[] =>
+  codes.map((code) => ({ code, kind, scope: 'active' }));
 
 describe('judgeCodes', () => {
   const clean = active('success', 'claimSignature.validated', 'assertion.dataHash.match', 'signingCredential.trusted');
@@ -65,23 +66,45 @@ describe('judgeCodes', () => {
   });
 
   it('OCSP outcomes', () => {
-    expect(judgeCodes(active('failure', 'signingCredential.ocsp.revoked'), 'Invalid')).toMatchObject({ revoked: true, ocspStatus: 'revoked' });
-    expect(judgeCodes(active('success', 'signingCredential.ocsp.notRevoked'), 'Valid')).toMatchObject({ revoked: false, ocspStatus: 'good' });
+    expect(judgeCodes(active('failure', 'signingCredential.ocsp.revoked'), 'Invalid')).toMatchObject({
+      revoked: true,
+      ocspStatus: 'revoked',
+    });
+    expect(judgeCodes(active('success', 'signingCredential.ocsp.notRevoked'), 'Valid')).toMatchObject({
+      revoked: false,
+      ocspStatus: 'good',
+    });
     expect(judgeCodes(active('failure', 'signingCredential.ocsp.unknown'), 'Invalid').ocspStatus).toBe('unknown');
-    expect(judgeCodes(active('informational', 'signingCredential.ocsp.inaccessible'), 'Valid').ocspStatus).toBe('unavailable');
-    expect(judgeCodes(active('informational', 'signingCredential.ocsp.skipped'), 'Valid').ocspStatus).toBe('unavailable');
+    expect(judgeCodes(active('informational', 'signingCredential.ocsp.inaccessible'), 'Valid').ocspStatus).toBe(
+      'unavailable',
+    );
+    expect(judgeCodes(active('informational', 'signingCredential.ocsp.skipped'), 'Valid').ocspStatus).toBe(
+      'unavailable',
+    );
   });
 
   it('time-stamps: validated, trusted, or spoiled by a mismatch', () => {
-    expect(judgeCodes(active('success', 'timeStamp.validated', 'timeStamp.trusted'), 'Valid')).toMatchObject({ timestamped: true, timestampTrusted: true });
-    expect(judgeCodes(active('success', 'timeStamp.validated'), 'Valid')).toMatchObject({ timestamped: true, timestampTrusted: false });
+    expect(judgeCodes(active('success', 'timeStamp.validated', 'timeStamp.trusted'), 'Valid')).toMatchObject({
+      timestamped: true,
+      timestampTrusted: true,
+    });
+    expect(judgeCodes(active('success', 'timeStamp.validated'), 'Valid')).toMatchObject({
+      timestamped: true,
+      timestampTrusted: false,
+    });
     expect(
-      judgeCodes([...active('success', 'timeStamp.validated'), ...active('informational', 'timeStamp.mismatch')], 'Invalid').timestamped,
+      judgeCodes(
+        [...active('success', 'timeStamp.validated'), ...active('informational', 'timeStamp.mismatch')],
+        'Invalid',
+      ).timestamped,
     ).toBe(false);
   });
 
   it("an ingredient's failures do not fail the active manifest", () => {
-    const entries: ValidationEntry[] = [...clean, { code: 'claimSignature.mismatch', kind: 'failure', scope: 'ingredient' }];
+    const entries: ValidationEntry[] = [
+      ...clean,
+      { code: 'claimSignature.mismatch', kind: 'failure', scope: 'ingredient' },
+    ];
     expect(judgeCodes(entries, 'Trusted').signatureValid).toBe(true);
   });
 });
@@ -89,7 +112,13 @@ describe('judgeCodes', () => {
 describe('readingFromError (c2pa-node rejections)', () => {
   it('remote manifest references', () => {
     const url = 'https://cai-manifests.adobe.com/manifests/adobe-urn-uuid-5f37e182';
-    expect(readingFromError(`C2pa(RemoteManifestUrl("${url}"))`, `must fetch remote manifests from url ${url}`, 'image/jpeg')).toEqual({
+    expect(
+      readingFromError(
+        `C2pa(RemoteManifestUrl("${url}"))`,
+        `must fetch remote manifests from url ${url}`,
+        'image/jpeg',
+      ),
+    ).toEqual({
       type: 'reading',
       reading: { kind: 'remote', url, fetched: false },
     });
@@ -103,18 +132,38 @@ describe('readingFromError (c2pa-node rejections)', () => {
   });
 
   it('unsupported, absent, malformed, and settings problems', () => {
-    expect(readingFromError('C2pa(UnsupportedType)', 'type is unsupported', 'audio/ogg')).toEqual({ type: 'reading', reading: { kind: 'unsupported', mimeType: 'audio/ogg' } });
-    expect(readingFromError('C2pa(JumbfNotFound)', 'no JUMBF data found', 'image/jpeg')).toEqual({ type: 'reading', reading: { kind: 'none' } });
+    expect(readingFromError('C2pa(UnsupportedType)', 'type is unsupported', 'audio/ogg')).toEqual({
+      type: 'reading',
+      reading: { kind: 'unsupported', mimeType: 'audio/ogg' },
+    });
+    expect(readingFromError('C2pa(JumbfNotFound)', 'no JUMBF data found', 'image/jpeg')).toEqual({
+      type: 'reading',
+      reading: { kind: 'none' },
+    });
     expect(
-      readingFromError('C2pa(InvalidAsset("Boxes are too deply nested, unsupported asset"))', 'asset could not be parsed: Boxes are too deply nested', 'video/mp4'),
-    ).toEqual({ type: 'reading', reading: { kind: 'malformed', detail: 'InvalidAsset: asset could not be parsed: Boxes are too deply nested' } });
-    expect(readingFromError('Error', 'Signing failed: Reader: Invalid settings: bad anchors', 'image/jpeg').type).toBe('settings');
+      readingFromError(
+        'C2pa(InvalidAsset("Boxes are too deply nested, unsupported asset"))',
+        'asset could not be parsed: Boxes are too deply nested',
+        'video/mp4',
+      ),
+    ).toEqual({
+      type: 'reading',
+      reading: { kind: 'malformed', detail: 'InvalidAsset: asset could not be parsed: Boxes are too deply nested' },
+    });
+    expect(readingFromError('Error', 'Signing failed: Reader: Invalid settings: bad anchors', 'image/jpeg').type).toBe(
+      'settings',
+    );
   });
 });
 
 describe('readingFromStore', () => {
   it('a store without an active manifest is malformed', () => {
-    expect(readingFromStore({ storeJson: { manifests: {}, validation_status: [{ code: 'claim.missing' }] }, manifestStore: null })).toEqual({
+    expect(
+      readingFromStore({
+        storeJson: { manifests: {}, validation_status: [{ code: 'claim.missing' }] },
+        manifestStore: null,
+      }),
+    ).toEqual({
       kind: 'malformed',
       detail: 'no active manifest: claim.missing',
     });
@@ -129,10 +178,17 @@ describe('readingFromStore', () => {
           'urn:c2pa:x': {
             claim_generator_info: [{ name: 'cairn', version: '1.0.0' }],
             assertions: [],
-            signature_info: { issuer: 'ACME', common_name: 'ACME Signer', cert_serial_number: '255', time: '2026-01-01T00:00:00+00:00' },
+            signature_info: {
+              issuer: 'ACME',
+              common_name: 'ACME Signer',
+              cert_serial_number: '255',
+              time: '2026-01-01T00:00:00+00:00',
+            },
           },
         },
-        validation_results: { activeManifest: { success: [{ code: 'claimSignature.validated' }], informational: [], failure: [] } },
+        validation_results: {
+          activeManifest: { success: [{ code: 'claimSignature.validated' }], informational: [], failure: [] },
+        },
         validation_state: 'Valid',
       },
       manifestStore: null,
@@ -155,30 +211,65 @@ describe('claimsOf', () => {
   });
 
   it('AI-generated vs AI-assisted', () => {
-    expect(claimsOf(manifest([{ action: 'c2pa.created', digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia' }]))).toMatchObject({
+    expect(
+      claimsOf(
+        manifest([
+          {
+            action: 'c2pa.created',
+            digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia',
+          },
+        ]),
+      ),
+    ).toMatchObject({
       aiGenerated: true,
       aiAssisted: false,
     });
     expect(
       claimsOf(
         manifest([
-          { action: 'c2pa.created', digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture' },
-          { action: 'c2pa.edited', digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia' },
+          {
+            action: 'c2pa.created',
+            digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture',
+          },
+          {
+            action: 'c2pa.edited',
+            digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia',
+          },
         ]),
       ),
     ).toMatchObject({ aiGenerated: false, aiAssisted: true });
-    expect(claimsOf(manifest([{ action: 'c2pa.created', digitalSourceType: 'https://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia' }]))).toMatchObject({
+    expect(
+      claimsOf(
+        manifest([
+          {
+            action: 'c2pa.created',
+            digitalSourceType: 'https://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia',
+          },
+        ]),
+      ),
+    ).toMatchObject({
       aiGenerated: false,
       aiAssisted: true,
     });
-    expect(claimsOf(manifest([{ action: 'c2pa.created', digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/algorithmicMedia' }]))).toMatchObject({
+    expect(
+      claimsOf(
+        manifest([
+          {
+            action: 'c2pa.created',
+            digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/algorithmicMedia',
+          },
+        ]),
+      ),
+    ).toMatchObject({
       aiGenerated: false,
       aiAssisted: false,
     });
   });
 
   it('a v1 string softwareAgent is the generator when there is no Cairn assertion', () => {
-    expect(claimsOf(manifest([{ action: 'c2pa.created', softwareAgent: 'Some Tool 1.0' }])).generator).toBe('Some Tool 1.0');
+    expect(claimsOf(manifest([{ action: 'c2pa.created', softwareAgent: 'Some Tool 1.0' }])).generator).toBe(
+      'Some Tool 1.0',
+    );
   });
 });
 
@@ -211,9 +302,24 @@ describe('bounded parsers', () => {
       Buffer.from('hello world, not a container'),
       Buffer.from([0xff, 0xd8, 0xff, 0xeb, 0x00]), // JPEG cut inside a segment header
       Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xeb, 0x01, 0x00]), Buffer.from('JP', 'latin1'), Buffer.alloc(6)]), // APP11 cut inside its JUMBF header
-      Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xeb, 0x00, 0x30]), Buffer.from('JP', 'latin1'), Buffer.from([0, 1, 0, 0, 0, 1]), Buffer.from([0, 0, 0x10, 0]), Buffer.from('jumb', 'latin1'), Buffer.alloc(8)]), // a store's superbox claiming 4 KiB, then the end
-      Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from([0, 0, 0, 200]), Buffer.from('caBX')]),
-      Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVE', 'latin1'), Buffer.from('C2PA', 'latin1'), Buffer.from([0xff, 0xff, 0xff, 0x7f])]),
+      Buffer.concat([
+        Buffer.from([0xff, 0xd8, 0xff, 0xeb, 0x00, 0x30]),
+        Buffer.from('JP', 'latin1'),
+        Buffer.from([0, 1, 0, 0, 0, 1]),
+        Buffer.from([0, 0, 0x10, 0]),
+        Buffer.from('jumb', 'latin1'),
+        Buffer.alloc(8),
+      ]), // a store's superbox claiming 4 KiB, then the end
+      Buffer.concat([
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+        Buffer.from([0, 0, 0, 200]),
+        Buffer.from('caBX'),
+      ]),
+      Buffer.concat([
+        Buffer.from('RIFF\0\0\0\0WAVE', 'latin1'),
+        Buffer.from('C2PA', 'latin1'),
+        Buffer.from([0xff, 0xff, 0xff, 0x7f]),
+      ]),
       Buffer.concat([Buffer.from([0, 0, 0, 1]), Buffer.from('ftyp', 'latin1'), Buffer.alloc(8, 0xff)]),
     ]) {
       // The answer, not merely no exception: a truncated container yields no store (not a partial one).

@@ -7,8 +7,18 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { buildAndSign, newBuilder, buildManifestPlan } from '../../signer/src/c2pa/index.js';
-import { collectGarbage, localSignerFor, makeTestCredential, type TestCredential } from '../../signer/test/c2pa-fixtures.js';
-import { createManifestReader, type C2paReading, type ManifestReader, type ManifestReading } from '../src/c2pa/index.js';
+import {
+  collectGarbage,
+  localSignerFor,
+  makeTestCredential,
+  type TestCredential,
+} from '../../signer/test/c2pa-fixtures.js';
+import {
+  createManifestReader,
+  type C2paReading,
+  type ManifestReader,
+  type ManifestReading,
+} from '../src/c2pa/index.js';
 import { decodeCbor } from '../src/c2pa/cbor.js';
 import { signatureCose } from '../src/c2pa/jumbf.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
@@ -28,8 +38,18 @@ function manifest(reading: C2paReading): ManifestReading {
   return reading;
 }
 
-async function readAsset(asset: Buffer, mimeType: string, trustAnchorsPem: string[], timeoutMs?: number): Promise<{ reading: C2paReading }> {
-  return { reading: await reader.readManifest({ asset, mimeType, trustAnchorsPem, allowRemoteFetch: false }, timeoutMs ? { timeoutMs } : {}) };
+async function readAsset(
+  asset: Buffer,
+  mimeType: string,
+  trustAnchorsPem: string[],
+  timeoutMs?: number,
+): Promise<{ reading: C2paReading }> {
+  return {
+    reading: await reader.readManifest(
+      { asset, mimeType, trustAnchorsPem, allowRemoteFetch: false },
+      timeoutMs ? { timeoutMs } : {},
+    ),
+  };
 }
 
 beforeAll(async () => {
@@ -45,19 +65,17 @@ afterAll(async () => {
 
 describe('peer corpus (c2pa-rs fixtures, EXPECTED.md)', () => {
   type Expectation = (r: C2paReading, custom: boolean) => void;
-  const signedValid =
-    (): Expectation =>
-    (r, custom) => {
-      const m = manifest(r);
-      expect(m.signatureValid).toBe(true);
-      expect(m.assertionsValid).toBe(true);
-      expect(m.hardBindingValid).toBe(true);
-      // Default list: manifest_signer_untrusted. Test anchors as a custom list: verified_manifest.
-      expect(m.trusted).toBe(custom);
-      expect(m.validationCodes.includes('signingCredential.untrusted')).toBe(!custom);
-      expect(m.signer.certChainPem.length).toBeGreaterThan(0);
-      expect(m.signer.commonName).toBe('C2PA Signer');
-    };
+  const signedValid = (): Expectation => (r, custom) => {
+    const m = manifest(r);
+    expect(m.signatureValid).toBe(true);
+    expect(m.assertionsValid).toBe(true);
+    expect(m.hardBindingValid).toBe(true);
+    // Default list: manifest_signer_untrusted. Test anchors as a custom list: verified_manifest.
+    expect(m.trusted).toBe(custom);
+    expect(m.validationCodes.includes('signingCredential.untrusted')).toBe(!custom);
+    expect(m.signer.certChainPem.length).toBeGreaterThan(0);
+    expect(m.signer.commonName).toBe('C2PA Signer');
+  };
   const cases: Array<[string, string, Expectation]> = [
     ['CA.jpg', 'image/jpeg', signedValid()],
     ['C.jpg', 'image/jpeg', signedValid()],
@@ -124,7 +142,14 @@ describe('peer corpus (c2pa-rs fixtures, EXPECTED.md)', () => {
   it('keeps the trust list per read: concurrent reads with different lists do not interfere', async () => {
     const ca = readFileSync(`${CORPUS}/CA.jpg`);
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => reader.readManifest({ asset: ca, mimeType: 'image/jpeg', trustAnchorsPem: i % 2 ? [TEST_ANCHORS] : [], allowRemoteFetch: false })),
+      Array.from({ length: 6 }, (_, i) =>
+        reader.readManifest({
+          asset: ca,
+          mimeType: 'image/jpeg',
+          trustAnchorsPem: i % 2 ? [TEST_ANCHORS] : [],
+          allowRemoteFetch: false,
+        }),
+      ),
     );
     expect(results.map((r) => manifest(r).trusted)).toEqual([false, true, false, true, false, true]);
 
@@ -133,7 +158,16 @@ describe('peer corpus (c2pa-rs fixtures, EXPECTED.md)', () => {
     try {
       const seq: boolean[] = [];
       for (const anchors of [[TEST_ANCHORS], [], [TEST_ANCHORS], []]) {
-        seq.push(manifest(await single.readManifest({ asset: ca, mimeType: 'image/jpeg', trustAnchorsPem: anchors, allowRemoteFetch: false })).trusted);
+        seq.push(
+          manifest(
+            await single.readManifest({
+              asset: ca,
+              mimeType: 'image/jpeg',
+              trustAnchorsPem: anchors,
+              allowRemoteFetch: false,
+            }),
+          ).trusted,
+        );
       }
       expect(seq).toEqual([true, false, true, false]);
     } finally {
@@ -184,7 +218,12 @@ describe('remote manifest references are reported, never fetched', () => {
   });
 
   it('refuses allowRemoteFetch other than false', async () => {
-    const input = { asset: Buffer.alloc(4), mimeType: 'image/jpeg', trustAnchorsPem: [], allowRemoteFetch: true } as unknown as Parameters<ManifestReader['readManifest']>[0];
+    const input = {
+      asset: Buffer.alloc(4),
+      mimeType: 'image/jpeg',
+      trustAnchorsPem: [],
+      allowRemoteFetch: true,
+    } as unknown as Parameters<ManifestReader['readManifest']>[0];
     await expect(reader.readManifest(input)).rejects.toThrow(/allowRemoteFetch/);
   });
 });
@@ -250,8 +289,14 @@ describe('Cairn-signed assets', () => {
         promptHash: metadata.prompt_hash,
       },
     });
-    expect(m.signer).toMatchObject({ commonName: 'Cairn Verifier Test', organization: 'Cairn QA', serialHex: credential.leafSerialHex.replace(/^0+/, '') });
-    expect(m.signer.certChainPem.map((p) => p.replace(/\s+/g, ''))).toEqual([credential.leafCertPem, credential.caCertPem].map((p) => p.replace(/\s+/g, '')));
+    expect(m.signer).toMatchObject({
+      commonName: 'Cairn Verifier Test',
+      organization: 'Cairn QA',
+      serialHex: credential.leafSerialHex.replace(/^0+/, ''),
+    });
+    expect(m.signer.certChainPem.map((p) => p.replace(/\s+/g, ''))).toEqual(
+      [credential.leafCertPem, credential.caCertPem].map((p) => p.replace(/\s+/g, '')),
+    );
     expect(m.thumbnail?.mimeType).toBe('image/jpeg');
     expect(m.thumbnail?.bytes.equals(thumbnail)).toBe(true);
     // The store found in the file is byte for byte the one the signer returned (and serves at manifest_uri).
@@ -284,7 +329,10 @@ describe('Cairn-signed assets', () => {
   it('pixels edited after signing → hard binding invalid, signature still valid', async () => {
     const edited = Buffer.from(signed.signed);
     // Scan data starts after the SOS segment; change bytes in its middle without creating markers.
-    const sos = edited.indexOf(Buffer.from([0xff, 0xda]), edited.indexOf(signed.manifestStore) + signed.manifestStore.length);
+    const sos = edited.indexOf(
+      Buffer.from([0xff, 0xda]),
+      edited.indexOf(signed.manifestStore) + signed.manifestStore.length,
+    );
     const scanStart = sos + 2 + edited.readUInt16BE(sos + 2);
     let changed = 0;
     for (let i = scanStart + Math.floor((edited.length - scanStart) / 2); changed < 16; i++) {
@@ -329,7 +377,15 @@ describe('Cairn-signed assets', () => {
 
   it('reassembles a store split over several JPEG APP11 segments', async () => {
     // A noisy 512×512 claim thumbnail pushes the store past one APP11 segment's 64 KiB.
-    const noisy = await sharp({ create: { width: 512, height: 512, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } })
+    const noisy = await sharp({
+      create: {
+        width: 512,
+        height: 512,
+        channels: 3,
+        background: '#808080',
+        noise: { type: 'gaussian', mean: 128, sigma: 60 },
+      },
+    })
       .jpeg({ quality: 95 })
       .toBuffer();
     const result = await buildAndSign({

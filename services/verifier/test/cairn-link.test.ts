@@ -24,6 +24,8 @@ describe('chainsToOneOf', () => {
     expect(chainsToOneOf([other.leafCertPem, cairn.caCertPem], [cairn.caCertPem])).toBe(false);
     expect(chainsToOneOf([], [cairn.caCertPem])).toBe(false);
     expect(chainsToOneOf([cairn.leafCertPem], [])).toBe(false);
-    expect(chainsToOneOf(['-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----'], [cairn.caCertPem])).toBe(false);
+    expect(chainsToOneOf(['-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----'], [cairn.caCertPem])).toBe(
+      false,
+    );
   });
 });

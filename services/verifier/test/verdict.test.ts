@@ -13,7 +13,13 @@ const validManifest = (overrides: Partial<Extract<ManifestEvidence, { kind: 'man
   timestamped: false,
   signerName: 'Cairn Signing 1',
   signedAt: '2026-11-20T10:00:00Z',
-  claims: { generator: 'ImageGen', model: 'v3', aiGenerated: true, aiAssisted: false, createdAt: '2026-11-20T09:59:00Z' },
+  claims: {
+    generator: 'ImageGen',
+    model: 'v3',
+    aiGenerated: true,
+    aiAssisted: false,
+    createdAt: '2026-11-20T09:59:00Z',
+  },
   softBindingValue: PAYLOAD,
   validationCodes: [],
   ...overrides,
@@ -28,24 +34,65 @@ const base = (overrides: Partial<Evidence> = {}): Evidence => ({
   ...overrides,
 });
 
-const match = { assetId: 'a_1', manifestUri: 'https://x/v1/manifests/m_1', verifierUrl: 'https://x/v/a_1', via: 'watermark' as const, similarity: 1 };
+const match = {
+  assetId: 'a_1',
+  manifestUri: 'https://x/v1/manifests/m_1',
+  verifierUrl: 'https://x/v/a_1',
+  via: 'watermark' as const,
+  similarity: 1,
+};
 
 const cases: Array<[Status, Evidence]> = [
   ['verified_manifest_and_watermark_match', base()],
-  ['verified_manifest', base({ manifest: validManifest({ softBindingValue: undefined }), watermark: { ran: false, reason: 'not_applicable' } })],
-  ['manifest_watermark_conflict', base({ watermark: { ran: true, detected: true, payloadHex: 'ffffffffffffffff', confidence: 0.9, registered: true } })],
+  [
+    'verified_manifest',
+    base({
+      manifest: validManifest({ softBindingValue: undefined }),
+      watermark: { ran: false, reason: 'not_applicable' },
+    }),
+  ],
+  [
+    'manifest_watermark_conflict',
+    base({
+      watermark: { ran: true, detected: true, payloadHex: 'ffffffffffffffff', confidence: 0.9, registered: true },
+    }),
+  ],
   ['manifest_signer_untrusted', base({ manifest: validManifest({ trusted: false }) })],
   ['manifest_signer_revoked', base({ ocsp: 'revoked' })],
   ['manifest_certificate_expired', base({ manifest: validManifest({ certificateExpired: true }) })],
-  ['manifest_tampered', base({ manifest: validManifest({ signatureValid: false, validationCodes: ['claimSignature.mismatch'] }) })],
-  ['manifest_content_modified', base({ manifest: validManifest({ hardBindingValid: false, validationCodes: ['assertion.dataHash.mismatch'] }) })],
+  [
+    'manifest_tampered',
+    base({ manifest: validManifest({ signatureValid: false, validationCodes: ['claimSignature.mismatch'] }) }),
+  ],
+  [
+    'manifest_content_modified',
+    base({ manifest: validManifest({ hardBindingValid: false, validationCodes: ['assertion.dataHash.mismatch'] }) }),
+  ],
   ['manifest_malformed', base({ manifest: { kind: 'malformed', detail: 'JUMBF box truncated' } })],
   ['manifest_unreachable', base({ manifest: { kind: 'unreachable', url: 'https://elsewhere.example/m.c2pa' } })],
   ['anchor_mismatch', base({ anchor: { ran: true, match: false } })],
   ['watermark_only', base({ manifest: { kind: 'none' }, ocsp: 'not_checked', watermarkMatch: match })],
-  ['watermark_unregistered', base({ manifest: { kind: 'none' }, ocsp: 'not_checked', watermark: { ran: true, detected: true, payloadHex: PAYLOAD, confidence: 0.9, registered: false } })],
-  ['fingerprint_match_only', base({ manifest: { kind: 'none' }, ocsp: 'not_checked', watermark: { ran: true, detected: false }, fingerprint: { ran: true, matches: [{ ...match, via: 'fingerprint', similarity: 0.93 }] } })],
-  ['no_provenance', base({ manifest: { kind: 'none' }, ocsp: 'not_checked', watermark: { ran: true, detected: false } })],
+  [
+    'watermark_unregistered',
+    base({
+      manifest: { kind: 'none' },
+      ocsp: 'not_checked',
+      watermark: { ran: true, detected: true, payloadHex: PAYLOAD, confidence: 0.9, registered: false },
+    }),
+  ],
+  [
+    'fingerprint_match_only',
+    base({
+      manifest: { kind: 'none' },
+      ocsp: 'not_checked',
+      watermark: { ran: true, detected: false },
+      fingerprint: { ran: true, matches: [{ ...match, via: 'fingerprint', similarity: 0.93 }] },
+    }),
+  ],
+  [
+    'no_provenance',
+    base({ manifest: { kind: 'none' }, ocsp: 'not_checked', watermark: { ran: true, detected: false } }),
+  ],
   ['inconclusive', base({ watermark: { ran: false, reason: 'failed', detail: 'UNAVAILABLE' } })],
 ];
 
@@ -69,12 +116,27 @@ describe('decide: one row per status', () => {
 
 describe('confidence', () => {
   it('is null exactly for the hard failures', () => {
-    const nulls = cases.filter(([, e]) => decide(e).confidence === null).map(([s]) => s).sort();
-    expect(nulls).toEqual(['manifest_malformed', 'manifest_signer_revoked', 'manifest_tampered', 'manifest_unreachable']);
+    const nulls = cases
+      .filter(([, e]) => decide(e).confidence === null)
+      .map(([s]) => s)
+      .sort();
+    expect(nulls).toEqual([
+      'manifest_malformed',
+      'manifest_signer_revoked',
+      'manifest_tampered',
+      'manifest_unreachable',
+    ]);
   });
 
   it('is capped low for the "weighted, low" statuses', () => {
-    for (const status of ['manifest_watermark_conflict', 'manifest_signer_untrusted', 'manifest_certificate_expired', 'manifest_content_modified', 'anchor_mismatch', 'watermark_unregistered'] as const) {
+    for (const status of [
+      'manifest_watermark_conflict',
+      'manifest_signer_untrusted',
+      'manifest_certificate_expired',
+      'manifest_content_modified',
+      'anchor_mismatch',
+      'watermark_unregistered',
+    ] as const) {
       const [, evidence] = cases.find(([s]) => s === status)!;
       expect(decide(evidence).confidence).toBeLessThanOrEqual(LOW_CONFIDENCE_CAP);
     }
@@ -82,7 +144,12 @@ describe('confidence', () => {
 
   it('ranks a manifest and matching watermark above a manifest alone, above a watermark alone, above a fingerprint alone, above nothing', () => {
     const both = decide(base()).confidence!;
-    const manifestOnly = decide(base({ manifest: validManifest({ softBindingValue: undefined }), watermark: { ran: false, reason: 'not_applicable' } })).confidence!;
+    const manifestOnly = decide(
+      base({
+        manifest: validManifest({ softBindingValue: undefined }),
+        watermark: { ran: false, reason: 'not_applicable' },
+      }),
+    ).confidence!;
     const watermarkOnly = decide(cases.find(([s]) => s === 'watermark_only')![1]).confidence!;
     const fingerprintOnly = decide(cases.find(([s]) => s === 'fingerprint_match_only')![1]).confidence!;
     const nothing = decide(cases.find(([s]) => s === 'no_provenance')![1]).confidence;
@@ -99,13 +166,21 @@ describe('confidence', () => {
     for (const set of evidenceSets()) {
       for (const signal of AGREEING) {
         if (set.has.has(signal)) continue;
-        const more = evidenceSets().find((other) => other.failed === set.failed && other.wmConfidence === set.wmConfidence && other.similarity === set.similarity && sameSignals(other.has, new Set([...set.has, signal])));
+        const more = evidenceSets().find(
+          (other) =>
+            other.failed === set.failed &&
+            other.wmConfidence === set.wmConfidence &&
+            other.similarity === set.similarity &&
+            sameSignals(other.has, new Set([...set.has, signal])),
+        );
         if (!more) continue;
         compared++;
         const before = decide(set.evidence);
         const after = decide(more.evidence);
         if ((after.confidence ?? -1) < (before.confidence ?? -1)) {
-          violations.push(`${describeSet(set)} (${before.status} ${before.confidence}) + ${signal} → ${after.status} ${after.confidence}`);
+          violations.push(
+            `${describeSet(set)} (${before.status} ${before.confidence}) + ${signal} → ${after.status} ${after.confidence}`,
+          );
         }
       }
     }
@@ -117,7 +192,9 @@ describe('confidence', () => {
     const verdict = decide(base({ watermark: { ran: false, reason: 'failed' } }));
     expect(verdict.warnings).toContain('watermark_unavailable');
     expect(verdict.confidence).toBeGreaterThan(0.5);
-    const noManifest = decide(base({ manifest: { kind: 'none' }, ocsp: 'not_checked', watermark: { ran: false, reason: 'failed' } }));
+    const noManifest = decide(
+      base({ manifest: { kind: 'none' }, ocsp: 'not_checked', watermark: { ran: false, reason: 'failed' } }),
+    );
     expect(noManifest.status).toBe('inconclusive');
     expect(noManifest.confidence).toBe(0);
   });
@@ -125,7 +202,10 @@ describe('confidence', () => {
 
 describe('ordering and details', () => {
   it('reports tampering even when a signal service is down', () => {
-    expect(decide(base({ manifest: validManifest({ signatureValid: false }), watermark: { ran: false, reason: 'failed' } })).status).toBe('manifest_tampered');
+    expect(
+      decide(base({ manifest: validManifest({ signatureValid: false }), watermark: { ran: false, reason: 'failed' } }))
+        .status,
+    ).toBe('manifest_tampered');
   });
 
   it('warns when OCSP could not be reached without failing the verdict', () => {
@@ -148,9 +228,21 @@ describe('ordering and details', () => {
   it('omits claims from hard failures and states who signed when verified', () => {
     expect(decide(cases.find(([s]) => s === 'manifest_tampered')![1]).claims).toBeUndefined();
     const verified = decide(base());
-    expect(verified.claims).toMatchObject({ generator: 'ImageGen', model: 'v3', ai_generated: true, signed_by: 'Cairn Signing 1' });
+    expect(verified.claims).toMatchObject({
+      generator: 'ImageGen',
+      model: 'v3',
+      ai_generated: true,
+      signed_by: 'Cairn Signing 1',
+    });
     expect(verified.proves[0]).toBe('The file was signed by Cairn Signing 1 on 2026-11-20.');
-    expect(verified.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true, signer_trusted: true, ocsp_status: 'good', watermark_present: true, watermark_payload_valid: true });
+    expect(verified.signals).toMatchObject({
+      c2pa_manifest_present: true,
+      c2pa_signature_valid: true,
+      signer_trusted: true,
+      ocsp_status: 'good',
+      watermark_present: true,
+      watermark_payload_valid: true,
+    });
   });
 });
 
@@ -168,7 +260,8 @@ interface EvidenceSet {
 }
 
 const sameSignals = (a: Set<Agreeing>, b: Set<Agreeing>) => a.size === b.size && [...a].every((x) => b.has(x));
-const describeSet = (set: EvidenceSet) => `{${[...set.has].join(', ')}}${set.failed ? ' watermark service down' : ''} wm=${set.wmConfidence} fp=${set.similarity}`;
+const describeSet = (set: EvidenceSet) =>
+  `{${[...set.has].join(', ')}}${set.failed ? ' watermark service down' : ''} wm=${set.wmConfidence} fp=${set.similarity}`;
 
 /**
  * Every combination of the agreeing signals, at a weak and a strong watermark read and fingerprint similarity,
@@ -188,8 +281,22 @@ function evidenceSets(): EvidenceSet[] {
           const evidence: Evidence = {
             manifest: has.has('manifest') ? validManifest() : { kind: 'none' },
             ocsp: has.has('ocsp_good') ? 'good' : has.has('manifest') ? 'unavailable' : 'not_checked',
-            watermark: failed ? { ran: false, reason: 'failed' } : has.has('watermark') ? { ran: true, detected: true, payloadHex: PAYLOAD, confidence: wmConfidence, registered: true, assetId: 'a_1' } : { ran: true, detected: false },
-            fingerprint: { ran: true, matches: has.has('fingerprint') ? [{ ...match, via: 'fingerprint', similarity }] : [] },
+            watermark: failed
+              ? { ran: false, reason: 'failed' }
+              : has.has('watermark')
+                ? {
+                    ran: true,
+                    detected: true,
+                    payloadHex: PAYLOAD,
+                    confidence: wmConfidence,
+                    registered: true,
+                    assetId: 'a_1',
+                  }
+                : { ran: true, detected: false },
+            fingerprint: {
+              ran: true,
+              matches: has.has('fingerprint') ? [{ ...match, via: 'fingerprint', similarity }] : [],
+            },
             anchor: has.has('anchor') ? { ran: true, match: true } : { ran: false, reason: 'not_available' },
             ...(has.has('watermark') ? { watermarkMatch: match } : {}),
           };

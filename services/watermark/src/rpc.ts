@@ -13,7 +13,12 @@ import { keyedPayloadFor, PAYLOAD_BYTES, payloadFor, payloadHex } from './domain
 import { PoolClosedError, type ImageWorkerPool } from './domain/pool.js';
 import { requireId } from './domain/validation.js';
 import { decodeForDetection, decodeForEmbedding, encodeMarked } from './adapters/image-codec.js';
-import { ANALYSIS_RATE, decodeAudioForDetection, decodeAudioForEmbedding, encodeMarkedAudio } from './adapters/audio-codec.js';
+import {
+  ANALYSIS_RATE,
+  decodeAudioForDetection,
+  decodeAudioForEmbedding,
+  encodeMarkedAudio,
+} from './adapters/audio-codec.js';
 import { audioPayloadFor, AUDIO_WM, CAIRN_AUDIO_WM_V1_NAME } from './domain/audio/cairn-audio-wm-v1.js';
 
 type Methods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
@@ -31,14 +36,22 @@ export interface WatermarkDeps {
 }
 
 /** cairn.watermark.v1.WatermarkService: embed a registered mark in pixels; detect one and resolve it. */
-export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, mediaLimits, logger }: WatermarkDeps): ServiceImpl<Methods> {
+export function watermarkHandlers({
+  pool,
+  registry,
+  keyring,
+  minEmbedSize,
+  mediaLimits,
+  logger,
+}: WatermarkDeps): ServiceImpl<Methods> {
   /** Worker failures as the caller should see them: its own bad image, a drain, or an internal error. */
   const inWorker = async <T>(what: string, work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
     } catch (error) {
       if (error instanceof ImageRejectedError) throw new CairnError('cairn.validation.invalid_body', error.message);
-      if (error instanceof PoolClosedError) throw new CairnError('cairn.unavailable', 'The watermark service is shutting down; retry.');
+      if (error instanceof PoolClosedError)
+        throw new CairnError('cairn.unavailable', 'The watermark service is shutting down; retry.');
       logger.error({ err: error }, `${what} failed`);
       throw new CairnError('cairn.internal_error', `${what} failed`, {}, { cause: error });
     }
@@ -49,11 +62,19 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
    * written: a keyed mark's payload is public (manifests carry it), so the keyless code stamping it, or a key that
    * is not the mark's, is not that mark.
    */
-  const registeredMark = async (detection: { payload: Uint8Array; confidence: number }, name: string, keyId: string | null) => {
+  const registeredMark = async (
+    detection: { payload: Uint8Array; confidence: number },
+    name: string,
+    keyId: string | null,
+  ) => {
     const hex = payloadHex(detection.payload);
     const found = await registry.findByPayload(hex);
     const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
-    if (found && !mark) logger.warn({ algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId }, 'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark');
+    if (found && !mark)
+      logger.warn(
+        { algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId },
+        'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark',
+      );
     return {
       detected: true,
       applicable: true,
@@ -74,11 +95,18 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
       const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
       const assetId = requireId('asset', request.assetId, 'asset_id');
-      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the image file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      if (request.encoded.length === 0)
+        throw new CairnError('cairn.validation.invalid_body', 'encoded (the image file) is required', {
+          errors: [{ path: 'encoded', message: 'required' }],
+        });
       // Decoded before the registry is touched: an image refused for its size or format records no mark.
       const { image, mediaType } = await decodeForEmbedding(request.encoded, mediaLimits);
       if (Math.min(image.width, image.height) < minEmbedSize) {
-        throw new CairnError('cairn.validation.invalid_body', `image is ${image.width}×${image.height}; a watermark needs at least ${minEmbedSize}×${minEmbedSize} pixels`, { errors: [{ path: 'encoded', message: 'too small' }] });
+        throw new CairnError(
+          'cairn.validation.invalid_body',
+          `image is ${image.width}×${image.height}; a watermark needs at least ${minEmbedSize}×${minEmbedSize} pixels`,
+          { errors: [{ path: 'encoded', message: 'too small' }] },
+        );
       }
       // A retry of an id already recorded writes exactly that mark again (same algorithm, key and payload),
       // even if the current key has rotated since.
@@ -94,16 +122,32 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
       // One encode, here: the marked pixels never cross the wire, only the file the signer signs.
       const { encoded, thumbnail } = await encodeMarked(outcome.image, mediaType);
       if (encoded.length > MAX_ENCODED_ANSWER_BYTES) {
-        throw new CairnError('cairn.media.too_large', `The marked image encodes to ${encoded.length} bytes, more than the ${MAX_ENCODED_ANSWER_BYTES} this service answers with.`);
+        throw new CairnError(
+          'cairn.media.too_large',
+          `The marked image encodes to ${encoded.length} bytes, more than the ${MAX_ENCODED_ANSWER_BYTES} this service answers with.`,
+        );
       }
-      return { encoded, thumbnail, width: outcome.image.width, height: outcome.image.height, payloadHex: hex, psnrDb: outcome.psnrDb, algorithm: outcome.algorithm, keyId: outcome.keyId ?? '' };
+      return {
+        encoded,
+        thumbnail,
+        width: outcome.image.width,
+        height: outcome.image.height,
+        payloadHex: hex,
+        psnrDb: outcome.psnrDb,
+        algorithm: outcome.algorithm,
+        keyId: outcome.keyId ?? '',
+      };
     },
 
     detectImage: async (request) => {
-      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the image file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      if (request.encoded.length === 0)
+        throw new CairnError('cairn.validation.invalid_body', 'encoded (the image file) is required', {
+          errors: [{ path: 'encoded', message: 'required' }],
+        });
       const image = await decodeForDetection(request.encoded, mediaLimits);
       // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
-      if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { detected: false, applicable: false, algorithm: CAIRN_DCT_KEYED_V1_NAME };
+      if (Math.min(image.width, image.height) < MIN_DETECT_SIDE)
+        return { detected: false, applicable: false, algorithm: CAIRN_DCT_KEYED_V1_NAME };
       const { detection, algorithm: name, keyId } = await inWorker('detection', () => pool.detect(image, keyring.all));
       if (!detection) return { detected: false, applicable: true, algorithm: name };
       return registeredMark(detection, name, keyId);
@@ -113,21 +157,41 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
       const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
       const assetId = requireId('asset', request.assetId, 'asset_id');
-      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the audio file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      if (request.encoded.length === 0)
+        throw new CairnError('cairn.validation.invalid_body', 'encoded (the audio file) is required', {
+          errors: [{ path: 'encoded', message: 'required' }],
+        });
       // Decoded before the registry is touched: a file refused for its size or format records no mark.
       // Any length is marked (a clip shorter than one repetition, 1.5 s, carries a mark no detector can read
       // whole; its manifest and fingerprint still bind it).
       const decoded = await decodeAudioForEmbedding(request.encoded, mediaLimits);
       // A retry of an id already recorded writes exactly that mark again, under the key it was recorded with.
       const existing = await registry.findById(tenantId, watermarkId);
-      if (existing && existing.algorithm !== CAIRN_AUDIO_WM_V1_NAME) throw new CairnError('cairn.sign.idempotency_conflict', `watermark_id ${watermarkId} is already registered for a ${existing.algorithm} mark; use a new watermark id`);
+      if (existing && existing.algorithm !== CAIRN_AUDIO_WM_V1_NAME)
+        throw new CairnError(
+          'cairn.sign.idempotency_conflict',
+          `watermark_id ${watermarkId} is already registered for a ${existing.algorithm} mark; use a new watermark id`,
+        );
       const key = existing ? keyOf(existing) : keyring.current;
       if (!key) throw new CairnError('cairn.internal_error', 'an audio mark needs a watermark key');
       const payload = audioPayloadFor(key.secret, watermarkId);
       const hex = payloadHex(payload);
-      await registry.record({ watermarkId, payloadHex: hex, tenantId, assetId, algorithm: CAIRN_AUDIO_WM_V1_NAME, keyId: key.kid });
-      const { samples, sampleRate, channels } = { samples: decoded.samples, sampleRate: decoded.format.sampleRate, channels: decoded.format.channels };
-      const outcome = await inWorker('audio embedding', () => pool.embedAudio({ samples, sampleRate, channels }, payload, key));
+      await registry.record({
+        watermarkId,
+        payloadHex: hex,
+        tenantId,
+        assetId,
+        algorithm: CAIRN_AUDIO_WM_V1_NAME,
+        keyId: key.kid,
+      });
+      const { samples, sampleRate, channels } = {
+        samples: decoded.samples,
+        sampleRate: decoded.format.sampleRate,
+        channels: decoded.format.channels,
+      };
+      const outcome = await inWorker('audio embedding', () =>
+        pool.embedAudio({ samples, sampleRate, channels }, payload, key),
+      );
       let encoded: Buffer;
       try {
         encoded = await encodeMarkedAudio(outcome.samples, decoded.format);
@@ -136,43 +200,78 @@ export function watermarkHandlers({ pool, registry, keyring, minEmbedSize, media
         throw new CairnError('cairn.internal_error', 'encoding the marked audio failed', {}, { cause: error });
       }
       if (encoded.length > MAX_ENCODED_ANSWER_BYTES) {
-        throw new CairnError('cairn.media.too_large', `The marked audio encodes to ${encoded.length} bytes, more than the ${MAX_ENCODED_ANSWER_BYTES} this service answers with.`);
+        throw new CairnError(
+          'cairn.media.too_large',
+          `The marked audio encodes to ${encoded.length} bytes, more than the ${MAX_ENCODED_ANSWER_BYTES} this service answers with.`,
+        );
       }
-      return { encoded, payloadHex: hex, snrDb: outcome.snrDb, algorithm: outcome.algorithm, keyId: outcome.keyId, mediaType: decoded.format.mediaType, durationSeconds: decoded.format.seconds };
+      return {
+        encoded,
+        payloadHex: hex,
+        snrDb: outcome.snrDb,
+        algorithm: outcome.algorithm,
+        keyId: outcome.keyId,
+        mediaType: decoded.format.mediaType,
+        durationSeconds: decoded.format.seconds,
+      };
     },
 
     detectAudio: async (request) => {
-      if (request.encoded.length === 0) throw new CairnError('cairn.validation.invalid_body', 'encoded (the audio file) is required', { errors: [{ path: 'encoded', message: 'required' }] });
+      if (request.encoded.length === 0)
+        throw new CairnError('cairn.validation.invalid_body', 'encoded (the audio file) is required', {
+          errors: [{ path: 'encoded', message: 'required' }],
+        });
       const samples = await decodeAudioForDetection(request.encoded, mediaLimits);
       // No decodable audio, or shorter than one repetition: nothing to look for (verify goes on without the signal).
-      if (!samples || samples.length < MIN_DETECT_AUDIO_SECONDS * ANALYSIS_RATE) return { detected: false, applicable: false, algorithm: CAIRN_AUDIO_WM_V1_NAME };
-      const { detection, algorithm: name, keyId } = await inWorker('audio detection', () => pool.detectAudio(samples, keyring.all));
+      if (!samples || samples.length < MIN_DETECT_AUDIO_SECONDS * ANALYSIS_RATE)
+        return { detected: false, applicable: false, algorithm: CAIRN_AUDIO_WM_V1_NAME };
+      const {
+        detection,
+        algorithm: name,
+        keyId,
+      } = await inWorker('audio detection', () => pool.detectAudio(samples, keyring.all));
       if (!detection) return { detected: false, applicable: true, algorithm: name };
       return registeredMark(detection, name, keyId);
     },
 
     resolvePayload: async (request) => {
       const hex = request.payloadHex.toLowerCase();
-      if (!PAYLOAD_HEX.test(hex)) throw new CairnError('cairn.validation.invalid_body', `payload_hex must be ${PAYLOAD_BYTES * 2} hex digits`);
+      if (!PAYLOAD_HEX.test(hex))
+        throw new CairnError('cairn.validation.invalid_body', `payload_hex must be ${PAYLOAD_BYTES * 2} hex digits`);
       const mark = await registry.findByPayload(hex);
       // Public fields only: whose mark it is stays with the registry.
       return mark
-        ? { registered: true, watermarkId: mark.watermarkId, assetId: mark.assetId, algorithm: mark.algorithm, keyId: mark.keyId ?? '', keyless: mark.algorithm === CAIRN_DCT_V1_NAME }
+        ? {
+            registered: true,
+            watermarkId: mark.watermarkId,
+            assetId: mark.assetId,
+            algorithm: mark.algorithm,
+            keyId: mark.keyId ?? '',
+            keyless: mark.algorithm === CAIRN_DCT_V1_NAME,
+          }
         : { registered: false };
     },
   };
 
   /** The key an already recorded mark was written with: none for cairn-dct-v1, else one the service still holds. */
-  function keyOf(mark: { readonly watermarkId: string; readonly algorithm: string; readonly keyId: string | null }): WatermarkKey | undefined {
+  function keyOf(mark: {
+    readonly watermarkId: string;
+    readonly algorithm: string;
+    readonly keyId: string | null;
+  }): WatermarkKey | undefined {
     if (mark.algorithm === CAIRN_DCT_V1_NAME) return undefined;
     const key = keyring.all.find((k) => k.kid === mark.keyId);
-    if (!key) throw new CairnError('cairn.sign.idempotency_conflict', `watermark_id ${mark.watermarkId} was embedded under a watermark key this service no longer holds; use a new watermark id`);
+    if (!key)
+      throw new CairnError(
+        'cairn.sign.idempotency_conflict',
+        `watermark_id ${mark.watermarkId} was embedded under a watermark key this service no longer holds; use a new watermark id`,
+      );
     return key;
   }
 }
 
 /** Shortest audio DetectAudio reads: one repetition and a frame (the grid may start anywhere in it). */
-const MIN_DETECT_AUDIO_SECONDS = (AUDIO_WM.period + 1) * AUDIO_WM.frame / AUDIO_WM.sampleRate;
+const MIN_DETECT_AUDIO_SECONDS = ((AUDIO_WM.period + 1) * AUDIO_WM.frame) / AUDIO_WM.sampleRate;
 /** Below this side no algorithm has a grid to read (callers skipped such images before detection moved here). */
 const MIN_DETECT_SIDE = 64;
 /** Under the 128 MiB gRPC message limit (packages/rpc), with room for the thumbnail and the other fields. */

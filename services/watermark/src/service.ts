@@ -20,7 +20,12 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
     env,
     register: async (ctx) => {
       // Before the workers: a production deployment without keys stops here, saying what is missing.
-      const keyring = await resolveKeyring({ env: ctx.config.CAIRN_ENV, configured: ctx.config.WATERMARK_KEYS, store: new GeneratedKeyStore(ctx.db), logger: ctx.logger });
+      const keyring = await resolveKeyring({
+        env: ctx.config.CAIRN_ENV,
+        configured: ctx.config.WATERMARK_KEYS,
+        store: new GeneratedKeyStore(ctx.db),
+        logger: ctx.logger,
+      });
       const pool = new ImageWorkerPool({ size: ctx.config.WATERMARK_WORKERS });
       // A worker that cannot load fails start-up here rather than the first request.
       await pool.ready().catch(async (error: unknown) => {
@@ -29,9 +34,19 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
       });
       // Draining: work already accepted finishes (within the grace period) before the workers stop.
       ctx.onShutdown(() => pool.close(ctx.config.SHUTDOWN_GRACE_MS));
-      const handlers = watermarkHandlers({ pool, registry: new MarkRegistry(ctx.db), keyring, minEmbedSize: CAIRN_DCT_V1.minEmbedSize, mediaLimits: mediaLimitsOf(ctx.config), logger: ctx.logger });
+      const handlers = watermarkHandlers({
+        pool,
+        registry: new MarkRegistry(ctx.db),
+        keyring,
+        minEmbedSize: CAIRN_DCT_V1.minEmbedSize,
+        mediaLimits: mediaLimitsOf(ctx.config),
+        logger: ctx.logger,
+      });
       ctx.rpc.add(watermarkV1.WatermarkService, handlers);
-      ctx.logger.info({ workers: pool.size, key_id: keyring.current.kid, detected_key_ids: keyring.all.map((k) => k.kid) }, 'image worker pool started');
+      ctx.logger.info(
+        { workers: pool.size, key_id: keyring.current.kid, detected_key_ids: keyring.all.map((k) => k.kid) },
+        'image worker pool started',
+      );
     },
   };
 }

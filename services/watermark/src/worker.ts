@@ -14,7 +14,9 @@ if (!port) throw new Error('src/worker.ts must run as a worker thread');
 const algorithms = new ImageAlgorithms();
 const audio = new AudioAlgorithms();
 port.on('message', (request: WorkerRequest | AudioWorkerRequest) => {
-  const { response, transfer } = isAudioRequest(request) ? runAudioTask(audio, request) : runImageTask(algorithms, request);
+  const { response, transfer } = isAudioRequest(request)
+    ? runAudioTask(audio, request)
+    : runImageTask(algorithms, request);
   port.postMessage(response, transfer);
 });
 port.postMessage(WORKER_READY);

@@ -60,7 +60,12 @@ describe('layout generator', () => {
 
 describe('resampling', () => {
   it('keeps a constant plane constant at any scale', () => {
-    for (const [from, to] of [[256, 256], [451, 256], [256, 1000], [4096, 256]] as const) {
+    for (const [from, to] of [
+      [256, 256],
+      [451, 256],
+      [256, 1000],
+      [4096, 256],
+    ] as const) {
       const kernel = tentKernel(from, to);
       const out = resamplePlane(new Float32Array(from * 3).fill(7), kernel, tentKernel(3, 3));
       for (const v of out) expect(v).toBeCloseTo(7, 4);

@@ -3,7 +3,15 @@ import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import { psnr } from '../src/domain/image/psnr.js';
 import { ImageRejectedError, type RawImage } from '../src/domain/image/raw-image.js';
 import { payloadFor } from '../src/domain/payload.js';
-import { ATTACKS, decode, encoder, loadPhoto, syntheticImage, type AttackName, type PhotoOptions } from './support/images.js';
+import {
+  ATTACKS,
+  decode,
+  encoder,
+  loadPhoto,
+  syntheticImage,
+  type AttackName,
+  type PhotoOptions,
+} from './support/images.js';
 
 const algorithm = createImageWatermark();
 const payload = payloadFor('w_01JD3M4X5Y6Z7A8B9C0D1E2F3G');
@@ -63,7 +71,7 @@ describe('cairn-dct-v1 channels', () => {
       rgba[j] = rgb.pixels[i]!;
       rgba[j + 1] = rgb.pixels[i + 1]!;
       rgba[j + 2] = rgb.pixels[i + 2]!;
-      rgba[j + 3] = 64 + ((x * 191) / rgb.width) | 0;
+      rgba[j + 3] = (64 + (x * 191) / rgb.width) | 0;
     }
     const original: RawImage = { ...rgb, pixels: rgba, channels: 4 };
     const marked = algorithm.embed(original, payload);
@@ -106,15 +114,21 @@ describe('cairn-dct-v1 sizes', () => {
   it('refuses to embed in an image smaller than 256 on a side, saying so', async () => {
     const small = await loadPhoto('coffee.png', { size: [600, 255] });
     expect(() => algorithm.embed(small, payload)).toThrow(ImageRejectedError);
-    expect(() => algorithm.embed(small, payload)).toThrow('image is 600×255; a watermark needs at least 256×256 pixels');
+    expect(() => algorithm.embed(small, payload)).toThrow(
+      'image is 600×255; a watermark needs at least 256×256 pixels',
+    );
   });
 
   it('answers "no mark" for an image too small to hold one instead of guessing', () => {
-    expect(algorithm.detect({ pixels: new Uint8Array(100 * 100 * 3).fill(128), width: 100, height: 100, channels: 3 })).toBeNull();
+    expect(
+      algorithm.detect({ pixels: new Uint8Array(100 * 100 * 3).fill(128), width: 100, height: 100, channels: 3 }),
+    ).toBeNull();
   });
 
   it('rejects a pixel buffer that does not match its dimensions', () => {
-    expect(() => algorithm.detect({ pixels: new Uint8Array(10), width: 300, height: 300, channels: 3 })).toThrow(ImageRejectedError);
+    expect(() => algorithm.detect({ pixels: new Uint8Array(10), width: 300, height: 300, channels: 3 })).toThrow(
+      ImageRejectedError,
+    );
   });
 });
 

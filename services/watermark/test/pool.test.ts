@@ -95,7 +95,10 @@ describe('image worker pool failures', () => {
   it('fails the task of a worker that dies, and replaces the worker for the next task', async () => {
     // Every worker of this pool exits on its first task. The second task is answered (not left queued
     // forever) only because the pool starts a new worker for it.
-    const crashing = new ImageWorkerPool({ size: 1, entry: { code: `require('node:worker_threads').parentPort.once('message', () => process.exit(3));`, eval: true } });
+    const crashing = new ImageWorkerPool({
+      size: 1,
+      entry: { code: `require('node:worker_threads').parentPort.once('message', () => process.exit(3));`, eval: true },
+    });
     try {
       await expect(crashing.detect(gradientImage(256, 256))).rejects.toThrow('image worker exited with code 3');
       await expect(crashing.detect(gradientImage(256, 256))).rejects.toThrow('image worker exited with code 3');

@@ -33,7 +33,14 @@ describe('ResolvePayload', () => {
     const mark = { tenantId: newId('tenant'), watermarkId: newId('watermark'), assetId: newId('asset') };
     const embedded = await client.embedImage({ ...mark, encoded: await png(await loadPhoto('coffee.png')) });
     const resolved = await client.resolvePayload({ payloadHex: embedded.payloadHex.toUpperCase() });
-    expect(resolved).toMatchObject({ registered: true, watermarkId: mark.watermarkId, assetId: mark.assetId, algorithm: 'cairn-dct-keyed-v1', keyId: embedded.keyId, keyless: false });
+    expect(resolved).toMatchObject({
+      registered: true,
+      watermarkId: mark.watermarkId,
+      assetId: mark.assetId,
+      algorithm: 'cairn-dct-keyed-v1',
+      keyId: embedded.keyId,
+      keyless: false,
+    });
     expect(JSON.stringify(resolved)).not.toContain(mark.tenantId);
   });
 

@@ -12,7 +12,10 @@ import { keyedPayloadFor, payloadFor, payloadHex } from '../src/domain/payload.j
 import { decode, encoder, loadPhoto } from './support/images.js';
 
 // Fixed keys, so that a failure reproduces; the robustness claims are measured over random keys by the bench.
-const keyOf = (label: string): WatermarkKey => ({ kid: label, secret: Uint8Array.from(createHash('sha256').update(label).digest()) });
+const keyOf = (label: string): WatermarkKey => ({
+  kid: label,
+  secret: Uint8Array.from(createHash('sha256').update(label).digest()),
+});
 const key = keyOf('sync-test-k1');
 const otherKey = keyOf('sync-test-k2');
 const payload = keyedPayloadFor(key.secret, 'w_sync_victim');
@@ -66,7 +69,8 @@ describe('cairn-sync-v2', () => {
   it.each(PHOTOS)('finds nothing in unmarked %s, nor in its crop and rotation', async (file) => {
     const detector = new SyncTileWatermark(key.secret);
     const photo = photos.get(file)!;
-    for (const image of [photo, await cropSide(0.1)(photo), await rotate(3)(photo)]) expect(detector.detect(image)).toBeNull();
+    for (const image of [photo, await cropSide(0.1)(photo), await rotate(3)(photo)])
+      expect(detector.detect(image)).toBeNull();
   });
 
   it.each(PHOTOS)('is not read from %s under another key, and another key’s mark is not read', (file) => {
@@ -86,7 +90,14 @@ describe('worker tasks with cairn-sync-v2', () => {
 
   it('embeds cairn-sync-v2 when asked by name, and detection names it and the key', () => {
     const photo = photos.get('chelsea.png')!;
-    const { response } = runImageTask(algorithms, { id: 1, op: 'embed', image: photo, payload, key, algorithm: CAIRN_SYNC_V2_NAME });
+    const { response } = runImageTask(algorithms, {
+      id: 1,
+      op: 'embed',
+      image: photo,
+      payload,
+      key,
+      algorithm: CAIRN_SYNC_V2_NAME,
+    });
     if (!response.ok || response.op !== 'embed') throw new Error('embed failed');
     expect(response.outcome).toMatchObject({ algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid });
     const outcome = detect(response.outcome.image, [otherKey, key]);

@@ -18,7 +18,9 @@ import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
 /** One running watermark service and a client to it; `stop` ends both. */
-async function start(env: NodeJS.ProcessEnv): Promise<{ service: RunningService; client: ServiceClient<WatermarkMethods>; stop(): Promise<void> }> {
+async function start(
+  env: NodeJS.ProcessEnv,
+): Promise<{ service: RunningService; client: ServiceClient<WatermarkMethods>; stop(): Promise<void> }> {
   const service = await startService(watermarkService({ ...env, WATERMARK_WORKERS: '1' }));
   const client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${service.grpcPort}`, { deadlineMs: 30_000 });
   return { service, client, stop: async () => (client.close(), await service.stop()) };
@@ -36,7 +38,9 @@ async function sandbox(): Promise<Sandbox> {
 }
 
 beforeAll(async () => {
-  const [coffee, chelsea, astronaut, camera] = await Promise.all(['coffee.png', 'chelsea.png', 'astronaut.png', 'camera.png'].map((f) => loadPhoto(f)));
+  const [coffee, chelsea, astronaut, camera] = await Promise.all(
+    ['coffee.png', 'chelsea.png', 'astronaut.png', 'camera.png'].map((f) => loadPhoto(f)),
+  );
   photos = { coffee: coffee!, chelsea: chelsea!, astronaut: astronaut!, camera: camera! };
 });
 afterAll(async () => {
@@ -61,38 +65,85 @@ describe('development key (WATERMARK_KEYS unset)', () => {
     expect(victimMark.keyId).toMatch(/^dev-[0-9a-f]{8}$/);
     await running.stop();
     running = await start(env);
-    const detected = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](victimMark.image)) });
-    expect(detected).toMatchObject({ detected: true, registered: true, assetId: victim.assetId, algorithm: 'cairn-dct-keyed-v1', keyId: victimMark.keyId, keyless: false });
-    const rows = (await running.service.context.db.execute<{ kid: string; sealed_key: string }>(sql`select kid, sealed_key from watermark.generated_keys`)).rows;
+    const detected = await running.client.detectImage({
+      encoded: await png(await ATTACKS['JPEG q75'](victimMark.image)),
+    });
+    expect(detected).toMatchObject({
+      detected: true,
+      registered: true,
+      assetId: victim.assetId,
+      algorithm: 'cairn-dct-keyed-v1',
+      keyId: victimMark.keyId,
+      keyless: false,
+    });
+    const rows = (
+      await running.service.context.db.execute<{ kid: string; sealed_key: string }>(
+        sql`select kid, sealed_key from watermark.generated_keys`,
+      )
+    ).rows;
     expect(rows.map((r) => r.kid)).toEqual([victimMark.keyId]);
     expect(rows[0]!.sealed_key).toMatch(/^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);
     expect(rows[0]!.sealed_key).not.toMatch(/[0-9a-f]{64}/);
   });
 
-  it.each(['chelsea', 'astronaut', 'camera'] as const)('does not name the victim for its (public) payload stamped into %s with the published code and a wrong key', async (photo) => {
-    const payload = Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex'));
-    const forged = createKeyedImageWatermark(Uint8Array.from(randomBytes(32))).embed(photos[photo], payload);
-    const detected = await running.client.detectImage({ encoded: await png(forged) });
-    expect(detected).toMatchObject({ registered: false, watermarkId: '', assetId: '', tenantId: '' });
-    expect(detected.payloadHex).not.toBe(victimMark.payloadHex);
-  });
+  it.each(['chelsea', 'astronaut', 'camera'] as const)(
+    'does not name the victim for its (public) payload stamped into %s with the published code and a wrong key',
+    async (photo) => {
+      const payload = Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex'));
+      const forged = createKeyedImageWatermark(Uint8Array.from(randomBytes(32))).embed(photos[photo], payload);
+      const detected = await running.client.detectImage({ encoded: await png(forged) });
+      expect(detected).toMatchObject({ registered: false, watermarkId: '', assetId: '', tenantId: '' });
+      expect(detected.payloadHex).not.toBe(victimMark.payloadHex);
+    },
+  );
 
   it('reads the payload stamped with the keyless code, but reports it keyless and not as the victim', async () => {
-    const forged = createImageWatermark().embed(photos.chelsea, Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex')));
+    const forged = createImageWatermark().embed(
+      photos.chelsea,
+      Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex')),
+    );
     const detected = await running.client.detectImage({ encoded: await png(forged) });
-    expect(detected).toMatchObject({ detected: true, payloadHex: victimMark.payloadHex, registered: false, watermarkId: '', assetId: '', algorithm: 'cairn-dct-v1', keyless: true, keyId: '' });
+    expect(detected).toMatchObject({
+      detected: true,
+      payloadHex: victimMark.payloadHex,
+      registered: false,
+      watermarkId: '',
+      assetId: '',
+      algorithm: 'cairn-dct-v1',
+      keyless: true,
+      keyId: '',
+    });
   });
 
   it('still decodes a cairn-dct-v1 mark issued before, reported keyless, and re-embeds its id as the same v1 mark', async () => {
     const old = ids();
     const payload = payloadFor(old.watermarkId);
     // A mark issued before keyed marks existed: recorded as cairn-dct-v1 with no key, embedded with v1's code.
-    await new MarkRegistry(running.service.context.db).record({ ...old, payloadHex: payloadHex(payload), algorithm: 'cairn-dct-v1', keyId: null });
+    await new MarkRegistry(running.service.context.db).record({
+      ...old,
+      payloadHex: payloadHex(payload),
+      algorithm: 'cairn-dct-v1',
+      keyId: null,
+    });
     const marked = createImageWatermark().embed(photos.camera, payload);
     const detected = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](marked)) });
-    expect(detected).toMatchObject({ detected: true, registered: true, watermarkId: old.watermarkId, assetId: old.assetId, algorithm: 'cairn-dct-v1', keyId: '', keyless: true });
+    expect(detected).toMatchObject({
+      detected: true,
+      registered: true,
+      watermarkId: old.watermarkId,
+      assetId: old.assetId,
+      algorithm: 'cairn-dct-v1',
+      keyId: '',
+      keyless: true,
+    });
     const resolved = await running.client.resolvePayload({ payloadHex: payloadHex(payload) });
-    expect(resolved).toMatchObject({ registered: true, assetId: old.assetId, algorithm: 'cairn-dct-v1', keyId: '', keyless: true });
+    expect(resolved).toMatchObject({
+      registered: true,
+      assetId: old.assetId,
+      algorithm: 'cairn-dct-v1',
+      keyId: '',
+      keyless: true,
+    });
     const again = await running.client.embedImage({ ...old, encoded: await png(photos.camera) });
     expect(again).toMatchObject({ payloadHex: payloadHex(payload), algorithm: 'cairn-dct-v1', keyId: '' });
   });
@@ -118,10 +169,23 @@ describe('configured keys and rotation', () => {
   }, 60_000);
 
   it('signs with the new current key and still detects (and re-embeds) marks of the older key listed after it', async () => {
-    const running = await start({ ...env, WATERMARK_KEYS: JSON.stringify([{ kid: 'k2', key: k2 }, { kid: 'k1', key: k1 }]) });
+    const running = await start({
+      ...env,
+      WATERMARK_KEYS: JSON.stringify([
+        { kid: 'k2', key: k2 },
+        { kid: 'k1', key: k1 },
+      ]),
+    });
     try {
       const old = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](firstMark.image)) });
-      expect(old).toMatchObject({ detected: true, registered: true, assetId: first.assetId, keyId: 'k1', algorithm: 'cairn-dct-keyed-v1', keyless: false });
+      expect(old).toMatchObject({
+        detected: true,
+        registered: true,
+        assetId: first.assetId,
+        keyId: 'k1',
+        algorithm: 'cairn-dct-keyed-v1',
+        keyless: false,
+      });
       const retried = await running.client.embedImage({ ...first, encoded: await png(photos.chelsea) });
       expect(retried).toMatchObject({ payloadHex: firstMark.payloadHex, keyId: 'k1' });
 
@@ -147,7 +211,9 @@ describe('configured keys and rotation', () => {
   });
 
   it('refuses to start in production without WATERMARK_KEYS, and with a malformed one', async () => {
-    await expect(start({ ...env, CAIRN_ENV: 'production' })).rejects.toThrow('WATERMARK_KEYS is required in production');
+    await expect(start({ ...env, CAIRN_ENV: 'production' })).rejects.toThrow(
+      'WATERMARK_KEYS is required in production',
+    );
     const error = await start({ ...env, WATERMARK_KEYS: `k1:${k1.slice(4)}` }).then(
       () => undefined,
       (e: unknown) => e,

@@ -46,7 +46,8 @@ async function failure(call: Promise<unknown>): Promise<{ code: string; message:
     () => undefined,
     (e: unknown) => e,
   );
-  if (!(error instanceof CairnError)) throw new Error(`expected the call to fail with a CairnError, got ${String(error)}`);
+  if (!(error instanceof CairnError))
+    throw new Error(`expected the call to fail with a CairnError, got ${String(error)}`);
   return { code: error.code, message: error.message, grpc: (error.cause as ServiceError | undefined)?.code };
 }
 
@@ -92,14 +93,30 @@ describe('EmbedImage → DetectImage over gRPC', () => {
 
   it('answers detected=false for an unmarked photo', async () => {
     const detected = await client.detectImage({ encoded: chelseaPng });
-    expect(detected).toMatchObject({ detected: false, registered: false, payloadHex: '', watermarkId: '', tenantId: '', algorithm: 'cairn-dct-keyed-v1', keyId: '' });
+    expect(detected).toMatchObject({
+      detected: false,
+      registered: false,
+      payloadHex: '',
+      watermarkId: '',
+      tenantId: '',
+      algorithm: 'cairn-dct-keyed-v1',
+      keyId: '',
+    });
   });
 
   it('answers detected but not registered for a valid mark the registry does not know', async () => {
     const stray = payloadFor(newId('watermark'));
     const marked = createImageWatermark().embed(chelsea, stray);
     const detected = await client.detectImage({ encoded: await png(marked) });
-    expect(detected).toMatchObject({ detected: true, payloadHex: payloadHex(stray), registered: false, watermarkId: '', tenantId: '', algorithm: 'cairn-dct-v1', keyless: true });
+    expect(detected).toMatchObject({
+      detected: true,
+      payloadHex: payloadHex(stray),
+      registered: false,
+      watermarkId: '',
+      tenantId: '',
+      algorithm: 'cairn-dct-v1',
+      keyless: true,
+    });
   });
 
   it('is idempotent on the watermark id, and refuses the id for another asset or tenant', async () => {
@@ -143,15 +160,22 @@ describe('validation', () => {
 
   it('refuses an image declaring more pixels than MEDIA_MAX_IMAGE_PIXELS from its header: cairn.media.too_large, nothing recorded', async () => {
     // 10000×10000 of one colour: a few hundred KB that would decode to 300 MB.
-    const bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#336699' } }).png({ compressionLevel: 9 }).toBuffer();
+    const bomb = await sharp({ create: { width: 10_000, height: 10_000, channels: 3, background: '#336699' } })
+      .png({ compressionLevel: 9 })
+      .toBuffer();
     const mark = ids();
-    for (const call of [() => client.embedImage({ ...mark, encoded: bomb }), () => client.detectImage({ encoded: bomb })]) {
+    for (const call of [
+      () => client.embedImage({ ...mark, encoded: bomb }),
+      () => client.detectImage({ encoded: bomb }),
+    ]) {
       const error = await failure(call());
       expect(error.code).toBe('cairn.media.too_large');
       expect(error.message).toContain('10000×10000');
     }
     // The refused embed wrote no registry row: the id is still free for another asset.
-    await expect(client.embedImage({ ...mark, assetId: newId('asset'), encoded: chelseaPng })).resolves.toMatchObject({ algorithm: 'cairn-dct-keyed-v1' });
+    await expect(client.embedImage({ ...mark, assetId: newId('asset'), encoded: chelseaPng })).resolves.toMatchObject({
+      algorithm: 'cairn-dct-keyed-v1',
+    });
   });
 
   it('answers not applicable for an image too small to carry a mark', async () => {
@@ -160,9 +184,17 @@ describe('validation', () => {
   });
 
   it.each([
-    ['an image under 256 on a side', async () => ({ encoded: await sharp(coffeePng).resize(600, 255, { fit: 'fill' }).png().toBuffer() }), 'at least 256×256'],
+    [
+      'an image under 256 on a side',
+      async () => ({ encoded: await sharp(coffeePng).resize(600, 255, { fit: 'fill' }).png().toBuffer() }),
+      'at least 256×256',
+    ],
     ['a malformed tenant id', async () => ({ tenantId: 'tenant-1' }), 'tenant_id must be a tenant id'],
-    ['a watermark id of the wrong kind', async () => ({ watermarkId: newId('asset') }), 'watermark_id must be a watermark id'],
+    [
+      'a watermark id of the wrong kind',
+      async () => ({ watermarkId: newId('asset') }),
+      'watermark_id must be a watermark id',
+    ],
     ['a missing asset id', async () => ({ assetId: '' }), 'asset_id must be an asset id'],
   ] as const)('refuses an embed with %s', async (_, change, message) => {
     const error = await failure(client.embedImage({ ...valid(), ...(await change()) }));
@@ -178,7 +210,10 @@ describe('registry row-level security', () => {
     await client.embedImage({ ...a, encoded: chelseaPng });
     const bMark = await client.embedImage({ ...b, encoded: chelseaPng });
     const db = service.context.db;
-    const visible = (tenantId: string) => withTenant(db, tenantId, (tx) => tx.execute<{ watermark_id: string }>(sql`select watermark_id from watermark.marks`));
+    const visible = (tenantId: string) =>
+      withTenant(db, tenantId, (tx) =>
+        tx.execute<{ watermark_id: string }>(sql`select watermark_id from watermark.marks`),
+      );
     expect((await visible(a.tenantId)).rows.map((r) => r.watermark_id)).toEqual([a.watermarkId]);
     expect((await visible(newId('tenant'))).rows).toEqual([]);
 

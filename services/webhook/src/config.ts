@@ -4,7 +4,10 @@ import { z } from 'zod';
 /** webhook-only settings (the common ones come from @cairn/config). */
 export const webhookConfigShape = {
   /** 32-byte key (64 hex) sealing endpoint secrets at rest (AES-256-GCM). Required in production. */
-  WEBHOOK_SECRET_KEY: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters').optional(),
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
+    .optional(),
   /** Multiplies the retry delays (30 s, 5 min, 30 min, 2 h); tests and local runs shrink them, e.g. 0.001. */
   WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(100).default(1),
   /** A receiver must answer 2xx within this time (spec: 30 seconds). */

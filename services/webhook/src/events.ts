@@ -18,7 +18,13 @@ export async function fanOut(event: EventEnvelope, tx: Tx): Promise<number> {
   const subscribed = await tx
     .select({ webhookId: endpoints.webhookId, payloadFormat: endpoints.payloadFormat })
     .from(endpoints)
-    .where(and(eq(endpoints.tenantId, event.tenant_id), isNull(endpoints.deletedAt), arrayContains(endpoints.events, [event.type])));
+    .where(
+      and(
+        eq(endpoints.tenantId, event.tenant_id),
+        isNull(endpoints.deletedAt),
+        arrayContains(endpoints.events, [event.type]),
+      ),
+    );
   if (subscribed.length === 0) return 0;
   await tx
     .insert(deliveries)

@@ -38,7 +38,8 @@ function presentDelivery(row: DeliveryRow, log: AttemptRow[]) {
     eventType: row.eventType,
     status: row.status,
     attempts: row.attempts,
-    nextAttemptAt: row.status === 'pending' || row.status === 'delivering' ? (row.nextAttemptAt?.toISOString() ?? '') : '',
+    nextAttemptAt:
+      row.status === 'pending' || row.status === 'delivering' ? (row.nextAttemptAt?.toISOString() ?? '') : '',
     lastStatusCode: row.lastStatusCode ?? 0,
     lastError: row.lastError ?? '',
     lastLatencyMs: row.lastLatencyMs ?? 0,
@@ -46,7 +47,13 @@ function presentDelivery(row: DeliveryRow, log: AttemptRow[]) {
     deliveredAt: row.deliveredAt?.toISOString() ?? '',
     attemptLog: log
       .sort((a, b) => a.n - b.n)
-      .map((a) => ({ n: a.n, startedAt: a.startedAt.toISOString(), statusCode: a.statusCode ?? 0, latencyMs: a.latencyMs, error: a.error ?? '' })),
+      .map((a) => ({
+        n: a.n,
+        startedAt: a.startedAt.toISOString(),
+        statusCode: a.statusCode ?? 0,
+        latencyMs: a.latencyMs,
+        error: a.error ?? '',
+      })),
   };
 }
 
@@ -56,17 +63,27 @@ function requireTenant(tenantId: string): string {
 }
 
 function validEvents(events: readonly string[]): string[] {
-  if (events.length === 0) throw new CairnError('cairn.webhook.unknown_event', `events must name at least one of: ${WEBHOOK_EVENTS.join(', ')}.`);
+  if (events.length === 0)
+    throw new CairnError(
+      'cairn.webhook.unknown_event',
+      `events must name at least one of: ${WEBHOOK_EVENTS.join(', ')}.`,
+    );
   const unknown = events.filter((e) => !isWebhookEvent(e));
   if (unknown.length > 0) {
-    throw new CairnError('cairn.webhook.unknown_event', `Unknown event${unknown.length > 1 ? 's' : ''} ${unknown.map((e) => JSON.stringify(e)).join(', ')}; allowed: ${WEBHOOK_EVENTS.join(', ')}.`);
+    throw new CairnError(
+      'cairn.webhook.unknown_event',
+      `Unknown event${unknown.length > 1 ? 's' : ''} ${unknown.map((e) => JSON.stringify(e)).join(', ')}; allowed: ${WEBHOOK_EVENTS.join(', ')}.`,
+    );
   }
   return [...new Set(events)];
 }
 
 async function liveEndpoint(tx: Tx, tenantId: string, webhookId: string): Promise<EndpointRow> {
   const [row] = isId('webhook', webhookId)
-    ? await tx.select().from(endpoints).where(and(eq(endpoints.tenantId, tenantId), eq(endpoints.webhookId, webhookId), isNull(endpoints.deletedAt)))
+    ? await tx
+        .select()
+        .from(endpoints)
+        .where(and(eq(endpoints.tenantId, tenantId), eq(endpoints.webhookId, webhookId), isNull(endpoints.deletedAt)))
     : [];
   if (!row) throw new CairnError('cairn.not_found', `Webhook ${webhookId} not found.`);
   return row;
@@ -89,14 +106,24 @@ export function webhookHandlers(deps: WebhookRpcDeps): ServiceImpl<Methods> {
       const url = checkEndpointUrl(request.url, policy);
       const events = validEvents(request.events);
       const format = (request.payloadFormat || 'a') as PayloadFormat;
-      if (format !== 'a' && format !== 'b') throw new CairnError('cairn.validation.invalid_body', 'payload_format must be "a" or "b".');
-      if (request.description.length > 500) throw new CairnError('cairn.validation.invalid_body', 'description must be at most 500 characters.');
+      if (format !== 'a' && format !== 'b')
+        throw new CairnError('cairn.validation.invalid_body', 'payload_format must be "a" or "b".');
+      if (request.description.length > 500)
+        throw new CairnError('cairn.validation.invalid_body', 'description must be at most 500 characters.');
       const webhookId = newId('webhook');
       const secret = newWebhookSecret();
       const [row] = await withTenant(db, tenantId, (tx) =>
         tx
           .insert(endpoints)
-          .values({ webhookId, tenantId, url: url.toString(), events, description: request.description || null, payloadFormat: format, sealedSecret: sealer.seal(secret, webhookId) })
+          .values({
+            webhookId,
+            tenantId,
+            url: url.toString(),
+            events,
+            description: request.description || null,
+            payloadFormat: format,
+            sealedSecret: sealer.seal(secret, webhookId),
+          })
           .returning(),
       );
       return { endpoint: presentEndpoint(row!), secret };
@@ -106,21 +133,34 @@ export function webhookHandlers(deps: WebhookRpcDeps): ServiceImpl<Methods> {
       const tenantId = requireTenant(request.tenantId);
       const limit = Math.min(Math.max(request.limit || 50, 1), MAX_ENDPOINT_PAGE);
       const rows = await withTenant(db, tenantId, (tx) =>
-        tx.select().from(endpoints).where(and(eq(endpoints.tenantId, tenantId), isNull(endpoints.deletedAt))).orderBy(asc(endpoints.createdAt)).limit(limit),
+        tx
+          .select()
+          .from(endpoints)
+          .where(and(eq(endpoints.tenantId, tenantId), isNull(endpoints.deletedAt)))
+          .orderBy(asc(endpoints.createdAt))
+          .limit(limit),
       );
       return { endpoints: rows.map(presentEndpoint) };
     },
 
     getEndpoint: async (request) => {
       const tenantId = requireTenant(request.tenantId);
-      return { endpoint: presentEndpoint(await withTenant(db, tenantId, (tx) => liveEndpoint(tx, tenantId, request.webhookId))) };
+      return {
+        endpoint: presentEndpoint(
+          await withTenant(db, tenantId, (tx) => liveEndpoint(tx, tenantId, request.webhookId)),
+        ),
+      };
     },
 
     deleteEndpoint: async (request) => {
       const tenantId = requireTenant(request.tenantId);
       const row = await withTenant(db, tenantId, async (tx) => {
         await liveEndpoint(tx, tenantId, request.webhookId);
-        const [deleted] = await tx.update(endpoints).set({ deletedAt: sql`now()` }).where(eq(endpoints.webhookId, request.webhookId)).returning();
+        const [deleted] = await tx
+          .update(endpoints)
+          .set({ deletedAt: sql`now()` })
+          .where(eq(endpoints.webhookId, request.webhookId))
+          .returning();
         return deleted!;
       });
       return { endpoint: presentEndpoint(row) };
@@ -131,7 +171,11 @@ export function webhookHandlers(deps: WebhookRpcDeps): ServiceImpl<Methods> {
       const secret = newWebhookSecret();
       const row = await withTenant(db, tenantId, async (tx) => {
         await liveEndpoint(tx, tenantId, request.webhookId);
-        const [rotated] = await tx.update(endpoints).set({ sealedSecret: sealer.seal(secret, request.webhookId) }).where(eq(endpoints.webhookId, request.webhookId)).returning();
+        const [rotated] = await tx
+          .update(endpoints)
+          .set({ sealedSecret: sealer.seal(secret, request.webhookId) })
+          .where(eq(endpoints.webhookId, request.webhookId))
+          .returning();
         return rotated!;
       });
       return { endpoint: presentEndpoint(row), secret };
@@ -148,10 +192,28 @@ export function webhookHandlers(deps: WebhookRpcDeps): ServiceImpl<Methods> {
           .where(and(eq(deliveries.tenantId, tenantId), eq(deliveries.webhookId, request.webhookId)))
           .orderBy(desc(deliveries.createdAt), desc(deliveries.deliveryId))
           .limit(limit);
-        const log = rows.length > 0 ? await tx.select().from(attempts).where(inArray(attempts.deliveryId, rows.map((r) => r.deliveryId))) : [];
+        const log =
+          rows.length > 0
+            ? await tx
+                .select()
+                .from(attempts)
+                .where(
+                  inArray(
+                    attempts.deliveryId,
+                    rows.map((r) => r.deliveryId),
+                  ),
+                )
+            : [];
         return { rows, log };
       });
-      return { deliveries: rows.map((row) => presentDelivery(row, log.filter((a) => a.deliveryId === row.deliveryId))) };
+      return {
+        deliveries: rows.map((row) =>
+          presentDelivery(
+            row,
+            log.filter((a) => a.deliveryId === row.deliveryId),
+          ),
+        ),
+      };
     },
 
     redeliver: async (request) => {
@@ -161,13 +223,23 @@ export function webhookHandlers(deps: WebhookRpcDeps): ServiceImpl<Methods> {
         const [row] = await tx
           .select()
           .from(deliveries)
-          .where(and(eq(deliveries.tenantId, tenantId), eq(deliveries.webhookId, request.webhookId), eq(deliveries.deliveryId, request.deliveryId)));
+          .where(
+            and(
+              eq(deliveries.tenantId, tenantId),
+              eq(deliveries.webhookId, request.webhookId),
+              eq(deliveries.deliveryId, request.deliveryId),
+            ),
+          );
         if (!row) throw new CairnError('cairn.not_found', `Delivery ${request.deliveryId} not found.`);
         // An attempt in flight finishes on its own; anything else starts a fresh cycle of five attempts now.
         const [updated] =
           row.status === 'delivering'
             ? [row]
-            : await tx.update(deliveries).set({ status: 'pending', attempts: 0, nextAttemptAt: sql`now()` }).where(eq(deliveries.deliveryId, row.deliveryId)).returning();
+            : await tx
+                .update(deliveries)
+                .set({ status: 'pending', attempts: 0, nextAttemptAt: sql`now()` })
+                .where(eq(deliveries.deliveryId, row.deliveryId))
+                .returning();
         const log = await tx.select().from(attempts).where(eq(attempts.deliveryId, row.deliveryId));
         return presentDelivery(updated!, log);
       });

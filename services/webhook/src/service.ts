@@ -32,7 +32,10 @@ export function webhookService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         userAgent: `${USER_AGENT} (+${config.DOCS_URL}/webhooks)`,
       });
 
-      ctx.rpc.add(webhookV1.WebhookService, webhookHandlers({ db: ctx.db, sealer, policy, wake: () => dispatcher.wake() }));
+      ctx.rpc.add(
+        webhookV1.WebhookService,
+        webhookHandlers({ db: ctx.db, sealer, policy, wake: () => dispatcher.wake() }),
+      );
       await ctx.consume(FANOUT_CONSUMER, 'all', async (event, tx) => {
         // The wake-up runs after this transaction commits (the poll loop is the safety net if it runs early).
         if ((await fanOut(event, tx)) > 0) setTimeout(() => dispatcher.wake(), 10).unref();

@@ -2,7 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isCairnError } from '@cairn/errors';
-import { checkEndpointUrl, disallowedReason, policyFor, vettedLookup, type ResolveAll } from '../src/domain/address-policy.js';
+import {
+  checkEndpointUrl,
+  disallowedReason,
+  policyFor,
+  vettedLookup,
+  type ResolveAll,
+} from '../src/domain/address-policy.js';
 import { Sender } from '../src/domain/sender.js';
 
 const production = policyFor('production');
@@ -37,7 +43,17 @@ describe('address vetting', () => {
     expect(disallowedReason(address)).toBeDefined();
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '172.15.255.255', '172.32.0.1', '192.169.0.1', '11.0.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8'])('allows %s', (address) => {
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.15.255.255',
+    '172.32.0.1',
+    '192.169.0.1',
+    '11.0.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001::200e',
+    '::ffff:8.8.8.8',
+  ])('allows %s', (address) => {
     expect(disallowedReason(address)).toBeUndefined();
   });
 });
@@ -82,7 +98,9 @@ describe('endpoint URLs at creation', () => {
 describe('connect-time check', () => {
   const lookupOnce = (resolveAll: ResolveAll, hostname: string, all: boolean) =>
     new Promise<{ error?: Error; address: unknown }>((resolve) =>
-      vettedLookup(production, resolveAll)(hostname, { all }, (error, address) => resolve({ ...(error ? { error } : {}), address })),
+      vettedLookup(production, resolveAll)(hostname, { all }, (error, address) =>
+        resolve({ ...(error ? { error } : {}), address }),
+      ),
     );
 
   it('refuses a name when any of its addresses is internal (DNS rebinding)', async () => {
@@ -121,7 +139,11 @@ describe('connect-time check', () => {
       expect(hits).toBe(1);
       open.close();
 
-      const httpsOnly = new Sender({ policy: production, timeoutMs: 5000, resolveAll: async () => [{ address: '93.184.216.34', family: 4 }] });
+      const httpsOnly = new Sender({
+        policy: production,
+        timeoutMs: 5000,
+        resolveAll: async () => [{ address: '93.184.216.34', family: 4 }],
+      });
       expect((await httpsOnly.send(`http://receiver.example:${port}/hook`, '{}', {})).error).toMatch(/http/);
       httpsOnly.close();
     } finally {

@@ -40,7 +40,11 @@ beforeAll(async () => {
   });
   auditSvc = await startService(auditService(sandbox.env));
   await startWebhook();
-  bus = await Bus.connect({ url: String(sandbox.env.NATS_URL), stream: String(sandbox.env.NATS_STREAM), subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX) });
+  bus = await Bus.connect({
+    url: String(sandbox.env.NATS_URL),
+    stream: String(sandbox.env.NATS_STREAM),
+    subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
+  });
   audit = createClient(auditV1.AuditService, `127.0.0.1:${auditSvc.grpcPort}`);
 }, 60_000);
 
@@ -79,7 +83,12 @@ describe('webhook delivery engine', () => {
     await bus.publish(event);
     await bus.publish(newEvent('job.failed', tenantId, { job_id: newId('job') })); // not subscribed
     const got = await waitFor('delivery', () => r.received[0]);
-    expect(JSON.parse(got.body)).toEqual({ event_id: event.event_id, type: 'job.completed', created_at: event.created_at, data: event.data });
+    expect(JSON.parse(got.body)).toEqual({
+      event_id: event.event_id,
+      type: 'job.completed',
+      created_at: event.created_at,
+      data: event.data,
+    });
     expect(Object.keys(JSON.parse(got.body))).toEqual(['event_id', 'type', 'created_at', 'data']);
     expect(verifySignature(got.body, got.headers['cairn-signature'], secret)).toBe(true);
     expect(got.headers['x-cairn-signature']).toBe(got.headers['cairn-signature']);
@@ -91,7 +100,13 @@ describe('webhook delivery engine', () => {
       const list = await deliveriesOf(tenantId, webhookId);
       return list[0]?.status === 'delivered' ? list : undefined;
     });
-    expect(delivery).toMatchObject({ eventId: event.event_id, eventType: 'job.completed', attempts: 1, lastStatusCode: 200, nextAttemptAt: '' });
+    expect(delivery).toMatchObject({
+      eventId: event.event_id,
+      eventType: 'job.completed',
+      attempts: 1,
+      lastStatusCode: 200,
+      nextAttemptAt: '',
+    });
     expect(delivery!.attemptLog).toHaveLength(1);
     expect(delivery!.attemptLog[0]).toMatchObject({ n: 1, statusCode: 200 });
     expect(r.received).toHaveLength(1);
@@ -101,7 +116,11 @@ describe('webhook delivery engine', () => {
     const tenantId = newId('tenant');
     const r = await receiver();
     const { secret } = await endpoint(tenantId, r.url, ['manifest.signed'], 'b');
-    const event = newEvent('manifest.signed', tenantId, { manifest_id: newId('manifest'), recipe: 'image-genai-v1', status: 'signed' });
+    const event = newEvent('manifest.signed', tenantId, {
+      manifest_id: newId('manifest'),
+      recipe: 'image-genai-v1',
+      status: 'signed',
+    });
     await bus.publish(event);
     const got = await waitFor('delivery', () => r.received[0]);
     expect(JSON.parse(got.body)).toEqual({ event: 'manifest.signed', occurred_at: event.created_at, data: event.data });
@@ -132,7 +151,10 @@ describe('webhook delivery engine', () => {
     const tenantId = newId('tenant');
     const r = await receiver(() => 503);
     const { webhookId } = await endpoint(tenantId, r.url, ['key.expiring']);
-    const event = newEvent('key.expiring', tenantId, { key_id: newId('key'), expires_at: new Date(Date.now() + 7 * 86_400_000).toISOString() });
+    const event = newEvent('key.expiring', tenantId, {
+      key_id: newId('key'),
+      expires_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
+    });
     await bus.publish(event);
     const [delivery] = await waitFor(
       'failed delivery',
@@ -151,13 +173,21 @@ describe('webhook delivery engine', () => {
       return list.length > 0 ? list : undefined;
     });
     expect(entries).toHaveLength(1);
-    expect(JSON.parse(entries[0]!.dataJson)).toMatchObject({ webhook_id: webhookId, delivery_id: delivery!.deliveryId, event_id: event.event_id, attempts: 5, last_status_code: 503 });
+    expect(JSON.parse(entries[0]!.dataJson)).toMatchObject({
+      webhook_id: webhookId,
+      delivery_id: delivery!.deliveryId,
+      event_id: event.event_id,
+      attempts: 5,
+      last_status_code: 503,
+    });
 
     // Redeliver starts a fresh cycle; this time the receiver accepts.
     r.behaviour = () => 200;
     const again = await webhooks.redeliver({ tenantId, webhookId, deliveryId: delivery!.deliveryId });
     expect(again.delivery!.status).toBe('pending');
-    await waitFor('redelivered', async () => ((await deliveriesOf(tenantId, webhookId))[0]?.status === 'delivered' ? true : undefined));
+    await waitFor('redelivered', async () =>
+      (await deliveriesOf(tenantId, webhookId))[0]?.status === 'delivered' ? true : undefined,
+    );
     expect(r.received).toHaveLength(6);
   }, 60_000);
 
@@ -203,7 +233,8 @@ describe('webhook delivery engine', () => {
     });
     expect(list.map((d) => d.eventId).sort()).toEqual([...all].sort());
     // Each event was accepted exactly once (a 2xx is final), after its refusals; the schedule went on where it was.
-    for (const id of all) expect(r.received.filter((x) => x.headers['cairn-event-id'] === id)).toHaveLength(id === firstId ? 4 : 2);
+    for (const id of all)
+      expect(r.received.filter((x) => x.headers['cairn-event-id'] === id)).toHaveLength(id === firstId ? 4 : 2);
     expect(list.find((d) => d.eventId === firstId)!.attemptLog.map((a) => a.statusCode)).toEqual([500, 500, 500, 200]);
   });
 
@@ -213,11 +244,21 @@ describe('webhook delivery engine', () => {
     const { webhookId } = await endpoint(tenantId, r.url, ['certificate.expiring']);
     await webhookSvc.stop();
     await startWebhook({ CAIRN_ENV: 'production' });
-    for (const url of ['http://127.0.0.1:8080/hook', 'https://127.0.0.1/hook', 'https://10.1.2.3/hook', 'https://169.254.169.254/', 'https://[::1]/hook']) {
-      await expect(webhooks.createEndpoint({ tenantId, url, events: ['job.completed'], description: '', payloadFormat: '' })).rejects.toMatchObject({ code: 'cairn.webhook.invalid_url' });
+    for (const url of [
+      'http://127.0.0.1:8080/hook',
+      'https://127.0.0.1/hook',
+      'https://10.1.2.3/hook',
+      'https://169.254.169.254/',
+      'https://[::1]/hook',
+    ]) {
+      await expect(
+        webhooks.createEndpoint({ tenantId, url, events: ['job.completed'], description: '', payloadFormat: '' }),
+      ).rejects.toMatchObject({ code: 'cairn.webhook.invalid_url' });
     }
     // An endpoint created earlier in development: production refuses to connect to it.
-    await bus.publish(newEvent('certificate.expiring', tenantId, { serial: '01', not_after: new Date().toISOString() }));
+    await bus.publish(
+      newEvent('certificate.expiring', tenantId, { serial: '01', not_after: new Date().toISOString() }),
+    );
     const [delivery] = await waitFor('refused attempt', async () => {
       const list = await deliveriesOf(tenantId, webhookId);
       return list[0] && list[0].attempts >= 1 ? list : undefined;

@@ -7,7 +7,12 @@ export type Attack = (image: RawImage) => Promise<RawImage>;
 
 export async function decode(input: sharp.Sharp): Promise<RawImage> {
   const { data, info } = await input.raw().toBuffer({ resolveWithObject: true });
-  return { pixels: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: info.channels as Channels };
+  return {
+    pixels: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    width: info.width,
+    height: info.height,
+    channels: info.channels as Channels,
+  };
 }
 
 export function encoder(image: RawImage): sharp.Sharp {
@@ -18,73 +23,133 @@ export function encoder(image: RawImage): sharp.Sharp {
 
 /** Encoded and decoded again, as a platform re-encoding an upload does. */
 const reencode = async (s: sharp.Sharp, format: 'jpeg' | 'webp' | 'png', quality = 80): Promise<RawImage> =>
-  decode(sharp(await (format === 'png' ? s.png() : format === 'webp' ? s.webp({ quality }) : s.jpeg({ quality })).toBuffer()));
+  decode(
+    sharp(
+      await (format === 'png' ? s.png() : format === 'webp' ? s.webp({ quality }) : s.jpeg({ quality })).toBuffer(),
+    ),
+  );
 
 /** Through a lossless PNG, so a chain of operations is applied as a client would apply it (one at a time). */
 const settle = async (s: sharp.Sharp): Promise<sharp.Sharp> => sharp(await s.png().toBuffer());
 
-export const jpeg = (quality: number): Attack => (i) => reencode(encoder(i), 'jpeg', quality);
-export const webp = (quality: number): Attack => (i) => reencode(encoder(i), 'webp', quality);
-export const resize = (factor: number): Attack => (i) => decode(encoder(i).resize(Math.max(1, Math.round(i.width * factor)), Math.max(1, Math.round(i.height * factor)), { fit: 'fill' }));
+export const jpeg =
+  (quality: number): Attack =>
+  (i) =>
+    reencode(encoder(i), 'jpeg', quality);
+export const webp =
+  (quality: number): Attack =>
+  (i) =>
+    reencode(encoder(i), 'webp', quality);
+export const resize =
+  (factor: number): Attack =>
+  (i) =>
+    decode(
+      encoder(i).resize(Math.max(1, Math.round(i.width * factor)), Math.max(1, Math.round(i.height * factor)), {
+        fit: 'fill',
+      }),
+    );
 /** Keeps the central `area` fraction (same aspect). */
-export const cropCentral = (area: number): Attack => (i) => {
-  const s = Math.sqrt(area);
-  const width = Math.round(i.width * s);
-  const height = Math.round(i.height * s);
-  return decode(encoder(i).extract({ left: Math.floor((i.width - width) / 2), top: Math.floor((i.height - height) / 2), width, height }));
-};
+export const cropCentral =
+  (area: number): Attack =>
+  (i) => {
+    const s = Math.sqrt(area);
+    const width = Math.round(i.width * s);
+    const height = Math.round(i.height * s);
+    return decode(
+      encoder(i).extract({
+        left: Math.floor((i.width - width) / 2),
+        top: Math.floor((i.height - height) / 2),
+        width,
+        height,
+      }),
+    );
+  };
 /** Cuts `fraction` of the width off the right side. */
-export const cropSide = (fraction: number): Attack => (i) => decode(encoder(i).extract({ left: 0, top: 0, width: Math.round(i.width * (1 - fraction)), height: i.height }));
+export const cropSide =
+  (fraction: number): Attack =>
+  (i) =>
+    decode(encoder(i).extract({ left: 0, top: 0, width: Math.round(i.width * (1 - fraction)), height: i.height }));
 /** Removes `area` of the picture as an off-centre window (kept window touches the top-left quadrant). */
-export const cropOffCentre = (area: number): Attack => (i) => {
-  const s = Math.sqrt(1 - area);
-  const width = Math.round(i.width * s);
-  const height = Math.round(i.height * s);
-  return decode(encoder(i).extract({ left: Math.floor((i.width - width) / 4), top: Math.floor((i.height - height) * 0.75), width, height }));
-};
+export const cropOffCentre =
+  (area: number): Attack =>
+  (i) => {
+    const s = Math.sqrt(1 - area);
+    const width = Math.round(i.width * s);
+    const height = Math.round(i.height * s);
+    return decode(
+      encoder(i).extract({
+        left: Math.floor((i.width - width) / 4),
+        top: Math.floor((i.height - height) * 0.75),
+        width,
+        height,
+      }),
+    );
+  };
 /** Rotates by `degrees` and crops to the largest axis-aligned rectangle with no filled corners, as editors do. */
-export const rotate = (degrees: number): Attack => async (i) => {
-  if (degrees % 90 === 0) return decode(encoder(i).rotate(degrees));
-  const rotated = await decode(encoder(i).rotate(degrees, { background: { r: 0, g: 0, b: 0 } }));
-  const t = Math.abs((degrees * Math.PI) / 180);
-  const cos = Math.cos(t);
-  const sin = Math.sin(t);
-  // Largest inscribed rectangle of the original's aspect inside the rotated frame.
-  const k = Math.min(i.width / (i.width * cos + i.height * sin), i.height / (i.width * sin + i.height * cos));
-  const width = Math.floor(i.width * k);
-  const height = Math.floor(i.height * k);
-  return decode(encoder(rotated).extract({ left: Math.floor((rotated.width - width) / 2), top: Math.floor((rotated.height - height) / 2), width, height }));
-};
+export const rotate =
+  (degrees: number): Attack =>
+  async (i) => {
+    if (degrees % 90 === 0) return decode(encoder(i).rotate(degrees));
+    const rotated = await decode(encoder(i).rotate(degrees, { background: { r: 0, g: 0, b: 0 } }));
+    const t = Math.abs((degrees * Math.PI) / 180);
+    const cos = Math.cos(t);
+    const sin = Math.sin(t);
+    // Largest inscribed rectangle of the original's aspect inside the rotated frame.
+    const k = Math.min(i.width / (i.width * cos + i.height * sin), i.height / (i.width * sin + i.height * cos));
+    const width = Math.floor(i.width * k);
+    const height = Math.floor(i.height * k);
+    return decode(
+      encoder(rotated).extract({
+        left: Math.floor((rotated.width - width) / 2),
+        top: Math.floor((rotated.height - height) / 2),
+        width,
+        height,
+      }),
+    );
+  };
 export const flip: Attack = (i) => decode(encoder(i).flop());
 /** Multiplies every channel by `factor` (brightness ±20 %: 0.8 and 1.2). */
-export const brightness = (factor: number): Attack => (i) => decode(encoder(i).linear(factor, 0));
+export const brightness =
+  (factor: number): Attack =>
+  (i) =>
+    decode(encoder(i).linear(factor, 0));
 /** Contrast about mid-grey. */
-export const contrast = (factor: number): Attack => (i) => decode(encoder(i).linear(factor, 128 * (1 - factor)));
-export const gamma = (g: number): Attack => async (i) => {
-  const out = Uint8Array.from(i.pixels);
-  const table = Array.from({ length: 256 }, (_, v) => Math.round(255 * (v / 255) ** g));
-  for (let p = 0; p < out.length; p++) out[p] = table[out[p]!]!;
-  return { ...i, pixels: out };
-};
-/** Additive Gaussian noise of standard deviation sigma (deterministic seed). */
-export const noise = (sigma: number): Attack => async (i) => {
-  const out = Uint8ClampedArray.from(i.pixels);
-  let state = 0x9e3779b9;
-  const uniform = () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return ((state >>> 0) + 0.5) / 4294967296;
+export const contrast =
+  (factor: number): Attack =>
+  (i) =>
+    decode(encoder(i).linear(factor, 128 * (1 - factor)));
+export const gamma =
+  (g: number): Attack =>
+  async (i) => {
+    const out = Uint8Array.from(i.pixels);
+    const table = Array.from({ length: 256 }, (_, v) => Math.round(255 * (v / 255) ** g));
+    for (let p = 0; p < out.length; p++) out[p] = table[out[p]!]!;
+    return { ...i, pixels: out };
   };
-  for (let p = 0; p < out.length; p += 2) {
-    const r = Math.sqrt(-2 * Math.log(uniform()));
-    const a = 2 * Math.PI * uniform();
-    out[p] = i.pixels[p]! + sigma * r * Math.cos(a);
-    if (p + 1 < out.length) out[p + 1] = i.pixels[p + 1]! + sigma * r * Math.sin(a);
-  }
-  return { ...i, pixels: new Uint8Array(out.buffer) };
-};
-export const blur = (sigma: number): Attack => (i) => decode(encoder(i).blur(sigma));
+/** Additive Gaussian noise of standard deviation sigma (deterministic seed). */
+export const noise =
+  (sigma: number): Attack =>
+  async (i) => {
+    const out = Uint8ClampedArray.from(i.pixels);
+    let state = 0x9e3779b9;
+    const uniform = () => {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return ((state >>> 0) + 0.5) / 4294967296;
+    };
+    for (let p = 0; p < out.length; p += 2) {
+      const r = Math.sqrt(-2 * Math.log(uniform()));
+      const a = 2 * Math.PI * uniform();
+      out[p] = i.pixels[p]! + sigma * r * Math.cos(a);
+      if (p + 1 < out.length) out[p + 1] = i.pixels[p + 1]! + sigma * r * Math.sin(a);
+    }
+    return { ...i, pixels: new Uint8Array(out.buffer) };
+  };
+export const blur =
+  (sigma: number): Attack =>
+  (i) =>
+    decode(encoder(i).blur(sigma));
 export const median3: Attack = (i) => decode(encoder(i).median(3));
 export const grayscale: Attack = async (i) => {
   const g = await decode(encoder(i).grayscale().toColourspace('b-w'));
@@ -92,21 +157,28 @@ export const grayscale: Attack = async (i) => {
   return decode(encoder(g).toColourspace('srgb'));
 };
 /** A border of `fraction` of each side's length added around the picture (white). */
-export const border = (fraction: number): Attack => (i) => {
-  const x = Math.round(i.width * fraction);
-  const y = Math.round(i.height * fraction);
-  return decode(encoder(i).extend({ top: y, bottom: y, left: x, right: x, background: { r: 255, g: 255, b: 255 } }));
-};
-export const chain = (...steps: Attack[]): Attack => async (i) => {
-  let image = i;
-  for (const step of steps) image = await step(image);
-  return image;
-};
+export const border =
+  (fraction: number): Attack =>
+  (i) => {
+    const x = Math.round(i.width * fraction);
+    const y = Math.round(i.height * fraction);
+    return decode(encoder(i).extend({ top: y, bottom: y, left: x, right: x, background: { r: 255, g: 255, b: 255 } }));
+  };
+export const chain =
+  (...steps: Attack[]): Attack =>
+  async (i) => {
+    let image = i;
+    for (const step of steps) image = await step(image);
+    return image;
+  };
 /** Resize then crop 5 % of the area off-centre then JPEG q50: a social network's path. */
 export const social: Attack = chain(resize(0.5), cropOffCentre(0.05), jpeg(50));
 export const screenshot: Attack = chain(resize(0.9), jpeg(80));
 /** Aspect change: the width alone scaled by `factor`. */
-export const aspect = (factor: number): Attack => (i) => decode(encoder(i).resize(Math.round(i.width * factor), i.height, { fit: 'fill' }));
+export const aspect =
+  (factor: number): Attack =>
+  (i) =>
+    decode(encoder(i).resize(Math.round(i.width * factor), i.height, { fit: 'fill' }));
 
 /** The attack table of issue #13, in its order. */
 export const ISSUE_ATTACKS: ReadonlyArray<readonly [string, Attack]> = [

@@ -17,7 +17,8 @@ function xorshift(seed: number): () => number {
 function luma(image: RawImage): Float64Array {
   const out = new Float64Array(image.width * image.height);
   const { pixels, channels } = image;
-  for (let i = 0, p = 0; i < out.length; i++, p += channels) out[i] = channels === 1 ? pixels[p]! : 0.299 * pixels[p]! + 0.587 * pixels[p + 1]! + 0.114 * pixels[p + 2]!;
+  for (let i = 0, p = 0; i < out.length; i++, p += channels)
+    out[i] = channels === 1 ? pixels[p]! : 0.299 * pixels[p]! + 0.587 * pixels[p + 1]! + 0.114 * pixels[p + 2]!;
   return out;
 }
 
@@ -32,16 +33,27 @@ export function ssim(a: RawImage, b: RawImage): number {
   let windows = 0;
   for (let top = 0; top + 8 <= a.height; top += 4) {
     for (let left = 0; left + 8 <= w; left += 4) {
-      let sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+      let sx = 0,
+        sy = 0,
+        sxx = 0,
+        syy = 0,
+        sxy = 0;
       for (let j = 0; j < 8; j++) {
         for (let i = 0; i < 8; i++) {
           const u = x[(top + j) * w + left + i]!;
           const v = y[(top + j) * w + left + i]!;
-          sx += u; sy += v; sxx += u * u; syy += v * v; sxy += u * v;
+          sx += u;
+          sy += v;
+          sxx += u * u;
+          syy += v * v;
+          sxy += u * v;
         }
       }
-      const mx = sx / 64, my = sy / 64;
-      const vx = sxx / 64 - mx * mx, vy = syy / 64 - my * my, cxy = sxy / 64 - mx * my;
+      const mx = sx / 64,
+        my = sy / 64;
+      const vx = sxx / 64 - mx * mx,
+        vy = syy / 64 - my * my,
+        cxy = sxy / 64 - mx * my;
       total += ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2));
       windows++;
     }
@@ -75,7 +87,8 @@ export function syntheticTexture(index: number, width: number, height: number): 
   }
   const tint = [0.7 + 0.6 * random(), 0.7 + 0.6 * random(), 0.7 + 0.6 * random()];
   const pixels = new Uint8ClampedArray(width * height * 3);
-  for (let i = 0; i < plane.length; i++) for (let c = 0; c < 3; c++) pixels[i * 3 + c] = 128 + 70 * plane[i]! * tint[c]!;
+  for (let i = 0; i < plane.length; i++)
+    for (let c = 0; c < 3; c++) pixels[i * 3 + c] = 128 + 70 * plane[i]! * tint[c]!;
   return { pixels: new Uint8Array(pixels.buffer), width, height, channels: 3 };
 }
 
@@ -90,7 +103,8 @@ export function syntheticUnmarked(index: number): RawImage {
   if (kind === 'texture') return syntheticTexture(100000 + index, width, height);
   const period = 4 + random() * 60;
   const angle = random() * Math.PI;
-  const c = Math.cos(angle), s = Math.sin(angle);
+  const c = Math.cos(angle),
+    s = Math.sin(angle);
   const pixels = new Uint8ClampedArray(width * height * 3);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
@@ -100,8 +114,10 @@ export function syntheticUnmarked(index: number): RawImage {
       if (kind === 'stripes') value = 128 + 100 * Math.sin(2 * Math.PI * u) + 10 * (random() - 0.5);
       else if (kind === 'checker') value = ((Math.floor(u) + Math.floor(v)) & 1) * 180 + 30 + 20 * random();
       else if (kind === 'gradient-noise') value = (x / width) * 200 + 30 * random();
-      else if (kind === 'blocks') value = ((Math.floor(x / period) * 73 + Math.floor(y / period) * 151) % 256) + 6 * random();
-      else if (kind === 'dots') value = (u - Math.floor(u) - 0.5) ** 2 + (v - Math.floor(v) - 0.5) ** 2 < 0.06 ? 230 : 40 + 10 * random();
+      else if (kind === 'blocks')
+        value = ((Math.floor(x / period) * 73 + Math.floor(y / period) * 151) % 256) + 6 * random();
+      else if (kind === 'dots')
+        value = (u - Math.floor(u) - 0.5) ** 2 + (v - Math.floor(v) - 0.5) ** 2 < 0.06 ? 230 : 40 + 10 * random();
       else value = 256 * random();
       const p = (y * width + x) * 3;
       pixels[p] = value;
@@ -113,7 +129,11 @@ export function syntheticUnmarked(index: number): RawImage {
 }
 
 /** At least `count` unmarked images: the photos, every attack on each, then synthetic images. */
-export async function unmarkedSet(photos: RawImage[], attacks: ReadonlyArray<readonly [string, Attack]>, count: number): Promise<RawImage[]> {
+export async function unmarkedSet(
+  photos: RawImage[],
+  attacks: ReadonlyArray<readonly [string, Attack]>,
+  count: number,
+): Promise<RawImage[]> {
   const out: RawImage[] = [...photos];
   for (const photo of photos) for (const [, attack] of attacks) out.push(await attack(photo));
   for (let i = 0; out.length < count; i++) out.push(syntheticUnmarked(i));

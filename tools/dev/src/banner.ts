@@ -11,16 +11,26 @@ function cliEnvPrefix(config: CommonEnv, defaults: CommonEnv, publicBaseUrl: str
   if (config.DATABASE_URL !== defaults.DATABASE_URL) vars.push(['DATABASE_URL', config.DATABASE_URL]);
   if (config.NATS_URL !== defaults.NATS_URL) vars.push(['NATS_URL', config.NATS_URL]);
   if (config.NATS_STREAM !== defaults.NATS_STREAM) vars.push(['NATS_STREAM', config.NATS_STREAM]);
-  if (config.NATS_SUBJECT_PREFIX !== defaults.NATS_SUBJECT_PREFIX) vars.push(['NATS_SUBJECT_PREFIX', config.NATS_SUBJECT_PREFIX]);
+  if (config.NATS_SUBJECT_PREFIX !== defaults.NATS_SUBJECT_PREFIX)
+    vars.push(['NATS_SUBJECT_PREFIX', config.NATS_SUBJECT_PREFIX]);
   if (publicBaseUrl !== 'http://127.0.0.1:8080') vars.push(['PUBLIC_BASE_URL', publicBaseUrl]);
   return vars.map(([k, v]) => `${k}=${shellQuote(v)} `).join('');
 }
 
 /** What is running where, and how to get an API key. */
-export function banner(plan: FleetPlan, options: { fromSource: boolean }, config: CommonEnv, dataKeySource: string, width: number): string {
+export function banner(
+  plan: FleetPlan,
+  options: { fromSource: boolean },
+  config: CommonEnv,
+  dataKeySource: string,
+  width: number,
+): string {
   const defaults = loadConfig(commonEnvShape, {});
   const gateway = `http://${plan.host}:${plan.httpPort}`;
-  const rows = plan.services.map((s) => `    ${s.name.padEnd(width)}  ${`${plan.host}:${s.grpcPort}`.padEnd(17)}  http://${plan.host}:${s.opsPort}/metrics`);
+  const rows = plan.services.map(
+    (s) =>
+      `    ${s.name.padEnd(width)}  ${`${plan.host}:${s.grpcPort}`.padEnd(17)}  http://${plan.host}:${s.opsPort}/metrics`,
+  );
   const onboard = `curl -X POST ${plan.publicBaseUrl}/v1/onboard -H 'content-type: application/json' -H "idempotency-key: $(cat /proc/sys/kernel/random/uuid)" -d '{"email":"you@example.com","tenant_name":"You","plan":"free"}'`;
   const redacted = config.DATABASE_URL.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
   return [

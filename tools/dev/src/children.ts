@@ -31,7 +31,12 @@ export class ServiceProcess {
     if (!file) throw new Error(`empty command for ${name}`);
     // Own process group: a terminal's Ctrl-C reaches only the launcher, which forwards one SIGTERM, so the
     // service drains instead of taking the second signal as "exit now".
-    this.child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    this.child = spawn(file, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const prefix = servicePrefix(name, index, options.output.prefixWidth, options.output);
     const plainPrefix = servicePrefix(name, index, options.output.prefixWidth, { color: false });
     const pipe = (stream: Readable | null, to: Writable) => {
@@ -41,7 +46,11 @@ export class ServiceProcess {
         const shown = options.output.raw ? [line] : formatLogLine(line, options.output);
         for (const s of shown) to.write(`${prefix}${s}\n`);
         // The tail is printed again on failure, to stderr or a log: without colours.
-        const plain = options.output.raw ? [line] : options.output.color ? formatLogLine(line, { color: false }) : shown;
+        const plain = options.output.raw
+          ? [line]
+          : options.output.color
+            ? formatLogLine(line, { color: false })
+            : shown;
         for (const s of plain) this.tail.push(`${plainPrefix}${s}`);
       });
     };
@@ -85,7 +94,11 @@ export function describeExit(exit: ChildExit): string {
  * SIGTERM to every running service (each drains and exits 0), SIGKILL to those still running after the
  * grace period. Resolves with the exits in the order of `processes`.
  */
-export async function stopAll(processes: readonly ServiceProcess[], graceMs: number, onKill: (name: string) => void): Promise<ChildExit[]> {
+export async function stopAll(
+  processes: readonly ServiceProcess[],
+  graceMs: number,
+  onKill: (name: string) => void,
+): Promise<ChildExit[]> {
   for (const p of processes) p.signal('SIGTERM');
   let timer: NodeJS.Timeout | undefined;
   const all = Promise.all(processes.map((p) => p.exited));

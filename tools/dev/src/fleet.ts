@@ -69,7 +69,13 @@ type StartOutcome =
   | { kind: 'signal' };
 
 /** Polls every /readyz until all answer 200, a service exits, the deadline passes or the user interrupts. */
-async function waitUntilReady(plan: FleetPlan, processes: ServiceProcess[], timeoutMs: number, interrupted: () => boolean, stop: Promise<unknown>): Promise<StartOutcome> {
+async function waitUntilReady(
+  plan: FleetPlan,
+  processes: ServiceProcess[],
+  timeoutMs: number,
+  interrupted: () => boolean,
+  stop: Promise<unknown>,
+): Promise<StartOutcome> {
   const deadline = Date.now() + timeoutMs;
   const waiting = new Map<string, string>(plan.services.map((s) => [s.name, 'not started']));
   const anyExit = firstExit(processes);
@@ -130,7 +136,11 @@ async function main(argv: string[]): Promise<number> {
   const adminUrl = process.env.PG_ADMIN_URL ?? DEFAULT_ADMIN_URL;
 
   // (a) Postgres, Redis and NATS: every missing one named at once, with the command that starts it.
-  const problems = await checkInfrastructure({ postgresUrl: options.provision ? adminUrl : config.DATABASE_URL, redisUrl: config.REDIS_URL, natsUrl: config.NATS_URL });
+  const problems = await checkInfrastructure({
+    postgresUrl: options.provision ? adminUrl : config.DATABASE_URL,
+    redisUrl: config.REDIS_URL,
+    natsUrl: config.NATS_URL,
+  });
   if (problems.length) {
     process.stderr.write(describeProblems(problems));
     return 1;
@@ -140,10 +150,14 @@ async function main(argv: string[]): Promise<number> {
   if (options.provision) {
     try {
       const { role, database, created } = await provisionDatabase(adminUrl, config.DATABASE_URL);
-      say(created ? `created database ${database} owned by role ${role}` : `database ${database} (role ${role}) is there`);
+      say(
+        created ? `created database ${database} owned by role ${role}` : `database ${database} (role ${role}) is there`,
+      );
       say('each service connects as its own role (cairn_<service>), owning only its schema');
     } catch (error) {
-      complain(`cannot provision the database with ${adminUrl.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@')}: ${errorText(error)}`);
+      complain(
+        `cannot provision the database with ${adminUrl.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@')}: ${errorText(error)}`,
+      );
       complain('set PG_ADMIN_URL to a superuser connection, or create it yourself and pass --no-provision.');
       return 1;
     }
@@ -153,13 +167,20 @@ async function main(argv: string[]): Promise<number> {
   const commands = new Map(
     SERVICE_NAMES.map((name) => [
       name,
-      options.fromSource ? [process.execPath, '--import', 'tsx', `services/${name}/src/main.ts`] : [process.execPath, `services/${name}/dist/main.js`],
+      options.fromSource
+        ? [process.execPath, '--import', 'tsx', `services/${name}/src/main.ts`]
+        : [process.execPath, `services/${name}/dist/main.js`],
     ]),
   );
-  const missing = SERVICE_NAMES.filter((name) => !existsSync(`${ROOT}services/${name}/${options.fromSource ? 'src/main.ts' : 'dist/main.js'}`));
+  const missing = SERVICE_NAMES.filter(
+    (name) => !existsSync(`${ROOT}services/${name}/${options.fromSource ? 'src/main.ts' : 'dist/main.js'}`),
+  );
   if (missing.length) {
-    complain(`missing ${missing.map((n) => `services/${n}/${options.fromSource ? 'src/main.ts' : 'dist/main.js'}`).join(', ')}`);
-    if (!options.fromSource) complain('build them first: node tools/dev/build.mjs (npm run up does), or run the sources with --from-source');
+    complain(
+      `missing ${missing.map((n) => `services/${n}/${options.fromSource ? 'src/main.ts' : 'dist/main.js'}`).join(', ')}`,
+    );
+    if (!options.fromSource)
+      complain('build them first: node tools/dev/build.mjs (npm run up does), or run the sources with --from-source');
     return 1;
   }
 
@@ -186,7 +207,9 @@ async function main(argv: string[]): Promise<number> {
     const tlsDir = join(ROOT, '.cairn', 'tls');
     try {
       tls = await makeDevPki(tlsDir, SERVICE_NAMES);
-      say(`gRPC between the services is mutual TLS (development CA and certificates in ${relative(process.cwd(), tlsDir) || tlsDir})`);
+      say(
+        `gRPC between the services is mutual TLS (development CA and certificates in ${relative(process.cwd(), tlsDir) || tlsDir})`,
+      );
     } catch (error) {
       complain(`gRPC runs without TLS: ${errorText(error)}`);
     }
@@ -250,21 +273,33 @@ async function main(argv: string[]): Promise<number> {
   });
 
   const output: OutputOptions = { color, raw: options.rawLogs, prefixWidth: width };
-  say(`starting ${SERVICE_NAMES.length} services${options.portOffset ? ` (ports +${options.portOffset})` : ''} from ${options.fromSource ? 'sources (tsx)' : 'dist bundles'}`);
+  say(
+    `starting ${SERVICE_NAMES.length} services${options.portOffset ? ` (ports +${options.portOffset})` : ''} from ${options.fromSource ? 'sources (tsx)' : 'dist bundles'}`,
+  );
   processes = plan.services.map(
-    (s, index) => new ServiceProcess(s.name, index, commands.get(s.name) ?? [], { cwd: ROOT, env: s.env, output, stdout: process.stdout, stderr: process.stderr }),
+    (s, index) =>
+      new ServiceProcess(s.name, index, commands.get(s.name) ?? [], {
+        cwd: ROOT,
+        env: s.env,
+        output,
+        stdout: process.stdout,
+        stderr: process.stderr,
+      }),
   );
   spawned = processes;
 
   const stopFleet = async (reason: string): Promise<ChildExit[]> => {
     say(`stopping the services (${reason})`);
-    const exits = await stopAll(processes, SHUTDOWN_GRACE_MS, (name) => complain(`${name} did not stop within ${SHUTDOWN_GRACE_MS / 1000} s: killing it`));
+    const exits = await stopAll(processes, SHUTDOWN_GRACE_MS, (name) =>
+      complain(`${name} did not stop within ${SHUTDOWN_GRACE_MS / 1000} s: killing it`),
+    );
     const unclean = processes.filter((_, i) => exits[i]?.code !== 0);
     if (unclean.length === 0) say('all services stopped cleanly');
     // A service still starting has no signal handler yet: SIGTERM simply ends it.
     const cutShort = unclean.filter((p) => p.exit?.signal === 'SIGTERM');
     if (cutShort.length) complain(`stopped before they were ready: ${cutShort.map((p) => p.name).join(', ')}`);
-    for (const p of unclean) if (!cutShort.includes(p)) complain(`${p.name} ${describeExit(p.exit ?? { code: null, signal: null })}`);
+    for (const p of unclean)
+      if (!cutShort.includes(p)) complain(`${p.name} ${describeExit(p.exit ?? { code: null, signal: null })}`);
     // After the services: the anchor service's last tick may still be talking to it.
     await stopChain();
     return exits;
@@ -274,7 +309,9 @@ async function main(argv: string[]): Promise<number> {
   const started = Date.now();
   const outcome = await waitUntilReady(plan, processes, options.readyTimeoutMs, () => interrupted, stopRequested);
   if (outcome.kind === 'exited') {
-    complain(`${outcome.process.name} ${describeExit(outcome.process.exit ?? { code: null, signal: null })} before the fleet was ready.`);
+    complain(
+      `${outcome.process.name} ${describeExit(outcome.process.exit ?? { code: null, signal: null })} before the fleet was ready.`,
+    );
     printTail(outcome.process);
     await stopFleet(`${outcome.process.name} failed to start`);
     return 1;
@@ -296,7 +333,10 @@ async function main(argv: string[]): Promise<number> {
   process.stdout.write('fleet ready\n');
 
   // (f) Run until interrupted, or until a service dies.
-  const ended = await Promise.race([firstExit(processes).then((p) => ({ died: p })), stopRequested.then(() => ({ died: undefined }))]);
+  const ended = await Promise.race([
+    firstExit(processes).then((p) => ({ died: p })),
+    stopRequested.then(() => ({ died: undefined })),
+  ]);
   if (ended.died) {
     complain(`${ended.died.name} ${describeExit(ended.died.exit ?? { code: null, signal: null })} unexpectedly.`);
     printTail(ended.died);

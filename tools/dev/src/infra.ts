@@ -72,7 +72,9 @@ function startHint(dependency: Dependency, host: string, port: number): string[]
   const hint = [`start it: ${START_COMMANDS[dependency]}`];
   const local = host === '127.0.0.1' || host === 'localhost' || host === '::1';
   if (!local || port !== DEFAULT_PORT[dependency]) {
-    hint.push(`(that command serves 127.0.0.1:${DEFAULT_PORT[dependency]}; the fleet is configured for ${host}:${port})`);
+    hint.push(
+      `(that command serves 127.0.0.1:${DEFAULT_PORT[dependency]}; the fleet is configured for ${host}:${port})`,
+    );
   }
   return hint;
 }
@@ -83,7 +85,11 @@ async function checkPostgres(url: string): Promise<InfraProblem | undefined> {
   try {
     await tcpProbe(host, port);
   } catch (error) {
-    return { ...base, problem: `not reachable on ${host}:${port}: ${message(error)}`, hint: startHint('postgres', host, port) };
+    return {
+      ...base,
+      problem: `not reachable on ${host}:${port}: ${message(error)}`,
+      hint: startHint('postgres', host, port),
+    };
   }
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: TIMEOUT_MS });
   client.on('error', () => undefined);
@@ -104,7 +110,13 @@ async function checkPostgres(url: string): Promise<InfraProblem | undefined> {
 
 async function checkRedis(url: string): Promise<InfraProblem | undefined> {
   const { host, port } = hostPort(url, DEFAULT_PORT.redis);
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: TIMEOUT_MS, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   // ioredis reports the socket's error as an event and rejects with "Connection is closed": keep the former.
   let socketError: unknown;
   redis.on('error', (error) => {
@@ -117,7 +129,13 @@ async function checkRedis(url: string): Promise<InfraProblem | undefined> {
     return undefined;
   } catch (error) {
     const reason = message(socketError ?? error);
-    return { dependency: 'redis', label: 'Redis', target: redactUrl(url), problem: `not reachable on ${host}:${port}: ${reason}`, hint: startHint('redis', host, port) };
+    return {
+      dependency: 'redis',
+      label: 'Redis',
+      target: redactUrl(url),
+      problem: `not reachable on ${host}:${port}: ${reason}`,
+      hint: startHint('redis', host, port),
+    };
   } finally {
     redis.disconnect();
   }
@@ -132,22 +150,37 @@ async function checkNats(url: string): Promise<InfraProblem | undefined> {
     const jetstream = nc.info?.jetstream === true;
     await nc.close();
     if (!jetstream) {
-      return { ...base, problem: `answers on ${host}:${port} but JetStream is not enabled (the services need it)`, hint: ['run nats-server with -js, e.g.', ...startHint('nats', host, port)] };
+      return {
+        ...base,
+        problem: `answers on ${host}:${port} but JetStream is not enabled (the services need it)`,
+        hint: ['run nats-server with -js, e.g.', ...startHint('nats', host, port)],
+      };
     }
     return undefined;
   } catch (error) {
-    return { ...base, problem: `not reachable on ${host}:${port}: ${message(error)}`, hint: startHint('nats', host, port) };
+    return {
+      ...base,
+      problem: `not reachable on ${host}:${port}: ${message(error)}`,
+      hint: startHint('nats', host, port),
+    };
   }
 }
 
 /** Checks all three at once, so that one run names every dependency that is missing. */
 export async function checkInfrastructure(targets: InfraTargets): Promise<InfraProblem[]> {
-  const results = await Promise.all([checkPostgres(targets.postgresUrl), checkRedis(targets.redisUrl), checkNats(targets.natsUrl)]);
+  const results = await Promise.all([
+    checkPostgres(targets.postgresUrl),
+    checkRedis(targets.redisUrl),
+    checkNats(targets.natsUrl),
+  ]);
   return results.filter((r): r is InfraProblem => r !== undefined);
 }
 
 export function describeProblems(problems: InfraProblem[]): string {
-  const lines = [`cairn fleet: cannot start, ${problems.length === 1 ? 'a dependency is' : 'dependencies are'} not available:`, ''];
+  const lines = [
+    `cairn fleet: cannot start, ${problems.length === 1 ? 'a dependency is' : 'dependencies are'} not available:`,
+    '',
+  ];
   for (const p of problems) {
     lines.push(`  ✗ ${p.label} (${p.target}) ${p.problem}`);
     for (const h of p.hint) lines.push(`      ${h}`);
@@ -161,7 +194,10 @@ export function describeProblems(problems: InfraProblem[]): string {
  * admin connection when missing, and one role per service (cairn_<service>) that owns its schema in it. Both
  * names come from the app's DATABASE_URL (cairn / cairn by default).
  */
-export async function provisionDatabase(adminUrl: string, appUrl: string): Promise<{ role: string; database: string; created: boolean }> {
+export async function provisionDatabase(
+  adminUrl: string,
+  appUrl: string,
+): Promise<{ role: string; database: string; created: boolean }> {
   const parsed = new URL(appUrl);
   const role = decodeURIComponent(parsed.username);
   const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
@@ -178,6 +214,11 @@ export async function provisionDatabase(adminUrl: string, appUrl: string): Promi
     }
   }
   // Every service then connects as its own role (planFleet), owning only its schema.
-  await provisionServiceRoles(adminUrl, database, role, SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })));
+  await provisionServiceRoles(
+    adminUrl,
+    database,
+    role,
+    SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })),
+  );
   return { role, database, created };
 }

@@ -3,13 +3,30 @@
  * each line is shown compactly as `HH:MM:SS level msg key=value ...` behind the service's name.
  */
 
-const PINO_LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+const PINO_LEVELS: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+};
 
 /** Fields every line has (or that the prefix already says): not repeated after the message. */
 const OMITTED = new Set(['level', 'time', 'msg', 'service', 'pid', 'hostname', 'v']);
 
 const ANSI = { reset: '\x1b[0m', dim: '\x1b[2m', red: '\x1b[31m', yellow: '\x1b[33m', magenta: '\x1b[35m' } as const;
-const NAME_COLORS = ['\x1b[36m', '\x1b[32m', '\x1b[34m', '\x1b[35m', '\x1b[33m', '\x1b[96m', '\x1b[92m', '\x1b[94m', '\x1b[95m'];
+const NAME_COLORS = [
+  '\x1b[36m',
+  '\x1b[32m',
+  '\x1b[34m',
+  '\x1b[35m',
+  '\x1b[33m',
+  '\x1b[96m',
+  '\x1b[92m',
+  '\x1b[94m',
+  '\x1b[95m',
+];
 
 export interface FormatOptions {
   color: boolean;
@@ -71,7 +88,11 @@ export function formatLogLine(line: string, options: FormatOptions): string[] {
     if (OMITTED.has(key)) continue;
     if ((key === 'err' || key === 'error') && isRecord(v)) {
       fields.push(`${key}=${value(v.message ?? v.type ?? v)}`);
-      if ((level === 'error' || level === 'fatal') && typeof v.stack === 'string') stack = v.stack.split('\n').slice(1).map((s) => `    ${s.trim()}`);
+      if ((level === 'error' || level === 'fatal') && typeof v.stack === 'string')
+        stack = v.stack
+          .split('\n')
+          .slice(1)
+          .map((s) => `    ${s.trim()}`);
       continue;
     }
     fields.push(`${key}=${value(v)}`);

@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { SERVICE_NAMES } from '@cairn/config';
 import { natsAuthorizationConfig } from '../../../packages/bus/src/permissions.js';
 
-export const NATS_AUTH_FILE = fileURLToPath(new URL('../../../charts/cairn/files/nats-authorization.conf', import.meta.url));
+export const NATS_AUTH_FILE = fileURLToPath(
+  new URL('../../../charts/cairn/files/nats-authorization.conf', import.meta.url),
+);
 
 /** The chart's stream and subject prefix (values.yaml global.env NATS_STREAM / NATS_SUBJECT_PREFIX). */
 export const CHART_STREAM_NAMES = { stream: 'CAIRN_EVENTS', subjectPrefix: 'cairn' } as const;

@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS } from '@cairn/config';
 
 /** Every shifted port must stay a port. */
-const MAX_OFFSET = 65535 - Math.max(DEFAULT_GATEWAY_HTTP_PORT, ...Object.values(DEFAULT_PORTS).flatMap((p) => [p.grpc, p.ops]));
+const MAX_OFFSET =
+  65535 - Math.max(DEFAULT_GATEWAY_HTTP_PORT, ...Object.values(DEFAULT_PORTS).flatMap((p) => [p.grpc, p.ops]));
 
 export interface FleetOptions {
   help: boolean;

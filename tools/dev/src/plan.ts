@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { databaseRole, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '@cairn/config';
+import {
+  databaseRole,
+  DEFAULT_GATEWAY_HTTP_PORT,
+  DEFAULT_PORTS,
+  grpcAddrVar,
+  SERVICE_NAMES,
+  type ServiceName,
+} from '@cairn/config';
 
 export interface ServicePlan {
   name: ServiceName;
@@ -83,7 +90,8 @@ export function planFleet(
       CAIRN_DATA_KEY: options.dataKey,
       BLOB_STORE_URL: base.BLOB_STORE_URL ?? options.blobStoreUrl,
       OCSP_PORT: base.OCSP_PORT ?? String(DEFAULT_OCSP_PORT + options.offset),
-      OCSP_PUBLIC_URL: base.OCSP_PUBLIC_URL ?? `http://127.0.0.1:${base.OCSP_PORT ?? DEFAULT_OCSP_PORT + options.offset}/ocsp`,
+      OCSP_PUBLIC_URL:
+        base.OCSP_PUBLIC_URL ?? `http://127.0.0.1:${base.OCSP_PORT ?? DEFAULT_OCSP_PORT + options.offset}/ocsp`,
     };
     const tls = options.tls?.[name];
     if (tls) Object.assign(env, { GRPC_TLS_CA: tls.ca, GRPC_TLS_CERT: tls.cert, GRPC_TLS_KEY: tls.key });
@@ -102,23 +110,32 @@ export function allPorts(plan: FleetPlan): Array<{ port: number; what: string }>
   const signer = plan.services.find((s) => s.name === 'signer');
   const ocsp = signer?.env.OCSP_PORT ? [{ port: Number(signer.env.OCSP_PORT), what: 'signer OCSP' }] : [];
   const chain = plan.chain ? [{ port: plan.chain.port, what: 'local chain (hardhat)' }] : [];
-  return [...ocsp, ...chain, ...plan.services.flatMap((s) => [
-    { port: s.grpcPort, what: `${s.name} gRPC` },
-    { port: s.opsPort, what: `${s.name} ops` },
-    ...(s.httpPort === undefined ? [] : [{ port: s.httpPort, what: `${s.name} HTTP` }]),
-  ])];
+  return [
+    ...ocsp,
+    ...chain,
+    ...plan.services.flatMap((s) => [
+      { port: s.grpcPort, what: `${s.name} gRPC` },
+      { port: s.opsPort, what: `${s.name} ops` },
+      ...(s.httpPort === undefined ? [] : [{ port: s.httpPort, what: `${s.name} HTTP` }]),
+    ]),
+  ];
 }
 
 function portFree(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));
-    server.listen({ host: host.replace(/^\[|\]$/g, ''), port, exclusive: true }, () => server.close(() => resolve(true)));
+    server.listen({ host: host.replace(/^\[|\]$/g, ''), port, exclusive: true }, () =>
+      server.close(() => resolve(true)),
+    );
   });
 }
 
 /** The ports some other process already holds (a fleet left running, say). */
-export async function busyPorts(host: string, ports: Array<{ port: number; what: string }>): Promise<Array<{ port: number; what: string }>> {
+export async function busyPorts(
+  host: string,
+  ports: Array<{ port: number; what: string }>,
+): Promise<Array<{ port: number; what: string }>> {
   const free = await Promise.all(ports.map((p) => portFree(host, p.port)));
   return ports.filter((_, i) => !free[i]);
 }
@@ -127,7 +144,9 @@ export async function busyPorts(host: string, ports: Array<{ port: number; what:
  * The gateway's data key (sealing secrets at rest), created once in `.cairn/data-key` (gitignored, 0600) so
  * that what one run seals the next can open.
  */
-export async function localDataKey(root: string): Promise<{ key: string; path: string; created: boolean; warning?: string }> {
+export async function localDataKey(
+  root: string,
+): Promise<{ key: string; path: string; created: boolean; warning?: string }> {
   const dir = join(root, '.cairn');
   const path = join(dir, 'data-key');
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -141,9 +160,12 @@ export async function localDataKey(root: string): Promise<{ key: string; path: s
   }
   const key = (await readFile(path, 'utf8')).trim();
   if (!/^[0-9a-fA-F]{64}$/.test(key)) {
-    throw new Error(`${path} does not hold a data key (64 hex characters). Delete it to create a new one; values sealed with the old key will no longer open.`);
+    throw new Error(
+      `${path} does not hold a data key (64 hex characters). Delete it to create a new one; values sealed with the old key will no longer open.`,
+    );
   }
   const mode = (await stat(path)).mode & 0o777;
-  const warning = mode & 0o077 ? `${path} is readable by other users (mode ${mode.toString(8)}); chmod 600 it.` : undefined;
+  const warning =
+    mode & 0o077 ? `${path} is readable by other users (mode ${mode.toString(8)}); chmod 600 it.` : undefined;
   return warning ? { key, path, created: false, warning } : { key, path, created: false };
 }

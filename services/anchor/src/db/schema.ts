@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm';
-import { bigint, index, integer, pgPolicy, pgSchema, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  index,
+  integer,
+  pgPolicy,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 /** The anchor service's own schema; no other service reads it. */
@@ -40,7 +50,9 @@ export const batches = anchor.table(
   },
   (t) => [
     // At most one open batch: enqueues serialise on its row lock, which also hands out leaf indexes.
-    uniqueIndex('batches_one_open_idx').on(t.status).where(sql`status = 'open'`),
+    uniqueIndex('batches_one_open_idx')
+      .on(t.status)
+      .where(sql`status = 'open'`),
     index('batches_status_idx').on(t.status),
   ],
 );

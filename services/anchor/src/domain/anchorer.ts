@@ -39,7 +39,9 @@ export class Anchorer {
     await sealClosed(this.o.db);
     const client = await this.o.pool.connect();
     try {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [SENDER_LOCK]);
+      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [
+        SENDER_LOCK,
+      ]);
       if (!rows[0]?.locked) return;
       try {
         await this.watch();
@@ -59,7 +61,10 @@ export class Anchorer {
       .update(batches)
       .set({ attempts, lastError: errorText(error).slice(0, 500), nextAttemptAt: new Date(Date.now() + delay) })
       .where(eq(batches.batchId, batch.batchId));
-    this.o.logger.warn({ batch_id: batch.batchId, attempts, retry_in_ms: delay, err: error }, 'anchor: chain unreachable; will retry');
+    this.o.logger.warn(
+      { batch_id: batch.batchId, attempts, retry_in_ms: delay, err: error },
+      'anchor: chain unreachable; will retry',
+    );
   }
 
   private due() {
@@ -68,7 +73,11 @@ export class Anchorer {
 
   /** Sent batches: confirm, re-broadcast, or hand back for re-signing. */
   private async watch(): Promise<void> {
-    const pending = await this.o.db.select().from(batches).where(and(eq(batches.status, 'pending'), this.due())).orderBy(asc(batches.txNonce));
+    const pending = await this.o.db
+      .select()
+      .from(batches)
+      .where(and(eq(batches.status, 'pending'), this.due()))
+      .orderBy(asc(batches.txNonce));
     if (pending.length === 0) return;
     let head: number;
     let latest: number;
@@ -87,11 +96,23 @@ export class Anchorer {
           const seen = Math.max(0, head - receipt.blockNumber + 1);
           if (seen >= this.o.confirmations) {
             await markAnchored(this.o.db, batch, receipt.blockNumber, this.o.enqueueEvent, seen);
-            this.o.logger.info({ batch_id: batch.batchId, tx_hash: hash, block_number: receipt.blockNumber, confirmations: seen, size: batch.size }, 'anchor: batch anchored');
+            this.o.logger.info(
+              {
+                batch_id: batch.batchId,
+                tx_hash: hash,
+                block_number: receipt.blockNumber,
+                confirmations: seen,
+                size: batch.size,
+              },
+              'anchor: batch anchored',
+            );
             this.o.onAnchored?.(batch.batchId);
           } else if (batch.blockNumber !== receipt.blockNumber || batch.confirmations !== seen) {
             // Mined, not yet deep enough: recorded so the wait is visible (and a reorg that moves it is followed).
-            await this.o.db.update(batches).set({ blockNumber: receipt.blockNumber, confirmations: seen }).where(eq(batches.batchId, batch.batchId));
+            await this.o.db
+              .update(batches)
+              .set({ blockNumber: receipt.blockNumber, confirmations: seen })
+              .where(eq(batches.batchId, batch.batchId));
           }
           continue;
         }
@@ -103,16 +124,34 @@ export class Anchorer {
           inFlight.delete(batch.txNonce);
           await this.o.db
             .update(batches)
-            .set({ status: 'closed', txHash: null, txNonce: null, rawTx: null, sentAt: null, blockNumber: null, confirmations: 0, nextAttemptAt: null })
+            .set({
+              status: 'closed',
+              txHash: null,
+              txNonce: null,
+              rawTx: null,
+              sentAt: null,
+              blockNumber: null,
+              confirmations: 0,
+              nextAttemptAt: null,
+            })
             .where(and(eq(batches.batchId, batch.batchId), eq(batches.status, 'pending')));
-          this.o.logger.warn({ batch_id: batch.batchId, tx_hash: hash, nonce, chain_nonce: latest }, 'anchor: transaction cannot be mined as signed; re-signing');
+          this.o.logger.warn(
+            { batch_id: batch.batchId, tx_hash: hash, nonce, chain_nonce: latest },
+            'anchor: transaction cannot be mined as signed; re-signing',
+          );
           continue;
         }
         if (!(await this.o.chain.known(hash))) {
           // Dropped from the node's mempool (restart, eviction): the same signed bytes again.
           await this.o.chain.broadcast(batch.rawTx as Hex);
-          await this.o.db.update(batches).set({ broadcasts: sql`${batches.broadcasts} + 1`, lastError: null }).where(eq(batches.batchId, batch.batchId));
-          this.o.logger.warn({ batch_id: batch.batchId, tx_hash: hash }, 'anchor: transaction was dropped; re-broadcast');
+          await this.o.db
+            .update(batches)
+            .set({ broadcasts: sql`${batches.broadcasts} + 1`, lastError: null })
+            .where(eq(batches.batchId, batch.batchId));
+          this.o.logger.warn(
+            { batch_id: batch.batchId, tx_hash: hash },
+            'anchor: transaction was dropped; re-broadcast',
+          );
         }
       } catch (error) {
         await this.failed(batch, error);
@@ -139,7 +178,19 @@ export class Anchorer {
         // Recorded before the node sees it: whatever happens next, the watcher knows what to look for.
         await this.o.db
           .update(batches)
-          .set({ status: 'pending', chainId: signed.chainId, fromAddress: this.o.chain.address, txHash: signed.hash, txNonce: nonce, rawTx: signed.raw, sentAt: new Date(), broadcasts: 1, attempts: 0, nextAttemptAt: null, lastError: null })
+          .set({
+            status: 'pending',
+            chainId: signed.chainId,
+            fromAddress: this.o.chain.address,
+            txHash: signed.hash,
+            txNonce: nonce,
+            rawTx: signed.raw,
+            sentAt: new Date(),
+            broadcasts: 1,
+            attempts: 0,
+            nextAttemptAt: null,
+            lastError: null,
+          })
           .where(and(eq(batches.batchId, batch.batchId), eq(batches.status, 'closed')));
         try {
           await this.o.chain.broadcast(signed.raw);
@@ -148,7 +199,10 @@ export class Anchorer {
           await this.failed({ ...batch, attempts: 0 }, error);
           continue;
         }
-        this.o.logger.info({ batch_id: batch.batchId, tx_hash: signed.hash, nonce, size: batch.size }, 'anchor: batch sent');
+        this.o.logger.info(
+          { batch_id: batch.batchId, tx_hash: signed.hash, nonce, size: batch.size },
+          'anchor: batch sent',
+        );
       } catch (error) {
         await this.failed(batch, error);
       }

@@ -11,7 +11,8 @@ export type LeafRow = typeof leaves.$inferSelect;
 
 /** What a caller sees: open and closed batches are both still "queued" for the chain. */
 export type PublicStatus = 'queued' | 'pending' | 'anchored';
-export const publicStatus = (status: BatchRow['status']): PublicStatus => (status === 'open' || status === 'closed' ? 'queued' : status);
+export const publicStatus = (status: BatchRow['status']): PublicStatus =>
+  status === 'open' || status === 'closed' ? 'queued' : status;
 
 /** Reads every leaf of a batch (all tenants): the batcher's system setting, select-only by policy. */
 export async function asBatcher<T>(db: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -33,9 +34,21 @@ export interface EnqueueInput {
  * when it is full. Enqueues serialise on the open batch's row lock; a repeat (same tenant and manifest) returns
  * the batch it is already in.
  */
-export async function enqueue(db: Database, input: EnqueueInput, batchMax: number): Promise<{ batchId: string; status: PublicStatus }> {
-  if (!/^[0-9a-f]{64}$/.test(input.manifestDigest)) throw new CairnError('cairn.validation.invalid_body', 'manifest_digest must be the SHA-256 of the manifest store, 64 lowercase hex characters.');
-  for (const [name, value] of [['tenant_id', input.tenantId], ['asset_id', input.assetId], ['manifest_id', input.manifestId]] as const) {
+export async function enqueue(
+  db: Database,
+  input: EnqueueInput,
+  batchMax: number,
+): Promise<{ batchId: string; status: PublicStatus }> {
+  if (!/^[0-9a-f]{64}$/.test(input.manifestDigest))
+    throw new CairnError(
+      'cairn.validation.invalid_body',
+      'manifest_digest must be the SHA-256 of the manifest store, 64 lowercase hex characters.',
+    );
+  for (const [name, value] of [
+    ['tenant_id', input.tenantId],
+    ['asset_id', input.assetId],
+    ['manifest_id', input.manifestId],
+  ] as const) {
     if (!value) throw new CairnError('cairn.validation.invalid_body', `${name} is required`);
   }
   for (let attempt = 0; ; attempt++) {
@@ -61,13 +74,30 @@ export async function enqueue(db: Database, input: EnqueueInput, batchMax: numbe
           // Another enqueue opened the batch first: take a slot in it.
           if (!slot) throw new RetryEnqueue();
         }
-        await tx.insert(leaves).values({ batchId: slot.batchId, leafIndex: slot.size - 1, tenantId: input.tenantId, assetId: input.assetId, manifestId: input.manifestId, manifestDigest: input.manifestDigest });
-        if (slot.size >= batchMax) await tx.update(batches).set({ status: 'closed', closedAt: new Date() }).where(eq(batches.batchId, slot.batchId));
+        await tx.insert(leaves).values({
+          batchId: slot.batchId,
+          leafIndex: slot.size - 1,
+          tenantId: input.tenantId,
+          assetId: input.assetId,
+          manifestId: input.manifestId,
+          manifestDigest: input.manifestDigest,
+        });
+        if (slot.size >= batchMax)
+          await tx
+            .update(batches)
+            .set({ status: 'closed', closedAt: new Date() })
+            .where(eq(batches.batchId, slot.batchId));
         return { batchId: slot.batchId, status: 'queued' as const };
       });
     } catch (error) {
       // Unique violation: a concurrent repeat of this manifest committed first; the next pass returns its batch.
-      const retry = error instanceof RetryEnqueue || (typeof error === 'object' && error !== null && 'code' in error && (error as { code: unknown }).code === '23505') || causeCode(error) === '23505';
+      const retry =
+        error instanceof RetryEnqueue ||
+        (typeof error === 'object' &&
+          error !== null &&
+          'code' in error &&
+          (error as { code: unknown }).code === '23505') ||
+        causeCode(error) === '23505';
       if (!retry || attempt >= 5) throw error;
     }
   }
@@ -75,7 +105,14 @@ export async function enqueue(db: Database, input: EnqueueInput, batchMax: numbe
 
 class RetryEnqueue extends Error {}
 function causeCode(error: unknown): unknown {
-  return typeof error === 'object' && error !== null && 'cause' in error && typeof error.cause === 'object' && error.cause !== null && 'code' in error.cause ? error.cause.code : undefined;
+  return typeof error === 'object' &&
+    error !== null &&
+    'cause' in error &&
+    typeof error.cause === 'object' &&
+    error.cause !== null &&
+    'code' in error.cause
+    ? error.cause.code
+    : undefined;
 }
 
 /** Closes the open batch once its first manifest is `maxAgeMs` old. */
@@ -83,7 +120,9 @@ export async function closeAged(db: Database, maxAgeMs: number): Promise<void> {
   await db
     .update(batches)
     .set({ status: 'closed', closedAt: new Date() })
-    .where(and(eq(batches.status, 'open'), sql`${batches.openedAt} <= now() - make_interval(secs => ${maxAgeMs / 1000})`));
+    .where(
+      and(eq(batches.status, 'open'), sql`${batches.openedAt} <= now() - make_interval(secs => ${maxAgeMs / 1000})`),
+    );
 }
 
 async function batchLeaves(tx: Tx, batchId: string): Promise<LeafRow[]> {
@@ -92,13 +131,20 @@ async function batchLeaves(tx: Tx, batchId: string): Promise<LeafRow[]> {
 
 /** Fixes the Merkle root of every closed batch that has none yet. */
 export async function sealClosed(db: Database): Promise<number> {
-  const open = await db.select({ batchId: batches.batchId, size: batches.size }).from(batches).where(and(eq(batches.status, 'closed'), isNull(batches.merkleRoot)));
+  const open = await db
+    .select({ batchId: batches.batchId, size: batches.size })
+    .from(batches)
+    .where(and(eq(batches.status, 'closed'), isNull(batches.merkleRoot)));
   for (const batch of open) {
     await asBatcher(db, async (tx) => {
       const rows = await batchLeaves(tx, batch.batchId);
-      if (rows.length !== batch.size || rows.some((r, i) => r.leafIndex !== i)) throw new Error(`batch ${batch.batchId}: ${rows.length} leaves for size ${batch.size}`);
+      if (rows.length !== batch.size || rows.some((r, i) => r.leafIndex !== i))
+        throw new Error(`batch ${batch.batchId}: ${rows.length} leaves for size ${batch.size}`);
       const root = rootOf(treeLevels(rows.map((r) => leafHash(fromHex(r.manifestDigest, 32)))));
-      await tx.update(batches).set({ merkleRoot: toHex(root) }).where(eq(batches.batchId, batch.batchId));
+      await tx
+        .update(batches)
+        .set({ merkleRoot: toHex(root) })
+        .where(eq(batches.batchId, batch.batchId));
     });
   }
   return open.length;
@@ -108,7 +154,13 @@ export async function sealClosed(db: Database): Promise<number> {
  * Marks a batch anchored and, in the same transaction, writes one anchor.confirmed per tenant in it (with that
  * tenant's manifest count and meter anchor_batch, quantity 1: a tenant is billed once per batch).
  */
-export async function markAnchored(db: Database, batch: BatchRow, blockNumber: number, enqueueEvent: (tx: Tx, event: EventEnvelope) => Promise<void>, confirmations = 1): Promise<void> {
+export async function markAnchored(
+  db: Database,
+  batch: BatchRow,
+  blockNumber: number,
+  enqueueEvent: (tx: Tx, event: EventEnvelope) => Promise<void>,
+  confirmations = 1,
+): Promise<void> {
   await asBatcher(db, async (tx) => {
     const confirmedAt = new Date();
     const updated = await tx
@@ -160,19 +212,50 @@ export interface Proof {
  */
 export async function getProof(db: Database, tenantId: string, batchId: string, assetId: string): Promise<Proof> {
   const leaf = await withTenant(db, tenantId, async (tx) => {
-    const [row] = await tx.select().from(leaves).where(and(eq(leaves.batchId, batchId), eq(leaves.tenantId, tenantId), eq(leaves.assetId, assetId))).orderBy(asc(leaves.leafIndex)).limit(1);
+    const [row] = await tx
+      .select()
+      .from(leaves)
+      .where(and(eq(leaves.batchId, batchId), eq(leaves.tenantId, tenantId), eq(leaves.assetId, assetId)))
+      .orderBy(asc(leaves.leafIndex))
+      .limit(1);
     return row;
   });
   if (!leaf) throw new CairnError('cairn.not_found', `Asset ${assetId} is not in batch ${batchId}.`);
   const batch = await getBatch(db, batchId);
   if (!batch) throw new CairnError('cairn.not_found', `Batch ${batchId} does not exist.`);
-  if (!batch.merkleRoot) throw new CairnError('cairn.not_found', `Batch ${batchId} is still open: its proofs exist once it closes (within seconds).`);
-  const digests = await asBatcher(db, (tx) => tx.select({ d: leaves.manifestDigest }).from(leaves).where(eq(leaves.batchId, batchId)).orderBy(asc(leaves.leafIndex)));
+  if (!batch.merkleRoot)
+    throw new CairnError(
+      'cairn.not_found',
+      `Batch ${batchId} is still open: its proofs exist once it closes (within seconds).`,
+    );
+  const digests = await asBatcher(db, (tx) =>
+    tx
+      .select({ d: leaves.manifestDigest })
+      .from(leaves)
+      .where(eq(leaves.batchId, batchId))
+      .orderBy(asc(leaves.leafIndex)),
+  );
   const levels = treeLevels(digests.map((r) => leafHash(fromHex(r.d, 32))));
-  return { batch, leaf, leafHash: toHex(levels[0]![leaf.leafIndex]!), auditPath: auditPath(levels, leaf.leafIndex).map(toHex) };
+  return {
+    batch,
+    leaf,
+    leafHash: toHex(levels[0]![leaf.leafIndex]!),
+    auditPath: auditPath(levels, leaf.leafIndex).map(toHex),
+  };
 }
 
 /** Whether `tenantId` has a manifest in the batch (so the batch is theirs to look at). */
 export async function tenantHasLeafIn(db: Database, tenantId: string, batchId: string): Promise<boolean> {
-  return withTenant(db, tenantId, async (tx) => (await tx.select({ i: leaves.leafIndex }).from(leaves).where(and(eq(leaves.batchId, batchId), eq(leaves.tenantId, tenantId))).limit(1)).length > 0);
+  return withTenant(
+    db,
+    tenantId,
+    async (tx) =>
+      (
+        await tx
+          .select({ i: leaves.leafIndex })
+          .from(leaves)
+          .where(and(eq(leaves.batchId, batchId), eq(leaves.tenantId, tenantId)))
+          .limit(1)
+      ).length > 0,
+  );
 }

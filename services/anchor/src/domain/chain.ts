@@ -1,4 +1,12 @@
-import { createPublicClient, createWalletClient, http, keccak256, TransactionReceiptNotFoundError, TransactionNotFoundError, type Hex } from 'viem';
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  keccak256,
+  TransactionReceiptNotFoundError,
+  TransactionNotFoundError,
+  type Hex,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 
 /**
@@ -49,7 +57,16 @@ export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5
     },
     sign: async (root, nonce) => {
       const id = await getChainId();
-      const request = await wallet.prepareTransactionRequest({ account, chain: null, to: account.address, data: root, nonce, value: 0n, type: 'eip1559', parameters: ['fees', 'gas'] });
+      const request = await wallet.prepareTransactionRequest({
+        account,
+        chain: null,
+        to: account.address,
+        data: root,
+        nonce,
+        value: 0n,
+        type: 'eip1559',
+        parameters: ['fees', 'gas'],
+      });
       const raw = await account.signTransaction({
         type: 'eip1559',
         chainId: id,
@@ -68,7 +85,8 @@ export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5
         await client.sendRawTransaction({ serializedTransaction: raw });
       } catch (error) {
         // The node has it already (a repeat broadcast): that is the outcome we wanted.
-        if (/already known|known transaction|already imported|already in (the )?mempool/i.test(errorText(error))) return;
+        if (/already known|known transaction|already imported|already in (the )?mempool/i.test(errorText(error)))
+          return;
         throw error;
       }
     },
@@ -105,7 +123,8 @@ export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5
 }
 
 export function errorText(error: unknown): string {
-  if (error instanceof Error) return `${error.message} ${'details' in error ? String((error as { details?: unknown }).details) : ''}`;
+  if (error instanceof Error)
+    return `${error.message} ${'details' in error ? String((error as { details?: unknown }).details) : ''}`;
   return String(error);
 }
 

@@ -8,7 +8,8 @@ import { rootFromCalldata, type ChainTransaction } from './chain.js';
 import { auditPath, fromHex, leafHash, treeLevels, verifyInclusion } from './merkle.js';
 
 /** Why an anchored asset's check failed. */
-export type MismatchReason = 'digest_not_anchored' | 'root_not_on_chain' | 'transaction_not_found' | 'transaction_mismatch' | 'chain_mismatch';
+export type MismatchReason =
+  'digest_not_anchored' | 'root_not_on_chain' | 'transaction_not_found' | 'transaction_mismatch' | 'chain_mismatch';
 
 export interface AnchorCheck {
   status: 'not_anchored' | PublicStatus;
@@ -65,29 +66,52 @@ export class AnchorChecker {
 
   async check(assetId: string, manifestDigest: string): Promise<AnchorCheck> {
     if (!assetId) throw new CairnError('cairn.validation.invalid_body', 'asset_id is required');
-    if (!/^[0-9a-f]{64}$/.test(manifestDigest)) throw new CairnError('cairn.validation.invalid_body', 'manifest_digest must be 64 lowercase hex characters (SHA-256).');
+    if (!/^[0-9a-f]{64}$/.test(manifestDigest))
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        'manifest_digest must be 64 lowercase hex characters (SHA-256).',
+      );
     // The latest leaf of the asset (an asset has one manifest, hence one leaf, in practice).
     const [leaf] = await asBatcher(this.db, (tx) =>
-      tx.select({ batchId: leaves.batchId, leafIndex: leaves.leafIndex, manifestDigest: leaves.manifestDigest }).from(leaves).where(eq(leaves.assetId, assetId)).orderBy(desc(leaves.createdAt)).limit(1),
+      tx
+        .select({ batchId: leaves.batchId, leafIndex: leaves.leafIndex, manifestDigest: leaves.manifestDigest })
+        .from(leaves)
+        .where(eq(leaves.assetId, assetId))
+        .orderBy(desc(leaves.createdAt))
+        .limit(1),
     );
     if (!leaf) return { status: 'not_anchored', match: false };
     const batch = await getBatch(this.db, leaf.batchId);
     if (!batch) return { status: 'not_anchored', match: false };
-    if (batch.status !== 'anchored' || !batch.txHash || !batch.merkleRoot) return { status: publicStatus(batch.status), match: false, batch };
+    if (batch.status !== 'anchored' || !batch.txHash || !batch.merkleRoot)
+      return { status: publicStatus(batch.status), match: false, batch };
 
     const onChain = await this.chainRoot(batch.txHash as Hex);
     const mismatch = (reason: MismatchReason): AnchorCheck => ({ status: 'anchored', match: false, reason, batch });
-    if (batch.chainId !== null && batch.chainId !== (await this.chainIdOrUnavailable())) return mismatch('chain_mismatch');
+    if (batch.chainId !== null && batch.chainId !== (await this.chainIdOrUnavailable()))
+      return mismatch('chain_mismatch');
     if (!onChain) return mismatch('transaction_not_found');
     // The anchoring account's self-transaction, mined where the batch says.
     const selfTx = onChain.to !== null && onChain.to.toLowerCase() === onChain.from.toLowerCase();
     const sender = !batch.fromAddress || batch.fromAddress.toLowerCase() === onChain.from.toLowerCase();
-    if (!selfTx || !sender || (batch.blockNumber !== null && batch.blockNumber !== onChain.blockNumber) || !onChain.root) return mismatch('transaction_mismatch');
+    if (
+      !selfTx ||
+      !sender ||
+      (batch.blockNumber !== null && batch.blockNumber !== onChain.blockNumber) ||
+      !onChain.root
+    )
+      return mismatch('transaction_mismatch');
 
     const path = await this.auditPathOf(batch, leaf.leafIndex);
     // The database no longer holds the batch it anchored (rows lost or added): no proof leads to the chain's root.
     if (!path) return mismatch('root_not_on_chain');
-    const included = verifyInclusion(leafHash(fromHex(manifestDigest, 32)), leaf.leafIndex, batch.size, path, fromHex(onChain.root, 32));
+    const included = verifyInclusion(
+      leafHash(fromHex(manifestDigest, 32)),
+      leaf.leafIndex,
+      batch.size,
+      path,
+      fromHex(onChain.root, 32),
+    );
     if (included) return { status: 'anchored', match: true, batch };
     return mismatch(manifestDigest !== leaf.manifestDigest ? 'digest_not_anchored' : 'root_not_on_chain');
   }
@@ -100,7 +124,9 @@ export class AnchorChecker {
     }
   }
 
-  private async chainRoot(hash: Hex): Promise<{ root: Hex | undefined; from: Hex; to: Hex | null; blockNumber: number } | null> {
+  private async chainRoot(
+    hash: Hex,
+  ): Promise<{ root: Hex | undefined; from: Hex; to: Hex | null; blockNumber: number } | null> {
     const key = hash.toLowerCase();
     const cached = this.roots.get(key);
     if (cached) return cached;
@@ -121,7 +147,13 @@ export class AnchorChecker {
     const key = `${batch.batchId}:${leafIndex}`;
     const cached = this.paths.get(key);
     if (cached) return cached;
-    const digests = await asBatcher(this.db, (tx) => tx.select({ d: leaves.manifestDigest }).from(leaves).where(eq(leaves.batchId, batch.batchId)).orderBy(asc(leaves.leafIndex)));
+    const digests = await asBatcher(this.db, (tx) =>
+      tx
+        .select({ d: leaves.manifestDigest })
+        .from(leaves)
+        .where(eq(leaves.batchId, batch.batchId))
+        .orderBy(asc(leaves.leafIndex)),
+    );
     if (digests.length !== batch.size || leafIndex >= digests.length) return undefined;
     const levels = treeLevels(digests.map((r) => leafHash(fromHex(r.d, 32))));
     const path = auditPath(levels, leafIndex);

@@ -28,7 +28,8 @@ export function treeLevels(leafHashes: ReadonlyArray<Uint8Array>): Buffer[][] {
   let level = levels[0]!;
   while (level.length > 1) {
     const next: Buffer[] = [];
-    for (let i = 0; i < level.length; i += 2) next.push(i + 1 < level.length ? nodeHash(level[i]!, level[i + 1]!) : level[i]!);
+    for (let i = 0; i < level.length; i += 2)
+      next.push(i + 1 < level.length ? nodeHash(level[i]!, level[i + 1]!) : level[i]!);
     levels.push(next);
     level = next;
   }
@@ -47,7 +48,8 @@ export function merkleRoot(leafHashes: ReadonlyArray<Uint8Array>): Buffer {
 /** The audit path of leaf `index` (RFC 6962 2.1.1), bottom-up: the siblings met on the way to the root. */
 export function auditPath(levels: ReadonlyArray<ReadonlyArray<Buffer>>, index: number): Buffer[] {
   const size = levels[0]?.length ?? 0;
-  if (!Number.isInteger(index) || index < 0 || index >= size) throw new RangeError(`leaf index ${index} is outside a tree of ${size}`);
+  if (!Number.isInteger(index) || index < 0 || index >= size)
+    throw new RangeError(`leaf index ${index} is outside a tree of ${size}`);
   const path: Buffer[] = [];
   let i = index;
   for (let l = 0; l < levels.length - 1; l++) {
@@ -63,7 +65,13 @@ export function auditPath(levels: ReadonlyArray<ReadonlyArray<Buffer>>, index: n
  * Recomputes the root from a leaf hash, its index, the tree size and the audit path (RFC 9162 2.1.3.2);
  * true only when it equals `root` and the path has exactly the expected length.
  */
-export function verifyInclusion(leaf: Uint8Array, index: number, treeSize: number, path: ReadonlyArray<Uint8Array>, root: Uint8Array): boolean {
+export function verifyInclusion(
+  leaf: Uint8Array,
+  index: number,
+  treeSize: number,
+  path: ReadonlyArray<Uint8Array>,
+  root: Uint8Array,
+): boolean {
   if (!Number.isInteger(index) || !Number.isInteger(treeSize) || index < 0 || index >= treeSize) return false;
   let fn = index;
   let sn = treeSize - 1;
@@ -90,6 +98,7 @@ export function verifyInclusion(leaf: Uint8Array, index: number, treeSize: numbe
 export const toHex = (bytes: Uint8Array): `0x${string}` => `0x${Buffer.from(bytes).toString('hex')}`;
 export function fromHex(hex: string, bytes?: number): Buffer {
   const clean = hex.startsWith('0x') ? hex.slice(2) : hex;
-  if (!/^(?:[0-9a-fA-F]{2})*$/.test(clean) || (bytes !== undefined && clean.length !== bytes * 2)) throw new Error(`not ${bytes ?? 'a'}-byte hex: ${hex}`);
+  if (!/^(?:[0-9a-fA-F]{2})*$/.test(clean) || (bytes !== undefined && clean.length !== bytes * 2))
+    throw new Error(`not ${bytes ?? 'a'}-byte hex: ${hex}`);
   return Buffer.from(clean, 'hex');
 }

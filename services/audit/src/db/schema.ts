@@ -36,7 +36,10 @@ export const entries = audit.table(
     index('entries_tenant_type_time_idx').on(t.tenantId, t.eventType, t.occurredAt),
     tenantPolicy('entries_isolation', t.tenantId),
     // The retention job lists which tenants have entries (and nothing else) under cairn.system = 'audit-retention'.
-    pgPolicy('entries_retention_listing', { for: 'select', using: sql`current_setting('cairn.system', true) = 'audit-retention'` }),
+    pgPolicy('entries_retention_listing', {
+      for: 'select',
+      using: sql`current_setting('cairn.system', true) = 'audit-retention'`,
+    }),
   ],
 );
 
@@ -79,7 +82,10 @@ export const exportConfigs = audit.table(
   (t) => [
     tenantPolicy('export_configs_isolation', t.tenantId),
     // The exporter lists configured tenants under cairn.system = 'audit-export'; each window is then claimed per tenant.
-    pgPolicy('export_configs_listing', { for: 'select', using: sql`current_setting('cairn.system', true) = 'audit-export'` }),
+    pgPolicy('export_configs_listing', {
+      for: 'select',
+      using: sql`current_setting('cairn.system', true) = 'audit-export'`,
+    }),
   ],
 );
 

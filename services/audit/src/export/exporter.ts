@@ -28,7 +28,8 @@ const pad = (n: number, width = 2) => String(n).padStart(width, '0');
 
 /** `<prefix>/year=YYYY/month=MM/day=DD/HHMM-HHMM.ndjson` (UTC, day of the window start; HHMMSS when windows are not whole minutes). */
 export function windowKey(prefix: string | null, start: Date, end: Date, windowSeconds: number): string {
-  const clock = (d: Date) => `${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${windowSeconds % 60 === 0 ? '' : pad(d.getUTCSeconds())}`;
+  const clock = (d: Date) =>
+    `${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${windowSeconds % 60 === 0 ? '' : pad(d.getUTCSeconds())}`;
   const partition = `year=${start.getUTCFullYear()}/month=${pad(start.getUTCMonth() + 1)}/day=${pad(start.getUTCDate())}`;
   return `${prefix ? `${prefix}/` : ''}${partition}/${clock(start)}-${clock(end)}.ndjson`;
 }
@@ -66,7 +67,11 @@ export type WindowOutcome = { written: false } | { written: true; key: string; e
 export async function exportNextWindow(deps: ExporterDeps, tenantId: string): Promise<WindowOutcome> {
   const now = deps.now?.() ?? new Date();
   return withTenant(deps.db, tenantId, async (tx) => {
-    const [config] = await tx.select().from(exportConfigs).where(eq(exportConfigs.tenantId, tenantId)).for('update', { skipLocked: true });
+    const [config] = await tx
+      .select()
+      .from(exportConfigs)
+      .where(eq(exportConfigs.tenantId, tenantId))
+      .for('update', { skipLocked: true });
     if (!config) return { written: false };
     const start = config.exportedUntil;
     const end = new Date(start.getTime() + deps.windowSeconds * 1000);
@@ -84,7 +89,10 @@ export async function exportNextWindow(deps: ExporterDeps, tenantId: string): Pr
     } finally {
       sink.close();
     }
-    await tx.update(exportConfigs).set({ exportedUntil: end, lastError: null, updatedAt: now }).where(eq(exportConfigs.tenantId, tenantId));
+    await tx
+      .update(exportConfigs)
+      .set({ exportedUntil: end, lastError: null, updatedAt: now })
+      .where(eq(exportConfigs.tenantId, tenantId));
     return { written: true, key, entries: rows.length, alreadyThere: outcome === 'exists' };
   });
 }
@@ -98,12 +106,17 @@ export async function exportDueWindows(deps: ExporterDeps): Promise<number> {
         const outcome = await exportNextWindow(deps, tenantId);
         if (!outcome.written) break;
         written++;
-        deps.logger.debug({ tenant_id: tenantId, key: outcome.key, entries: outcome.entries, already_there: outcome.alreadyThere }, 'audit export window written');
+        deps.logger.debug(
+          { tenant_id: tenantId, key: outcome.key, entries: outcome.entries, already_there: outcome.alreadyThere },
+          'audit export window written',
+        );
       }
     } catch (error) {
       deps.logger.error({ err: error, tenant_id: tenantId }, 'audit export failed for a tenant');
       const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
-      await withTenant(deps.db, tenantId, (tx) => tx.update(exportConfigs).set({ lastError: message }).where(eq(exportConfigs.tenantId, tenantId))).catch(() => undefined);
+      await withTenant(deps.db, tenantId, (tx) =>
+        tx.update(exportConfigs).set({ lastError: message }).where(eq(exportConfigs.tenantId, tenantId)),
+      ).catch(() => undefined);
     }
   }
   return written;

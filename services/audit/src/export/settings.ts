@@ -27,19 +27,37 @@ function relativePath(value: string, name: string): string | null {
   const trimmed = value.replace(/^\/+|\/+$/g, '');
   if (!trimmed) return null;
   const segments = trimmed.split('/');
-  if (segments.length > 16 || segments.some((s) => !SEGMENT.test(s) || s === '.' || s === '..')) invalid(name, 'must be a relative path of letters, digits, ".", "_", "-", "=" segments');
+  if (segments.length > 16 || segments.some((s) => !SEGMENT.test(s) || s === '.' || s === '..'))
+    invalid(name, 'must be a relative path of letters, digits, ".", "_", "-", "=" segments');
   return segments.join('/');
 }
 
 /** Validates what a client asked for (the gateway checks the shape first; this is the authoritative check). */
 export function validateSettings(
-  input: { sink: string; bucket: string; prefix: string; region: string; endpoint: string; roleArn: string; path: string },
+  input: {
+    sink: string;
+    bucket: string;
+    prefix: string;
+    region: string;
+    endpoint: string;
+    roleArn: string;
+    path: string;
+  },
   production: boolean,
 ): ExportSettings {
   const prefix = relativePath(input.prefix, 'prefix');
   if (input.sink === 'filesystem') {
-    if (input.bucket || input.endpoint || input.roleArn || input.region) invalid('sink', 'bucket, region, endpoint and role_arn are for the s3 sink');
-    return { sink: 'filesystem', bucket: null, prefix, region: null, endpoint: null, roleArn: null, path: relativePath(input.path, 'path') };
+    if (input.bucket || input.endpoint || input.roleArn || input.region)
+      invalid('sink', 'bucket, region, endpoint and role_arn are for the s3 sink');
+    return {
+      sink: 'filesystem',
+      bucket: null,
+      prefix,
+      region: null,
+      endpoint: null,
+      roleArn: null,
+      path: relativePath(input.path, 'path'),
+    };
   }
   if (input.sink !== 's3') invalid('sink', 'must be "s3" or "filesystem"');
   if (input.path) invalid('path', 'is for the filesystem sink');
@@ -58,5 +76,13 @@ export function validateSettings(
     if (production && url.protocol !== 'https:') invalid('endpoint', 'must be https in production');
     endpoint = url.origin;
   }
-  return { sink: 's3', bucket: input.bucket, prefix, region: input.region || null, endpoint, roleArn: input.roleArn || null, path: null };
+  return {
+    sink: 's3',
+    bucket: input.bucket,
+    prefix,
+    region: input.region || null,
+    endpoint,
+    roleArn: input.roleArn || null,
+    path: null,
+  };
 }

@@ -50,7 +50,16 @@ export class S3Sink implements ExportSink {
   async writeOnce(key: string, body: string): Promise<WriteOutcome> {
     try {
       const bytes = Buffer.from(body, 'utf8');
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentLength: bytes.length, ContentType: 'application/x-ndjson', IfNoneMatch: '*' }));
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: bytes,
+          ContentLength: bytes.length,
+          ContentType: 'application/x-ndjson',
+          IfNoneMatch: '*',
+        }),
+      );
       return 'written';
     } catch (error) {
       const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
@@ -82,22 +91,40 @@ export function credentialsFromEnv(env: NodeJS.ProcessEnv): SinkEnvironment['cre
 /** Refuses a plain-http endpoint in production (credentials and the log would cross the network in clear). */
 export function assertEndpointAllowed(endpoint: string | null | undefined, production: boolean): void {
   if (!endpoint) return;
-  if (production && new URL(endpoint).protocol !== 'https:') throw new Error('export endpoint must be https in production');
+  if (production && new URL(endpoint).protocol !== 'https:')
+    throw new Error('export endpoint must be https in production');
 }
 
 /** The sink a tenant's settings describe; with role_arn, S3 is written with the role's temporary credentials (AssumeRole, ExternalId = tenant id). */
-export async function openSink(tenantId: string, settings: ExportSettings, environment: SinkEnvironment): Promise<ExportSink> {
-  if (settings.sink === 'filesystem') return new FilesystemSink(join(environment.exportDir, tenantId, settings.path ?? ''));
+export async function openSink(
+  tenantId: string,
+  settings: ExportSettings,
+  environment: SinkEnvironment,
+): Promise<ExportSink> {
+  if (settings.sink === 'filesystem')
+    return new FilesystemSink(join(environment.exportDir, tenantId, settings.path ?? ''));
   assertEndpointAllowed(settings.endpoint, environment.production);
   const region = settings.region ?? 'us-east-1';
   let credentials = environment.credentials;
   if (settings.roleArn) {
     const sts = new STSClient({ region, ...(credentials ? { credentials } : {}) });
     try {
-      const assumed = await sts.send(new AssumeRoleCommand({ RoleArn: settings.roleArn, RoleSessionName: `cairn-audit-export-${tenantId}`.slice(0, 64), ExternalId: tenantId, DurationSeconds: 900 }));
+      const assumed = await sts.send(
+        new AssumeRoleCommand({
+          RoleArn: settings.roleArn,
+          RoleSessionName: `cairn-audit-export-${tenantId}`.slice(0, 64),
+          ExternalId: tenantId,
+          DurationSeconds: 900,
+        }),
+      );
       const c = assumed.Credentials;
-      if (!c?.AccessKeyId || !c.SecretAccessKey) throw new Error(`AssumeRole ${settings.roleArn} returned no credentials`);
-      credentials = { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, ...(c.SessionToken ? { sessionToken: c.SessionToken } : {}) };
+      if (!c?.AccessKeyId || !c.SecretAccessKey)
+        throw new Error(`AssumeRole ${settings.roleArn} returned no credentials`);
+      credentials = {
+        accessKeyId: c.AccessKeyId,
+        secretAccessKey: c.SecretAccessKey,
+        ...(c.SessionToken ? { sessionToken: c.SessionToken } : {}),
+      };
     } finally {
       sts.destroy();
     }

@@ -7,7 +7,11 @@ export const billing = pgSchema('billing');
 
 const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
 const tenantPolicy = (name: string, column: unknown) =>
-  pgPolicy(name, { for: 'all', using: sql`${column} = ${currentTenant}`, withCheck: sql`${column} = ${currentTenant}` });
+  pgPolicy(name, {
+    for: 'all',
+    using: sql`${column} = ${currentTenant}`,
+    withCheck: sql`${column} = ${currentTenant}`,
+  });
 
 /**
  * One row per (tenant, meter, UTC month): the counter every reservation locks (a conditional
@@ -58,9 +62,14 @@ export const reservations = billing.table(
     settledAt: timestamp('settled_at', { withTimezone: true }),
   },
   (t) => [
-    index('reservations_open_idx').on(t.expiresAt).where(sql`status = 'reserved'`),
+    index('reservations_open_idx')
+      .on(t.expiresAt)
+      .where(sql`status = 'reserved'`),
     tenantPolicy('reservations_tenant', t.tenantId),
-    pgPolicy('reservations_sweep', { for: 'all', using: sql`current_setting('cairn.system', true) = 'billing-sweep' and ${t.status} = 'reserved'` }),
+    pgPolicy('reservations_sweep', {
+      for: 'all',
+      using: sql`current_setting('cairn.system', true) = 'billing-sweep' and ${t.status} = 'reserved'`,
+    }),
   ],
 );
 

@@ -3,7 +3,18 @@
  * or schema. Enterprise quotas are per contract (billing.quotas); a meter without one has no included units
  * and is billed per unit from the first.
  */
-export const METERS = ['image_sign', 'audio_sign', 'video_sign', 'text_sign', 'image_verify', 'audio_verify', 'video_verify', 'lookup', 'byok_sign', 'anchor_batch'] as const;
+export const METERS = [
+  'image_sign',
+  'audio_sign',
+  'video_sign',
+  'text_sign',
+  'image_verify',
+  'audio_verify',
+  'video_verify',
+  'lookup',
+  'byok_sign',
+  'anchor_batch',
+] as const;
 export type Meter = (typeof METERS)[number];
 export const PLAN_NAMES = ['free', 'developer', 'growth', 'enterprise'] as const;
 export type PlanName = (typeof PLAN_NAMES)[number];
@@ -13,13 +24,54 @@ export type Quota = number | null | 'contract';
 
 const no = null;
 export const QUOTAS: Readonly<Record<PlanName, Readonly<Record<Meter, Quota>>>> = {
-  free: { image_sign: 50, audio_sign: no, video_sign: no, text_sign: no, image_verify: 100, audio_verify: no, video_verify: no, lookup: 100, byok_sign: no, anchor_batch: no },
+  free: {
+    image_sign: 50,
+    audio_sign: no,
+    video_sign: no,
+    text_sign: no,
+    image_verify: 100,
+    audio_verify: no,
+    video_verify: no,
+    lookup: 100,
+    byok_sign: no,
+    anchor_batch: no,
+  },
   // text_sign, audio_verify and video_verify quotas are "not shown" by the spec: Cairn's choices.
-  developer: { image_sign: 1_000, audio_sign: 500, video_sign: 200, text_sign: 5_000, image_verify: 5_000, audio_verify: 5_000, video_verify: 5_000, lookup: 5_000, byok_sign: no, anchor_batch: no },
-  growth: { image_sign: 20_000, audio_sign: 10_000, video_sign: 5_000, text_sign: 100_000, image_verify: 50_000, audio_verify: 50_000, video_verify: 50_000, lookup: 50_000, byok_sign: no, anchor_batch: 3_000 },
+  developer: {
+    image_sign: 1_000,
+    audio_sign: 500,
+    video_sign: 200,
+    text_sign: 5_000,
+    image_verify: 5_000,
+    audio_verify: 5_000,
+    video_verify: 5_000,
+    lookup: 5_000,
+    byok_sign: no,
+    anchor_batch: no,
+  },
+  growth: {
+    image_sign: 20_000,
+    audio_sign: 10_000,
+    video_sign: 5_000,
+    text_sign: 100_000,
+    image_verify: 50_000,
+    audio_verify: 50_000,
+    video_verify: 50_000,
+    lookup: 50_000,
+    byok_sign: no,
+    anchor_batch: 3_000,
+  },
   enterprise: {
-    image_sign: 'contract', audio_sign: 'contract', video_sign: 'contract', text_sign: 'contract', image_verify: 'contract',
-    audio_verify: 'contract', video_verify: 'contract', lookup: 'contract', byok_sign: 'contract', anchor_batch: 'contract',
+    image_sign: 'contract',
+    audio_sign: 'contract',
+    video_sign: 'contract',
+    text_sign: 'contract',
+    image_verify: 'contract',
+    audio_verify: 'contract',
+    video_verify: 'contract',
+    lookup: 'contract',
+    byok_sign: 'contract',
+    anchor_batch: 'contract',
   },
 };
 

@@ -110,10 +110,19 @@ export class MeteringStore {
     const period = periodOf(now);
     const reservationId = input.reservationId || `rsv_${randomUUID()}`;
     if (input.reservationId) {
-      const [existing] = await tx.select().from(reservations).where(and(eq(reservations.reservationId, reservationId), eq(reservations.tenantId, input.tenantId)));
+      const [existing] = await tx
+        .select()
+        .from(reservations)
+        .where(and(eq(reservations.reservationId, reservationId), eq(reservations.tenantId, input.tenantId)));
       if (existing) {
         const counter = await this.lockCounter(tx, input.tenantId, existing.meter, existing.periodStart);
-        return { reservationId, used: counter.used + counter.reserved, limit: await this.limitOf(tx, input.tenantId, input.plan, input.meter), overageUnits: existing.overageUnits, overageUsd: microsToUsd(existing.overageMicros) };
+        return {
+          reservationId,
+          used: counter.used + counter.reserved,
+          limit: await this.limitOf(tx, input.tenantId, input.plan, input.meter),
+          overageUnits: existing.overageUnits,
+          overageUsd: microsToUsd(existing.overageMicros),
+        };
       }
     }
     const planQuota = QUOTAS[input.plan][input.meter];
@@ -124,7 +133,13 @@ export class MeteringStore {
     const { tenantId, meter, quantity } = input;
     const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
 
-    const { rows } = await tx.execute<{ lim: string; before: string | null; over: string | null; spent_after: string | null; inserted: boolean }>(sql`
+    const { rows } = await tx.execute<{
+      lim: string;
+      before: string | null;
+      over: string | null;
+      spent_after: string | null;
+      inserted: boolean;
+    }>(sql`
       with lim as (
         select coalesce((select q.quota from billing.quotas q where q.tenant_id = ${tenantId} and q.meter = ${meter}), ${planLimit}::bigint) as v
       ),
@@ -170,7 +185,10 @@ export class MeteringStore {
       const before = counter ? counter.used + counter.reserved : 0;
       const offered = planQuota !== null || limit > 0;
       await this.alertOnce(tx, alerting, tenantId, period.key, [
-        { alert: `quota_exceeded:${meter}`, event: () => newEvent('billing.quota_exceeded', tenantId, { meter, used: before, limit, ...periodData }) },
+        {
+          alert: `quota_exceeded:${meter}`,
+          event: () => newEvent('billing.quota_exceeded', tenantId, { meter, used: before, limit, ...periodData }),
+        },
       ]);
       const detail = offered
         ? `The monthly ${meter} quota of the ${input.plan} plan (${limit}) is used up until ${period.end.toISOString()}; upgrade the plan to continue.`
@@ -183,7 +201,10 @@ export class MeteringStore {
     const overageMicros = over * unitMicros;
     if (!row.inserted) {
       // Above the spending cap: undo the counter update (rollback), then refuse. The spend row, if any, is locked.
-      const [spent] = await tx.select({ micros: spend.micros }).from(spend).where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, period.key)));
+      const [spent] = await tx
+        .select({ micros: spend.micros })
+        .from(spend)
+        .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, period.key)));
       const spentBefore = spent?.micros ?? 0;
       const capUsd = input.spendingCapUsd ?? 0;
       throw new RolledBack(
@@ -198,14 +219,43 @@ export class MeteringStore {
     const after = before + quantity;
     const due: PendingAlert[] = [];
     if (limit > 0 && after >= Math.ceil(limit * WARNING_RATIO)) {
-      due.push({ alert: `quota_warning:${meter}`, event: () => newEvent('billing.quota_warning', tenantId, { meter, used: after, limit, threshold: WARNING_RATIO, ...periodData }) });
+      due.push({
+        alert: `quota_warning:${meter}`,
+        event: () =>
+          newEvent('billing.quota_warning', tenantId, {
+            meter,
+            used: after,
+            limit,
+            threshold: WARNING_RATIO,
+            ...periodData,
+          }),
+      });
     }
     if (limit > 0 && after >= limit) {
-      due.push({ alert: `quota_exceeded:${meter}`, event: () => newEvent('billing.quota_exceeded', tenantId, { meter, used: after, limit, overage: bills, ...periodData }) });
+      due.push({
+        alert: `quota_exceeded:${meter}`,
+        event: () =>
+          newEvent('billing.quota_exceeded', tenantId, { meter, used: after, limit, overage: bills, ...periodData }),
+      });
     }
-    if (overageMicros > 0 && capMicros !== null && capMicros > 0 && row.spent_after !== null && Number(row.spent_after) >= capMicros * WARNING_RATIO) {
+    if (
+      overageMicros > 0 &&
+      capMicros !== null &&
+      capMicros > 0 &&
+      row.spent_after !== null &&
+      Number(row.spent_after) >= capMicros * WARNING_RATIO
+    ) {
       const spendUsd = microsToUsd(Number(row.spent_after));
-      due.push({ alert: 'spending_cap_warning', event: () => newEvent('billing.spending_cap_warning', tenantId, { spend_usd: spendUsd, spending_cap_usd: input.spendingCapUsd, threshold: WARNING_RATIO, ...periodData }) });
+      due.push({
+        alert: 'spending_cap_warning',
+        event: () =>
+          newEvent('billing.spending_cap_warning', tenantId, {
+            spend_usd: spendUsd,
+            spending_cap_usd: input.spendingCapUsd,
+            threshold: WARNING_RATIO,
+            ...periodData,
+          }),
+      });
     }
     await this.alertOnce(tx, alerting, tenantId, period.key, due);
     return { reservationId, used: after, limit, overageUnits: over, overageUsd: microsToUsd(overageMicros) };
@@ -234,14 +284,30 @@ export class MeteringStore {
       if (row.status === 'committed') return 'committed' as const;
       if (row.status !== 'released') throw new Error(`reservation ${reservationId} is ${row.status}`);
       // Released by the expiry sweep, yet the work was done: it is billed (the quota may be passed by it).
-      const counter = and(eq(counters.tenantId, tenantId), eq(counters.meter, row.meter), eq(counters.periodStart, row.periodStart));
+      const counter = and(
+        eq(counters.tenantId, tenantId),
+        eq(counters.meter, row.meter),
+        eq(counters.periodStart, row.periodStart),
+      );
       await this.lockCounter(tx, tenantId, row.meter, row.periodStart);
-      await tx.update(counters).set({ used: sql`${counters.used} + ${row.quantity}`, overageUnits: sql`${counters.overageUnits} + ${row.overageUnits}` }).where(counter);
+      await tx
+        .update(counters)
+        .set({
+          used: sql`${counters.used} + ${row.quantity}`,
+          overageUnits: sql`${counters.overageUnits} + ${row.overageUnits}`,
+        })
+        .where(counter);
       if (row.overageMicros > 0) {
         await this.lockSpend(tx, tenantId, row.periodStart);
-        await tx.update(spend).set({ micros: sql`${spend.micros} + ${row.overageMicros}` }).where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, row.periodStart)));
+        await tx
+          .update(spend)
+          .set({ micros: sql`${spend.micros} + ${row.overageMicros}` })
+          .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, row.periodStart)));
       }
-      await tx.update(reservations).set({ status: 'committed', settledAt: this.now() }).where(eq(reservations.reservationId, reservationId));
+      await tx
+        .update(reservations)
+        .set({ status: 'committed', settledAt: this.now() })
+        .where(eq(reservations.reservationId, reservationId));
       return 'committed' as const;
     });
   }
@@ -280,7 +346,10 @@ export class MeteringStore {
   async sweepExpired(olderThanSeconds?: number, batch = 500): Promise<number> {
     return this.db.transaction(async (tx) => {
       await tx.execute(sql`select set_config('cairn.system', 'billing-sweep', true)`);
-      const cutoff = olderThanSeconds !== undefined ? lt(reservations.createdAt, new Date(this.now().getTime() - olderThanSeconds * 1000)) : lt(reservations.expiresAt, this.now());
+      const cutoff =
+        olderThanSeconds !== undefined
+          ? lt(reservations.createdAt, new Date(this.now().getTime() - olderThanSeconds * 1000))
+          : lt(reservations.expiresAt, this.now());
       const due = await tx
         .select({ reservationId: reservations.reservationId, tenantId: reservations.tenantId })
         .from(reservations)
@@ -305,7 +374,10 @@ export class MeteringStore {
    * its quota and, where the plan bills overage, the units above it are priced into the month's spend; on a plan
    * that does not offer it (`plan` null: the tenant is unknown) they are recorded, visible in usage, not charged.
    */
-  async recordUsed(tx: Tx, input: { tenantId: string; meter: Meter; plan: PlanName | null; quantity: number; at: Date }): Promise<{ used: number; overageUnits: number }> {
+  async recordUsed(
+    tx: Tx,
+    input: { tenantId: string; meter: Meter; plan: PlanName | null; quantity: number; at: Date },
+  ): Promise<{ used: number; overageUnits: number }> {
     const period = periodOf(input.at);
     const { tenantId, meter, quantity, plan } = input;
     const planQuota = plan ? QUOTAS[plan][meter] : null;
@@ -327,23 +399,40 @@ export class MeteringStore {
     const before = Number(row.before);
     const over = bills ? quantity - Math.max(0, Math.min(quantity, Number(row.lim) - before)) : 0;
     if (over > 0) {
-      await tx.update(counters).set({ overageUnits: sql`${counters.overageUnits} + ${over}` }).where(and(eq(counters.tenantId, tenantId), eq(counters.meter, meter), eq(counters.periodStart, period.key)));
+      await tx
+        .update(counters)
+        .set({ overageUnits: sql`${counters.overageUnits} + ${over}` })
+        .where(and(eq(counters.tenantId, tenantId), eq(counters.meter, meter), eq(counters.periodStart, period.key)));
       if (unitMicros > 0) {
         await tx
           .insert(spend)
           .values({ tenantId, periodStart: period.key, micros: over * unitMicros })
-          .onConflictDoUpdate({ target: [spend.tenantId, spend.periodStart], set: { micros: sql`${spend.micros} + ${over * unitMicros}` } });
+          .onConflictDoUpdate({
+            target: [spend.tenantId, spend.periodStart],
+            set: { micros: sql`${spend.micros} + ${over * unitMicros}` },
+          });
       }
     }
     return { used: before + quantity, overageUnits: over };
   }
 
-  async usage(tenantId: string, plan: PlanName): Promise<{ periodStart: Date; periodEnd: Date; meters: MeterUsage[]; spendUsd: number }> {
+  async usage(
+    tenantId: string,
+    plan: PlanName,
+  ): Promise<{ periodStart: Date; periodEnd: Date; meters: MeterUsage[]; spendUsd: number }> {
     const period = periodOf(this.now());
     return withTenant(this.db, tenantId, async (tx) => {
-      const rows = await tx.select().from(counters).where(and(eq(counters.tenantId, tenantId), eq(counters.periodStart, period.key)));
-      const overrides = new Map((await tx.select().from(quotas).where(eq(quotas.tenantId, tenantId))).map((q) => [q.meter, q.quota]));
-      const [spent] = await tx.select().from(spend).where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, period.key)));
+      const rows = await tx
+        .select()
+        .from(counters)
+        .where(and(eq(counters.tenantId, tenantId), eq(counters.periodStart, period.key)));
+      const overrides = new Map(
+        (await tx.select().from(quotas).where(eq(quotas.tenantId, tenantId))).map((q) => [q.meter, q.quota]),
+      );
+      const [spent] = await tx
+        .select()
+        .from(spend)
+        .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, period.key)));
       const byMeter = new Map(rows.map((r) => [r.meter, r]));
       const meters: MeterUsage[] = [];
       for (const meter of METERS) {
@@ -354,7 +443,13 @@ export class MeteringStore {
         if (planQuota === null && override === undefined && !row) continue;
         if (planQuota === 'contract' && override === undefined && !row) continue;
         const limit = override ?? (typeof planQuota === 'number' ? planQuota : 0);
-        meters.push({ meter, used: row?.used ?? 0, limit, reserved: row?.reserved ?? 0, overageUnits: row?.overageUnits ?? 0 });
+        meters.push({
+          meter,
+          used: row?.used ?? 0,
+          limit,
+          reserved: row?.reserved ?? 0,
+          overageUnits: row?.overageUnits ?? 0,
+        });
       }
       return { periodStart: period.start, periodEnd: period.end, meters, spendUsd: microsToUsd(spent?.micros ?? 0) };
     });
@@ -375,13 +470,21 @@ export class MeteringStore {
 
   /** The included quota: the tenant's override, else the plan's (not offered = 0, contract without one = 0). */
   private async limitOf(tx: Tx, tenantId: string, plan: PlanName, meter: Meter): Promise<number> {
-    const [override] = await tx.select({ quota: quotas.quota }).from(quotas).where(and(eq(quotas.tenantId, tenantId), eq(quotas.meter, meter)));
+    const [override] = await tx
+      .select({ quota: quotas.quota })
+      .from(quotas)
+      .where(and(eq(quotas.tenantId, tenantId), eq(quotas.meter, meter)));
     if (override) return override.quota;
     const planQuota = QUOTAS[plan][meter];
     return typeof planQuota === 'number' ? planQuota : 0;
   }
 
-  private async lockCounter(tx: Tx, tenantId: string, meter: string, periodKey: string): Promise<{ used: number; reserved: number }> {
+  private async lockCounter(
+    tx: Tx,
+    tenantId: string,
+    meter: string,
+    periodKey: string,
+  ): Promise<{ used: number; reserved: number }> {
     await tx.insert(counters).values({ tenantId, meter, periodStart: periodKey }).onConflictDoNothing();
     const [row] = await tx
       .select({ used: counters.used, reserved: counters.reserved })
@@ -394,12 +497,20 @@ export class MeteringStore {
 
   private async lockSpend(tx: Tx, tenantId: string, periodKey: string): Promise<number> {
     await tx.insert(spend).values({ tenantId, periodStart: periodKey }).onConflictDoNothing();
-    const [row] = await tx.select({ micros: spend.micros }).from(spend).where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, periodKey))).for('update');
+    const [row] = await tx
+      .select({ micros: spend.micros })
+      .from(spend)
+      .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, periodKey)))
+      .for('update');
     return row?.micros ?? 0;
   }
 
   private async lockReservation(tx: Tx, tenantId: string, reservationId: string) {
-    const [row] = await tx.select().from(reservations).where(and(eq(reservations.reservationId, reservationId), eq(reservations.tenantId, tenantId))).for('update');
+    const [row] = await tx
+      .select()
+      .from(reservations)
+      .where(and(eq(reservations.reservationId, reservationId), eq(reservations.tenantId, tenantId)))
+      .for('update');
     if (!row) throw new CairnError('cairn.not_found', `Reservation ${reservationId} not found.`);
     return row;
   }
@@ -409,7 +520,13 @@ export class MeteringStore {
    * with `on conflict do nothing`, in the reserve's transaction, so marker and event commit together). Markers
    * this process has already seen committed are skipped without a round trip.
    */
-  private async alertOnce(tx: Tx, state: AlertState, tenantId: string, periodKey: string, due: PendingAlert[]): Promise<void> {
+  private async alertOnce(
+    tx: Tx,
+    state: AlertState,
+    tenantId: string,
+    periodKey: string,
+    due: PendingAlert[],
+  ): Promise<void> {
     const fresh = due.filter((a) => !this.sent.has(sentKey(tenantId, periodKey, a.alert)));
     if (fresh.length === 0) return;
     const inserted = await tx

@@ -27,9 +27,18 @@ export class AuthFailureLimit {
   readonly #maxLocal: number;
   readonly #local = new Map<string, { count: number; resetAt: number }>();
 
-  constructor(redis: Redis, keyPrefix: string, policy: { limit: number; windowSeconds: number }, options: AuthFailureLimitOptions = {}) {
-    for (const [field, value] of [['limit', policy.limit], ['windowSeconds', policy.windowSeconds]] as const) {
-      if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`auth failure limit: ${field} must be a positive integer, got ${value}`);
+  constructor(
+    redis: Redis,
+    keyPrefix: string,
+    policy: { limit: number; windowSeconds: number },
+    options: AuthFailureLimitOptions = {},
+  ) {
+    for (const [field, value] of [
+      ['limit', policy.limit],
+      ['windowSeconds', policy.windowSeconds],
+    ] as const) {
+      if (!Number.isSafeInteger(value) || value < 1)
+        throw new RangeError(`auth failure limit: ${field} must be a positive integer, got ${value}`);
     }
     this.#redis = redis;
     this.#keyPrefix = keyPrefix;
@@ -44,7 +53,10 @@ export class AuthFailureLimit {
     let count: number;
     let ttlMs: number;
     try {
-      const [[countError, rawCount], [ttlError, rawTtl]] = ((await this.#redis.multi().get(key).pttl(key).exec()) ?? [[new Error('transaction discarded'), null], [null, null]]) as [[Error | null, unknown], [Error | null, unknown]];
+      const [[countError, rawCount], [ttlError, rawTtl]] = ((await this.#redis.multi().get(key).pttl(key).exec()) ?? [
+        [new Error('transaction discarded'), null],
+        [null, null],
+      ]) as [[Error | null, unknown], [Error | null, unknown]];
       if (countError) throw countError;
       if (ttlError) throw ttlError;
       count = typeof rawCount === 'string' ? Number(rawCount) : 0;

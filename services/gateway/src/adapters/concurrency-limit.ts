@@ -5,7 +5,13 @@ const COMMAND = 'cairnSlotAcquire';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    cairnSlotAcquire(numKeys: number, key: string, limit: number, ttlMs: number, member: string): Result<unknown, Context>;
+    cairnSlotAcquire(
+      numKeys: number,
+      key: string,
+      limit: number,
+      ttlMs: number,
+      member: string,
+    ): Result<unknown, Context>;
   }
 }
 
@@ -51,7 +57,8 @@ export class RedisConcurrencyLimiter {
 
   /** `ttlMs`: longest a slot may be held (the guarded work's own deadline and a margin). */
   constructor(redis: Redis, keyPrefix: string, ttlMs: number, options: ConcurrencyLimiterOptions = {}) {
-    if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) throw new RangeError(`slot TTL must be a positive integer, got ${ttlMs}`);
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < 1)
+      throw new RangeError(`slot TTL must be a positive integer, got ${ttlMs}`);
     this.#redis = redis;
     this.#keyPrefix = keyPrefix;
     this.#ttlMs = ttlMs;
@@ -62,7 +69,8 @@ export class RedisConcurrencyLimiter {
   /** A slot for `subject`, or null when `limit` are already held. */
   async tryAcquire(subject: string, limit: number): Promise<Slot | null> {
     if (subject.length === 0) throw new RangeError('concurrency subject must not be empty');
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`concurrency limit must be a positive integer, got ${limit}`);
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw new RangeError(`concurrency limit must be a positive integer, got ${limit}`);
     const key = `${this.#keyPrefix}{${subject}}`;
     const member = randomUUID();
     let taken: unknown;

@@ -34,9 +34,16 @@ export class UploadSessions {
     },
   ) {}
 
-  async create(tenantId: string, request: { size: number; filename?: string; content_type?: string }): Promise<UploadSessionAnswer> {
+  async create(
+    tenantId: string,
+    request: { size: number; filename?: string; content_type?: string },
+  ): Promise<UploadSessionAnswer> {
     const { maxBytes } = this.deps;
-    if (request.size > maxBytes) throw new CairnError('cairn.upload.too_large', `An upload session takes files up to ${maxBytes} bytes; this one declares ${request.size}.`);
+    if (request.size > maxBytes)
+      throw new CairnError(
+        'cairn.upload.too_large',
+        `An upload session takes files up to ${maxBytes} bytes; this one declares ${request.size}.`,
+      );
     const uploadId = newId('upload');
     const row = await this.deps.store.create({
       uploadId,
@@ -52,7 +59,13 @@ export class UploadSessions {
     const uploadUrl = presign
       ? await presign(row.blobKey, { size: request.size, expiresInSeconds: this.deps.ttlSeconds })
       : `${this.deps.publicBaseUrl.replace(/\/$/, '')}/v1/uploads/${uploadId}/content?expires=${expiresUnix}&signature=${this.deps.urls.sign(uploadId, expiresUnix)}`;
-    return { upload_id: uploadId, upload_url: uploadUrl, method: 'PUT', expires_at: row.expiresAt.toISOString(), max_bytes: request.size };
+    return {
+      upload_id: uploadId,
+      upload_url: uploadUrl,
+      method: 'PUT',
+      expires_at: row.expiresAt.toISOString(),
+      max_bytes: request.size,
+    };
   }
 
   /**
@@ -60,30 +73,59 @@ export class UploadSessions {
    * declared size (413 past it, the partial file removed); a body of a type Cairn does not know is refused (415)
    * and removed. Either failure leaves the session pending, so the client may PUT again.
    */
-  async receive(uploadId: string, query: { expires: string; signature: string }, body: Readable, contentLength: number | undefined): Promise<void> {
-    if (!/^up_[0-9A-HJKMNP-TV-Z]{26}$/.test(uploadId) || !this.deps.urls.verify(uploadId, query.expires, query.signature, Date.now() / 1000)) {
+  async receive(
+    uploadId: string,
+    query: { expires: string; signature: string },
+    body: Readable,
+    contentLength: number | undefined,
+  ): Promise<void> {
+    if (
+      !/^up_[0-9A-HJKMNP-TV-Z]{26}$/.test(uploadId) ||
+      !this.deps.urls.verify(uploadId, query.expires, query.signature, Date.now() / 1000)
+    ) {
       throw new CairnError('cairn.upload.invalid_url', 'This upload URL is not valid (altered, or past its expiry).');
     }
     const session = await this.deps.store.byId(uploadId);
-    if (!session || session.expired || session.state === 'expired') throw new CairnError('cairn.upload.invalid_url', 'This upload session has expired.');
+    if (!session || session.expired || session.state === 'expired')
+      throw new CairnError('cairn.upload.invalid_url', 'This upload session has expired.');
     if (contentLength !== undefined && contentLength > session.declaredSize) {
-      throw new CairnError('cairn.upload.too_large', `This session was declared for ${session.declaredSize} bytes; the body is ${contentLength}.`);
+      throw new CairnError(
+        'cairn.upload.too_large',
+        `This session was declared for ${session.declaredSize} bytes; the body is ${contentLength}.`,
+      );
     }
     if (!(await this.deps.store.transition(uploadId, ['pending'], 'receiving'))) {
-      throw new CairnError('cairn.upload.already_uploaded', 'This session already received its file (or is receiving it); create a new session for another upload.');
+      throw new CairnError(
+        'cairn.upload.already_uploaded',
+        'This session already received its file (or is receiving it); create a new session for another upload.',
+      );
     }
     let kept = false;
     try {
       let info;
       try {
-        info = await this.deps.blobs.put(session.blobKey, body, { contentType: 'application/octet-stream', maxBytes: session.declaredSize });
+        info = await this.deps.blobs.put(session.blobKey, body, {
+          contentType: 'application/octet-stream',
+          maxBytes: session.declaredSize,
+        });
       } catch (error) {
-        if (error instanceof BlobTooLargeError) throw new CairnError('cairn.upload.too_large', `This session was declared for ${session.declaredSize} bytes; the body is larger.`);
+        if (error instanceof BlobTooLargeError)
+          throw new CairnError(
+            'cairn.upload.too_large',
+            `This session was declared for ${session.declaredSize} bytes; the body is larger.`,
+          );
         throw error;
       }
       await this.assertKnownType(session.blobKey);
-      kept = await this.deps.store.transition(uploadId, ['receiving'], 'uploaded', { size: info.size, sha256: info.sha256 });
-      if (!kept) throw new CairnError('cairn.upload.invalid_url', 'This upload session expired while the file was being received.');
+      kept = await this.deps.store.transition(uploadId, ['receiving'], 'uploaded', {
+        size: info.size,
+        sha256: info.sha256,
+      });
+      if (!kept)
+        throw new CairnError(
+          'cairn.upload.invalid_url',
+          'This upload session expired while the file was being received.',
+        );
     } finally {
       if (!kept) {
         await this.deps.blobs.delete(session.blobKey).catch(() => undefined);
@@ -107,16 +149,26 @@ export class UploadSessions {
     let sha256 = session.sha256 ?? '';
     if (session.state === 'pending' && this.deps.blobs.presignPut) {
       const head = await this.deps.blobs.head(session.blobKey);
-      if (!head) throw new CairnError('cairn.upload.not_uploaded', `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`);
+      if (!head)
+        throw new CairnError(
+          'cairn.upload.not_uploaded',
+          `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`,
+        );
       if (head.size !== session.declaredSize) {
         await this.deps.blobs.delete(session.blobKey).catch(() => undefined);
-        throw new CairnError('cairn.upload.too_large', `Upload ${uploadId} holds ${head.size} bytes, not the ${session.declaredSize} declared.`);
+        throw new CairnError(
+          'cairn.upload.too_large',
+          `Upload ${uploadId} holds ${head.size} bytes, not the ${session.declaredSize} declared.`,
+        );
       }
       await this.assertKnownType(session.blobKey);
       size = head.size;
       sha256 = head.sha256;
     } else if (session.state !== 'uploaded') {
-      throw new CairnError('cairn.upload.not_uploaded', `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`);
+      throw new CairnError(
+        'cairn.upload.not_uploaded',
+        `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`,
+      );
     }
     if (!(await this.deps.store.transition(uploadId, ['pending', 'uploaded'], 'used'))) {
       // Lost a race (another request took it, or it expired just now): answer what it is now.
@@ -125,7 +177,14 @@ export class UploadSessions {
       throw new CairnError('cairn.upload.already_used', `Upload ${uploadId} was already used.`);
     }
     // The presigned PUT carried no hash: the request hash of an idempotent sign then binds the session instead.
-    return { key: session.blobKey, size, sha256: sha256 || `upload:${uploadId}`, contentType: 'application/octet-stream', fieldname: 'upload_id', originalname: uploadId };
+    return {
+      key: session.blobKey,
+      size,
+      sha256: sha256 || `upload:${uploadId}`,
+      contentType: 'application/octet-stream',
+      fieldname: 'upload_id',
+      originalname: uploadId,
+    };
   }
 
   /** Deletes the files of sessions past their expiry (runs every `intervalMs` and once at start); returns stop. */
@@ -134,7 +193,10 @@ export class UploadSessions {
     const tick = () => {
       running = (async () => {
         const keys = await this.deps.store.expireDue();
-        for (const key of keys) await this.deps.blobs.delete(key).catch((error: unknown) => this.deps.logger.warn({ err: error, key }, 'expired upload not deleted'));
+        for (const key of keys)
+          await this.deps.blobs
+            .delete(key)
+            .catch((error: unknown) => this.deps.logger.warn({ err: error, key }, 'expired upload not deleted'));
         if (keys.length > 0) this.deps.logger.info({ uploads: keys.length }, 'expired upload sessions deleted');
       })().catch((error: unknown) => this.deps.logger.warn({ err: error }, 'upload session sweep failed; will retry'));
     };
@@ -148,13 +210,25 @@ export class UploadSessions {
   }
 
   private assertUsable(session: UploadSessionRow): void {
-    if (session.state === 'used') throw new CairnError('cairn.upload.already_used', `Upload ${session.uploadId} was already used; an upload is signed or verified once.`);
-    if (session.state === 'expired' || session.expired) throw new CairnError('cairn.upload.expired', `Upload ${session.uploadId} expired at ${session.expiresAt.toISOString()}.`);
+    if (session.state === 'used')
+      throw new CairnError(
+        'cairn.upload.already_used',
+        `Upload ${session.uploadId} was already used; an upload is signed or verified once.`,
+      );
+    if (session.state === 'expired' || session.expired)
+      throw new CairnError(
+        'cairn.upload.expired',
+        `Upload ${session.uploadId} expired at ${session.expiresAt.toISOString()}.`,
+      );
   }
 
   /** The hostile-input rule for uploads: the type is read from the bytes, and bytes of no known type go no further. */
   private async assertKnownType(blobKey: string): Promise<void> {
     const head = await uploadHead(this.deps.blobs, blobKey);
-    if (!head || !sniffMediaType(head)) throw new CairnError('cairn.verify.unsupported_file_type', 'The uploaded file is of no type Cairn signs or verifies (read from its bytes).');
+    if (!head || !sniffMediaType(head))
+      throw new CairnError(
+        'cairn.verify.unsupported_file_type',
+        'The uploaded file is of no type Cairn signs or verifies (read from its bytes).',
+      );
   }
 }

@@ -1,5 +1,17 @@
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, integer, jsonb, numeric, pgPolicy, pgSchema, primaryKey, text, timestamp, index } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  integer,
+  jsonb,
+  numeric,
+  pgPolicy,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  index,
+} from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 export const gateway = pgSchema('gateway');
@@ -129,7 +141,11 @@ export const signRequests = gateway.table(
   },
   (t) => [
     primaryKey({ columns: [t.tenantId, t.idempotencyKey] }),
-    pgPolicy('sign_requests_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('sign_requests_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
   ],
 );
 
@@ -157,7 +173,11 @@ export const uploadSessions = gateway.table(
   },
   (t) => [
     index('upload_sessions_expires_idx').on(t.expiresAt),
-    pgPolicy('upload_sessions_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('upload_sessions_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
     pgPolicy('upload_sessions_by_id', {
       for: 'all',
       using: sql`${t.uploadId} = current_setting('cairn.upload_id', true)`,

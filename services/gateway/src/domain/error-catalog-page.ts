@@ -9,11 +9,15 @@ export interface ErrorCatalogEntry {
   guidance: string;
 }
 
-const escape = (value: string) => value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+const escape = (value: string) =>
+  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 export function renderErrorCatalogPage(entries: ErrorCatalogEntry[]): string {
   const rows = entries
-    .map((e) => `<tr id="${escape(e.code)}"><th scope="row"><a href="#${escape(e.code)}"><code>${escape(e.code)}</code></a></th><td>${e.status}</td><td>${escape(e.title)}</td><td>${escape(e.guidance)}</td></tr>`)
+    .map(
+      (e) =>
+        `<tr id="${escape(e.code)}"><th scope="row"><a href="#${escape(e.code)}"><code>${escape(e.code)}</code></a></th><td>${e.status}</td><td>${escape(e.title)}</td><td>${escape(e.guidance)}</td></tr>`,
+    )
     .join('\n');
   return `<!doctype html>
 <html lang="en">

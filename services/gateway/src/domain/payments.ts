@@ -25,7 +25,11 @@ const MAX_TOKEN_LENGTH = 255;
 
 function malformedToken(paymentMethodId: string): PaymentFailure | undefined {
   if (paymentMethodId.length <= MAX_TOKEN_LENGTH && PAYMENT_METHOD_TOKEN.test(paymentMethodId)) return undefined;
-  return { ok: false, reason: 'malformed', message: 'payment_method_id is not a valid payment method token (expected pm_…)' };
+  return {
+    ok: false,
+    reason: 'malformed',
+    message: 'payment_method_id is not a valid payment method token (expected pm_…)',
+  };
 }
 
 function sha256Hex(text: string): string {
@@ -112,7 +116,9 @@ export class StripePaymentProcessor implements PaymentProcessor {
     if (malformed) return malformed;
 
     const baseKey =
-      input.idempotencyKey.length <= MAX_IDEMPOTENCY_KEY_LENGTH ? input.idempotencyKey : sha256Hex(input.idempotencyKey);
+      input.idempotencyKey.length <= MAX_IDEMPOTENCY_KEY_LENGTH
+        ? input.idempotencyKey
+        : sha256Hex(input.idempotencyKey);
 
     const customer = await this.#post(
       '/v1/customers',
@@ -195,7 +201,11 @@ function toFailure(res: Exclude<StripeResponse, { kind: 'ok' }>): PaymentFailure
     return { ok: false, reason: 'malformed', message: error.message ?? 'No such payment method.' };
   }
   // Auth, rate limiting, idempotency conflicts and 5xx are our or the processor's problem, not the caller's card.
-  return { ok: false, reason: 'unavailable', message: `payment processor error (HTTP ${status}${error?.code ? `, ${error.code}` : ''})` };
+  return {
+    ok: false,
+    reason: 'unavailable',
+    message: `payment processor error (HTTP ${status}${error?.code ? `, ${error.code}` : ''})`,
+  };
 }
 
 export interface PaymentEnv {

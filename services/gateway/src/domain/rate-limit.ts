@@ -160,7 +160,11 @@ export class RedisRateLimiter {
   #spec(subject: string, { name, policy }: NamedRateLimitPolicy): BucketSpec {
     const burst = policy.burst ?? policy.limit;
     if (name.length === 0) throw new RangeError('rate limit policy name must not be empty');
-    for (const [field, value] of [['limit', policy.limit], ['windowSeconds', policy.windowSeconds], ['burst', burst]] as const) {
+    for (const [field, value] of [
+      ['limit', policy.limit],
+      ['windowSeconds', policy.windowSeconds],
+      ['burst', burst],
+    ] as const) {
       if (!Number.isSafeInteger(value) || value < 1) {
         throw new RangeError(`rate limit policy "${name}": ${field} must be a positive integer, got ${value}`);
       }
@@ -238,7 +242,8 @@ function decide(allowed: boolean, specs: ReadonlyArray<BucketSpec>, levels: Read
   for (const v of views.slice(1)) {
     const moreRestrictive =
       v.remaining < worst.remaining ||
-      (v.remaining === worst.remaining && (v.retryMs > worst.retryMs || (v.retryMs === worst.retryMs && v.resetMs > worst.resetMs)));
+      (v.remaining === worst.remaining &&
+        (v.retryMs > worst.retryMs || (v.retryMs === worst.retryMs && v.resetMs > worst.resetMs)));
     if (moreRestrictive) worst = v;
   }
   return {

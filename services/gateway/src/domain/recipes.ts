@@ -19,7 +19,8 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'image-genai-v1',
     name: 'AI-generated image',
-    description: 'C2PA manifest with c2pa.created and trainedAlgorithmicMedia, invisible watermark, perceptual fingerprint, chain anchor.',
+    description:
+      'C2PA manifest with c2pa.created and trainedAlgorithmicMedia, invisible watermark, perceptual fingerprint, chain anchor.',
     media_types: ['image/jpeg', 'image/png', 'image/webp'],
     layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
@@ -31,7 +32,8 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
     // capture as it was; the fingerprint and the anchor still lead a stripped copy back.
     recipe_id: 'image-capture-v1',
     name: 'Captured photograph',
-    description: 'C2PA manifest with c2pa.created and digitalCapture, pixels untouched (no watermark), perceptual fingerprint, chain anchor.',
+    description:
+      'C2PA manifest with c2pa.created and digitalCapture, pixels untouched (no watermark), perceptual fingerprint, chain anchor.',
     media_types: ['image/jpeg', 'image/png', 'image/webp'],
     layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
     ai: { digital_source_type: DIGITAL_CAPTURE, ai_generated: false },
@@ -41,7 +43,8 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'audio-genai-v1',
     name: 'AI-generated audio',
-    description: 'Keyed audio watermark (cairn-audio-wm-v1, 812–3 800 Hz, repeated every 1.5 s: survives MP3/AAC/Opus re-encodes, resampling, gain and trims), the file kept in its container and quality; C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor.',
+    description:
+      'Keyed audio watermark (cairn-audio-wm-v1, 812–3 800 Hz, repeated every 1.5 s: survives MP3/AAC/Opus re-encodes, resampling, gain and trims), the file kept in its container and quality; C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor.',
     media_types: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
     layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
@@ -51,7 +54,8 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
   {
     recipe_id: 'video-genai-v1',
     name: 'AI-generated video',
-    description: 'C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; scene-change frame fingerprints, chain anchor. No video watermark yet.',
+    description:
+      'C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; scene-change frame fingerprints, chain anchor. No video watermark yet.',
     media_types: ['video/mp4', 'video/webm'],
     layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },

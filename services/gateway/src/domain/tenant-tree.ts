@@ -23,7 +23,10 @@ export function initialChildCap(parent: SpendingCap, requested: SpendingCap | un
  * Whether the caller may change the target's spending cap: a tenant without a parent sets its own; a
  * sub-tenant's cap is its parent's to set, never its own keys' (else a child escapes the budget it was given).
  */
-export function mayChangeSpendingCap(actorTenantId: string, target: { tenantId: string; parentTenantId: string | null }): boolean {
+export function mayChangeSpendingCap(
+  actorTenantId: string,
+  target: { tenantId: string; parentTenantId: string | null },
+): boolean {
   return target.parentTenantId === null ? actorTenantId === target.tenantId : actorTenantId === target.parentTenantId;
 }
 

@@ -88,7 +88,19 @@ const API_VERSION = '0.1.0';
  * (/c2pa/v1); verify takes a key optionally
  * (its routes authenticate themselves); anything else is unknown (404).
  */
-const AUTHENTICATED = ['/v1/signing-credentials', '/v1/tenants', '/v1/recipes', '/v1/sign', '/v1/jobs', '/v1/assets', '/v1/usage', '/v1/audit', '/v1/webhooks', '/v1/anchors', '/v1/lookup'];
+const AUTHENTICATED = [
+  '/v1/signing-credentials',
+  '/v1/tenants',
+  '/v1/recipes',
+  '/v1/sign',
+  '/v1/jobs',
+  '/v1/assets',
+  '/v1/usage',
+  '/v1/audit',
+  '/v1/webhooks',
+  '/v1/anchors',
+  '/v1/lookup',
+];
 
 export function createApp(deps: GatewayDeps): Express {
   const app = express();
@@ -101,7 +113,10 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(express.json({ limit: '1mb', strict: true }));
   app.use(authFailureLimit(deps.authFailures));
 
-  app.use('/v1/onboard', addressRateLimit(deps.limiter, 'onboard', { limit: deps.onboardPerMinute, windowSeconds: 60 }));
+  app.use(
+    '/v1/onboard',
+    addressRateLimit(deps.limiter, 'onboard', { limit: deps.onboardPerMinute, windowSeconds: 60 }),
+  );
   app.use(onboardRoutes({ store: deps.store, payments: deps.payments, docsUrl: deps.docsUrl }));
 
   app.use(AUTHENTICATED, authenticate(deps.store), tenantRateLimit(deps.limiter));
@@ -140,7 +155,14 @@ export function createApp(deps: GatewayDeps): Express {
     }),
   );
   app.use(usageRoutes({ billing: deps.billing }));
-  app.use(lookupRoutes({ blobs: deps.blobs, softbinding: deps.softbinding, billing: deps.billing, uploadMaxBytes: deps.uploadMaxBytes }));
+  app.use(
+    lookupRoutes({
+      blobs: deps.blobs,
+      softbinding: deps.softbinding,
+      billing: deps.billing,
+      uploadMaxBytes: deps.uploadMaxBytes,
+    }),
+  );
   app.use(auditRoutes({ audit: deps.audit }));
   app.use(anchorRoutes({ anchor: deps.anchor }));
   app.use(
@@ -155,10 +177,29 @@ export function createApp(deps: GatewayDeps): Express {
       perMinute: deps.publicResolutionPerMinute,
     }),
   );
-  app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }));
-  app.use(verifyPageRoutes({ verifier: deps.verifier, blobs: deps.blobs, limiter: deps.limiter, publicBaseUrl: deps.publicBaseUrl, docsUrl: deps.docsUrl, uploadMaxBytes: deps.uploadMaxBytes, publicVerifyMaxBytes: deps.publicVerifyMaxBytes, publicVerifyPerMinute: deps.publicVerifyPerMinute }));
+  app.use(
+    pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }),
+  );
+  app.use(
+    verifyPageRoutes({
+      verifier: deps.verifier,
+      blobs: deps.blobs,
+      limiter: deps.limiter,
+      publicBaseUrl: deps.publicBaseUrl,
+      docsUrl: deps.docsUrl,
+      uploadMaxBytes: deps.uploadMaxBytes,
+      publicVerifyMaxBytes: deps.publicVerifyMaxBytes,
+      publicVerifyPerMinute: deps.publicVerifyPerMinute,
+    }),
+  );
   app.use(errorDocsRoutes());
-  app.use(apiDocsRoutes({ publicBaseUrl: deps.publicBaseUrl, version: API_VERSION, internalReferenceHtml: internalApiReference }));
+  app.use(
+    apiDocsRoutes({
+      publicBaseUrl: deps.publicBaseUrl,
+      version: API_VERSION,
+      internalReferenceHtml: internalApiReference,
+    }),
+  );
 
   app.use(webhookRoutes({ webhooks: deps.webhooks }));
   app.use(notFound);

@@ -22,7 +22,15 @@ function bearerToken(header: string | undefined): string | null {
 export function authenticate(store: TenantStore): RequestHandler {
   return async (req, _res, next) => {
     const token = bearerToken(req.header('authorization'));
-    if (!token) return next(new CairnError('cairn.auth.invalid_key', req.header('authorization') ? DETAIL.malformed : 'An API key is required: send "Authorization: Bearer <API key>".'));
+    if (!token)
+      return next(
+        new CairnError(
+          'cairn.auth.invalid_key',
+          req.header('authorization')
+            ? DETAIL.malformed
+            : 'An API key is required: send "Authorization: Bearer <API key>".',
+        ),
+      );
     const result = await store.authenticate(token);
     if ('error' in result) return next(new CairnError('cairn.auth.invalid_key', DETAIL[result.error]));
     req.auth = result;
@@ -36,7 +44,13 @@ export function requireScope(needed: Scope): RequestHandler {
   return (req, _res, next) => {
     const auth = req.auth;
     if (!auth) return next(new CairnError('cairn.auth.invalid_key'));
-    if (!scopeAllows(auth.scope, needed)) return next(new CairnError('cairn.auth.forbidden', `This key's scope "${auth.scope}" does not allow this operation; it needs "${needed}".`));
+    if (!scopeAllows(auth.scope, needed))
+      return next(
+        new CairnError(
+          'cairn.auth.forbidden',
+          `This key's scope "${auth.scope}" does not allow this operation; it needs "${needed}".`,
+        ),
+      );
     next();
   };
 }

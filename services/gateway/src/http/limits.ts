@@ -15,7 +15,13 @@ export function tenantRateLimit(limiter: RedisRateLimiter): RequestHandler {
       { name: 'daily', policy: { limit: tenant.rateLimitDaily, windowSeconds: 86_400, burst: tenant.rateLimitDaily } },
     ]);
     res.set(rateLimitHeaders(decision));
-    if (!decision.allowed) return next(new CairnError('cairn.ratelimit.exceeded', `Rate limit exceeded for this tenant; retry after ${decision.retryAfterSeconds} s.`));
+    if (!decision.allowed)
+      return next(
+        new CairnError(
+          'cairn.ratelimit.exceeded',
+          `Rate limit exceeded for this tenant; retry after ${decision.retryAfterSeconds} s.`,
+        ),
+      );
     next();
   };
 }
@@ -24,19 +30,34 @@ export function tenantRateLimit(limiter: RedisRateLimiter): RequestHandler {
  * Per-client-address limits for unauthenticated endpoints. The address is hashed before it reaches Redis,
  * so no caller IP is stored.
  */
-export function addressRateLimit(limiter: RedisRateLimiter, bucket: string, policy: { limit: number; windowSeconds: number }): RequestHandler {
+export function addressRateLimit(
+  limiter: RedisRateLimiter,
+  bucket: string,
+  policy: { limit: number; windowSeconds: number },
+): RequestHandler {
   return async (req, res, next) => {
     const address = clientAddressHash(req);
-    const decision = await limiter.consume(`${bucket}:ip:${address}`, [{ name: bucket, policy: { ...policy, burst: policy.limit } }]);
+    const decision = await limiter.consume(`${bucket}:ip:${address}`, [
+      { name: bucket, policy: { ...policy, burst: policy.limit } },
+    ]);
     res.set(rateLimitHeaders(decision));
-    if (!decision.allowed) return next(new CairnError('cairn.ratelimit.exceeded', `Too many requests from this address; retry after ${decision.retryAfterSeconds} s.`));
+    if (!decision.allowed)
+      return next(
+        new CairnError(
+          'cairn.ratelimit.exceeded',
+          `Too many requests from this address; retry after ${decision.retryAfterSeconds} s.`,
+        ),
+      );
     next();
   };
 }
 
 /** The client address, hashed so no caller IP reaches Redis. */
 function clientAddressHash(req: Request): string {
-  return createHash('sha256').update(req.ip ?? req.socket.remoteAddress ?? 'unknown').digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(req.ip ?? req.socket.remoteAddress ?? 'unknown')
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /**
@@ -52,7 +73,12 @@ export function authFailureLimit(failures: AuthFailureLimit): RequestHandler {
     const check = await failures.check(subject);
     if (check.blocked) {
       res.set('Retry-After', String(check.retryAfterSeconds));
-      return next(new CairnError('cairn.ratelimit.exceeded', `Too many failed authentications from this address; retry after ${check.retryAfterSeconds} s.`));
+      return next(
+        new CairnError(
+          'cairn.ratelimit.exceeded',
+          `Too many failed authentications from this address; retry after ${check.retryAfterSeconds} s.`,
+        ),
+      );
     }
     res.once('finish', () => {
       if (res.statusCode === 401) void failures.recordFailure(subject);

@@ -1,5 +1,12 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { CairnError, dependencyUnavailable, isDependencyUnavailable, PROBLEM_CONTENT_TYPE, toProblem, UNAVAILABLE_RETRY_AFTER_SECONDS } from '@cairn/errors';
+import {
+  CairnError,
+  dependencyUnavailable,
+  isDependencyUnavailable,
+  PROBLEM_CONTENT_TYPE,
+  toProblem,
+  UNAVAILABLE_RETRY_AFTER_SECONDS,
+} from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import './types.js';
 
@@ -23,10 +30,17 @@ interface BodyParserError {
 function classify(error: unknown): unknown {
   if (error instanceof CairnError) return error;
   const e = error as BodyParserError;
-  if (e?.type === 'entity.parse.failed') return new CairnError('cairn.validation.invalid_body', 'The request body is not valid JSON.');
-  if (e?.type === 'entity.too.large') return new CairnError('cairn.validation.body_too_large', 'The request body exceeds the size limit for this endpoint.');
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new CairnError('cairn.validation.unsupported_media_type', 'Unsupported body encoding or charset.');
-  if (e?.type === 'request.aborted') return new CairnError('cairn.validation.invalid_body', 'The request was aborted before its body arrived.');
+  if (e?.type === 'entity.parse.failed')
+    return new CairnError('cairn.validation.invalid_body', 'The request body is not valid JSON.');
+  if (e?.type === 'entity.too.large')
+    return new CairnError(
+      'cairn.validation.body_too_large',
+      'The request body exceeds the size limit for this endpoint.',
+    );
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+    return new CairnError('cairn.validation.unsupported_media_type', 'Unsupported body encoding or charset.');
+  if (e?.type === 'request.aborted')
+    return new CairnError('cairn.validation.invalid_body', 'The request was aborted before its body arrived.');
   // Postgres restarting (or unreachable) is a temporary 503 the client retries, not an internal error.
   if (isDependencyUnavailable(error)) return dependencyUnavailable(error);
   return error;
@@ -45,7 +59,8 @@ export function errorHandler(logger: Logger, docsUrl: string): ErrorRequestHandl
     const known = classify(error);
     if (!(known instanceof CairnError)) logger.error({ err: error }, 'unhandled error');
     else if (known.status >= 500) logger.warn({ err: known.cause ?? known, code: known.code }, 'request failed');
-    if (known instanceof CairnError && known.code === 'cairn.unavailable' && !res.get('Retry-After')) res.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+    if (known instanceof CairnError && known.code === 'cairn.unavailable' && !res.get('Retry-After'))
+      res.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
     sendProblem(res, known, docsUrl);
   };
 }

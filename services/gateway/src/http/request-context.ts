@@ -18,7 +18,11 @@ export function requestContext(logger: Logger, metrics: ServiceMetrics): Request
     res.set('X-Request-Id', req.requestId);
     const started = process.hrtime.bigint();
     const parent = propagation.extract(context.active(), req.headers);
-    const span = tracer.startSpan(`${req.method} ${req.path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } }, parent);
+    const span = tracer.startSpan(
+      `${req.method} ${req.path}`,
+      { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } },
+      parent,
+    );
     res.on('finish', () => {
       const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -28,7 +32,17 @@ export function requestContext(logger: Logger, metrics: ServiceMetrics): Request
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.updateName(`${req.method} ${route}`);
       span.end();
-      logger.info({ request_id: req.requestId, tenant_id: req.auth?.tenant.tenantId, method: req.method, route, status: res.statusCode, duration_ms: Math.round(seconds * 1000) }, 'request');
+      logger.info(
+        {
+          request_id: req.requestId,
+          tenant_id: req.auth?.tenant.tenantId,
+          method: req.method,
+          route,
+          status: res.statusCode,
+          duration_ms: Math.round(seconds * 1000),
+        },
+        'request',
+      );
     });
     context.with(trace.setSpan(parent, span), () => runWithLogContext({ request_id: req.requestId }, next));
   };

@@ -30,7 +30,11 @@ class BlobStorage implements StorageEngine {
     private readonly maxBytes: number,
   ) {}
 
-  _handleFile(req: Request, file: Express.Multer.File, callback: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+  _handleFile(
+    req: Request,
+    file: Express.Multer.File,
+    callback: (error?: unknown, info?: Partial<Express.Multer.File>) => void,
+  ): void {
     const owner = req.auth?.tenant.tenantId ?? 'public';
     const key = `${owner}/uploads/${newId('request').slice(4)}`;
     this.blobs.put(key, file.stream, { contentType: 'application/octet-stream', maxBytes: this.maxBytes }).then(
@@ -45,7 +49,11 @@ class BlobStorage implements StorageEngine {
     );
   }
 
-  _removeFile(_req: Request, file: Express.Multer.File & { path?: string }, callback: (error: Error | null) => void): void {
+  _removeFile(
+    _req: Request,
+    file: Express.Multer.File & { path?: string },
+    callback: (error: Error | null) => void,
+  ): void {
     if (!file.path) return callback(null);
     this.blobs.delete(file.path).then(
       () => callback(null),
@@ -92,9 +100,22 @@ export function singleUpload(options: {
       if (!error) {
         const uploadId = (req.body as Record<string, unknown> | undefined)?.upload_id;
         if (!options.sessions || uploadId === undefined) return next();
-        if (req.upload) return next(new CairnError('cairn.validation.invalid_body', `Send either the file (field "${options.field}") or upload_id, not both.`));
-        if (typeof uploadId !== 'string') return next(new CairnError('cairn.validation.invalid_body', 'upload_id must be a single text field.'));
-        if (!req.auth) return next(new CairnError('cairn.auth.invalid_key', 'Naming an upload_id needs an API key of the tenant that created the upload session.'));
+        if (req.upload)
+          return next(
+            new CairnError(
+              'cairn.validation.invalid_body',
+              `Send either the file (field "${options.field}") or upload_id, not both.`,
+            ),
+          );
+        if (typeof uploadId !== 'string')
+          return next(new CairnError('cairn.validation.invalid_body', 'upload_id must be a single text field.'));
+        if (!req.auth)
+          return next(
+            new CairnError(
+              'cairn.auth.invalid_key',
+              'Naming an upload_id needs an API key of the tenant that created the upload session.',
+            ),
+          );
         const sessions = options.sessions;
         const tenantId = req.auth.tenant.tenantId;
         // The fields are checked before the session is used up: a refusable request must not cost the upload.
@@ -108,14 +129,23 @@ export function singleUpload(options: {
         return;
       }
       if (error instanceof CairnError) return next(error);
-      if (error instanceof BlobTooLargeError) return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
+      if (error instanceof BlobTooLargeError)
+        return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
       if (error instanceof multer.MulterError) {
-        if (error.code === 'LIMIT_FILE_SIZE') return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
-        if (error.code === 'LIMIT_UNEXPECTED_FILE') return next(new CairnError('cairn.validation.invalid_body', `Send the file in the multipart field "${options.field}" (one file only).`));
+        if (error.code === 'LIMIT_FILE_SIZE')
+          return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
+        if (error.code === 'LIMIT_UNEXPECTED_FILE')
+          return next(
+            new CairnError(
+              'cairn.validation.invalid_body',
+              `Send the file in the multipart field "${options.field}" (one file only).`,
+            ),
+          );
         return next(new CairnError('cairn.validation.invalid_body', `Malformed multipart body: ${error.message}.`));
       }
       const message = error instanceof Error ? error.message : '';
-      if (/multipart|boundary|unexpected end|malformed/i.test(message)) return next(new CairnError('cairn.validation.invalid_body', 'Malformed multipart body.'));
+      if (/multipart|boundary|unexpected end|malformed/i.test(message))
+        return next(new CairnError('cairn.validation.invalid_body', 'Malformed multipart body.'));
       next(error);
     });
   };

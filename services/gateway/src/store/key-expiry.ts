@@ -17,17 +17,42 @@ export async function sweepExpiringKeys(db: Database, outbox: Outbox, batch = 50
   const notified = await db.transaction(async (tx) => {
     await tx.execute(sql`select set_config('cairn.system', 'key-expiry', true)`);
     const due = await tx
-      .select({ keyId: apiKeys.keyId, tenantId: apiKeys.tenantId, scope: apiKeys.scope, description: apiKeys.description, expiresAt: apiKeys.expiresAt })
+      .select({
+        keyId: apiKeys.keyId,
+        tenantId: apiKeys.tenantId,
+        scope: apiKeys.scope,
+        description: apiKeys.description,
+        expiresAt: apiKeys.expiresAt,
+      })
       .from(apiKeys)
-      .where(and(isNull(apiKeys.expiringNotifiedAt), gt(apiKeys.expiresAt, sql`now()`), sql`${apiKeys.expiresAt} <= now() + ${`${KEY_EXPIRY_NOTICE_DAYS} days`}::interval`))
+      .where(
+        and(
+          isNull(apiKeys.expiringNotifiedAt),
+          gt(apiKeys.expiresAt, sql`now()`),
+          sql`${apiKeys.expiresAt} <= now() + ${`${KEY_EXPIRY_NOTICE_DAYS} days`}::interval`,
+        ),
+      )
       .limit(batch)
       .for('update', { skipLocked: true });
     if (due.length === 0) return 0;
-    await tx.update(apiKeys).set({ expiringNotifiedAt: sql`now()` }).where(inArray(apiKeys.keyId, due.map((k) => k.keyId)));
+    await tx
+      .update(apiKeys)
+      .set({ expiringNotifiedAt: sql`now()` })
+      .where(
+        inArray(
+          apiKeys.keyId,
+          due.map((k) => k.keyId),
+        ),
+      );
     for (const key of due) {
       await outbox.enqueue(
         tx,
-        newEvent('key.expiring', key.tenantId, { key_id: key.keyId, scope: key.scope, ...(key.description ? { description: key.description } : {}), expires_at: key.expiresAt!.toISOString() }),
+        newEvent('key.expiring', key.tenantId, {
+          key_id: key.keyId,
+          scope: key.scope,
+          ...(key.description ? { description: key.description } : {}),
+          expires_at: key.expiresAt!.toISOString(),
+        }),
       );
     }
     return due.length;
@@ -37,7 +62,12 @@ export async function sweepExpiringKeys(db: Database, outbox: Outbox, batch = 50
 }
 
 /** Runs the sweep every `intervalMs` (and once at start); returns the stop function. */
-export function startKeyExpirySweep(db: Database, outbox: Outbox, logger: Logger, intervalMs: number): () => Promise<void> {
+export function startKeyExpirySweep(
+  db: Database,
+  outbox: Outbox,
+  logger: Logger,
+  intervalMs: number,
+): () => Promise<void> {
   let running: Promise<unknown> = Promise.resolve();
   const tick = () => {
     running = sweepExpiringKeys(db, outbox).then(

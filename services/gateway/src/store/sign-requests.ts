@@ -47,7 +47,17 @@ export class SignRequestStore {
     return withTenant(this.db, tenantId, async (tx) => {
       const inserted = await tx
         .insert(signRequests)
-        .values({ tenantId, idempotencyKey, requestHash, assetId: '', httpStatus: 0, response: {}, state: 'in_progress', claimId, leaseExpiresAt: lease })
+        .values({
+          tenantId,
+          idempotencyKey,
+          requestHash,
+          assetId: '',
+          httpStatus: 0,
+          response: {},
+          state: 'in_progress',
+          claimId,
+          leaseExpiresAt: lease,
+        })
         .onConflictDoNothing()
         .returning({ key: signRequests.idempotencyKey });
       if (inserted.length > 0) return { kind: 'run', claimId } as const;
@@ -65,20 +75,43 @@ export class SignRequestStore {
         .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey)));
       // Dropped by an abandon between our insert and this read: the client may simply retry.
       if (!previous) return { kind: 'busy', retryAfterSeconds: 1 } as const;
-      if (previous.requestHash !== requestHash) throw new CairnError('cairn.sign.idempotency_conflict', 'This Idempotency-Key was used with a different asset, recipe or metadata.');
+      if (previous.requestHash !== requestHash)
+        throw new CairnError(
+          'cairn.sign.idempotency_conflict',
+          'This Idempotency-Key was used with a different asset, recipe or metadata.',
+        );
       if (previous.state === 'done') {
-        return { kind: 'replay', answer: { assetId: previous.assetId, httpStatus: previous.httpStatus, body: previous.response as Record<string, unknown> } } as const;
+        return {
+          kind: 'replay',
+          answer: {
+            assetId: previous.assetId,
+            httpStatus: previous.httpStatus,
+            body: previous.response as Record<string, unknown>,
+          },
+        } as const;
       }
       if (previous.leaseSecondsLeft > 0) {
-        return { kind: 'busy', retryAfterSeconds: Math.max(1, Math.min(BUSY_RETRY_AFTER_SECONDS, Math.ceil(previous.leaseSecondsLeft))) } as const;
+        return {
+          kind: 'busy',
+          retryAfterSeconds: Math.max(1, Math.min(BUSY_RETRY_AFTER_SECONDS, Math.ceil(previous.leaseSecondsLeft))),
+        } as const;
       }
       // The lease ran out: take the claim over, unless another request took it over first (then it is busy).
       const taken = await tx
         .update(signRequests)
         .set({ claimId, leaseExpiresAt: lease })
-        .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey), eq(signRequests.state, 'in_progress'), sql`${signRequests.leaseExpiresAt} <= now()`))
+        .where(
+          and(
+            eq(signRequests.tenantId, tenantId),
+            eq(signRequests.idempotencyKey, idempotencyKey),
+            eq(signRequests.state, 'in_progress'),
+            sql`${signRequests.leaseExpiresAt} <= now()`,
+          ),
+        )
         .returning({ key: signRequests.idempotencyKey });
-      return taken.length > 0 ? ({ kind: 'run', claimId } as const) : ({ kind: 'busy', retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS } as const);
+      return taken.length > 0
+        ? ({ kind: 'run', claimId } as const)
+        : ({ kind: 'busy', retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS } as const);
     });
   }
 
@@ -90,8 +123,21 @@ export class SignRequestStore {
     return withTenant(this.db, tenantId, async (tx) => {
       const done = await tx
         .update(signRequests)
-        .set({ state: 'done', assetId: answer.assetId, httpStatus: answer.httpStatus, response: answer.body, claimId: null, leaseExpiresAt: null })
-        .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey), eq(signRequests.claimId, claimId)))
+        .set({
+          state: 'done',
+          assetId: answer.assetId,
+          httpStatus: answer.httpStatus,
+          response: answer.body,
+          claimId: null,
+          leaseExpiresAt: null,
+        })
+        .where(
+          and(
+            eq(signRequests.tenantId, tenantId),
+            eq(signRequests.idempotencyKey, idempotencyKey),
+            eq(signRequests.claimId, claimId),
+          ),
+        )
         .returning({ key: signRequests.idempotencyKey });
       return done.length > 0;
     });
@@ -102,7 +148,14 @@ export class SignRequestStore {
     await withTenant(this.db, tenantId, (tx) =>
       tx
         .delete(signRequests)
-        .where(and(eq(signRequests.tenantId, tenantId), eq(signRequests.idempotencyKey, idempotencyKey), eq(signRequests.claimId, claimId), eq(signRequests.state, 'in_progress'))),
+        .where(
+          and(
+            eq(signRequests.tenantId, tenantId),
+            eq(signRequests.idempotencyKey, idempotencyKey),
+            eq(signRequests.claimId, claimId),
+            eq(signRequests.state, 'in_progress'),
+          ),
+        ),
     );
   }
 }

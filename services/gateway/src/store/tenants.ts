@@ -58,7 +58,9 @@ export class TenantStore {
   ) {}
 
   /** Resolves a presented API key; failures are values so the caller picks the answer (always 401 today). */
-  async authenticate(apiKey: string): Promise<AuthenticatedKey | { error: 'malformed' | 'unknown' | 'revoked' | 'expired' }> {
+  async authenticate(
+    apiKey: string,
+  ): Promise<AuthenticatedKey | { error: 'malformed' | 'unknown' | 'revoked' | 'expired' }> {
     const parsed = parseApiKey(apiKey);
     if (!parsed) return { error: 'malformed' };
     return withRlsSettings(this.db, { 'cairn.key_id': parsed.keyId }, async (tx) => {
@@ -75,7 +77,11 @@ export class TenantStore {
   }
 
   async getTenant(tenantId: string): Promise<TenantRecord | null> {
-    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, tenantId)))[0] ?? null);
+    return withTenant(
+      this.db,
+      tenantId,
+      async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, tenantId)))[0] ?? null,
+    );
   }
 
   /**
@@ -83,7 +89,11 @@ export class TenantStore {
    * invisible under the actor's RLS context, so it reads as absent (404), never as forbidden.
    */
   async findManaged(actor: TenantRecord, targetId: string): Promise<TenantRecord | null> {
-    return withTenant(this.db, actor.tenantId, async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, targetId)))[0] ?? null);
+    return withTenant(
+      this.db,
+      actor.tenantId,
+      async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, targetId)))[0] ?? null,
+    );
   }
 
   /**
@@ -100,28 +110,63 @@ export class TenantStore {
     tenant: Omit<NewTenantInput, 'paymentCustomerRef'>;
     attachPayment: () => Promise<string | null>;
     render: (tenant: TenantRecord, key: NewKey) => Record<string, unknown>;
-  }): Promise<{ kind: 'answer'; replayed: boolean; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number }> {
+  }): Promise<
+    { kind: 'answer'; replayed: boolean; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number }
+  > {
     const claim = await this.claimOnboarding(input.idempotencyKey, input.requestHash);
     if (claim.kind !== 'run') return claim;
     const byKey = { 'cairn.idempotency_key': input.idempotencyKey };
     const abandon = () =>
       withRlsSettings(this.db, byKey, (tx) =>
-        tx.delete(onboardingRequests).where(and(eq(onboardingRequests.idempotencyKey, input.idempotencyKey), eq(onboardingRequests.claimId, claim.claimId), eq(onboardingRequests.state, 'in_progress'))),
+        tx
+          .delete(onboardingRequests)
+          .where(
+            and(
+              eq(onboardingRequests.idempotencyKey, input.idempotencyKey),
+              eq(onboardingRequests.claimId, claim.claimId),
+              eq(onboardingRequests.state, 'in_progress'),
+            ),
+          ),
       ).catch(() => undefined); // if the database cannot drop it now, the lease runs out instead
     try {
       const paymentCustomerRef = await input.attachPayment();
       const body = await withRlsSettings(this.db, byKey, async (tx) => {
         await setTenant(tx, claim.tenantId);
-        const tenant = await this.insertTenant(tx, claim.tenantId, null, { ...input.tenant, paymentCustomerRef }, 'onboard');
-        const key = await this.insertKey(tx, claim.tenantId, { scope: 'admin', description: 'Created by onboarding', expiresAt: null }, claim.tenantId);
+        const tenant = await this.insertTenant(
+          tx,
+          claim.tenantId,
+          null,
+          { ...input.tenant, paymentCustomerRef },
+          'onboard',
+        );
+        const key = await this.insertKey(
+          tx,
+          claim.tenantId,
+          { scope: 'admin', description: 'Created by onboarding', expiresAt: null },
+          claim.tenantId,
+        );
         const rendered = input.render(tenant, key);
         const done = await tx
           .update(onboardingRequests)
-          .set({ state: 'done', sealedResponse: this.sealer.seal(JSON.stringify(rendered), input.idempotencyKey), claimId: null, leaseExpiresAt: null })
-          .where(and(eq(onboardingRequests.idempotencyKey, input.idempotencyKey), eq(onboardingRequests.claimId, claim.claimId)))
+          .set({
+            state: 'done',
+            sealedResponse: this.sealer.seal(JSON.stringify(rendered), input.idempotencyKey),
+            claimId: null,
+            leaseExpiresAt: null,
+          })
+          .where(
+            and(
+              eq(onboardingRequests.idempotencyKey, input.idempotencyKey),
+              eq(onboardingRequests.claimId, claim.claimId),
+            ),
+          )
           .returning({ key: onboardingRequests.idempotencyKey });
         // Our lease ran out and another request took the claim over: it creates the tenant, not us (rolled back).
-        if (done.length === 0) throw new CairnError('cairn.idempotency.in_progress', 'This onboarding took too long and was taken over by a retry with the same Idempotency-Key; retry to get its answer.');
+        if (done.length === 0)
+          throw new CairnError(
+            'cairn.idempotency.in_progress',
+            'This onboarding took too long and was taken over by a retry with the same Idempotency-Key; retry to get its answer.',
+          );
         return rendered;
       }).finally(() => this.outbox.flush());
       return { kind: 'answer', replayed: false, body };
@@ -135,7 +180,11 @@ export class TenantStore {
   private async claimOnboarding(
     idempotencyKey: string,
     requestHash: string,
-  ): Promise<{ kind: 'run'; claimId: string; tenantId: string } | { kind: 'answer'; replayed: true; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number }> {
+  ): Promise<
+    | { kind: 'run'; claimId: string; tenantId: string }
+    | { kind: 'answer'; replayed: true; body: Record<string, unknown> }
+    | { kind: 'busy'; retryAfterSeconds: number }
+  > {
     const claimId = randomUUID();
     const tenantId = newId('tenant');
     const lease = sql`now() + make_interval(secs => ${ONBOARD_CLAIM_LEASE_SECONDS})`;
@@ -165,18 +214,42 @@ export class TenantStore {
           `This Idempotency-Key was used more than ${formatWindow(this.onboardReplayTtlSeconds)} ago; its answer, API key included, is no longer kept and is never shown again. The tenant it created exists: manage its keys with an admin key, or send a new Idempotency-Key only to create another tenant.`,
         );
       }
-      if (previous.requestHash !== requestHash) throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key was used with a different request body.');
+      if (previous.requestHash !== requestHash)
+        throw new CairnError(
+          'cairn.onboard.idempotency_conflict',
+          'This Idempotency-Key was used with a different request body.',
+        );
       if (previous.state === 'done') {
-        if (!previous.sealedResponse) throw new CairnError('cairn.onboard.idempotency_conflict', 'This Idempotency-Key is in use by a request that did not complete.');
-        return { kind: 'answer', replayed: true, body: JSON.parse(this.sealer.open(previous.sealedResponse, idempotencyKey)) as Record<string, unknown> } as const;
+        if (!previous.sealedResponse)
+          throw new CairnError(
+            'cairn.onboard.idempotency_conflict',
+            'This Idempotency-Key is in use by a request that did not complete.',
+          );
+        return {
+          kind: 'answer',
+          replayed: true,
+          body: JSON.parse(this.sealer.open(previous.sealedResponse, idempotencyKey)) as Record<string, unknown>,
+        } as const;
       }
-      if (previous.leaseSecondsLeft > 0) return { kind: 'busy', retryAfterSeconds: Math.max(1, Math.min(2, Math.ceil(previous.leaseSecondsLeft))) } as const;
+      if (previous.leaseSecondsLeft > 0)
+        return {
+          kind: 'busy',
+          retryAfterSeconds: Math.max(1, Math.min(2, Math.ceil(previous.leaseSecondsLeft))),
+        } as const;
       const taken = await tx
         .update(onboardingRequests)
         .set({ claimId, tenantId, leaseExpiresAt: lease })
-        .where(and(eq(onboardingRequests.idempotencyKey, idempotencyKey), eq(onboardingRequests.state, 'in_progress'), sql`${onboardingRequests.leaseExpiresAt} <= now()`))
+        .where(
+          and(
+            eq(onboardingRequests.idempotencyKey, idempotencyKey),
+            eq(onboardingRequests.state, 'in_progress'),
+            sql`${onboardingRequests.leaseExpiresAt} <= now()`,
+          ),
+        )
         .returning({ key: onboardingRequests.idempotencyKey });
-      return taken.length > 0 ? ({ kind: 'run', claimId, tenantId } as const) : ({ kind: 'busy', retryAfterSeconds: 2 } as const);
+      return taken.length > 0
+        ? ({ kind: 'run', claimId, tenantId } as const)
+        : ({ kind: 'busy', retryAfterSeconds: 2 } as const);
     });
   }
 
@@ -206,8 +279,19 @@ export class TenantStore {
   async bootstrap(input: { name: string; email?: string | null }): Promise<{ tenant: TenantRecord; key: NewKey }> {
     const tenantId = newId('tenant');
     return withTenant(this.db, tenantId, async (tx) => {
-      const tenant = await this.insertTenant(tx, tenantId, null, { name: input.name, email: input.email ?? null, plan: 'enterprise' }, 'bootstrap');
-      const key = await this.insertKey(tx, tenantId, { scope: 'admin', description: 'Created by admin bootstrap', expiresAt: null }, tenantId);
+      const tenant = await this.insertTenant(
+        tx,
+        tenantId,
+        null,
+        { name: input.name, email: input.email ?? null, plan: 'enterprise' },
+        'bootstrap',
+      );
+      const key = await this.insertKey(
+        tx,
+        tenantId,
+        { scope: 'admin', description: 'Created by admin bootstrap', expiresAt: null },
+        tenantId,
+      );
       return { tenant, key };
     });
   }
@@ -226,8 +310,14 @@ export class TenantStore {
     }).finally(() => this.outbox.flush());
   }
 
-  async createKey(tenantId: string, input: { scope: Scope; description: string | null; expiresAt: Date | null }, actorTenantId: string): Promise<NewKey> {
-    return withTenant(this.db, tenantId, (tx) => this.insertKey(tx, tenantId, input, actorTenantId)).finally(() => this.outbox.flush());
+  async createKey(
+    tenantId: string,
+    input: { scope: Scope; description: string | null; expiresAt: Date | null },
+    actorTenantId: string,
+  ): Promise<NewKey> {
+    return withTenant(this.db, tenantId, (tx) => this.insertKey(tx, tenantId, input, actorTenantId)).finally(() =>
+      this.outbox.flush(),
+    );
   }
 
   async listKeys(tenantId: string, limit: number): Promise<KeyRecord[]> {
@@ -252,7 +342,10 @@ export class TenantStore {
   /** Revokes a key of `tenantId`; null when no such key (or not this tenant's). Revoking twice is a no-op. */
   async revokeKey(tenantId: string, keyId: string, actorTenantId: string): Promise<KeyRecord | null> {
     return withTenant(this.db, tenantId, async (tx) => {
-      const [existing] = await tx.select().from(apiKeys).where(and(eq(apiKeys.keyId, keyId), eq(apiKeys.tenantId, tenantId)));
+      const [existing] = await tx
+        .select()
+        .from(apiKeys)
+        .where(and(eq(apiKeys.keyId, keyId), eq(apiKeys.tenantId, tenantId)));
       if (!existing) return null;
       if (existing.revokedAt) return stripHash(existing);
       const [revoked] = await tx
@@ -289,19 +382,36 @@ export class TenantStore {
         .returning();
       if (!updated) throw new CairnError('cairn.not_found', 'Tenant not found');
       const changes: Record<string, { from: unknown; to: unknown }> = {};
-      if (patch.auditRetentionDays !== undefined) changes.audit_retention_days = { from: tenant.auditRetentionDays, to: updated.auditRetentionDays };
-      if (patch.spendingCapUsd !== undefined) changes.spending_cap_usd = { from: tenant.spendingCapUsd, to: updated.spendingCapUsd };
+      if (patch.auditRetentionDays !== undefined)
+        changes.audit_retention_days = { from: tenant.auditRetentionDays, to: updated.auditRetentionDays };
+      if (patch.spendingCapUsd !== undefined)
+        changes.spending_cap_usd = { from: tenant.spendingCapUsd, to: updated.spendingCapUsd };
       await this.emit(tx, newEvent('settings.changed', tenant.tenantId, { changes, actor_tenant_id: actorTenantId }));
       const newCap = patch.spendingCapUsd;
       if (newCap !== undefined && newCap !== null && !tenant.parentTenantId) {
         const above = await tx
           .select({ tenantId: tenants.tenantId, spendingCapUsd: tenants.spendingCapUsd })
           .from(tenants)
-          .where(and(eq(tenants.parentTenantId, tenant.tenantId), or(isNull(tenants.spendingCapUsd), gt(tenants.spendingCapUsd, newCap))))
+          .where(
+            and(
+              eq(tenants.parentTenantId, tenant.tenantId),
+              or(isNull(tenants.spendingCapUsd), gt(tenants.spendingCapUsd, newCap)),
+            ),
+          )
           .for('update');
         for (const child of above) {
-          await tx.update(tenants).set({ spendingCapUsd: newCap, updatedAt: new Date() }).where(eq(tenants.tenantId, child.tenantId));
-          await this.emit(tx, newEvent('settings.changed', child.tenantId, { changes: { spending_cap_usd: { from: child.spendingCapUsd, to: newCap } }, actor_tenant_id: actorTenantId, reason: 'parent_cap_lowered' }));
+          await tx
+            .update(tenants)
+            .set({ spendingCapUsd: newCap, updatedAt: new Date() })
+            .where(eq(tenants.tenantId, child.tenantId));
+          await this.emit(
+            tx,
+            newEvent('settings.changed', child.tenantId, {
+              changes: { spending_cap_usd: { from: child.spendingCapUsd, to: newCap } },
+              actor_tenant_id: actorTenantId,
+              reason: 'parent_cap_lowered',
+            }),
+          );
         }
       }
       return updated;
@@ -310,12 +420,22 @@ export class TenantStore {
 
   /** The tenant's cap, its row locked until the transaction ends. */
   private async lockCap(tx: Tx, tenantId: string): Promise<number | null> {
-    const [row] = await tx.select({ cap: tenants.spendingCapUsd }).from(tenants).where(eq(tenants.tenantId, tenantId)).for('update');
+    const [row] = await tx
+      .select({ cap: tenants.spendingCapUsd })
+      .from(tenants)
+      .where(eq(tenants.tenantId, tenantId))
+      .for('update');
     if (!row) throw new CairnError('cairn.not_found', 'Tenant not found');
     return row.cap;
   }
 
-  private async insertTenant(tx: Tx, tenantId: string, parentTenantId: string | null, input: NewTenantInput, via: string): Promise<TenantRecord> {
+  private async insertTenant(
+    tx: Tx,
+    tenantId: string,
+    parentTenantId: string | null,
+    input: NewTenantInput,
+    via: string,
+  ): Promise<TenantRecord> {
     const plan = PLANS[input.plan];
     const [tenant] = await tx
       .insert(tenants)
@@ -340,11 +460,23 @@ export class TenantStore {
     return tenant;
   }
 
-  private async insertKey(tx: Tx, tenantId: string, input: { scope: Scope; description: string | null; expiresAt: Date | null }, actorTenantId: string): Promise<NewKey> {
+  private async insertKey(
+    tx: Tx,
+    tenantId: string,
+    input: { scope: Scope; description: string | null; expiresAt: Date | null },
+    actorTenantId: string,
+  ): Promise<NewKey> {
     const { keyId, apiKey } = newApiKey();
     const [row] = await tx
       .insert(apiKeys)
-      .values({ keyId, tenantId, keyHash: hashApiKey(apiKey), scope: input.scope, description: input.description, expiresAt: input.expiresAt })
+      .values({
+        keyId,
+        tenantId,
+        keyHash: hashApiKey(apiKey),
+        scope: input.scope,
+        description: input.description,
+        expiresAt: input.expiresAt,
+      })
       .returning();
     if (!row) throw new Error('key insert returned nothing');
     const key: NewKey = {
@@ -355,7 +487,15 @@ export class TenantStore {
       expires_at: input.expiresAt?.toISOString() ?? null,
       created_at: row.createdAt.toISOString(),
     };
-    await this.emit(tx, newEvent('key.created', tenantId, { key_id: keyId, scope: input.scope, expires_at: key.expires_at, actor_tenant_id: actorTenantId }));
+    await this.emit(
+      tx,
+      newEvent('key.created', tenantId, {
+        key_id: keyId,
+        scope: input.scope,
+        expires_at: key.expires_at,
+        actor_tenant_id: actorTenantId,
+      }),
+    );
     return key;
   }
 

@@ -42,7 +42,15 @@ const columns = {
 export class UploadSessionStore {
   constructor(private readonly db: Database) {}
 
-  async create(row: { uploadId: string; tenantId: string; blobKey: string; filename?: string; declaredSize: number; contentType?: string; ttlSeconds: number }): Promise<UploadSessionRow> {
+  async create(row: {
+    uploadId: string;
+    tenantId: string;
+    blobKey: string;
+    filename?: string;
+    declaredSize: number;
+    contentType?: string;
+    ttlSeconds: number;
+  }): Promise<UploadSessionRow> {
     return withTenant(this.db, row.tenantId, async (tx) => {
       const [created] = await tx
         .insert(uploadSessions)
@@ -69,12 +77,23 @@ export class UploadSessionStore {
   }
 
   /** Moves the session from one state to another if it is still in `from` and unexpired; false when it was not. */
-  async transition(uploadId: string, from: UploadState[], to: UploadState, received?: { size: number; sha256: string }): Promise<boolean> {
+  async transition(
+    uploadId: string,
+    from: UploadState[],
+    to: UploadState,
+    received?: { size: number; sha256: string },
+  ): Promise<boolean> {
     return withRlsSettings(this.db, { 'cairn.upload_id': uploadId }, async (tx) => {
       const moved = await tx
         .update(uploadSessions)
         .set({ state: to, ...(received ? { size: received.size, sha256: received.sha256 } : {}) })
-        .where(and(eq(uploadSessions.uploadId, uploadId), inArray(uploadSessions.state, from), sql`${uploadSessions.expiresAt} > now()`))
+        .where(
+          and(
+            eq(uploadSessions.uploadId, uploadId),
+            inArray(uploadSessions.state, from),
+            sql`${uploadSessions.expiresAt} > now()`,
+          ),
+        )
         .returning({ id: uploadSessions.uploadId });
       return moved.length > 0;
     });
@@ -83,7 +102,10 @@ export class UploadSessionStore {
   /** The tenant's own session (null for none, or another tenant's). */
   async forTenant(tenantId: string, uploadId: string): Promise<UploadSessionRow | null> {
     return withTenant(this.db, tenantId, async (tx) => {
-      const [row] = await tx.select(columns).from(uploadSessions).where(and(eq(uploadSessions.uploadId, uploadId), eq(uploadSessions.tenantId, tenantId)));
+      const [row] = await tx
+        .select(columns)
+        .from(uploadSessions)
+        .where(and(eq(uploadSessions.uploadId, uploadId), eq(uploadSessions.tenantId, tenantId)));
       return (row as UploadSessionRow | undefined) ?? null;
     });
   }
@@ -99,10 +121,24 @@ export class UploadSessionStore {
       const due = await tx
         .select({ uploadId: uploadSessions.uploadId, blobKey: uploadSessions.blobKey })
         .from(uploadSessions)
-        .where(and(inArray(uploadSessions.state, ['pending', 'receiving', 'uploaded']), lt(uploadSessions.expiresAt, sql`now()`)))
+        .where(
+          and(
+            inArray(uploadSessions.state, ['pending', 'receiving', 'uploaded']),
+            lt(uploadSessions.expiresAt, sql`now()`),
+          ),
+        )
         .limit(batch)
         .for('update', { skipLocked: true });
-      if (due.length > 0) await tx.update(uploadSessions).set({ state: 'expired' }).where(inArray(uploadSessions.uploadId, due.map((d) => d.uploadId)));
+      if (due.length > 0)
+        await tx
+          .update(uploadSessions)
+          .set({ state: 'expired' })
+          .where(
+            inArray(
+              uploadSessions.uploadId,
+              due.map((d) => d.uploadId),
+            ),
+          );
       await tx.delete(uploadSessions).where(lt(uploadSessions.expiresAt, sql`now() - ${ROW_GRACE}::interval`));
       return due.map((d) => d.blobKey);
     });

@@ -25,18 +25,28 @@ export function remoteKeyBackend(options: RemoteSignerOptions): KeyBackend {
   return {
     kind: 'remote',
     sign: async (tbs: Buffer) => {
-      const body = Buffer.from(JSON.stringify({ credential_id: options.credentialId, alg: 'ES256', to_be_signed: tbs.toString('base64') }));
+      const body = Buffer.from(
+        JSON.stringify({ credential_id: options.credentialId, alg: 'ES256', to_be_signed: tbs.toString('base64') }),
+      );
       const timestamp = String(Math.floor(Date.now() / 1000));
       const mac = createHmac('sha256', options.hmacSecret).update(`${timestamp}.`).update(body).digest('hex');
       const answer = await boundedRequest(options.url, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Cairn-Timestamp': timestamp, 'Cairn-Signature': `sha256=${mac}` },
+        headers: {
+          'Content-Type': 'application/json',
+          'Cairn-Timestamp': timestamp,
+          'Cairn-Signature': `sha256=${mac}`,
+        },
         body,
         timeoutMs: options.timeoutMs,
         maxBytes: MAX_ANSWER_BYTES,
         policy: options.policy,
       });
-      const refuse = (why: string) => new CairnError('cairn.signer.unavailable', `The tenant's signing endpoint could not sign (${why}); retry later.`);
+      const refuse = (why: string) =>
+        new CairnError(
+          'cairn.signer.unavailable',
+          `The tenant's signing endpoint could not sign (${why}); retry later.`,
+        );
       if (!answer.ok) throw refuse(answer.error);
       if (answer.status !== 200) throw refuse(`it answered HTTP ${answer.status}`);
       let signature: Buffer;

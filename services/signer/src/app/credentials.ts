@@ -22,7 +22,8 @@ export interface RegisteredCredential {
   hmacSecret: string;
 }
 
-const invalid = (message: string, path: string) => new CairnError('cairn.validation.invalid_body', message, { errors: [{ path, message }] });
+const invalid = (message: string, path: string) =>
+  new CairnError('cairn.validation.invalid_body', message, { errors: [{ path, message }] });
 
 /** The endpoint a tenant names: http(s), no credentials in it, and (after DNS) no address the policy refuses. */
 async function checkEndpoint(raw: string, policy: DestinationPolicy): Promise<string> {
@@ -33,14 +34,16 @@ async function checkEndpoint(raw: string, policy: DestinationPolicy): Promise<st
     throw invalid('endpoint_url must be an absolute URL.', 'endpoint_url');
   }
   if (raw.length > 2048) throw invalid('endpoint_url must be at most 2048 characters.', 'endpoint_url');
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && !policy.httpsOnly)) throw invalid('endpoint_url must use https.', 'endpoint_url');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && !policy.httpsOnly))
+    throw invalid('endpoint_url must use https.', 'endpoint_url');
   if (url.username || url.password) throw invalid('endpoint_url must not carry credentials.', 'endpoint_url');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const addresses = await lookup(host, { all: true, verbatim: true }).catch(() => []);
   if (addresses.length === 0) throw invalid(`endpoint_url host "${host}" does not resolve.`, 'endpoint_url');
   for (const { address } of addresses) {
     const reason = refusedReason(address, policy);
-    if (reason) throw invalid(`endpoint_url resolves to a ${reason} address, which Cairn may not call.`, 'endpoint_url');
+    if (reason)
+      throw invalid(`endpoint_url resolves to a ${reason} address, which Cairn may not call.`, 'endpoint_url');
   }
   return url.toString();
 }
@@ -49,7 +52,10 @@ async function checkEndpoint(raw: string, policy: DestinationPolicy): Promise<st
 export class Credentials {
   constructor(private readonly deps: CredentialDeps) {}
 
-  async register(tenantId: string, input: { chainPem: string; endpointUrl: string; description: string }): Promise<RegisteredCredential> {
+  async register(
+    tenantId: string,
+    input: { chainPem: string; endpointUrl: string; description: string },
+  ): Promise<RegisteredCredential> {
     const chain = checkCredentialChain(input.chainPem);
     if (typeof chain === 'string') throw invalid(`${chain}.`, 'certificate_chain_pem');
     const endpointUrl = await checkEndpoint(input.endpointUrl, this.deps.policy);
@@ -79,8 +85,16 @@ export class Credentials {
   /** The signing key of a sign that names this credential: the tenant's chain, its endpoint as the backend. */
   async activeKey(tenantId: string, credentialId: string): Promise<ActiveSigningKey> {
     const row = await this.deps.store.get(tenantId, credentialId);
-    if (!row) throw new CairnError('cairn.sign.invalid_recipe', `Signing credential ${credentialId} not found for this tenant.`);
-    if (row.notAfter.getTime() < Date.now()) throw new CairnError('cairn.sign.invalid_recipe', `Signing credential ${credentialId} expired on ${row.notAfter.toISOString()}; register a new one.`);
+    if (!row)
+      throw new CairnError(
+        'cairn.sign.invalid_recipe',
+        `Signing credential ${credentialId} not found for this tenant.`,
+      );
+    if (row.notAfter.getTime() < Date.now())
+      throw new CairnError(
+        'cairn.sign.invalid_recipe',
+        `Signing credential ${credentialId} expired on ${row.notAfter.toISOString()}; register a new one.`,
+      );
     const leaf = new X509Certificate(row.chainPem[0]!);
     return {
       serialHex: leaf.serialNumber.toLowerCase(),

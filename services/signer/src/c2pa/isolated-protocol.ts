@@ -24,7 +24,14 @@ export interface SignCall {
 export function isSignTask(value: unknown): value is SignTask {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Partial<SignTask>;
-  return v.type === 'c2pa-sign' && typeof v.input === 'object' && v.input !== null && v.input.asset instanceof Uint8Array && typeof v.signer === 'object' && Array.isArray(v.signer?.chainPem);
+  return (
+    v.type === 'c2pa-sign' &&
+    typeof v.input === 'object' &&
+    v.input !== null &&
+    v.input.asset instanceof Uint8Array &&
+    typeof v.signer === 'object' &&
+    Array.isArray(v.signer?.chainPem)
+  );
 }
 
 export function isSignCall(value: unknown): value is SignCall {

@@ -4,7 +4,14 @@
 //   - the key backend failed (here, answering the child)    → its own CairnError (503 cairn.signer.unavailable)
 //   - the child died or overran its budget                  → 503 cairn.sign.worker_failed; the signer stays up
 import { CairnError } from '@cairn/errors';
-import { asBuffer, TaskFailedError, WorkerCrashedError, WorkerPool, WorkerTimeoutError, WorkerUnavailableError } from '@cairn/isolate';
+import {
+  asBuffer,
+  TaskFailedError,
+  WorkerCrashedError,
+  WorkerPool,
+  WorkerTimeoutError,
+  WorkerUnavailableError,
+} from '@cairn/isolate';
 import type { ActiveSigningKey } from '../pki/keys.js';
 import { C2paSignError } from './sign.js';
 import { isSignCall, isSignTaskResult, type SignTask } from './isolated-protocol.js';
@@ -29,14 +36,28 @@ export class IsolatedC2pa {
   readonly pool: WorkerPool;
 
   constructor(options: IsolatedC2paOptions) {
-    this.pool = new WorkerPool({ name: 'c2pa-sign', entry: options.entry ?? defaultEntry(), size: options.size, timeoutMs: options.timeoutMs, maxOldSpaceMb: options.maxOldSpaceMb });
+    this.pool = new WorkerPool({
+      name: 'c2pa-sign',
+      entry: options.entry ?? defaultEntry(),
+      size: options.size,
+      timeoutMs: options.timeoutMs,
+      maxOldSpaceMb: options.maxOldSpaceMb,
+    });
   }
 
-  async buildAndSign(input: Omit<BuildAndSignInput, 'signer'>, key: ActiveSigningKey, options: { tsaUrl?: string; reserveSize?: number } = {}): Promise<BuildAndSignResult> {
+  async buildAndSign(
+    input: Omit<BuildAndSignInput, 'signer'>,
+    key: ActiveSigningKey,
+    options: { tsaUrl?: string; reserveSize?: number } = {},
+  ): Promise<BuildAndSignResult> {
     const task: SignTask = {
       type: 'c2pa-sign',
       input,
-      signer: { chainPem: [...key.chainPem], reserveSize: options.reserveSize ?? DEFAULT_RESERVE_SIZE, ...(options.tsaUrl ? { tsaUrl: options.tsaUrl } : {}) },
+      signer: {
+        chainPem: [...key.chainPem],
+        reserveSize: options.reserveSize ?? DEFAULT_RESERVE_SIZE,
+        ...(options.tsaUrl ? { tsaUrl: options.tsaUrl } : {}),
+      },
     };
     // c2pa-rs replaces an error thrown by the signing callback with its own; the backend's is kept to answer 503.
     let backendFailure: unknown;
@@ -57,13 +78,28 @@ export class IsolatedC2pa {
       if (backendFailure instanceof CairnError) throw backendFailure;
       if (error instanceof TaskFailedError) throw new C2paSignError(error.message, { cause: error });
       if (error instanceof WorkerCrashedError || error instanceof WorkerTimeoutError) {
-        throw new CairnError('cairn.sign.worker_failed', 'The signing worker failed on this file (it crashed or ran out of its time budget); the service is up. Retry once; if it fails again, the file cannot be signed.', {}, { cause: error });
+        throw new CairnError(
+          'cairn.sign.worker_failed',
+          'The signing worker failed on this file (it crashed or ran out of its time budget); the service is up. Retry once; if it fails again, the file cannot be signed.',
+          {},
+          { cause: error },
+        );
       }
-      if (error instanceof WorkerUnavailableError) throw new CairnError('cairn.unavailable', 'The signing workers cannot start; retry later.', {}, { cause: error });
+      if (error instanceof WorkerUnavailableError)
+        throw new CairnError(
+          'cairn.unavailable',
+          'The signing workers cannot start; retry later.',
+          {},
+          { cause: error },
+        );
       throw error;
     }
     if (!isSignTaskResult(value)) throw new C2paSignError('the C2PA child answered no signed asset');
-    return { signed: asBuffer(value.signed), manifestStore: asBuffer(value.manifestStore), manifestLabel: value.manifestLabel };
+    return {
+      signed: asBuffer(value.signed),
+      manifestStore: asBuffer(value.manifestStore),
+      manifestLabel: value.manifestLabel,
+    };
   }
 
   close(): Promise<void> {

@@ -120,7 +120,10 @@ export function buildManifestPlan(input: BuildAndSignInput): ManifestPlan {
   }
 
   if (input.record) {
-    assertions.push({ label: RECORD_ASSERTION, data: { asset_id: input.record.assetId, manifest_id: input.record.manifestId } });
+    assertions.push({
+      label: RECORD_ASSERTION,
+      data: { asset_id: input.record.assetId, manifest_id: input.record.manifestId },
+    });
   }
 
   const definition: ManifestDefinition = {

@@ -27,7 +27,9 @@ serveTasks(
       ...input,
       asset: asBuffer(input.asset),
       signer,
-      ...(input.thumbnail ? { thumbnail: { bytes: asBuffer(input.thumbnail.bytes), mimeType: input.thumbnail.mimeType } } : {}),
+      ...(input.thumbnail
+        ? { thumbnail: { bytes: asBuffer(input.thumbnail.bytes), mimeType: input.thumbnail.mimeType } }
+        : {}),
     });
     return { signed: result.signed, manifestStore: result.manifestStore, manifestLabel: result.manifestLabel };
   },

@@ -7,7 +7,13 @@ import { Builder, CallbackSigner, type LocalSigner } from '@contentauth/c2pa-nod
 import { buildManifestPlan, type ManifestDefinition } from './manifest-definition.js';
 import { activeManifestLabel } from './manifest-label.js';
 import { THUMBNAIL_RESOURCE_ID } from './labels.js';
-import { isEmbeddableMimeType, isSidecarMimeType, type BuildAndSignInput, type BuildAndSignResult, type C2paSigner } from './types.js';
+import {
+  isEmbeddableMimeType,
+  isSidecarMimeType,
+  type BuildAndSignInput,
+  type BuildAndSignResult,
+  type C2paSigner,
+} from './types.js';
 
 /**
  * c2pa-rs settings for every Cairn signature. The thumbnail is off because c2pa-rs decoding and re-encoding
@@ -53,7 +59,12 @@ function asCallbackSigner(local: LocalSigner): CallbackSigner {
   );
 }
 
-async function runSign(builder: Builder, signer: C2paSigner, asset: Buffer, mimeType: string): Promise<{ signed: Buffer; manifestStore: Buffer }> {
+async function runSign(
+  builder: Builder,
+  signer: C2paSigner,
+  asset: Buffer,
+  mimeType: string,
+): Promise<{ signed: Buffer; manifestStore: Buffer }> {
   const destination: DestinationBuffer = { buffer: null };
   const callbackSigner = signer instanceof CallbackSigner ? signer : asCallbackSigner(signer);
   const manifestStore = await builder.signAsync(callbackSigner, { buffer: asset, mimeType }, destination);
@@ -81,7 +92,10 @@ export async function buildAndSign(input: BuildAndSignInput): Promise<BuildAndSi
     // No handler embeds into these: c2pa-rs then binds the whole asset with a data hash and returns the store alone.
     if (sidecar) builder.setNoEmbed(true);
     if (input.thumbnail) {
-      await builder.addResource(THUMBNAIL_RESOURCE_ID, { buffer: input.thumbnail.bytes, mimeType: input.thumbnail.mimeType });
+      await builder.addResource(THUMBNAIL_RESOURCE_ID, {
+        buffer: input.thumbnail.bytes,
+        mimeType: input.thumbnail.mimeType,
+      });
     }
     result = await runSign(builder, input.signer, input.asset, input.mimeType);
   } catch (error) {

@@ -36,7 +36,11 @@ const EMBEDDABLE = new Set<string>(EMBEDDABLE_MIME_TYPES);
  * MIME types signed with a sidecar manifest (c2pa-rs "no embed", `c2pa.hash.data` over all the bytes; docs/design.md:
  * text generation events bound to the UTF-8 bytes, OGG and WebM). One list, in @cairn/media, for signer and verifier.
  */
-export { SIDECAR_MEDIA_TYPES as SIDECAR_MIME_TYPES, isSidecarMediaType as isSidecarMimeType, type SidecarMediaType as SidecarMimeType } from '@cairn/media';
+export {
+  SIDECAR_MEDIA_TYPES as SIDECAR_MIME_TYPES,
+  isSidecarMediaType as isSidecarMimeType,
+  type SidecarMediaType as SidecarMimeType,
+} from '@cairn/media';
 export type SignableMimeType = EmbeddableMimeType | SidecarMediaType;
 
 /** Narrows a sniffed MIME type to one buildAndSign embeds into. */

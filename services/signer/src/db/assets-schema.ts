@@ -33,12 +33,21 @@ export const assets = signer.table(
   },
   (t) => [
     index('assets_tenant_created_idx').on(t.tenantId, t.createdAt),
-    index('assets_expiry_idx').on(t.expiresAt).where(sql`${t.deletedAt} is null`),
+    index('assets_expiry_idx')
+      .on(t.expiresAt)
+      .where(sql`${t.deletedAt} is null`),
     index('assets_content_idx').on(t.contentSha256),
-    pgPolicy('assets_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('assets_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
     pgPolicy('assets_by_id', { for: 'select', using: sql`${t.assetId} = current_setting('cairn.asset_id', true)` }),
     // The verifier may find the asset whose signed file is exactly these bytes (a sidecar-signed upload).
-    pgPolicy('assets_by_content', { for: 'select', using: sql`${t.contentSha256} = current_setting('cairn.content_sha256', true)` }),
+    pgPolicy('assets_by_content', {
+      for: 'select',
+      using: sql`${t.contentSha256} = current_setting('cairn.content_sha256', true)`,
+    }),
     pgPolicy('assets_expiry_sweep', {
       for: 'all',
       using: sql`current_setting('cairn.system', true) = 'asset-expiry' and ${t.expiresAt} < now()`,
@@ -60,10 +69,20 @@ export const manifests = signer.table(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    pgPolicy('manifests_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
-    pgPolicy('manifests_by_id', { for: 'select', using: sql`${t.manifestId} = current_setting('cairn.manifest_id', true)` }),
+    pgPolicy('manifests_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
+    pgPolicy('manifests_by_id', {
+      for: 'select',
+      using: sql`${t.manifestId} = current_setting('cairn.manifest_id', true)`,
+    }),
     // The C2PA manifest label (urn:c2pa:…) names the same public manifest (Soft Binding Resolution API 2.4).
-    pgPolicy('manifests_by_label', { for: 'select', using: sql`${t.label} = current_setting('cairn.manifest_label', true)` }),
+    pgPolicy('manifests_by_label', {
+      for: 'select',
+      using: sql`${t.label} = current_setting('cairn.manifest_label', true)`,
+    }),
     index('manifests_label_idx').on(t.label),
   ],
 );
@@ -84,6 +103,10 @@ export const jobs = signer.table(
   },
   (t) => [
     index('jobs_tenant_created_idx').on(t.tenantId, t.createdAt),
-    pgPolicy('jobs_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('jobs_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
   ],
 );

@@ -60,7 +60,9 @@ export const certificates = signer.table(
     ),
     check('certificates_revoked_check', sql`(${t.status} = 'revoked') = (${t.revokedAt} is not null)`),
     check('certificates_issuer_check', sql`(${t.role} = 'root') = (${t.issuerSerial} is null)`),
-    uniqueIndex('certificates_one_active_per_role').on(t.role).where(sql`${t.status} = 'active'`),
+    uniqueIndex('certificates_one_active_per_role')
+      .on(t.role)
+      .where(sql`${t.status} = 'active'`),
     index('certificates_role_status_idx').on(t.role, t.status),
   ],
 );

@@ -26,12 +26,19 @@ export function checkCredentialChain(bundle: string, now = new Date()): CheckedC
   const leaf = certs[0]!;
   if (leaf.ca) return 'the first certificate must be the signing (leaf) certificate, not a CA';
   const key = leaf.publicKey;
-  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') return 'the leaf key must be EC P-256 (signatures are ES256)';
-  if (new Date(leaf.validFrom) > now || new Date(leaf.validTo) < now) return `the leaf certificate is not valid now (${leaf.validFrom} – ${leaf.validTo})`;
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
+    return 'the leaf key must be EC P-256 (signatures are ES256)';
+  if (new Date(leaf.validFrom) > now || new Date(leaf.validTo) < now)
+    return `the leaf certificate is not valid now (${leaf.validFrom} – ${leaf.validTo})`;
   for (let i = 0; i + 1 < certs.length; i++) {
     const child = certs[i]!;
     const issuer = certs[i + 1]!;
-    if (!child.checkIssued(issuer) || !child.verify(issuer.publicKey)) return `certificate ${i + 1} is not issued by certificate ${i + 2}`;
+    if (!child.checkIssued(issuer) || !child.verify(issuer.publicKey))
+      return `certificate ${i + 1} is not issued by certificate ${i + 2}`;
   }
-  return { chainPem: pems.map((p) => `${p}\n`), subject: leaf.subject.replace(/\n/g, ', '), notAfter: new Date(leaf.validTo) };
+  return {
+    chainPem: pems.map((p) => `${p}\n`),
+    subject: leaf.subject.replace(/\n/g, ', '),
+    notAfter: new Date(leaf.validTo),
+  };
 }

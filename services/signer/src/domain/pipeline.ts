@@ -10,7 +10,14 @@ import type { ServiceClient } from '@cairn/rpc';
 import type { Logger } from '@cairn/logging';
 import type { Outbox } from '@cairn/runtime';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { buildAndSign, C2paInputError, C2paSignError, isEmbeddableMimeType, isSidecarMimeType, type SignableMimeType } from '../c2pa/index.js';
+import {
+  buildAndSign,
+  C2paInputError,
+  C2paSignError,
+  isEmbeddableMimeType,
+  isSidecarMimeType,
+  type SignableMimeType,
+} from '../c2pa/index.js';
 import type { IsolatedC2pa } from '../c2pa/isolated.js';
 import { c2paSignerFailure, createC2paSigner, type CertificateAuthority } from '../pki/index.js';
 import type { Credentials } from '../app/credentials.js';
@@ -21,7 +28,9 @@ import { parseSignMetadata } from './metadata.js';
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 export type SignRequest = signerV1.SignRequest;
-export type SignResult = Omit<signerV1.SignResponse, '$typeName' | '$unknown' | 'anchor'> & { anchor?: { batchId: string; status: string } };
+export type SignResult = Omit<signerV1.SignResponse, '$typeName' | '$unknown' | 'anchor'> & {
+  anchor?: { batchId: string; status: string };
+};
 
 export interface PipelineDeps {
   db: Database;
@@ -77,12 +86,19 @@ const AS_UPLOADED_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg
  * (a truncated or mislabelled file), so that is a 400, never a 500. A key backend's failure reaches here as its
  * own error (503), not as a C2paSignError.
  */
-async function signAsUploaded<T>(upload: Buffer, mimeType: SignableMimeType, sign: (input: { asset: Buffer; mimeType: SignableMimeType }) => Promise<T>): Promise<T> {
+async function signAsUploaded<T>(
+  upload: Buffer,
+  mimeType: SignableMimeType,
+  sign: (input: { asset: Buffer; mimeType: SignableMimeType }) => Promise<T>,
+): Promise<T> {
   try {
     return await sign({ asset: upload, mimeType });
   } catch (error) {
     if (error instanceof C2paInputError || error instanceof C2paSignError) {
-      throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mimeType} but its container cannot be read (${error.message}).`);
+      throw new CairnError(
+        'cairn.sign.unsupported_mime',
+        `The file looks like ${mimeType} but its container cannot be read (${error.message}).`,
+      );
     }
     throw error;
   }
@@ -91,12 +107,19 @@ const DAY_MS = 86_400_000;
 
 function signerNameOf(certificatePem: string): string {
   const subject = new X509Certificate(certificatePem).subject;
-  const field = (name: string) => subject.split('\n').find((l) => l.startsWith(`${name}=`))?.slice(name.length + 1);
+  const field = (name: string) =>
+    subject
+      .split('\n')
+      .find((l) => l.startsWith(`${name}=`))
+      ?.slice(name.length + 1);
   return [field('O'), field('CN')].filter(Boolean).join(' — ') || subject;
 }
 
 function noCredentials(): never {
-  throw new CairnError('cairn.sign.invalid_recipe', 'Signing with a tenant credential is not available on this signer.');
+  throw new CairnError(
+    'cairn.sign.invalid_recipe',
+    'Signing with a tenant credential is not available on this signer.',
+  );
 }
 
 /**
@@ -104,7 +127,11 @@ function noCredentials(): never {
  * made from them, the result encoded once and signed once. Everything is recorded, with its events, in one
  * transaction after the blobs are written, so a failure leaves no half-signed asset behind.
  */
-export async function signAsset(deps: PipelineDeps, request: SignRequest, onCommitted?: (tx: Tx, result: SignResult) => Promise<void>): Promise<SignResult> {
+export async function signAsset(
+  deps: PipelineDeps,
+  request: SignRequest,
+  onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
+): Promise<SignResult> {
   const recipe = request.recipe;
   if (!recipe) throw new CairnError('cairn.sign.invalid_recipe', 'The recipe is missing.');
   const metadata = parseSignMetadata(request.metadata);
@@ -151,9 +178,18 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
 
   if (sniffed.modality === 'text') {
     // A text generation event: the UTF-8 bytes are kept as they are and bound by a sidecar manifest.
-    if (!isSidecarMimeType(sniffed.mediaType)) throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.mediaType} is not available; plain UTF-8 text is.`);
-    if (upload.length > MAX_TEXT_BYTES) throw new CairnError('cairn.validation.invalid_body', `Text to sign is at most ${MAX_TEXT_BYTES / 1024 / 1024} MiB (this is ${upload.length} bytes).`);
-    if (!isWellFormedUtf8(upload)) throw new CairnError('cairn.sign.unsupported_mime', 'The text is not valid UTF-8; send UTF-8 text.');
+    if (!isSidecarMimeType(sniffed.mediaType))
+      throw new CairnError(
+        'cairn.sign.unsupported_mime',
+        `Signing ${sniffed.mediaType} is not available; plain UTF-8 text is.`,
+      );
+    if (upload.length > MAX_TEXT_BYTES)
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `Text to sign is at most ${MAX_TEXT_BYTES / 1024 / 1024} MiB (this is ${upload.length} bytes).`,
+      );
+    if (!isWellFormedUtf8(upload))
+      throw new CairnError('cairn.sign.unsupported_mime', 'The text is not valid UTF-8; send UTF-8 text.');
     signed = await sign({ asset: upload, mimeType: sniffed.mediaType });
   } else if (sniffed.modality === 'audio' || sniffed.modality === 'video') {
     // Audio and video are signed in their own container: the manifest is embedded in it, or, for OGG and WebM,
@@ -161,16 +197,23 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     // (video has none yet).
     const mimeType = sniffed.mediaType;
     if (!(AS_UPLOADED_TYPES.has(mimeType) && isEmbeddableMimeType(mimeType)) && !isSidecarMimeType(mimeType)) {
-      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${mimeType} is not available; WAV, MP3, FLAC, OGG, MP4 and WebM are.`);
+      throw new CairnError(
+        'cairn.sign.unsupported_mime',
+        `Signing ${mimeType} is not available; WAV, MP3, FLAC, OGG, MP4 and WebM are.`,
+      );
     }
     if (sniffed.modality === 'audio' && recipe.watermark) {
       // The watermark service decodes the upload (under its own limits), marks it with a key that never leaves
       // it, and answers the file re-encoded in the same container and quality; that file is what gets signed.
       const watermarkId = newId('watermark');
       const marked = await timed(deps, 'watermark', () =>
-        deps.watermark.embedAudio({ tenantId: request.tenantId, watermarkId, assetId, encoded: upload }, { deadlineMs: 120_000 }),
+        deps.watermark.embedAudio(
+          { tenantId: request.tenantId, watermarkId, assetId, encoded: upload },
+          { deadlineMs: 120_000 },
+        ),
       );
-      if (marked.encoded.length === 0 || marked.mediaType !== mimeType) throw new CairnError('cairn.internal_error', 'The watermark service returned no audio in the upload’s format.');
+      if (marked.encoded.length === 0 || marked.mediaType !== mimeType)
+        throw new CairnError('cairn.internal_error', 'The watermark service returned no audio in the upload’s format.');
       watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
       signed = await signAsUploaded(Buffer.from(marked.encoded), mimeType, sign);
     } else {
@@ -178,23 +221,38 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     }
   } else {
     if (!IMAGE_TYPES.has(sniffed.mediaType)) {
-      throw new CairnError('cairn.sign.unsupported_mime', `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC), video (MP4) and text are.`);
+      throw new CairnError(
+        'cairn.sign.unsupported_mime',
+        `Signing ${sniffed.modality} is not available yet on this deployment; images (JPEG, PNG, WebP), audio (WAV, MP3, FLAC), video (MP4) and text are.`,
+      );
     }
     const mediaType = sniffed.mediaType as ImageMediaType;
-    if (!probe?.width || !probe.height) throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
+    if (!probe?.width || !probe.height)
+      throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
     if (Math.min(probe.width, probe.height) < MIN_IMAGE_SIDE) {
-      throw new CairnError('cairn.validation.invalid_body', `Images must be at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} pixels to carry a watermark (this one is ${probe.width}×${probe.height}).`);
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `Images must be at least ${MIN_IMAGE_SIDE}×${MIN_IMAGE_SIDE} pixels to carry a watermark (this one is ${probe.width}×${probe.height}).`,
+      );
     }
     if (recipe.watermark) {
       // The watermark service decodes the upload once (under its own limits), marks it with a key that never
       // leaves it, and answers the file encoded once plus the thumbnail: no raw pixels cross the wire.
       const watermarkId = newId('watermark');
       const marked = await timed(deps, 'watermark', () =>
-        deps.watermark.embedImage({ tenantId: request.tenantId, watermarkId, assetId, encoded: upload }, { deadlineMs: 60_000 }),
+        deps.watermark.embedImage(
+          { tenantId: request.tenantId, watermarkId, assetId, encoded: upload },
+          { deadlineMs: 60_000 },
+        ),
       );
-      if (marked.encoded.length === 0 || marked.thumbnail.length === 0) throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
+      if (marked.encoded.length === 0 || marked.thumbnail.length === 0)
+        throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
       watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
-      signed = await sign({ asset: Buffer.from(marked.encoded), mimeType: mediaType, thumbnail: Buffer.from(marked.thumbnail) });
+      signed = await sign({
+        asset: Buffer.from(marked.encoded),
+        mimeType: mediaType,
+        thumbnail: Buffer.from(marked.thumbnail),
+      });
     } else {
       let image;
       try {
@@ -203,7 +261,9 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
         throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${mediaType} but cannot be decoded.`);
       }
       const plain = image;
-      const [encoded, thumbnail] = await timed(deps, 'encode', () => Promise.all([encodeImage(plain, mediaType), makeThumbnail(plain)]));
+      const [encoded, thumbnail] = await timed(deps, 'encode', () =>
+        Promise.all([encodeImage(plain, mediaType), makeThumbnail(plain)]),
+      );
       signed = await sign({ asset: encoded, mimeType: mediaType, thumbnail });
     }
   }
@@ -212,7 +272,10 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
   const assetKey = `${request.tenantId}/assets/${assetId}.${sniffed.extension}`;
   const manifestKey = `manifests/${manifestId}.c2pa`;
   const [stored] = await timed(deps, 'store', () =>
-    Promise.all([deps.blobs.put(assetKey, signed.signed, { contentType: mediaType }), deps.blobs.put(manifestKey, signed.manifestStore, { contentType: 'application/c2pa' })]),
+    Promise.all([
+      deps.blobs.put(assetKey, signed.signed, { contentType: mediaType }),
+      deps.blobs.put(manifestKey, signed.manifestStore, { contentType: 'application/c2pa' }),
+    ]),
   );
 
   // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
@@ -241,48 +304,72 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
     if (anchor) result.anchor = anchor;
   }
   try {
-    await timed(deps, 'record', () => withTenant(deps.db, request.tenantId, async (tx) => {
-      await deps.store.insertSigned(
-        tx,
-        {
-          assetId,
-          tenantId: request.tenantId,
-          recipeId: recipe.recipeId,
-          mediaType,
-          sizeBytes: stored.size,
-          contentSha256: stored.sha256,
-          uploadSha256: createHash('sha256').update(upload).digest('hex'),
-          watermarkId: watermark?.id ?? null,
-          watermarkPayload: watermark?.payloadHex ?? null,
-          manifestId,
-          blobKey: assetKey,
-          metadata: { ...metadata },
-          signerName,
-          certificateSerial: active.serialHex,
-          createdAt,
-          expiresAt,
-        },
-        { manifestId, assetId, tenantId: request.tenantId, blobKey: manifestKey, label: signed.manifestLabel, sizeBytes: signed.manifestStore.length, createdAt },
-      );
-      const common = { asset_id: assetId, manifest_id: manifestId, recipe_id: recipe.recipeId, media_type: mediaType, 'billing.meter': recipe.meter };
-      await deps.outbox.enqueue(
-        tx,
-        newEvent('asset.signed', request.tenantId, {
-          ...common,
-          watermark_id: watermark?.id ?? null,
-          watermark_payload: watermark?.payloadHex ?? null,
-          manifest_uri: result.manifestUri,
-          verifier_url: result.verifierUrl,
-          content_sha256: stored.sha256,
-          soft_binding: recipe.softBinding,
-          anchor: recipe.anchor,
-          // The anchor service also consumes this (idempotently), so a digest whose Enqueue call failed is anchored anyway.
-          ...(recipe.anchor ? { manifest_digest: manifestDigest } : {}),
-        }),
-      );
-      await deps.outbox.enqueue(tx, newEvent('manifest.signed', request.tenantId, { manifest_id: manifestId, asset_id: assetId, recipe: recipe.recipeId, status: 'signed' }));
-      if (onCommitted) await onCommitted(tx, result);
-    }));
+    await timed(deps, 'record', () =>
+      withTenant(deps.db, request.tenantId, async (tx) => {
+        await deps.store.insertSigned(
+          tx,
+          {
+            assetId,
+            tenantId: request.tenantId,
+            recipeId: recipe.recipeId,
+            mediaType,
+            sizeBytes: stored.size,
+            contentSha256: stored.sha256,
+            uploadSha256: createHash('sha256').update(upload).digest('hex'),
+            watermarkId: watermark?.id ?? null,
+            watermarkPayload: watermark?.payloadHex ?? null,
+            manifestId,
+            blobKey: assetKey,
+            metadata: { ...metadata },
+            signerName,
+            certificateSerial: active.serialHex,
+            createdAt,
+            expiresAt,
+          },
+          {
+            manifestId,
+            assetId,
+            tenantId: request.tenantId,
+            blobKey: manifestKey,
+            label: signed.manifestLabel,
+            sizeBytes: signed.manifestStore.length,
+            createdAt,
+          },
+        );
+        const common = {
+          asset_id: assetId,
+          manifest_id: manifestId,
+          recipe_id: recipe.recipeId,
+          media_type: mediaType,
+          'billing.meter': recipe.meter,
+        };
+        await deps.outbox.enqueue(
+          tx,
+          newEvent('asset.signed', request.tenantId, {
+            ...common,
+            watermark_id: watermark?.id ?? null,
+            watermark_payload: watermark?.payloadHex ?? null,
+            manifest_uri: result.manifestUri,
+            verifier_url: result.verifierUrl,
+            content_sha256: stored.sha256,
+            soft_binding: recipe.softBinding,
+            anchor: recipe.anchor,
+            // The anchor service also consumes this (idempotently), so a digest whose Enqueue call failed is anchored anyway.
+            ...(recipe.anchor ? { manifest_digest: manifestDigest } : {}),
+          }),
+        );
+        await deps.outbox.enqueue(
+          tx,
+          newEvent('manifest.signed', request.tenantId, {
+            manifest_id: manifestId,
+            asset_id: assetId,
+            recipe: recipe.recipeId,
+            status: 'signed',
+          }),
+        );
+        if (onCommitted) await onCommitted(tx, result);
+      }),
+    );
   } catch (error) {
     // Nothing refers to the blobs if the record did not commit.
     await Promise.allSettled([deps.blobs.delete(assetKey), deps.blobs.delete(manifestKey)]);
@@ -301,12 +388,18 @@ export async function signAsset(deps: PipelineDeps, request: SignRequest, onComm
  * the result carries no `anchor` and a warning is logged; the asset.signed event (with the digest) still reaches
  * the anchor service, which enqueues it then, so the manifest is anchored all the same.
  */
-async function enqueueAnchor(deps: PipelineDeps, input: { tenantId: string; assetId: string; manifestId: string; manifestDigest: string }): Promise<{ batchId: string; status: string } | undefined> {
+async function enqueueAnchor(
+  deps: PipelineDeps,
+  input: { tenantId: string; assetId: string; manifestId: string; manifestDigest: string },
+): Promise<{ batchId: string; status: string } | undefined> {
   try {
     const queued = await deps.anchor!.enqueue(input, { deadlineMs: 3000 });
     return { batchId: queued.batchId, status: queued.status };
   } catch (error) {
-    deps.logger?.warn({ err: error, asset_id: input.assetId, manifest_id: input.manifestId }, 'anchor service unavailable; the manifest is anchored from asset.signed instead');
+    deps.logger?.warn(
+      { err: error, asset_id: input.assetId, manifest_id: input.manifestId },
+      'anchor service unavailable; the manifest is anchored from asset.signed instead',
+    );
     return undefined;
   }
 }

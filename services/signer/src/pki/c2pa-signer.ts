@@ -40,7 +40,10 @@ export function c2paSignerFailure(signer: CallbackSigner): CairnError | undefine
   return failure instanceof CairnError ? failure : undefined;
 }
 
-function createTrappingSigner(active: ActiveSigningKey, options: C2paSignerOptions): { signer: CallbackSigner; failure: () => unknown } {
+function createTrappingSigner(
+  active: ActiveSigningKey,
+  options: C2paSignerOptions,
+): { signer: CallbackSigner; failure: () => unknown } {
   let failure: unknown;
   const signer = CallbackSigner.newSigner(
     {
@@ -88,7 +91,10 @@ export async function signWithC2pa(
  * c2pa Reader/Builder settings trusting `trustAnchorsPem` (one or more PEM certificates). Keys must be
  * snake_case: c2pa-node passes the object to c2pa-rs as JSON unchanged and silently ignores camelCase keys.
  */
-export function c2paTrustSettings(trustAnchorsPem: string, extra: { ocspFetch?: boolean } = {}): {
+export function c2paTrustSettings(
+  trustAnchorsPem: string,
+  extra: { ocspFetch?: boolean } = {},
+): {
   trust: { trust_anchors: string };
   verify: { verify_trust: true; ocsp_fetch?: boolean };
 } {

@@ -136,7 +136,10 @@ export async function createIntermediateCertificate(params: {
       // pathLen 0: this CA issues end-entity certificates only.
       new x509.BasicConstraintsExtension(true, 0, true),
       // digitalSignature because this CA signs OCSP responses itself when its delegated responder is missing.
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+        true,
+      ),
       await x509.SubjectKeyIdentifierExtension.create(params.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
     ],

@@ -2,7 +2,13 @@ import { and, asc, eq, inArray, isNull, lte, sql } from 'drizzle-orm';
 import type { Database, Tx } from '@cairn/db';
 import { newEvent, type EventEnvelope } from '@cairn/bus';
 import { CairnError } from '@cairn/errors';
-import { certificates, type CertificateRole, type CertificateRow, type CertificateStatus, type KeyBackendKind } from '../db/pki-schema.js';
+import {
+  certificates,
+  type CertificateRole,
+  type CertificateRow,
+  type CertificateStatus,
+  type KeyBackendKind,
+} from '../db/pki-schema.js';
 import {
   createIntermediateCertificate,
   createOcspResponderCertificate,
@@ -20,7 +26,14 @@ import {
 } from './ca.js';
 import type { PkiSettings } from './config.js';
 import { openPrivateKey, sealPrivateKey } from './envelope.js';
-import { Pkcs11KeyBackend, SoftwareKeyBackend, destroyPkcs11Key, generatePkcs11SigningKey, type ActiveSigningKey, type KeyBackend } from './keys.js';
+import {
+  Pkcs11KeyBackend,
+  SoftwareKeyBackend,
+  destroyPkcs11Key,
+  generatePkcs11SigningKey,
+  type ActiveSigningKey,
+  type KeyBackend,
+} from './keys.js';
 import type { OcspCertStatus, OcspIssuer, OcspResponderDeps } from './ocsp-responder.js';
 import { isRevocationReason, type RevocationReason } from '@cairn/ocsp';
 
@@ -73,12 +86,19 @@ export type RevokeResult =
       /** Set when the revoked certificate was active and no replacement could be issued (signing is then unavailable). */
       readonly replacementError?: string;
     }
-  | { readonly ok: false; readonly error: 'not_found' | 'not_a_signing_certificate' | 'no_active_certificate' | 'invalid_reason' };
+  | {
+      readonly ok: false;
+      readonly error: 'not_found' | 'not_a_signing_certificate' | 'no_active_certificate' | 'invalid_reason';
+    };
 
 /** `rotated` is about the signing certificate; `ocspResponderRenewed` is set when the responder certificate was renewed too. */
 export type RotationResult = (
   | { readonly rotated: true; readonly previous?: CertificateInfo; readonly current: CertificateInfo }
-  | { readonly rotated: false; readonly reason: 'not_due' | 'rotated_elsewhere' | 'would_not_extend' | 'no_ca'; readonly current?: CertificateInfo }
+  | {
+      readonly rotated: false;
+      readonly reason: 'not_due' | 'rotated_elsewhere' | 'would_not_extend' | 'no_ca';
+      readonly current?: CertificateInfo;
+    }
 ) & { readonly ocspResponderRenewed?: CertificateInfo };
 
 const DAY_MS = 86_400_000;
@@ -105,7 +125,12 @@ function info(row: CertificateRow): CertificateInfo {
 }
 
 function unavailable(reason: string, cause?: unknown): CairnError {
-  return new CairnError('cairn.signer.unavailable', 'The signing key is temporarily unavailable; retry later.', {}, { cause: new Error(reason, { cause }) });
+  return new CairnError(
+    'cairn.signer.unavailable',
+    'The signing key is temporarily unavailable; retry later.',
+    {},
+    { cause: new Error(reason, { cause }) },
+  );
 }
 
 /** Key material for a new signing certificate, made before the transaction that certifies it. */
@@ -184,12 +209,21 @@ export class CertificateAuthority {
           ocspResponder = await this.#createOcspResponder(tx, org, intermediate, now);
           created.push('ocsp_responder');
         }
-        return { root: info(root), intermediate: info(intermediate), signing: info(signing), ocspResponder: info(ocspResponder), created };
+        return {
+          root: info(root),
+          intermediate: info(intermediate),
+          signing: info(signing),
+          ocspResponder: info(ocspResponder),
+          created,
+        };
       });
       keep = true;
       if (overview.created.length > 0) {
         this.#invalidate();
-        this.#logger?.info({ created: overview.created, signingSerial: overview.signing.serialHex }, 'signer PKI created');
+        this.#logger?.info(
+          { created: overview.created, signingSerial: overview.signing.serialHex },
+          'signer PKI created',
+        );
       }
       return overview;
     } finally {
@@ -205,7 +239,13 @@ export class CertificateAuthority {
 
   async #createIntermediate(tx: Tx, org: string, root: CertificateRow, now: Date): Promise<CertificateRow> {
     const keys = await generateP256KeyPair();
-    const cert = await createIntermediateCertificate({ org, publicKey: keys.publicKey, issuer: await this.#issuer(root), serialHex: newSerialHex(), now });
+    const cert = await createIntermediateCertificate({
+      org,
+      publicKey: keys.publicKey,
+      issuer: await this.#issuer(root),
+      serialHex: newSerialHex(),
+      now,
+    });
     return this.#insertSoftware(tx, 'intermediate', cert, root.serialHex, keys.privateKey, now);
   }
 
@@ -290,7 +330,11 @@ export class CertificateAuthority {
       return {
         serialHex,
         spki: await exportSpki(keys.publicKey),
-        columns: { keyBackend: 'software', encryptedPrivateKey: sealPrivateKey(this.#settings.kek, serialHex, pkcs8), pkcs11Label: null },
+        columns: {
+          keyBackend: 'software',
+          encryptedPrivateKey: sealPrivateKey(this.#settings.kek, serialHex, pkcs8),
+          pkcs11Label: null,
+        },
         discard: async () => undefined,
       };
     } finally {
@@ -299,7 +343,13 @@ export class CertificateAuthority {
   }
 
   /** Certifies `prepared` under `intermediate` and stores it as the active signing certificate. */
-  async #issueSigning(tx: Tx, org: string, intermediate: CertificateRow, prepared: PreparedSigningKey, now: Date): Promise<CertificateRow> {
+  async #issueSigning(
+    tx: Tx,
+    org: string,
+    intermediate: CertificateRow,
+    prepared: PreparedSigningKey,
+    now: Date,
+  ): Promise<CertificateRow> {
     const sequence = await this.#nextSequence(tx, 'signing');
     const cert = await createSigningCertificate({
       org,
@@ -402,7 +452,9 @@ export class CertificateAuthority {
   async #loadSigningKey(row: CertificateRow): Promise<ActiveSigningKey> {
     let intermediate: CertificateRow | undefined;
     try {
-      [intermediate] = row.issuerSerial ? await this.#db.select().from(certificates).where(eq(certificates.serialHex, row.issuerSerial)) : [];
+      [intermediate] = row.issuerSerial
+        ? await this.#db.select().from(certificates).where(eq(certificates.serialHex, row.issuerSerial))
+        : [];
     } catch (error) {
       throw unavailable('reading the intermediate certificate failed', error);
     }
@@ -418,7 +470,8 @@ export class CertificateAuthority {
 
   #backendFor(row: CertificateRow): KeyBackend {
     if (row.keyBackend === 'pkcs11') {
-      if (!this.#settings.pkcs11 || !row.pkcs11Label) throw unavailable(`certificate ${row.serialHex} needs the PKCS#11 backend, which is not configured`);
+      if (!this.#settings.pkcs11 || !row.pkcs11Label)
+        throw unavailable(`certificate ${row.serialHex} needs the PKCS#11 backend, which is not configured`);
       return new Pkcs11KeyBackend(this.#settings.pkcs11, row.pkcs11Label);
     }
     if (!row.encryptedPrivateKey) throw unavailable(`certificate ${row.serialHex} has no sealed key`);
@@ -449,7 +502,10 @@ export class CertificateAuthority {
     if (!isRevocationReason(reason) || reason === 'removeFromCRL') return { ok: false, error: 'invalid_reason' };
     const [row] =
       target === 'current'
-        ? await this.#db.select().from(certificates).where(and(eq(certificates.role, 'signing'), eq(certificates.status, 'active')))
+        ? await this.#db
+            .select()
+            .from(certificates)
+            .where(and(eq(certificates.role, 'signing'), eq(certificates.status, 'active')))
         : await this.#db.select().from(certificates).where(eq(certificates.serialHex, target.toLowerCase()));
     if (!row) return { ok: false, error: target === 'current' ? 'no_active_certificate' : 'not_found' };
     if (row.role !== 'signing') return { ok: false, error: 'not_a_signing_certificate' };
@@ -463,13 +519,21 @@ export class CertificateAuthority {
       try {
         prepared = await this.#prepareSigningKey();
       } catch (error) {
-        replacementError = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-        this.#logger?.warn({ serial: row.serialHex, err: error }, 'no replacement key for the revoked signing certificate');
+        replacementError =
+          error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+        this.#logger?.warn(
+          { serial: row.serialHex, err: error },
+          'no replacement key for the revoked signing certificate',
+        );
       }
     }
     try {
       const result = await this.#locked(async (tx): Promise<RevokeResult> => {
-        const [current] = await tx.select().from(certificates).where(eq(certificates.serialHex, row.serialHex)).for('update');
+        const [current] = await tx
+          .select()
+          .from(certificates)
+          .where(eq(certificates.serialHex, row.serialHex))
+          .for('update');
         if (!current) return { ok: false, error: 'not_found' };
         if (current.status === 'revoked') return { ok: true, revoked: info(current), alreadyRevoked: true };
         const now = this.#clock();
@@ -480,11 +544,24 @@ export class CertificateAuthority {
           .returning();
         if (!revoked) throw new Error('update returned no row');
         // Stored verdicts of manifests this certificate signed must be recomputed: the fact travels with the commit.
-        await enqueue?.(tx, newEvent('certificate.revoked', 'system', { serial_hex: revoked.serialHex, reason, revoked_at: now.toISOString() }, now));
+        await enqueue?.(
+          tx,
+          newEvent(
+            'certificate.revoked',
+            'system',
+            { serial_hex: revoked.serialHex, reason, revoked_at: now.toISOString() },
+            now,
+          ),
+        );
         if (current.status !== 'active') return { ok: true, revoked: info(revoked), alreadyRevoked: false };
         const { intermediate } = await this.#activeRows(tx);
         if (!prepared || !intermediate) {
-          return { ok: true, revoked: info(revoked), alreadyRevoked: false, replacementError: replacementError ?? 'no active intermediate' };
+          return {
+            ok: true,
+            revoked: info(revoked),
+            alreadyRevoked: false,
+            replacementError: replacementError ?? 'no active intermediate',
+          };
         }
         const replacement = await this.#issueSigning(tx, this.#orgOf(current), intermediate, prepared, now);
         used = true;
@@ -493,7 +570,10 @@ export class CertificateAuthority {
       committed = true;
       this.#invalidate();
       if (result.ok && !result.alreadyRevoked) {
-        this.#logger?.warn({ serial: row.serialHex, reason, replacement: result.replacement?.serialHex }, 'signing certificate revoked');
+        this.#logger?.warn(
+          { serial: row.serialHex, reason, replacement: result.replacement?.serialHex },
+          'signing certificate revoked',
+        );
       }
       return result;
     } finally {
@@ -523,14 +603,21 @@ export class CertificateAuthority {
     const { intermediate, ocspResponder } = await this.#activeRows();
     if (!intermediate || !due(ocspResponder, intermediate)) return undefined;
     // Capped by the intermediate's end, a renewal could not extend a responder that already reaches it.
-    if (ocspResponder && ocspResponder.issuerSerial === intermediate.serialHex && intermediate.notAfter.getTime() - ocspResponder.notAfter.getTime() < DAY_MS) {
+    if (
+      ocspResponder &&
+      ocspResponder.issuerSerial === intermediate.serialHex &&
+      intermediate.notAfter.getTime() - ocspResponder.notAfter.getTime() < DAY_MS
+    ) {
       return undefined;
     }
     const renewed = await this.#locked(async (tx) => {
       const current = await this.#activeRows(tx);
       if (!current.intermediate || !due(current.ocspResponder, current.intermediate)) return undefined;
       if (current.ocspResponder) {
-        await tx.update(certificates).set({ status: 'retired', retiredAt: now }).where(eq(certificates.serialHex, current.ocspResponder.serialHex));
+        await tx
+          .update(certificates)
+          .set({ status: 'retired', retiredAt: now })
+          .where(eq(certificates.serialHex, current.ocspResponder.serialHex));
       }
       return info(await this.#createOcspResponder(tx, this.#orgOf(current.intermediate), current.intermediate, now));
     });
@@ -546,12 +633,19 @@ export class CertificateAuthority {
     if (!intermediate) return { rotated: false, reason: 'no_ca' };
     if (signing) {
       const left = signing.notAfter.getTime() - now.getTime();
-      if (left >= this.#settings.rotateBeforeDays * DAY_MS) return { rotated: false, reason: 'not_due', current: info(signing) };
+      if (left >= this.#settings.rotateBeforeDays * DAY_MS)
+        return { rotated: false, reason: 'not_due', current: info(signing) };
       // A leaf never outlives its intermediate: once the intermediate is the limit, rotating would only
       // reissue (nearly) the same end date on every call. That needs a new intermediate (an operator action).
-      const reachable = Math.min(now.getTime() + this.#settings.leafValidityDays * DAY_MS, intermediate.notAfter.getTime());
+      const reachable = Math.min(
+        now.getTime() + this.#settings.leafValidityDays * DAY_MS,
+        intermediate.notAfter.getTime(),
+      );
       if (reachable - signing.notAfter.getTime() < DAY_MS) {
-        this.#logger?.warn({ serial: signing.serialHex, intermediateNotAfter: intermediate.notAfter.toISOString() }, 'signing certificate due for rotation but the intermediate expires first');
+        this.#logger?.warn(
+          { serial: signing.serialHex, intermediateNotAfter: intermediate.notAfter.toISOString() },
+          'signing certificate due for rotation but the intermediate expires first',
+        );
         return { rotated: false, reason: 'would_not_extend', current: info(signing) };
       }
     }
@@ -578,14 +672,23 @@ export class CertificateAuthority {
             .where(eq(certificates.serialHex, current.serialHex))
             .returning();
         }
-        const next = await this.#issueSigning(tx, current ? this.#orgOf(current) : this.#settings.org, ca, prepared, now);
+        const next = await this.#issueSigning(
+          tx,
+          current ? this.#orgOf(current) : this.#settings.org,
+          ca,
+          prepared,
+          now,
+        );
         used = true;
         return { rotated: true, ...(previous ? { previous: info(previous) } : {}), current: info(next) };
       });
       committed = true;
       if (result.rotated) {
         this.#invalidate();
-        this.#logger?.info({ previous: result.previous?.serialHex, current: result.current.serialHex }, 'signing certificate rotated');
+        this.#logger?.info(
+          { previous: result.previous?.serialHex, current: result.current.serialHex },
+          'signing certificate rotated',
+        );
       }
       return result;
     } finally {
@@ -648,8 +751,14 @@ export class CertificateAuthority {
     return root.pem;
   }
 
-  async listCertificates(roles: readonly CertificateRole[] = ['root', 'intermediate', 'signing', 'ocsp_responder']): Promise<CertificateInfo[]> {
-    const rows = await this.#db.select().from(certificates).where(inArray(certificates.role, [...roles])).orderBy(asc(certificates.createdAt));
+  async listCertificates(
+    roles: readonly CertificateRole[] = ['root', 'intermediate', 'signing', 'ocsp_responder'],
+  ): Promise<CertificateInfo[]> {
+    const rows = await this.#db
+      .select()
+      .from(certificates)
+      .where(inArray(certificates.role, [...roles]))
+      .orderBy(asc(certificates.createdAt));
     return rows.map(info);
   }
 
@@ -667,12 +776,20 @@ export class CertificateAuthority {
       issuers: () => this.#ocspIssuers(),
       lookup: async (issuerSerialHex: string, serialHex: string): Promise<OcspCertStatus> => {
         const [row] = await this.#db
-          .select({ status: certificates.status, revokedAt: certificates.revokedAt, reason: certificates.revocationReason })
+          .select({
+            status: certificates.status,
+            revokedAt: certificates.revokedAt,
+            reason: certificates.revocationReason,
+          })
           .from(certificates)
           .where(and(eq(certificates.serialHex, serialHex), eq(certificates.issuerSerial, issuerSerialHex)));
         if (!row) return { status: 'unknown' };
         if (row.status === 'revoked' && row.revokedAt) {
-          return { status: 'revoked', revokedAt: row.revokedAt, ...(row.reason && isRevocationReason(row.reason) ? { reason: row.reason } : {}) };
+          return {
+            status: 'revoked',
+            revokedAt: row.revokedAt,
+            ...(row.reason && isRevocationReason(row.reason) ? { reason: row.reason } : {}),
+          };
         }
         return { status: 'good' };
       },
@@ -702,7 +819,14 @@ export class CertificateAuthority {
         serialHex: row.serialHex,
         certificateDer: Buffer.from(parseCertificatePem(row.pem).rawData),
         privateKey: await this.#caKey(row),
-        ...(responder ? { responder: { certificateDer: Buffer.from(parseCertificatePem(responder.pem).rawData), privateKey: await this.#caKey(responder) } } : {}),
+        ...(responder
+          ? {
+              responder: {
+                certificateDer: Buffer.from(parseCertificatePem(responder.pem).rawData),
+                privateKey: await this.#caKey(responder),
+              },
+            }
+          : {}),
       });
     }
     // An empty list is not cached: another replica may be creating the hierarchy right now.
@@ -712,7 +836,12 @@ export class CertificateAuthority {
 
   // -------------------------------------------------------------------------------------------------------
 
-  async #activeRows(tx?: Tx): Promise<{ root?: CertificateRow; intermediate?: CertificateRow; signing?: CertificateRow; ocspResponder?: CertificateRow }> {
+  async #activeRows(tx?: Tx): Promise<{
+    root?: CertificateRow;
+    intermediate?: CertificateRow;
+    signing?: CertificateRow;
+    ocspResponder?: CertificateRow;
+  }> {
     const rows = await (tx ?? this.#db).select().from(certificates).where(eq(certificates.status, 'active'));
     const byRole = (role: CertificateRole) => rows.find((r) => r.role === role);
     const root = byRole('root');

@@ -8,7 +8,10 @@ import type { Pkcs11Config } from './keys.js';
  */
 export const pkiConfigShape = {
   /** 32-byte key-encryption key (64 hex) sealing CA and software signing keys at rest. Required in production. */
-  SIGNER_KEK: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters').optional(),
+  SIGNER_KEK: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
+    .optional(),
   /** O= of every certificate the signer issues. */
   SIGNER_ORG: z.string().min(1).max(64).default('Cairn'),
   /** Where the signing (leaf) key lives. CA keys are always software keys sealed under SIGNER_KEK. */
@@ -32,7 +35,12 @@ export const pkiConfigShape = {
   OCSP_HOST: z.string().optional(),
   OCSP_PORT: z.coerce.number().int().min(0).max(65535).default(9471),
   /** nextUpdate − thisUpdate of OCSP responses: how long a verifier may cache "good". */
-  OCSP_RESPONSE_VALIDITY_SECONDS: z.coerce.number().int().min(60).max(7 * 86400).default(3600),
+  OCSP_RESPONSE_VALIDITY_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 86400)
+    .default(3600),
 } as const;
 
 export type PkiConfig = z.output<z.ZodObject<typeof pkiConfigShape>>;
@@ -68,7 +76,11 @@ export function pkiSettingsFromConfig(config: PkiConfig & { CAIRN_ENV: 'developm
     if (!config.SIGNER_PKCS11_TOKEN) problems.push('SIGNER_PKCS11_TOKEN is required when SIGNER_KEY_BACKEND=pkcs11');
     if (!config.SIGNER_PKCS11_PIN) problems.push('SIGNER_PKCS11_PIN is required when SIGNER_KEY_BACKEND=pkcs11');
     if (config.SIGNER_PKCS11_TOKEN && config.SIGNER_PKCS11_PIN) {
-      pkcs11 = { modulePath: config.SIGNER_PKCS11_MODULE, tokenLabel: config.SIGNER_PKCS11_TOKEN, pin: config.SIGNER_PKCS11_PIN };
+      pkcs11 = {
+        modulePath: config.SIGNER_PKCS11_MODULE,
+        tokenLabel: config.SIGNER_PKCS11_TOKEN,
+        pin: config.SIGNER_PKCS11_PIN,
+      };
     }
   }
   // Otherwise every new certificate would be due for rotation the moment it is issued.

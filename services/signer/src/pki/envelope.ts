@@ -14,7 +14,8 @@ const VERSION = 'v1';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-export type OpenResult = { ok: true; plaintext: Buffer } | { ok: false; reason: 'kek_mismatch' | 'malformed' | 'authentication_failed' };
+export type OpenResult =
+  { ok: true; plaintext: Buffer } | { ok: false; reason: 'kek_mismatch' | 'malformed' | 'authentication_failed' };
 
 export function kekId(kek: Buffer): string {
   return createHash('sha256').update('cairn.signer.kek-id\0').update(kek).digest('hex').slice(0, 16);
@@ -70,10 +71,20 @@ export function openPrivateKey(kek: Buffer, serialHex: string, sealedText: strin
   if (parts.length !== 6 || parts[0] !== VERSION) return { ok: false, reason: 'malformed' };
   const [, id, dekIv, wrappedDek, dataIv, ciphertext] = parts as [string, string, string, string, string, string];
   if (id !== kekId(kek)) return { ok: false, reason: 'kek_mismatch' };
-  const dek = decrypt(kek, Buffer.from(dekIv, 'base64url'), Buffer.from(wrappedDek, 'base64url'), aad('dek', serialHex));
+  const dek = decrypt(
+    kek,
+    Buffer.from(dekIv, 'base64url'),
+    Buffer.from(wrappedDek, 'base64url'),
+    aad('dek', serialHex),
+  );
   if (!dek) return { ok: false, reason: 'authentication_failed' };
   try {
-    const plaintext = decrypt(dek, Buffer.from(dataIv, 'base64url'), Buffer.from(ciphertext, 'base64url'), aad('data', serialHex));
+    const plaintext = decrypt(
+      dek,
+      Buffer.from(dataIv, 'base64url'),
+      Buffer.from(ciphertext, 'base64url'),
+      aad('data', serialHex),
+    );
     return plaintext ? { ok: true, plaintext } : { ok: false, reason: 'authentication_failed' };
   } finally {
     dek.fill(0);

@@ -21,7 +21,13 @@ export {
   type KeyBackend,
   type Pkcs11Config,
 } from './keys.js';
-export { createC2paSigner, c2paSignerFailure, signWithC2pa, c2paTrustSettings, type C2paSignerOptions } from './c2pa-signer.js';
+export {
+  createC2paSigner,
+  c2paSignerFailure,
+  signWithC2pa,
+  c2paTrustSettings,
+  type C2paSignerOptions,
+} from './c2pa-signer.js';
 export {
   createOcspHandler,
   startOcspServer,
@@ -31,5 +37,11 @@ export {
   type OcspIssuer,
   type OcspCertStatus,
 } from './ocsp-responder.js';
-export { checkOcsp, ocspUrlsOfCertificate, type OcspCheckResult, type OcspCheckStatus, type OcspCheckOptions } from '@cairn/ocsp';
+export {
+  checkOcsp,
+  ocspUrlsOfCertificate,
+  type OcspCheckResult,
+  type OcspCheckStatus,
+  type OcspCheckOptions,
+} from '@cairn/ocsp';
 export { REVOCATION_REASONS, isRevocationReason, type RevocationReason } from '@cairn/ocsp';

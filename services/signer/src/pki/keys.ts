@@ -30,7 +30,12 @@ function unavailable(stage: string, error: unknown): CairnError {
   if (error instanceof CairnError) return error;
   // The detail reaches API clients; what went wrong (and where) stays in the cause, which only logs see.
   const message = error instanceof Error ? error.message : String(error);
-  return new CairnError('cairn.signer.unavailable', UNAVAILABLE_DETAIL, {}, { cause: new Error(`${stage}: ${message}`, { cause: error }) });
+  return new CairnError(
+    'cairn.signer.unavailable',
+    UNAVAILABLE_DETAIL,
+    {},
+    { cause: new Error(`${stage}: ${message}`, { cause: error }) },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -206,7 +211,8 @@ function tokenSession(config: Pkcs11Config): TokenSession {
 
 function findPrivateKey(session: Session, label: string): PrivateKey {
   const found = session.find({ class: graphene.ObjectClass.PRIVATE_KEY, label });
-  if (found.length !== 1) throw new Error(found.length === 0 ? 'key not found on token' : 'key label is ambiguous on token');
+  if (found.length !== 1)
+    throw new Error(found.length === 0 ? 'key not found on token' : 'key label is ambiguous on token');
   return found.items(0).toType<PrivateKey>();
 }
 
@@ -269,7 +275,8 @@ export class Pkcs11KeyBackend implements KeyBackend {
 export async function generatePkcs11SigningKey(config: Pkcs11Config, label: string, id: Buffer): Promise<Buffer> {
   try {
     return tokenSession(config).use((session) => {
-      if (session.find({ class: graphene.ObjectClass.PRIVATE_KEY, label }).length > 0) throw new Error('a key with this label already exists');
+      if (session.find({ class: graphene.ObjectClass.PRIVATE_KEY, label }).length > 0)
+        throw new Error('a key with this label already exists');
       const ec = { keyType: graphene.KeyType.ECDSA, token: true, label, id };
       const pair = session.generateKeyPair(
         graphene.KeyGenMechanism.EC,
@@ -290,7 +297,8 @@ export async function destroyPkcs11Key(config: Pkcs11Config, label: string): Pro
   try {
     return tokenSession(config).use((session) => {
       const n =
-        session.destroy({ class: graphene.ObjectClass.PRIVATE_KEY, label }) + session.destroy({ class: graphene.ObjectClass.PUBLIC_KEY, label });
+        session.destroy({ class: graphene.ObjectClass.PRIVATE_KEY, label }) +
+        session.destroy({ class: graphene.ObjectClass.PUBLIC_KEY, label });
       return n > 0;
     });
   } catch {

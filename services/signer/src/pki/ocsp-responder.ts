@@ -66,7 +66,11 @@ interface PreparedIssuer {
   readonly issuer: OcspIssuer;
   readonly certificate: pkijs.Certificate;
   /** Whoever signs the answers: the delegated responder, or the CA itself. */
-  readonly signer: { readonly certificate: pkijs.Certificate; readonly privateKey: webcrypto.CryptoKey; readonly delegated: boolean };
+  readonly signer: {
+    readonly certificate: pkijs.Certificate;
+    readonly privateKey: webcrypto.CryptoKey;
+    readonly delegated: boolean;
+  };
   readonly identities: Map<HashName, { nameHash: Buffer; keyHash: Buffer }>;
 }
 
@@ -78,7 +82,11 @@ function prepare(issuer: OcspIssuer): PreparedIssuer {
   if (!entry) {
     const certificate = parseCertificate(issuer.certificateDer);
     const signer = issuer.responder
-      ? { certificate: parseCertificate(issuer.responder.certificateDer), privateKey: issuer.responder.privateKey, delegated: true }
+      ? {
+          certificate: parseCertificate(issuer.responder.certificateDer),
+          privateKey: issuer.responder.privateKey,
+          delegated: true,
+        }
       : { certificate, privateKey: issuer.privateKey, delegated: false };
     entry = { issuer, certificate, signer, identities: new Map() };
     prepared.set(issuer, entry);
@@ -107,7 +115,9 @@ function issuedBy(entry: PreparedIssuer, certID: pkijs.CertID): boolean {
 
 /** An OCSPResponse with no responseBytes: every status but `successful`. */
 export function ocspStatusOnly(status: Exclude<OcspResponseStatusName, 'successful'>): Buffer {
-  const response = new pkijs.OCSPResponse({ responseStatus: new asn1js.Enumerated({ value: OcspResponseStatus[status] }) });
+  const response = new pkijs.OCSPResponse({
+    responseStatus: new asn1js.Enumerated({ value: OcspResponseStatus[status] }),
+  });
   return Buffer.from(response.toSchema().toBER(false));
 }
 
@@ -124,7 +134,10 @@ function certStatusBlock(status: OcspCertStatus): asn1js.BaseBlock {
       const value: asn1js.BaseBlock[] = [new asn1js.GeneralizedTime({ valueDate: wholeSeconds(status.revokedAt) })];
       if (status.reason) {
         value.push(
-          new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 0 }, value: [new asn1js.Enumerated({ value: REVOCATION_REASONS[status.reason] })] }),
+          new asn1js.Constructed({
+            idBlock: { tagClass: 3, tagNumber: 0 },
+            value: [new asn1js.Enumerated({ value: REVOCATION_REASONS[status.reason] })],
+          }),
         );
       }
       return new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 1 }, value });
@@ -159,7 +172,8 @@ export async function answerOcspRequest(requestDer: Uint8Array, deps: OcspRespon
   try {
     // One key signs the whole response: the issuer of the first CertID we recognise. CertIDs of any other
     // issuer are answered `unknown`, which is true from this responder's point of view.
-    const answering = certIDs.map((id) => issuers.find((entry) => issuedBy(entry, id))).find((e) => e !== undefined) ?? fallback;
+    const answering =
+      certIDs.map((id) => issuers.find((entry) => issuedBy(entry, id))).find((e) => e !== undefined) ?? fallback;
     const now = wholeSeconds((deps.clock ?? (() => new Date()))());
     const nextUpdate = new Date(now.getTime() + (deps.validitySeconds ?? 3600) * 1000);
 
@@ -174,7 +188,9 @@ export async function answerOcspRequest(requestDer: Uint8Array, deps: OcspRespon
           return ocspStatusOnly('tryLater');
         }
       }
-      responses.push(new pkijs.SingleResponse({ certID, certStatus: certStatusBlock(status), thisUpdate: now, nextUpdate }));
+      responses.push(
+        new pkijs.SingleResponse({ certID, certStatus: certStatusBlock(status), thisUpdate: now, nextUpdate }),
+      );
     }
 
     const nonce = request.tbsRequest.requestExtensions?.find((e) => e.extnID === OID.ocspNonce);
@@ -183,7 +199,15 @@ export async function answerOcspRequest(requestDer: Uint8Array, deps: OcspRespon
       producedAt: now,
       responses,
       ...(nonce
-        ? { responseExtensions: [new pkijs.Extension({ extnID: OID.ocspNonce, critical: false, extnValue: nonce.extnValue.valueBlock.valueHexView.slice().buffer })] }
+        ? {
+            responseExtensions: [
+              new pkijs.Extension({
+                extnID: OID.ocspNonce,
+                critical: false,
+                extnValue: nonce.extnValue.valueBlock.valueHexView.slice().buffer,
+              }),
+            ],
+          }
         : {}),
     });
     // A delegated responder ships its certificate and the CA's (c2pa-rs validates certs[0] as an end-entity
@@ -289,7 +313,8 @@ export function createOcspHandler(deps: OcspResponderDeps): (req: IncomingMessag
       const encoded = underBase ? path.slice(base.length + 1) : path.slice(1);
       if (encoded.length > (MAX_REQUEST_BYTES * 4) / 3 + 4) return sendText(res, 414, 'request too large');
       const der = decodeGetRequest(encoded);
-      if (!der) return underBase ? sendOcsp(res, ocspStatusOnly('malformedRequest'), false) : sendText(res, 404, 'not found');
+      if (!der)
+        return underBase ? sendOcsp(res, ocspStatusOnly('malformedRequest'), false) : sendText(res, 404, 'not found');
       return sendOcsp(res, await answerOcspRequest(der, deps), true);
     }
     return sendText(res, 405, 'method not allowed', { Allow: 'GET, POST' });
@@ -310,7 +335,11 @@ export interface OcspServer {
 }
 
 /** Listens with `handler` on host:port (port 0 picks a free one). */
-export function startOcspServer(handler: (req: IncomingMessage, res: ServerResponse) => void, host: string, port: number): Promise<OcspServer> {
+export function startOcspServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  host: string,
+  port: number,
+): Promise<OcspServer> {
   const server = createServer(handler);
   // OCSP requests are a few hundred bytes: a client that takes longer than this is not a client.
   server.requestTimeout = 10_000;

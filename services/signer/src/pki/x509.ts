@@ -9,4 +9,8 @@ x509.cryptoProvider.set(webcrypto);
 export { x509 };
 
 /** ECDSA P-256 with SHA-256: the only algorithm of the Cairn hierarchy (COSE ES256 for the leaf). */
-export const P256_SHA256: webcrypto.EcKeyGenParams & webcrypto.EcdsaParams = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+export const P256_SHA256: webcrypto.EcKeyGenParams & webcrypto.EcdsaParams = {
+  name: 'ECDSA',
+  namedCurve: 'P-256',
+  hash: 'SHA-256',
+};

@@ -10,13 +10,27 @@ export type JobRow = typeof jobs.$inferSelect;
 export class AssetStore {
   constructor(private readonly db: Database) {}
 
-  async insertSigned(tx: Tx, asset: typeof assets.$inferInsert, manifest: typeof manifests.$inferInsert): Promise<void> {
+  async insertSigned(
+    tx: Tx,
+    asset: typeof assets.$inferInsert,
+    manifest: typeof manifests.$inferInsert,
+  ): Promise<void> {
     await tx.insert(assets).values(asset);
     await tx.insert(manifests).values(manifest);
   }
 
   getForTenant(tenantId: string, assetId: string): Promise<AssetRow | null> {
-    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(assets).where(and(eq(assets.assetId, assetId), eq(assets.tenantId, tenantId))))[0] ?? null);
+    return withTenant(
+      this.db,
+      tenantId,
+      async (tx) =>
+        (
+          await tx
+            .select()
+            .from(assets)
+            .where(and(eq(assets.assetId, assetId), eq(assets.tenantId, tenantId)))
+        )[0] ?? null,
+    );
   }
 
   /** One asset by id for the public verifier page (the caller exposes only public fields). */
@@ -83,10 +97,27 @@ export class AssetStore {
   }
 
   getJob(tenantId: string, jobId: string): Promise<JobRow | null> {
-    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(jobs).where(and(eq(jobs.jobId, jobId), eq(jobs.tenantId, tenantId))))[0] ?? null);
+    return withTenant(
+      this.db,
+      tenantId,
+      async (tx) =>
+        (
+          await tx
+            .select()
+            .from(jobs)
+            .where(and(eq(jobs.jobId, jobId), eq(jobs.tenantId, tenantId)))
+        )[0] ?? null,
+    );
   }
 
-  async markJob(tx: Tx, jobId: string, fields: Partial<Pick<JobRow, 'status' | 'result' | 'problem' | 'attempts'>>): Promise<void> {
-    await tx.update(jobs).set({ ...fields, updatedAt: new Date() }).where(eq(jobs.jobId, jobId));
+  async markJob(
+    tx: Tx,
+    jobId: string,
+    fields: Partial<Pick<JobRow, 'status' | 'result' | 'problem' | 'attempts'>>,
+  ): Promise<void> {
+    await tx
+      .update(jobs)
+      .set({ ...fields, updatedAt: new Date() })
+      .where(eq(jobs.jobId, jobId));
   }
 }

@@ -17,11 +17,33 @@ export class CredentialStore {
   }
 
   get(tenantId: string, credentialId: string): Promise<CredentialRow | null> {
-    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(signingCredentials).where(and(eq(signingCredentials.credentialId, credentialId), eq(signingCredentials.tenantId, tenantId), isNull(signingCredentials.deletedAt))))[0] ?? null);
+    return withTenant(
+      this.db,
+      tenantId,
+      async (tx) =>
+        (
+          await tx
+            .select()
+            .from(signingCredentials)
+            .where(
+              and(
+                eq(signingCredentials.credentialId, credentialId),
+                eq(signingCredentials.tenantId, tenantId),
+                isNull(signingCredentials.deletedAt),
+              ),
+            )
+        )[0] ?? null,
+    );
   }
 
   list(tenantId: string): Promise<CredentialRow[]> {
-    return withTenant(this.db, tenantId, (tx) => tx.select().from(signingCredentials).where(and(eq(signingCredentials.tenantId, tenantId), isNull(signingCredentials.deletedAt))).orderBy(signingCredentials.createdAt));
+    return withTenant(this.db, tenantId, (tx) =>
+      tx
+        .select()
+        .from(signingCredentials)
+        .where(and(eq(signingCredentials.tenantId, tenantId), isNull(signingCredentials.deletedAt)))
+        .orderBy(signingCredentials.createdAt),
+    );
   }
 
   async delete(tenantId: string, credentialId: string): Promise<boolean> {
@@ -29,7 +51,13 @@ export class CredentialStore {
       const deleted = await tx
         .update(signingCredentials)
         .set({ deletedAt: new Date() })
-        .where(and(eq(signingCredentials.credentialId, credentialId), eq(signingCredentials.tenantId, tenantId), isNull(signingCredentials.deletedAt)))
+        .where(
+          and(
+            eq(signingCredentials.credentialId, credentialId),
+            eq(signingCredentials.tenantId, tenantId),
+            isNull(signingCredentials.deletedAt),
+          ),
+        )
         .returning({ id: signingCredentials.credentialId });
       return deleted.length > 0;
     });

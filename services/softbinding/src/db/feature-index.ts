@@ -1,10 +1,23 @@
 import { sql } from 'drizzle-orm';
 import type { Database, Tx } from '@cairn/db';
-import { alignment, AUDIO_ALG, isAudioMatch, queryHashes, type AudioFingerprint, type Landmark } from '../domain/audio.js';
-import { estimateSimilarity, signatureFromHex, signatureToHex, TEXT_ALG, TEXT_MATCH_THRESHOLD, type TextFingerprint } from '../domain/text.js';
+import {
+  alignment,
+  AUDIO_ALG,
+  isAudioMatch,
+  queryHashes,
+  type AudioFingerprint,
+  type Landmark,
+} from '../domain/audio.js';
+import {
+  estimateSimilarity,
+  signatureFromHex,
+  signatureToHex,
+  TEXT_ALG,
+  TEXT_MATCH_THRESHOLD,
+  type TextFingerprint,
+} from '../domain/text.js';
 import { inScope, type IndexedAsset, type LookupScope, type PublicMatch } from './fingerprints.js';
 import { audioLandmarks, indexedAssets, textBands } from './schema.js';
-
 
 interface AssetRow extends Record<string, unknown> {
   tenant_id: string;
@@ -29,7 +42,13 @@ export class AudioIndex {
   async add(tx: Tx, asset: IndexedAsset, fingerprint: AudioFingerprint): Promise<void> {
     if (!(await claimAsset(tx, asset, AUDIO_ALG, null, fingerprint.landmarks.length))) return;
     for (let i = 0; i < fingerprint.landmarks.length; i += ROWS_PER_INSERT) {
-      await tx.insert(audioLandmarks).values(fingerprint.landmarks.slice(i, i + ROWS_PER_INSERT).map((l) => ({ tenantId: asset.tenantId, assetId: asset.assetId, hash: l.hash, t: l.t })));
+      await tx
+        .insert(audioLandmarks)
+        .values(
+          fingerprint.landmarks
+            .slice(i, i + ROWS_PER_INSERT)
+            .map((l) => ({ tenantId: asset.tenantId, assetId: asset.assetId, hash: l.hash, t: l.t })),
+        );
     }
   }
 
@@ -54,10 +73,25 @@ export class AudioIndex {
       }
       scored.sort((a, b) => b.similarity - a.similarity || a.key.localeCompare(b.key));
       const top = scored.slice(0, limit);
-      const assets = await assetRows(tx, AUDIO_ALG, top.map((s) => s.key));
+      const assets = await assetRows(
+        tx,
+        AUDIO_ALG,
+        top.map((s) => s.key),
+      );
       return top.flatMap((s) => {
         const row = assets.get(s.key);
-        return row ? [{ asset_id: row.asset_id, manifest_uri: row.manifest_uri, verifier_url: row.verifier_url, distance: query.landmarks.length - s.aligned, similarity: s.similarity, alg: AUDIO_ALG }] : [];
+        return row
+          ? [
+              {
+                asset_id: row.asset_id,
+                manifest_uri: row.manifest_uri,
+                verifier_url: row.verifier_url,
+                distance: query.landmarks.length - s.aligned,
+                similarity: s.similarity,
+                alg: AUDIO_ALG,
+              },
+            ]
+          : [];
       });
     });
   }
@@ -72,11 +106,20 @@ export class TextIndex {
   constructor(private readonly db: Database) {}
 
   async add(tx: Tx, asset: IndexedAsset, fingerprint: TextFingerprint): Promise<void> {
-    if (!(await claimAsset(tx, asset, TEXT_ALG, signatureToHex(fingerprint.signature), fingerprint.signature.length))) return;
-    await tx.insert(textBands).values([...new Set(fingerprint.bands)].map((band) => ({ tenantId: asset.tenantId, assetId: asset.assetId, band })));
+    if (!(await claimAsset(tx, asset, TEXT_ALG, signatureToHex(fingerprint.signature), fingerprint.signature.length)))
+      return;
+    await tx
+      .insert(textBands)
+      .values(
+        [...new Set(fingerprint.bands)].map((band) => ({ tenantId: asset.tenantId, assetId: asset.assetId, band })),
+      );
   }
 
-  async search(scope: LookupScope, query: { signature: Uint32Array; bands: number[] }, limit: number): Promise<PublicMatch[]> {
+  async search(
+    scope: LookupScope,
+    query: { signature: Uint32Array; bands: number[] },
+    limit: number,
+  ): Promise<PublicMatch[]> {
     return inScope(this.db, scope, async (tx) => {
       const candidates = await tx.execute<AssetRow>(sql`
         select a.tenant_id, a.asset_id, a.manifest_uri, a.verifier_url, a.signature, a.features from softbinding.indexed_assets a
@@ -88,7 +131,14 @@ export class TextIndex {
         if (!row.signature) continue;
         const similarity = estimateSimilarity(query.signature, signatureFromHex(row.signature));
         if (similarity < TEXT_MATCH_THRESHOLD) continue;
-        out.push({ asset_id: row.asset_id, manifest_uri: row.manifest_uri, verifier_url: row.verifier_url, distance: Math.round((1 - similarity) * slots), similarity: Math.round(similarity * 1000) / 1000, alg: TEXT_ALG });
+        out.push({
+          asset_id: row.asset_id,
+          manifest_uri: row.manifest_uri,
+          verifier_url: row.verifier_url,
+          distance: Math.round((1 - similarity) * slots),
+          similarity: Math.round(similarity * 1000) / 1000,
+          alg: TEXT_ALG,
+        });
       }
       return out.sort((a, b) => b.similarity - a.similarity || a.asset_id.localeCompare(b.asset_id)).slice(0, limit);
     });
@@ -96,8 +146,18 @@ export class TextIndex {
 }
 
 /** The asset's row for `alg`; false when it is indexed already (a redelivered event), so nothing is added twice. */
-async function claimAsset(tx: Tx, asset: IndexedAsset, alg: string, signature: string | null, features: number): Promise<boolean> {
-  const inserted = await tx.insert(indexedAssets).values({ ...asset, alg, signature, features }).onConflictDoNothing().returning({ assetId: indexedAssets.assetId });
+async function claimAsset(
+  tx: Tx,
+  asset: IndexedAsset,
+  alg: string,
+  signature: string | null,
+  features: number,
+): Promise<boolean> {
+  const inserted = await tx
+    .insert(indexedAssets)
+    .values({ ...asset, alg, signature, features })
+    .onConflictDoNothing()
+    .returning({ assetId: indexedAssets.assetId });
   return inserted.length > 0;
 }
 

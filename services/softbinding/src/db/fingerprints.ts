@@ -46,7 +46,8 @@ export function neighbours(value: number, radius: number): number[] {
   let frontier = [{ v: value, from: 0 }];
   for (let d = 1; d <= radius; d++) {
     const next: Array<{ v: number; from: number }> = [];
-    for (const { v, from } of frontier) for (let b = from; b < CHUNK_BITS; b++) next.push({ v: v ^ (1 << b), from: b + 1 });
+    for (const { v, from } of frontier)
+      for (let b = from; b < CHUNK_BITS; b++) next.push({ v: v ^ (1 << b), from: b + 1 });
     for (const n of next) out.push(n.v);
     frontier = next;
   }
@@ -90,8 +91,22 @@ export class FingerprintIndex {
             variant: r.variant,
             hash: Array.from(r.bits, (b) => b.toString(2).padStart(8, '0')).join(''),
             quality: r.quality,
-            c0: c[0]!, c1: c[1]!, c2: c[2]!, c3: c[3]!, c4: c[4]!, c5: c[5]!, c6: c[6]!, c7: c[7]!,
-            c8: c[8]!, c9: c[9]!, c10: c[10]!, c11: c[11]!, c12: c[12]!, c13: c[13]!, c14: c[14]!, c15: c[15]!,
+            c0: c[0]!,
+            c1: c[1]!,
+            c2: c[2]!,
+            c3: c[3]!,
+            c4: c[4]!,
+            c5: c[5]!,
+            c6: c[6]!,
+            c7: c[7]!,
+            c8: c[8]!,
+            c9: c[9]!,
+            c10: c[10]!,
+            c11: c[11]!,
+            c12: c[12]!,
+            c13: c[13]!,
+            c14: c[14]!,
+            c15: c[15]!,
           };
         }),
       )
@@ -115,7 +130,13 @@ export class FingerprintIndex {
     return this.run(scope, bits, radius, limit, sql`true`);
   }
 
-  private async run(scope: LookupScope, bits: Uint8Array, radius: number, limit: number, where: ReturnType<typeof sql>): Promise<PublicMatch[]> {
+  private async run(
+    scope: LookupScope,
+    bits: Uint8Array,
+    radius: number,
+    limit: number,
+    where: ReturnType<typeof sql>,
+  ): Promise<PublicMatch[]> {
     const query = async (tx: Tx) => {
       const result = await tx.execute<Row>(sql`
         select distinct on (distance, tenant_id, asset_id) asset_id, manifest_uri, verifier_url, alg, distance from (
@@ -151,6 +172,12 @@ export function inScope<T>(db: Database, scope: LookupScope, read: (tx: Tx) => P
 
 /** Only the public fields, whatever the row held. */
 export function publicMatch(row: Row): PublicMatch {
-  return { asset_id: row.asset_id, manifest_uri: row.manifest_uri, verifier_url: row.verifier_url, distance: row.distance, similarity: similarityOf(row.distance), alg: row.alg };
+  return {
+    asset_id: row.asset_id,
+    manifest_uri: row.manifest_uri,
+    verifier_url: row.verifier_url,
+    distance: row.distance,
+    similarity: similarityOf(row.distance),
+    alg: row.alg,
+  };
 }
-

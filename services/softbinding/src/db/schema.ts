@@ -1,5 +1,18 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, bit, index, integer, pgPolicy, pgSchema, primaryKey, text, timestamp, uniqueIndex, type PgColumn } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  bit,
+  index,
+  integer,
+  pgPolicy,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  type PgColumn,
+} from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 /** The softbinding service's own schema; no other service reads it. */
@@ -39,7 +52,10 @@ function tenantPolicies(name: string, tenantId: PgColumn) {
       using: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
       withCheck: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
     }),
-    pgPolicy(`${name}_public_lookup`, { for: 'select', using: sql`current_setting('cairn.softbinding_public', true) = 'on'` }),
+    pgPolicy(`${name}_public_lookup`, {
+      for: 'select',
+      using: sql`current_setting('cairn.softbinding_public', true) = 'on'`,
+    }),
   ];
 }
 
@@ -65,7 +81,9 @@ export const fingerprints = softbinding.table(
   },
   (t) => [
     uniqueIndex('fingerprints_asset_variant_idx').on(t.tenantId, t.assetId, t.alg, t.variant),
-    ...(Object.keys(chunkColumns) as Array<keyof typeof chunkColumns>).map((c) => index(`fingerprints_${c}_idx`).on(t[c] as PgColumn)),
+    ...(Object.keys(chunkColumns) as Array<keyof typeof chunkColumns>).map((c) =>
+      index(`fingerprints_${c}_idx`).on(t[c] as PgColumn),
+    ),
     ...tenantPolicies('fingerprints', t.tenantId),
   ],
 );
@@ -99,7 +117,11 @@ export const audioLandmarks = softbinding.table(
     hash: integer('hash').notNull(),
     t: integer('t').notNull(),
   },
-  (t) => [index('audio_landmarks_hash_idx').on(t.hash), index('audio_landmarks_asset_idx').on(t.tenantId, t.assetId), ...tenantPolicies('audio_landmarks', t.tenantId)],
+  (t) => [
+    index('audio_landmarks_hash_idx').on(t.hash),
+    index('audio_landmarks_asset_idx').on(t.tenantId, t.assetId),
+    ...tenantPolicies('audio_landmarks', t.tenantId),
+  ],
 );
 
 /** LSH band keys of text MinHash signatures: an asset is a candidate when it shares a band key (domain/text.ts). */
@@ -110,7 +132,11 @@ export const textBands = softbinding.table(
     assetId: text('asset_id').notNull(),
     band: bigint('band', { mode: 'number' }).notNull(),
   },
-  (t) => [index('text_bands_band_idx').on(t.band), index('text_bands_asset_idx').on(t.tenantId, t.assetId), ...tenantPolicies('text_bands', t.tenantId)],
+  (t) => [
+    index('text_bands_band_idx').on(t.band),
+    index('text_bands_asset_idx').on(t.tenantId, t.assetId),
+    ...tenantPolicies('text_bands', t.tenantId),
+  ],
 );
 
 export const outbox = outboxTable(softbinding);

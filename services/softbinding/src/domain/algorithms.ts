@@ -13,7 +13,12 @@ export interface FingerprintAlgorithm {
   readonly valueHexDigits: number;
 }
 
-export const IMAGE_ALGORITHM: FingerprintAlgorithm = { alg: PDQ_ALG, modality: 'image', mediaTypes: ['image/jpeg', 'image/png', 'image/webp'], valueHexDigits: HASH_BYTES * 2 };
+export const IMAGE_ALGORITHM: FingerprintAlgorithm = {
+  alg: PDQ_ALG,
+  modality: 'image',
+  mediaTypes: ['image/jpeg', 'image/png', 'image/webp'],
+  valueHexDigits: HASH_BYTES * 2,
+};
 
 /** Landmarks are many per clip, aligned in time: looked up by content only. */
 export const AUDIO_ALGORITHM: FingerprintAlgorithm = {
@@ -24,12 +29,27 @@ export const AUDIO_ALGORITHM: FingerprintAlgorithm = {
 };
 
 /** PDQ hashes of frames at scene changes; by value, one frame's hash finds the videos holding that frame. */
-export const VIDEO_ALGORITHM: FingerprintAlgorithm = { alg: VIDEO_ALG, modality: 'video', mediaTypes: ['video/mp4', 'video/webm', 'video/quicktime', 'video/x-matroska'], valueHexDigits: HASH_BYTES * 2 };
+export const VIDEO_ALGORITHM: FingerprintAlgorithm = {
+  alg: VIDEO_ALG,
+  modality: 'video',
+  mediaTypes: ['video/mp4', 'video/webm', 'video/quicktime', 'video/x-matroska'],
+  valueHexDigits: HASH_BYTES * 2,
+};
 
-export const TEXT_ALGORITHM: FingerprintAlgorithm = { alg: TEXT_ALG, modality: 'text', mediaTypes: ['text/plain'], valueHexDigits: SIGNATURE_HEX_DIGITS };
+export const TEXT_ALGORITHM: FingerprintAlgorithm = {
+  alg: TEXT_ALG,
+  modality: 'text',
+  mediaTypes: ['text/plain'],
+  valueHexDigits: SIGNATURE_HEX_DIGITS,
+};
 
 /** Every algorithm this service computes and indexes, one per modality. */
-export const ALGORITHMS: readonly FingerprintAlgorithm[] = [IMAGE_ALGORITHM, AUDIO_ALGORITHM, VIDEO_ALGORITHM, TEXT_ALGORITHM];
+export const ALGORITHMS: readonly FingerprintAlgorithm[] = [
+  IMAGE_ALGORITHM,
+  AUDIO_ALGORITHM,
+  VIDEO_ALGORITHM,
+  TEXT_ALGORITHM,
+];
 
 export function algorithmNamed(alg: string): FingerprintAlgorithm | undefined {
   return ALGORITHMS.find((a) => a.alg === alg);

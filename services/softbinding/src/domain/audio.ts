@@ -143,7 +143,15 @@ export function spectrogram(samples: Float32Array): { power: Float32Array; frame
 }
 
 /** Running maximum over ±radius along one axis (a separable max filter). */
-function maxFilter(src: Float32Array, dst: Float32Array, lines: number, length: number, lineStride: number, step: number, radius: number): void {
+function maxFilter(
+  src: Float32Array,
+  dst: Float32Array,
+  lines: number,
+  length: number,
+  lineStride: number,
+  step: number,
+  radius: number,
+): void {
   for (let line = 0; line < lines; line++) {
     const base = line * lineStride;
     for (let i = 0; i < length; i++) {
@@ -260,7 +268,10 @@ export interface AlignmentScore {
  * How well a query lines up with one reference: for every hash they share, the difference of the frames is a
  * vote for an offset; a copy piles its votes on one offset, chance agreement spreads them out.
  */
-export function alignment(query: readonly Landmark[], reference: ReadonlyArray<{ hash: number; t: number }>): AlignmentScore {
+export function alignment(
+  query: readonly Landmark[],
+  reference: ReadonlyArray<{ hash: number; t: number }>,
+): AlignmentScore {
   const byHash = new Map<number, number[]>();
   for (const l of query) {
     for (const hash of queryHashes(l.hash)) {
@@ -289,7 +300,11 @@ export function alignment(query: readonly Landmark[], reference: ReadonlyArray<{
     }
   }
   const similarity = query.length === 0 ? 0 : Math.min(1, best / query.length);
-  return { aligned: best, similarity: Math.round(similarity * 1000) / 1000, offsetSeconds: bestOffset * SECONDS_PER_FRAME };
+  return {
+    aligned: best,
+    similarity: Math.round(similarity * 1000) / 1000,
+    offsetSeconds: bestOffset * SECONDS_PER_FRAME,
+  };
 }
 
 /**

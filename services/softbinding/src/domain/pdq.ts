@@ -34,7 +34,8 @@ const WORK_SIDE = 128;
 const DCT: Float64Array = (() => {
   const m = new Float64Array(KEEP * GRID);
   const scale = Math.sqrt(2 / GRID);
-  for (let i = 0; i < KEEP; i++) for (let j = 0; j < GRID; j++) m[i * GRID + j] = scale * Math.cos((Math.PI / (2 * GRID)) * (i + 1) * (2 * j + 1));
+  for (let i = 0; i < KEEP; i++)
+    for (let j = 0; j < GRID; j++) m[i * GRID + j] = scale * Math.cos((Math.PI / (2 * GRID)) * (i + 1) * (2 * j + 1));
   return m;
 })();
 
@@ -44,7 +45,14 @@ export function jaroszWindow(oldSize: number, newSize: number): number {
 }
 
 /** One box-filter pass along a line of `count` samples spaced by `stride`, the window clipped at the edges. */
-function boxLine(src: Float32Array, dst: Float32Array, start: number, stride: number, count: number, window: number): void {
+function boxLine(
+  src: Float32Array,
+  dst: Float32Array,
+  start: number,
+  stride: number,
+  count: number,
+  window: number,
+): void {
   const before = ((window - 1) / 2) | 0;
   const after = window - 1 - before;
   let sum = 0;
@@ -73,7 +81,8 @@ export function luminance(pixels: Uint8Array, width: number, height: number, cha
     for (let i = 0; i < n; i++) y[i] = pixels[i * channels]!;
     return y;
   }
-  for (let i = 0, p = 0; i < n; i++, p += channels) y[i] = 0.299 * pixels[p]! + 0.587 * pixels[p + 1]! + 0.114 * pixels[p + 2]!;
+  for (let i = 0, p = 0; i < n; i++, p += channels)
+    y[i] = 0.299 * pixels[p]! + 0.587 * pixels[p + 1]! + 0.114 * pixels[p + 2]!;
   return y;
 }
 
@@ -139,7 +148,8 @@ export function thresholdAtMedian(coefficients: Float64Array): Uint8Array {
   const half = sorted.length >> 1;
   const median = (sorted[half - 1]! + sorted[half]!) / 2;
   const bits = new Uint8Array(coefficients.length / 8);
-  for (let i = 0; i < coefficients.length; i++) if (coefficients[i]! > median) bits[i >> 3] = bits[i >> 3]! | (0x80 >> (i & 7));
+  for (let i = 0; i < coefficients.length; i++)
+    if (coefficients[i]! > median) bits[i >> 3] = bits[i >> 3]! | (0x80 >> (i & 7));
   return bits;
 }
 

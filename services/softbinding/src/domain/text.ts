@@ -125,7 +125,8 @@ export function murmur3(bytes: Uint8Array, seed = 0): number {
   let h = seed >>> 0;
   const n = bytes.length;
   const blocks = n & ~3;
-  for (let i = 0; i < blocks; i += 4) h = mixH(h, (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24)) >>> 0);
+  for (let i = 0; i < blocks; i += 4)
+    h = mixH(h, (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24)) >>> 0);
   let k = 0;
   const tail = n & 3;
   if (tail === 3) k ^= bytes[blocks + 2]! << 16;
@@ -247,7 +248,11 @@ export function signatureToHex(signature: Uint32Array): string {
 }
 
 export function signatureFromHex(hex: string): Uint32Array {
-  if (hex.length !== SIGNATURE_HEX_DIGITS || !/^[0-9a-fA-F]+$/.test(hex)) throw new TextFingerprintError('invalid_value', `a ${TEXT_ALG} binding value is ${SIGNATURE_HEX_DIGITS} hex digits`);
+  if (hex.length !== SIGNATURE_HEX_DIGITS || !/^[0-9a-fA-F]+$/.test(hex))
+    throw new TextFingerprintError(
+      'invalid_value',
+      `a ${TEXT_ALG} binding value is ${SIGNATURE_HEX_DIGITS} hex digits`,
+    );
   const sig = new Uint32Array(SIGNATURE_SLOTS);
   for (let i = 0; i < SIGNATURE_SLOTS; i++) sig[i] = parseInt(hex.slice(i * 8, i * 8 + 8), 16) >>> 0;
   return sig;
@@ -257,11 +262,17 @@ export function signatureFromHex(hex: string): Uint32Array {
 export function fingerprintText(text: string): TextFingerprint {
   const normalised = normaliseText(text);
   if (normalised.length < MIN_TEXT_CHARS) {
-    throw new TextFingerprintError('too_short', `text too short to fingerprint: ${normalised.length} characters after normalisation, at least ${MIN_TEXT_CHARS} needed`);
+    throw new TextFingerprintError(
+      'too_short',
+      `text too short to fingerprint: ${normalised.length} characters after normalisation, at least ${MIN_TEXT_CHARS} needed`,
+    );
   }
   const shingles = wordShingles(normalised);
   if (shingles.size < MIN_TEXT_SHINGLES) {
-    throw new TextFingerprintError('too_short', `text too short to fingerprint: ${shingles.size} distinct word ${SHINGLE_WORDS}-grams, at least ${MIN_TEXT_SHINGLES} needed`);
+    throw new TextFingerprintError(
+      'too_short',
+      `text too short to fingerprint: ${shingles.size} distinct word ${SHINGLE_WORDS}-grams, at least ${MIN_TEXT_SHINGLES} needed`,
+    );
   }
   const signature = minhash(shingles);
   return { alg: TEXT_ALG, signature, bands: lshBands(signature) };

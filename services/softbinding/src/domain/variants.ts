@@ -22,7 +22,10 @@ export async function indexHashes(fingerprinter: ImageFingerprinter, bytes: Buff
   const w = Math.round(width * (1 - CROP_FRACTION));
   const h = Math.round(height * (1 - CROP_FRACTION));
   for (const [name, [ax, ay]] of Object.entries(ANCHORS)) {
-    const crop = await sharp(png.data).extract({ left: Math.round((width - w) * ax), top: Math.round((height - h) * ay), width: w, height: h }).png({ compressionLevel: 0 }).toBuffer();
+    const crop = await sharp(png.data)
+      .extract({ left: Math.round((width - w) * ax), top: Math.round((height - h) * ay), width: w, height: h })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
     out.push({ ...(await fingerprinter.hashImage(crop)), variant: `crop5-${name}` });
   }
   return out;

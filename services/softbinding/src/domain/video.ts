@@ -91,7 +91,8 @@ export class VideoFingerprintError extends Error {
 
 /** A path usable as a filter option value without filtergraph escaping (the temp dir's path: checked, not escaped). */
 function filterPath(path: string): string {
-  if (!/^[\w./-]+$/.test(path)) throw new Error(`temp path ${JSON.stringify(path)} needs filtergraph escaping; set TMPDIR to a plain path`);
+  if (!/^[\w./-]+$/.test(path))
+    throw new Error(`temp path ${JSON.stringify(path)} needs filtergraph escaping; set TMPDIR to a plain path`);
   return path;
 }
 
@@ -112,12 +113,20 @@ function evenlySpaced<T>(items: T[], count: number): T[] {
 }
 
 /** The frame hashes of a video (see the module comment); a typed `VideoFingerprintError` for bad input. */
-export async function fingerprintVideo(bytes: Buffer, options: VideoFingerprintOptions = {}): Promise<VideoFrameHash[]> {
+export async function fingerprintVideo(
+  bytes: Buffer,
+  options: VideoFingerprintOptions = {},
+): Promise<VideoFrameHash[]> {
   const maxBytes = options.maxBytes ?? MAX_VIDEO_BYTES;
-  if (bytes.length > maxBytes) throw new VideoFingerprintError('too_large', `video is ${bytes.length} bytes; at most ${maxBytes} are fingerprinted`);
+  if (bytes.length > maxBytes)
+    throw new VideoFingerprintError(
+      'too_large',
+      `video is ${bytes.length} bytes; at most ${maxBytes} are fingerprinted`,
+    );
   if (bytes.length === 0) throw new VideoFingerprintError('not_video', 'empty input');
   const sniffed = sniffMediaType(bytes.subarray(0, 64));
-  if (sniffed && sniffed.modality !== 'video') throw new VideoFingerprintError('not_video', `input is ${sniffed.mediaType}, not a video`);
+  if (sniffed && sniffed.modality !== 'video')
+    throw new VideoFingerprintError('not_video', `input is ${sniffed.mediaType}, not a video`);
 
   const dir = await mkdtemp(join(tmpdir(), 'cairn-video-'));
   try {
@@ -134,14 +143,35 @@ export async function fingerprintVideo(bytes: Buffer, options: VideoFingerprintO
     let raw: Buffer;
     try {
       raw = await runFfmpeg({
-        args: ['-t', String(seconds), '-i', input, '-map', '0:v:0', '-an', '-sn', '-dn', '-vf', filter, '-vsync', 'vfr', '-frames:v', String(MAX_CANDIDATE_FRAMES), '-f', 'rawvideo', 'pipe:1'],
+        args: [
+          '-t',
+          String(seconds),
+          '-i',
+          input,
+          '-map',
+          '0:v:0',
+          '-an',
+          '-sn',
+          '-dn',
+          '-vf',
+          filter,
+          '-vsync',
+          'vfr',
+          '-frames:v',
+          String(MAX_CANDIDATE_FRAMES),
+          '-f',
+          'rawvideo',
+          'pipe:1',
+        ],
         maxOutputBytes: MAX_CANDIDATE_FRAMES * FRAME_BYTES + FRAME_BYTES,
         timeoutMs: options.timeoutMs ?? VIDEO_TIMEOUT_MS,
       });
     } catch (error) {
       if (!(error instanceof FfmpegError)) throw error;
-      if (/took longer than/.test(error.message)) throw new VideoFingerprintError('timeout', 'video decoding timed out');
-      if (/matches no streams/.test(error.stderr)) throw new VideoFingerprintError('not_video', 'input has no video stream');
+      if (/took longer than/.test(error.message))
+        throw new VideoFingerprintError('timeout', 'video decoding timed out');
+      if (/matches no streams/.test(error.stderr))
+        throw new VideoFingerprintError('not_video', 'input has no video stream');
       throw new VideoFingerprintError('undecodable', `video could not be decoded: ${error.message}`);
     }
     const times = parseTimes(await readFile(metaFile, 'utf8').catch(() => ''));
@@ -149,7 +179,10 @@ export async function fingerprintVideo(bytes: Buffer, options: VideoFingerprintO
     if (count === 0) throw new VideoFingerprintError('no_frames', 'no video frames could be decoded');
     const t0 = times[0]!;
     const frames: VideoFrameHash[] = [];
-    for (const i of evenlySpaced(Array.from({ length: count }, (_, k) => k), MAX_VIDEO_FRAMES)) {
+    for (const i of evenlySpaced(
+      Array.from({ length: count }, (_, k) => k),
+      MAX_VIDEO_FRAMES,
+    )) {
       const pixels = new Uint8Array(raw.buffer, raw.byteOffset + i * FRAME_BYTES, FRAME_BYTES);
       const hash = hashPixels(pixels, FRAME_SIDE, FRAME_SIDE, 3);
       const t = Number.isFinite(times[i]!) && Number.isFinite(t0) ? Math.round((times[i]! - t0) * 1000) / 1000 : 0;
@@ -182,7 +215,11 @@ export function nearestFrameDistance(frame: VideoFrameHash, indexed: readonly Vi
 }
 
 /** How much of the query video is found in the indexed one (see the module comment for the rule). */
-export function matchVideo(query: readonly VideoFrameHash[], indexed: readonly VideoFrameHash[], radius: number = VIDEO_FRAME_RADIUS): VideoMatch {
+export function matchVideo(
+  query: readonly VideoFrameHash[],
+  indexed: readonly VideoFrameHash[],
+  radius: number = VIDEO_FRAME_RADIUS,
+): VideoMatch {
   let usable = 0;
   let matchedFrames = 0;
   for (const frame of query) {
@@ -191,5 +228,9 @@ export function matchVideo(query: readonly VideoFrameHash[], indexed: readonly V
     if (nearestFrameDistance(frame, indexed) <= radius) matchedFrames++;
   }
   const similarity = usable === 0 ? 0 : Math.round((matchedFrames / usable) * 1000) / 1000;
-  return { matchedFrames, similarity, matches: matchedFrames >= MIN_MATCHED_FRAMES && similarity >= MIN_MATCHED_FRACTION };
+  return {
+    matchedFrames,
+    similarity,
+    matches: matchedFrames >= MIN_MATCHED_FRAMES && similarity >= MIN_MATCHED_FRACTION,
+  };
 }

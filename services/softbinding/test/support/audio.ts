@@ -48,9 +48,14 @@ export async function sonify(photo: Buffer, seconds = 8): Promise<Buffer> {
   const base = 140 + (seed % 40);
   const perCol = 900 + ((seed >>> 8) % 300);
   const COLS = Math.floor((seconds * RATE) / perCol);
-  const { data } = await sharp(photo).greyscale().resize(COLS, ROWS, { fit: 'fill' }).raw().toBuffer({ resolveWithObject: true });
+  const { data } = await sharp(photo)
+    .greyscale()
+    .resize(COLS, ROWS, { fit: 'fill' })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   const steps = new Uint32Array(ROWS);
-  for (let r = 0; r < ROWS; r++) steps[r] = Math.round((base * Math.pow(3400 / base, r / (ROWS - 1)) * TABLE * 65536) / RATE);
+  for (let r = 0; r < ROWS; r++)
+    steps[r] = Math.round((base * Math.pow(3400 / base, r / (ROWS - 1)) * TABLE * 65536) / RATE);
   const out = new Float32Array(COLS * perCol);
   const phase = new Uint32Array(ROWS);
   for (let c = 0; c < COLS; c++) {
@@ -80,6 +85,17 @@ export const AUDIO_TRANSFORMS: Record<string, (b: Buffer) => Promise<Buffer>> = 
   ogg_q2: ff(['-codec:a', 'libvorbis', '-q:a', '2', '-f', 'ogg']),
   resample_44k_minus8db: ff(['-ar', '44100', '-af', 'volume=-8dB', '-f', 'wav']),
   pink_noise: (b) =>
-    runFfmpeg({ args: ['-i', 'pipe:0', '-filter_complex', 'anoisesrc=c=pink:a=0.02:d=60:r=8000[n];[0:a][n]amix=inputs=2:duration=first', '-f', 'wav', 'pipe:1'], input: b }),
+    runFfmpeg({
+      args: [
+        '-i',
+        'pipe:0',
+        '-filter_complex',
+        'anoisesrc=c=pink:a=0.02:d=60:r=8000[n];[0:a][n]amix=inputs=2:duration=first',
+        '-f',
+        'wav',
+        'pipe:1',
+      ],
+      input: b,
+    }),
   delayed_and_trimmed: ff(['-af', 'adelay=137|137,atrim=start=1.5', '-f', 'wav']),
 };

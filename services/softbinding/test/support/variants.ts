@@ -16,7 +16,10 @@ export async function loadPhotos(): Promise<Photo[]> {
   for (const dir of [SHARED_PHOTOS, OWN_PHOTOS]) {
     for (const file of (await readdir(dir)).sort()) {
       if (!/\.(png|jpe?g)$/.test(file)) continue;
-      photos.push({ name: file.replace(/\.[^.]+$/, ''), bytes: await readFile(`${dir}${dir.endsWith('/') ? '' : '/'}${file}`) });
+      photos.push({
+        name: file.replace(/\.[^.]+$/, ''),
+        bytes: await readFile(`${dir}${dir.endsWith('/') ? '' : '/'}${file}`),
+      });
     }
   }
   return photos;
@@ -26,13 +29,19 @@ export const jpeg60 = (b: Buffer) => sharp(b).jpeg({ quality: 60 }).toBuffer();
 
 export async function resize50(b: Buffer): Promise<Buffer> {
   const m = await sharp(b).metadata();
-  return sharp(b).resize(Math.round(m.width! / 2), Math.round(m.height! / 2)).png().toBuffer();
+  return sharp(b)
+    .resize(Math.round(m.width! / 2), Math.round(m.height! / 2))
+    .png()
+    .toBuffer();
 }
 
 /** Removes 5% of the width and of the height, off the right and bottom edges. */
 export async function crop5(b: Buffer): Promise<Buffer> {
   const m = await sharp(b).metadata();
-  return sharp(b).extract({ left: 0, top: 0, width: Math.round(m.width! * 0.95), height: Math.round(m.height! * 0.95) }).png().toBuffer();
+  return sharp(b)
+    .extract({ left: 0, top: 0, width: Math.round(m.width! * 0.95), height: Math.round(m.height! * 0.95) })
+    .png()
+    .toBuffer();
 }
 
 export const brightness = (factor: number) => (b: Buffer) => sharp(b).modulate({ brightness: factor }).png().toBuffer();

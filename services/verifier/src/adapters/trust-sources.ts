@@ -3,7 +3,8 @@ import type { Logger } from '@cairn/logging';
 import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
 
 /** Where a published trust list comes from: the copy shipped with the verifier, a PEM file, an https URL, or nowhere. */
-export type TrustSource = { kind: 'builtin'; file: URL } | { kind: 'file'; path: string } | { kind: 'url'; url: string } | { kind: 'none' };
+export type TrustSource =
+  { kind: 'builtin'; file: URL } | { kind: 'file'; path: string } | { kind: 'url'; url: string } | { kind: 'none' };
 
 /** `builtin` | `none` | an http(s) URL | a file path (the C2PA_TRUST_LIST / C2PA_TSA_TRUST_LIST setting). */
 export function parseTrustSource(value: string, builtin: URL): TrustSource {
@@ -70,12 +71,19 @@ export class PublishedTrustList {
       if (pems.length === 0) throw new Error('holds no PEM certificate');
       this.current = { pems, loadedAt: Date.now(), from: describeSource(this.source) };
     } catch (error) {
-      this.options.logger?.warn({ err: error, source: describeSource(this.source) }, 'trust list could not be loaded; the last good copy stays in force');
+      this.options.logger?.warn(
+        { err: error, source: describeSource(this.source) },
+        'trust list could not be loaded; the last good copy stays in force',
+      );
       if (this.current) {
         this.current = { ...this.current, loadedAt: Date.now() };
       } else if (this.source.kind === 'url') {
         const shipped = splitPem(await readFile(this.options.builtin, 'utf8'));
-        this.current = { pems: shipped, loadedAt: Date.now(), from: `${describeSource({ kind: 'builtin', file: this.options.builtin })} (${this.source.url} unreachable)` };
+        this.current = {
+          pems: shipped,
+          loadedAt: Date.now(),
+          from: `${describeSource({ kind: 'builtin', file: this.options.builtin })} (${this.source.url} unreachable)`,
+        };
       } else {
         throw error;
       }
@@ -89,7 +97,13 @@ export class PublishedTrustList {
       case 'file':
         return readFile(this.source.path, 'utf8');
       case 'url': {
-        const answer = await boundedRequest(this.source.url, { method: 'GET', headers: { Accept: 'application/x-pem-file, text/plain' }, timeoutMs: 10_000, maxBytes: MAX_LIST_BYTES, policy: this.options.policy });
+        const answer = await boundedRequest(this.source.url, {
+          method: 'GET',
+          headers: { Accept: 'application/x-pem-file, text/plain' },
+          timeoutMs: 10_000,
+          maxBytes: MAX_LIST_BYTES,
+          policy: this.options.policy,
+        });
         if (!answer.ok) throw new Error(answer.error);
         if (answer.status !== 200) throw new Error(`answered HTTP ${answer.status}`);
         return answer.body.toString('utf8');

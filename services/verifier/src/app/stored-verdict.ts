@@ -30,7 +30,10 @@ export async function storedVerdict(deps: StoredVerdictDeps, manifestId: string)
   const manifestUri = `${deps.publicBaseUrl.replace(/\/$/, '')}/v1/manifests/${manifestId}`;
   let outcome: Awaited<ReturnType<typeof verify>>;
   try {
-    outcome = await verify(deps, create(verifierV1.VerifyRequestSchema, { tenantId: '', input: { case: 'manifestUri', value: manifestUri } }));
+    outcome = await verify(
+      deps,
+      create(verifierV1.VerifyRequestSchema, { tenantId: '', input: { case: 'manifestUri', value: manifestUri } }),
+    );
   } catch (error) {
     // The file's retention ended, or a dependency failed: the last verdict computed from it still stands.
     if (usable) return usable.result;
@@ -39,9 +42,15 @@ export async function storedVerdict(deps: StoredVerdictDeps, manifestId: string)
   }
   // A signal service that blipped must not replace a complete verdict with an inconclusive one.
   if (outcome.verdict.status === 'inconclusive' && usable) return usable.result;
-  if (!outcome.assetId) throw new CairnError('cairn.internal_error', `Manifest ${manifestId} verified without its asset.`);
+  if (!outcome.assetId)
+    throw new CairnError('cairn.internal_error', `Manifest ${manifestId} verified without its asset.`);
   const { matches: _publicOnly, ...verdict } = outcome.verdict;
-  const result: StoredResult = { ...verdict, manifest_id: manifestId, asset_id: outcome.assetId, verified_at: outcome.verifiedAt };
+  const result: StoredResult = {
+    ...verdict,
+    manifest_id: manifestId,
+    asset_id: outcome.assetId,
+    verified_at: outcome.verifiedAt,
+  };
   const expiresAt = outcome.expiresAt ? new Date(outcome.expiresAt) : new Date(now + deps.freshForMs);
   await deps.results
     .save(result, { expiresAt, trustDigest: trust, anchorSettled: !outcome.anchorPending })

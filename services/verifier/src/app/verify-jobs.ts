@@ -43,14 +43,29 @@ export class VerifyJobs {
     const finished = () => this.deps.blobs.delete(job.uploadBlobKey).catch(() => undefined);
     // The queue delivers once more than maxAttempts: a delivery past the budget means no attempt ever answered.
     if (attempt > maxAttempts) {
-      await this.fail(item, job.reservationId, new CairnError('cairn.unavailable', `The verify was attempted ${maxAttempts} times and never finished.`));
+      await this.fail(
+        item,
+        job.reservationId,
+        new CairnError('cairn.unavailable', `The verify was attempted ${maxAttempts} times and never finished.`),
+      );
       await finished();
       return;
     }
-    await withTenant(this.deps.db, item.tenantId, (tx) => this.deps.jobs.mark(tx, item.jobId, { status: 'running', attempts: attempt }));
+    await withTenant(this.deps.db, item.tenantId, (tx) =>
+      this.deps.jobs.mark(tx, item.jobId, { status: 'running', attempts: attempt }),
+    );
     try {
-      const outcome = await verify(this.deps, create(verifierV1.VerifyRequestSchema, { tenantId: item.tenantId, input: { case: 'uploadBlobKey', value: job.uploadBlobKey } }));
-      const result = toJson(verifierV1.VerificationResultSchema, create(verifierV1.VerificationResultSchema, toResultMessage(outcome.verdict, outcome)));
+      const outcome = await verify(
+        this.deps,
+        create(verifierV1.VerifyRequestSchema, {
+          tenantId: item.tenantId,
+          input: { case: 'uploadBlobKey', value: job.uploadBlobKey },
+        }),
+      );
+      const result = toJson(
+        verifierV1.VerificationResultSchema,
+        create(verifierV1.VerificationResultSchema, toResultMessage(outcome.verdict, outcome)),
+      );
       await withTenant(this.deps.db, item.tenantId, async (tx) => {
         await this.deps.jobs.mark(tx, item.jobId, { status: 'done', result });
         await this.deps.outbox.enqueue(
@@ -69,7 +84,10 @@ export class VerifyJobs {
       void this.deps.outbox.flush();
       await finished();
     } catch (error) {
-      const known = error instanceof CairnError ? error : new CairnError('cairn.internal_error', 'The verify failed unexpectedly.', {}, { cause: error });
+      const known =
+        error instanceof CairnError
+          ? error
+          : new CairnError('cairn.internal_error', 'The verify failed unexpectedly.', {}, { cause: error });
       if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
       this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'verify job failed');
       await this.fail(item, job.reservationId, known);
@@ -78,10 +96,23 @@ export class VerifyJobs {
   }
 
   private async fail(item: VerifyJobItem, reservationId: string, known: CairnError): Promise<void> {
-    const problem = { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
+    const problem = {
+      code: known.code,
+      title: ERROR_CATALOG[known.code].title,
+      status: known.status,
+      detail: known.message,
+    };
     await withTenant(this.deps.db, item.tenantId, async (tx) => {
       await this.deps.jobs.mark(tx, item.jobId, { status: 'failed', problem });
-      await this.deps.outbox.enqueue(tx, newEvent('job.failed', item.tenantId, { job_id: item.jobId, reservation_id: reservationId || null, kind: 'verify', problem }));
+      await this.deps.outbox.enqueue(
+        tx,
+        newEvent('job.failed', item.tenantId, {
+          job_id: item.jobId,
+          reservation_id: reservationId || null,
+          kind: 'verify',
+          problem,
+        }),
+      );
     });
     void this.deps.outbox.flush();
   }

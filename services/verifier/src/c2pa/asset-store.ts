@@ -94,7 +94,8 @@ function fromJpeg(src: RandomAccess): Buffer | null {
     if (!first || first.length < 16 || first.toString('latin1', 4, 8) !== 'jumb') continue;
     // The C2PA store's description box is labelled "c2pa"; other JUMBF (e.g. JPEG 360) is skipped.
     const headerLen = first.readUInt32BE(0) === 1 ? 16 : 8;
-    if (superboxLabel(first, { type: 'jumb', start: 0, contentStart: headerLen, end: first.length }) !== 'c2pa') continue;
+    if (superboxLabel(first, { type: 'jumb', start: 0, contentStart: headerLen, end: first.length }) !== 'c2pa')
+      continue;
     // Every packet repeats the superbox's LBox/TBox(/XLBox); only the first keeps it.
     return concatBounded(packets.map((p, i) => (i === 0 ? p.data : p.data.subarray(headerLen))));
   }

@@ -178,5 +178,11 @@ export function decodeCbor(bytes: Uint8Array): CborValue {
 }
 
 export function isTagged(value: CborValue): value is CborTagged {
-  return typeof value === 'object' && value !== null && !(value instanceof Uint8Array) && !Array.isArray(value) && !(value instanceof Map);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !(value instanceof Uint8Array) &&
+    !Array.isArray(value) &&
+    !(value instanceof Map)
+  );
 }

@@ -22,7 +22,9 @@ function cairnRecordOf(assertions: readonly AssertionJson[]): C2paClaims['cairnR
   const data = asRecord(found[0]?.data);
   const assetId = asString(data?.asset_id);
   const manifestId = asString(data?.manifest_id);
-  return assetId && manifestId && ASSET_ID.test(assetId) && MANIFEST_ID.test(manifestId) ? { assetId, manifestId } : undefined;
+  return assetId && manifestId && ASSET_ID.test(assetId) && MANIFEST_ID.test(manifestId)
+    ? { assetId, manifestId }
+    : undefined;
 }
 
 /** `c2pa.actions.v2__1` → `c2pa.actions`: drops the instance suffix and the version suffix. */

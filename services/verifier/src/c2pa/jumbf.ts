@@ -3,7 +3,6 @@
 import { childBoxes, findLabelled, readBox } from '@cairn/jumbf';
 import { decodeCbor, isTagged, type CborValue } from './cbor.js';
 
-
 /** Raw COSE_Sign1 bytes of a manifest's `c2pa.signature` box. */
 export function signatureCose(store: Uint8Array, manifestLabel: string): Uint8Array | undefined {
   const root = readBox(store, 0, store.length);

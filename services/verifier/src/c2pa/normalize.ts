@@ -22,7 +22,9 @@ function clip(text: string): string {
 }
 
 function derToPem(der: Uint8Array): string {
-  const b64 = Buffer.from(der).toString('base64').replace(/.{1,64}/g, '$&\n');
+  const b64 = Buffer.from(der)
+    .toString('base64')
+    .replace(/.{1,64}/g, '$&\n');
   return `-----BEGIN CERTIFICATE-----\n${b64}-----END CERTIFICATE-----\n`;
 }
 

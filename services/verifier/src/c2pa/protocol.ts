@@ -29,16 +29,26 @@ export function isChildMessage(value: unknown): value is ChildMessage {
 export function isReadRequest(value: unknown): value is ReadRequest {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Partial<ReadRequest>;
-  return v.type === 'read' && typeof v.id === 'number' && typeof v.path === 'string' && typeof v.mimeType === 'string' && typeof v.settings === 'string' && (v.sidecar === undefined || v.sidecar instanceof Uint8Array);
+  return (
+    v.type === 'read' &&
+    typeof v.id === 'number' &&
+    typeof v.path === 'string' &&
+    typeof v.mimeType === 'string' &&
+    typeof v.settings === 'string' &&
+    (v.sidecar === undefined || v.sidecar instanceof Uint8Array)
+  );
 }
 
 /** Structured clone turns Buffers into plain Uint8Arrays; give the caller Buffers back. */
 export function reviveReading(reading: C2paReading): C2paReading {
   if (reading.kind !== 'manifest') return reading;
-  const toBuffer = (u8: Uint8Array): Buffer => (Buffer.isBuffer(u8) ? u8 : Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength));
+  const toBuffer = (u8: Uint8Array): Buffer =>
+    Buffer.isBuffer(u8) ? u8 : Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
   return {
     ...reading,
     manifestStore: reading.manifestStore ? toBuffer(reading.manifestStore) : null,
-    ...(reading.thumbnail ? { thumbnail: { mimeType: reading.thumbnail.mimeType, bytes: toBuffer(reading.thumbnail.bytes) } } : {}),
+    ...(reading.thumbnail
+      ? { thumbnail: { mimeType: reading.thumbnail.mimeType, bytes: toBuffer(reading.thumbnail.bytes) } }
+      : {}),
   };
 }

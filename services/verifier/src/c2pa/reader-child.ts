@@ -21,7 +21,9 @@ async function thumbnailOf(reader: Reader, json: unknown): Promise<StoreReport['
   if (!thumb) return undefined;
   try {
     const { buffer } = await reader.resourceToAsset(thumb.identifier, { buffer: null });
-    return buffer.length > 0 && buffer.length <= MAX_THUMBNAIL_BYTES ? { mimeType: thumb.format, bytes: buffer } : undefined;
+    return buffer.length > 0 && buffer.length <= MAX_THUMBNAIL_BYTES
+      ? { mimeType: thumb.format, bytes: buffer }
+      : undefined;
   } catch {
     return undefined; // a missing thumbnail is not a reason to fail the reading
   }
@@ -39,7 +41,11 @@ async function read(request: ReadRequest): Promise<ChildMessage> {
   let reader: Reader | null;
   try {
     reader = request.sidecar
-      ? await Reader.fromManifestDataAndAsset(Buffer.from(request.sidecar), { path: request.path, mimeType: request.mimeType }, request.settings)
+      ? await Reader.fromManifestDataAndAsset(
+          Buffer.from(request.sidecar),
+          { path: request.path, mimeType: request.mimeType },
+          request.settings,
+        )
       : await Reader.fromAsset({ path: request.path, mimeType: request.mimeType }, request.settings);
   } catch (error) {
     const name = error instanceof Error ? error.name : 'Error';

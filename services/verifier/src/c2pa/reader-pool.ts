@@ -127,7 +127,13 @@ export class ReaderPool {
     return [...this.workers].map((w) => w.child.pid).filter((pid): pid is number => pid !== undefined);
   }
 
-  async read(asset: Buffer, mimeType: string, settings: string, timeoutMs = this.timeoutMs, sidecar?: Buffer): Promise<C2paReading> {
+  async read(
+    asset: Buffer,
+    mimeType: string,
+    settings: string,
+    timeoutMs = this.timeoutMs,
+    sidecar?: Buffer,
+  ): Promise<C2paReading> {
     if (this.closed) throw new C2paReaderUnavailableError('C2PA reader pool is closed');
     this.refill();
     const id = this.nextId++;
@@ -243,7 +249,14 @@ export class ReaderPool {
         this.spawn();
         this.dispatch();
       }, job.timeoutMs);
-      const request: ReadRequest = { type: 'read', id: job.id, path: job.path, mimeType: job.mimeType, settings: job.settings, ...(job.sidecar ? { sidecar: job.sidecar } : {}) };
+      const request: ReadRequest = {
+        type: 'read',
+        id: job.id,
+        path: job.path,
+        mimeType: job.mimeType,
+        settings: job.settings,
+        ...(job.sidecar ? { sidecar: job.sidecar } : {}),
+      };
       worker.child.send(request, (error) => {
         if (!error || worker.job !== job) return;
         // The child went away before it got the file: not the file's fault, so the job goes back in line.
@@ -266,7 +279,10 @@ export class ReaderPool {
    * Kills a worker and settles its job, if it has one: with a reading when the file is to blame (crash,
    * timeout), with an error when it is not (pool closing, child lost before it got the file).
    */
-  private retire(worker: Worker, outcome: C2paReading | Error = new C2paReaderUnavailableError('C2PA reader child lost')): void {
+  private retire(
+    worker: Worker,
+    outcome: C2paReading | Error = new C2paReaderUnavailableError('C2PA reader child lost'),
+  ): void {
     if (worker.gone) return;
     worker.gone = true;
     const job = worker.job;

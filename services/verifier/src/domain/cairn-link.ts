@@ -25,7 +25,8 @@ const LEGACY_TITLE = /^(a_[0-9A-HJKMNP-TV-Z]{26})\.[a-z0-9]{1,8}$/;
 export function cairnLinkOf(reading: C2paReading, cairnRootsPem: readonly string[]): CairnLink | undefined {
   if (reading.kind !== 'manifest' || !reading.signatureValid || !reading.assertionsValid) return undefined;
   const record = reading.claims.cairnRecord;
-  if (!chainsToOneOf(reading.signer.certChainPem, cairnRootsPem)) return record ? { kind: 'claimed_record', ...record } : undefined;
+  if (!chainsToOneOf(reading.signer.certChainPem, cairnRootsPem))
+    return record ? { kind: 'claimed_record', ...record } : undefined;
   if (record) return { kind: 'record', ...record };
   const legacy = LEGACY_TITLE.exec(reading.claims.title ?? '')?.[1];
   return legacy ? { kind: 'legacy_title', assetId: legacy } : undefined;

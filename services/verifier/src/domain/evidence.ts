@@ -60,7 +60,8 @@ export interface SoftMatch {
   similarity: number;
 }
 
-export type FingerprintEvidence = { ran: false; reason: 'not_available' | 'failed'; detail?: string } | { ran: true; matches: SoftMatch[] };
+export type FingerprintEvidence =
+  { ran: false; reason: 'not_available' | 'failed'; detail?: string } | { ran: true; matches: SoftMatch[] };
 
 /**
  * The anchor signal. Not run: `not_available` (no Cairn manifest whose store could be read from the file),
@@ -70,7 +71,15 @@ export type FingerprintEvidence = { ran: false; reason: 'not_available' | 'faile
  */
 export type AnchorEvidence =
   | { ran: false; reason: 'not_available' | 'failed' | 'pending' | 'not_anchored'; detail?: string }
-  | { ran: true; match: boolean; detail?: string; txHash?: string; chainId?: number; blockNumber?: number; confirmedAt?: string };
+  | {
+      ran: true;
+      match: boolean;
+      detail?: string;
+      txHash?: string;
+      chainId?: number;
+      blockNumber?: number;
+      confirmedAt?: string;
+    };
 
 export interface Evidence {
   manifest: ManifestEvidence;

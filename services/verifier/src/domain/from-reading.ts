@@ -12,7 +12,10 @@ function signerName(reading: Extract<C2paReading, { kind: 'manifest' }>): string
  * a failed assertion check (docs/design.md: "claim signature or an assertion hash fails"); the hard binding is
  * judged separately as content modification.
  */
-export function manifestEvidence(reading: C2paReading, ids: { manifestId?: string; assetId?: string } = {}): ManifestEvidence {
+export function manifestEvidence(
+  reading: C2paReading,
+  ids: { manifestId?: string; assetId?: string } = {},
+): ManifestEvidence {
   switch (reading.kind) {
     case 'none':
     case 'unsupported':

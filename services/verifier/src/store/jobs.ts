@@ -9,14 +9,33 @@ export class VerifyJobStore {
   constructor(private readonly db: Database) {}
 
   async create(tenantId: string, jobId: string, uploadBlobKey: string, reservationId: string): Promise<void> {
-    await withTenant(this.db, tenantId, (tx) => tx.insert(verifyJobs).values({ jobId, tenantId, status: 'queued', uploadBlobKey, reservationId }));
+    await withTenant(this.db, tenantId, (tx) =>
+      tx.insert(verifyJobs).values({ jobId, tenantId, status: 'queued', uploadBlobKey, reservationId }),
+    );
   }
 
   get(tenantId: string, jobId: string): Promise<VerifyJobRow | null> {
-    return withTenant(this.db, tenantId, async (tx) => (await tx.select().from(verifyJobs).where(and(eq(verifyJobs.jobId, jobId), eq(verifyJobs.tenantId, tenantId))))[0] ?? null);
+    return withTenant(
+      this.db,
+      tenantId,
+      async (tx) =>
+        (
+          await tx
+            .select()
+            .from(verifyJobs)
+            .where(and(eq(verifyJobs.jobId, jobId), eq(verifyJobs.tenantId, tenantId)))
+        )[0] ?? null,
+    );
   }
 
-  async mark(tx: Tx, jobId: string, fields: Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>): Promise<void> {
-    await tx.update(verifyJobs).set({ ...fields, updatedAt: new Date() }).where(eq(verifyJobs.jobId, jobId));
+  async mark(
+    tx: Tx,
+    jobId: string,
+    fields: Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>,
+  ): Promise<void> {
+    await tx
+      .update(verifyJobs)
+      .set({ ...fields, updatedAt: new Date() })
+      .where(eq(verifyJobs.jobId, jobId));
   }
 }

@@ -17,8 +17,18 @@ export interface KeptVerdict {
 export class ResultStore {
   constructor(private readonly db: Database) {}
 
-  async save(result: StoredResult, kept: { expiresAt: Date; trustDigest: string; anchorSettled: boolean }): Promise<void> {
-    const row = { result, verifiedAt: new Date(result.verified_at), expiresAt: kept.expiresAt, trustDigest: kept.trustDigest, anchorSettled: kept.anchorSettled, stale: false };
+  async save(
+    result: StoredResult,
+    kept: { expiresAt: Date; trustDigest: string; anchorSettled: boolean },
+  ): Promise<void> {
+    const row = {
+      result,
+      verifiedAt: new Date(result.verified_at),
+      expiresAt: kept.expiresAt,
+      trustDigest: kept.trustDigest,
+      anchorSettled: kept.anchorSettled,
+      stale: false,
+    };
     await this.db
       .insert(results)
       .values({ manifestId: result.manifest_id, assetId: result.asset_id, ...row })
@@ -28,7 +38,13 @@ export class ResultStore {
   async get(manifestId: string): Promise<KeptVerdict | null> {
     const [row] = await this.db.select().from(results).where(eq(results.manifestId, manifestId));
     if (!row) return null;
-    return { result: row.result as StoredResult, computedAt: row.verifiedAt, expiresAt: row.expiresAt, trustDigest: row.trustDigest, stale: row.stale };
+    return {
+      result: row.result as StoredResult,
+      computedAt: row.verifiedAt,
+      expiresAt: row.expiresAt,
+      trustDigest: row.trustDigest,
+      stale: row.stale,
+    };
   }
 
   /** Marks verdicts for recomputation: all of them (a signing certificate was revoked), or those waiting for an anchor. */

@@ -15,16 +15,25 @@ const MAX_ENTRIES = 100;
 
 /** Parses and checks a custom trust list: each entry one PEM certificate, not expired, CN as named. */
 export function validateTrustEntries(entries: TrustEntry[]): TrustEntry[] {
-  if (entries.length === 0 || entries.length > MAX_ENTRIES) throw new CairnError('cairn.validation.invalid_body', `entries must hold 1 to ${MAX_ENTRIES} certificates.`);
+  if (entries.length === 0 || entries.length > MAX_ENTRIES)
+    throw new CairnError('cairn.validation.invalid_body', `entries must hold 1 to ${MAX_ENTRIES} certificates.`);
   return entries.map((entry, index) => {
     let cert: X509Certificate;
     try {
       cert = new X509Certificate(entry.certificate_pem);
     } catch {
-      throw new CairnError('cairn.validation.invalid_body', `entries.${index}.certificate_pem is not a PEM certificate.`, { errors: [{ path: `entries.${index}.certificate_pem`, message: 'not a PEM certificate' }] });
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `entries.${index}.certificate_pem is not a PEM certificate.`,
+        { errors: [{ path: `entries.${index}.certificate_pem`, message: 'not a PEM certificate' }] },
+      );
     }
     if (new Date(cert.validTo).getTime() < Date.now()) {
-      throw new CairnError('cairn.validation.invalid_body', `entries.${index}: the certificate expired on ${cert.validTo}.`, { errors: [{ path: `entries.${index}.certificate_pem`, message: 'expired' }] });
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `entries.${index}: the certificate expired on ${cert.validTo}.`,
+        { errors: [{ path: `entries.${index}.certificate_pem`, message: 'expired' }] },
+      );
     }
     return { issuer_cn: entry.issuer_cn, certificate_pem: cert.toString() };
   });
@@ -73,7 +82,11 @@ export class TrustLists {
   /** The tenant's own list, if it set one. */
   async custom(tenantId: string | undefined): Promise<TrustEntry[] | undefined> {
     if (!tenantId) return undefined;
-    const row = await withTenant(this.db, tenantId, async (tx) => (await tx.select().from(trustLists).where(eq(trustLists.tenantId, tenantId)))[0]);
+    const row = await withTenant(
+      this.db,
+      tenantId,
+      async (tx) => (await tx.select().from(trustLists).where(eq(trustLists.tenantId, tenantId)))[0],
+    );
     return row?.entries;
   }
 
@@ -81,7 +94,10 @@ export class TrustLists {
     const valid = validateTrustEntries(entries);
     const updatedAt = new Date();
     await withTenant(this.db, tenantId, (tx) =>
-      tx.insert(trustLists).values({ tenantId, entries: valid, updatedAt }).onConflictDoUpdate({ target: trustLists.tenantId, set: { entries: valid, updatedAt } }),
+      tx
+        .insert(trustLists)
+        .values({ tenantId, entries: valid, updatedAt })
+        .onConflictDoUpdate({ target: trustLists.tenantId, set: { entries: valid, updatedAt } }),
     );
     return { count: valid.length, updatedAt };
   }
@@ -122,12 +138,26 @@ export class TrustLists {
     add(tsa, 'c2pa_tsa');
     add(configured, 'configured');
     const pems = entries.map((e) => e.pem);
-    const digest = createHash('sha256').update(pems.map((p) => p.trim()).sort().join('\n')).digest('hex');
-    return { entries, pems, cairn, digest, sources: { c2pa: this.published.c2pa.origin(), tsa: this.published.tsa.origin() } };
+    const digest = createHash('sha256')
+      .update(
+        pems
+          .map((p) => p.trim())
+          .sort()
+          .join('\n'),
+      )
+      .digest('hex');
+    return {
+      entries,
+      pems,
+      cairn,
+      digest,
+      sources: { c2pa: this.published.c2pa.origin(), tsa: this.published.tsa.origin() },
+    };
   }
 
   private async cairnRootsCached(): Promise<string[]> {
-    if (!this.roots || Date.now() - this.roots.loadedAt >= 60_000) this.roots = { pems: await this.loadCairnRoots(), loadedAt: Date.now() };
+    if (!this.roots || Date.now() - this.roots.loadedAt >= 60_000)
+      this.roots = { pems: await this.loadCairnRoots(), loadedAt: Date.now() };
     return this.roots.pems;
   }
 }

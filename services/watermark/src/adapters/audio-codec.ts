@@ -2,7 +2,16 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CairnError } from '@cairn/errors';
-import { checkMediaLimits, decodeAudioMono, FfmpegError, probeFfmpeg, runFfmpeg, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
+import {
+  checkMediaLimits,
+  decodeAudioMono,
+  FfmpegError,
+  probeFfmpeg,
+  runFfmpeg,
+  sniffMediaType,
+  SNIFF_BYTES,
+  type MediaLimits,
+} from '@cairn/media';
 
 /**
  * The service's own decode and re-encode of audio files (callers send files, never samples): the header is
@@ -51,12 +60,32 @@ export function parseAudioStream(text: string, mediaType: string): Omit<AudioFor
   const rate = /(\d+) Hz/.exec(line);
   if (!codec || !rate) return null;
   const layout = parts[2] ?? '';
-  const channels = layout === 'mono' ? 1 : layout === 'stereo' ? 2 : Number(/(\d+) channels/.exec(layout)?.[1] ?? /^(\d+)\.(\d+)/.exec(layout)?.slice(1, 3).reduce((a, b) => a + Number(b), 0) ?? 0);
+  const channels =
+    layout === 'mono'
+      ? 1
+      : layout === 'stereo'
+        ? 2
+        : Number(
+            /(\d+) channels/.exec(layout)?.[1] ??
+              /^(\d+)\.(\d+)/
+                .exec(layout)
+                ?.slice(1, 3)
+                .reduce((a, b) => a + Number(b), 0) ??
+              0,
+          );
   const sampleFormat = (parts[3] ?? '').split(' ')[0] ?? '';
   const bits = /\((\d+) bit\)/.exec(parts[3] ?? '');
   const kbps = /(\d+) kb\/s/.exec(line) ?? /bitrate: (\d+) kb\/s/.exec(text);
   if (!Number.isInteger(channels) || channels < 1 || channels > 8) return null;
-  return { mediaType, codec, sampleRate: Number(rate[1]), channels, sampleFormat, ...(bits ? { bitsPerSample: Number(bits[1]) } : {}), ...(kbps ? { kbps: Number(kbps[1]) } : {}) };
+  return {
+    mediaType,
+    codec,
+    sampleRate: Number(rate[1]),
+    channels,
+    sampleFormat,
+    ...(bits ? { bitsPerSample: Number(bits[1]) } : {}),
+    ...(kbps ? { kbps: Number(kbps[1]) } : {}),
+  };
 }
 
 async function withTemp<T>(work: (dir: string) => Promise<T>): Promise<T> {
@@ -72,7 +101,8 @@ async function withTemp<T>(work: (dir: string) => Promise<T>): Promise<T> {
 export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedAudio> {
   const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType)) throw invalid(`encoded must be a WAV, FLAC, MP3 or OGG file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
+  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType))
+    throw invalid(`encoded must be a WAV, FLAC, MP3 or OGG file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
   const probe = await checkMediaLimits(bytes, sniffed, limits);
   const description = await withTemp(async (dir) => {
     const path = join(dir, 'input');
@@ -81,11 +111,31 @@ export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: Media
   });
   const stream = parseAudioStream(description, sniffed.mediaType);
   // An upload that only looks like audio is the sign's unsupported_mime (the signer decoded it before, and said so).
-  if (!stream) throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${sniffed.mediaType} but has no audio stream ffmpeg can read.`);
-  const maxSeconds = Math.min(limits.audioSeconds, probe?.seconds !== undefined ? probe.seconds + 1 : limits.audioSeconds);
+  if (!stream)
+    throw new CairnError(
+      'cairn.sign.unsupported_mime',
+      `The file looks like ${sniffed.mediaType} but has no audio stream ffmpeg can read.`,
+    );
+  const maxSeconds = Math.min(
+    limits.audioSeconds,
+    probe?.seconds !== undefined ? probe.seconds + 1 : limits.audioSeconds,
+  );
   try {
     const raw = await runFfmpeg({
-      args: ['-i', 'pipe:0', '-t', String(maxSeconds), '-vn', '-f', 'f32le', '-ac', String(stream.channels), '-ar', String(stream.sampleRate), 'pipe:1'],
+      args: [
+        '-i',
+        'pipe:0',
+        '-t',
+        String(maxSeconds),
+        '-vn',
+        '-f',
+        'f32le',
+        '-ac',
+        String(stream.channels),
+        '-ar',
+        String(stream.sampleRate),
+        'pipe:1',
+      ],
       input: bytes,
       maxOutputBytes: Math.ceil(maxSeconds * stream.sampleRate * stream.channels * 4) + 4096,
     });
@@ -96,11 +146,18 @@ export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: Media
     // A WAV header states its data size exactly: much less sound than it states is a truncated upload, refused as
     // its container would have been, rather than re-encoded whole and signed as if it were the file sent.
     if (sniffed.mediaType === 'audio/wav' && probe?.seconds !== undefined && probe.seconds - seconds > 0.05) {
-      throw new CairnError('cairn.sign.unsupported_mime', `The WAV file is truncated: its header declares ${probe.seconds.toFixed(2)} s, it holds ${seconds.toFixed(2)} s.`);
+      throw new CairnError(
+        'cairn.sign.unsupported_mime',
+        `The WAV file is truncated: its header declares ${probe.seconds.toFixed(2)} s, it holds ${seconds.toFixed(2)} s.`,
+      );
     }
     return { format: { ...stream, seconds }, samples, mono };
   } catch (error) {
-    if (error instanceof FfmpegError) throw new CairnError('cairn.sign.unsupported_mime', `The file looks like ${sniffed.mediaType} but cannot be decoded.`);
+    if (error instanceof FfmpegError)
+      throw new CairnError(
+        'cairn.sign.unsupported_mime',
+        `The file looks like ${sniffed.mediaType} but cannot be decoded.`,
+      );
     throw error;
   }
 }
@@ -109,7 +166,8 @@ export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: Media
 export async function decodeAudioForDetection(encoded: Uint8Array, limits: MediaLimits): Promise<Float32Array | null> {
   const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || (sniffed.modality !== 'audio' && sniffed.modality !== 'video')) throw invalid(`encoded must be an audio or video file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
+  if (!sniffed || (sniffed.modality !== 'audio' && sniffed.modality !== 'video'))
+    throw invalid(`encoded must be an audio or video file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
   await checkMediaLimits(bytes, sniffed, limits);
   const maxSeconds = sniffed.modality === 'audio' ? limits.audioSeconds : limits.videoSeconds;
   try {
@@ -128,10 +186,28 @@ export function encoderArgs(format: AudioFormat): { args: string[]; extension: s
     case 'audio/wav':
       // The same PCM codec: pcm_s16le stays 16-bit, pcm_s24le 24-bit, pcm_f32le float.
       // bitexact: no LIST/INFO encoder chunk, so the file is RIFF, fmt and data like most uploads.
-      return { args: ['-c:a', format.codec.startsWith('pcm_') ? format.codec : 'pcm_s16le', '-fflags', '+bitexact', '-f', 'wav'], extension: 'wav' };
+      return {
+        args: [
+          '-c:a',
+          format.codec.startsWith('pcm_') ? format.codec : 'pcm_s16le',
+          '-fflags',
+          '+bitexact',
+          '-f',
+          'wav',
+        ],
+        extension: 'wav',
+      };
     case 'audio/flac':
       return {
-        args: ['-c:a', 'flac', '-sample_fmt', format.sampleFormat === 's16' ? 's16' : 's32', ...(format.bitsPerSample ? ['-bits_per_raw_sample', String(format.bitsPerSample)] : []), '-f', 'flac'],
+        args: [
+          '-c:a',
+          'flac',
+          '-sample_fmt',
+          format.sampleFormat === 's16' ? 's16' : 's32',
+          ...(format.bitsPerSample ? ['-bits_per_raw_sample', String(format.bitsPerSample)] : []),
+          '-f',
+          'flac',
+        ],
         extension: 'flac',
       };
     case 'audio/mpeg':
@@ -151,7 +227,23 @@ export async function encodeMarkedAudio(samples: Float32Array, format: AudioForm
   return withTemp(async (dir) => {
     const output = join(dir, `marked.${extension}`);
     const input = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-    await runFfmpeg({ args: ['-f', 'f32le', '-ar', String(format.sampleRate), '-ac', String(format.channels), '-i', 'pipe:0', ...args, '-y', output], input, timeoutMs: 120_000 });
+    await runFfmpeg({
+      args: [
+        '-f',
+        'f32le',
+        '-ar',
+        String(format.sampleRate),
+        '-ac',
+        String(format.channels),
+        '-i',
+        'pipe:0',
+        ...args,
+        '-y',
+        output,
+      ],
+      input,
+      timeoutMs: 120_000,
+    });
     return readFile(output);
   });
 }

@@ -1,5 +1,15 @@
 import { CairnError } from '@cairn/errors';
-import { checkMediaLimits, decodeImage, decodeRgb, encodeImage, makeThumbnail, sniffMediaType, SNIFF_BYTES, type EncodableImageType, type MediaLimits } from '@cairn/media';
+import {
+  checkMediaLimits,
+  decodeImage,
+  decodeRgb,
+  encodeImage,
+  makeThumbnail,
+  sniffMediaType,
+  SNIFF_BYTES,
+  type EncodableImageType,
+  type MediaLimits,
+} from '@cairn/media';
 import { isChannels, type RawImage } from '../domain/image/raw-image.js';
 
 /**
@@ -22,7 +32,8 @@ export interface DecodedForEmbedding {
 export async function decodeForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedForEmbedding> {
   const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType)) throw invalid(`encoded must be a JPEG, PNG or WebP image${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
+  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType))
+    throw invalid(`encoded must be a JPEG, PNG or WebP image${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
   const probe = await checkMediaLimits(bytes, sniffed, limits);
   if (!probe) throw invalid(`encoded looks like ${sniffed.mediaType} but its header cannot be read`);
   const mediaType = sniffed.mediaType as EncodableImageType;
@@ -35,9 +46,17 @@ export async function decodeForEmbedding(encoded: Uint8Array, limits: MediaLimit
 }
 
 /** The marked pixels as the file the signer signs, and the manifest's thumbnail, from one set of pixels. */
-export async function encodeMarked(image: RawImage, mediaType: EncodableImageType): Promise<{ encoded: Buffer; thumbnail: Buffer }> {
+export async function encodeMarked(
+  image: RawImage,
+  mediaType: EncodableImageType,
+): Promise<{ encoded: Buffer; thumbnail: Buffer }> {
   if (image.channels !== 3 && image.channels !== 4) throw new Error(`marked image has ${image.channels} channels`);
-  const pixels = { pixels: Buffer.from(image.pixels.buffer, image.pixels.byteOffset, image.pixels.byteLength), width: image.width, height: image.height, channels: image.channels };
+  const pixels = {
+    pixels: Buffer.from(image.pixels.buffer, image.pixels.byteOffset, image.pixels.byteLength),
+    width: image.width,
+    height: image.height,
+    channels: image.channels,
+  };
   const [encoded, thumbnail] = await Promise.all([encodeImage(pixels, mediaType), makeThumbnail(pixels)]);
   return { encoded, thumbnail };
 }
@@ -49,6 +68,7 @@ export async function decodeForDetection(encoded: Uint8Array, limits: MediaLimit
   if (!sniffed || sniffed.modality !== 'image') throw invalid('encoded must be an image file');
   await checkMediaLimits(bytes, sniffed, limits);
   const decoded = await decodeRgb(bytes, limits.imagePixels);
-  if (!decoded || !isChannels(decoded.channels)) throw invalid(`encoded looks like ${sniffed.mediaType} but cannot be decoded`);
+  if (!decoded || !isChannels(decoded.channels))
+    throw invalid(`encoded looks like ${sniffed.mediaType} but cannot be decoded`);
   return { pixels: decoded.pixels, width: decoded.width, height: decoded.height, channels: decoded.channels };
 }

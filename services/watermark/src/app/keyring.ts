@@ -27,14 +27,25 @@ export async function resolveKeyring(options: {
 }): Promise<Keyring> {
   const { env, configured, store, logger } = options;
   if (configured && configured.length > 0) return { current: configured[0]!, all: configured };
-  if (env === 'production') throw new Error('WATERMARK_KEYS is required in production (kid:hex,… with 64-hex-character keys; the first signs new marks).');
+  if (env === 'production')
+    throw new Error(
+      'WATERMARK_KEYS is required in production (kid:hex,… with 64-hex-character keys; the first signs new marks).',
+    );
   const sealer = new Sealer(DEVELOPMENT_KEK, 'the development watermark KEK');
   const rows = await store.loadOrCreate(() => {
     const kid = `dev-${randomBytes(4).toString('hex')}`;
     return { kid, sealedKey: sealer.seal(randomBytes(WATERMARK_KEY_BYTES).toString('hex'), aad(kid)) };
   });
   // Newest first: the latest generated key signs, older ones (none today) stay detectable.
-  const keys = rows.map((row) => ({ kid: row.kid, secret: Uint8Array.from(Buffer.from(sealer.open(row.sealedKey, aad(row.kid)), 'hex')) })).reverse();
-  logger.warn({ key_id: keys[0]!.kid }, 'WATERMARK_KEYS is not set: using the development watermark key kept sealed in the watermark schema');
+  const keys = rows
+    .map((row) => ({
+      kid: row.kid,
+      secret: Uint8Array.from(Buffer.from(sealer.open(row.sealedKey, aad(row.kid)), 'hex')),
+    }))
+    .reverse();
+  logger.warn(
+    { key_id: keys[0]!.kid },
+    'WATERMARK_KEYS is not set: using the development watermark key kept sealed in the watermark schema',
+  );
   return { current: keys[0]!, all: keys };
 }

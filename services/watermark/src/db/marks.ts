@@ -30,8 +30,17 @@ export class MarkRegistry {
       // No conflict target: a clash on the id or on the payload both leave the table as it was.
       await tx.insert(marks).values(mark).onConflictDoNothing();
       const [row] = await tx.select().from(marks).where(eq(marks.watermarkId, mark.watermarkId));
-      if (!row || row.assetId !== mark.assetId || row.payloadHex !== mark.payloadHex || row.algorithm !== mark.algorithm || row.keyId !== mark.keyId) {
-        throw new CairnError('cairn.sign.idempotency_conflict', `watermark_id ${mark.watermarkId} is already registered for a different mark; use a new watermark id`);
+      if (
+        !row ||
+        row.assetId !== mark.assetId ||
+        row.payloadHex !== mark.payloadHex ||
+        row.algorithm !== mark.algorithm ||
+        row.keyId !== mark.keyId
+      ) {
+        throw new CairnError(
+          'cairn.sign.idempotency_conflict',
+          `watermark_id ${mark.watermarkId} is already registered for a different mark; use a new watermark id`,
+        );
       }
       return row;
     });

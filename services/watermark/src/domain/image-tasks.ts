@@ -17,7 +17,10 @@ export const NEW_KEYED_ALGORITHM: KeyedAlgorithmName = CAIRN_SYNC_V2_NAME;
  */
 export class ImageAlgorithms {
   readonly keyless = new DctQimWatermark(CAIRN_DCT_V1_NAME, CAIRN_DCT_V1);
-  private readonly keyed = new Map<string, { readonly secret: Buffer; readonly algorithm: DctQimWatermark; readonly sync: SyncTileWatermark }>();
+  private readonly keyed = new Map<
+    string,
+    { readonly secret: Buffer; readonly algorithm: DctQimWatermark; readonly sync: SyncTileWatermark }
+  >();
 
   forKey(key: WatermarkKey): DctQimWatermark {
     return this.layoutsOf(key).algorithm;
@@ -78,12 +81,20 @@ export class ImageAlgorithms {
  * Runs one request and says which buffers the answer may hand over. Kept apart from the worker's message loop
  * so that it can be tested without threads.
  */
-export function runImageTask(algorithms: ImageAlgorithms, request: WorkerRequest): { response: WorkerResponse; transfer: ArrayBuffer[] } {
+export function runImageTask(
+  algorithms: ImageAlgorithms,
+  request: WorkerRequest,
+): { response: WorkerResponse; transfer: ArrayBuffer[] } {
   try {
     if (request.op === 'embed') {
       const algorithm = algorithms.forEmbed(request.key, request.algorithm);
       const marked = algorithm.embed(request.image, request.payload);
-      const outcome = { image: marked, psnrDb: psnr(request.image, marked), algorithm: algorithm.name, keyId: request.key?.kid ?? null };
+      const outcome = {
+        image: marked,
+        psnrDb: psnr(request.image, marked),
+        algorithm: algorithm.name,
+        keyId: request.key?.kid ?? null,
+      };
       return { response: { id: request.id, ok: true, op: 'embed', outcome }, transfer: transferable(marked.pixels) };
     }
     const outcome = algorithms.detect(request.image, request.keys ?? []);
@@ -97,5 +108,7 @@ export function runImageTask(algorithms: ImageAlgorithms, request: WorkerRequest
 /** The buffer behind `bytes` when handing it over loses nothing else (it is exactly that view). */
 export function transferable(bytes: Uint8Array): ArrayBuffer[] {
   const buffer = bytes.buffer;
-  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? [buffer] : [];
+  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength
+    ? [buffer]
+    : [];
 }

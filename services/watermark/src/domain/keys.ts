@@ -21,7 +21,9 @@ const KEY_HEX = new RegExp(`^[0-9a-fA-F]{${WATERMARK_KEY_BYTES * 2}}$`);
  * Parses WATERMARK_KEYS: `kid:hex,kid:hex` or JSON `[{"kid": "...", "key": "hex"}, ...]`, the first the current
  * key. Answers the keys or the problems (never echoing a secret), so config validation can list them all.
  */
-export function parseWatermarkKeys(text: string): { ok: true; keys: WatermarkKey[] } | { ok: false; problems: string[] } {
+export function parseWatermarkKeys(
+  text: string,
+): { ok: true; keys: WatermarkKey[] } | { ok: false; problems: string[] } {
   const trimmed = text.trim();
   let entries: Array<{ kid: unknown; key: unknown }>;
   if (trimmed.startsWith('[')) {
@@ -32,11 +34,17 @@ export function parseWatermarkKeys(text: string): { ok: true; keys: WatermarkKey
       return { ok: false, problems: ['is not valid JSON'] };
     }
     if (!Array.isArray(parsed)) return { ok: false, problems: ['must be a JSON array of {"kid", "key"}'] };
-    entries = parsed.map((entry: unknown) => (typeof entry === 'object' && entry !== null ? { kid: (entry as Record<string, unknown>).kid, key: (entry as Record<string, unknown>).key } : { kid: undefined, key: undefined }));
+    entries = parsed.map((entry: unknown) =>
+      typeof entry === 'object' && entry !== null
+        ? { kid: (entry as Record<string, unknown>).kid, key: (entry as Record<string, unknown>).key }
+        : { kid: undefined, key: undefined },
+    );
   } else {
     entries = trimmed.split(',').map((part) => {
       const colon = part.indexOf(':');
-      return colon < 0 ? { kid: part.trim(), key: undefined } : { kid: part.slice(0, colon).trim(), key: part.slice(colon + 1).trim() };
+      return colon < 0
+        ? { kid: part.trim(), key: undefined }
+        : { kid: part.slice(0, colon).trim(), key: part.slice(colon + 1).trim() };
     });
   }
   const problems: string[] = [];

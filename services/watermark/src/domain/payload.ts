@@ -12,7 +12,12 @@ const PAYLOAD_TAG = 'cairn-watermark-v1:';
  * against the id alone.
  */
 export function payloadFor(watermarkId: string): Uint8Array {
-  return new Uint8Array(createHash('sha256').update(PAYLOAD_TAG + watermarkId, 'utf8').digest().subarray(0, PAYLOAD_BYTES));
+  return new Uint8Array(
+    createHash('sha256')
+      .update(PAYLOAD_TAG + watermarkId, 'utf8')
+      .digest()
+      .subarray(0, PAYLOAD_BYTES),
+  );
 }
 
 /**

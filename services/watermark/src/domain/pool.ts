@@ -7,7 +7,14 @@ import { Worker } from 'node:worker_threads';
 import { ImageRejectedError, type RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 import { transferable } from './image-tasks.js';
-import { WORKER_READY, type DetectOutcome, type EmbedOutcome, type KeyedAlgorithmName, type WorkerRequest, type WorkerResponse } from './worker-protocol.js';
+import {
+  WORKER_READY,
+  type DetectOutcome,
+  type EmbedOutcome,
+  type KeyedAlgorithmName,
+  type WorkerRequest,
+  type WorkerResponse,
+} from './worker-protocol.js';
 import type { AudioEmbedOutcome, AudioWorkerRequest, AudioWorkerResponse } from './worker-protocol.js';
 import type { PcmAudio } from './audio/apply.js';
 
@@ -27,11 +34,16 @@ export function resolveWorkerEntry(from: string = import.meta.url): WorkerEntry 
   if (from.endsWith('.ts')) {
     const target = new URL('../worker.ts', from).href;
     const tsx = tsxEsmApi(from);
-    return { code: `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(target)}); });`, eval: true };
+    return {
+      code: `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(target)}); });`,
+      eval: true,
+    };
   }
   const url = new URL('./worker.js', from);
   if (!existsSync(url)) {
-    throw new Error(`watermark worker entry missing: ${fileURLToPath(url)} (the build must bundle services/watermark/src/worker.ts to dist/worker.js)`);
+    throw new Error(
+      `watermark worker entry missing: ${fileURLToPath(url)} (the build must bundle services/watermark/src/worker.ts to dist/worker.js)`,
+    );
   }
   return { code: url, eval: false };
 }
@@ -39,7 +51,9 @@ export function resolveWorkerEntry(from: string = import.meta.url): WorkerEntry 
 /** File URL of tsx's ESM API (`tsx/esm/api`, import condition), looked up from `from` like an import would. */
 function tsxEsmApi(from: string): string {
   const packageJson = createRequire(from).resolve('tsx/package.json');
-  const manifest = JSON.parse(readFileSync(packageJson, 'utf8')) as { exports?: Record<string, { import?: { default?: string } }> };
+  const manifest = JSON.parse(readFileSync(packageJson, 'utf8')) as {
+    exports?: Record<string, { import?: { default?: string } }>;
+  };
   const entry = manifest.exports?.['./esm/api']?.import?.default;
   if (!entry) throw new Error('tsx/esm/api not found: running the watermark worker from TypeScript sources needs tsx');
   return pathToFileURL(join(dirname(packageJson), entry)).href;
@@ -91,7 +105,8 @@ export class ImageWorkerPool {
   private idleWaiters: Array<() => void> = [];
 
   constructor(options: PoolOptions) {
-    if (!Number.isInteger(options.size) || options.size < 1) throw new Error(`pool size must be a positive integer, got ${options.size}`);
+    if (!Number.isInteger(options.size) || options.size < 1)
+      throw new Error(`pool size must be a positive integer, got ${options.size}`);
     this.size = options.size;
     this.entry = options.entry ?? resolveWorkerEntry();
     // Started up front: a missing or broken worker shows at start-up, and the first request pays no start.
@@ -108,15 +123,32 @@ export class ImageWorkerPool {
    * ArrayBuffer (which is then detached: the caller gives it up); otherwise it is copied once. With `key`, the
    * mark is `algorithm` under it (cairn-dct-keyed-v1 unless named); without, the keyless cairn-dct-v1.
    */
-  async embed(image: RawImage, payload: Uint8Array, key?: WatermarkKey, algorithm?: KeyedAlgorithmName): Promise<EmbedOutcome> {
-    const response = await this.run((id) => ({ id, op: 'embed', image: { ...image, pixels: owned(image.pixels) }, payload: Uint8Array.from(payload), ...(key ? { key } : {}), ...(algorithm ? { algorithm } : {}) }));
+  async embed(
+    image: RawImage,
+    payload: Uint8Array,
+    key?: WatermarkKey,
+    algorithm?: KeyedAlgorithmName,
+  ): Promise<EmbedOutcome> {
+    const response = await this.run((id) => ({
+      id,
+      op: 'embed',
+      image: { ...image, pixels: owned(image.pixels) },
+      payload: Uint8Array.from(payload),
+      ...(key ? { key } : {}),
+      ...(algorithm ? { algorithm } : {}),
+    }));
     if (response.op !== 'embed') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }
 
   /** Reads the mark of `image` under each of `keys`, then keyless, with the same buffer hand-over as embed. */
   async detect(image: RawImage, keys: ReadonlyArray<WatermarkKey> = []): Promise<DetectOutcome> {
-    const response = await this.run((id) => ({ id, op: 'detect', image: { ...image, pixels: owned(image.pixels) }, keys }));
+    const response = await this.run((id) => ({
+      id,
+      op: 'detect',
+      image: { ...image, pixels: owned(image.pixels) },
+      keys,
+    }));
     if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }
@@ -126,7 +158,13 @@ export class ImageWorkerPool {
    * pixels, and the marked samples come back the same way.
    */
   async embedAudio(audio: PcmAudio, payload: Uint8Array, key: WatermarkKey): Promise<AudioEmbedOutcome> {
-    const response = await this.run((id) => ({ id, op: 'embed-audio', audio: { ...audio, samples: ownedFloats(audio.samples) }, payload: Uint8Array.from(payload), key }));
+    const response = await this.run((id) => ({
+      id,
+      op: 'embed-audio',
+      audio: { ...audio, samples: ownedFloats(audio.samples) },
+      payload: Uint8Array.from(payload),
+      key,
+    }));
     if (response.op !== 'embed-audio') throw new Error('watermark worker answered the wrong operation');
     return response.outcome;
   }
@@ -163,7 +201,9 @@ export class ImageWorkerPool {
     await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
   }
 
-  private run<R extends WorkerRequest | AudioWorkerRequest>(build: (id: number) => R): Promise<Extract<R extends WorkerRequest ? WorkerResponse : AudioWorkerResponse, { ok: true }>> {
+  private run<R extends WorkerRequest | AudioWorkerRequest>(
+    build: (id: number) => R,
+  ): Promise<Extract<R extends WorkerRequest ? WorkerResponse : AudioWorkerResponse, { ok: true }>> {
     if (this.closed) return Promise.reject(new PoolClosedError());
     const request = build(this.nextId++);
     const transfer = transferable(bytesOfRequest(request));
@@ -227,7 +267,9 @@ export class ImageWorkerPool {
     worker.on('exit', (code) => {
       this.slots.delete(slot);
       failed(new Error(`image worker exited with code ${code} before it was ready`));
-      finish((task) => task.reject(this.closed ? new PoolClosedError() : new Error(`image worker exited with code ${code}`)));
+      finish((task) =>
+        task.reject(this.closed ? new PoolClosedError() : new Error(`image worker exited with code ${code}`)),
+      );
       if (!this.closed) this.dispatch();
     });
     return slot;
@@ -236,14 +278,24 @@ export class ImageWorkerPool {
 
 /** The buffer a request may hand over: its pixels or its samples. */
 function bytesOfRequest(request: WorkerRequest | AudioWorkerRequest): Uint8Array {
-  if (request.op === 'embed-audio') return new Uint8Array(request.audio.samples.buffer, request.audio.samples.byteOffset, request.audio.samples.byteLength);
-  if (request.op === 'detect-audio') return new Uint8Array(request.samples.buffer, request.samples.byteOffset, request.samples.byteLength);
+  if (request.op === 'embed-audio')
+    return new Uint8Array(
+      request.audio.samples.buffer,
+      request.audio.samples.byteOffset,
+      request.audio.samples.byteLength,
+    );
+  if (request.op === 'detect-audio')
+    return new Uint8Array(request.samples.buffer, request.samples.byteOffset, request.samples.byteLength);
   return request.image.pixels;
 }
 
 /** Samples that own their whole buffer (see owned). */
 function ownedFloats(samples: Float32Array): Float32Array {
-  return samples.byteOffset === 0 && samples.byteLength === samples.buffer.byteLength && samples.buffer instanceof ArrayBuffer ? samples : samples.slice();
+  return samples.byteOffset === 0 &&
+    samples.byteLength === samples.buffer.byteLength &&
+    samples.buffer instanceof ArrayBuffer
+    ? samples
+    : samples.slice();
 }
 
 /** A view that owns its whole buffer, so it can be transferred without detaching anyone else's bytes. */

@@ -7,6 +7,7 @@ function invalid(detail: string, path: string): CairnError {
 
 export function requireId(kind: IdKind, value: string, field: string): string {
   const article = /^[aeiou]/.test(kind) ? 'an' : 'a';
-  if (!isId(kind, value)) throw invalid(`${field} must be ${article} ${kind} id, got ${JSON.stringify(value.slice(0, 64))}`, field);
+  if (!isId(kind, value))
+    throw invalid(`${field} must be ${article} ${kind} id, got ${JSON.stringify(value.slice(0, 64))}`, field);
   return value;
 }

@@ -9,9 +9,21 @@ export type KeyedAlgorithmName = 'cairn-sync-v2' | 'cairn-dct-keyed-v1';
 export type WorkerRequest =
   // Without a key, the keyless cairn-dct-v1; with one, `algorithm` under it (cairn-dct-keyed-v1 when not named,
   // so a caller that predates cairn-sync-v2 keeps writing what it records).
-  | { readonly id: number; readonly op: 'embed'; readonly image: RawImage; readonly payload: Uint8Array; readonly key?: WatermarkKey; readonly algorithm?: KeyedAlgorithmName }
+  | {
+      readonly id: number;
+      readonly op: 'embed';
+      readonly image: RawImage;
+      readonly payload: Uint8Array;
+      readonly key?: WatermarkKey;
+      readonly algorithm?: KeyedAlgorithmName;
+    }
   // cairn-sync-v2 under each key in order, then cairn-dct-keyed-v1 under each, then cairn-dct-v1.
-  | { readonly id: number; readonly op: 'detect'; readonly image: RawImage; readonly keys?: ReadonlyArray<WatermarkKey> };
+  | {
+      readonly id: number;
+      readonly op: 'detect';
+      readonly image: RawImage;
+      readonly keys?: ReadonlyArray<WatermarkKey>;
+    };
 
 export interface EmbedOutcome {
   readonly image: RawImage;
@@ -39,9 +51,20 @@ export const WORKER_READY = 'cairn-watermark-worker-ready';
 
 /** Audio work (cairn-audio-wm-v1, always keyed): sample buffers travel as transfers, like pixels. */
 export type AudioWorkerRequest =
-  | { readonly id: number; readonly op: 'embed-audio'; readonly audio: PcmAudio; readonly payload: Uint8Array; readonly key: WatermarkKey }
+  | {
+      readonly id: number;
+      readonly op: 'embed-audio';
+      readonly audio: PcmAudio;
+      readonly payload: Uint8Array;
+      readonly key: WatermarkKey;
+    }
   // Every key in order; the 16 kHz mono mix is analysed once for all of them.
-  | { readonly id: number; readonly op: 'detect-audio'; readonly samples: Float32Array; readonly keys: ReadonlyArray<WatermarkKey> };
+  | {
+      readonly id: number;
+      readonly op: 'detect-audio';
+      readonly samples: Float32Array;
+      readonly keys: ReadonlyArray<WatermarkKey>;
+    };
 
 export interface AudioEmbedOutcome {
   /** The marked samples, interleaved as they came. */

@@ -18,7 +18,10 @@ export class GeneratedKeyStore {
   async loadOrCreate(create: () => SealedKey): Promise<SealedKey[]> {
     return this.db.transaction(async (tx) => {
       await tx.execute(sql`select pg_advisory_xact_lock(hashtext('watermark.generated_keys'))`);
-      const rows = await tx.select({ kid: generatedKeys.kid, sealedKey: generatedKeys.sealedKey }).from(generatedKeys).orderBy(generatedKeys.createdAt, generatedKeys.kid);
+      const rows = await tx
+        .select({ kid: generatedKeys.kid, sealedKey: generatedKeys.sealedKey })
+        .from(generatedKeys)
+        .orderBy(generatedKeys.createdAt, generatedKeys.kid);
       if (rows.length > 0) return rows;
       const fresh = create();
       await tx.insert(generatedKeys).values(fresh);

@@ -21,7 +21,25 @@ export async function recording(name: RecordingName, seconds: number, channels =
   const filter = RECORDINGS[name].replace('DUR', String(seconds));
   // A little pink noise under every recording: real rooms and mixes are never digitally silent between sounds.
   return runFfmpeg({
-    args: ['-f', 'lavfi', '-i', filter, '-f', 'lavfi', '-i', `anoisesrc=c=pink:r=44100:a=0.003:d=${seconds}:s=7`, '-filter_complex', 'amix=inputs=2:duration=first,volume=2', '-ac', String(channels), '-c:a', 'pcm_s16le', '-f', 'wav', 'pipe:1'],
+    args: [
+      '-f',
+      'lavfi',
+      '-i',
+      filter,
+      '-f',
+      'lavfi',
+      '-i',
+      `anoisesrc=c=pink:r=44100:a=0.003:d=${seconds}:s=7`,
+      '-filter_complex',
+      'amix=inputs=2:duration=first,volume=2',
+      '-ac',
+      String(channels),
+      '-c:a',
+      'pcm_s16le',
+      '-f',
+      'wav',
+      'pipe:1',
+    ],
   });
 }
 
@@ -36,7 +54,12 @@ export const AUDIO_ATTACKS: Record<string, string[]> = {
   'resample 48 kHz': ['-ar', '48000', '-f', 'wav'],
   'gain −6 dB': ['-af', 'volume=-6dB', '-f', 'wav'],
   'gain +6 dB': ['-af', 'volume=6dB', '-c:a', 'pcm_f32le', '-f', 'wav'],
-  'cut 1.23 s at start, 0.7 s at end': ['-af', 'atrim=start=1.23,asetpts=PTS-STARTPTS,areverse,atrim=start=0.7,areverse', '-f', 'wav'],
+  'cut 1.23 s at start, 0.7 s at end': [
+    '-af',
+    'atrim=start=1.23,asetpts=PTS-STARTPTS,areverse,atrim=start=0.7,areverse',
+    '-f',
+    'wav',
+  ],
   '3 s excerpt': ['-af', 'atrim=start=2.345:duration=3,asetpts=PTS-STARTPTS', '-f', 'wav'],
 };
 
@@ -59,7 +82,8 @@ export function withNoise(samples: Float32Array, snrDb: number, seed = 1): Float
     return (state + 0.5) / 4294967296;
   };
   const out = new Float32Array(samples.length);
-  for (let i = 0; i < samples.length; i++) out[i] = samples[i]! + sigma * Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+  for (let i = 0; i < samples.length; i++)
+    out[i] = samples[i]! + sigma * Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
   return out;
 }
 

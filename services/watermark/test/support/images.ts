@@ -14,7 +14,12 @@ export interface PhotoOptions {
 
 export async function decode(input: sharp.Sharp): Promise<RawImage> {
   const { data, info } = await input.raw().toBuffer({ resolveWithObject: true });
-  return { pixels: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: info.channels as Channels };
+  return {
+    pixels: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    width: info.width,
+    height: info.height,
+    channels: info.channels as Channels,
+  };
 }
 
 export function loadPhoto(file: string, options: PhotoOptions = {}): Promise<RawImage> {
@@ -34,13 +39,20 @@ export function encoder(image: RawImage): sharp.Sharp {
 
 /** What happens to a published image on its way back to a verifier. */
 export const ATTACKS = {
-  'none': async (image: RawImage) => image,
+  none: async (image: RawImage) => image,
   'PNG round trip': async (image: RawImage) => decode(sharp(await encoder(image).png().toBuffer())),
   'WebP q90': async (image: RawImage) => decode(sharp(await encoder(image).webp({ quality: 90 }).toBuffer())),
   'JPEG q75': async (image: RawImage) => decode(sharp(await encoder(image).jpeg({ quality: 75 }).toBuffer())),
   '0.75× resize': async (image: RawImage) => decode(encoder(image).resize(Math.round(image.width * 0.75))),
   '0.75× resize then JPEG q75': async (image: RawImage) =>
-    decode(sharp(await encoder(image).resize(Math.round(image.width * 0.75)).jpeg({ quality: 75 }).toBuffer())),
+    decode(
+      sharp(
+        await encoder(image)
+          .resize(Math.round(image.width * 0.75))
+          .jpeg({ quality: 75 })
+          .toBuffer(),
+      ),
+    ),
   'JPEG q75 then 0.75× resize': async (image: RawImage) =>
     decode(sharp(await encoder(image).jpeg({ quality: 75 }).toBuffer()).resize(Math.round(image.width * 0.75))),
 } as const satisfies Record<string, (image: RawImage) => Promise<RawImage>>;
@@ -76,7 +88,9 @@ export function syntheticImage(index: number): RawImage {
   const base = random() * 255;
   const cell = 4 + Math.floor(random() * 28);
   // Per-row and per-column tables keep Math out of the per-sample loop.
-  const waveX = Float64Array.from({ length: width * 3 }, (_, i) => Math.sin((i % width) * fx * (Math.floor(i / width) + 1)));
+  const waveX = Float64Array.from({ length: width * 3 }, (_, i) =>
+    Math.sin((i % width) * fx * (Math.floor(i / width) + 1)),
+  );
   const waveY = Float64Array.from({ length: height }, (_, y) => Math.cos(y * fy));
   const cellX = Int32Array.from({ length: width }, (_, x) => Math.floor(x / cell));
   const cellY = Int32Array.from({ length: height }, (_, y) => Math.floor(y / cell));

@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, jsonb, pgPolicy, pgSchema, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  index,
+  integer,
+  jsonb,
+  pgPolicy,
+  pgSchema,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
 
 /** The webhook service's own schema; no other service reads it. */
@@ -28,7 +38,11 @@ export const endpoints = webhook.table(
   },
   (t) => [
     index('endpoints_tenant_idx').on(t.tenantId, t.createdAt),
-    pgPolicy('endpoints_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('endpoints_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
     // The dispatcher reads the endpoint (url, sealed secret) of a delivery it claimed; it never writes one.
     pgPolicy('endpoints_dispatch', { for: 'select', using: dispatcher }),
   ],
@@ -56,8 +70,14 @@ export const deliveries = webhook.table(
   (t) => [
     uniqueIndex('deliveries_webhook_event_idx').on(t.webhookId, t.eventId),
     index('deliveries_webhook_created_idx').on(t.webhookId, t.createdAt),
-    index('deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} in ('pending', 'delivering')`),
-    pgPolicy('deliveries_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    index('deliveries_due_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} in ('pending', 'delivering')`),
+    pgPolicy('deliveries_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
     // The dispatcher claims (select ... for update, update status/lease) unfinished deliveries of any tenant.
     pgPolicy('deliveries_dispatch', {
       for: 'all',
@@ -82,7 +102,11 @@ export const attempts = webhook.table(
   },
   (t) => [
     primaryKey({ columns: [t.deliveryId, t.n] }),
-    pgPolicy('attempts_tenant', { for: 'all', using: sql`${t.tenantId} = ${currentTenant}`, withCheck: sql`${t.tenantId} = ${currentTenant}` }),
+    pgPolicy('attempts_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
   ],
 );
 

@@ -2,7 +2,15 @@ import { isIP } from 'node:net';
 import { CairnError } from '@cairn/errors';
 import { disallowedReason, type DestinationPolicy } from '@cairn/outbound';
 
-export { disallowedReason, vettedLookup, vetLiteralHost, BlockedAddressError, systemResolveAll, type DestinationPolicy, type ResolveAll } from '@cairn/outbound';
+export {
+  disallowedReason,
+  vettedLookup,
+  vetLiteralHost,
+  BlockedAddressError,
+  systemResolveAll,
+  type DestinationPolicy,
+  type ResolveAll,
+} from '@cairn/outbound';
 
 /** Where webhooks may go. Production: https only, and no internal address. Development: http and loopback receivers are fine. */
 export function policyFor(env: 'development' | 'production'): DestinationPolicy {
@@ -20,18 +28,27 @@ export function checkEndpointUrl(raw: string, policy: DestinationPolicy): URL {
     throw new CairnError('cairn.webhook.invalid_url', 'url must be an absolute http(s) URL.');
   }
   if (raw.length > 2048) throw new CairnError('cairn.webhook.invalid_url', 'url must be at most 2048 characters.');
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CairnError('cairn.webhook.invalid_url', 'url must use https.');
-  if (policy.httpsOnly && url.protocol !== 'https:') throw new CairnError('cairn.webhook.invalid_url', 'url must use https.');
-  if (url.username || url.password) throw new CairnError('cairn.webhook.invalid_url', 'url must not carry credentials.');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new CairnError('cairn.webhook.invalid_url', 'url must use https.');
+  if (policy.httpsOnly && url.protocol !== 'https:')
+    throw new CairnError('cairn.webhook.invalid_url', 'url must use https.');
+  if (url.username || url.password)
+    throw new CairnError('cairn.webhook.invalid_url', 'url must not carry credentials.');
   if (policy.blockInternal) {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
       const reason = disallowedReason(host);
-      if (reason) throw new CairnError('cairn.webhook.invalid_url', `url points to a ${reason} address, which webhooks may not reach.`);
+      if (reason)
+        throw new CairnError(
+          'cairn.webhook.invalid_url',
+          `url points to a ${reason} address, which webhooks may not reach.`,
+        );
     } else if (INTERNAL_NAMES.test(host) || !host.includes('.')) {
-      throw new CairnError('cairn.webhook.invalid_url', `url host "${host}" is an internal name, which webhooks may not reach.`);
+      throw new CairnError(
+        'cairn.webhook.invalid_url',
+        `url host "${host}" is an internal name, which webhooks may not reach.`,
+      );
     }
   }
   return url;
 }
-

@@ -133,10 +133,21 @@ export class Dispatcher {
       await tx
         .update(deliveries)
         .set({ status: 'delivering', nextAttemptAt: afterMs(lease) })
-        .where(inArray(deliveries.deliveryId, picked.map((p) => p.deliveryId)));
+        .where(
+          inArray(
+            deliveries.deliveryId,
+            picked.map((p) => p.deliveryId),
+          ),
+        );
       // The endpoints come with the claim: one transaction per batch, not one per attempt.
-      const owners = await tx.select().from(endpoints).where(inArray(endpoints.webhookId, [...seen]));
-      return picked.map((delivery): Claimed => ({ delivery: { ...delivery, status: 'delivering' }, endpoint: owners.find((e) => e.webhookId === delivery.webhookId) }));
+      const owners = await tx
+        .select()
+        .from(endpoints)
+        .where(inArray(endpoints.webhookId, [...seen]));
+      return picked.map((delivery): Claimed => ({
+        delivery: { ...delivery, status: 'delivering' },
+        endpoint: owners.find((e) => e.webhookId === delivery.webhookId),
+      }));
     });
     for (const c of claimed) this.launch(c);
     return claimed.length;
@@ -148,7 +159,12 @@ export class Dispatcher {
     this.inFlight.set(deliveryId, controller);
     this.busyEndpoints.add(webhookId);
     const run: Promise<void> = this.attempt(c, controller.signal)
-      .catch((error: unknown) => this.logger.error({ err: error, delivery_id: deliveryId }, 'webhook attempt could not be recorded; the lease will expire and it runs again'))
+      .catch((error: unknown) =>
+        this.logger.error(
+          { err: error, delivery_id: deliveryId },
+          'webhook attempt could not be recorded; the lease will expire and it runs again',
+        ),
+      )
       .finally(() => {
         this.inFlight.delete(deliveryId);
         this.busyEndpoints.delete(webhookId);
@@ -160,7 +176,12 @@ export class Dispatcher {
 
   private async attempt({ delivery, endpoint }: Claimed, signal: AbortSignal): Promise<void> {
     if (!endpoint || endpoint.deletedAt) {
-      await this.finish(delivery, new Date(), { body: '', error: 'endpoint deleted', latencyMs: 0 }, { final: true, silent: true });
+      await this.finish(
+        delivery,
+        new Date(),
+        { body: '', error: 'endpoint deleted', latencyMs: 0 },
+        { final: true, silent: true },
+      );
       return;
     }
     const secret = this.sealer.open(endpoint.sealedSecret, endpoint.webhookId);
@@ -191,10 +212,17 @@ export class Dispatcher {
   }
 
   /** Records the attempt and moves the delivery on: delivered, scheduled again, or failed (webhook.failed). */
-  private async finish(delivery: DeliveryRow, startedAt: Date, outcome: SendOutcome, how: { final: boolean; silent: boolean; url?: string }): Promise<void> {
+  private async finish(
+    delivery: DeliveryRow,
+    startedAt: Date,
+    outcome: SendOutcome,
+    how: { final: boolean; silent: boolean; url?: string },
+  ): Promise<void> {
     const ok = outcome.statusCode !== undefined && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const n = delivery.attempts + 1;
-    const error = ok ? null : (outcome.error ?? `HTTP ${outcome.statusCode ?? 0}${outcome.body ? `: ${outcome.body.slice(0, 500)}` : ''}`);
+    const error = ok
+      ? null
+      : (outcome.error ?? `HTTP ${outcome.statusCode ?? 0}${outcome.body ? `: ${outcome.body.slice(0, 500)}` : ''}`);
     const delay = how.final ? undefined : retryDelayMs(n, this.options.retryScale);
     let emitted = false;
     await this.db.transaction(async (tx) => {
@@ -211,15 +239,34 @@ export class Dispatcher {
           responseBody: outcome.body || null,
         });
       }
-      const last = { attempts: n, lastStatusCode: outcome.statusCode ?? null, lastError: error, lastLatencyMs: outcome.latencyMs };
+      const last = {
+        attempts: n,
+        lastStatusCode: outcome.statusCode ?? null,
+        lastError: error,
+        lastLatencyMs: outcome.latencyMs,
+      };
       // Only the claim this attempt ran under may move the row (a redelivery or an expired lease may have moved it).
-      const guard = and(eq(deliveries.deliveryId, delivery.deliveryId), eq(deliveries.status, 'delivering'), eq(deliveries.attempts, delivery.attempts));
+      const guard = and(
+        eq(deliveries.deliveryId, delivery.deliveryId),
+        eq(deliveries.status, 'delivering'),
+        eq(deliveries.attempts, delivery.attempts),
+      );
       if (ok) {
-        await tx.update(deliveries).set({ ...last, status: 'delivered', deliveredAt: sql`now()`, nextAttemptAt: null }).where(guard);
+        await tx
+          .update(deliveries)
+          .set({ ...last, status: 'delivered', deliveredAt: sql`now()`, nextAttemptAt: null })
+          .where(guard);
       } else if (delay !== undefined) {
-        await tx.update(deliveries).set({ ...last, status: 'pending', nextAttemptAt: afterMs(delay) }).where(guard);
+        await tx
+          .update(deliveries)
+          .set({ ...last, status: 'pending', nextAttemptAt: afterMs(delay) })
+          .where(guard);
       } else {
-        const moved = await tx.update(deliveries).set({ ...last, status: 'failed', nextAttemptAt: null }).where(guard).returning({ id: deliveries.deliveryId });
+        const moved = await tx
+          .update(deliveries)
+          .set({ ...last, status: 'failed', nextAttemptAt: null })
+          .where(guard)
+          .returning({ id: deliveries.deliveryId });
         if (moved.length > 0 && !how.silent) {
           await this.outbox.enqueue(
             tx,

@@ -32,7 +32,10 @@ export function retryDelayMs(failedAttempts: number, scale: number): number | un
   return base === undefined ? undefined : Math.round(base * scale);
 }
 
-const KEY_ORDER: Record<PayloadFormat, readonly string[]> = { a: ['event_id', 'type', 'created_at', 'data'], b: ['event', 'occurred_at', 'data'] };
+const KEY_ORDER: Record<PayloadFormat, readonly string[]> = {
+  a: ['event_id', 'type', 'created_at', 'data'],
+  b: ['event', 'occurred_at', 'data'],
+};
 
 /** The body a receiver gets, from the event envelope: variant A or B, chosen per endpoint. */
 export function buildPayload(event: EventEnvelope, format: PayloadFormat): Record<string, unknown> {

@@ -49,12 +49,20 @@ export class Sender {
         settled = true;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        resolve({ ...outcome, body: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_MAX).toString('utf8'), latencyMs: elapsed() });
+        resolve({
+          ...outcome,
+          body: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_MAX).toString('utf8'),
+          latencyMs: elapsed(),
+        });
         if (!ended) req?.destroy();
       };
-      const onAbort = () => finish({ error: 'aborted by shutdown', aborted: true, ...(statusCode ? { statusCode } : {}) });
+      const onAbort = () =>
+        finish({ error: 'aborted by shutdown', aborted: true, ...(statusCode ? { statusCode } : {}) });
       const timer = setTimeout(
-        () => finish(statusCode !== undefined ? { statusCode } : { error: `no answer within ${this.options.timeoutMs} ms` }),
+        () =>
+          finish(
+            statusCode !== undefined ? { statusCode } : { error: `no answer within ${this.options.timeoutMs} ms` },
+          ),
         this.options.timeoutMs,
       );
       let req: http.ClientRequest | undefined;
@@ -81,7 +89,11 @@ export class Sender {
           });
           res.on('error', () => finish({ statusCode: statusCode! }));
         });
-        req.on('error', (error: NodeJS.ErrnoException) => finish(statusCode !== undefined ? { statusCode } : { error: error.message || error.code || 'request failed' }));
+        req.on('error', (error: NodeJS.ErrnoException) =>
+          finish(
+            statusCode !== undefined ? { statusCode } : { error: error.message || error.code || 'request failed' },
+          ),
+        );
         if (signal?.aborted) return onAbort();
         signal?.addEventListener('abort', onAbort, { once: true });
         req.end(body);

@@ -28,7 +28,12 @@ export async function startReceiver(behaviour: Behaviour = () => 200): Promise<R
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const entry: Received = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      const entry: Received = {
+        path: req.url ?? '/',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
       received.push(entry);
       const answer = receiver.behaviour(entry, received.length);
       if (answer === 'hang') return void hanging.push(res);

@@ -12,7 +12,11 @@ const COMPONENT_URI = (id: string): string => `#/components/schemas/${id}`;
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const id = components.get(schema)?.id;
   if (id) return { $ref: COMPONENT_URI(id) };
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  }) as JsonSchema;
   return rest;
 }
 
@@ -24,7 +28,10 @@ export function openApiPath(expressPath: string): string {
 /** The problems an operation can answer: its own plus those its shape implies (keys, bodies, any request). */
 export function errorCodesOf(op: OperationDoc): ErrorCode[] {
   const codes = new Set<ErrorCode>(op.errors);
-  if (op.auth.kind === 'key') ['cairn.auth.invalid_key', 'cairn.auth.forbidden', 'cairn.ratelimit.exceeded'].forEach((c) => codes.add(c as ErrorCode));
+  if (op.auth.kind === 'key')
+    ['cairn.auth.invalid_key', 'cairn.auth.forbidden', 'cairn.ratelimit.exceeded'].forEach((c) =>
+      codes.add(c as ErrorCode),
+    );
   if (op.body || op.query) codes.add('cairn.validation.invalid_body');
   if (op.body?.kind === 'json') codes.add('cairn.validation.unsupported_media_type');
   if (op.body?.kind === 'multipart') codes.add('cairn.validation.body_too_large');
@@ -36,25 +43,41 @@ function queryParameters(schema: z.ZodType): JsonSchema[] {
   const object = jsonSchema(schema, 'input');
   const properties = (object.properties ?? {}) as Record<string, JsonSchema>;
   const required = new Set((object.required ?? []) as string[]);
-  return Object.entries(properties).map(([name, s]) => ({ name, in: 'query', required: required.has(name), schema: s }));
+  return Object.entries(properties).map(([name, s]) => ({
+    name,
+    in: 'query',
+    required: required.has(name),
+    schema: s,
+  }));
 }
 
 function requestBody(op: OperationDoc): JsonSchema | undefined {
   const body = op.body;
   if (!body) return undefined;
-  if (body.kind === 'json') return { required: true, content: { 'application/json': { schema: jsonSchema(body.schema, 'input'), example: body.example } } };
+  if (body.kind === 'json')
+    return {
+      required: true,
+      content: { 'application/json': { schema: jsonSchema(body.schema, 'input'), example: body.example } },
+    };
   const fields = body.schema ? jsonSchema(body.schema, 'input') : { type: 'object', properties: {} };
   const properties = { ...((fields.properties ?? {}) as Record<string, JsonSchema>) };
-  for (const [name, description] of Object.entries(body.files)) properties[name] = { type: 'string', contentMediaType: 'application/octet-stream', description };
+  for (const [name, description] of Object.entries(body.files))
+    properties[name] = { type: 'string', contentMediaType: 'application/octet-stream', description };
   return {
     required: true,
-    content: { 'multipart/form-data': { schema: { ...fields, type: 'object', properties, required: body.required }, ...(body.example ? { example: body.example } : {}) } },
+    content: {
+      'multipart/form-data': {
+        schema: { ...fields, type: 'object', properties, required: body.required },
+        ...(body.example ? { example: body.example } : {}),
+      },
+    },
   };
 }
 
 function problemAnswers(codes: ErrorCode[]): Record<string, JsonSchema> {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) byStatus.set(ERROR_CATALOG[code].status, [...(byStatus.get(ERROR_CATALOG[code].status) ?? []), code]);
+  for (const code of codes)
+    byStatus.set(ERROR_CATALOG[code].status, [...(byStatus.get(ERROR_CATALOG[code].status) ?? []), code]);
   const answers: Record<string, JsonSchema> = {};
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
     answers[String(status)] = {
@@ -63,7 +86,19 @@ function problemAnswers(codes: ErrorCode[]): Record<string, JsonSchema> {
         'application/problem+json': {
           schema: { $ref: COMPONENT_URI('Problem') },
           examples: Object.fromEntries(
-            list.map((code) => [code, { value: { type: `https://cairn.example/docs/api/errors#${code}`, title: ERROR_CATALOG[code].title, status, detail: ERROR_CATALOG[code].title, code, request_id: 'req_01JBZ3Q8M6V4W2X9Y7T5R3N1PK' } }]),
+            list.map((code) => [
+              code,
+              {
+                value: {
+                  type: `https://cairn.example/docs/api/errors#${code}`,
+                  title: ERROR_CATALOG[code].title,
+                  status,
+                  detail: ERROR_CATALOG[code].title,
+                  code,
+                  request_id: 'req_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+                },
+              },
+            ]),
           ),
         },
       },
@@ -74,18 +109,37 @@ function problemAnswers(codes: ErrorCode[]): Record<string, JsonSchema> {
 
 function operation(op: OperationDoc): JsonSchema {
   const codes = errorCodesOf(op);
-  const pathParams = [...op.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-  const headers = (op.headers ?? []).map((h) => ({ name: h.name, in: 'header', required: h.required, description: h.description, schema: { type: 'string' } }));
+  const pathParams = [...op.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
+  const headers = (op.headers ?? []).map((h) => ({
+    name: h.name,
+    in: 'header',
+    required: h.required,
+    description: h.description,
+    schema: { type: 'string' },
+  }));
   const answers: Record<string, JsonSchema> = {};
   for (const answer of op.answers) {
     const key = String(answer.status);
     const contentType = answer.contentType ?? 'application/json';
-    const media: JsonSchema = answer.schema ? { schema: jsonSchema(answer.schema, 'output') } : contentType === 'application/json' ? { schema: { type: 'object' } } : {};
+    const media: JsonSchema = answer.schema
+      ? { schema: jsonSchema(answer.schema, 'output') }
+      : contentType === 'application/json'
+        ? { schema: { type: 'object' } }
+        : {};
     if (answer.example !== undefined) media.example = answer.example;
     const existing = answers[key];
     // Two answers with one status (JSON or NDJSON pages) share the status entry, one media type each.
     answers[key] = existing
-      ? { ...existing, description: `${String(existing.description)}; ${answer.description}`, content: { ...(existing.content as JsonSchema), [contentType]: media } }
+      ? {
+          ...existing,
+          description: `${String(existing.description)}; ${answer.description}`,
+          content: { ...(existing.content as JsonSchema), [contentType]: media },
+        }
       : { description: answer.description, ...(answer.status === 204 ? {} : { content: { [contentType]: media } }) };
   }
   return {
@@ -93,7 +147,9 @@ function operation(op: OperationDoc): JsonSchema {
     summary: op.summary,
     tags: [op.tag],
     security: op.auth.kind === 'key' ? [{ apiKey: [] }] : op.auth.kind === 'optional' ? [{}, { apiKey: [] }] : [],
-    ...(op.auth.kind === 'key' ? { description: `Needs an API key with the \`${op.auth.scope}\` scope (or admin).` } : {}),
+    ...(op.auth.kind === 'key'
+      ? { description: `Needs an API key with the \`${op.auth.scope}\` scope (or admin).` }
+      : {}),
     parameters: [...pathParams, ...headers, ...(op.query ? queryParameters(op.query) : [])],
     ...(op.body ? { requestBody: requestBody(op) } : {}),
     responses: { ...answers, ...problemAnswers(codes) },
@@ -105,7 +161,12 @@ function operation(op: OperationDoc): JsonSchema {
 export function buildOpenApiDocument(options: { serverUrl: string; version: string }): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {};
   for (const op of OPERATIONS) (paths[openApiPath(op.path)] ??= {})[op.method] = operation(op);
-  const { schemas } = z.toJSONSchema(components, { uri: COMPONENT_URI, io: 'output', unrepresentable: 'any', target: 'draft-2020-12' }) as { schemas: Record<string, JsonSchema> };
+  const { schemas } = z.toJSONSchema(components, {
+    uri: COMPONENT_URI,
+    io: 'output',
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  }) as { schemas: Record<string, JsonSchema> };
   for (const s of Object.values(schemas)) delete s.$id;
   for (const s of Object.values(schemas)) delete s.$schema;
   return {
@@ -113,12 +174,16 @@ export function buildOpenApiDocument(options: { serverUrl: string; version: stri
     info: {
       title: 'Cairn provenance API',
       version: options.version,
-      description: 'C2PA signing, watermarking, soft binding, anchoring and verification. Errors are RFC 7807 problems; every code is explained at /docs/api/errors.',
+      description:
+        'C2PA signing, watermarking, soft binding, anchoring and verification. Errors are RFC 7807 problems; every code is explained at /docs/api/errors.',
     },
     servers: [{ url: options.serverUrl }],
     security: [],
     tags: [...new Set(OPERATIONS.map((o) => o.tag))].map((name) => ({ name })),
     paths,
-    components: { schemas, securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' } } },
+    components: {
+      schemas,
+      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' } },
+    },
   };
 }

@@ -16,40 +16,53 @@ export const problemSchema = z
     detail: z.string(),
     code: z.enum(errorCodes),
     request_id: z.string(),
-    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe('Field-level messages for validation failures'),
+    errors: z
+      .array(z.object({ path: z.string(), message: z.string() }))
+      .optional()
+      .describe('Field-level messages for validation failures'),
   })
   .describe('RFC 7807 problem details');
 
-export const signResultSchema = z
-  .object({
-    asset_id: z.string(),
-    watermark_id: z.string().optional(),
-    manifest_id: z.string(),
-    manifest_uri: z.string(),
-    verifier_url: z.string(),
-    asset_url: z.string(),
-    media_type: z.string(),
-    anchor: z.object({ batch_id: z.string(), status: z.string() }).optional(),
-    created_at: z.string(),
-    expires_at: z.string(),
-  });
+export const signResultSchema = z.object({
+  asset_id: z.string(),
+  watermark_id: z.string().optional(),
+  manifest_id: z.string(),
+  manifest_uri: z.string(),
+  verifier_url: z.string(),
+  asset_url: z.string(),
+  media_type: z.string(),
+  anchor: z.object({ batch_id: z.string(), status: z.string() }).optional(),
+  created_at: z.string(),
+  expires_at: z.string(),
+});
 
-export const verificationSchema = z
-  .object({
-    status: z.string().describe('The verdict: one of the closed verification codes, e.g. verified_manifest_and_watermark_match, manifest_tampered, watermark_only'),
-    confidence: z.number().nullable(),
-    signals: z.record(z.string(), z.union([z.boolean(), z.string(), z.number()])),
-    claims: z.record(z.string(), z.union([z.boolean(), z.string()])).optional(),
-    matches: z.array(z.object({ asset_id: z.string(), manifest_uri: z.string(), verifier_url: z.string(), via: z.string(), similarity: z.number() })),
-    warnings: z.array(z.string()),
-    developer_explanation: z.string(),
-    user_explanation: z.string(),
-    proves: z.array(z.string()),
-    does_not_prove: z.array(z.string()),
-    manifest_id: z.string().optional(),
-    asset_id: z.string().optional(),
-    verified_at: z.string(),
-  });
+export const verificationSchema = z.object({
+  status: z
+    .string()
+    .describe(
+      'The verdict: one of the closed verification codes, e.g. verified_manifest_and_watermark_match, manifest_tampered, watermark_only',
+    ),
+  confidence: z.number().nullable(),
+  signals: z.record(z.string(), z.union([z.boolean(), z.string(), z.number()])),
+  claims: z.record(z.string(), z.union([z.boolean(), z.string()])).optional(),
+  matches: z.array(
+    z.object({
+      asset_id: z.string(),
+      manifest_uri: z.string(),
+      verifier_url: z.string(),
+      via: z.string(),
+      similarity: z.number(),
+    }),
+  ),
+  warnings: z.array(z.string()),
+  developer_explanation: z.string(),
+  user_explanation: z.string(),
+  proves: z.array(z.string()),
+  does_not_prove: z.array(z.string()),
+  manifest_id: z.string().optional(),
+  asset_id: z.string().optional(),
+  verified_at: z.string(),
+});
 
 export const jobSchema = z
   .object({

@@ -36,13 +36,20 @@ export function anchorRoutes(deps: { anchor: AnchorClient }): Router {
   const router = Router();
 
   router.get('/v1/anchors/:batchId', requireScope('read'), async (req, res) => {
-    const { batch } = await deps.anchor.getBatch({ batchId: batchIdParam(req.params.batchId), tenantId: req.auth!.tenant.tenantId });
+    const { batch } = await deps.anchor.getBatch({
+      batchId: batchIdParam(req.params.batchId),
+      tenantId: req.auth!.tenant.tenantId,
+    });
     res.set('Cache-Control', 'private, no-store');
     res.json(presentBatch(batch));
   });
 
   router.get('/v1/anchors/:batchId/proofs/:assetId', requireScope('read'), async (req, res) => {
-    const proof = await deps.anchor.getProof({ tenantId: req.auth!.tenant.tenantId, batchId: batchIdParam(req.params.batchId), assetId: String(req.params.assetId) });
+    const proof = await deps.anchor.getProof({
+      tenantId: req.auth!.tenant.tenantId,
+      batchId: batchIdParam(req.params.batchId),
+      assetId: String(req.params.assetId),
+    });
     res.set('Cache-Control', 'private, no-store');
     res.json({
       ...presentBatch(proof.batch),
@@ -53,7 +60,8 @@ export function anchorRoutes(deps: { anchor: AnchorClient }): Router {
       tree_size: proof.treeSize,
       leaf_hash: proof.leafHash,
       audit_path: proof.auditPath,
-      algorithm: 'RFC 6962: leaf = SHA-256(0x00 || manifest_digest), node = SHA-256(0x01 || left || right); root = calldata of tx_hash',
+      algorithm:
+        'RFC 6962: leaf = SHA-256(0x00 || manifest_digest), node = SHA-256(0x01 || left || right); root = calldata of tx_hash',
     });
   });
 

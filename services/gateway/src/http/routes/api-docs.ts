@@ -18,21 +18,33 @@ const DOCS_PAGE_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** `GET /openapi.json`, `GET /docs` (Swagger UI over it) and the renderer's assets. */
-export function apiDocsRoutes(deps: { publicBaseUrl: string; version: string; internalReferenceHtml: () => string | undefined }): Router {
+export function apiDocsRoutes(deps: {
+  publicBaseUrl: string;
+  version: string;
+  internalReferenceHtml: () => string | undefined;
+}): Router {
   const router = Router();
   // The document depends only on the code: build once, serve the same bytes.
-  const document = JSON.stringify(buildOpenApiDocument({ serverUrl: deps.publicBaseUrl.replace(/\/$/, ''), version: deps.version }));
+  const document = JSON.stringify(
+    buildOpenApiDocument({ serverUrl: deps.publicBaseUrl.replace(/\/$/, ''), version: deps.version }),
+  );
   const page = renderApiDocsPage();
   // Read once at start: a missing renderer is a start-up error, not a 500 on the first reader.
-  const assets = new Map<string, { bytes: Buffer; type: string }>(Object.entries(ASSET_FILES).map(([name, type]) => [name, { bytes: readFileSync(join(RENDERER_DIR, name)), type }]));
+  const assets = new Map<string, { bytes: Buffer; type: string }>(
+    Object.entries(ASSET_FILES).map(([name, type]) => [name, { bytes: readFileSync(join(RENDERER_DIR, name)), type }]),
+  );
   assets.set('init.js', { bytes: Buffer.from(API_DOCS_INIT_SCRIPT), type: 'text/javascript' });
-  const cache = (res: Response) => res.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=300' });
+  const cache = (res: Response) =>
+    res.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=300' });
 
   router.get('/openapi.json', (_req, res) => {
     cache(res).set('Access-Control-Allow-Origin', '*').type('application/json').send(document);
   });
   router.get('/docs', (_req, res) => {
-    cache(res).set({ 'Content-Security-Policy': DOCS_PAGE_POLICY, 'Referrer-Policy': 'no-referrer' }).type('html').send(page);
+    cache(res)
+      .set({ 'Content-Security-Policy': DOCS_PAGE_POLICY, 'Referrer-Policy': 'no-referrer' })
+      .type('html')
+      .send(page);
   });
   router.get('/docs/assets/:file', (req, res, next) => {
     const asset = assets.get(String(req.params.file));
@@ -42,7 +54,13 @@ export function apiDocsRoutes(deps: { publicBaseUrl: string; version: string; in
   router.get('/docs/internal', (_req, res, next) => {
     const html = deps.internalReferenceHtml();
     if (!html) return next();
-    cache(res).set({ 'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'" }).type('html').send(html);
+    cache(res)
+      .set({
+        'Content-Security-Policy':
+          "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      })
+      .type('html')
+      .send(html);
   });
   return router;
 }

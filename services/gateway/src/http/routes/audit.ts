@@ -39,12 +39,18 @@ export const exportBody = z
     path: relativePath.optional(),
   })
   .strict()
-  .refine((b) => b.sink !== 's3' || b.bucket !== undefined, { message: 'bucket is required for the s3 sink', path: ['bucket'] })
+  .refine((b) => b.sink !== 's3' || b.bucket !== undefined, {
+    message: 'bucket is required for the s3 sink',
+    path: ['bucket'],
+  })
   .refine((b) => b.sink !== 'filesystem' || (b.bucket ?? b.region ?? b.endpoint ?? b.role_arn) === undefined, {
     message: 'bucket, region, endpoint and role_arn are for the s3 sink',
     path: ['sink'],
   })
-  .refine((b) => b.sink !== 's3' || b.path === undefined, { message: 'path is for the filesystem sink', path: ['path'] });
+  .refine((b) => b.sink !== 's3' || b.path === undefined, {
+    message: 'path is for the filesystem sink',
+    path: ['path'],
+  });
 
 function presentExport(config: auditV1.ExportConfig): Record<string, unknown> {
   const optional = (value: string) => value || null;
@@ -89,7 +95,14 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
     const q = queryParams(req, auditQuery);
     const tenantId = req.auth!.tenant.tenantId;
     const page = (cursor: string, limit: number) =>
-      deps.audit.listEntries({ tenantId, eventType: q.event_type ?? '', since: q.since ?? '', until: q.until ?? '', limit, cursor });
+      deps.audit.listEntries({
+        tenantId,
+        eventType: q.event_type ?? '',
+        since: q.since ?? '',
+        until: q.until ?? '',
+        limit,
+        cursor,
+      });
     res.set('Cache-Control', 'private, no-store');
     if (q.format === 'json') {
       const result = await page(q.cursor ?? '', q.limit ?? 100);
@@ -118,13 +131,20 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
       ...(verdict.checkpointSeq > 0n ? { checkpoint_seq: Number(verdict.checkpointSeq) } : {}),
       ...(verdict.intact
         ? { head_hash: verdict.headHash }
-        : { first_broken: { entry_id: verdict.firstBrokenEntryId, seq: Number(verdict.firstBrokenSeq), reason: verdict.reason } }),
+        : {
+            first_broken: {
+              entry_id: verdict.firstBrokenEntryId,
+              seq: Number(verdict.firstBrokenSeq),
+              reason: verdict.reason,
+            },
+          }),
     });
   });
 
   // Continuous export (Enterprise): PUT sets the destination, GET shows it and how far it has been written, DELETE stops it.
   router.use('/v1/audit/export', requireScope('admin'), (req, _res, next) => {
-    if (req.auth!.tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'Continuous audit export is an Enterprise feature.');
+    if (req.auth!.tenant.plan !== 'enterprise')
+      throw new CairnError('cairn.auth.forbidden', 'Continuous audit export is an Enterprise feature.');
     next();
   });
 

@@ -31,7 +31,8 @@ const MAX_QUERY_VALUE_LENGTH = 2048;
  */
 export const WATERMARK_ALGS = ['cairn-dct-keyed-v1', 'cairn-dct-v1'] as const;
 type WatermarkAlg = (typeof WATERMARK_ALGS)[number];
-const isWatermarkAlg = (alg: string | undefined): alg is WatermarkAlg => (WATERMARK_ALGS as ReadonlyArray<string | undefined>).includes(alg);
+const isWatermarkAlg = (alg: string | undefined): alg is WatermarkAlg =>
+  (WATERMARK_ALGS as ReadonlyArray<string | undefined>).includes(alg);
 const WATERMARK_PAYLOAD_BYTES = 8;
 
 /** Matches per query when the caller gives no maxResults (the spec's default), and the most we ever return. */
@@ -61,12 +62,32 @@ interface SpecMatch {
  * maxResults per the spec: an integer ≥ 1, default 10. Larger values are served as the service's maximum
  * (the spec sets no upper bound, so they are not an error).
  */
-const maxResults = z.coerce.number({ message: 'maxResults must be an integer ≥ 1' }).int('maxResults must be an integer ≥ 1').min(1, 'maxResults must be an integer ≥ 1').optional();
+const maxResults = z.coerce
+  .number({ message: 'maxResults must be an integer ≥ 1' })
+  .int('maxResults must be an integer ≥ 1')
+  .min(1, 'maxResults must be an integer ≥ 1')
+  .optional();
 const algName = z.string().trim().min(1, 'alg must not be empty').max(128);
-export const byBindingQuery = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(4096), maxResults });
-export const byContentQuery = z.object({ alg: algName.optional(), maxResults, hintAlg: z.string().max(128).optional(), hintValue: z.string().max(4096).optional() });
+export const byBindingQuery = z.object({
+  alg: algName,
+  value: z.string().trim().min(1, 'value must not be empty').max(4096),
+  maxResults,
+});
+export const byContentQuery = z.object({
+  alg: algName.optional(),
+  maxResults,
+  hintAlg: z.string().max(128).optional(),
+  hintValue: z.string().max(4096).optional(),
+});
 export const byBindingPostQuery = z.object({ maxResults });
-export const byBindingBody = z.object({ alg: algName, value: z.string().trim().min(1, 'value must not be empty').max(64 * 1024) });
+export const byBindingBody = z.object({
+  alg: algName,
+  value: z
+    .string()
+    .trim()
+    .min(1, 'value must not be empty')
+    .max(64 * 1024),
+});
 export const manifestQuery = z.object({
   returnActiveManifest: z
     .enum(['true', 'false', '1', '0'], { message: 'returnActiveManifest must be true or false' })
@@ -96,7 +117,11 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   });
 
   /** Fingerprint matches from the public Lookup, as spec matches (one per manifest, best first). */
-  const fingerprintMatches = async (query: softbindingV1.LookupRequest['query'], limit: number, alg?: string): Promise<SpecMatch[]> => {
+  const fingerprintMatches = async (
+    query: softbindingV1.LookupRequest['query'],
+    limit: number,
+    alg?: string,
+  ): Promise<SpecMatch[]> => {
     const { matches } = await deps.softbinding.lookup({ tenantId: '', query, limit }, { deadlineMs: 30_000 });
     // The service picks the algorithm from the content; a caller who named one gets that one's matches only.
     return matches.flatMap((m) => {
@@ -107,7 +132,11 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   };
 
   /** A registered watermark payload of algorithm `alg` → the manifest of the asset it was embedded in. */
-  const watermarkMatch = async (payloadHex: string, alg: string, confidence: number | undefined): Promise<SpecMatch[]> => {
+  const watermarkMatch = async (
+    payloadHex: string,
+    alg: string,
+    confidence: number | undefined,
+  ): Promise<SpecMatch[]> => {
     const mark = await deps.watermark.resolvePayload({ payloadHex }, { deadlineMs: 10_000 });
     if (!mark.registered || mark.algorithm !== alg || !isId('asset', mark.assetId)) return [];
     const asset = await deps.signer.getPublicAsset({ assetId: mark.assetId }).then(
@@ -118,18 +147,33 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   };
 
   const byBinding = async (alg: string, value: string, limit: number): Promise<SpecMatch[]> => {
-    if (isWatermarkAlg(alg)) return watermarkMatch(bindingBytes(value, WATERMARK_PAYLOAD_BYTES, alg).toString('hex'), alg, undefined);
+    if (isWatermarkAlg(alg))
+      return watermarkMatch(bindingBytes(value, WATERMARK_PAYLOAD_BYTES, alg).toString('hex'), alg, undefined);
     const known = (await algorithms()).find((a) => a.alg === alg && a.kind === 'fingerprint');
-    if (!known) throw new CairnError('cairn.validation.invalid_body', `Unsupported soft binding algorithm "${alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`);
-    if (known.valueHexDigits <= 0) throw new CairnError('cairn.validation.invalid_body', `${alg} is looked up by content only (POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent).`);
+    if (!known)
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `Unsupported soft binding algorithm "${alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`,
+      );
+    if (known.valueHexDigits <= 0)
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `${alg} is looked up by content only (POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent).`,
+      );
     const hex = bindingBytes(value, known.valueHexDigits / 2, alg).toString('hex');
-    return fingerprintMatches({ case: 'binding', value: { alg, value: hex, $typeName: 'cairn.softbinding.v1.Binding' } }, limit);
+    return fingerprintMatches(
+      { case: 'binding', value: { alg, value: hex, $typeName: 'cairn.softbinding.v1.Binding' } },
+      limit,
+    );
   };
 
   router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, (req, _res, next) => {
     const value = req.query.value;
     if (typeof value === 'string' && value.length > MAX_QUERY_VALUE_LENGTH) {
-      throw new CairnError('cairn.validation.query_too_long', `value is ${value.length} characters; a GET query carries at most ${MAX_QUERY_VALUE_LENGTH}. Send it as {"alg", "value"} to POST ${C2PA_RESOLUTION_PREFIX}/matches/byBinding.`);
+      throw new CairnError(
+        'cairn.validation.query_too_long',
+        `value is ${value.length} characters; a GET query carries at most ${MAX_QUERY_VALUE_LENGTH}. Send it as {"alg", "value"} to POST ${C2PA_RESOLUTION_PREFIX}/matches/byBinding.`,
+      );
     }
     next();
   });
@@ -142,7 +186,11 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
 
   router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
     const query = parseOrThrow(byBindingPostQuery, req.query, 'query parameters');
-    if (!req.is('application/json')) throw new CairnError('cairn.validation.unsupported_media_type', 'Send the soft binding query as application/json: {"alg", "value"}.');
+    if (!req.is('application/json'))
+      throw new CairnError(
+        'cairn.validation.unsupported_media_type',
+        'Send the soft binding query as application/json: {"alg", "value"}.',
+      );
     const body = parseOrThrow(byBindingBody, req.body ?? {}, 'request body');
     const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
     res.set('Cache-Control', 'no-store');
@@ -157,25 +205,39 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     try {
       const query = parseOrThrow(byContentQuery, req.query, 'query parameters');
       limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
-      if (!req.upload || req.upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).');
+      if (!req.upload || req.upload.size === 0)
+        throw new CairnError(
+          'cairn.validation.invalid_body',
+          'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).',
+        );
       const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => a.alg);
       const watermarkAlg = isWatermarkAlg(query.alg) ? query.alg : undefined;
       const watermarkOnly = watermarkAlg !== undefined;
       if (query.alg !== undefined && !watermarkOnly && !fingerprints.includes(query.alg)) {
-        throw new CairnError('cairn.validation.invalid_body', `Unsupported soft binding algorithm "${query.alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`);
+        throw new CairnError(
+          'cairn.validation.invalid_body',
+          `Unsupported soft binding algorithm "${query.alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`,
+        );
       }
       const head = await uploadHead(deps.blobs, req.upload.key);
       if (!head) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
       const sniffed = sniffMediaType(head);
-      if (!sniffed) throw new CairnError('cairn.verify.unsupported_file_type', 'The body is not an asset type this service reads (images: JPEG, PNG, WebP).');
+      if (!sniffed)
+        throw new CairnError(
+          'cairn.verify.unsupported_file_type',
+          'The body is not an asset type this service reads (images: JPEG, PNG, WebP).',
+        );
       // Without alg every algorithm runs: the watermark (an exact identification) first, then fingerprints.
-      if (watermarkOnly && sniffed.modality !== 'image') throw new CairnError('cairn.verify.unsupported_file_type', `${query.alg} reads images (JPEG, PNG, WebP).`);
+      if (watermarkOnly && sniffed.modality !== 'image')
+        throw new CairnError('cairn.verify.unsupported_file_type', `${query.alg} reads images (JPEG, PNG, WebP).`);
       if ((query.alg === undefined && sniffed.modality === 'image') || watermarkOnly) {
         const detected = await detectWatermark(deps, req.upload.key, watermarkAlg);
         // The detector says which algorithm read the mark; a caller who named the other one gets no match.
-        if (detected && (query.alg === undefined || detected.algorithm === query.alg)) found.push(...(await watermarkMatch(detected.payloadHex, detected.algorithm, detected.confidence)));
+        if (detected && (query.alg === undefined || detected.algorithm === query.alg))
+          found.push(...(await watermarkMatch(detected.payloadHex, detected.algorithm, detected.confidence)));
       }
-      if (!watermarkOnly) found.push(...(await fingerprintMatches({ case: 'uploadBlobKey', value: req.upload.key }, limit, query.alg)));
+      if (!watermarkOnly)
+        found.push(...(await fingerprintMatches({ case: 'uploadBlobKey', value: req.upload.key }, limit, query.alg)));
     } finally {
       await discardUpload(deps.blobs, req);
     }
@@ -200,7 +262,11 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     const store = Buffer.from(manifest.manifestStore);
     const body = returnActiveManifest ? activeManifestOnly(store) : store;
     // A manifest never changes once signed: cacheable anywhere, for as long as anyone likes.
-    res.set({ 'Content-Type': 'application/c2pa', 'Cache-Control': 'public, max-age=31536000, immutable', ETag: `"${manifestId}${returnActiveManifest ? '-active' : ''}"` });
+    res.set({
+      'Content-Type': 'application/c2pa',
+      'Cache-Control': 'public, max-age=31536000, immutable',
+      ETag: `"${manifestId}${returnActiveManifest ? '-active' : ''}"`,
+    });
     res.send(body);
   });
 
@@ -245,7 +311,12 @@ export function manifestRef(param: string): { manifestId: string } | { label: st
  * up (signer, soft-binding service); `degraded` when only watermark resolution is out.
  */
 async function resolutionStatus(deps: C2paResolutionDeps): Promise<'ok' | 'degraded' | 'down'> {
-  const answers = (call: Promise<unknown>) => call.then(() => true, (error: unknown) => isCairnError(error) && error.code !== 'cairn.unavailable' && error.code !== 'cairn.internal_error');
+  const answers = (call: Promise<unknown>) =>
+    call.then(
+      () => true,
+      (error: unknown) =>
+        isCairnError(error) && error.code !== 'cairn.unavailable' && error.code !== 'cairn.internal_error',
+    );
   const [signer, softbinding, watermark] = await Promise.all([
     answers(deps.signer.getTrustAnchors({}, { deadlineMs: 2000 })),
     answers(deps.softbinding.supportedAlgorithms({}, { deadlineMs: 2000 })),
@@ -256,7 +327,9 @@ async function resolutionStatus(deps: C2paResolutionDeps): Promise<'ok' | 'degra
 }
 
 /** The supported algorithms of the soft-binding service, asked at most once a minute. */
-function supportedAlgorithmsCache(softbinding: ServiceClient<SoftBindingMethods>): () => Promise<softbindingV1.Algorithm[]> {
+function supportedAlgorithmsCache(
+  softbinding: ServiceClient<SoftBindingMethods>,
+): () => Promise<softbindingV1.Algorithm[]> {
   let cached: { at: number; value: Promise<softbindingV1.Algorithm[]> } | undefined;
   return () => {
     if (!cached || Date.now() - cached.at > 60_000) {
@@ -280,7 +353,10 @@ export function bindingBytes(value: string, bytes: number, alg: string): Buffer 
     const decoded = Buffer.from(normalized, 'base64');
     if (decoded.length === bytes && decoded.toString('base64').replace(/=+$/, '') === normalized) return decoded;
   }
-  throw new CairnError('cairn.validation.invalid_body', `A ${alg} binding value is ${bytes} bytes, base64-encoded (or ${bytes * 2} hex digits).`);
+  throw new CairnError(
+    'cairn.validation.invalid_body',
+    `A ${alg} binding value is ${bytes} bytes, base64-encoded (or ${bytes * 2} hex digits).`,
+  );
 }
 
 /** The manifest id of one of Cairn's own manifest URIs (…/v1/manifests/m_…), or undefined. */
@@ -307,25 +383,44 @@ function distinct(matches: SpecMatch[], limit: number): SpecMatch[] {
  * limit; the route deletes it when done.
  */
 function assetUpload(deps: Pick<C2paResolutionDeps, 'blobs' | 'uploadMaxBytes'>): RequestHandler {
-  const multipart = singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.validation.body_too_large' });
+  const multipart = singleUpload({
+    blobs: deps.blobs,
+    field: 'file',
+    maxBytes: deps.uploadMaxBytes,
+    tooLarge: 'cairn.validation.body_too_large',
+  });
   const limitText = `${Math.round(deps.uploadMaxBytes / (1024 * 1024))} MB`;
   return (req, res, next) => {
     if (req.is('multipart/form-data')) return multipart(req, res, next);
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
     if (!ASSET_TYPES.test(type) || /^application\/(json|x-www-form-urlencoded)$/i.test(type)) {
       req.resume();
-      return next(new CairnError('cairn.validation.unsupported_media_type', 'Send the asset itself as the body, with its media type as Content-Type (e.g. image/jpeg).'));
+      return next(
+        new CairnError(
+          'cairn.validation.unsupported_media_type',
+          'Send the asset itself as the body, with its media type as Content-Type (e.g. image/jpeg).',
+        ),
+      );
     }
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > deps.uploadMaxBytes) {
       req.resume();
-      return next(new CairnError('cairn.validation.body_too_large', `The asset is larger than the ${limitText} upload limit.`));
+      return next(
+        new CairnError('cairn.validation.body_too_large', `The asset is larger than the ${limitText} upload limit.`),
+      );
     }
     storeRaw(deps.blobs, req, deps.uploadMaxBytes).then(
       () => next(),
       (error: unknown) => {
         req.resume();
-        next(error instanceof BlobTooLargeError ? new CairnError('cairn.validation.body_too_large', `The asset is larger than the ${limitText} upload limit.`) : error);
+        next(
+          error instanceof BlobTooLargeError
+            ? new CairnError(
+                'cairn.validation.body_too_large',
+                `The asset is larger than the ${limitText} upload limit.`,
+              )
+            : error,
+        );
       },
     );
   };
@@ -342,7 +437,11 @@ async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promi
  * can decode (then the fingerprints decide), unless the caller asked for a watermark alone (`only`): then an
  * undecodable file is the spec's 415.
  */
-async function detectWatermark(deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>, key: string, only: WatermarkAlg | undefined): Promise<{ payloadHex: string; confidence: number; algorithm: string } | undefined> {
+async function detectWatermark(
+  deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>,
+  key: string,
+  only: WatermarkAlg | undefined,
+): Promise<{ payloadHex: string; confidence: number; algorithm: string } | undefined> {
   const bytes = await deps.blobs.getBuffer(key);
   if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
   const undecodable = () => {
@@ -359,7 +458,9 @@ async function detectWatermark(deps: Pick<C2paResolutionDeps, 'blobs' | 'waterma
     if (isCairnError(error) && error.code === 'cairn.validation.invalid_body') return undecodable();
     throw error;
   }
-  return found.detected ? { payloadHex: found.payloadHex, confidence: found.confidence, algorithm: found.algorithm } : undefined;
+  return found.detected
+    ? { payloadHex: found.payloadHex, confidence: found.confidence, algorithm: found.algorithm }
+    : undefined;
 }
 
 /**
@@ -373,7 +474,11 @@ export function activeManifestOnly(store: Buffer): Buffer {
   const description = children[0];
   const manifests = children.filter((b) => b.type === 'jumb');
   const active = manifests.at(-1);
-  if (!description || description.type !== 'jumd' || !active || !activeManifestLabel(store)) throw new CairnError('cairn.internal_error', 'The stored manifest store cannot be read.');
+  if (!description || description.type !== 'jumd' || !active || !activeManifestLabel(store))
+    throw new CairnError('cairn.internal_error', 'The stored manifest store cannot be read.');
   if (manifests.length === 1) return store;
-  return writeBox('jumb', Buffer.concat([store.subarray(description.start, description.end), store.subarray(active.start, active.end)]));
+  return writeBox(
+    'jumb',
+    Buffer.concat([store.subarray(description.start, description.end), store.subarray(active.start, active.end)]),
+  );
 }

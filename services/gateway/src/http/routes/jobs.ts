@@ -14,7 +14,11 @@ type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infe
  * `GET /v1/jobs/{job_id}`: one address for every asynchronous job, a sign (the signer's) or a verify (the
  * verifier's); each service answers only for the caller's tenant.
  */
-export function jobRoutes(deps: { signer: ServiceClient<SignerMethods>; verifier: ServiceClient<VerifierMethods>; publicBaseUrl: string }): Router {
+export function jobRoutes(deps: {
+  signer: ServiceClient<SignerMethods>;
+  verifier: ServiceClient<VerifierMethods>;
+  publicBaseUrl: string;
+}): Router {
   const router = Router();
   const base = deps.publicBaseUrl.replace(/\/$/, '');
 
@@ -32,7 +36,13 @@ export function jobRoutes(deps: { signer: ServiceClient<SignerMethods>; verifier
     // A done sign job carries the Sign result's fields (the spec's Job); a done verify job carries the Verification
     // result under `result`, whose own `status` (the verdict) would otherwise clash with the job's.
     const done =
-      job.status !== 'done' ? {} : signJob?.result ? presentSignResult(signJob.result) : verifyJob?.result ? { result: presentVerification(verifyJob.result) } : {};
+      job.status !== 'done'
+        ? {}
+        : signJob?.result
+          ? presentSignResult(signJob.result)
+          : verifyJob?.result
+            ? { result: presentVerification(verifyJob.result) }
+            : {};
     res.json({
       job_id: job.jobId,
       kind: signJob ? 'sign' : 'verify',

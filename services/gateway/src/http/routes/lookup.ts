@@ -11,30 +11,68 @@ import { discardUpload, singleUpload } from '../uploads.js';
 
 type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
-export const bindingBody = z.object({ binding: z.object({ alg: z.string().min(1).max(64), value: z.string().min(1).max(512) }) }).strict();
+export const bindingBody = z
+  .object({ binding: z.object({ alg: z.string().min(1).max(64), value: z.string().min(1).max(512) }) })
+  .strict();
 
 /**
  * `POST /v1/lookup`: the soft-binding lookup, by file (multipart `file`) or by binding value. Metered
  * `lookup` whether or not anything matches (never when it fails).
  */
-export function lookupRoutes(deps: { blobs: BlobStore; softbinding: ServiceClient<SoftBindingMethods>; billing: BillingClient; uploadMaxBytes: number }): Router {
+export function lookupRoutes(deps: {
+  blobs: BlobStore;
+  softbinding: ServiceClient<SoftBindingMethods>;
+  billing: BillingClient;
+  uploadMaxBytes: number;
+}): Router {
   const router = Router();
   router.post(
     '/v1/lookup',
     requireScope('read'),
-    (req, res, next) => (req.is('multipart/form-data') ? singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: deps.uploadMaxBytes, tooLarge: 'cairn.validation.body_too_large' })(req, res, next) : next()),
+    (req, res, next) =>
+      req.is('multipart/form-data')
+        ? singleUpload({
+            blobs: deps.blobs,
+            field: 'file',
+            maxBytes: deps.uploadMaxBytes,
+            tooLarge: 'cairn.validation.body_too_large',
+          })(req, res, next)
+        : next(),
     async (req, res) => {
       try {
         const tenant = req.auth!.tenant;
         let query: softbindingV1.LookupRequest['query'];
         if (req.upload) query = { case: 'uploadBlobKey', value: req.upload.key };
-        else if (req.is('application/json')) query = { case: 'binding', value: { ...parseOrThrow(bindingBody, req.body ?? {}, 'request body').binding, $typeName: 'cairn.softbinding.v1.Binding' } };
-        else throw new CairnError('cairn.verify.no_input', 'Send a file (multipart field "file") or {"binding": {"alg", "value"}}.');
+        else if (req.is('application/json'))
+          query = {
+            case: 'binding',
+            value: {
+              ...parseOrThrow(bindingBody, req.body ?? {}, 'request body').binding,
+              $typeName: 'cairn.softbinding.v1.Binding',
+            },
+          };
+        else
+          throw new CairnError(
+            'cairn.verify.no_input',
+            'Send a file (multipart field "file") or {"binding": {"alg", "value"}}.',
+          );
         const metered = await reserveUnit(deps.billing, tenant, 'lookup');
         try {
-          const { matches } = await deps.softbinding.lookup({ tenantId: tenant.tenantId, query }, { deadlineMs: 30_000 });
+          const { matches } = await deps.softbinding.lookup(
+            { tenantId: tenant.tenantId, query },
+            { deadlineMs: 30_000 },
+          );
           await metered.commit();
-          res.json({ matches: matches.map((m) => ({ asset_id: m.assetId, manifest_uri: m.manifestUri, verifier_url: m.verifierUrl, distance: m.distance, similarity: m.similarity, alg: m.alg })) });
+          res.json({
+            matches: matches.map((m) => ({
+              asset_id: m.assetId,
+              manifest_uri: m.manifestUri,
+              verifier_url: m.verifierUrl,
+              distance: m.distance,
+              similarity: m.similarity,
+              alg: m.alg,
+            })),
+          });
         } catch (error) {
           await metered.release();
           throw error;

@@ -21,20 +21,46 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{8,255}$/;
 export function onboardRoutes(deps: { store: TenantStore; payments: PaymentProcessor; docsUrl: string }): Router {
   const router = Router();
   router.post('/v1/onboard', async (req, res) => {
-    if (isBrowserLike({ userAgent: req.header('user-agent'), secFetchSite: req.header('sec-fetch-site'), secFetchDest: req.header('sec-fetch-dest'), origin: req.header('origin') })) {
-      throw new CairnError('cairn.onboard.browser_not_allowed', 'Self-onboarding is for programmatic clients; sign up in a browser at the Cairn console instead.');
+    if (
+      isBrowserLike({
+        userAgent: req.header('user-agent'),
+        secFetchSite: req.header('sec-fetch-site'),
+        secFetchDest: req.header('sec-fetch-dest'),
+        origin: req.header('origin'),
+      })
+    ) {
+      throw new CairnError(
+        'cairn.onboard.browser_not_allowed',
+        'Self-onboarding is for programmatic clients; sign up in a browser at the Cairn console instead.',
+      );
     }
     const idempotencyKey = req.header('idempotency-key');
-    if (!idempotencyKey) throw new CairnError('cairn.onboard.missing_idempotency_key', 'Send an Idempotency-Key header (a UUID is best) so a retried onboarding never creates a second tenant.');
-    if (!IDEMPOTENCY_KEY.test(idempotencyKey)) throw new CairnError('cairn.onboard.missing_idempotency_key', 'Idempotency-Key must be 8 to 255 visible ASCII characters.');
+    if (!idempotencyKey)
+      throw new CairnError(
+        'cairn.onboard.missing_idempotency_key',
+        'Send an Idempotency-Key header (a UUID is best) so a retried onboarding never creates a second tenant.',
+      );
+    if (!IDEMPOTENCY_KEY.test(idempotencyKey))
+      throw new CairnError(
+        'cairn.onboard.missing_idempotency_key',
+        'Idempotency-Key must be 8 to 255 visible ASCII characters.',
+      );
     const body = jsonBody(req, onboardBody);
     if (!isPlanName(body.plan) || !PLANS[body.plan].selfServe) {
-      const offered = Object.values(PLANS).filter((p) => p.selfServe).map((p) => p.name);
-      throw new CairnError('cairn.onboard.plan_not_available', `Plan "${body.plan}" cannot be chosen here; self-serve plans are ${offered.join(', ')}.`);
+      const offered = Object.values(PLANS)
+        .filter((p) => p.selfServe)
+        .map((p) => p.name);
+      throw new CairnError(
+        'cairn.onboard.plan_not_available',
+        `Plan "${body.plan}" cannot be chosen here; self-serve plans are ${offered.join(', ')}.`,
+      );
     }
     const plan = PLANS[body.plan];
     if (plan.requiresPaymentMethod && !body.payment_method_id) {
-      throw new CairnError('cairn.onboard.invalid_payment_method', `The ${plan.name} plan needs a payment_method_id from the payment processor.`);
+      throw new CairnError(
+        'cairn.onboard.invalid_payment_method',
+        `The ${plan.name} plan needs a payment_method_id from the payment processor.`,
+      );
     }
     const paymentMethodId = body.payment_method_id;
     const result = await deps.store.onboard({
@@ -43,11 +69,20 @@ export function onboardRoutes(deps: { store: TenantStore; payments: PaymentProce
       tenant: { name: body.tenant_name, email: body.email, plan: plan.name },
       attachPayment: async () => {
         if (!paymentMethodId) return null;
-        const outcome = await deps.payments.attachPaymentMethod({ paymentMethodId, email: body.email, tenantName: body.tenant_name, idempotencyKey });
+        const outcome = await deps.payments.attachPaymentMethod({
+          paymentMethodId,
+          email: body.email,
+          tenantName: body.tenant_name,
+          idempotencyKey,
+        });
         if (outcome.ok) return outcome.customerRef;
-        if (outcome.reason === 'malformed') throw new CairnError('cairn.onboard.invalid_payment_method', outcome.message);
+        if (outcome.reason === 'malformed')
+          throw new CairnError('cairn.onboard.invalid_payment_method', outcome.message);
         if (outcome.reason === 'declined') throw new CairnError('cairn.onboard.payment_declined', outcome.message);
-        throw new CairnError('cairn.unavailable', 'The payment processor is unavailable; retry with the same Idempotency-Key.');
+        throw new CairnError(
+          'cairn.unavailable',
+          'The payment processor is unavailable; retry with the same Idempotency-Key.',
+        );
       },
       render: (tenant, key) => ({
         tenant_id: tenant.tenantId,
@@ -61,7 +96,10 @@ export function onboardRoutes(deps: { store: TenantStore; payments: PaymentProce
     });
     if (result.kind === 'busy') {
       res.set('Retry-After', String(result.retryAfterSeconds));
-      throw new CairnError('cairn.idempotency.in_progress', `An onboarding with this Idempotency-Key is still running; retry after ${result.retryAfterSeconds} s to get its answer.`);
+      throw new CairnError(
+        'cairn.idempotency.in_progress',
+        `An onboarding with this Idempotency-Key is still running; retry after ${result.retryAfterSeconds} s to get its answer.`,
+      );
     }
     if (result.replayed) res.set('Idempotent-Replayed', 'true');
     res.status(201).json(result.body);

@@ -11,26 +11,43 @@ import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-pa
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
-const PAGE_POLICY = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const PAGE_POLICY =
+  "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** `/v/{asset_id}`: the human-readable verification page, public and script-free. */
-export function pageRoutes(deps: { signer: ServiceClient<SignerMethods>; verifier: ServiceClient<VerifierMethods>; blobs: BlobStore; publicBaseUrl: string }): Router {
+export function pageRoutes(deps: {
+  signer: ServiceClient<SignerMethods>;
+  verifier: ServiceClient<VerifierMethods>;
+  blobs: BlobStore;
+  publicBaseUrl: string;
+}): Router {
   const router = Router();
   const base = deps.publicBaseUrl.replace(/\/$/, '');
 
   router.get('/v/:asset_id', async (req, res) => {
     const assetId = String(req.params.asset_id);
-    res.set({ 'Content-Security-Policy': PAGE_POLICY, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' });
-    const asset = isId('asset', assetId) ? await deps.signer.getPublicAsset({ assetId }).then((r) => r.asset, (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error))) : undefined;
+    res.set({
+      'Content-Security-Policy': PAGE_POLICY,
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+    });
+    const asset = isId('asset', assetId)
+      ? await deps.signer.getPublicAsset({ assetId }).then(
+          (r) => r.asset,
+          (error: unknown) =>
+            isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error),
+        )
+      : undefined;
     if (!asset) {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
       return;
     }
     const manifestUri = `${base}/v1/manifests/${asset.manifestId}`;
     // The asset's stored verdict: computed by the verifier from Cairn's own copy, never from anybody's upload.
-    const result = await deps.verifier
-      .getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 })
-      .then((r) => r.result, (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)));
+    const result = await deps.verifier.getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 }).then(
+      (r) => r.result,
+      (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)),
+    );
     if (!result) {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
       return;
@@ -61,14 +78,26 @@ export function pageRoutes(deps: { signer: ServiceClient<SignerMethods>; verifie
 
   router.get('/v/:asset_id/thumbnail.jpg', async (req, res) => {
     const assetId = String(req.params.asset_id);
-    const asset = isId('asset', assetId) ? await deps.signer.getPublicAsset({ assetId }).then((r) => r.asset, () => undefined) : undefined;
-    const manifest = asset && !asset.expired ? await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined) : undefined;
+    const asset = isId('asset', assetId)
+      ? await deps.signer.getPublicAsset({ assetId }).then(
+          (r) => r.asset,
+          () => undefined,
+        )
+      : undefined;
+    const manifest =
+      asset && !asset.expired
+        ? await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined)
+        : undefined;
     const bytes = manifest?.assetBlobKey ? await deps.blobs.getBuffer(manifest.assetBlobKey) : null;
     if (!bytes) {
       res.status(404).end();
       return;
     }
-    const thumbnail = await sharp(bytes).resize(320, 320, { fit: 'inside', withoutEnlargement: true }).flatten({ background: '#ffffff' }).jpeg({ quality: 80 }).toBuffer();
+    const thumbnail = await sharp(bytes)
+      .resize(320, 320, { fit: 'inside', withoutEnlargement: true })
+      .flatten({ background: '#ffffff' })
+      .jpeg({ quality: 80 })
+      .toBuffer();
     res.set({ 'Content-Type': 'image/jpeg', 'Cache-Control': 'public, max-age=86400' }).send(thumbnail);
   });
 

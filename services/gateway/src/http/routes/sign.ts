@@ -45,9 +45,15 @@ const SIGN_SLOT_RETRY_AFTER_SECONDS = 2;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const fieldsSchema = z.object({
   recipe: z.string().trim().min(1).max(100),
-  metadata: z.string().max(32 * 1024).optional(),
+  metadata: z
+    .string()
+    .max(32 * 1024)
+    .optional(),
   /** Bring your own key (Enterprise): a registered signing credential (sc_…) signs instead of Cairn's key. */
-  signing_credential: z.string().regex(/^sc_[0-9A-HJKMNP-TV-Z]{26}$/, 'signing_credential must be a credential id (sc_…)').optional(),
+  signing_credential: z
+    .string()
+    .regex(/^sc_[0-9A-HJKMNP-TV-Z]{26}$/, 'signing_credential must be a credential id (sc_…)')
+    .optional(),
 });
 
 /**
@@ -61,7 +67,11 @@ function parseMetadataField(raw: string | undefined): Record<string, string> {
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new CairnError('cairn.validation.invalid_body', 'metadata must be a JSON object (sent as a form field string).', { errors: [{ path: 'metadata', message: 'not JSON' }] });
+    throw new CairnError(
+      'cairn.validation.invalid_body',
+      'metadata must be a JSON object (sent as a form field string).',
+      { errors: [{ path: 'metadata', message: 'not JSON' }] },
+    );
   }
   const metadata = parseSignMetadata(parsed);
   return Object.fromEntries(Object.entries(metadata).filter((e): e is [string, string] => typeof e[1] === 'string'));
@@ -107,8 +117,20 @@ export function signRoutes(deps: SignRouteDeps): Router {
     (req, _res, next) => {
       // Before the upload is read: a request that cannot be made idempotent is refused at once.
       const key = req.header('idempotency-key');
-      if (!key) return next(new CairnError('cairn.sign.missing_idempotency_key', 'Send an Idempotency-Key header (a UUID, v7 preferred) so a retried sign never signs twice.'));
-      if (!UUID.test(key)) return next(new CairnError('cairn.sign.missing_idempotency_key', 'Idempotency-Key must be a UUID, e.g. 0190d6c8-8f4e-7a8b-9c1d-2e3f4a5b6c7d.'));
+      if (!key)
+        return next(
+          new CairnError(
+            'cairn.sign.missing_idempotency_key',
+            'Send an Idempotency-Key header (a UUID, v7 preferred) so a retried sign never signs twice.',
+          ),
+        );
+      if (!UUID.test(key))
+        return next(
+          new CairnError(
+            'cairn.sign.missing_idempotency_key',
+            'Idempotency-Key must be a UUID, e.g. 0190d6c8-8f4e-7a8b-9c1d-2e3f4a5b6c7d.',
+          ),
+        );
       next();
     },
     singleUpload({
@@ -126,23 +148,45 @@ export function signRoutes(deps: SignRouteDeps): Router {
       let keepUpload = false;
       try {
         const upload = req.upload;
-        if (!upload) throw new CairnError('cairn.validation.invalid_body', 'Send the asset as multipart/form-data in the field "asset" (or, for a large file, its upload session\'s id in the field "upload_id").');
+        if (!upload)
+          throw new CairnError(
+            'cairn.validation.invalid_body',
+            'Send the asset as multipart/form-data in the field "asset" (or, for a large file, its upload session\'s id in the field "upload_id").',
+          );
         if (upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The asset is empty.');
         const fields = parseOrThrow(fieldsSchema, req.body ?? {}, 'form fields');
         const metadata = parseMetadataField(fields.metadata);
         const recipe = await deps.recipes.get(fields.recipe);
         if (!recipe || !recipeAvailable(recipe, tenant.plan as PlanName)) {
-          throw new CairnError('cairn.sign.invalid_recipe', recipe ? `Recipe ${fields.recipe} is not available on the ${tenant.plan} plan.` : `Recipe ${fields.recipe} does not exist; GET /v1/recipes lists them.`);
+          throw new CairnError(
+            'cairn.sign.invalid_recipe',
+            recipe
+              ? `Recipe ${fields.recipe} is not available on the ${tenant.plan} plan.`
+              : `Recipe ${fields.recipe} does not exist; GET /v1/recipes lists them.`,
+          );
         }
         const credentialId = fields.signing_credential;
-        if (credentialId && tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'Signing with your own key (signing_credential) is an Enterprise feature.');
-        const hash = requestHash({ file: upload.sha256, size: upload.size, recipe: recipe.recipe_id, metadata, ...(credentialId ? { credential: credentialId } : {}) });
+        if (credentialId && tenant.plan !== 'enterprise')
+          throw new CairnError(
+            'cairn.auth.forbidden',
+            'Signing with your own key (signing_credential) is an Enterprise feature.',
+          );
+        const hash = requestHash({
+          file: upload.sha256,
+          size: upload.size,
+          recipe: recipe.recipe_id,
+          metadata,
+          ...(credentialId ? { credential: credentialId } : {}),
+        });
         const idempotencyKey = req.header('idempotency-key')!;
         // A short transaction claims the key; none is open while the sign runs (docs/design.md, "No starvation").
         const claim = await deps.signRequests.claim(tenant.tenantId, idempotencyKey, hash);
         if (claim.kind === 'busy') {
           res.set('Retry-After', String(claim.retryAfterSeconds));
-          throw new CairnError('cairn.idempotency.in_progress', `A sign with this Idempotency-Key is still running; retry after ${claim.retryAfterSeconds} s to get its answer.`);
+          throw new CairnError(
+            'cairn.idempotency.in_progress',
+            `A sign with this Idempotency-Key is still running; retry after ${claim.retryAfterSeconds} s to get its answer.`,
+          );
         }
         let answer: SignAnswer & { replayed: boolean };
         if (claim.kind === 'replay') answer = { ...claim.answer, replayed: true };
@@ -151,7 +195,10 @@ export function signRoutes(deps: SignRouteDeps): Router {
           if (!slot) {
             await deps.signRequests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
             res.set('Retry-After', String(SIGN_SLOT_RETRY_AFTER_SECONDS));
-            throw new CairnError('cairn.ratelimit.exceeded', `This tenant already has ${deps.signConcurrencyPerTenant} signs running; retry after ${SIGN_SLOT_RETRY_AFTER_SECONDS} s.`);
+            throw new CairnError(
+              'cairn.ratelimit.exceeded',
+              `This tenant already has ${deps.signConcurrencyPerTenant} signs running; retry after ${SIGN_SLOT_RETRY_AFTER_SECONDS} s.`,
+            );
           }
           // Metered only when the sign really runs (never for a replay): reserved before, committed after the
           // answer is recorded, released when anything fails.
@@ -162,15 +209,28 @@ export function signRoutes(deps: SignRouteDeps): Router {
             metered = await reserveUnit(deps.billing, tenant, recipe.billing.meter);
             if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
             const assetId = newId('asset');
-            const sign = { tenantId: tenant.tenantId, assetId, recipe: recipeSpec(recipe), uploadBlobKey: upload.key, metadata, ...(credentialId ? { signingCredentialId: credentialId } : {}) };
+            const sign = {
+              tenantId: tenant.tenantId,
+              assetId,
+              recipe: recipeSpec(recipe),
+              uploadBlobKey: upload.key,
+              metadata,
+              ...(credentialId ? { signingCredentialId: credentialId } : {}),
+            };
             let ran: SignAnswer;
             if (upload.size <= deps.syncMaxBytes) {
               const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
               ran = { assetId, httpStatus: 200, body: presentSignResult(result) };
             } else {
-              const job = await deps.signer.enqueueSign({ sign: { ...sign, reservationId: metered.reservationId, byokReservationId: byok?.reservationId ?? '' } });
+              const job = await deps.signer.enqueueSign({
+                sign: { ...sign, reservationId: metered.reservationId, byokReservationId: byok?.reservationId ?? '' },
+              });
               keepUpload = true; // the signer worker reads it, then deletes it
-              ran = { assetId, httpStatus: 202, body: { job_id: job.jobId, status: job.status, poll_url: `${base}/v1/jobs/${job.jobId}` } };
+              ran = {
+                assetId,
+                httpStatus: 202,
+                body: { job_id: job.jobId, status: job.status, poll_url: `${base}/v1/jobs/${job.jobId}` },
+              };
             }
             // False only when this claim's lease ran out and another request took it over: both signed, and
             // this client still gets the answer of the sign it asked for.
@@ -204,12 +264,24 @@ export function signRoutes(deps: SignRouteDeps): Router {
   );
 
   router.get('/v1/assets/:asset_id/content', requireScope('read'), async (req, res) => {
-    const { asset } = await deps.signer.getAsset({ tenantId: req.auth!.tenant.tenantId, assetId: String(req.params.asset_id) });
+    const { asset } = await deps.signer.getAsset({
+      tenantId: req.auth!.tenant.tenantId,
+      assetId: String(req.params.asset_id),
+    });
     if (!asset) throw new CairnError('cairn.not_found', `Asset ${String(req.params.asset_id)} not found.`);
     const stream = asset.expired || !asset.blobKey ? null : await deps.blobs.get(asset.blobKey);
-    if (!stream) throw new CairnError('cairn.asset.expired', `Asset ${asset.assetId}'s file was deleted when its retention ended (${asset.expiresAt}); its manifest remains at /v1/manifests/${asset.manifestId}.`);
+    if (!stream)
+      throw new CairnError(
+        'cairn.asset.expired',
+        `Asset ${asset.assetId}'s file was deleted when its retention ended (${asset.expiresAt}); its manifest remains at /v1/manifests/${asset.manifestId}.`,
+      );
     const extension = asset.mediaType.split('/')[1] === 'jpeg' ? 'jpg' : asset.mediaType.split('/')[1];
-    res.set({ 'Content-Type': asset.mediaType, 'Content-Length': String(asset.sizeBytes), 'Content-Disposition': `attachment; filename="${asset.assetId}.${extension}"`, 'Cache-Control': 'private, no-store' });
+    res.set({
+      'Content-Type': asset.mediaType,
+      'Content-Length': String(asset.sizeBytes),
+      'Content-Disposition': `attachment; filename="${asset.assetId}.${extension}"`,
+      'Cache-Control': 'private, no-store',
+    });
     // pipeline, not pipe: a source that fails or ends early destroys the response (the client sees a cut-off
     // body, never a complete-looking one) and rejects here, where the error handler logs it.
     await pipeline(stream, exactLength(Number(asset.sizeBytes)), res);
@@ -218,7 +290,11 @@ export function signRoutes(deps: SignRouteDeps): Router {
   router.get('/v1/manifests/:manifest_id', async (req, res) => {
     const manifest = await deps.signer.getManifest(manifestRef(String(req.params.manifest_id)));
     // A manifest never changes once signed: cache it anywhere, for as long as anyone likes.
-    res.set({ 'Content-Type': 'application/c2pa', 'Cache-Control': 'public, max-age=31536000, immutable', ETag: `"${String(req.params.manifest_id)}"` });
+    res.set({
+      'Content-Type': 'application/c2pa',
+      'Cache-Control': 'public, max-age=31536000, immutable',
+      ETag: `"${String(req.params.manifest_id)}"`,
+    });
     res.send(Buffer.from(manifest.manifestStore));
   });
 

@@ -11,7 +11,10 @@ type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ?
 
 export const registerBody = z
   .object({
-    certificate_chain_pem: z.string().min(1).max(64 * 1024),
+    certificate_chain_pem: z
+      .string()
+      .min(1)
+      .max(64 * 1024),
     endpoint_url: z.string().trim().min(1).max(2048),
     description: z.string().trim().max(200).optional(),
   })
@@ -33,7 +36,8 @@ function present(credential: signerV1.SigningCredential | undefined, hmacSecret?
 /** Only Enterprise tenants sign with their own keys; only their admin keys manage the credentials. */
 function enterpriseTenant(req: Request): string {
   const tenant = req.auth!.tenant;
-  if (tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'Signing with your own key (BYOK) is an Enterprise feature.');
+  if (tenant.plan !== 'enterprise')
+    throw new CairnError('cairn.auth.forbidden', 'Signing with your own key (BYOK) is an Enterprise feature.');
   return tenant.tenantId;
 }
 
@@ -48,7 +52,15 @@ export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMeth
   router.post('/v1/signing-credentials', requireScope('admin'), async (req, res) => {
     const tenantId = enterpriseTenant(req);
     const body = jsonBody(req, registerBody);
-    const registered = await deps.signer.registerCredential({ tenantId, certificateChainPem: body.certificate_chain_pem, endpointUrl: body.endpoint_url, description: body.description ?? '' }, { deadlineMs: 15_000 });
+    const registered = await deps.signer.registerCredential(
+      {
+        tenantId,
+        certificateChainPem: body.certificate_chain_pem,
+        endpointUrl: body.endpoint_url,
+        description: body.description ?? '',
+      },
+      { deadlineMs: 15_000 },
+    );
     res.status(201).json(present(registered.credential, registered.hmacSecret));
   });
 

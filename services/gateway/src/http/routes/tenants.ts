@@ -51,17 +51,31 @@ export function tenantRoutes(deps: { store: TenantStore }): Router {
   router.post('/v1/tenants', async (req, res) => {
     const actor = req.auth!.tenant;
     const body = jsonBody(req, createTenantBody);
-    if (actor.parentTenantId) throw new CairnError('cairn.auth.forbidden', 'Sub-tenants cannot create sub-tenants of their own.');
+    if (actor.parentTenantId)
+      throw new CairnError('cairn.auth.forbidden', 'Sub-tenants cannot create sub-tenants of their own.');
     const actorPlan = PLANS[actor.plan as PlanName];
     if (!actorPlan.subTenants) {
-      const offered = Object.values(PLANS).filter((p) => p.subTenants).map((p) => p.name);
-      throw new CairnError('cairn.tenant.subtenants_not_available', `The ${actorPlan.name} plan does not include sub-tenants (each would get its own quotas); they come with ${offered.join(' and ')}.`);
+      const offered = Object.values(PLANS)
+        .filter((p) => p.subTenants)
+        .map((p) => p.name);
+      throw new CairnError(
+        'cairn.tenant.subtenants_not_available',
+        `The ${actorPlan.name} plan does not include sub-tenants (each would get its own quotas); they come with ${offered.join(' and ')}.`,
+      );
     }
     if (PLANS[body.plan].rank > actorPlan.rank) {
-      throw new CairnError('cairn.tenant.plan_not_allowed', `A ${actor.plan} tenant can create sub-tenants on its own plan or a lower one, not ${body.plan}.`);
+      throw new CairnError(
+        'cairn.tenant.plan_not_allowed',
+        `A ${actor.plan} tenant can create sub-tenants on its own plan or a lower one, not ${body.plan}.`,
+      );
     }
     // An absent cap means "the parent's"; an explicit null asks for none, which only an uncapped parent allows.
-    const tenant = await store.createSubTenant(actor, { name: body.name, email: body.email ?? null, plan: body.plan, ...(body.spending_cap_usd !== undefined ? { spendingCapUsd: body.spending_cap_usd } : {}) });
+    const tenant = await store.createSubTenant(actor, {
+      name: body.name,
+      email: body.email ?? null,
+      plan: body.plan,
+      ...(body.spending_cap_usd !== undefined ? { spendingCapUsd: body.spending_cap_usd } : {}),
+    });
     res.status(201).location(`/v1/tenants/${tenant.tenantId}`).json(presentTenant(tenant));
   });
 
@@ -73,8 +87,15 @@ export function tenantRoutes(deps: { store: TenantStore }): Router {
     const target = await managedTenant(req);
     const body = jsonBody(req, createKeyBody);
     const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
-    if (expiresAt && expiresAt.getTime() <= Date.now()) throw new CairnError('cairn.validation.invalid_body', 'expires_at must be in the future.', { errors: [{ path: 'expires_at', message: 'must be in the future' }] });
-    const key = await store.createKey(target.tenantId, { scope: body.scope, description: body.description ?? null, expiresAt }, req.auth!.tenant.tenantId);
+    if (expiresAt && expiresAt.getTime() <= Date.now())
+      throw new CairnError('cairn.validation.invalid_body', 'expires_at must be in the future.', {
+        errors: [{ path: 'expires_at', message: 'must be in the future' }],
+      });
+    const key = await store.createKey(
+      target.tenantId,
+      { scope: body.scope, description: body.description ?? null, expiresAt },
+      req.auth!.tenant.tenantId,
+    );
     res.status(201).location(`/v1/tenants/${target.tenantId}/keys/${key.key_id}`).json(key);
   });
 
@@ -101,15 +122,26 @@ export function tenantRoutes(deps: { store: TenantStore }): Router {
     const body = jsonBody(req, settingsBody);
     const plan = PLANS[target.plan as PlanName];
     if (body.audit_retention_days !== undefined && body.audit_retention_days > plan.audit.maxRetentionDays) {
-      throw new CairnError('cairn.settings.out_of_range', `audit_retention_days on the ${plan.name} plan is at most ${plan.audit.maxRetentionDays}.`, {
-        errors: [{ path: 'audit_retention_days', message: `at most ${plan.audit.maxRetentionDays} on ${plan.name}` }],
-      });
+      throw new CairnError(
+        'cairn.settings.out_of_range',
+        `audit_retention_days on the ${plan.name} plan is at most ${plan.audit.maxRetentionDays}.`,
+        {
+          errors: [{ path: 'audit_retention_days', message: `at most ${plan.audit.maxRetentionDays} on ${plan.name}` }],
+        },
+      );
     }
     const actorId = req.auth!.tenant.tenantId;
     if (body.spending_cap_usd !== undefined && !mayChangeSpendingCap(actorId, target)) {
-      throw new CairnError('cairn.auth.forbidden', `A sub-tenant's spending_cap_usd is set by its parent's admin key, not its own; its other settings stay its own.`);
+      throw new CairnError(
+        'cairn.auth.forbidden',
+        `A sub-tenant's spending_cap_usd is set by its parent's admin key, not its own; its other settings stay its own.`,
+      );
     }
-    const updated = await store.updateSettings(target, { auditRetentionDays: body.audit_retention_days, spendingCapUsd: body.spending_cap_usd }, actorId);
+    const updated = await store.updateSettings(
+      target,
+      { auditRetentionDays: body.audit_retention_days, spendingCapUsd: body.spending_cap_usd },
+      actorId,
+    );
     res.json(presentSettings(updated));
   });
 

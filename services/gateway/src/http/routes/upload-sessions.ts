@@ -20,7 +20,13 @@ export const createUploadBody = z
   .object({
     filename: z.string().trim().min(1).max(255).optional(),
     size: z.number().int().positive(),
-    content_type: z.string().trim().min(1).max(255).regex(/^[\w.+-]+\/[\w.+-]+$/, 'content_type must be a media type such as video/mp4').optional(),
+    content_type: z
+      .string()
+      .trim()
+      .min(1)
+      .max(255)
+      .regex(/^[\w.+-]+\/[\w.+-]+$/, 'content_type must be a media type such as video/mp4')
+      .optional(),
   })
   .strict();
 
@@ -34,22 +40,40 @@ export const uploadContentQuery = z.object({ expires: z.string().max(20), signat
 export function uploadSessionRoutes(deps: UploadSessionRouteDeps): Router {
   const router = Router();
 
-  router.post('/v1/uploads', express.json({ limit: '16kb', strict: true }), authenticate(deps.store), tenantRateLimit(deps.limiter), async (req, res) => {
-    const auth = req.auth!;
-    // An upload is only ever signed or verified, so a key that may do either may upload.
-    if (!scopeAllows(auth.scope, 'sign') && !scopeAllows(auth.scope, 'verify')) {
-      throw new CairnError('cairn.auth.forbidden', `This key's scope "${auth.scope}" does not allow uploads; it needs "sign" or "verify".`);
-    }
-    const body = jsonBody(req, createUploadBody);
-    res.status(201).json(await deps.sessions.create(auth.tenant.tenantId, body));
-  });
+  router.post(
+    '/v1/uploads',
+    express.json({ limit: '16kb', strict: true }),
+    authenticate(deps.store),
+    tenantRateLimit(deps.limiter),
+    async (req, res) => {
+      const auth = req.auth!;
+      // An upload is only ever signed or verified, so a key that may do either may upload.
+      if (!scopeAllows(auth.scope, 'sign') && !scopeAllows(auth.scope, 'verify')) {
+        throw new CairnError(
+          'cairn.auth.forbidden',
+          `This key's scope "${auth.scope}" does not allow uploads; it needs "sign" or "verify".`,
+        );
+      }
+      const body = jsonBody(req, createUploadBody);
+      res.status(201).json(await deps.sessions.create(auth.tenant.tenantId, body));
+    },
+  );
 
   router.put('/v1/uploads/:upload_id/content', async (req, res) => {
     const query = uploadContentQuery.safeParse(req.query);
-    if (!query.success) throw new CairnError('cairn.upload.invalid_url', 'This upload URL is not valid (its expires and signature are missing).');
+    if (!query.success)
+      throw new CairnError(
+        'cairn.upload.invalid_url',
+        'This upload URL is not valid (its expires and signature are missing).',
+      );
     const declared = req.header('content-length');
     try {
-      await deps.sessions.receive(String(req.params.upload_id), query.data, req, declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined);
+      await deps.sessions.receive(
+        String(req.params.upload_id),
+        query.data,
+        req,
+        declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined,
+      );
     } catch (error) {
       // Refused before or while the body streamed: the rest is not read, and the connection is not reused for it.
       if (!req.readableEnded) {

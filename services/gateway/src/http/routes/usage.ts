@@ -12,7 +12,17 @@ export function usageRoutes(deps: { billing: BillingClient }): Router {
     res.json({
       period_start: usage.periodStart,
       period_end: usage.periodEnd,
-      meters: Object.fromEntries(usage.meters.map((m) => [m.meter, { used: Number(m.used), limit: Number(m.limit), ...(m.reserved > 0n ? { reserved: Number(m.reserved) } : {}), ...(m.overageUnits > 0n ? { overage: Number(m.overageUnits) } : {}) }])),
+      meters: Object.fromEntries(
+        usage.meters.map((m) => [
+          m.meter,
+          {
+            used: Number(m.used),
+            limit: Number(m.limit),
+            ...(m.reserved > 0n ? { reserved: Number(m.reserved) } : {}),
+            ...(m.overageUnits > 0n ? { overage: Number(m.overageUnits) } : {}),
+          },
+        ]),
+      ),
       spend_usd: usage.spendUsd,
       spending_cap_usd: tenant.spendingCapUsd ?? null,
     });

@@ -26,7 +26,8 @@ export interface VerifyPageDeps {
 const SCRIPT_PATH = '/verify/drop.js';
 
 // Scripts and form posts only from the gateway itself; no third-party origin can run or receive anything.
-const VERIFY_PAGE_POLICY = "default-src 'none'; script-src 'self'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const VERIFY_PAGE_POLICY =
+  "default-src 'none'; script-src 'self'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /**
  * Drag-and-drop onto the same form the page works with unaided: a dropped file is put into the file input and
@@ -65,7 +66,14 @@ function run(handler: RequestHandler, req: Request, res: Response): Promise<void
 export function pageModelFromResult(result: verifierV1.VerificationResult, publicBaseUrl: string): PageModel {
   const base = publicBaseUrl.replace(/\/$/, '');
   const claims = result.claims;
-  const matches = result.matches.filter((m) => m.assetId).map((m) => ({ assetId: m.assetId, pageUrl: m.verifierUrl || `${base}/v/${m.assetId}`, via: m.via, similarity: m.similarity }));
+  const matches = result.matches
+    .filter((m) => m.assetId)
+    .map((m) => ({
+      assetId: m.assetId,
+      pageUrl: m.verifierUrl || `${base}/v/${m.assetId}`,
+      via: m.via,
+      similarity: m.similarity,
+    }));
   // The dropped file itself is never kept, so the thumbnail is the signed original's: the manifest's asset, or
   // else the closest match.
   const thumbnailAsset = result.assetId || matches[0]?.assetId;
@@ -83,7 +91,12 @@ export function pageModelFromResult(result: verifierV1.VerificationResult, publi
     doesNotProve: result.doesNotProve,
     warnings: result.warnings,
     ...(result.manifestId ? { manifestUri: `${base}/v1/manifests/${result.manifestId}` } : {}),
-    ...(thumbnailAsset ? { thumbnailUrl: `${base}/v/${thumbnailAsset}/thumbnail.jpg`, thumbnailAlt: `Thumbnail of the signed original, asset ${thumbnailAsset}` } : {}),
+    ...(thumbnailAsset
+      ? {
+          thumbnailUrl: `${base}/v/${thumbnailAsset}/thumbnail.jpg`,
+          thumbnailAlt: `Thumbnail of the signed original, asset ${thumbnailAsset}`,
+        }
+      : {}),
     verifiedAt: result.verifiedAt,
     matches,
   };
@@ -96,9 +109,23 @@ export function pageModelFromResult(result: verifierV1.VerificationResult, publi
  */
 export function verifyPageRoutes(deps: VerifyPageDeps): Router {
   const router = Router();
-  const publicLimit = addressRateLimit(deps.limiter, 'public-verify', { limit: deps.publicVerifyPerMinute, windowSeconds: 60 });
-  const upload = singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes), tooLarge: 'cairn.validation.body_too_large' });
-  const headers = (res: Response) => res.set({ 'Content-Security-Policy': VERIFY_PAGE_POLICY, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' });
+  const publicLimit = addressRateLimit(deps.limiter, 'public-verify', {
+    limit: deps.publicVerifyPerMinute,
+    windowSeconds: 60,
+  });
+  const upload = singleUpload({
+    blobs: deps.blobs,
+    field: 'file',
+    maxBytes: Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes),
+    tooLarge: 'cairn.validation.body_too_large',
+  });
+  const headers = (res: Response) =>
+    res.set({
+      'Content-Security-Policy': VERIFY_PAGE_POLICY,
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+      'Cache-Control': 'no-store',
+    });
 
   router.get('/verify', (_req, res) => {
     headers(res);
@@ -106,24 +133,49 @@ export function verifyPageRoutes(deps: VerifyPageDeps): Router {
   });
 
   router.get(SCRIPT_PATH, (_req, res) => {
-    res.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=300' }).type('text/javascript').send(DROP_SCRIPT);
+    res
+      .set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=300' })
+      .type('text/javascript')
+      .send(DROP_SCRIPT);
   });
 
   router.post('/verify', async (req, res, next) => {
     headers(res);
     try {
       await run(publicLimit, req, res);
-      if (!req.is('multipart/form-data')) throw new CairnError('cairn.validation.unsupported_media_type', 'Send the file as a multipart/form-data form post (field "file").');
+      if (!req.is('multipart/form-data'))
+        throw new CairnError(
+          'cairn.validation.unsupported_media_type',
+          'Send the file as a multipart/form-data form post (field "file").',
+        );
       await run(upload, req, res);
-      if (!req.upload || req.upload.size === 0) throw new CairnError('cairn.verify.no_input', 'Choose a file to verify: none arrived, or it was empty.');
-      const { result } = await deps.verifier.verify({ tenantId: '', input: { case: 'uploadBlobKey', value: req.upload.key } }, { deadlineMs: 60_000 });
+      if (!req.upload || req.upload.size === 0)
+        throw new CairnError('cairn.verify.no_input', 'Choose a file to verify: none arrived, or it was empty.');
+      const { result } = await deps.verifier.verify(
+        { tenantId: '', input: { case: 'uploadBlobKey', value: req.upload.key } },
+        { deadlineMs: 60_000 },
+      );
       if (!result) throw new CairnError('cairn.internal_error');
-      res.type('html').send(renderVerifyPage({ result: pageModelFromResult(result, deps.publicBaseUrl), fileName: req.upload.originalname, scriptUrl: SCRIPT_PATH }));
+      res.type('html').send(
+        renderVerifyPage({
+          result: pageModelFromResult(result, deps.publicBaseUrl),
+          fileName: req.upload.originalname,
+          scriptUrl: SCRIPT_PATH,
+        }),
+      );
     } catch (error) {
       // Anything unexpected goes to the error handler, which logs it and hides its details.
       if (!isCairnError(error) || error.code === 'cairn.internal_error') return next(error);
       const problem = toProblem(error, { docsUrl: deps.docsUrl, requestId: req.requestId });
-      res.status(problem.status).type('html').send(renderVerifyPage({ problem: { status: problem.status, code: problem.code, title: problem.title, detail: problem.detail }, scriptUrl: SCRIPT_PATH }));
+      res
+        .status(problem.status)
+        .type('html')
+        .send(
+          renderVerifyPage({
+            problem: { status: problem.status, code: problem.code, title: problem.title, detail: problem.detail },
+            scriptUrl: SCRIPT_PATH,
+          }),
+        );
     } finally {
       await discardUpload(deps.blobs, req);
     }

@@ -58,13 +58,26 @@ export function presentVerification(result: verifierV1.VerificationResult): Reco
     ...(c
       ? {
           claims: Object.fromEntries(
-            Object.entries({ origin: c.origin, generator: c.generator, model: c.model, ai_generated: c.aiGenerated, ai_assisted: c.aiAssisted, created_at: c.createdAt, signed_by: c.signedBy, signed_at: c.signedAt }).filter(
-              ([, v]) => v !== undefined && v !== '',
-            ),
+            Object.entries({
+              origin: c.origin,
+              generator: c.generator,
+              model: c.model,
+              ai_generated: c.aiGenerated,
+              ai_assisted: c.aiAssisted,
+              created_at: c.createdAt,
+              signed_by: c.signedBy,
+              signed_at: c.signedAt,
+            }).filter(([, v]) => v !== undefined && v !== ''),
           ),
         }
       : {}),
-    matches: result.matches.map((m) => ({ asset_id: m.assetId, manifest_uri: m.manifestUri, verifier_url: m.verifierUrl, via: m.via, similarity: m.similarity })),
+    matches: result.matches.map((m) => ({
+      asset_id: m.assetId,
+      manifest_uri: m.manifestUri,
+      verifier_url: m.verifierUrl,
+      via: m.via,
+      similarity: m.similarity,
+    })),
     warnings: result.warnings,
     developer_explanation: result.developerExplanation,
     user_explanation: result.userExplanation,
@@ -77,10 +90,18 @@ export function presentVerification(result: verifierV1.VerificationResult): Reco
 }
 
 export const jsonInput = z
-  .object({ asset_id: z.string().trim().min(1).max(64).optional(), manifest_uri: z.string().trim().min(1).max(2048).optional() })
+  .object({
+    asset_id: z.string().trim().min(1).max(64).optional(),
+    manifest_uri: z.string().trim().min(1).max(2048).optional(),
+  })
   .strict();
 
-export const trustListBody = z.object({ entries: z.array(z.object({ issuer_cn: z.string().trim().min(1).max(200), certificate_pem: z.string().min(1).max(20_000) })).min(1).max(100) });
+export const trustListBody = z.object({
+  entries: z
+    .array(z.object({ issuer_cn: z.string().trim().min(1).max(200), certificate_pem: z.string().min(1).max(20_000) }))
+    .min(1)
+    .max(100),
+});
 
 export function verifyRoutes(deps: VerifyRouteDeps): Router {
   const router = Router();
@@ -90,15 +111,27 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     if (req.header('authorization')) {
       authenticate(deps.store)(req, res, (error?: unknown) => {
         if (error) return next(error);
-        tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) => (limited ? next(limited) : requireScope('verify')(req, res, next)));
+        tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) =>
+          limited ? next(limited) : requireScope('verify')(req, res, next),
+        );
       });
       return;
     }
-    addressRateLimit(deps.limiter, 'public-verify', { limit: deps.publicVerifyPerMinute, windowSeconds: 60 })(req, res, next);
+    addressRateLimit(deps.limiter, 'public-verify', { limit: deps.publicVerifyPerMinute, windowSeconds: 60 })(
+      req,
+      res,
+      next,
+    );
   };
   const fileIfMultipart: RequestHandler = (req, res, next) =>
     req.is('multipart/form-data')
-      ? singleUpload({ blobs: deps.blobs, field: 'file', maxBytes: req.auth ? deps.uploadMaxBytes : Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes), tooLarge: 'cairn.validation.body_too_large', sessions: deps.uploadSessions })(req, res, next)
+      ? singleUpload({
+          blobs: deps.blobs,
+          field: 'file',
+          maxBytes: req.auth ? deps.uploadMaxBytes : Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes),
+          tooLarge: 'cairn.validation.body_too_large',
+          sessions: deps.uploadSessions,
+        })(req, res, next)
       : next();
   const base = deps.publicBaseUrl.replace(/\/$/, '');
 
@@ -113,10 +146,19 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       } else {
         const body = req.is('application/json') ? parseOrThrow(jsonInput, req.body ?? {}, 'request body') : {};
         const given = [body.asset_id, body.manifest_uri].filter(Boolean).length;
-        if (given === 0) throw new CairnError('cairn.verify.no_input', 'Send exactly one of: a file (multipart field "file"), {"asset_id"} or {"manifest_uri"}.');
-        if (given > 1) throw new CairnError('cairn.validation.invalid_body', 'Send only one of asset_id and manifest_uri.');
+        if (given === 0)
+          throw new CairnError(
+            'cairn.verify.no_input',
+            'Send exactly one of: a file (multipart field "file"), {"asset_id"} or {"manifest_uri"}.',
+          );
+        if (given > 1)
+          throw new CairnError('cairn.validation.invalid_body', 'Send only one of asset_id and manifest_uri.');
         if (body.asset_id) {
-          if (!tenantId) throw new CairnError('cairn.auth.invalid_key', 'Verifying by asset_id needs an API key of the asset’s tenant; anyone can verify the file or its manifest_uri.');
+          if (!tenantId)
+            throw new CairnError(
+              'cairn.auth.invalid_key',
+              'Verifying by asset_id needs an API key of the asset’s tenant; anyone can verify the file or its manifest_uri.',
+            );
           input = { case: 'assetId', value: body.asset_id };
         } else {
           input = { case: 'manifestUri', value: body.manifest_uri! };
@@ -137,7 +179,11 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       if (tenant && req.upload && (respondAsync || req.upload.size > deps.syncVerifyMaxBytes)) {
         let jobId: string;
         try {
-          ({ jobId } = await deps.verifier.enqueueVerify({ tenantId, uploadBlobKey: req.upload.key, reservationId: metered?.reservationId ?? '' }));
+          ({ jobId } = await deps.verifier.enqueueVerify({
+            tenantId,
+            uploadBlobKey: req.upload.key,
+            reservationId: metered?.reservationId ?? '',
+          }));
         } catch (error) {
           await metered?.release();
           throw error;
@@ -145,7 +191,10 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
         metered?.handOver();
         keepUpload = true;
         const pollUrl = `${base}/v1/jobs/${jobId}`;
-        res.status(202).set({ Location: pollUrl, ...(respondAsync ? { 'Preference-Applied': 'respond-async' } : {}) }).json({ job_id: jobId, poll_url: pollUrl });
+        res
+          .status(202)
+          .set({ Location: pollUrl, ...(respondAsync ? { 'Preference-Applied': 'respond-async' } : {}) })
+          .json({ job_id: jobId, poll_url: pollUrl });
         return;
       }
       let verified: Awaited<ReturnType<typeof deps.verifier.verify>>;
@@ -167,18 +216,33 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     }
   });
 
-  router.get('/v1/verify/:manifest_id', authenticate(deps.store), tenantRateLimit(deps.limiter), requireScope('read'), async (req, res) => {
-    const { result } = await deps.verifier.getResult({ manifestId: String(req.params.manifest_id) }, { deadlineMs: 60_000 });
-    if (!result) throw new CairnError('cairn.not_found');
-    res.set('Cache-Control', 'private, max-age=60');
-    res.json(presentVerification(result));
-  });
+  router.get(
+    '/v1/verify/:manifest_id',
+    authenticate(deps.store),
+    tenantRateLimit(deps.limiter),
+    requireScope('read'),
+    async (req, res) => {
+      const { result } = await deps.verifier.getResult(
+        { manifestId: String(req.params.manifest_id) },
+        { deadlineMs: 60_000 },
+      );
+      if (!result) throw new CairnError('cairn.not_found');
+      res.set('Cache-Control', 'private, max-age=60');
+      res.json(presentVerification(result));
+    },
+  );
 
   // What a verify trusts: with a key, the list in force for that tenant (its own, or the default); without one,
   // the default list every public verify uses.
   const keyOrDefault: RequestHandler = (req, res, next) =>
     req.header('authorization')
-      ? authenticate(deps.store)(req, res, (error?: unknown) => (error ? next(error) : tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) => (limited ? next(limited) : requireScope('read')(req, res, next)))))
+      ? authenticate(deps.store)(req, res, (error?: unknown) =>
+          error
+            ? next(error)
+            : tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) =>
+                limited ? next(limited) : requireScope('read')(req, res, next),
+              ),
+        )
       : next();
   router.get('/v1/trust-list', keyOrDefault, async (req, res) => {
     const list = await deps.verifier.getTrustList({ tenantId: req.auth?.tenant.tenantId ?? '' });
@@ -186,24 +250,51 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     res.json({
       source: list.source,
       count: list.entries.length,
-      ...(list.source === 'default' ? { published_lists: { c2pa_trust_list: list.c2paTrustListSource, c2pa_tsa_trust_list: list.c2paTsaTrustListSource } } : {}),
-      entries: list.entries.map((e) => ({ subject: e.subject, origin: e.origin, sha256_fingerprint: e.sha256Fingerprint, not_after: e.notAfter })),
+      ...(list.source === 'default'
+        ? {
+            published_lists: {
+              c2pa_trust_list: list.c2paTrustListSource,
+              c2pa_tsa_trust_list: list.c2paTsaTrustListSource,
+            },
+          }
+        : {}),
+      entries: list.entries.map((e) => ({
+        subject: e.subject,
+        origin: e.origin,
+        sha256_fingerprint: e.sha256Fingerprint,
+        not_after: e.notAfter,
+      })),
     });
   });
 
-  router.post('/v1/trust-list', authenticate(deps.store), tenantRateLimit(deps.limiter), requireScope('admin'), async (req, res) => {
-    const tenant = req.auth!.tenant;
-    if (tenant.plan !== 'enterprise') throw new CairnError('cairn.auth.forbidden', 'A custom trust list is an Enterprise feature.');
-    if (!req.is('application/json')) throw new CairnError('cairn.validation.unsupported_media_type', 'Send the body as application/json.');
-    const body = parseOrThrow(trustListBody, req.body ?? {}, 'request body');
-    const result = await deps.verifier.setTrustList({ tenantId: tenant.tenantId, entries: body.entries.map((e) => ({ issuerCn: e.issuer_cn, certificatePem: e.certificate_pem })) });
-    res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: result.updatedAt });
-  });
+  router.post(
+    '/v1/trust-list',
+    authenticate(deps.store),
+    tenantRateLimit(deps.limiter),
+    requireScope('admin'),
+    async (req, res) => {
+      const tenant = req.auth!.tenant;
+      if (tenant.plan !== 'enterprise')
+        throw new CairnError('cairn.auth.forbidden', 'A custom trust list is an Enterprise feature.');
+      if (!req.is('application/json'))
+        throw new CairnError('cairn.validation.unsupported_media_type', 'Send the body as application/json.');
+      const body = parseOrThrow(trustListBody, req.body ?? {}, 'request body');
+      const result = await deps.verifier.setTrustList({
+        tenantId: tenant.tenantId,
+        entries: body.entries.map((e) => ({ issuerCn: e.issuer_cn, certificatePem: e.certificate_pem })),
+      });
+      res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: result.updatedAt });
+    },
+  );
 
   return router;
 }
 
-const VERIFY_METERS: Readonly<Record<string, string>> = { image: 'image_verify', audio: 'audio_verify', video: 'video_verify' };
+const VERIFY_METERS: Readonly<Record<string, string>> = {
+  image: 'image_verify',
+  audio: 'audio_verify',
+  video: 'video_verify',
+};
 
 /** The meter of an authenticated verify of `modality`; text verifies have no meter in the spec. */
 function verifyMeter(modality: string): string | undefined {

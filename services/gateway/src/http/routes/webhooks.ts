@@ -49,7 +49,13 @@ export function presentDelivery(d: webhookV1.Delivery | undefined): Record<strin
     last_latency_ms: d.attempts > 0 ? d.lastLatencyMs : null,
     created_at: d.createdAt,
     delivered_at: d.deliveredAt || null,
-    attempt_log: d.attemptLog.map((a) => ({ n: a.n, started_at: a.startedAt, status_code: a.statusCode || null, latency_ms: a.latencyMs, error: a.error || null })),
+    attempt_log: d.attemptLog.map((a) => ({
+      n: a.n,
+      started_at: a.startedAt,
+      status_code: a.statusCode || null,
+      latency_ms: a.latencyMs,
+      error: a.error || null,
+    })),
   };
 }
 
@@ -66,8 +72,17 @@ export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
 
   router.post('/v1/webhooks', requireScope('admin'), async (req, res) => {
     const body = jsonBody(req, createBody);
-    const created = await webhooks.createEndpoint({ tenantId: tenantOf(req), url: body.url, events: body.events, description: body.description ?? '', payloadFormat: body.payload_format });
-    res.status(201).location(`/v1/webhooks/${created.endpoint?.webhookId ?? ''}`).json(presentWebhook(created.endpoint, created.secret));
+    const created = await webhooks.createEndpoint({
+      tenantId: tenantOf(req),
+      url: body.url,
+      events: body.events,
+      description: body.description ?? '',
+      payloadFormat: body.payload_format,
+    });
+    res
+      .status(201)
+      .location(`/v1/webhooks/${created.endpoint?.webhookId ?? ''}`)
+      .json(presentWebhook(created.endpoint, created.secret));
   });
 
   router.get('/v1/webhooks', requireScope('read'), async (req, res) => {
@@ -98,7 +113,11 @@ export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
   });
 
   router.post('/v1/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', requireScope('admin'), async (req, res) => {
-    const again = await webhooks.redeliver({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id'), deliveryId: id(req, 'delivery_id') });
+    const again = await webhooks.redeliver({
+      tenantId: tenantOf(req),
+      webhookId: id(req, 'webhook_id'),
+      deliveryId: id(req, 'delivery_id'),
+    });
     res.status(202).json(presentDelivery(again.delivery));
   });
 

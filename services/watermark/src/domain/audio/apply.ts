@@ -25,7 +25,12 @@ export function analysisMix(audio: PcmAudio): Float32Array {
  * to every channel (any downmix carries it whole; the stereo image is untouched), then scaled so that the SNR
  * against the upload itself (all channels, full band) is at least `minSnrDb`. Answers that SNR.
  */
-export function embedAudioMark(watermark: AudioWatermark, audio: PcmAudio, payload: Uint8Array, minSnrDb: number = AUDIO_WM.targetSnrDb): { snrDb: number } {
+export function embedAudioMark(
+  watermark: AudioWatermark,
+  audio: PcmAudio,
+  payload: Uint8Array,
+  minSnrDb: number = AUDIO_WM.targetSnrDb,
+): { snrDb: number } {
   const { mark } = watermark.markSignal(analysisMix(audio), payload, 0);
   const frames = Math.floor(audio.samples.length / audio.channels);
   const native = resampleSignal(mark, AUDIO_WM.sampleRate, audio.sampleRate, frames);
@@ -38,7 +43,8 @@ export function embedAudioMark(watermark: AudioWatermark, audio: PcmAudio, paylo
   const snr = measured < minSnrDb ? scaleTo(native, measured, minSnrDb) : measured;
   for (let i = 0; i < frames; i++) {
     const m = native[i]!;
-    for (let c = 0; c < audio.channels; c++) audio.samples[i * audio.channels + c] = audio.samples[i * audio.channels + c]! + m;
+    for (let c = 0; c < audio.channels; c++)
+      audio.samples[i * audio.channels + c] = audio.samples[i * audio.channels + c]! + m;
   }
   return { snrDb: snr };
 }

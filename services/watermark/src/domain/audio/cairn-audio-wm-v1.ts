@@ -53,7 +53,10 @@ const FEATURES = AUDIO_WM.bands * AUDIO_WM.groups;
 const GROUP_POWER_FLOOR = 1e-11;
 
 /** Periodic Hann window of one frame. */
-const HANN = Float64Array.from({ length: AUDIO_WM.frame }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / AUDIO_WM.frame));
+const HANN = Float64Array.from(
+  { length: AUDIO_WM.frame },
+  (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / AUDIO_WM.frame),
+);
 
 /**
  * Scales a mark measured at `snrDb` down to `minSnrDb`. A host loud in the band would take a full-strength mark
@@ -66,7 +69,11 @@ export function scaleTo(mark: Float32Array, snrDb: number, minSnrDb: number): nu
 }
 
 /** HMAC-SHA256(key, "cairn-audio-wm-v1|" + purpose + "|" + message): one independent secret per use of the key. */
-export function deriveAudioSecret(key: Uint8Array, purpose: 'layout' | 'payload' | 'check', message: Uint8Array | string = ''): Buffer {
+export function deriveAudioSecret(
+  key: Uint8Array,
+  purpose: 'layout' | 'payload' | 'check',
+  message: Uint8Array | string = '',
+): Buffer {
   if (key.length !== 32) throw new Error('a watermark key is 32 bytes');
   return createHmac('sha256', key).update(`${CAIRN_AUDIO_WM_V1_NAME}|${purpose}|`, 'utf8').update(message).digest();
 }
@@ -104,7 +111,8 @@ function layoutOf(key: Uint8Array): Layout {
   const signs = new Float64Array(FEATURES);
   for (let b = 0; b < AUDIO_WM.bands; b++) {
     const order4 = permutation(AUDIO_WM.groups, random);
-    for (let g = 0; g < AUDIO_WM.groups; g++) signs[b * AUDIO_WM.groups + g] = order4[g]! < AUDIO_WM.groups / 2 ? 1 : -1;
+    for (let g = 0; g < AUDIO_WM.groups; g++)
+      signs[b * AUDIO_WM.groups + g] = order4[g]! < AUDIO_WM.groups / 2 ? 1 : -1;
   }
   const sync = Uint8Array.from({ length: SYNC_BITS }, () => (random() < 0.5 ? 0 : 1));
   return { role, dither, signs, sync };
@@ -174,8 +182,13 @@ export class AudioWatermark {
    * The mark to add to `host` (mono, 16 kHz, float): same length, scaled so the SNR against the host is at
    * least targetSnrDb. Answers the SNR reached (Infinity when nothing could carry it, e.g. silence).
    */
-  markSignal(host: Float32Array, payload: Uint8Array, minSnrDb: number = AUDIO_WM.targetSnrDb): { mark: Float32Array; snrDb: number } {
-    if (payload.length * 8 !== AUDIO_WM.payloadBits) throw new Error(`payload must be ${AUDIO_WM.payloadBits / 8} bytes`);
+  markSignal(
+    host: Float32Array,
+    payload: Uint8Array,
+    minSnrDb: number = AUDIO_WM.targetSnrDb,
+  ): { mark: Float32Array; snrDb: number } {
+    if (payload.length * 8 !== AUDIO_WM.payloadBits)
+      throw new Error(`payload must be ${AUDIO_WM.payloadBits / 8} bytes`);
     const message = new Uint8Array(MESSAGE_BITS);
     message.set(bitsOf(payload));
     message.set(bitsOf(checkOf(this.key, payload)), AUDIO_WM.payloadBits);
@@ -323,7 +336,8 @@ export class AudioWatermark {
       }
       const message = viterbiDecode(soft, MESSAGE_BITS);
       const payload = bytesOf(message.subarray(0, AUDIO_WM.payloadBits));
-      if (!Buffer.from(bytesOf(message.subarray(AUDIO_WM.payloadBits))).equals(Buffer.from(checkOf(this.key, payload)))) continue;
+      if (!Buffer.from(bytesOf(message.subarray(AUDIO_WM.payloadBits))).equals(Buffer.from(checkOf(this.key, payload))))
+        continue;
       const code = convEncode(message);
       let agree = 0;
       let mass = 0;

@@ -4,7 +4,12 @@
  * sinc, 16 zero crossings a side, read from a table (linear between entries) so a minute of 48 kHz stereo
  * costs tens of milliseconds; going down (8 kHz files) the cut-off follows the lower Nyquist.
  */
-export function resampleSignal(input: Float32Array, fromRate: number, toRate: number, length = Math.round((input.length * toRate) / fromRate)): Float32Array {
+export function resampleSignal(
+  input: Float32Array,
+  fromRate: number,
+  toRate: number,
+  length = Math.round((input.length * toRate) / fromRate),
+): Float32Array {
   const out = new Float32Array(length);
   if (fromRate === toRate) {
     out.set(input.subarray(0, length));

@@ -62,7 +62,12 @@ export interface SyncParameters {
   readonly minDetectSize: number;
 }
 
-export const CAIRN_SYNC_V2: SyncParameters = { strengthRms: 1.85, minConfidence: 0.2, minEmbedSize: 256, minDetectSize: 96 };
+export const CAIRN_SYNC_V2: SyncParameters = {
+  strengthRms: 1.85,
+  minConfidence: 0.2,
+  minEmbedSize: 256,
+  minDetectSize: 96,
+};
 
 /** HMAC-SHA256(key, "cairn-sync-v2|" + purpose): the secret of one use of the key. */
 function deriveSyncSecret(key: Uint8Array, purpose: 'layout'): Buffer {
@@ -145,7 +150,12 @@ interface Alignment {
  * The reference's correlation with a fold at the 3×3 offsets around (sx, sy), the best of them, over the
  * fold's norm (so folds of different lattices compare).
  */
-function localCorrelation(folded: Float64Array, reference: Float64Array, sx: number, sy: number): { value: number; sx: number; sy: number } {
+function localCorrelation(
+  folded: Float64Array,
+  reference: Float64Array,
+  sx: number,
+  sy: number,
+): { value: number; sx: number; sy: number } {
   let norm = 0;
   for (let i = 0; i < folded.length; i++) norm += folded[i]! * folded[i]!;
   let best = { value: -Infinity, sx, sy };
@@ -231,7 +241,9 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     assertWellFormed(image);
     const { width, height } = image;
     if (width < this.minEmbedSize || height < this.minEmbedSize) {
-      throw new ImageRejectedError(`image is ${width}×${height}; a watermark needs at least ${this.minEmbedSize}×${this.minEmbedSize} pixels`);
+      throw new ImageRejectedError(
+        `image is ${width}×${height}; a watermark needs at least ${this.minEmbedSize}×${this.minEmbedSize} pixels`,
+      );
     }
     const [gw, gh] = gridSize(width, height);
     const luma = lumaGrid(image, gw, gh);
@@ -239,7 +251,8 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     const code = convEncode(frameBits(payload));
     const { reference, spread, bitOf } = this.layout;
     const tile = new Float64Array(CHIPS);
-    for (let c = 0; c < CHIPS; c++) tile[c] = bitOf[c]! < 0 ? reference[c]! : code[bitOf[c]!] ? -spread[c]! : spread[c]!;
+    for (let c = 0; c < CHIPS; c++)
+      tile[c] = bitOf[c]! < 0 ? reference[c]! : code[bitOf[c]!] ? -spread[c]! : spread[c]!;
     const delta = new Float32Array(gw * gh);
     for (let y = 0; y < gh; y++) {
       const row = (((y / CHIP) | 0) % TILE) * TILE;
@@ -347,7 +360,12 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     return { d, shift: best, score: energy > 0 ? re[best]! / Math.sqrt(energy / n) : 0 };
   }
 
-  private read(folded: Float64Array, d: { swap: boolean; fx: boolean; fy: boolean }, sx: number, sy: number): Detection | null {
+  private read(
+    folded: Float64Array,
+    d: { swap: boolean; fx: boolean; fy: boolean },
+    sx: number,
+    sy: number,
+  ): Detection | null {
     const { spread, bitOf, votes } = this.layout;
     const chips = new Float64Array(CHIPS);
     for (let v = 0; v < BINS; v++) {
@@ -503,7 +521,8 @@ function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector
       if (rho < MIN_PERIOD || rho > MAX_PERIOD) continue;
       const value = at(dx, dy);
       let isMax = true;
-      for (let ey = -1; ey <= 1 && isMax; ey++) for (let ex = -1; ex <= 1 && isMax; ex++) if ((ex || ey) && at(dx + ex, dy + ey) > value) isMax = false;
+      for (let ey = -1; ey <= 1 && isMax; ey++)
+        for (let ex = -1; ex <= 1 && isMax; ex++) if ((ex || ey) && at(dx + ex, dy + ey) > value) isMax = false;
       if (!isMax) continue;
       peaks.push(harmonics(at, dx, dy, Math.min(nx, ny) / 2));
     }
@@ -548,12 +567,18 @@ function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector
  * vector is the least-squares fit of their sub-sample positions, three times as precise as p alone, which
  * matters because the fold accumulates the error over every period of the picture.
  */
-function harmonics(at: (dx: number, dy: number) => number, dx: number, dy: number, maxLag: number): { v: Vector; value: number } {
+function harmonics(
+  at: (dx: number, dy: number) => number,
+  dx: number,
+  dy: number,
+  maxLag: number,
+): { v: Vector; value: number } {
   // Refines to the local maximum first: (dx, dy) may be a prediction rather than a peak.
   for (let moved = true, steps = 0; moved && steps < 3; steps++) {
     moved = false;
     let [bx, by] = [dx, dy];
-    for (let ey = -1; ey <= 1; ey++) for (let ex = -1; ex <= 1; ex++) if (at(dx + ex, dy + ey) > at(bx, by)) [bx, by] = [dx + ex, dy + ey];
+    for (let ey = -1; ey <= 1; ey++)
+      for (let ex = -1; ex <= 1; ex++) if (at(dx + ex, dy + ey) > at(bx, by)) [bx, by] = [dx + ex, dy + ey];
     if (bx !== dx || by !== dy) [dx, dy, moved] = [bx, by, true];
   }
   let value = 0;
@@ -568,7 +593,8 @@ function harmonics(at: (dx: number, dy: number) => number, dx: number, dy: numbe
     if (k > 1) {
       const cx = px;
       const cy = py;
-      for (let ey = -1; ey <= 1; ey++) for (let ex = -1; ex <= 1; ex++) if (at(cx + ex, cy + ey) > at(px, py)) [px, py] = [cx + ex, cy + ey];
+      for (let ey = -1; ey <= 1; ey++)
+        for (let ex = -1; ex <= 1; ex++) if (at(cx + ex, cy + ey) > at(px, py)) [px, py] = [cx + ex, cy + ey];
     }
     const centre = at(px, py);
     value += centre;
@@ -599,7 +625,11 @@ function boxMean(plane: Float64Array, w: number, h: number, radius: number): Flo
     for (let x = 0; x < w; x++) {
       const x0 = Math.max(0, x - radius);
       const x1 = Math.min(w, x + radius + 1);
-      const sum = integral[y1 * (w + 1) + x1]! - integral[y0 * (w + 1) + x1]! - integral[y1 * (w + 1) + x0]! + integral[y0 * (w + 1) + x0]!;
+      const sum =
+        integral[y1 * (w + 1) + x1]! -
+        integral[y0 * (w + 1) + x1]! -
+        integral[y1 * (w + 1) + x0]! +
+        integral[y0 * (w + 1) + x0]!;
       out[y * w + x] = sum / ((y1 - y0) * (x1 - x0));
     }
   }
@@ -651,7 +681,10 @@ export function analyseSync(image: RawImage, minDetectSize: number = CAIRN_SYNC_
   // The tiling as embedded into an image of this size, in this grid's samples (exact ratio of the two
   // rounded grids, which a fold over ten periods would notice).
   const [ew, eh] = gridSize(image.width, image.height);
-  const nominal: [Vector, Vector] = [[(TILE * CHIP * gw) / ew, 0], [0, (TILE * CHIP * gh) / eh]];
+  const nominal: [Vector, Vector] = [
+    [(TILE * CHIP * gw) / ew, 0],
+    [0, (TILE * CHIP * gh) / eh],
+  ];
   return new SyncAnalysis(r, gw, gh, nominal);
 }
 

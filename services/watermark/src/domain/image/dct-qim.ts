@@ -103,7 +103,9 @@ export class DctQimWatermark implements ImageWatermarkAlgorithm {
     assertWellFormed(image);
     const { width, height } = image;
     if (width < this.minEmbedSize || height < this.minEmbedSize) {
-      throw new ImageRejectedError(`image is ${width}×${height}; a watermark needs at least ${this.minEmbedSize}×${this.minEmbedSize} pixels`);
+      throw new ImageRejectedError(
+        `image is ${width}×${height}; a watermark needs at least ${this.minEmbedSize}×${this.minEmbedSize} pixels`,
+      );
     }
     const { grid, step, refinements } = this.params;
     const { bases, bitOfSlot, dither } = this.layout;

@@ -17,7 +17,11 @@ export function basis({ u, v }: Frequency): Float64Array {
   const out = new Float64Array(BLOCK * BLOCK);
   for (let y = 0; y < BLOCK; y++) {
     for (let x = 0; x < BLOCK; x++) {
-      out[y * BLOCK + x] = a(u) * a(v) * Math.cos(((2 * x + 1) * u * Math.PI) / (2 * BLOCK)) * Math.cos(((2 * y + 1) * v * Math.PI) / (2 * BLOCK));
+      out[y * BLOCK + x] =
+        a(u) *
+        a(v) *
+        Math.cos(((2 * x + 1) * u * Math.PI) / (2 * BLOCK)) *
+        Math.cos(((2 * y + 1) * v * Math.PI) / (2 * BLOCK));
     }
   }
   return out;

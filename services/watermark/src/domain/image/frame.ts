@@ -29,7 +29,8 @@ function toBytes(bits: Uint8Array): Uint8Array {
 }
 
 export function frameBits(payload: Uint8Array): Uint8Array {
-  if (payload.length !== PAYLOAD_BYTES) throw new Error(`payload must be ${PAYLOAD_BYTES} bytes, got ${payload.length}`);
+  if (payload.length !== PAYLOAD_BYTES)
+    throw new Error(`payload must be ${PAYLOAD_BYTES} bytes, got ${payload.length}`);
   const bytes = new Uint8Array(PAYLOAD_BYTES + CHECK_BYTES);
   bytes.set(payload);
   bytes.set(check(payload), PAYLOAD_BYTES);

@@ -30,6 +30,8 @@ export function assertWellFormed(image: RawImage): void {
   if (!isChannels(channels)) throw new ImageRejectedError(`channels must be 1, 3 or 4, got ${String(channels)}`);
   const expected = width * height * channels;
   if (pixels.length !== expected) {
-    throw new ImageRejectedError(`pixel buffer holds ${pixels.length} bytes; ${width}×${height}×${channels} needs ${expected}`);
+    throw new ImageRejectedError(
+      `pixel buffer holds ${pixels.length} bytes; ${width}×${height}×${channels} needs ${expected}`,
+    );
   }
 }

@@ -68,7 +68,13 @@ export function composeKernels(first: Kernel1D, second: Kernel1D): Kernel1D {
     }
     start[i + 1] = index.length;
   }
-  return { inSize: first.inSize, outSize: second.outSize, start, index: Int32Array.from(index), weight: Float64Array.from(weight) };
+  return {
+    inSize: first.inSize,
+    outSize: second.outSize,
+    start,
+    index: Int32Array.from(index),
+    weight: Float64Array.from(weight),
+  };
 }
 
 /** Resamples a row-major plane (width = kx.inSize, height = ky.inSize) to kx.outSize × ky.outSize. */
@@ -90,7 +96,13 @@ export function resamplePlane(src: Float32Array, kx: Kernel1D, ky: Kernel1D): Fl
 }
 
 /** One row through a 1-D kernel: dst[dstOffset + i] = Σ w · src[srcOffset + j]. */
-export function resampleRow(src: ArrayLike<number>, srcOffset: number, kernel: Kernel1D, dst: Float32Array, dstOffset: number): void {
+export function resampleRow(
+  src: ArrayLike<number>,
+  srcOffset: number,
+  kernel: Kernel1D,
+  dst: Float32Array,
+  dstOffset: number,
+): void {
   const { start, index, weight } = kernel;
   for (let i = 0; i < kernel.outSize; i++) {
     let acc = 0;
