@@ -11,6 +11,8 @@ step "typecheck"
 pnpm typecheck
 step "format (prettier --check; fix with pnpm format)"
 pnpm exec prettier --check . --log-level warn
+step "lint (eslint: typescript-eslint and the service interior boundaries)"
+pnpm lint
 step "jest"
 mkdir -p tools/out
 status=0
