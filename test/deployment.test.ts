@@ -517,10 +517,10 @@ describe('skaffold.yaml', () => {
 
   const setValueTemplates = lines
     .map((l) =>
-      /^\s*services\.([^.\s]+)\.image\.(repository|tag):\s*"\{\{\s*\.IMAGE_(REPO|TAG)_(\w+)\s*\}\}"\s*$/.exec(l),
+      /^\s*services\.([^.\s]+)\.image\.(repository|tag):\s*(["'])\{\{\s*\.IMAGE_(REPO|TAG)_(\w+)\s*\}\}\3\s*$/.exec(l),
     )
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ service: m[1]!, field: m[2]!, kind: m[3]!, artifact: m[4]! }));
+    .map((m) => ({ service: m[1]!, field: m[2]!, kind: m[4]!, artifact: m[5]! }));
 
   it('starts with the v4beta11 Config header', () => {
     expect(lines).toContain('apiVersion: skaffold/v4beta11');
