@@ -8,6 +8,7 @@ import { closePkcs11 } from '../services/signer/src/pki/index.js';
 import { setupSoftHsm, USER_PIN, type SoftHsm } from '../services/signer/test/fixtures/softhsm.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
+import { createBlobStore } from '../packages/blob/src/index.js';
 
 const PHOTO = `${SHARED_DIR}/fixtures/photos/coffee.png`;
 let hsm: SoftHsm;
@@ -169,20 +170,30 @@ describe('metering of asynchronous signs', () => {
 });
 
 describe('retention', () => {
-  it('deletes the derived asset after its retention: 410, while the manifest stays', async () => {
+  it('deletes the derived asset and its page thumbnail after its retention: 410 and 404, while the manifest stays', async () => {
     // Age an asset signed above past its retention (the recipe keeps image assets 30 days).
     const admin = new pg.Client({
       connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
     });
     await admin.connect();
+    const blobs = createBlobStore(String(stack.env.BLOB_STORE_URL));
     let assetId: string;
     let manifestId: string;
+    let thumbnailKey: string;
     try {
-      const { rows } = await admin.query<{ asset_id: string; manifest_id: string }>(
-        "update signer.assets set expires_at = now() - interval '1 second' where tenant_id = $1 and deleted_at is null returning asset_id, manifest_id",
+      const { rows: kept } = await admin.query<{ asset_id: string }>(
+        'select asset_id from signer.assets where tenant_id = $1 and deleted_at is null',
         [tenant.tenant_id],
       );
-      expect(rows.length).toBeGreaterThan(0);
+      expect(kept.length).toBeGreaterThan(0);
+      // Its thumbnail is made (and kept) while the asset is.
+      expect((await stack.request(`/v/${kept[0]!.asset_id}/thumbnail.jpg`)).status).toBe(200);
+      thumbnailKey = `${tenant.tenant_id}/thumbnails/${kept[0]!.asset_id}.jpg`;
+      expect(await blobs.head(thumbnailKey)).not.toBeNull();
+      const { rows } = await admin.query<{ asset_id: string; manifest_id: string }>(
+        "update signer.assets set expires_at = now() - interval '1 second' where tenant_id = $1 and asset_id = $2 returning asset_id, manifest_id",
+        [tenant.tenant_id, kept[0]!.asset_id],
+      );
       assetId = rows[0]!.asset_id;
       manifestId = rows[0]!.manifest_id;
     } finally {
@@ -200,5 +211,7 @@ describe('retention', () => {
     expect(((await gone.json()) as { code: string }).code).toBe('cairn.asset.expired');
     expect((await stack.request(`/v1/manifests/${manifestId}`)).status).toBe(200);
     expect((await stack.request(`/v/${assetId}`)).status).toBe(200);
+    expect((await stack.request(`/v/${assetId}/thumbnail.jpg`)).status).toBe(404);
+    expect(await blobs.head(thumbnailKey)).toBeNull();
   }, 30_000);
 });

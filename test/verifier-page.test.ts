@@ -5,15 +5,17 @@ import sharp from 'sharp';
 import { chromium } from 'playwright-core';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
+import { createBlobStore } from '../packages/blob/src/index.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
 let stack: Stack;
+let tenant: { tenant_id: string; api_key: string };
 let signed: { asset_id: string; verifier_url: string };
 
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
-  const tenant = await onboard(stack);
+  tenant = await onboard(stack);
   const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`))
     .jpeg()
     .toBuffer();
@@ -49,6 +51,43 @@ describe('the public verifier page /v/{asset_id}', () => {
     expect(html).toMatch(/Signed on<\/th><td>\w{3}, \d{2} \w{3} \d{4}/);
     const thumbnail = await fetch(`${stack.baseUrl}/v/${signed.asset_id}/thumbnail.jpg`);
     expect(thumbnail.headers.get('content-type')).toBe('image/jpeg');
+  });
+
+  it("serves the signed image's thumbnail: a JPEG at most 320 px a side, made once and kept by the signer", async () => {
+    const first = await fetch(`${stack.baseUrl}/v/${signed.asset_id}/thumbnail.jpg`);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toBe('image/jpeg');
+    expect(first.headers.get('cache-control')).toBe('public, max-age=86400');
+    const jpeg = Buffer.from(await first.arrayBuffer());
+    const meta = await sharp(jpeg).metadata();
+    expect(meta.format).toBe('jpeg');
+    // astronaut.png is square: the thumbnail is 320 × 320.
+    expect([meta.width, meta.height]).toEqual([320, 320]);
+    // Kept in the blob store under the documented key (SignerService.GetThumbnail), and served from there.
+    const blobs = createBlobStore(String(stack.env.BLOB_STORE_URL));
+    const kept = await blobs.getBuffer(`${tenant.tenant_id}/thumbnails/${signed.asset_id}.jpg`);
+    expect(kept?.equals(jpeg)).toBe(true);
+    const again = await fetch(`${stack.baseUrl}/v/${signed.asset_id}/thumbnail.jpg`);
+    expect(Buffer.from(await again.arrayBuffer()).equals(jpeg)).toBe(true);
+  });
+
+  it('answers a bare 404 for the thumbnail of an unknown asset, of a malformed id and of an asset that is no image', async () => {
+    const text = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart(
+        { recipe: 'text-genai-v1' },
+        { field: 'asset', bytes: Buffer.from('A signed paragraph.\n'), name: 'a.txt', type: 'text/plain' },
+      ),
+    });
+    expect(text.status).toBe(200);
+    const { asset_id: textAsset } = (await text.json()) as { asset_id: string };
+    for (const id of ['a_01JAAAAAAAAAAAAAAAAAAAAAAA', 'm_01JAAAAAAAAAAAAAAAAAAAAAAA', 'not-an-id', textAsset]) {
+      const res = await fetch(`${stack.baseUrl}/v/${id}/thumbnail.jpg`);
+      expect({ id, status: res.status }).toEqual({ id, status: 404 });
+      expect((await res.arrayBuffer()).byteLength).toBe(0);
+    }
   });
 
   it('answers 404 with a page for an unknown asset', async () => {

@@ -5,6 +5,7 @@ export {
   decodeRgb,
   encodeImage,
   makeThumbnail,
+  thumbnailOfFile,
   type DecodedImage,
   type EncodableImageType,
   type RgbPixels,

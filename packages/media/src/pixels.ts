@@ -70,3 +70,21 @@ export async function makeThumbnail(image: DecodedImage, maxSide = 256): Promise
     .jpeg({ quality: 80 })
     .toBuffer();
 }
+
+/**
+ * A display thumbnail straight from an image file (the public page's): decoded under `maxPixels` (the caller has
+ * checked the header first), shrunk while loading where the format allows, EXIF orientation applied, white behind
+ * transparency, JPEG. Null when sharp cannot decode the file.
+ */
+export async function thumbnailOfFile(bytes: Buffer, maxPixels: number, maxSide = 320): Promise<Buffer | null> {
+  try {
+    return await sharp(bytes, { limitInputPixels: maxPixels, sequentialRead: true })
+      .rotate()
+      .resize(maxSide, maxSide, { fit: 'inside', withoutEnlargement: true })
+      .flatten({ background: '#ffffff' })
+      .jpeg({ quality: 80 })
+      .toBuffer();
+  } catch {
+    return null;
+  }
+}

@@ -5,10 +5,12 @@ import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { signerV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
+import { activeManifestOnly } from './domain/manifest-store.js';
 import { signAsset, type PipelineDeps } from './domain/pipeline.js';
 import type { SignJobs } from './jobs.js';
 import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
 import type { Credentials } from './app/credentials.js';
+import { pageThumbnail } from './app/thumbnails.js';
 import type { AssetRow, AssetStore } from './store/assets.js';
 import type { CredentialRow } from './store/credentials.js';
 
@@ -132,9 +134,11 @@ export function signerHandlers(
       const bytes = row ? await deps.blobs.getBuffer(row.blobKey) : null;
       if (!row || !bytes)
         throw new CairnError('cairn.not_found', `Manifest ${request.manifestId || request.label} not found.`);
+      const store = request.activeManifestOnly ? activeManifestOnly(bytes) : bytes;
+      if (!store) throw new CairnError('cairn.internal_error', 'The stored manifest store cannot be read.');
       const asset = await deps.store.getPublic(row.assetId);
       return {
-        manifestStore: bytes,
+        manifestStore: store,
         assetId: row.assetId,
         createdAt: row.createdAt.toISOString(),
         assetBlobKey: asset?.deletedAt ? '' : (asset?.blobKey ?? ''),
@@ -143,6 +147,12 @@ export function signerHandlers(
         manifestId: row.manifestId,
       };
     },
+    getThumbnail: async (request) => ({
+      jpeg: await pageThumbnail(
+        { assets: deps.store, blobs: deps.blobs, mediaLimits: deps.mediaLimits },
+        request.assetId,
+      ),
+    }),
     getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),
     registerCredential: async (request) => {
       const tenantId = requireTenant(request.tenantId);

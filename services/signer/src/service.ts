@@ -5,6 +5,7 @@ import { createBlobStore } from '@cairn/blob';
 import { WorkQueue } from '@cairn/bus';
 import { Sealer } from '@cairn/sealing';
 import { Credentials } from './app/credentials.js';
+import { thumbnailBlobKey } from './app/thumbnails.js';
 import { CredentialStore } from './store/credentials.js';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
@@ -113,9 +114,11 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       const stopSweep = every(
         config.ASSET_SWEEP_INTERVAL_MS,
         async () => {
-          const removed = await store.claimExpired(200, (row) =>
-            row.blobKey ? blobs.delete(row.blobKey) : Promise.resolve(),
-          );
+          const removed = await store.claimExpired(200, async (row) => {
+            // The page thumbnail too, if one was made (app/thumbnails.ts).
+            await blobs.delete(thumbnailBlobKey(row.tenantId, row.assetId));
+            if (row.blobKey) await blobs.delete(row.blobKey);
+          });
           if (removed > 0) logger.info({ removed }, 'deleted derived assets past their retention');
         },
         onError('asset retention sweep'),

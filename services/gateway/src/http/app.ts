@@ -177,9 +177,7 @@ export function createApp(deps: GatewayDeps): Express {
       perMinute: deps.publicResolutionPerMinute,
     }),
   );
-  app.use(
-    pageRoutes({ signer: deps.signer, verifier: deps.verifier, blobs: deps.blobs, publicBaseUrl: deps.publicBaseUrl }),
-  );
+  app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }));
   app.use(
     verifyPageRoutes({
       verifier: deps.verifier,

@@ -835,7 +835,7 @@ export const OPERATIONS: OperationDoc[] = [
     summary: "A signed asset's thumbnail",
     tag: 'Pages',
     auth: { kind: 'public' },
-    answers: [{ status: 200, description: 'A JPEG', contentType: 'image/jpeg' }],
+    answers: [{ status: 200, description: 'A JPEG, at most 320 px a side (images only)', contentType: 'image/jpeg' }],
     errors: ['cairn.not_found'],
   },
   {

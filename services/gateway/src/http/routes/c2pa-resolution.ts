@@ -4,8 +4,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
-import { probeImage, sniffMediaType } from '@cairn/media';
-import { activeManifestLabel, childBoxes, readBox, writeBox } from '@cairn/jumbf';
+import { sniffMediaType } from '@cairn/media';
 import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { RedisRateLimiter } from '../../domain/rate-limit.js';
@@ -258,9 +257,12 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     // anything else is a manifest this repository does not hold: 404.
     const manifestId = String(req.params.manifestId);
     const { returnActiveManifest } = parseOrThrow(manifestQuery, req.query, 'query parameters');
-    const manifest = await deps.signer.getManifest(manifestRef(manifestId));
-    const store = Buffer.from(manifest.manifestStore);
-    const body = returnActiveManifest ? activeManifestOnly(store) : store;
+    // The signer cuts the store down to its active manifest: it owns the stores, the gateway only passes bytes.
+    const manifest = await deps.signer.getManifest({
+      ...manifestRef(manifestId),
+      activeManifestOnly: returnActiveManifest,
+    });
+    const body = Buffer.from(manifest.manifestStore);
     // A manifest never changes once signed: cacheable anywhere, for as long as anyone likes.
     res.set({
       'Content-Type': 'application/c2pa',
@@ -433,9 +435,9 @@ async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promi
 }
 
 /**
- * Reads the watermark of an uploaded image. Undefined when none is found, or when the file is not an image it
- * can decode (then the fingerprints decide), unless the caller asked for a watermark alone (`only`): then an
- * undecodable file is the spec's 415.
+ * Reads the watermark of an uploaded image. Undefined when none is found, or when the file is not an image the
+ * watermark service can decode (then the fingerprints decide), unless the caller asked for a watermark alone
+ * (`only`): then an undecodable file is the spec's 415.
  */
 async function detectWatermark(
   deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>,
@@ -448,9 +450,9 @@ async function detectWatermark(
     if (only) throw new CairnError('cairn.verify.unsupported_file_type', `${only} reads images (JPEG, PNG, WebP).`);
     return undefined;
   };
-  // The header only: the watermark service decodes the file itself under its media limits (a bomb is its
-  // cairn.media.too_large, passed on), so the gateway never holds the pixels.
-  if (!(await probeImage(bytes))) return undecodable();
+  // The file as received: the watermark service reads its header and decodes it under its own media limits (a
+  // bomb is its cairn.media.too_large, passed on; what it cannot read is its invalid_body). The gateway decodes
+  // nothing.
   let found;
   try {
     found = await deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 });
@@ -461,24 +463,4 @@ async function detectWatermark(
   return found.detected
     ? { payloadHex: found.payloadHex, confidence: found.confidence, algorithm: found.algorithm }
     : undefined;
-}
-
-/**
- * A manifest store holding only its active manifest (the last one): the store's own description box followed
- * by that manifest's superbox, byte for byte. Ingredient manifests the active one refers to are left out, as
- * the spec's returnActiveManifest asks.
- */
-export function activeManifestOnly(store: Buffer): Buffer {
-  const root = readBox(store, 0, store.length);
-  const children = root && root.type === 'jumb' ? childBoxes(store, root) : [];
-  const description = children[0];
-  const manifests = children.filter((b) => b.type === 'jumb');
-  const active = manifests.at(-1);
-  if (!description || description.type !== 'jumd' || !active || !activeManifestLabel(store))
-    throw new CairnError('cairn.internal_error', 'The stored manifest store cannot be read.');
-  if (manifests.length === 1) return store;
-  return writeBox(
-    'jumb',
-    Buffer.concat([store.subarray(description.start, description.end), store.subarray(active.start, active.end)]),
-  );
 }

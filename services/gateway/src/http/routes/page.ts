@@ -1,7 +1,5 @@
 import { Router } from 'express';
-import sharp from 'sharp';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { BlobStore } from '@cairn/blob';
 import { isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import type { signerV1, verifierV1 } from '@cairn/proto';
@@ -18,7 +16,6 @@ const PAGE_POLICY =
 export function pageRoutes(deps: {
   signer: ServiceClient<SignerMethods>;
   verifier: ServiceClient<VerifierMethods>;
-  blobs: BlobStore;
   publicBaseUrl: string;
 }): Router {
   const router = Router();
@@ -78,27 +75,20 @@ export function pageRoutes(deps: {
 
   router.get('/v/:asset_id/thumbnail.jpg', async (req, res) => {
     const assetId = String(req.params.asset_id);
-    const asset = isId('asset', assetId)
-      ? await deps.signer.getPublicAsset({ assetId }).then(
-          (r) => r.asset,
-          () => undefined,
+    // Made and kept by the signer, which owns the signed file (SignerService.GetThumbnail): the gateway decodes
+    // nothing, it passes the bytes on.
+    const jpeg = isId('asset', assetId)
+      ? await deps.signer.getThumbnail({ assetId }, { deadlineMs: 30_000 }).then(
+          (r) => r.jpeg,
+          (error: unknown) =>
+            isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error),
         )
       : undefined;
-    const manifest =
-      asset && !asset.expired
-        ? await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined)
-        : undefined;
-    const bytes = manifest?.assetBlobKey ? await deps.blobs.getBuffer(manifest.assetBlobKey) : null;
-    if (!bytes) {
+    if (!jpeg) {
       res.status(404).end();
       return;
     }
-    const thumbnail = await sharp(bytes)
-      .resize(320, 320, { fit: 'inside', withoutEnlargement: true })
-      .flatten({ background: '#ffffff' })
-      .jpeg({ quality: 80 })
-      .toBuffer();
-    res.set({ 'Content-Type': 'image/jpeg', 'Cache-Control': 'public, max-age=86400' }).send(thumbnail);
+    res.set({ 'Content-Type': 'image/jpeg', 'Cache-Control': 'public, max-age=86400' }).send(Buffer.from(jpeg));
   });
 
   return router;
