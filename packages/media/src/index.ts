@@ -1,4 +1,4 @@
-export { sniffMediaType, SNIFF_BYTES, type SniffedType, type Modality } from './sniff.js';
+export { sniffMediaType, SNIFF_BYTES, type SniffedType, type Modality } from '@cairn/sniff';
 export { decodeAudioMono, ffmpegPath, FfmpegError, probeFfmpeg, runFfmpeg, type FfmpegRun } from './ffmpeg.js';
 export {
   decodeImage,

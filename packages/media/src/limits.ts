@@ -5,7 +5,7 @@ import sharp from 'sharp';
 import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
 import { probeFfmpeg } from './ffmpeg.js';
-import type { SniffedType } from './sniff.js';
+import type { SniffedType } from '@cairn/sniff';
 
 /**
  * What a service decodes at most. Checked from the file's headers before any decode, because a few hundred KB of

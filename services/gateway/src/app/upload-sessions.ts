@@ -3,7 +3,7 @@ import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
-import { sniffMediaType } from '@cairn/media';
+import { sniffMediaType } from '@cairn/sniff';
 import type { UploadUrlSigner } from '../domain/upload-url.js';
 import type { UploadSessionRow, UploadSessionStore } from '../store/upload-sessions.js';
 import { uploadHead, type StoredUpload } from '../http/uploads.js';

@@ -3,7 +3,7 @@ import multer, { type StorageEngine } from 'multer';
 import { BlobTooLargeError, type BlobInfo, type BlobStore } from '@cairn/blob';
 import { CairnError, type ErrorCode } from '@cairn/errors';
 import { newId } from '@cairn/ids';
-import { SNIFF_BYTES } from '@cairn/media';
+import { SNIFF_BYTES } from '@cairn/sniff';
 import type { UploadSessions } from '../app/upload-sessions.js';
 
 export interface StoredUpload extends BlobInfo {

@@ -4,7 +4,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
-import { sniffMediaType } from '@cairn/media';
+import { sniffMediaType } from '@cairn/sniff';
 import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { RedisRateLimiter } from '../../domain/rate-limit.js';

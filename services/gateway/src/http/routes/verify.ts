@@ -5,7 +5,7 @@ import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow } from '@cairn/errors';
 import type { verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import { sniffMediaType } from '@cairn/media';
+import { sniffMediaType } from '@cairn/sniff';
 import { reserveUnit, type BillingClient, type MeteredUnit } from '../../domain/metering.js';
 import type { RedisRateLimiter } from '../../domain/rate-limit.js';
 import type { TenantStore } from '../../store/tenants.js';
