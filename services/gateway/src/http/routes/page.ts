@@ -73,17 +73,20 @@ export function pageRoutes(deps: {
     );
   });
 
+  const thumbnail = async (assetId: string): Promise<Uint8Array | undefined> => {
+    try {
+      return (await deps.signer.getThumbnail({ assetId }, { deadlineMs: 30_000 })).jpeg;
+    } catch (error) {
+      if (isCairnError(error) && error.code === 'cairn.not_found') return undefined;
+      throw error;
+    }
+  };
+
   router.get('/v/:asset_id/thumbnail.jpg', async (req, res) => {
     const assetId = String(req.params.asset_id);
     // Made and kept by the signer, which owns the signed file (SignerService.GetThumbnail): the gateway decodes
     // nothing, it passes the bytes on.
-    const jpeg = isId('asset', assetId)
-      ? await deps.signer.getThumbnail({ assetId }, { deadlineMs: 30_000 }).then(
-          (r) => r.jpeg,
-          (error: unknown) =>
-            isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error),
-        )
-      : undefined;
+    const jpeg = isId('asset', assetId) ? await thumbnail(assetId) : undefined;
     if (!jpeg) {
       res.status(404).end();
       return;
