@@ -17,6 +17,7 @@ import { anchorService } from '../../services/anchor/src/service.js';
 import { auditService } from '../../services/audit/src/service.js';
 import { billingService } from '../../services/billing/src/service.js';
 import { gatewayService } from '../../services/gateway/src/service.js';
+import { tenantService } from '../../services/tenant/src/service.js';
 import { signerService } from '../../services/signer/src/service.js';
 import { softbindingService } from '../../services/softbinding/src/service.js';
 import { verifierService } from '../../services/verifier/src/service.js';
@@ -39,6 +40,7 @@ const DEFINITIONS: Record<ServiceName, (env: NodeJS.ProcessEnv) => Definition> =
   billing: billingService as (env: NodeJS.ProcessEnv) => Definition,
   audit: auditService as (env: NodeJS.ProcessEnv) => Definition,
   webhook: webhookService as (env: NodeJS.ProcessEnv) => Definition,
+  tenant: tenantService as (env: NodeJS.ProcessEnv) => Definition,
 };
 
 /** Starts one service of the fleet in-process, optionally capturing its log lines. */
@@ -127,6 +129,7 @@ export async function startStack(
   };
   // Dependencies first: the verifier reads the signer's trust anchors, the signer calls the watermark service.
   const order: ServiceName[] = [
+    'tenant',
     'watermark',
     'signer',
     'verifier',

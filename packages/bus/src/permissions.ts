@@ -22,6 +22,7 @@ export const EVENT_PUBLISHERS: Readonly<Record<string, ReadonlyArray<EventType>>
   billing: ['billing.quota_warning', 'billing.quota_exceeded', 'billing.spending_cap_warning'],
   audit: [],
   webhook: ['webhook.failed'],
+  tenant: ['tenant.created', 'key.created', 'key.revoked', 'key.expiring', 'settings.changed'],
 };
 
 /** Work queues (bus WorkQueue) a service owns: their stream and subject are its alone. */

@@ -1,4 +1,4 @@
-/** The nine services of the fleet and their default local ports: the one list every tool reads. */
+/** The ten services of the fleet and their default local ports: the one list every tool reads. */
 export const SERVICE_NAMES = [
   'gateway',
   'signer',
@@ -9,6 +9,7 @@ export const SERVICE_NAMES = [
   'billing',
   'audit',
   'webhook',
+  'tenant',
 ] as const;
 
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -34,6 +35,7 @@ export const DEFAULT_PORTS: Readonly<Record<ServiceName, ServicePorts>> = {
   billing: { grpc: 9456, ops: 9466 },
   audit: { grpc: 9457, ops: 9467 },
   webhook: { grpc: 9458, ops: 9468 },
+  tenant: { grpc: 9459, ops: 9469 },
 };
 
 export const DEFAULT_GATEWAY_HTTP_PORT = 8080;

@@ -10,6 +10,13 @@ import {
 
 /** Metadata key carrying the precise cairn.* code across a gRPC hop (the gRPC status alone is coarser). */
 export const CODE_METADATA_KEY = 'cairn-code';
+/**
+ * Metadata key carrying a CairnError's problem extensions (e.g. `errors`: which field, why) as UTF-8 JSON, so a
+ * service answering for the gateway produces the same problem body the gateway would have.
+ */
+export const EXTENSIONS_METADATA_KEY = 'cairn-extensions-bin';
+/** Extensions above this size are dropped rather than sent (they are for a problem body, never bulk data). */
+const MAX_EXTENSIONS_BYTES = 8192;
 
 const BY_HTTP_STATUS: Record<number, GrpcStatus> = {
   400: GrpcStatus.INVALID_ARGUMENT,
@@ -53,14 +60,32 @@ export function toServiceError(error: unknown): Partial<ServiceError> {
         : new CairnError('cairn.internal_error');
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, known.code);
+  if (Object.keys(known.extensions).length > 0) {
+    const extensions = Buffer.from(JSON.stringify(known.extensions), 'utf8');
+    if (extensions.length <= MAX_EXTENSIONS_BYTES) metadata.set(EXTENSIONS_METADATA_KEY, extensions);
+  }
   return { code: grpcStatusForCode(known.code), details: known.message, metadata };
 }
 
 /** What a caller sees when a call fails: the callee's CairnError, or the closest code for a transport failure. */
 export function fromServiceError(error: ServiceError): CairnError {
   const sent = error.metadata?.get(CODE_METADATA_KEY)[0];
-  if (typeof sent === 'string' && isErrorCode(sent)) return new CairnError(sent, error.details, {}, { cause: error });
+  if (typeof sent === 'string' && isErrorCode(sent))
+    return new CairnError(sent, error.details, sentExtensions(error.metadata), { cause: error });
   const code = BY_GRPC_STATUS[error.code] ?? 'cairn.internal_error';
   const detail = code === 'cairn.unavailable' ? 'A backend service is unavailable; retry with backoff.' : undefined;
   return new CairnError(code, detail, {}, { cause: error });
+}
+
+/** The extensions a peer sent with its error: a JSON object, else none (a malformed value is not the caller's problem). */
+function sentExtensions(metadata: Metadata | undefined): Record<string, unknown> {
+  const sent = metadata?.get(EXTENSIONS_METADATA_KEY)[0];
+  if (!Buffer.isBuffer(sent) || sent.length > MAX_EXTENSIONS_BYTES) return {};
+  try {
+    const parsed: unknown = JSON.parse(sent.toString('utf8'));
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    // Not JSON: the code and detail still say what went wrong.
+    return {};
+  }
 }

@@ -1,0 +1,135 @@
+/**
+ * The plan catalog: the spec's quota, retention and metering tables, plus Cairn's default request limits.
+ * Enterprise quotas are per contract (tenant configuration, issue 4); `null` means "not offered".
+ */
+export const PLAN_NAMES = ['free', 'developer', 'growth', 'enterprise'] as const;
+export type PlanName = (typeof PLAN_NAMES)[number];
+
+export const METERS = [
+  'image_sign',
+  'audio_sign',
+  'video_sign',
+  'text_sign',
+  'image_verify',
+  'audio_verify',
+  'video_verify',
+  'lookup',
+  'byok_sign',
+  'anchor_batch',
+] as const;
+export type Meter = (typeof METERS)[number];
+
+export interface Plan {
+  name: PlanName;
+  /** Monthly quota per meter; null = not offered on this plan; 'contract' = set per enterprise tenant. */
+  quotas: Record<Meter, number | null | 'contract'>;
+  audit: { defaultRetentionDays: number; maxRetentionDays: number };
+  rateLimits: { rps: number; daily: number };
+  /** Self-serve through POST /v1/onboard (enterprise is provisioned by Cairn). */
+  selfServe: boolean;
+  requiresPaymentMethod: boolean;
+  /** Rank for "a parent may create sub-tenants on its own plan or a lower one". */
+  rank: number;
+  /**
+   * May create sub-tenants. Not on free or developer: every sub-tenant has its own quotas, so a tenant that
+   * pays nothing (or little) could otherwise multiply its included units by making children.
+   */
+  subTenants: boolean;
+}
+
+const notOffered = null;
+
+export const PLANS: Readonly<Record<PlanName, Plan>> = {
+  free: {
+    name: 'free',
+    quotas: {
+      image_sign: 50,
+      audio_sign: notOffered,
+      video_sign: notOffered,
+      text_sign: notOffered,
+      image_verify: 100,
+      audio_verify: notOffered,
+      video_verify: notOffered,
+      lookup: 100,
+      byok_sign: notOffered,
+      anchor_batch: notOffered,
+    },
+    audit: { defaultRetentionDays: 30, maxRetentionDays: 30 },
+    rateLimits: { rps: 5, daily: 5_000 },
+    selfServe: true,
+    requiresPaymentMethod: false,
+    rank: 0,
+    subTenants: false,
+  },
+  developer: {
+    name: 'developer',
+    quotas: {
+      image_sign: 1_000,
+      audio_sign: 500,
+      video_sign: 200,
+      text_sign: 5_000,
+      image_verify: 5_000,
+      audio_verify: 5_000,
+      video_verify: 5_000,
+      lookup: 5_000,
+      byok_sign: notOffered,
+      anchor_batch: notOffered,
+    },
+    audit: { defaultRetentionDays: 30, maxRetentionDays: 30 },
+    rateLimits: { rps: 20, daily: 100_000 },
+    selfServe: true,
+    requiresPaymentMethod: true,
+    rank: 1,
+    subTenants: false,
+  },
+  growth: {
+    name: 'growth',
+    quotas: {
+      image_sign: 20_000,
+      audio_sign: 10_000,
+      video_sign: 5_000,
+      text_sign: 100_000,
+      image_verify: 50_000,
+      audio_verify: 50_000,
+      video_verify: 50_000,
+      lookup: 50_000,
+      byok_sign: notOffered,
+      anchor_batch: 3_000,
+    },
+    audit: { defaultRetentionDays: 365, maxRetentionDays: 365 },
+    rateLimits: { rps: 100, daily: 1_000_000 },
+    selfServe: true,
+    requiresPaymentMethod: true,
+    rank: 2,
+    subTenants: true,
+  },
+  enterprise: {
+    name: 'enterprise',
+    quotas: {
+      image_sign: 'contract',
+      audio_sign: 'contract',
+      video_sign: 'contract',
+      text_sign: 'contract',
+      image_verify: 'contract',
+      audio_verify: 'contract',
+      video_verify: 'contract',
+      lookup: 'contract',
+      byok_sign: 'contract',
+      anchor_batch: 'contract',
+    },
+    audit: { defaultRetentionDays: 365, maxRetentionDays: 2555 },
+    rateLimits: { rps: 500, daily: 10_000_000 },
+    selfServe: false,
+    requiresPaymentMethod: false,
+    rank: 3,
+    subTenants: true,
+  },
+};
+
+export function isPlanName(value: string): value is PlanName {
+  return (PLAN_NAMES as readonly string[]).includes(value);
+}
+
+export function offersMeter(plan: PlanName, meter: Meter): boolean {
+  return PLANS[plan].quotas[meter] !== null;
+}

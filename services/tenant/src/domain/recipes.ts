@@ -1,0 +1,84 @@
+import { offersMeter, type Meter, type PlanName } from './plans.js';
+
+export interface Recipe {
+  recipe_id: string;
+  name: string;
+  description: string;
+  media_types: string[];
+  layers: { c2pa: boolean; watermark: boolean; soft_binding: boolean; anchor: boolean };
+  ai: { digital_source_type: string; ai_generated: boolean };
+  retention: { derived_asset_days: number };
+  billing: { meter: Meter };
+}
+
+const TRAINED_ALGORITHMIC_MEDIA = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
+const DIGITAL_CAPTURE = 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture';
+
+/** The recipes every tenant starts with, seeded into tenant.recipes at start (this list is the source). */
+export const SEEDED_RECIPES: readonly Recipe[] = [
+  {
+    recipe_id: 'image-genai-v1',
+    name: 'AI-generated image',
+    description:
+      'C2PA manifest with c2pa.created and trainedAlgorithmicMedia, invisible watermark, perceptual fingerprint, chain anchor.',
+    media_types: ['image/jpeg', 'image/png', 'image/webp'],
+    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 30 },
+    billing: { meter: 'image_sign' },
+  },
+  {
+    // Photographs from a camera or a newsroom: signed without touching a pixel (no watermark), so the file is the
+    // capture as it was; the fingerprint and the anchor still lead a stripped copy back.
+    recipe_id: 'image-capture-v1',
+    name: 'Captured photograph',
+    description:
+      'C2PA manifest with c2pa.created and digitalCapture, pixels untouched (no watermark), perceptual fingerprint, chain anchor.',
+    media_types: ['image/jpeg', 'image/png', 'image/webp'],
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    ai: { digital_source_type: DIGITAL_CAPTURE, ai_generated: false },
+    retention: { derived_asset_days: 30 },
+    billing: { meter: 'image_sign' },
+  },
+  {
+    recipe_id: 'audio-genai-v1',
+    name: 'AI-generated audio',
+    description:
+      'Keyed audio watermark (cairn-audio-wm-v1, 812–3 800 Hz, repeated every 1.5 s: survives MP3/AAC/Opus re-encodes, resampling, gain and trims), the file kept in its container and quality; C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor.',
+    media_types: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
+    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 30 },
+    billing: { meter: 'audio_sign' },
+  },
+  {
+    recipe_id: 'video-genai-v1',
+    name: 'AI-generated video',
+    description:
+      'C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; scene-change frame fingerprints, chain anchor. No video watermark yet.',
+    media_types: ['video/mp4', 'video/webm'],
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 14 },
+    billing: { meter: 'video_sign' },
+  },
+  {
+    recipe_id: 'text-genai-v1',
+    name: 'AI text generation event',
+    description: 'Sidecar C2PA manifest bound to the UTF-8 bytes, text fingerprint (no watermark), chain anchor.',
+    media_types: ['text/plain'],
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 90 },
+    billing: { meter: 'text_sign' },
+  },
+];
+
+/** A recipe is usable by a tenant when its plan offers the recipe's meter. */
+export function recipeAvailable(recipe: Recipe, plan: PlanName): boolean {
+  return offersMeter(plan, recipe.billing.meter);
+}
+
+export function defaultRecipeIds(plan: PlanName, recipes: readonly Recipe[] = SEEDED_RECIPES): string[] {
+  return recipes.filter((r) => recipeAvailable(r, plan)).map((r) => r.recipe_id);
+}

@@ -1,0 +1,4 @@
+import { runService } from '@cairn/runtime';
+import { tenantService } from './service.js';
+
+runService(tenantService());
