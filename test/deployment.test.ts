@@ -1,5 +1,5 @@
 /**
- * The deployment files (services/*\/Dockerfile, charts/cairn, skaffold.yaml) must cover exactly the
+ * The deployment files (the root Dockerfile, charts/cairn, skaffold.yaml) must cover exactly the
  * fleet of packages/config/src/fleet.ts: every service, with its default ports, and nothing else.
  * No YAML library: values.yaml is kept to plain two-space mappings that the small reader below
  * understands, and skaffold.yaml is read line by line.
@@ -138,56 +138,43 @@ describe('the reader of values.yaml', () => {
   });
 });
 
-describe('service images: services/<svc>/Dockerfile', () => {
-  /** The Dockerfile with its service name, ports and the gateway-only HTTP lines taken out. */
-  function normalizedDockerfile(service: string): string {
-    return read(`services/${service}/Dockerfile`)
-      .split('\n')
-      .filter((l) => !/HTTP_PORT|\b8080\b|Public REST API/.test(l))
-      .join('\n')
-      .replace(new RegExp(`(services/|cairn-|Cairn |SERVICE=)${service}\\b`, 'g'), '$1<svc>')
-      .replace(/^ARG GRPC_PORT=\d+$/m, 'ARG GRPC_PORT=<grpc>')
-      .replace(/^ARG OPS_PORT=\d+$/m, 'ARG OPS_PORT=<ops>')
-      .replace(/^ARG EXTRA_PORTS="[\d ]*"$/m, 'ARG EXTRA_PORTS=<extra>');
-  }
+describe('the service image: one Dockerfile, the build argument SERVICE selects the service', () => {
+  const text = read('Dockerfile');
+  const instructions = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
 
-  it.each([...SERVICE_NAMES])('%s has a multi-stage, non-root Dockerfile running dist/main.js', (service) => {
-    const rel = `services/${service}/Dockerfile`;
-    expect(existsSync(join(ROOT, rel))).toBe(true);
-    const text = read(rel);
-    const instructions = text
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '' && !l.startsWith('#'));
-
-    expect(instructions.filter((l) => /^FROM\s/i.test(l)).length).toBeGreaterThanOrEqual(2);
-
-    // The last USER (the one the runtime stage runs as) is the image's unprivileged `node` user.
-    const users = instructions.filter((l) => /^USER\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
-    expect(users.length).toBeGreaterThan(0);
-    expect(['root', '0', '0:0']).not.toContain(users[users.length - 1]);
-    expect(users[users.length - 1]).toBe('node');
-
-    const cmds = instructions.filter((l) => /^CMD\s/i.test(l));
-    expect(cmds.length).toBeGreaterThan(0);
-    expect(cmds[cmds.length - 1]).toMatch(/^CMD\s+\[\s*"node"\s*,\s*"dist\/main\.js"\s*\]$/);
-
-    // Name and ports come from the fleet definition.
-    const { grpc, ops } = DEFAULT_PORTS[service];
-    expect(text).toMatch(new RegExp(`^ARG SERVICE=${service}$`, 'm'));
-    expect(text).toMatch(new RegExp(`^ARG GRPC_PORT=${grpc}$`, 'm'));
-    expect(text).toMatch(new RegExp(`^ARG OPS_PORT=${ops}$`, 'm'));
-    expect(text).toMatch(/^EXPOSE \$\{GRPC_PORT\} \$\{OPS_PORT\}( \$\{EXTRA_PORTS\})?$/m);
-    expect(text).toMatch(/^ENV NODE_ENV=production/m);
-    expect(text).toMatch(/^HEALTHCHECK\s.*\\$\n\s*CMD \["node", "-e", ".*\/healthz/m);
-    if (service === 'gateway') expect(text).toMatch(new RegExp(`^EXPOSE ${DEFAULT_GATEWAY_HTTP_PORT}$`, 'm'));
+  it('is the only Dockerfile: no service keeps its own', () => {
+    for (const dir of readdirSync(join(ROOT, 'services')))
+      expect({ dir, own: existsSync(join(ROOT, 'services', dir, 'Dockerfile')) }).toEqual({ dir, own: false });
   });
 
-  it('the Dockerfiles differ only in service name and ports', () => {
-    const [first, ...rest] = SERVICE_NAMES;
-    const reference = normalizedDockerfile(first);
-    for (const service of rest)
-      expect({ service, text: normalizedDockerfile(service) }).toEqual({ service, text: reference });
+  it('is multi-stage and runs dist/main.js as the unprivileged node user', () => {
+    expect(instructions.filter((l) => /^FROM\s/i.test(l)).length).toBeGreaterThanOrEqual(2);
+    // The last USER (the one the runtime stage runs as) is the image's unprivileged `node` user.
+    const users = instructions.filter((l) => /^USER\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
+    expect(users[users.length - 1]).toBe('node');
+    const cmds = instructions.filter((l) => /^CMD\s/i.test(l));
+    expect(cmds[cmds.length - 1]).toMatch(/^CMD\s+\[\s*"node"\s*,\s*"dist\/main\.js"\s*\]$/);
+    expect(text).toMatch(/^ENV NODE_ENV=production/m);
+    expect(text).toMatch(/^HEALTHCHECK\s.*\\$\n\s*CMD \["node", "-e", ".*\/healthz/m);
+  });
+
+  it('names no service and no port: SERVICE has no default, ports come from the fleet or the environment', () => {
+    expect(instructions).toContain('ARG SERVICE');
+    expect(text).not.toMatch(/^ARG SERVICE=/m);
+    const ports = [...Object.values(DEFAULT_PORTS).flatMap((p) => [p.grpc, p.ops]), DEFAULT_GATEWAY_HTTP_PORT];
+    for (const line of instructions) {
+      for (const service of SERVICE_NAMES)
+        expect({ line, service: new RegExp(`\\b${service}\\b`).test(line) }).toEqual({ line, service: false });
+      for (const port of ports) expect({ line, port: line.includes(String(port)) }).toEqual({ line, port: false });
+    }
+    // The service is built and deployed by that argument, and its default ops port (for the HEALTHCHECK) is read
+    // from packages/config/src/fleet.ts at build time.
+    expect(text).toContain('node tools/dev/build.mjs "${SERVICE}"');
+    expect(text).toContain('pnpm --filter "@cairn/${SERVICE}" deploy');
+    expect(text).toMatch(/packages\/config\/src\/fleet\.ts.*DEFAULT_PORTS.*"\$\{SERVICE\}" > \/out\/ops-port/);
   });
 
   it('.dockerignore keeps installs, builds and generated code out of the context', () => {
@@ -333,7 +320,7 @@ function deploymentEnv(): ChartEnvEntry[] {
     else if (/^\{\{-?\s*end\b/.test(line)) stack.pop();
     const named = /^- name: ([A-Z][A-Z0-9_]*)$/.exec(line);
     if (!named) continue;
-    const entry: ChartEnvEntry = { name: named[1]!, ...Object.assign({}, ...stack) };
+    const entry: ChartEnvEntry = { name: named[1]!, ...(Object.assign({}, ...stack) as Omit<ChartEnvEntry, 'name'>) };
     if (/^valueFrom:/.test(lines[i + 1]?.trim() ?? '')) {
       const block = lines.slice(i + 2, i + 7).map((l) => l.trim());
       const secretName = block.find((l) => l.startsWith('name: '))?.slice(6);
@@ -493,6 +480,7 @@ describe('skaffold.yaml', () => {
     image: string;
     context?: string;
     dockerfile?: string;
+    service?: string;
   }
   const artifacts: Artifact[] = [];
   let inArtifacts = false;
@@ -513,6 +501,8 @@ describe('skaffold.yaml', () => {
     if (current && context) current.context = context[1]!;
     const dockerfile = /^\s+dockerfile:\s*(\S+)\s*$/.exec(line);
     if (current && dockerfile) current.dockerfile = dockerfile[1]!;
+    const service = /^\s+SERVICE:\s*(\S+)\s*$/.exec(line);
+    if (current && service) current.service = service[1]!;
   }
 
   const setValueTemplates = lines
@@ -531,18 +521,21 @@ describe('skaffold.yaml', () => {
     expect(sorted(artifacts.map((a) => a.image))).toEqual(sorted(SERVICE_NAMES.map((s) => `cairn-${s}`)));
   });
 
-  it.each([...SERVICE_NAMES])('builds cairn-%s from its Dockerfile and sets its image in the chart', (service) => {
-    const artifact = artifacts.find((a) => a.image === `cairn-${service}`);
-    expect(artifact).toEqual({ image: `cairn-${service}`, context: '.', dockerfile: `services/${service}/Dockerfile` });
-    const mine = setValueTemplates.filter((s) => s.service === service);
-    expect(mine).toEqual(
-      expect.arrayContaining([
-        { service, field: 'repository', kind: 'REPO', artifact: `cairn_${service}` },
-        { service, field: 'tag', kind: 'TAG', artifact: `cairn_${service}` },
-      ]),
-    );
-    expect(mine).toHaveLength(2);
-  });
+  it.each([...SERVICE_NAMES])(
+    'builds cairn-%s from the Dockerfile (its SERVICE build argument) and sets its image in the chart',
+    (service) => {
+      const artifact = artifacts.find((a) => a.image === `cairn-${service}`);
+      expect(artifact).toEqual({ image: `cairn-${service}`, context: '.', dockerfile: 'Dockerfile', service });
+      const mine = setValueTemplates.filter((s) => s.service === service);
+      expect(mine).toEqual(
+        expect.arrayContaining([
+          { service, field: 'repository', kind: 'REPO', artifact: `cairn_${service}` },
+          { service, field: 'tag', kind: 'TAG', artifact: `cairn_${service}` },
+        ]),
+      );
+      expect(mine).toHaveLength(2);
+    },
+  );
 
   it('sets image values only for services of the fleet, and deploys charts/cairn with the gateway forwarded', () => {
     expect(sorted(new Set(setValueTemplates.map((s) => s.service)))).toEqual(sorted(SERVICE_NAMES));

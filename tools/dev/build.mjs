@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// Bundles the services for `node services/<svc>/dist/main.js` (the local fleet and the Dockerfiles):
+// Bundles the services for `node services/<svc>/dist/main.js` (the local fleet and the Dockerfile):
 //
 //   node tools/dev/build.mjs [svc ...]      (default: all nine)
 //
 // The workspace's @cairn/* packages (whose package.json `exports` point at TypeScript sources) are bundled
 // in; every other bare import (npm packages, node: builtins) stays external and is resolved by Node at run
 // time, so native addons and packages that read their own files keep working.
-import { cp, readdir, rm, stat, readFile } from 'node:fs/promises';
+import { cp, rm, stat, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';

@@ -1,21 +1,19 @@
-# Cairn signer service image.
+# Cairn service image: one Dockerfile for every service, the build argument SERVICE selects which.
 #
 # Build from the repository root (the build context is the whole pnpm workspace):
-#   docker build -f services/signer/Dockerfile -t cairn-signer .
+#   docker build --build-arg SERVICE=signer -t cairn-signer .
 #
-# The nine services/*/Dockerfile are the same file apart from the service name and ports in the ARG
-# lines below (and the gateway's public HTTP port); test/deployment.test.ts checks that they stay so.
-# Default ports come from packages/config/src/fleet.ts.
-ARG SERVICE=signer
-ARG GRPC_PORT=9451
-ARG OPS_PORT=9461
-# Further ports the service listens on (the signer's OCSP responder).
-ARG EXTRA_PORTS="9471"
+# SERVICE must be a service of packages/config/src/fleet.ts (the build stops otherwise). The image carries no
+# port of its own: a service listens on its default ports from fleet.ts, or on GRPC_PORT / OPS_PORT / HTTP_PORT
+# when set (the chart sets them). skaffold.yaml builds one image per service from this file; a new service is one
+# artifact entry there (test/deployment.test.ts checks that the fleet, skaffold and the chart agree).
+ARG SERVICE
 
 # ---- build: install the workspace, generate protobuf code, bundle the service, prune to prod deps ----
 FROM node:20-bookworm-slim AS build
 ARG SERVICE
 ENV CI=true
+RUN test -n "${SERVICE}" || { echo 'build with --build-arg SERVICE=<a service of packages/config/src/fleet.ts>' >&2; exit 1; }
 # python3/make/g++ only for dependencies that compile a native addon at install (pnpm-workspace.yaml's
 # onlyBuiltDependencies); this stage is thrown away, so they never reach the runtime image.
 RUN apt-get update \
@@ -36,28 +34,24 @@ RUN pnpm --filter "@cairn/${SERVICE}" deploy --prod --legacy --offline --config.
  && rm -rf /out/dist \
  && cp -R "services/${SERVICE}/dist" /out/dist \
  && test -f /out/dist/main.js
+# The service's default ops port, for the HEALTHCHECK when OPS_PORT is not set (fails for a name not in the fleet).
+RUN node --import tsx -e "import('./packages/config/src/fleet.ts').then(({ DEFAULT_PORTS }) => process.stdout.write(String(DEFAULT_PORTS[process.argv[1]].ops)))" "${SERVICE}" > /out/ops-port
 
 # ---- runtime: only the deployed folder, run as the unprivileged `node` user (uid 1000) ----
 FROM node:20-bookworm-slim AS runtime
 ARG SERVICE
-ARG GRPC_PORT
-ARG OPS_PORT
-ARG EXTRA_PORTS
 LABEL org.opencontainers.image.title="cairn-${SERVICE}" \
       org.opencontainers.image.description="Cairn ${SERVICE} service"
 # GRPC_HOST: bind on all interfaces inside a container (the 127.0.0.1 default is for local dev).
 ENV NODE_ENV=production \
-    GRPC_HOST=0.0.0.0 \
-    GRPC_PORT=${GRPC_PORT} \
-    OPS_PORT=${OPS_PORT}
+    GRPC_HOST=0.0.0.0
 WORKDIR /app
 # Owned by root and only readable by `node`: the running service cannot rewrite its own code.
 COPY --from=build /out/ /app/
 USER node
-EXPOSE ${GRPC_PORT} ${OPS_PORT} ${EXTRA_PORTS}
 # Liveness from the ops server; slim images have no curl, so use node's own fetch.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.OPS_PORT + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "const port = process.env.OPS_PORT || require('fs').readFileSync('/app/ops-port', 'utf8'); fetch('http://127.0.0.1:' + port + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node is PID 1 and handles SIGTERM itself: it drains within SHUTDOWN_GRACE_MS, then exits.
 STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]
