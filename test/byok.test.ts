@@ -8,6 +8,7 @@ import sharp from 'sharp';
 import { PG_ADMIN_URL } from '@cairn/testing';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #15 item 4: an Enterprise tenant signs with a key it holds (BYOK). Cairn sends the bytes to be signed to
 // the tenant's endpoint with an HMAC, never sees the key, meters byok_sign on top of the modality meter, and a
@@ -36,7 +37,10 @@ async function signingEndpoint(key: string): Promise<typeof endpoint> {
       state.requests += 1;
       const body = Buffer.concat(chunks);
       const expected = Buffer.from(
-        `sha256=${createHmac('sha256', state.secret).update(`${req.headers['cairn-timestamp']}.`).update(body).digest('hex')}`,
+        `sha256=${createHmac('sha256', state.secret)
+          .update(`${String(req.headers['cairn-timestamp'])}.`)
+          .update(body)
+          .digest('hex')}`,
       );
       const given = Buffer.from(String(req.headers['cairn-signature'] ?? ''));
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
@@ -94,7 +98,7 @@ beforeAll(async () => {
   enterprise = await makeEnterprise();
   credential = await makeTestCredential({ commonName: 'Newsroom Signer', organization: 'Acme Newsroom' });
   endpoint = await signingEndpoint(credential.privateKeyPem);
-  photo = await sharp(await readFile(new URL('../../shared/fixtures/photos/chelsea.png', import.meta.url)))
+  photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
     .resize(640)
     .jpeg({ quality: 90 })
     .toBuffer();

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { activeManifestLabel } from '../packages/jumbf/src/index.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #15 item 6: the C2PA Soft Binding Resolution API 2.4 — discovery, capabilities, status, 404 for unknown
 // manifests, and the C2PA manifest label (URN) accepted wherever Cairn's manifest id is.
@@ -15,7 +16,7 @@ let store: Buffer;
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
   const tenant = await onboard(stack);
-  const photo = await sharp(await readFile(new URL('../../shared/fixtures/photos/camera.png', import.meta.url)))
+  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/camera.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
   const res = await stack.request('/v1/sign', {

@@ -4,10 +4,11 @@ import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { createImageWatermark } from '../services/watermark/src/domain/image/cairn-dct-v1.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #18: two statuses that only hand-built evidence used to produce, made here from real files through HTTP.
 
-const PHOTOS = new URL('../../shared/fixtures/photos/', import.meta.url);
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 
@@ -56,7 +57,7 @@ async function publicVerify(bytes: Buffer): Promise<Result> {
 
 describe('statuses from real files', () => {
   it('manifest_watermark_conflict: a photo carrying asset B’s watermark, signed again by Cairn as asset A', async () => {
-    const photo = await sharp(await readFile(new URL('camera.png', PHOTOS)))
+    const photo = await sharp(await readFile(`${PHOTOS}/camera.png`))
       .jpeg({ quality: 92 })
       .toBuffer();
     const b = await sign(photo, 'image-genai-v1');
@@ -73,7 +74,7 @@ describe('statuses from real files', () => {
   }, 60_000);
 
   it('a captured photograph signed without a watermark verifies as verified_manifest, not AI-generated', async () => {
-    const photo = await sharp(await readFile(new URL('chelsea.png', PHOTOS)))
+    const photo = await sharp(await readFile(`${PHOTOS}/chelsea.png`))
       .jpeg({ quality: 92 })
       .toBuffer();
     const captured = await sign(photo, 'image-capture-v1');
@@ -87,7 +88,7 @@ describe('statuses from real files', () => {
   }, 60_000);
 
   it('watermark_unregistered: a mark made with the published keyless code for a payload Cairn never issued', async () => {
-    const { data, info } = await sharp(await readFile(new URL('coffee.png', PHOTOS)))
+    const { data, info } = await sharp(await readFile(`${PHOTOS}/coffee.png`))
       .removeAlpha()
       .raw()
       .toBuffer({ resolveWithObject: true });

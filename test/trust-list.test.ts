@@ -11,13 +11,14 @@ import { buildAndSign } from '../services/signer/src/c2pa/index.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { PublishedTrustList, parseTrustSource } from '../services/verifier/src/adapters/trust-sources.js';
 import { multipart, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #15 item 5: the default trust list is Cairn's CA plus the official C2PA lists, shipped as data and
 // replaceable without a release (a file, or a URL refreshed on a schedule); GET /v1/trust-list shows it.
 
 const SHIPPED = new URL('../services/verifier/src/trust-lists/C2PA-TRUST-LIST.pem', import.meta.url);
 const SHIPPED_TSA = new URL('../services/verifier/src/trust-lists/C2PA-TSA-TRUST-LIST.pem', import.meta.url);
-const PHOTO = new URL('../../shared/fixtures/photos/astronaut.png', import.meta.url);
+const PHOTO = `${SHARED_DIR}/fixtures/photos/astronaut.png`;
 
 type TrustListBody = {
   source: string;

@@ -10,11 +10,12 @@ import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { buildAndSign } from '../services/signer/src/c2pa/index.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #10: what anyone is told about an asset Cairn signed cannot be rewritten by an upload, and an untrusted file
 // makes the verifier call nobody. The attacker has no account (public verify) unless a test says otherwise.
 
-const PHOTOS = new URL('../../shared/fixtures/photos/', import.meta.url);
+const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let victim: { tenant_id: string; api_key: string };
 let signed: { asset_id: string; manifest_id: string };
@@ -35,10 +36,10 @@ type Result = {
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
   victim = await onboard(stack);
-  const photo = await sharp(await readFile(new URL('coffee.png', PHOTOS)))
+  const photo = await sharp(await readFile(`${PHOTOS}/coffee.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
-  otherPhoto = await sharp(await readFile(new URL('chelsea.png', PHOTOS)))
+  otherPhoto = await sharp(await readFile(`${PHOTOS}/chelsea.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
   const res = await stack.request('/v1/sign', {

@@ -7,6 +7,7 @@ import sharp from 'sharp';
 import { Bus, type EventEnvelope } from '@cairn/bus';
 import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #15 item 3: an authenticated verify of a large file (or one sent with Prefer: respond-async) answers 202 with
 // a job whose result is the Verification result; verification.completed is emitted; the public verify stays
@@ -28,7 +29,7 @@ beforeAll(async () => {
   });
   tenant = await onboard(stack);
   // About 300 KB: above the synchronous limit, and above the public one.
-  const photo = await sharp(await readFile(new URL('../../shared/fixtures/photos/astronaut.png', import.meta.url)))
+  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`))
     .resize(1024, 1024)
     .jpeg({ quality: 97 })
     .toBuffer();

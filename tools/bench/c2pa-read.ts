@@ -8,11 +8,11 @@
 // run, is the read of no_manifest.jpg: a round trip to a child that finds nothing, so a ratio is what the file's
 // own parsing and validation cost over the pool's fixed overhead.
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createManifestReader } from '../../services/verifier/src/c2pa/index.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
-const CORPUS = fileURLToPath(new URL('../../../shared/fixtures/c2pa-rs/', import.meta.url));
+const CORPUS = `${SHARED_DIR}/fixtures/c2pa-rs/`;
 const BASELINE = 'no_manifest.jpg';
 const MIME: Record<string, string> = {
   jpg: 'image/jpeg',

@@ -7,7 +7,6 @@
 // Ends with `ratio c2pa-sign.supplied-thumbnail <supplied p50 / c2pa-rs default p50>` (baseline measured in the
 // same run; below 1 means the supplied thumbnail is cheaper).
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import {
@@ -17,8 +16,9 @@ import {
   type BuildAndSignInput,
 } from '../../services/signer/src/c2pa/index.js';
 import { callbackSignerFor, collectGarbage, makeTestCredential } from '../../services/signer/test/c2pa-fixtures.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
-const PHOTO = fileURLToPath(new URL('../../../shared/fixtures/photos/astronaut.png', import.meta.url));
+const PHOTO = `${SHARED_DIR}/fixtures/photos/astronaut.png`;
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' } } });
 const rounds = Number(values.rounds);
 

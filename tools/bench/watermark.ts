@@ -26,7 +26,6 @@ import {
   blur,
   cropCentral,
   decode,
-  encoder,
   jpeg,
   noise,
   resize,
@@ -35,8 +34,9 @@ import {
 } from './watermark/attacks.js';
 import { ssim, syntheticTexture, unmarkedSet } from './watermark/images.js';
 import { lineChartsSvg, type Panel } from './watermark/svg.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
-const PHOTOS_DIR = fileURLToPath(new URL('../../../shared/fixtures/photos/', import.meta.url));
+const PHOTOS_DIR = `${SHARED_DIR}/fixtures/photos/`;
 const PHOTOS = ['astronaut.png', 'camera.png', 'chelsea.png', 'coffee.png'];
 const { values } = parseArgs({
   options: {

@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { buildAndSign, newBuilder, buildManifestPlan } from '../../signer/src/c2pa/index.js';
 import {
@@ -23,8 +22,7 @@ import { decodeCbor } from '../src/c2pa/cbor.js';
 import { signatureCose } from '../src/c2pa/jumbf.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
-// The shared fixtures sit beside the repository (../shared from its root).
-const SHARED = fileURLToPath(new URL('../../../../shared/fixtures/', import.meta.url));
+const SHARED = `${SHARED_DIR}/fixtures/`;
 const CORPUS = `${SHARED}c2pa-rs`;
 const PHOTO = `${SHARED}photos/astronaut.png`;
 const AI = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
