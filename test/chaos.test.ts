@@ -32,7 +32,7 @@ async function startProcess(name: ServiceName): Promise<ServiceProcess> {
   running.set(name, child);
   await waitFor(
     `${name} ready; output:\n${child.output()}`,
-    async () => (await fetch(`http://127.0.0.1:${own.ops}/readyz`).catch(() => undefined))?.status === 200,
+    async () => (await fetch(`http://127.0.0.1:${own.ops}/readyz`).catch(() => undefined))?.status === 200, // not listening yet
     90_000,
     200,
   );
@@ -58,7 +58,7 @@ async function signOnce(): Promise<{ status: number; asset_id?: string; code?: s
       headers: { 'idempotency-key': crypto.randomUUID() },
       body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: await image(), name: 'a.png' }),
     })
-    .catch(() => undefined);
+    .catch(() => undefined); // a connection cut by the kill: status 0, counted as not-a-success
   if (!res) return { status: 0 };
   const body = (await res.json()) as { asset_id?: string; code?: string };
   return { status: res.status, ...body };

@@ -66,7 +66,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
-  for (const bus of buses) await bus.close().catch(() => undefined);
+  for (const bus of buses) await bus.close().catch(() => undefined); // some tests closed theirs already
   if (server.exitCode === null && server.signalCode === null) {
     server.kill('SIGKILL');
     await once(server, 'exit');

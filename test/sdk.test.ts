@@ -142,7 +142,7 @@ describe('@cairn/sdk against the running fleet', () => {
     const recording = new CairnClient({
       baseUrl: stack.baseUrl,
       apiKey: tenant.api_key,
-      fetch: (input, init) => (urls.push(String(input)), fetch(input, init)),
+      fetch: (input, init) => (urls.push(input instanceof Request ? input.url : String(input)), fetch(input, init)),
     });
     const entries = [];
     for await (const entry of recording.audit({ pageSize: 2 })) entries.push(entry);

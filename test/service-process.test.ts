@@ -37,7 +37,7 @@ function refused(port: number): Promise<boolean> {
 async function ready(opsPort: number, service: ServiceProcess): Promise<void> {
   await waitFor(
     `the service ready on :${opsPort}; output:\n${service.output()}`,
-    async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`).catch(() => undefined))?.status === 200,
+    async () => (await fetch(`http://127.0.0.1:${opsPort}/readyz`).catch(() => undefined))?.status === 200, // not listening yet
     60_000,
     200,
   );

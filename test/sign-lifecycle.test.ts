@@ -51,7 +51,7 @@ afterAll(async () => {
   await observer?.stop();
   await bus?.close();
   await stack?.stop();
-  await closePkcs11();
+  closePkcs11();
   hsm?.cleanup();
 });
 

@@ -127,7 +127,7 @@ async function signUpload(
       headers: { authorization: `Bearer ${key}`, 'idempotency-key': crypto.randomUUID(), 'content-type': contentType },
       body,
       duplex: 'half',
-    } as RequestInit);
+    });
     const problem = (await res.json()) as { code: string };
     return { status: res.status, code: problem.code, rssGrowth: Math.max(peak, process.memoryUsage.rss()) - baseline };
   } finally {

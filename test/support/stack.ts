@@ -31,16 +31,16 @@ import { collectGarbage } from '../../services/signer/test/c2pa-fixtures.js';
 
 type Definition = Parameters<typeof startService>[0];
 const DEFINITIONS: Record<ServiceName, (env: NodeJS.ProcessEnv) => Definition> = {
-  gateway: gatewayService as (env: NodeJS.ProcessEnv) => Definition,
-  signer: signerService as (env: NodeJS.ProcessEnv) => Definition,
-  verifier: verifierService as (env: NodeJS.ProcessEnv) => Definition,
-  watermark: watermarkService as (env: NodeJS.ProcessEnv) => Definition,
-  softbinding: softbindingService as (env: NodeJS.ProcessEnv) => Definition,
-  anchor: anchorService as (env: NodeJS.ProcessEnv) => Definition,
-  billing: billingService as (env: NodeJS.ProcessEnv) => Definition,
-  audit: auditService as (env: NodeJS.ProcessEnv) => Definition,
-  webhook: webhookService as (env: NodeJS.ProcessEnv) => Definition,
-  tenant: tenantService as (env: NodeJS.ProcessEnv) => Definition,
+  gateway: gatewayService,
+  signer: signerService,
+  verifier: verifierService,
+  watermark: watermarkService,
+  softbinding: softbindingService,
+  anchor: anchorService,
+  billing: billingService,
+  audit: auditService,
+  webhook: webhookService,
+  tenant: tenantService,
 };
 
 /** Starts one service of the fleet in-process, optionally capturing its log lines. */

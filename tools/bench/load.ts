@@ -77,7 +77,7 @@ try {
     processes.set(name, child);
     await waitFor(
       `${name} ready:\n${child.output()}`,
-      async () => (await fetch(`http://127.0.0.1:${p.ops}/readyz`).catch(() => undefined))?.status === 200,
+      async () => (await fetch(`http://127.0.0.1:${p.ops}/readyz`).catch(() => undefined))?.status === 200, // not listening yet
       120_000,
       250,
     );

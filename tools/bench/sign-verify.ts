@@ -78,7 +78,7 @@ const baseline = await runPool(images, 1, async (image) => {
   const builder = Builder.withJson({
     claim_generator_info: [{ name: 'bench', version: '1' }],
     assertions: [],
-  } as never);
+  });
   builder.sign(signer, { buffer: image, mimeType: 'image/jpeg' }, { buffer: null });
   return performance.now() - started;
 });

@@ -109,7 +109,7 @@ beforeAll(async () => {
   process.env.PG_ADMIN_URL = `postgres://postgres@127.0.0.1:${ports.pg}/postgres`;
   const testing = await import('@cairn/testing');
   await testing.ensureAppRole(process.env.PG_ADMIN_URL, testing.APP_ROLE);
-  const { multipart, onboard, startStack } = await import('./support/stack.js');
+  const { multipart, onboard, startStack } = await import('../../test/support/stack.js');
   stack = await startStack(['signer', 'verifier', 'audit', 'gateway'], {
     REDIS_URL: `redis://127.0.0.1:${ports.redis}`,
     NATS_URL: `nats://127.0.0.1:${ports.nats}`,
@@ -133,7 +133,7 @@ beforeAll(async () => {
           },
         ),
       })
-      .catch(() => undefined);
+      .catch(() => undefined); // a connection cut by a restart: status 0, counted as not-a-success
     if (!res) return { status: 0 };
     return {
       status: res.status,
@@ -144,7 +144,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await stack?.stop().catch(() => undefined);
+  await stack?.stop().catch(() => undefined); // teardown after restarts may fail; the assertions are done
   await kill(redis);
   await kill(nats);
   try {

@@ -66,7 +66,10 @@ export class FilesystemBlobStore implements BlobStore {
       return JSON.parse(await readFile(`${path}.meta`, 'utf8')) as BlobInfo;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      const stats = await stat(path).catch(() => null);
+      const stats = await stat(path).catch((missing: unknown) => {
+        if ((missing as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw missing;
+      });
       return stats ? { key, size: stats.size, sha256: '', contentType: 'application/octet-stream' } : null;
     }
   }

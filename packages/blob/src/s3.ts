@@ -134,6 +134,8 @@ export class S3BlobStore implements BlobStore {
       if (uploadId !== undefined) {
         await this.client
           .send(new AbortMultipartUploadCommand({ Bucket: this.options.bucket, Key: objectKey, UploadId: uploadId }))
+          // Best effort: the upload's own error is the one the caller needs; an upload left unaborted holds no
+          // visible object (a bucket lifecycle rule reclaims its parts).
           .catch(() => undefined);
       }
       throw error;

@@ -15,7 +15,7 @@ export function createPool(url: string, max = 10): pg.Pool {
 }
 
 export function createDb(pool: pg.Pool): Database {
-  return drizzle(pool) as unknown as Database;
+  return drizzle(pool);
 }
 
 /**

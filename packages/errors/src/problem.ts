@@ -40,6 +40,15 @@ export function isCairnError(value: unknown): value is CairnError {
 }
 
 /**
+ * For `.catch(absentAsUndefined)` on a call where "not found" is an answer: undefined for cairn.not_found, and any
+ * other failure (the callee unavailable, a bug) rethrown rather than mistaken for absence.
+ */
+export function absentAsUndefined(error: unknown): undefined {
+  if (isCairnError(error) && error.code === 'cairn.not_found') return undefined;
+  throw error;
+}
+
+/**
  * Builds the Problem+JSON body for any thrown value. Anything that is not a CairnError becomes
  * cairn.internal_error with a detail that never echoes the original message (it may hold internals).
  */

@@ -67,7 +67,7 @@ export function parseSignMetadata(raw: unknown): SignMetadata {
       throw new CairnError(
         'cairn.validation.invalid_body',
         `${error.message}. Allowed metadata fields: ${SIGN_METADATA_FIELDS.join(', ')}.`,
-        error.extensions as Record<string, unknown>,
+        error.extensions,
       );
     }
     throw error;

@@ -35,7 +35,7 @@ function looksUnavailable(error: { code?: unknown; message?: unknown; name?: unk
 export function isDependencyUnavailable(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    if (looksUnavailable(current as Record<string, unknown>)) return true;
+    if (looksUnavailable(current)) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;

@@ -52,5 +52,6 @@ export function serveTasks(
   });
   // Without the parent there is nobody to answer; do not linger as an orphan.
   process.on('disconnect', () => process.exit(0));
+  // A failed warm-up only costs the first job its cold start; that job meets (and reports) the same failure.
   void (warmup ? warmup().catch(() => undefined) : Promise.resolve()).finally(() => send({ type: 'ready' }));
 }

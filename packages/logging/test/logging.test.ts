@@ -8,7 +8,8 @@ function capture(): { lines: Array<Record<string, unknown>>; stream: Writable } 
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      for (const line of chunk.toString().split('\n').filter(Boolean))
+        lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });

@@ -146,6 +146,8 @@ export async function checkMediaLimits(
     }
     return probe;
   }
+  // A container ffmpeg cannot parse declares no duration or frame size to check here; the parser that reads it
+  // next refuses it with its own problem.
   const probe =
     (type.mediaType === 'audio/wav' ? probeWav(bytes) : null) ?? (await probeContainer(bytes).catch(() => null));
   if (!probe) return null;

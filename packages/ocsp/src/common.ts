@@ -69,7 +69,7 @@ let engine: pkijs.CryptoEngine | undefined;
 export function ocspCrypto(): pkijs.CryptoEngine {
   engine ??= new pkijs.CryptoEngine({
     name: 'node',
-    crypto: webcrypto as unknown as pkijs.CryptoEngineParameters['crypto'],
+    crypto: webcrypto,
   });
   return engine;
 }

@@ -6,7 +6,12 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { fromBinary } from '@bufbuild/protobuf';
-import { FileDescriptorSetSchema, type FileDescriptorProto, type DescriptorProto } from '@bufbuild/protobuf/wkt';
+import {
+  FieldDescriptorProto_Label,
+  FileDescriptorSetSchema,
+  type FileDescriptorProto,
+  type DescriptorProto,
+} from '@bufbuild/protobuf/wkt';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const bytes = execFileSync('buf', ['build', '-o', '-#format=binpb'], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
@@ -28,7 +33,7 @@ function messageSection(file: FileDescriptorProto, message: DescriptorProto, pat
   const rows = message.field
     .map(
       (f, i) =>
-        `<tr><td><code>${escape(f.name)}</code></td><td><code>${escape(f.typeName ? f.typeName.replace(/^\./, '') : fieldType(f.type))}</code>${f.label === 3 ? ' (repeated)' : ''}</td><td>${escape(comment(file, [...path, 2, i]))}</td></tr>`,
+        `<tr><td><code>${escape(f.name)}</code></td><td><code>${escape(f.typeName ? f.typeName.replace(/^\./, '') : fieldType(f.type))}</code>${f.label === FieldDescriptorProto_Label.REPEATED ? ' (repeated)' : ''}</td><td>${escape(comment(file, [...path, 2, i]))}</td></tr>`,
     )
     .join('');
   const nested = message.nestedType.map((n, i) => messageSection(file, n, [...path, 3, i], `${name}.`)).join('');

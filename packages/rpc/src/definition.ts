@@ -31,7 +31,7 @@ function methodDefinition(service: DescService, method: DescMethod): MethodDefin
 export function grpcServiceDefinition(service: DescService): ServiceDefinition {
   const definition: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const method of service.methods) definition[method.localName] = methodDefinition(service, method);
-  return definition as ServiceDefinition;
+  return definition;
 }
 
 export type { MessageShape, MessageInitShape };

@@ -138,7 +138,7 @@ describe('rpc client and server', () => {
       ['--import', 'tsx', fileURLToPath(new URL('./fixtures/crashing-server.ts', import.meta.url))],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
-    const lines = createInterface({ input: child.stdout! });
+    const lines = createInterface({ input: child.stdout });
     const firstLine = await new Promise<string>((resolve) => lines.once('line', resolve));
     const crashPort = Number(firstLine.replace('port ', ''));
     let calledInChild = 0;

@@ -6,7 +6,8 @@ export interface ReadinessReport {
   ready: boolean;
   /** Serving without a dependency it can do without for a while (Redis, NATS): 200 with status "degraded". */
   degraded?: boolean;
-  checks: Record<string, 'ok' | string>;
+  /** Per dependency: 'ok', or what failed. */
+  checks: Record<string, string>;
 }
 
 /**

@@ -137,7 +137,8 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
   let draining = false;
 
   const cleanUp = async () => {
-    for (const close of closers.reverse()) await close().catch(() => undefined);
+    for (const close of closers.reverse())
+      await close().catch((error: unknown) => logger.warn({ err: error }, 'closing a connection failed at shutdown'));
     await telemetry.shutdown();
   };
 
@@ -284,7 +285,8 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
         // Health watchers have seen NOT_SERVING; their streams end so the drain waits only for real calls.
         health.endWatches();
         await rpc.shutdown(config.SHUTDOWN_GRACE_MS);
-        for (const consumer of consumers) await consumer.stop().catch(() => undefined);
+        for (const consumer of consumers)
+          await consumer.stop().catch((error: unknown) => logger.warn({ err: error }, 'a consumer failed to stop'));
         await cleanUp();
         logger.info('stopped');
       })();

@@ -168,7 +168,7 @@ export async function main(
         follow: { type: 'boolean', short: 'f' },
         interval: { type: 'string' },
       },
-    }) as unknown as { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] };
+    });
     json = values.json === true;
     const [command, ...args] = positionals;
     if (!command || values.help) {
@@ -176,7 +176,10 @@ export async function main(
       return command || values.help ? EXIT.ok : EXIT.usage;
     }
     const stored = await readConfig(env);
-    const str = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+    const str = (name: keyof typeof values): string | undefined => {
+      const value = values[name];
+      return typeof value === 'string' ? value : undefined;
+    };
     const baseUrl = str('base-url') ?? env.CAIRN_BASE_URL ?? stored.base_url ?? DEFAULT_BASE_URL;
     const apiKey = str('api-key') ?? env.CAIRN_API_KEY ?? stored.api_key;
     const client = new CairnClient({ baseUrl, ...(apiKey ? { apiKey } : {}), userAgent: 'cairn-cli/0.1' });
@@ -257,8 +260,8 @@ export async function main(
             ...results.map((r) => [
               String(r.file),
               r.error ? `failed: ${String((r.error as { code: string }).code)}` : 'signed',
-              String(r.asset_id ?? ''),
-              String(r.verifier_url ?? ''),
+              typeof r.asset_id === 'string' ? r.asset_id : '',
+              typeof r.verifier_url === 'string' ? r.verifier_url : '',
             ]),
           ]),
         );
@@ -349,7 +352,7 @@ export async function main(
         }
         if (action === 'create') {
           const url = str('url');
-          const events = (values.event as string[] | undefined) ?? [];
+          const events = values.event ?? [];
           if (!url || events.length === 0)
             throw new UsageError('Usage: cairn webhooks create --url URL --event job.completed [--event …]');
           const description = str('description');

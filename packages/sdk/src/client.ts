@@ -355,7 +355,7 @@ async function readProblem(res: Response): Promise<Problem> {
         ...parsed,
         status: res.status,
         code: parsed.code,
-      } as Problem;
+      };
   } catch {
     // not JSON: described below
   }

@@ -26,7 +26,8 @@ export interface SignResult {
 export interface Job {
   job_id: string;
   kind?: 'sign' | 'verify';
-  status: 'queued' | 'running' | 'done' | 'failed' | string;
+  /** A newer server may add states: known ones are listed for completion, any other string is accepted. */
+  status: 'queued' | 'running' | 'done' | 'failed' | (string & {});
   poll_url: string;
   problem?: Problem;
   result?: Verification;

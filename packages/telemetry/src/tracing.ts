@@ -43,6 +43,7 @@ export function startTelemetry(service: string, env: NodeJS.ProcessEnv = process
     shutdown: async () => {
       if (running?.handle !== handle) return;
       running = undefined;
+      // Exporting the last spans failed (collector away) at exit: they are lost, and shutdown must still finish.
       await sdk.shutdown().catch(() => undefined);
     },
   };

@@ -62,8 +62,9 @@ export async function createSandbox(overrides: NodeJS.ProcessEnv = {}): Promise<
     databaseUrl,
     env,
     dispose: async () => {
+      // A test that never used NATS or Redis left no stream or keys to remove: a failure here is not the test's.
       await dropStream(env.NATS_STREAM as string).catch(() => undefined);
-      await deleteRedisPrefix(env.REDIS_KEY_PREFIX as string).catch(() => undefined);
+      await deleteRedisPrefix(env.REDIS_KEY_PREFIX as string).catch(() => undefined); // likewise
       await rm(blobRoot, { recursive: true, force: true });
       await dropDatabase(PG_ADMIN_URL, databaseName);
     },

@@ -88,6 +88,7 @@ describe('audit log consumer', () => {
       expect(await entriesOf(tenantId)).toHaveLength(0);
       await admin.query('grant insert on audit.entries to cairn');
     } finally {
+      // Restores the grant if the test failed before doing so; the happy path granted it already.
       await admin.query('grant insert on audit.entries to cairn').catch(() => undefined);
       await admin.end();
     }

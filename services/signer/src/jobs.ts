@@ -83,6 +83,7 @@ export class SignJobs {
         request,
         new CairnError('cairn.sign.worker_failed', `The sign was attempted ${maxAttempts} times and never finished.`),
       );
+      // Best effort: the job is failed either way; a failed delete leaves an unreferenced upload blob behind.
       await this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
       return;
     }

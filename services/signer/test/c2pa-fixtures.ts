@@ -52,8 +52,8 @@ function randomSerialHex(): string {
 
 export async function makeTestCredential(options: TestCredentialOptions = {}): Promise<TestCredential> {
   const now = Date.now();
-  const caKeys = (await webcrypto.subtle.generateKey(EC_P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const leafKeys = (await webcrypto.subtle.generateKey(EC_P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const caKeys = await webcrypto.subtle.generateKey(EC_P256, true, ['sign', 'verify']);
+  const leafKeys = await webcrypto.subtle.generateKey(EC_P256, true, ['sign', 'verify']);
 
   const caName = 'CN=Cairn Test Root CA, O=Cairn Test, C=US';
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
@@ -129,5 +129,5 @@ export function callbackSignerFor(credential: TestCredential): CallbackSigner {
 export function collectGarbage(): void {
   v8.setFlagsFromString('--expose-gc');
   const gc: unknown = runInNewContext('gc');
-  if (typeof gc === 'function') gc();
+  if (typeof gc === 'function') (gc as () => void)();
 }

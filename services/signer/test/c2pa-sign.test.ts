@@ -143,7 +143,7 @@ describe('buildAndSign', () => {
     expect(result.signed.includes(result.manifestStore)).toBe(true);
     const sidecar = await Reader.fromManifestDataAndAsset(result.manifestStore, { buffer: result.signed, mimeType });
     expect(sidecar.activeLabel()).toBe(result.manifestLabel);
-    expect(sidecar.json().validation_state).toBe('Valid'); // no trust list given: valid, untrusted
+    expect((sidecar.json() as { validation_state?: string }).validation_state).toBe('Valid'); // no trust list given: valid, untrusted
   });
 
   it.each([

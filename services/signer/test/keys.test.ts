@@ -295,6 +295,6 @@ describe('c2pa-node accepts the signatures', () => {
         (e: unknown) => e,
       );
     expect(error).not.toBeInstanceOf(CairnError);
-    await expectUnavailable(Promise.reject(c2paSignerFailure(signer)));
+    await expectUnavailable(Promise.reject(c2paSignerFailure(signer) ?? new Error('no failure was recorded')));
   });
 });

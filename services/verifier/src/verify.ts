@@ -3,7 +3,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { newEvent } from '@cairn/bus';
 import { withTenant, type Database } from '@cairn/db';
-import { CairnError, isCairnError } from '@cairn/errors';
+import { absentAsUndefined, CairnError, isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import {
   checkMediaLimits,
@@ -376,7 +376,7 @@ async function linkedRecord(
   if (reading.kind !== 'manifest' || !reading.manifestStore) return undefined;
   const asset = await publicAsset(deps, link.assetId);
   if (!asset || (link.kind === 'claimed_record' && asset.manifestId !== link.manifestId)) return undefined;
-  const kept = await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(() => undefined);
+  const kept = await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(absentAsUndefined);
   return kept && Buffer.from(kept.manifestStore).equals(reading.manifestStore)
     ? { assetId: asset.assetId, manifestId: asset.manifestId }
     : undefined;
@@ -514,6 +514,6 @@ async function sidecarRecord(
   deps: VerifyDeps,
   manifestId: string,
 ): Promise<{ assetId: string; manifestId: string } | undefined> {
-  const kept = await deps.signer.getManifest({ manifestId }).catch(() => undefined);
+  const kept = await deps.signer.getManifest({ manifestId }).catch(absentAsUndefined);
   return kept?.assetId ? { assetId: kept.assetId, manifestId } : undefined;
 }

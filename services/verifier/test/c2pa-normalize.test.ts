@@ -279,7 +279,7 @@ describe('settings', () => {
     expect(settings.verify).toMatchObject({ verify_trust: true, remote_manifest_fetch: false, ocsp_fetch: false });
     expect(settings.core).toEqual({ allowed_network_hosts: [] });
     expect((settings.trust?.trust_anchors as string).match(/BEGIN CERTIFICATE/g)).toHaveLength(3);
-    expect(JSON.parse(readerSettingsJson([])).trust).toEqual({});
+    expect((JSON.parse(readerSettingsJson([])) as { trust?: unknown }).trust).toEqual({});
   });
 
   it('rejects a list entry that is not a certificate', () => {

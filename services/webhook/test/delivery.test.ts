@@ -89,7 +89,7 @@ describe('webhook delivery engine', () => {
       created_at: event.created_at,
       data: event.data,
     });
-    expect(Object.keys(JSON.parse(got.body))).toEqual(['event_id', 'type', 'created_at', 'data']);
+    expect(Object.keys(JSON.parse(got.body) as object)).toEqual(['event_id', 'type', 'created_at', 'data']);
     expect(verifySignature(got.body, got.headers['cairn-signature'], secret)).toBe(true);
     expect(got.headers['x-cairn-signature']).toBe(got.headers['cairn-signature']);
     expect(verifySignature(got.body, got.headers['cairn-signature'], 'whsec_wrong')).toBe(false);

@@ -29,9 +29,6 @@ const reencode = async (s: sharp.Sharp, format: 'jpeg' | 'webp' | 'png', quality
     ),
   );
 
-/** Through a lossless PNG, so a chain of operations is applied as a client would apply it (one at a time). */
-const settle = async (s: sharp.Sharp): Promise<sharp.Sharp> => sharp(await s.png().toBuffer());
-
 export const jpeg =
   (quality: number): Attack =>
   (i) =>

@@ -104,7 +104,7 @@ async function checkPostgres(url: string): Promise<InfraProblem | undefined> {
       hint: ['check the URL, its user and database (PG_ADMIN_URL for provisioning, DATABASE_URL with --no-provision)'],
     };
   } finally {
-    await client.end().catch(() => undefined);
+    await client.end().catch(() => undefined); // the check's answer is above; a failed close changes nothing
   }
 }
 
@@ -125,7 +125,7 @@ async function checkRedis(url: string): Promise<InfraProblem | undefined> {
   try {
     await redis.connect();
     const answer = await redis.ping();
-    if (answer !== 'PONG') throw new Error(`PING answered ${answer}`);
+    if (answer !== 'PONG') throw new Error(`PING answered ${String(answer)}`);
     return undefined;
   } catch (error) {
     const reason = message(socketError ?? error);

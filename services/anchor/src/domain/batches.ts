@@ -93,10 +93,7 @@ export async function enqueue(
       // Unique violation: a concurrent repeat of this manifest committed first; the next pass returns its batch.
       const retry =
         error instanceof RetryEnqueue ||
-        (typeof error === 'object' &&
-          error !== null &&
-          'code' in error &&
-          (error as { code: unknown }).code === '23505') ||
+        (typeof error === 'object' && error !== null && 'code' in error && error.code === '23505') ||
         causeCode(error) === '23505';
       if (!retry || attempt >= 5) throw error;
     }

@@ -116,7 +116,7 @@ export async function exportDueWindows(deps: ExporterDeps): Promise<number> {
       const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
       await withTenant(deps.db, tenantId, (tx) =>
         tx.update(exportConfigs).set({ lastError: message }).where(eq(exportConfigs.tenantId, tenantId)),
-      ).catch(() => undefined);
+      ).catch(() => undefined); // recording lastError is best effort: the failure is logged just above
     }
   }
   return written;

@@ -32,7 +32,7 @@ export class FilesystemSink implements ExportSink {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';
       throw error;
     } finally {
-      await unlink(temporary).catch(() => undefined);
+      await unlink(temporary).catch(() => undefined); // gone already when the link succeeded
     }
   }
 

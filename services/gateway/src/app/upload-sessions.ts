@@ -128,6 +128,7 @@ export class UploadSessions {
         );
     } finally {
       if (!kept) {
+        // Best effort: the expiry sweep deletes an unused session's file if this delete fails.
         await this.deps.blobs.delete(session.blobKey).catch(() => undefined);
         await this.deps.store.transition(uploadId, ['receiving'], 'pending').catch(() => false);
       }
@@ -155,7 +156,7 @@ export class UploadSessions {
           `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`,
         );
       if (head.size !== session.declaredSize) {
-        await this.deps.blobs.delete(session.blobKey).catch(() => undefined);
+        await this.deps.blobs.delete(session.blobKey).catch(() => undefined); // the expiry sweep retries it
         throw new CairnError(
           'cairn.upload.too_large',
           `Upload ${uploadId} holds ${head.size} bytes, not the ${session.declaredSize} declared.`,

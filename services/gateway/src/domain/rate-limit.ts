@@ -216,7 +216,7 @@ function parseReply(raw: unknown, n: number): { allowed: boolean; levels: number
   if (!Array.isArray(raw) || raw.length !== n + 1 || !raw.every((v): v is number => typeof v === 'number')) {
     throw new Error(`unexpected rate limit script reply: ${JSON.stringify(raw)}`);
   }
-  const [allowed, ...levels] = raw as number[];
+  const [allowed, ...levels] = raw;
   return { allowed: allowed === 1, levels };
 }
 

@@ -24,7 +24,7 @@ export function requestContext(logger: Logger, metrics: ServiceMetrics): Request
       parent,
     );
     res.on('finish', () => {
-      const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      const route = req.route ? `${req.baseUrl}${String((req.route as { path: unknown }).path)}` : 'unmatched';
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.httpRequestDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
       span.setAttribute('http.route', route);

@@ -171,5 +171,6 @@ export async function uploadHead(blobs: BlobStore, key: string): Promise<Buffer 
 
 /** Removes the stored upload once the request no longer needs it (its content now lives elsewhere). */
 export async function discardUpload(blobs: BlobStore, req: Request): Promise<void> {
+  // Best effort: the answer does not depend on it; a failed delete leaves an unreferenced upload blob behind.
   if (req.upload) await blobs.delete(req.upload.key).catch(() => undefined);
 }

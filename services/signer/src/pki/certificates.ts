@@ -498,7 +498,11 @@ export class CertificateAuthority {
    * replacement key can be made (HSM down), the revocation still happens and signing is unavailable until
    * rotateIfDue succeeds.
    */
-  async revoke(target: string | 'current', reason: RevocationReason, enqueue?: EnqueueEvent): Promise<RevokeResult> {
+  async revoke(
+    target: string /* a serial in hex, or 'current' */,
+    reason: RevocationReason,
+    enqueue?: EnqueueEvent,
+  ): Promise<RevokeResult> {
     if (!isRevocationReason(reason) || reason === 'removeFromCRL') return { ok: false, error: 'invalid_reason' };
     const [row] =
       target === 'current'

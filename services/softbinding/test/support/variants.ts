@@ -30,7 +30,7 @@ export const jpeg60 = (b: Buffer) => sharp(b).jpeg({ quality: 60 }).toBuffer();
 export async function resize50(b: Buffer): Promise<Buffer> {
   const m = await sharp(b).metadata();
   return sharp(b)
-    .resize(Math.round(m.width! / 2), Math.round(m.height! / 2))
+    .resize(Math.round(m.width / 2), Math.round(m.height / 2))
     .png()
     .toBuffer();
 }
@@ -39,7 +39,7 @@ export async function resize50(b: Buffer): Promise<Buffer> {
 export async function crop5(b: Buffer): Promise<Buffer> {
   const m = await sharp(b).metadata();
   return sharp(b)
-    .extract({ left: 0, top: 0, width: Math.round(m.width! * 0.95), height: Math.round(m.height! * 0.95) })
+    .extract({ left: 0, top: 0, width: Math.round(m.width * 0.95), height: Math.round(m.height * 0.95) })
     .png()
     .toBuffer();
 }

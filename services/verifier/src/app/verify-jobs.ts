@@ -40,6 +40,7 @@ export class VerifyJobs {
   async run(item: VerifyJobItem, attempt: number, maxAttempts: number): Promise<void> {
     const job = await this.deps.jobs.get(item.tenantId, item.jobId);
     if (!job || job.status === 'done' || job.status === 'failed') return;
+    // Best effort: the job's outcome is recorded either way; a failed delete leaves an unreferenced upload blob.
     const finished = () => this.deps.blobs.delete(job.uploadBlobKey).catch(() => undefined);
     // The queue delivers once more than maxAttempts: a delivery past the budget means no attempt ever answered.
     if (attempt > maxAttempts) {

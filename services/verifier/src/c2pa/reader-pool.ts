@@ -146,7 +146,7 @@ export class ReaderPool {
         this.dispatch();
       });
     } finally {
-      await unlink(path).catch(() => undefined);
+      await unlink(path).catch(() => undefined); // best effort: a left-over file sits in the OS temp directory
     }
   }
 

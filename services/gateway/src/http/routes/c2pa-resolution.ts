@@ -2,7 +2,7 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
-import { CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
+import { absentAsUndefined, CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
 import { sniffMediaType } from '@cairn/sniff';
 import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
@@ -138,10 +138,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   ): Promise<SpecMatch[]> => {
     const mark = await deps.watermark.resolvePayload({ payloadHex }, { deadlineMs: 10_000 });
     if (!mark.registered || mark.algorithm !== alg || !isId('asset', mark.assetId)) return [];
-    const asset = await deps.signer.getPublicAsset({ assetId: mark.assetId }).then(
-      (r) => r.asset,
-      (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)),
-    );
+    const asset = await deps.signer.getPublicAsset({ assetId: mark.assetId }).then((r) => r.asset, absentAsUndefined);
     return asset?.manifestId ? [match(asset.manifestId, confidence)] : [];
   };
 

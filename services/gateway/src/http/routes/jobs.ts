@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { CairnError, isCairnError } from '@cairn/errors';
+import { absentAsUndefined, CairnError } from '@cairn/errors';
 import type { signerV1, verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
@@ -26,10 +26,7 @@ export function jobRoutes(deps: {
     const tenantId = req.auth!.tenant.tenantId;
     const jobId = String(req.params.job_id);
     // The signer answers not_found for a job that is not one of its signs; the verifier then looks among its verifies.
-    const signJob = await deps.signer.getJob({ tenantId, jobId }).then(
-      (r) => r.job,
-      (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)),
-    );
+    const signJob = await deps.signer.getJob({ tenantId, jobId }).then((r) => r.job, absentAsUndefined);
     const verifyJob = signJob ? undefined : (await deps.verifier.getVerifyJob({ tenantId, jobId })).job;
     const job = signJob ?? verifyJob;
     if (!job) throw new CairnError('cairn.not_found', `Job ${jobId} not found.`);

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { isCairnError } from '@cairn/errors';
+import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import type { signerV1, verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
@@ -29,11 +29,7 @@ export function pageRoutes(deps: {
       'Referrer-Policy': 'no-referrer',
     });
     const asset = isId('asset', assetId)
-      ? await deps.signer.getPublicAsset({ assetId }).then(
-          (r) => r.asset,
-          (error: unknown) =>
-            isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error),
-        )
+      ? await deps.signer.getPublicAsset({ assetId }).then((r) => r.asset, absentAsUndefined)
       : undefined;
     if (!asset) {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
@@ -41,10 +37,9 @@ export function pageRoutes(deps: {
     }
     const manifestUri = `${base}/v1/manifests/${asset.manifestId}`;
     // The asset's stored verdict: computed by the verifier from Cairn's own copy, never from anybody's upload.
-    const result = await deps.verifier.getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 }).then(
-      (r) => r.result,
-      (error: unknown) => (isCairnError(error) && error.code === 'cairn.not_found' ? undefined : Promise.reject(error)),
-    );
+    const result = await deps.verifier
+      .getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 })
+      .then((r) => r.result, absentAsUndefined);
     if (!result) {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
       return;

@@ -58,7 +58,9 @@ const DROP_SCRIPT = `'use strict';
 /** Runs an Express middleware as a promise, so its refusal can be rendered as a page instead of Problem+JSON. */
 function run(handler: RequestHandler, req: Request, res: Response): Promise<void> {
   return new Promise((resolve, reject) => {
-    void handler(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
+    void handler(req, res, (error?: unknown) =>
+      error ? reject(error instanceof Error ? error : new Error('middleware refused', { cause: error })) : resolve(),
+    );
   });
 }
 

@@ -43,7 +43,6 @@ export const AUDIO_WM = {
   detectMaxSeconds: 60,
 } as const;
 
-const BAND_BINS = AUDIO_WM.groups * AUDIO_WM.binsPerGroup;
 const SLOTS = AUDIO_WM.period * AUDIO_WM.bands;
 const MESSAGE_BITS = AUDIO_WM.payloadBits + AUDIO_WM.checkBits;
 const CODE_BITS = codedLength(MESSAGE_BITS);
