@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
-import { CairnError, ERROR_CATALOG, parseOrThrow, toProblem } from '../src/index.js';
+import { absentAsUndefined, CairnError, ERROR_CATALOG, parseOrThrow, toProblem } from '../src/index.js';
 
 const ctx = { docsUrl: 'https://docs.example/', requestId: 'req_01J0000000000000000000000' };
 
@@ -46,5 +46,17 @@ describe('parseOrThrow', () => {
     const p = toProblem(caught, ctx);
     expect(p.code).toBe('cairn.validation.invalid_body');
     expect(p.errors?.map((e) => e.path).sort()).toEqual(['cap', 'name']);
+  });
+});
+
+describe('absentAsUndefined', () => {
+  it('reads cairn.not_found as absent and rethrows every other failure', async () => {
+    await expect(Promise.reject(new CairnError('cairn.not_found', 'gone')).catch(absentAsUndefined)).resolves.toBe(
+      undefined,
+    );
+    const unavailable = new CairnError('cairn.unavailable', 'signer away');
+    await expect(Promise.reject(unavailable).catch(absentAsUndefined)).rejects.toBe(unavailable);
+    const bug = new TypeError('boom');
+    await expect(Promise.reject(bug).catch(absentAsUndefined)).rejects.toBe(bug);
   });
 });
