@@ -214,8 +214,7 @@ export default tseslint.config(
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       parserOptions: {
-        // tools/chaos is run by its own jest command and is outside tsconfig.json.
-        projectService: { allowDefaultProject: ['tools/chaos/*.ts'] },
+        projectService: true,
         tsconfigRootDir: import.meta.dirname,
       },
     },
