@@ -172,10 +172,19 @@ const mappingRules = [
   },
 ];
 
+// The edge speaks HTTP and passes bytes: no decoder, no JUMBF, no C2PA library in the gateway (its package.json
+// declares none; a workspace or root link would still resolve one, so the rule says it). docs/design.md, "A thin
+// gateway".
+const thinEdge = {
+  group: ['sharp', '@cairn/media', '@cairn/jumbf', '@contentauth/*', '@ffmpeg-installer/*', '@ffprobe-installer/*'],
+  message:
+    'The gateway decodes no media and edits no manifest store: the service that owns those bytes does, behind a gRPC method (issue #12, a thin edge; magic-byte sniffing is @cairn/sniff).',
+};
+
 // One block per service and layer: `no-restricted-imports` options do not merge across blocks, so each block
-// carries the cross-service rule plus its layer's own.
+// carries the cross-service rule (and the gateway's thin-edge rule) plus its layer's own.
 const boundaryBlocks = SERVICES.flatMap((svc) => {
-  const base = [crossService(svc), otherServicePackages(svc)];
+  const base = [crossService(svc), otherServicePackages(svc), ...(svc === 'gateway' ? [thinEdge] : [])];
   const root = `services/${svc}`;
   return [
     {
