@@ -11,9 +11,9 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import { Bus, newEvent } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { PG_ADMIN_URL, waitFor, sampleEvent } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
 // Continuous export: 2-second windows, written as soon as they close, to s3rver and to a directory.
@@ -101,7 +101,7 @@ async function s3Files(prefix: string): Promise<Map<string, string>> {
 async function publish(tenantId: string, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    const event = newEvent('asset.signed', tenantId, { asset_id: newId('asset'), i, 'billing.meter': 'image_sign' });
+    const event = sampleEvent('asset.signed', tenantId, { asset_id: newId('asset'), 'billing.meter': 'image_sign' });
     ids.push(event.event_id);
     await bus.publish(event);
   }

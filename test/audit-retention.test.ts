@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { Bus, newEvent } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { PG_ADMIN_URL, waitFor, sampleEvent } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
 // The scheduled retention purge: the audit service asks the gateway for each tenant's retention and purges on its own.
@@ -38,7 +38,7 @@ describe('scheduled audit retention', () => {
     const tenantId = tenant.tenant_id;
     for (let i = 0; i < 6; i++)
       await bus.publish(
-        newEvent('asset.signed', tenantId, { asset_id: newId('asset'), i, 'billing.meter': 'image_sign' }),
+        sampleEvent('asset.signed', tenantId, { asset_id: newId('asset'), 'billing.meter': 'image_sign' }),
       );
     // Onboarding records tenant.created and key.created (through the gateway's outbox) besides the six events
     // published here: wait for all eight, or the expected counts below would be taken too early.
@@ -59,7 +59,7 @@ describe('scheduled audit retention', () => {
     );
     // Another tenant whose entries are all recent keeps every one.
     const other = newId('tenant');
-    await bus.publish(newEvent('webhook.failed', other, { endpoint_id: 'wh_x' }));
+    await bus.publish(sampleEvent('webhook.failed', other));
 
     const verdict = await waitFor('the scheduled purge', async () => {
       const v = await audit.verifyChain({ tenantId });

@@ -6,9 +6,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Bus, inboxPrefix, natsPasswordVar, newEvent, WorkQueue, type EventEnvelope } from '@cairn/bus';
+import { Bus, inboxPrefix, natsPasswordVar, WorkQueue } from '@cairn/bus';
+import { type AnyEvent } from '@cairn/events';
 import type { RunningService } from '@cairn/runtime';
-import { createSandbox, freePort, waitFor, type Sandbox } from '@cairn/testing';
+import { createSandbox, freePort, waitFor, type Sandbox, sampleEvent } from '@cairn/testing';
 import { SERVICE_NAMES, type ServiceName } from '../packages/config/src/index.js';
 import {
   CHART_STREAM_NAMES,
@@ -87,12 +88,12 @@ describe('NATS identities (the chart authorization file)', () => {
   it("a service publishes its own events, and cannot publish another service's (the stream never holds the forgery)", async () => {
     const signer = await busAs('signer');
     const gateway = await busAs('gateway');
-    const signed = newEvent('asset.signed', 'ten_identity', { asset_id: 'ast_real' });
+    const signed = sampleEvent('asset.signed', 'ten_identity', { asset_id: 'ast_real' });
     await expect(signer.publish(signed)).resolves.toMatchObject({ duplicate: false });
-    const forged = newEvent('certificate.revoked', 'ten_identity', { forged: true });
+    const forged = sampleEvent('certificate.revoked', 'ten_identity', { reason: 'forged' });
     await expect(gateway.publish(forged)).rejects.toThrow(/Permissions Violation/i);
     // Its own subjects still work for the gateway.
-    await expect(gateway.publish(newEvent('key.created', 'ten_identity', {}))).resolves.toMatchObject({
+    await expect(gateway.publish(sampleEvent('key.created', 'ten_identity', {}))).resolves.toMatchObject({
       duplicate: false,
     });
     const info = await signer.jsm.streams.info(CHART_STREAM_NAMES.stream);
@@ -119,7 +120,7 @@ describe('NATS identities (the chart authorization file)', () => {
     const queue = await WorkQueue.open<{ n: number }>(signer, 'sign');
     await expect(queue.enqueue({ n: 1 }, `job_${randomBytes(4).toString('hex')}`)).resolves.toBeUndefined();
     const audit = await busAs('audit');
-    const seen: EventEnvelope[] = [];
+    const seen: AnyEvent[] = [];
     const consumer = await audit.consume({
       durable: 'identity-test',
       types: 'all',

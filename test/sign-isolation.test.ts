@@ -1,7 +1,8 @@
 // The signer's C2PA work runs in child processes under a time budget (issue #11 item 3). Here the budget is 1 ms,
 // so every sign overruns it: the child is killed each time, and what a client sees must stay one clean answer.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Bus, type EventEnvelope, type RunningConsumer } from '@cairn/bus';
+import { Bus, type RunningConsumer } from '@cairn/bus';
+import { type AnyEvent } from '@cairn/events';
 import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
@@ -9,7 +10,7 @@ let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let bus: Bus;
 let observer: RunningConsumer;
-const events: EventEnvelope[] = [];
+const events: AnyEvent[] = [];
 
 /** A mono 16-bit PCM WAV of `seconds` of a tone. */
 function wav(seconds: number): Buffer {

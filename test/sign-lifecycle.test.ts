@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import sharp from 'sharp';
-import { Bus, type EventEnvelope, type RunningConsumer } from '@cairn/bus';
+import { Bus, type RunningConsumer } from '@cairn/bus';
+import { type AnyEvent } from '@cairn/events';
 import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { closePkcs11 } from '../services/signer/src/pki/index.js';
 import { setupSoftHsm, USER_PIN, type SoftHsm } from '../services/signer/test/fixtures/softhsm.js';
@@ -18,7 +19,8 @@ let tenant: { tenant_id: string; api_key: string };
 let photo: Buffer;
 let bus: Bus;
 let observer: RunningConsumer;
-const events: EventEnvelope[] = [];
+const events: AnyEvent[] = [];
+const assetOf = (event: AnyEvent) => ('asset_id' in event.data ? event.data.asset_id : undefined);
 
 beforeAll(async () => {
   hsm = setupSoftHsm();
@@ -82,9 +84,9 @@ describe('signing with the key on a PKCS#11 token', () => {
     done = await finished(accepted.job_id);
     expect(done).toMatchObject({ status: 'done', asset_id: expect.stringMatching(/^a_/) });
     await waitFor('events', async () =>
-      events.filter((e) => e.data.asset_id === done.asset_id).length >= 3 ? true : undefined,
+      events.filter((e) => assetOf(e) === done.asset_id).length >= 3 ? true : undefined,
     );
-    const mine = events.filter((e) => e.data.asset_id === done.asset_id);
+    const mine = events.filter((e) => assetOf(e) === done.asset_id);
     expect(mine.map((e) => e.type).sort()).toEqual(['asset.signed', 'job.completed', 'manifest.signed']);
     expect(mine.find((e) => e.type === 'asset.signed')?.data).toMatchObject({
       'billing.meter': 'image_sign',

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readdir } from 'node:fs/promises';
 import sharp from 'sharp';
-import { Bus, type EventEnvelope } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
+import { type AnyEvent } from '@cairn/events';
 import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
@@ -19,7 +20,7 @@ let tenant: { tenant_id: string; api_key: string };
 let signedBytes: Buffer;
 let bus: Bus;
 let observer: { stop(): Promise<void> };
-const events: EventEnvelope[] = [];
+const events: AnyEvent[] = [];
 
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Bus, newEvent } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
 import { startReceiver, verifySignature, waitFor, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import pg from 'pg';
-import { PG_ADMIN_URL } from '@cairn/testing';
+import { PG_ADMIN_URL, sampleEvent } from '@cairn/testing';
 
 let stack: Stack;
 let bus: Bus;
@@ -156,9 +156,9 @@ describe('/v1/webhooks', () => {
 
   it('delivers, lists deliveries with attempts, rotates the secret and redelivers', async () => {
     await endpoint();
-    const event = newEvent('job.completed', a.tenant_id, { job_id: newId('job') });
+    const event = sampleEvent('job.completed', a.tenant_id, { job_id: newId('job') });
     await bus.publish(event);
-    await bus.publish(newEvent('job.completed', b.tenant_id, { job_id: newId('job') })); // another tenant: not ours
+    await bus.publish(sampleEvent('job.completed', b.tenant_id, { job_id: newId('job') })); // another tenant: not ours
     const first = await waitFor('delivery', () =>
       receiver.received.find((r) => r.headers['cairn-event-id'] === event.event_id),
     );
@@ -260,7 +260,7 @@ describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
     const slow = await startReceiver((_request, nth) => (nth === 1 ? 'hang' : 200));
     try {
       const { tenant, webhookId } = await endpointFor(slow.url);
-      const event = newEvent('job.completed', tenant.tenant_id, { job_id: newId('job') });
+      const event = sampleEvent('job.completed', tenant.tenant_id, { job_id: newId('job') });
       await bus.publish(event);
       const [delivery] = await waitFor('the retry delivered', async () => {
         const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key })))
@@ -287,7 +287,7 @@ describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
     try {
       const { tenant, webhookId } = await endpointFor(stuck.url);
       const events = Array.from({ length: 3 }, () =>
-        newEvent('job.completed', tenant.tenant_id, { job_id: newId('job') }),
+        sampleEvent('job.completed', tenant.tenant_id, { job_id: newId('job') }),
       );
       for (const event of events) await bus.publish(event);
       await waitFor('the first delivery in flight', () => stuck.received.length === 1);

@@ -6,12 +6,12 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { Bus, newEvent } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
 import { webhookV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService } from '@cairn/runtime';
-import { createSandbox } from '@cairn/testing';
+import { createSandbox, sampleEvent } from '@cairn/testing';
 import { webhookService } from '../../services/webhook/src/service.js';
 
 const { values } = parseArgs({
@@ -66,7 +66,7 @@ try {
     });
   const started = performance.now();
   for (let i = 0; i < EVENTS; i++) {
-    const event = newEvent('job.completed', tenantId, { job_id: newId('job'), n: i });
+    const event = sampleEvent('job.completed', tenantId, { job_id: newId('job') });
     publishedAt.set(event.event_id, performance.now());
     await bus.publish(event);
   }

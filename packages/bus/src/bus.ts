@@ -12,7 +12,7 @@ import {
   type ConsumerMessages,
 } from '@nats-io/jetstream';
 import type { Logger } from '@cairn/logging';
-import { eventEnvelopeSchema, type EventEnvelope, type EventType } from './envelope.js';
+import { parseEvent, type AnyEvent, type EventOf, type EventType } from '@cairn/events';
 import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
 
 export interface BusOptions {
@@ -31,11 +31,12 @@ export interface BusOptions {
   inboxPrefix?: string;
 }
 
-export interface ConsumerOptions {
+export interface ConsumerOptions<T extends EventType = EventType> {
   /** Durable name: one per consuming service and purpose, e.g. `audit-log`. */
   durable: string;
-  types: ReadonlyArray<EventType> | 'all';
-  handler: (event: EventEnvelope, msg: JsMsg) => Promise<void>;
+  types: ReadonlyArray<T> | 'all';
+  /** Gets only events of `types`, parsed and validated by their @cairn/events schema. */
+  handler: (event: EventOf<T>, msg: JsMsg) => Promise<void>;
   /** Redeliveries before the message is dropped with an error log. */
   maxDeliver?: number;
   ackWaitMs?: number;
@@ -104,7 +105,7 @@ export class Bus {
    * retry) within the duplicate window is stored once.
    */
   async publish(
-    event: EventEnvelope,
+    event: AnyEvent,
     extraHeaders: Record<string, string> = {},
   ): Promise<{ seq: number; duplicate: boolean }> {
     const hdrs = injectTraceHeaders(newHeaders());
@@ -126,9 +127,10 @@ export class Bus {
 
   /**
    * Starts a durable pull consumer. A handler that throws gets the message redelivered with backoff; a
-   * malformed message is logged and terminated (redelivering it cannot help).
+   * message that is not JSON, or not an event its type's schema (@cairn/events) accepts, is logged and
+   * terminated (redelivering it cannot help) and never reaches the handler.
    */
-  async consume(options: ConsumerOptions): Promise<RunningConsumer> {
+  async consume<T extends EventType>(options: ConsumerOptions<T>): Promise<RunningConsumer> {
     // One filter subject: several (filter_subjects) needs NATS 2.10; a consumer of several types takes the
     // whole prefix and acknowledges the other types without handling them.
     const wanted = options.types === 'all' ? null : new Set<string>(options.types);
@@ -156,20 +158,37 @@ export class Bus {
     const log = this.options.logger;
     const loop = (async () => {
       for await (const msg of messages) {
-        let event: EventEnvelope;
+        let json: unknown;
         try {
-          event = eventEnvelopeSchema.parse(msg.json());
+          json = msg.json();
         } catch (error) {
           log?.error({ err: error, subject: msg.subject, durable: options.durable }, 'malformed event dropped');
+          // No reason text: nats-server 2.9 does not understand `+TERM <reason>` and leaves the message pending.
           msg.term();
           continue;
         }
+        const parsed = parseEvent(json);
+        if (!parsed.ok) {
+          log?.error(
+            {
+              err: parsed.error,
+              subject: msg.subject,
+              durable: options.durable,
+              event_id: parsed.eventId,
+              type: parsed.type,
+            },
+            'invalid event dropped',
+          );
+          msg.term();
+          continue;
+        }
+        const event = parsed.event;
         if (wanted && !wanted.has(event.type)) {
           msg.ack();
           continue;
         }
         try {
-          await context.with(extractTraceContext(msg.headers), () => options.handler(event, msg));
+          await context.with(extractTraceContext(msg.headers), () => options.handler(event as EventOf<T>, msg));
           // Confirmed before the next message: stop() then means every handled event is settled on the server.
           await msg
             .ackAck()

@@ -1,5 +1,4 @@
 export { Bus, type BusOptions, type ConsumerOptions, type RunningConsumer } from './bus.js';
-export { EVENT_TYPES, eventEnvelopeSchema, newEvent, type EventEnvelope, type EventType } from './envelope.js';
 export { idempotentHandler, type DedupeStore } from './idempotent.js';
 export { injectTraceHeaders, extractTraceContext, newHeaders } from './tracing.js';
 export { WorkQueue, type WorkHandlerContext } from './work-queue.js';

@@ -1,4 +1,4 @@
-import type { EventType } from './envelope.js';
+import type { EventType } from '@cairn/events';
 
 /**
  * The event types each service may publish: NATS refuses any other subject from its user, so a compromised

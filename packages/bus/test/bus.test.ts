@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { trace } from '@opentelemetry/api';
 import { startTelemetry } from '@cairn/telemetry';
-import { Bus, newEvent, type EventEnvelope } from '../src/index.js';
+import type { AnyEvent } from '@cairn/events';
+import { sampleEvent } from '@cairn/testing';
+import { Bus } from '../src/index.js';
 
 const telemetry = startTelemetry('bus-test', {});
 const id = randomBytes(4).toString('hex');
@@ -22,10 +24,10 @@ afterAll(async () => {
 });
 
 function collector(): {
-  received: Array<{ event: EventEnvelope; traceId: string; deliveries: number }>;
+  received: Array<{ event: AnyEvent; traceId: string; deliveries: number }>;
   until(n: number): Promise<void>;
 } {
-  const received: Array<{ event: EventEnvelope; traceId: string; deliveries: number }> = [];
+  const received: Array<{ event: AnyEvent; traceId: string; deliveries: number }> = [];
   return {
     received,
     until: async (n) => {
@@ -37,7 +39,7 @@ function collector(): {
 
 describe('Bus', () => {
   it('stores an event once when it is published twice with the same event id', async () => {
-    const event = newEvent('key.created', 't_dup', { key_id: 'k' });
+    const event = sampleEvent('key.created', 't_dup', { key_id: 'k' });
     const first = await bus.publish(event);
     const second = await bus.publish(event);
     expect(first.duplicate).toBe(false);
@@ -63,21 +65,21 @@ describe('Bus', () => {
       },
     });
     const traceId = await trace.getTracer('test').startActiveSpan('publisher', async (span) => {
-      await bus.publish(newEvent('asset.signed', 't_1', { asset_id: 'a_1' }));
+      await bus.publish(sampleEvent('asset.signed', 't_1', { asset_id: 'a_1' }));
       span.end();
       return span.spanContext().traceId;
     });
     await got.until(1);
     await consumer.stop();
     expect(got.received).toHaveLength(1);
-    expect(got.received[0]!.event.data).toEqual({ asset_id: 'a_1' });
+    expect(got.received[0]!.event.data).toMatchObject({ asset_id: 'a_1' });
     expect(got.received[0]!.deliveries).toBe(2);
     // The consumer runs in the extracted context: a span it starts joins the publisher's trace.
     expect(traceId).not.toMatch(/^0+$/);
     expect(got.received[0]!.traceId).toBe(traceId);
   });
 
-  it('drops a malformed message instead of redelivering it forever', async () => {
+  it('drops a malformed or invalid event instead of redelivering it forever, and handles the next', async () => {
     const got = collector();
     const consumer = await bus.consume({
       durable: 'malformed-test',
@@ -85,12 +87,19 @@ describe('Bus', () => {
       handler: async (event) => void got.received.push({ event, traceId: '', deliveries: 1 }),
     });
     await bus.publishRaw(bus.subject('job.failed'), '{"not":"an envelope"}', `bad-${id}`, {});
-    await bus.publish(newEvent('job.failed', 't_1', { job_id: 'j_1' }));
+    await bus.publishRaw(bus.subject('job.failed'), 'not json at all', `bad-json-${id}`, {});
+    // A whole envelope whose data is not what job.failed defines (no problem): dropped too, never handled.
+    const { problem: _problem, ...incomplete } = sampleEvent('job.failed', 't_1').data;
+    const invalid = { ...sampleEvent('job.failed', 't_1'), data: incomplete };
+    await bus.publishRaw(bus.subject('job.failed'), JSON.stringify(invalid), invalid.event_id, {});
+    await bus.publish(sampleEvent('job.failed', 't_1', { job_id: 'j_1' }));
     await got.until(1);
     await new Promise((r) => setTimeout(r, 300));
     const info = await bus.jsm.consumers.info(`TEST_BUS_${id}`, 'malformed-test');
     await consumer.stop();
-    expect(got.received.map((r) => r.event.type)).toEqual(['job.failed']);
+    expect(got.received.map((r) => (r.event.type === 'job.failed' ? r.event.data.job_id : r.event.type))).toEqual([
+      'j_1',
+    ]);
     expect(info.num_ack_pending).toBe(0);
     expect(info.num_redelivered).toBe(0);
   });
@@ -158,7 +167,7 @@ describe('a consumer of several event types', () => {
       handler: async (event) => void seen.push({ tenant: event.tenant_id, type: event.type }),
     });
     for (const type of ['asset.signed', 'key.created', 'job.failed', 'manifest.signed'] as const)
-      await bus.publish(newEvent(type, 't_several', {}));
+      await bus.publish(sampleEvent(type, 't_several', {}));
     const mine = () => seen.filter((e) => e.tenant === 't_several').map((e) => e.type);
     const deadline = Date.now() + 5000;
     while (mine().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import type { Bus, EventEnvelope } from '@cairn/bus';
+import type { Bus } from '@cairn/bus';
+import type { AnyEvent } from '@cairn/events';
 import type { Database, Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { ServiceMetrics } from '@cairn/telemetry';
@@ -22,7 +23,7 @@ export class Outbox {
     private readonly metrics: ServiceMetrics,
   ) {}
 
-  async enqueue(tx: Tx, event: EventEnvelope): Promise<void> {
+  async enqueue(tx: Tx, event: AnyEvent): Promise<void> {
     const headers: Record<string, string> = {};
     propagation.inject(context.active(), headers);
     await tx.execute(
@@ -76,7 +77,7 @@ export class Outbox {
         seq: number;
         event_id: string;
         subject: string;
-        envelope: EventEnvelope;
+        envelope: AnyEvent;
         headers: Record<string, string>;
       }>(
         sql`select seq, event_id, subject, envelope, headers from ${sql.identifier(this.schema)}.outbox where published_at is null order by seq limit 100 for update skip locked`,

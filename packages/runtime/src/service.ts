@@ -3,14 +3,8 @@ import type { DestinationStream } from 'pino';
 import { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import {
-  Bus,
-  idempotentHandler,
-  inboxPrefix,
-  type EventEnvelope,
-  type EventType,
-  type RunningConsumer,
-} from '@cairn/bus';
+import { Bus, idempotentHandler, inboxPrefix, type RunningConsumer } from '@cairn/bus';
+import type { AnyEvent, EventOf, EventType } from '@cairn/events';
 import {
   commonEnvShape,
   ConfigError,
@@ -63,11 +57,15 @@ export interface ServiceContext<S extends z.ZodRawShape = z.ZodRawShape> {
   readonly outbox: Outbox;
   /** Runs on SIGTERM before the infrastructure closes, in reverse order of registration. */
   onShutdown(hook: () => Promise<void>): void;
-  /** A durable consumer whose handler takes effect once per event id, in a transaction scoped to the event's tenant. */
-  consume(
+  /**
+   * A durable consumer whose handler takes effect once per event id, in a transaction scoped to the event's tenant.
+   * The handler gets only events of `types`, parsed by their @cairn/events schema; an invalid one is logged and
+   * terminated by the bus, never handled.
+   */
+  consume<T extends EventType>(
     durable: string,
-    types: ReadonlyArray<EventType> | 'all',
-    apply: (event: EventEnvelope, tx: Tx) => Promise<void>,
+    types: ReadonlyArray<T> | 'all',
+    apply: (event: EventOf<T>, tx: Tx) => Promise<void>,
   ): Promise<void>;
   /** Publishes a port the service listens on besides gRPC and ops (the gateway's HTTP API). */
   expose(name: string, port: number): void;
@@ -216,8 +214,9 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
       onShutdown: (hook) => void shutdownHooks.push(hook),
       expose: (name, port) => void (endpoints[name] = port),
       consume: async (durable, types, apply) => {
-        const handler = idempotentHandler(dedupe, durable, apply);
-        const consumer = await bus.consume({
+        // The bus hands this consumer only events of `types` (EventOf<T>); TypeScript cannot follow a generic T there.
+        const handler = idempotentHandler(dedupe, durable, apply as (event: AnyEvent, tx: Tx) => Promise<void>);
+        const consumer = await bus.consume<EventType>({
           durable,
           types,
           handler: async (event) => {

@@ -13,3 +13,4 @@ export { startHardhat, REPO_ROOT, type HardhatNode } from './hardhat.js';
 export { waitFor } from './wait.js';
 export { makeDevPki, type TlsFiles } from './tls.js';
 export { SHARED_DIR } from './shared.js';
+export { sampleEvent } from './events.js';

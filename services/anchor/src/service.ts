@@ -46,14 +46,7 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       // its asset.signed event too (a repeat is a no-op), so an anchor service that was down loses nothing.
       await ctx.consume('anchor-signed', ['asset.signed'], async (event) => {
         const { anchor, asset_id: assetId, manifest_id: manifestId, manifest_digest: manifestDigest } = event.data;
-        if (
-          anchor !== true ||
-          typeof assetId !== 'string' ||
-          typeof manifestId !== 'string' ||
-          typeof manifestDigest !== 'string' ||
-          !/^[0-9a-f]{64}$/.test(manifestDigest)
-        )
-          return;
+        if (!anchor || manifestDigest === undefined) return;
         await enqueue(
           ctx.db,
           { tenantId: event.tenant_id, assetId, manifestId, manifestDigest },

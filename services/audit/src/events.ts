@@ -1,5 +1,5 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
-import type { EventEnvelope } from '@cairn/bus';
+import type { AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
 import { checkpoints, entries } from './db/schema.js';
@@ -15,7 +15,7 @@ export const AUDIT_LOG_CONSUMER = 'audit-log';
  * tenant are serialized by a transaction-scoped advisory lock on the tenant, so two events never take the
  * same seq or chain off the same predecessor.
  */
-export async function recordEvent(event: EventEnvelope, tx: Tx): Promise<void> {
+export async function recordEvent(event: AnyEvent, tx: Tx): Promise<void> {
   if (!isAudited(event)) return;
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${event.tenant_id}))`);
   const [already] = await tx

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { Bus, newEvent } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
+import { createSandbox, PG_ADMIN_URL, type Sandbox, sampleEvent } from '@cairn/testing';
 import { entryHash, type ChainedFields } from '../src/domain/chain.js';
 import { auditService } from '../src/service.js';
 
@@ -41,7 +41,7 @@ async function record(tenantId: string, n: number): Promise<void> {
   // Published concurrently: the per-tenant advisory lock must still give a gap-free chain.
   await Promise.all(
     Array.from({ length: n }, (_, i) =>
-      bus.publish(newEvent('asset.signed', tenantId, { asset_id: newId('asset'), i, 'billing.meter': 'image_sign' })),
+      bus.publish(sampleEvent('asset.signed', tenantId, { asset_id: newId('asset'), 'billing.meter': 'image_sign' })),
     ),
   );
   const deadline = Date.now() + 15_000;
@@ -186,7 +186,7 @@ describe('audit hash chain', () => {
       checkpointSeq: 4n,
     });
     // The next append chains on the survivors.
-    await bus.publish(newEvent('webhook.failed', tenantId, { endpoint_id: 'wh_x' }));
+    await bus.publish(sampleEvent('webhook.failed', tenantId));
     while ((await audit.listEntries({ tenantId, limit: 10 })).entries.length < 3)
       await new Promise((r) => setTimeout(r, 50));
     expect((await audit.listEntries({ tenantId, limit: 1 })).entries[0]!.seq).toBe(7n);

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { Bus, newEvent, type EventEnvelope } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
+import { type AnyEvent } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient, type ServiceClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, PG_ADMIN_URL, type Sandbox, waitFor } from '@cairn/testing';
+import { createSandbox, PG_ADMIN_URL, type Sandbox, waitFor, sampleEvent } from '@cairn/testing';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { AUDIT_LOG_CONSUMER } from '../src/events.js';
 import { auditService } from '../src/service.js';
@@ -48,7 +49,7 @@ async function entriesOf(tenantId: string, eventType = '') {
   return (await audit.listEntries({ tenantId, eventType, limit: 100 })).entries;
 }
 
-function publishCopy(event: EventEnvelope): Promise<void> {
+function publishCopy(event: AnyEvent): Promise<void> {
   // A different message id gets past JetStream's duplicate window: only the consumer's dedupe can stop it.
   return bus.publishRaw(bus.subject(event.type), JSON.stringify(event), `${event.event_id}-copy-${Date.now()}`, {});
 }
@@ -56,7 +57,7 @@ function publishCopy(event: EventEnvelope): Promise<void> {
 describe('audit log consumer', () => {
   it('records a published event once, even when the same event arrives again', async () => {
     const tenantId = newId('tenant');
-    const event = newEvent('key.created', tenantId, { key_id: newId('key'), scope: 'sign' });
+    const event = sampleEvent('key.created', tenantId, { key_id: newId('key'), scope: 'sign' });
     await bus.publish(event);
     const recorded = await waitFor('entry', async () =>
       (await entriesOf(tenantId)).length === 1 ? entriesOf(tenantId) : undefined,
@@ -72,7 +73,7 @@ describe('audit log consumer', () => {
 
   it('applies an event exactly once when its first delivery fails and it is redelivered', async () => {
     const tenantId = newId('tenant');
-    const event = newEvent('settings.changed', tenantId, { changes: { spending_cap_usd: { from: null, to: 10 } } });
+    const event = sampleEvent('settings.changed', tenantId, { changes: { spending_cap_usd: { from: null, to: 10 } } });
     const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
     await admin.connect();
     try {
@@ -105,9 +106,9 @@ describe('audit log consumer', () => {
   it('keeps tenants apart and filters by event type', async () => {
     const a = newId('tenant');
     const b = newId('tenant');
-    await bus.publish(newEvent('key.created', a, { key_id: 'k1' }));
-    await bus.publish(newEvent('key.revoked', a, { key_id: 'k1' }));
-    await bus.publish(newEvent('key.created', b, { key_id: 'k2' }));
+    await bus.publish(sampleEvent('key.created', a, { key_id: 'k1' }));
+    await bus.publish(sampleEvent('key.revoked', a, { key_id: 'k1' }));
+    await bus.publish(sampleEvent('key.created', b, { key_id: 'k2' }));
     await waitFor('entries', async () =>
       (await entriesOf(a)).length === 2 && (await entriesOf(b)).length === 1 ? true : undefined,
     );
@@ -117,7 +118,7 @@ describe('audit log consumer', () => {
 
   it('does not record events outside the audited set', async () => {
     const tenantId = newId('tenant');
-    await bus.publish(newEvent('job.completed', tenantId, { job_id: newId('job') }));
+    await bus.publish(sampleEvent('job.completed', tenantId, { job_id: newId('job') }));
     await consumerCaughtUp();
     expect(await entriesOf(tenantId)).toHaveLength(0);
   });

@@ -1,5 +1,5 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { EventEnvelope } from '@cairn/bus';
+import type { EventOf } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
@@ -15,28 +15,23 @@ export const EVENT_METER_CONSUMER = 'billing-event-meter';
 
 /** Event types metered from the bus; signs and verifies are metered synchronously (reserve/commit). */
 export const METERED_EVENT_TYPES = ['anchor.confirmed'] as const;
+type MeteredEventType = (typeof METERED_EVENT_TYPES)[number];
 
 /**
- * Records an event's `billing.meter` × `billing.quantity` (default 1) for its tenant, inside the consumer's
+ * Records an event's `billing.meter` × `billing.quantity` for its tenant, inside the consumer's
  * transaction that claims the event id: once per event however often it is delivered. anchor.confirmed is
  * written once per tenant per batch, so a tenant's anchor_batch counts each batch it has manifests in once.
  * The plan (quota, overage price) is asked of the gateway; a tenant the gateway does not know is recorded
  * without a plan (counted, not charged); the gateway being down fails the handler and the event comes again.
  */
 export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: Logger) {
-  return async (event: EventEnvelope, tx: Tx): Promise<void> => {
+  return async (event: EventOf<MeteredEventType>, tx: Tx): Promise<void> => {
     const meter = event.data['billing.meter'];
-    const quantity = event.data['billing.quantity'] ?? 1;
-    if (
-      typeof meter !== 'string' ||
-      !isMeter(meter) ||
-      typeof quantity !== 'number' ||
-      !Number.isInteger(quantity) ||
-      quantity < 1
-    ) {
+    const quantity = event.data['billing.quantity'];
+    if (!isMeter(meter)) {
       logger.warn(
         { event_id: event.event_id, type: event.type, meter, quantity },
-        'event carries no valid billing.meter/quantity; not metered',
+        'event carries a billing.meter billing does not know; not metered',
       );
       return;
     }
@@ -51,19 +46,15 @@ export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: 
         'metered event for a tenant the gateway does not know; recorded without a plan',
       );
     }
-    const at = new Date(event.created_at);
-    await store.recordUsed(tx, {
-      tenantId: event.tenant_id,
-      meter,
-      plan,
-      quantity,
-      at: Number.isNaN(at.getTime()) ? new Date() : at,
-    });
+    await store.recordUsed(tx, { tenantId: event.tenant_id, meter, plan, quantity, at: new Date(event.created_at) });
   };
 }
 
 /** Durable consumer settling the reservations of asynchronous signs and verifies when their jobs end. */
 export const JOB_SETTLEMENT_CONSUMER = 'billing-job-settlement';
+
+export const JOB_END_EVENT_TYPES = ['job.completed', 'verification.completed', 'job.failed'] as const;
+type JobEnd = EventOf<(typeof JOB_END_EVENT_TYPES)[number]>;
 
 /**
  * job.completed (a sign) and verification.completed (a verify) commit the job's reservation, job.failed releases
@@ -71,7 +62,7 @@ export const JOB_SETTLEMENT_CONSUMER = 'billing-job-settlement';
  * or from before metering) is logged, not retried forever.
  */
 export function settleJobReservation(store: MeteringStore, logger: Logger) {
-  const settle = async (event: EventEnvelope, reservationId: string): Promise<void> => {
+  const settle = async (event: JobEnd, reservationId: string): Promise<void> => {
     try {
       if (event.type === 'job.completed' || event.type === 'verification.completed')
         await store.commit(event.tenant_id, reservationId);
@@ -87,10 +78,11 @@ export function settleJobReservation(store: MeteringStore, logger: Logger) {
       throw error;
     }
   };
-  return async (event: EventEnvelope): Promise<void> => {
+  return async (event: JobEnd): Promise<void> => {
     // A BYOK sign job holds a second reservation (byok_sign), settled with the first.
-    for (const id of [event.data.reservation_id, event.data.byok_reservation_id]) {
-      if (typeof id === 'string' && id !== '') await settle(event, id);
+    const byok = event.type === 'verification.completed' ? undefined : event.data.byok_reservation_id;
+    for (const id of [event.data.reservation_id, byok]) {
+      if (id) await settle(event, id);
     }
   };
 }

@@ -4,6 +4,7 @@ import type { ServiceDefinition } from '@cairn/runtime';
 import { billingConfigShape } from './config.js';
 import {
   EVENT_METER_CONSUMER,
+  JOB_END_EVENT_TYPES,
   JOB_SETTLEMENT_CONSUMER,
   meterEvent,
   METERED_EVENT_TYPES,
@@ -31,9 +32,7 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       );
       ctx.rpc.add(billingV1.BillingService, billingHandlers(store));
       const settle = settleJobReservation(store, ctx.logger);
-      await ctx.consume(JOB_SETTLEMENT_CONSUMER, ['job.completed', 'verification.completed', 'job.failed'], (event) =>
-        settle(event),
-      );
+      await ctx.consume(JOB_SETTLEMENT_CONSUMER, JOB_END_EVENT_TYPES, (event) => settle(event));
       await ctx.consume(
         EVENT_METER_CONSUMER,
         METERED_EVENT_TYPES,

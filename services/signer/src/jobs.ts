@@ -1,5 +1,6 @@
 import { create, fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
-import { newEvent, type WorkQueue } from '@cairn/bus';
+import { type WorkQueue } from '@cairn/bus';
+import { newEvent, type EventDataInput } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { CairnError, ERROR_CATALOG } from '@cairn/errors';
 import { newId } from '@cairn/ids';
@@ -27,7 +28,7 @@ export function jobCompletedData(
   result: SignResult,
   reservationId: string,
   byokReservationId = '',
-): Record<string, unknown> {
+): EventDataInput<'job.completed'> {
   return {
     job_id: jobId,
     reservation_id: reservationId || null,

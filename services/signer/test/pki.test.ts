@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { sql } from 'drizzle-orm';
 import { CairnError } from '@cairn/errors';
-import type { EventEnvelope } from '@cairn/bus';
+import type { AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { CertificateAuthority } from '../src/pki/certificates.js';
 import { c2paTrustSettings, signWithC2pa } from '../src/pki/c2pa-signer.js';
@@ -420,7 +420,7 @@ describe('maintenance loop', () => {
   it('rotates a due certificate and announces what is expiring, once, with the service logger', async () => {
     await newCa({ leafValidityDays: 20, rotateBeforeDays: 10 }).ensureDevelopmentPki();
     const ca = newCa({ leafValidityDays: 365, rotateBeforeDays: 30, expiryNoticeDays: 30 });
-    const events: EventEnvelope[] = [];
+    const events: AnyEvent[] = [];
     let flushed = 0;
     const maintenance = startPkiMaintenance(ca, {
       enqueue: async (_tx, event) => {
@@ -454,15 +454,15 @@ describe('maintenance loop', () => {
 
 describe('certificate.expiring', () => {
   // Stands in for Outbox.enqueue: the event row is written in the caller's transaction.
-  const enqueueToOutbox = async (tx: Tx, event: EventEnvelope) => {
+  const enqueueToOutbox = async (tx: Tx, event: AnyEvent) => {
     await tx.execute(
       sql`insert into signer.outbox (event_id, subject, envelope) values (${event.event_id}, ${`cairn.${event.type}`}, ${JSON.stringify(event)}::jsonb)`,
     );
   };
 
-  async function outbox(): Promise<EventEnvelope[]> {
+  async function outbox(): Promise<AnyEvent[]> {
     return (
-      await pki.db.execute<{ envelope: EventEnvelope }>(sql`select envelope from signer.outbox order by seq`)
+      await pki.db.execute<{ envelope: AnyEvent }>(sql`select envelope from signer.outbox order by seq`)
     ).rows.map((r) => r.envelope);
   }
 

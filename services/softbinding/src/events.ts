@@ -1,10 +1,7 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
-import type { EventEnvelope } from '@cairn/bus';
+import type { Event } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
-import type { signerV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
 import { isCairnError } from '@cairn/errors';
 import { checkMediaLimits, FfmpegError, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
 import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './domain/audio.js';
@@ -13,8 +10,6 @@ import { fingerprintText, TextFingerprintError } from './domain/text.js';
 import type { Indexes } from './lookup.js';
 import { fingerprintVideo, VIDEO_ALG, VideoFingerprintError } from './domain/video.js';
 import { indexHashes } from './domain/variants.js';
-
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
 export const INDEX_CONSUMER = 'softbinding-index';
 
@@ -25,15 +20,14 @@ export const INDEX_CONSUMER = 'softbinding-index';
  * short, too flat, undecodable) is logged and skipped: retrying would not change it.
  */
 export function indexSignedAsset(deps: {
-  signer: ServiceClient<SignerMethods>;
   blobs: BlobStore;
   indexes: Indexes;
   logger: Logger;
   mediaLimits: MediaLimits;
 }) {
-  return async (event: EventEnvelope, tx: Tx): Promise<void> => {
+  return async (event: Event<'asset.signed'>, tx: Tx): Promise<void> => {
     const data = event.data;
-    if (data.soft_binding === false || typeof data.media_type !== 'string') return;
+    if (!data.soft_binding) return;
     const modality = data.media_type.split('/')[0];
     if (
       modality !== 'image' &&
@@ -42,19 +36,19 @@ export function indexSignedAsset(deps: {
       !data.media_type.startsWith('text/plain')
     )
       return;
-    const assetId = String(data.asset_id);
-    const { asset } = await deps.signer.getAsset({ tenantId: event.tenant_id, assetId });
-    const bytes = asset?.blobKey ? await deps.blobs.getBuffer(asset.blobKey) : null;
-    if (!asset || !bytes) {
+    const assetId = data.asset_id;
+    // The event names the asset's blob: a deleted asset's blob is gone too, and is then not indexed.
+    const bytes = await deps.blobs.getBuffer(data.blob_key);
+    if (!bytes) {
       deps.logger.warn({ asset_id: assetId }, 'signed asset no longer available; not indexed');
       return;
     }
     const record = {
       tenantId: event.tenant_id,
       assetId,
-      manifestId: String(data.manifest_id),
-      manifestUri: String(data.manifest_uri),
-      verifierUrl: String(data.verifier_url),
+      manifestId: data.manifest_id,
+      manifestUri: data.manifest_uri,
+      verifierUrl: data.verifier_url,
     };
     try {
       // The signer held the asset to the same limits, unless they were lowered since: then it is not decoded.

@@ -1,6 +1,6 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
-import { newEvent } from '@cairn/bus';
+import { newEvent } from '@cairn/events';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';

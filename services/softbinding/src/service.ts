@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
 import { mediaLimitsOf } from '@cairn/media';
-import { signerV1, softbindingV1 } from '@cairn/proto';
+import { softbindingV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { softbindingConfigShape } from './config.js';
 import { AudioIndex, TextIndex } from './db/feature-index.js';
@@ -42,7 +42,6 @@ export function softbindingService(
         INDEX_CONSUMER,
         ['asset.signed'],
         indexSignedAsset({
-          signer: ctx.client(signerV1.SignerService, 'signer'),
           blobs,
           indexes,
           logger: ctx.logger,

@@ -1,10 +1,11 @@
-import type { EventEnvelope } from '@cairn/bus';
+import type { EventOf } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import type { ResultStore } from './store/results.js';
 
 export const RESULTS_CONSUMER = 'verifier-results';
+export const RESULTS_EVENT_TYPES = ['asset.signed', 'anchor.confirmed', 'certificate.revoked'] as const;
 
 /**
  * Keeps the stored verdicts (app/stored-verdict.ts) in step with the facts that change them. A signed asset gets
@@ -13,10 +14,10 @@ export const RESULTS_CONSUMER = 'verifier-results';
  * still waiting for theirs. Marked verdicts are recomputed on their next read.
  */
 export function verifierResultEvents(deps: StoredVerdictDeps & { results: ResultStore; logger: Logger }) {
-  return async (event: EventEnvelope, _tx: Tx): Promise<void> => {
+  return async (event: EventOf<(typeof RESULTS_EVENT_TYPES)[number]>, _tx: Tx): Promise<void> => {
     if (event.type === 'certificate.revoked') await deps.results.markStale('all');
     else if (event.type === 'anchor.confirmed') await deps.results.markStale('anchor_pending');
-    else if (event.type === 'asset.signed' && typeof event.data.manifest_id === 'string') {
+    else {
       // Best effort: a verdict not made now is made on its first read.
       await storedVerdict(deps, event.data.manifest_id).catch((error: unknown) =>
         deps.logger.warn(

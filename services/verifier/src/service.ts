@@ -10,7 +10,7 @@ import { verifierConfigShape } from './config.js';
 import type { StoredVerdictDeps } from './app/stored-verdict.js';
 import { VerifyJobs, type VerifyJobItem } from './app/verify-jobs.js';
 import { VerifyJobStore } from './store/jobs.js';
-import { RESULTS_CONSUMER, verifierResultEvents } from './events.js';
+import { RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents } from './events.js';
 import { verifierHandlers } from './rpc.js';
 import { ResultStore } from './store/results.js';
 import { TrustLists } from './store/trust.js';
@@ -86,11 +86,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         handler: (item, job) => verifyJobs.run(item, job.attempt, config.VERIFY_JOB_MAX_ATTEMPTS),
       });
       ctx.onShutdown(() => worker.stop());
-      await ctx.consume(
-        RESULTS_CONSUMER,
-        ['asset.signed', 'anchor.confirmed', 'certificate.revoked'],
-        verifierResultEvents(deps),
-      );
+      await ctx.consume(RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents(deps));
     },
   };
 }

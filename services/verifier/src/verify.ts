@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
-import { newEvent } from '@cairn/bus';
+import { newEvent } from '@cairn/events';
 import { withTenant, type Database } from '@cairn/db';
 import { absentAsUndefined, CairnError, isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';

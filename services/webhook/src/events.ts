@@ -1,5 +1,5 @@
 import { and, arrayContains, eq, isNull, sql } from 'drizzle-orm';
-import type { EventEnvelope } from '@cairn/bus';
+import type { AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
 import { deliveries, endpoints } from './db/schema.js';
@@ -13,7 +13,7 @@ export const FANOUT_CONSUMER = 'webhook-fanout';
  * idempotent consumer's transaction (tenant set, event id claimed); the unique (webhook_id, event_id) makes
  * a replay harmless too. Returns how many endpoints are subscribed.
  */
-export async function fanOut(event: EventEnvelope, tx: Tx): Promise<number> {
+export async function fanOut(event: AnyEvent, tx: Tx): Promise<number> {
   if (!isWebhookEvent(event.type)) return 0;
   const subscribed = await tx
     .select({ webhookId: endpoints.webhookId, payloadFormat: endpoints.payloadFormat })

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { Bus, newEvent, type EventType } from '@cairn/bus';
+import { Bus } from '@cairn/bus';
+import { type EventType } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1, webhookV1 } from '@cairn/proto';
 import { createClient, type ServiceClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, type Sandbox } from '@cairn/testing';
+import { createSandbox, type Sandbox, sampleEvent } from '@cairn/testing';
 import { auditService } from '../../audit/src/service.js';
 import { RETRY_DELAYS_MS } from '../src/domain/events.js';
 import { webhookService } from '../src/service.js';
@@ -79,9 +80,9 @@ describe('webhook delivery engine', () => {
     const r = await receiver();
     const { webhookId, secret } = await endpoint(tenantId, r.url, ['job.completed']);
     expect(secret).toMatch(/^whsec_/);
-    const event = newEvent('job.completed', tenantId, { job_id: newId('job'), asset_id: newId('asset') });
+    const event = sampleEvent('job.completed', tenantId, { job_id: newId('job'), asset_id: newId('asset') });
     await bus.publish(event);
-    await bus.publish(newEvent('job.failed', tenantId, { job_id: newId('job') })); // not subscribed
+    await bus.publish(sampleEvent('job.failed', tenantId, { job_id: newId('job') })); // not subscribed
     const got = await waitFor('delivery', () => r.received[0]);
     expect(JSON.parse(got.body)).toEqual({
       event_id: event.event_id,
@@ -116,7 +117,7 @@ describe('webhook delivery engine', () => {
     const tenantId = newId('tenant');
     const r = await receiver();
     const { secret } = await endpoint(tenantId, r.url, ['manifest.signed'], 'b');
-    const event = newEvent('manifest.signed', tenantId, {
+    const event = sampleEvent('manifest.signed', tenantId, {
       manifest_id: newId('manifest'),
       recipe: 'image-genai-v1',
       status: 'signed',
@@ -131,7 +132,7 @@ describe('webhook delivery engine', () => {
     const tenantId = newId('tenant');
     const r = await receiver((_req, nth) => (nth <= 2 ? 500 : 204));
     const { webhookId } = await endpoint(tenantId, r.url, ['billing.quota_warning']);
-    await bus.publish(newEvent('billing.quota_warning', tenantId, { meter: 'image_sign', used: 80, limit: 100 }));
+    await bus.publish(sampleEvent('billing.quota_warning', tenantId, { meter: 'image_sign', used: 80, limit: 100 }));
     const [delivery] = await waitFor('delivered after retries', async () => {
       const list = await deliveriesOf(tenantId, webhookId);
       return list[0]?.status === 'delivered' ? list : undefined;
@@ -151,7 +152,7 @@ describe('webhook delivery engine', () => {
     const tenantId = newId('tenant');
     const r = await receiver(() => 503);
     const { webhookId } = await endpoint(tenantId, r.url, ['key.expiring']);
-    const event = newEvent('key.expiring', tenantId, {
+    const event = sampleEvent('key.expiring', tenantId, {
       key_id: newId('key'),
       expires_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
     });
@@ -197,7 +198,7 @@ describe('webhook delivery engine', () => {
     const live = await receiver();
     const deadEndpoint = await endpoint(tenantId, dead.url, ['job.completed']);
     await endpoint(tenantId, live.url, ['job.completed']);
-    for (let i = 0; i < 5; i++) await bus.publish(newEvent('job.completed', tenantId, { job_id: newId('job'), i }));
+    for (let i = 0; i < 5; i++) await bus.publish(sampleEvent('job.completed', tenantId, { job_id: newId('job') }));
     await waitFor('all five at the live receiver', () => (live.received.length >= 5 ? true : undefined));
     // The dead receiver got one request (one in flight per endpoint), which has not even timed out yet.
     expect(dead.received).toHaveLength(1);
@@ -216,13 +217,13 @@ describe('webhook delivery engine', () => {
       return n <= (req.headers['cairn-event-id'] === firstId ? 3 : 1) ? 500 : 200;
     });
     const { webhookId } = await endpoint(tenantId, r.url, ['anchor.confirmed']);
-    const first = newEvent('anchor.confirmed', tenantId, { batch_id: newId('batch') });
+    const first = sampleEvent('anchor.confirmed', tenantId, { batch_id: newId('batch') });
     firstId = first.event_id;
     await bus.publish(first);
     await waitFor('second attempt', () => r.received[1]);
     await webhookSvc.stop();
     // While the service is down: more events (they wait in JetStream) and the retry comes due (in Postgres).
-    const more = [0, 1, 2].map(() => newEvent('anchor.confirmed', tenantId, { batch_id: newId('batch') }));
+    const more = [0, 1, 2].map(() => sampleEvent('anchor.confirmed', tenantId, { batch_id: newId('batch') }));
     for (const e of more) await bus.publish(e);
     await new Promise((resolve) => setTimeout(resolve, 300));
     await startWebhook();
@@ -257,7 +258,7 @@ describe('webhook delivery engine', () => {
     }
     // An endpoint created earlier in development: production refuses to connect to it.
     await bus.publish(
-      newEvent('certificate.expiring', tenantId, { serial: '01', not_after: new Date().toISOString() }),
+      sampleEvent('certificate.expiring', tenantId, { serial_hex: '01', not_after: new Date().toISOString() }),
     );
     const [delivery] = await waitFor('refused attempt', async () => {
       const list = await deliveriesOf(tenantId, webhookId);

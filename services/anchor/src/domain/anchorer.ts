@@ -1,7 +1,7 @@
 import { and, asc, eq, inArray, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
 import type pg from 'pg';
 import type { Hex } from 'viem';
-import type { EventEnvelope } from '@cairn/bus';
+import type { AnyEvent } from '@cairn/events';
 import type { Database, Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import { batches } from '../db/schema.js';
@@ -16,7 +16,7 @@ export interface AnchorerOptions {
   confirmations: number;
   batchMaxAgeMs: number;
   retryMaxMs: number;
-  enqueueEvent: (tx: Tx, event: EventEnvelope) => Promise<void>;
+  enqueueEvent: (tx: Tx, event: AnyEvent) => Promise<void>;
   /** Called after a batch is anchored (the outbox relay is flushed then). */
   onAnchored?: (batchId: string) => void;
 }

@@ -1,5 +1,5 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
-import { newEvent, type EventEnvelope } from '@cairn/bus';
+import { newEvent, type AnyEvent } from '@cairn/events';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
@@ -155,7 +155,7 @@ export async function markAnchored(
   db: Database,
   batch: BatchRow,
   blockNumber: number,
-  enqueueEvent: (tx: Tx, event: EventEnvelope) => Promise<void>,
+  enqueueEvent: (tx: Tx, event: AnyEvent) => Promise<void>,
   confirmations = 1,
 ): Promise<void> {
   await asBatcher(db, async (tx) => {

@@ -1,4 +1,4 @@
-import type { EventEnvelope, EventType } from '@cairn/bus';
+import type { AnyEvent, EventType } from '@cairn/events';
 
 /**
  * What the audit log records: the spec's audit events (metered work and failed webhooks) and the
@@ -16,6 +16,6 @@ const AUDITED: ReadonlySet<EventType> = new Set([
   'settings.changed',
 ]);
 
-export function isAudited(event: Pick<EventEnvelope, 'type' | 'tenant_id'>): boolean {
+export function isAudited(event: Pick<AnyEvent, 'type' | 'tenant_id'>): boolean {
   return AUDITED.has(event.type) && event.tenant_id.startsWith('t_');
 }

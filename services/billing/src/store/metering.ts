@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { and, eq, lt, sql } from 'drizzle-orm';
-import { newEvent, type EventEnvelope } from '@cairn/bus';
+import { newEvent, type AnyEvent } from '@cairn/events';
 import { setTenant, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { Outbox } from '@cairn/runtime';
@@ -37,7 +37,7 @@ export interface MeterUsage {
 type Refusal = { refused: CairnError };
 
 /** An alert a reserve has reached: its marker name and its event (built only if the marker is new). */
-type PendingAlert = { alert: string; event: () => EventEnvelope };
+type PendingAlert = { alert: string; event: () => AnyEvent };
 
 /** Per reserve: whether an event was enqueued, and the markers known to exist once the transaction commits. */
 type AlertState = { alerted: boolean; marked: string[] };

@@ -1,6 +1,6 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { BlobStore } from '@cairn/blob';
-import { newEvent } from '@cairn/bus';
+import { newEvent } from '@cairn/events';
 import { withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
@@ -347,6 +347,7 @@ export async function signAsset(
           tx,
           newEvent('asset.signed', request.tenantId, {
             ...common,
+            blob_key: assetKey,
             watermark_id: watermark?.id ?? null,
             watermark_payload: watermark?.payloadHex ?? null,
             manifest_uri: result.manifestUri,

@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, isNull, lte, sql } from 'drizzle-orm';
 import type { Database, Tx } from '@cairn/db';
-import { newEvent, type EventEnvelope } from '@cairn/bus';
+import { newEvent, type AnyEvent } from '@cairn/events';
 import { CairnError } from '@cairn/errors';
 import {
   certificates,
@@ -38,7 +38,7 @@ import type { OcspCertStatus, OcspIssuer, OcspResponderDeps } from './ocsp-respo
 import { isRevocationReason, type RevocationReason } from '@cairn/ocsp';
 
 /** Binds to the outbox in the wiring: `(tx, event) => outbox.enqueue(tx, event)`. */
-export type EnqueueEvent = (tx: Tx, event: EventEnvelope) => Promise<void>;
+export type EnqueueEvent = (tx: Tx, event: AnyEvent) => Promise<void>;
 
 export interface PkiLogger {
   info(fields: Record<string, unknown>, message: string): void;

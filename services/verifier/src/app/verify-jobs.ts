@@ -1,5 +1,6 @@
 import { create, toJson } from '@bufbuild/protobuf';
-import { newEvent, type WorkQueue } from '@cairn/bus';
+import { type WorkQueue } from '@cairn/bus';
+import { newEvent } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { CairnError, ERROR_CATALOG } from '@cairn/errors';
 import { newId } from '@cairn/ids';

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { EventEnvelope, EventType } from '@cairn/bus';
+import type { AnyEvent, EventType } from '@cairn/events';
 import type { PayloadFormat } from '../db/schema.js';
 
 /** Events a tenant may subscribe to: the union of the spec's variant A and variant B sets. */
@@ -38,7 +38,7 @@ const KEY_ORDER: Record<PayloadFormat, readonly string[]> = {
 };
 
 /** The body a receiver gets, from the event envelope: variant A or B, chosen per endpoint. */
-export function buildPayload(event: EventEnvelope, format: PayloadFormat): Record<string, unknown> {
+export function buildPayload(event: AnyEvent, format: PayloadFormat): Record<string, unknown> {
   return format === 'a'
     ? { event_id: event.event_id, type: event.type, created_at: event.created_at, data: event.data }
     : { event: event.type, occurred_at: event.created_at, data: event.data };

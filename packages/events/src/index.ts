@@ -1,0 +1,11 @@
+export { EVENT_DATA, EVENT_TYPES, type EventData, type EventDataInput, type EventType } from './schemas.js';
+export {
+  eventSchema,
+  isEventType,
+  newEvent,
+  parseEvent,
+  type AnyEvent,
+  type Event,
+  type EventOf,
+  type ParsedEvent,
+} from './envelope.js';
