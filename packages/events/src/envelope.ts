@@ -73,15 +73,7 @@ export function newEvent<T extends EventType>(
   now = new Date(),
 ): EventOf<T> {
   const parsed = EVENT_PARSERS[type].parse(data) as EventData<T>;
-  const event: Event<T> = {
-    event_id: newId('event'),
-    type,
-    tenant_id: tenantId,
-    created_at: now.toISOString(),
-    data: parsed,
-  };
-  // For a single type T the two are the same; for a union, each member's data goes with its own type.
-  return event as unknown as EventOf<T>;
+  return { event_id: newId('event'), type, tenant_id: tenantId, created_at: now.toISOString(), data: parsed };
 }
 
 export function isEventType(type: string): type is EventType {
