@@ -1,5 +1,5 @@
 import { and, gt, inArray, isNull, sql } from 'drizzle-orm';
-import { newEvent } from '@cairn/bus';
+import { newEvent } from '@cairn/events';
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { Outbox } from '@cairn/runtime';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, gt, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
-import { newEvent, type EventEnvelope } from '@cairn/bus';
+import { newEvent, type AnyEvent } from '@cairn/events';
 import { setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newApiKey, newId, parseApiKey } from '@cairn/ids';
@@ -501,7 +501,7 @@ export class TenantStore {
     return key;
   }
 
-  private emit(tx: Tx, event: EventEnvelope): Promise<void> {
+  private emit(tx: Tx, event: AnyEvent): Promise<void> {
     return this.outbox.enqueue(tx, event);
   }
 }
