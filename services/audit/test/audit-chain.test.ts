@@ -40,7 +40,7 @@ afterAll(async () => {
 async function record(tenantId: string, n: number): Promise<void> {
   // Published concurrently: the per-tenant advisory lock must still give a gap-free chain.
   await Promise.all(
-    Array.from({ length: n }, (_, i) =>
+    Array.from({ length: n }, () =>
       bus.publish(sampleEvent('asset.signed', tenantId, { asset_id: newId('asset'), 'billing.meter': 'image_sign' })),
     ),
   );
