@@ -149,8 +149,8 @@ describe(`GET ${API}/services/supportedAlgorithms`, () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { watermarks: Array<{ alg: string }>; fingerprints: Array<{ alg: string }> };
     expect(body.fingerprints).toContainEqual({ alg: 'cairn.pdq.v1' });
-    // The keyed watermark new signs carry, and the keyless one of marks issued before it.
-    expect(body.watermarks).toEqual([{ alg: 'cairn-dct-keyed-v1' }, { alg: 'cairn-dct-v1' }]);
+    // The watermark new signs carry, and the keyed and keyless ones of marks issued before it.
+    expect(body.watermarks).toEqual([{ alg: 'cairn-sync-v2' }, { alg: 'cairn-dct-keyed-v1' }, { alg: 'cairn-dct-v1' }]);
   });
 });
 
@@ -162,10 +162,11 @@ describe(`POST ${API}/matches/byContent`, () => {
     expect((await matchesOf(await byContent(copy, '?alg=cairn.pdq.v1&maxResults=1')))[0]?.manifestId).toBe(manifestId);
   });
 
-  it('finds it by its watermark when asked for cairn-dct-keyed-v1, and not as the keyless cairn-dct-v1', async () => {
+  it('finds it by its watermark when asked for cairn-sync-v2, and not as the older cairn-dct-keyed-v1 or cairn-dct-v1', async () => {
     const reencoded = await sharp(signedBytes).jpeg({ quality: 85 }).toBuffer();
-    const matches = await matchesOf(await byContent(reencoded, '?alg=cairn-dct-keyed-v1'));
+    const matches = await matchesOf(await byContent(reencoded, '?alg=cairn-sync-v2'));
     expect(matches).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) }]);
+    expect(await matchesOf(await byContent(reencoded, '?alg=cairn-dct-keyed-v1'))).toEqual([]);
     expect(await matchesOf(await byContent(reencoded, '?alg=cairn-dct-v1'))).toEqual([]);
   });
 
@@ -184,6 +185,7 @@ describe(`POST ${API}/matches/byContent`, () => {
     expect(await matchesOf(await byContent(different))).toEqual([]);
     expect(await matchesOf(await byContent(different, '?alg=cairn-dct-v1'))).toEqual([]);
     expect(await matchesOf(await byContent(different, '?alg=cairn-dct-keyed-v1'))).toEqual([]);
+    expect(await matchesOf(await byContent(different, '?alg=cairn-sync-v2'))).toEqual([]);
   });
 
   it('refuses what is not an asset', async () => {
@@ -234,14 +236,15 @@ describe(`${API}/matches/byBinding`, () => {
   it('finds the manifest by the watermark payload its soft-binding assertion names, under that algorithm only', async () => {
     const store = Buffer.from(await (await stack.request(`/v1/manifests/${manifestId}`)).arrayBuffer());
     const binding = watermarkBindingOf(store);
-    expect(binding.alg).toBe('cairn-dct-keyed-v1');
+    expect(binding.alg).toBe('cairn-sync-v2');
     const payload = Buffer.from(binding.payloadHex, 'hex');
-    expect(await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('base64')))).toEqual([
+    expect(await matchesOf(await byBinding('cairn-sync-v2', payload.toString('base64')))).toEqual([
       { manifestId, endpoint: `${stack.baseUrl}${API}` },
     ]);
-    expect((await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('hex'))))[0]?.manifestId).toBe(
+    expect((await matchesOf(await byBinding('cairn-sync-v2', payload.toString('hex'))))[0]?.manifestId).toBe(
       manifestId,
     );
+    expect(await matchesOf(await byBinding('cairn-dct-keyed-v1', payload.toString('base64')))).toEqual([]);
     expect(await matchesOf(await byBinding('cairn-dct-v1', payload.toString('base64')))).toEqual([]);
   });
 

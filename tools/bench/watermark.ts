@@ -4,7 +4,7 @@
 //   pnpm bench:watermark [--quick] [--keys N] [--unmarked N] [--out DIR]
 //
 // Prints: PSNR/SSIM, the attack table (TPR per attack for both algorithms), the false-positive count over the
-// unmarked set, embed/detect ms per megapixel, and writes the curves (SVG) to --out (default
+// unmarked set, embed/detect ms per megapixel, cairn-sync-v2's content check on both sides, and writes the curves (SVG) to --out (default
 // services/watermark/docs/). Ends with `ratio <name> <value>` lines.
 //
 // TPR: the share of marked images whose *right* payload is read. The detector is a decision (check + confidence
@@ -32,6 +32,7 @@ import {
   rotate,
   type Attack,
 } from './watermark/attacks.js';
+import { contentCheck } from './watermark/content-check.js';
 import { ssim, syntheticTexture, unmarkedSet } from './watermark/images.js';
 import { lineChartsSvg, type Panel } from './watermark/svg.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
@@ -241,6 +242,21 @@ for (const [attackName, row] of table) {
   const v2 = row.get('cairn-sync-v2')!;
   console.log(`ratio tpr.${attackName.replace(/[^A-Za-z0-9.%×°+−-]+/g, '_')} ${(v2.hit / v2.n).toFixed(3)}`);
 }
+// The content check of cairn-sync-v2 (content-registration.ts): the photos after every attack against their own
+// map, and the same tile on other pictures against the victims' maps.
+const content = await contentCheck();
+console.log('\ncontent check (cairn-sync-v2, 1 MP photos, one key):');
+for (const g of content.genuine)
+  console.log(`  ${g.attack}: consistent ${g.consistent}/${g.read} read, min r ${g.minCorrelation.toFixed(3)}`);
+console.log(
+  `  transplanted tile: ${content.transplants.passed}/${content.transplants.read} read marks passed, max r ${content.transplants.maxCorrelation.toFixed(3)}`,
+);
+const genuineRead = content.genuine.reduce((n, g) => n + g.read, 0);
+const genuinePassed = content.genuine.reduce((n, g) => n + g.consistent, 0);
+console.log(`ratio content-check-genuine-accepted ${(genuinePassed / Math.max(1, genuineRead)).toFixed(3)}`);
+console.log(
+  `ratio content-check-transplant-accepted ${(content.transplants.passed / Math.max(1, content.transplants.read)).toFixed(3)}`,
+);
 console.log(`ratio embed-ms-per-mp-vs-target ${(v2Embed / 30).toFixed(3)}`);
 console.log(`ratio detect-ms-per-mp-vs-target ${(v2Detect / 20).toFixed(3)}`);
 console.log(`ratio false-positives ${((falsePositives.get('cairn-sync-v2') ?? 0) / unmarked.length).toFixed(6)}`);

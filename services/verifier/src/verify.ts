@@ -156,6 +156,8 @@ interface DetectAnswer {
   assetId: string;
   watermarkId: string;
   keyless?: boolean;
+  /** Set by the watermark service when it compared the content itself (cairn-sync-v2, after undoing the geometry). */
+  contentConsistent?: boolean;
 }
 
 /**
@@ -181,6 +183,7 @@ async function detectMark(
       ...(found.assetId ? { assetId: found.assetId } : {}),
       ...(found.watermarkId ? { watermarkId: found.watermarkId } : {}),
       ...(found.keyless ? { keyless: true } : {}),
+      ...(found.contentConsistent === undefined ? {} : { contentConsistent: found.contentConsistent }),
     };
   } catch (error) {
     deps.logger.warn({ err: error }, `${what} watermark detection failed`);
@@ -264,9 +267,13 @@ async function lookupFingerprint(
 }
 
 /**
- * A registered watermark names an asset, but a mark proves only that someone with the key embedded it: the
- * content must also look like that asset (its perceptual fingerprint within the lookup radius). Asked across
- * tenants with public fields only. Undefined when it cannot be told (the lookup failed or the file has none).
+ * A registered watermark names an asset, but a mark proves only that someone with the key embedded it (or copied
+ * its signal): the content must also look like that asset. A cairn-sync-v2 mark is checked by the watermark
+ * service itself, which knows the geometry it read the mark under and compares the picture, registered back, with
+ * what the mark was embedded in (crops and rotations included; its answer is the evidence's contentConsistent).
+ * Other marks do not survive geometry changes, so their content is compared by perceptual fingerprint (within the
+ * lookup radius), asked across tenants with public fields only. Undefined when it cannot be told (the lookup
+ * failed or the file has none).
  */
 async function contentMatchesAsset(
   deps: VerifyDeps,
@@ -439,22 +446,28 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
 
   // Which Cairn asset is this? Known from the input or the signed record; else the watermark registry points to one.
   const manifestAssetId = subject.assetId ?? linked?.assetId;
-  const watermarkAssetId = watermark.ran && watermark.detected && watermark.registered ? watermark.assetId : undefined;
-  const assetId = manifestAssetId ?? (reading.kind === 'manifest' ? undefined : watermarkAssetId);
-  const record = await publicAsset(deps, assetId);
+  const markedAssetId = watermark.ran && watermark.detected && watermark.registered ? watermark.assetId : undefined;
   // A watermark-only lead must also be the asset's content, not merely carry its mark.
   let watermarkEvidence = watermark;
   if (
     watermark.ran &&
     watermark.detected &&
     watermark.registered &&
+    watermark.contentConsistent === undefined &&
     reading.kind !== 'manifest' &&
-    watermarkAssetId &&
+    markedAssetId &&
     subject.uploadBlobKey
   ) {
-    const consistent = await contentMatchesAsset(deps, subject.uploadBlobKey, watermarkAssetId);
+    const consistent = await contentMatchesAsset(deps, subject.uploadBlobKey, markedAssetId);
     watermarkEvidence = { ...watermark, ...(consistent === undefined ? {} : { contentConsistent: consistent }) };
   }
+  // A mark on other content (copied) names no asset.
+  const watermarkAssetId =
+    watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.contentConsistent === false
+      ? undefined
+      : markedAssetId;
+  const assetId = manifestAssetId ?? (reading.kind === 'manifest' ? undefined : watermarkAssetId);
+  const record = await publicAsset(deps, assetId);
   const match =
     watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.registered && record && !manifestAssetId
       ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence)

@@ -225,6 +225,30 @@ describe('ordering and details', () => {
     expect(decide(cases.find(([s]) => s === 'fingerprint_match_only')![1]).matches).toHaveLength(1);
   });
 
+  it('a registered mark on content that is not its asset’s names no asset: no match, capped, warned', () => {
+    const verdict = decide(
+      base({
+        manifest: { kind: 'none' },
+        ocsp: 'not_checked',
+        watermark: {
+          ran: true,
+          detected: true,
+          payloadHex: PAYLOAD,
+          confidence: 0.97,
+          registered: true,
+          assetId: 'a_1',
+          contentConsistent: false,
+        },
+        watermarkMatch: match,
+      }),
+    );
+    expect(verdict.status).toBe('watermark_only');
+    expect(verdict.warnings).toContain('watermark_content_mismatch');
+    expect(verdict.matches).toEqual([]);
+    expect(verdict.confidence).toBeLessThanOrEqual(0.35);
+    expect(JSON.stringify(verdict)).not.toContain('a_1');
+  });
+
   it('omits claims from hard failures and states who signed when verified', () => {
     expect(decide(cases.find(([s]) => s === 'manifest_tampered')![1]).claims).toBeUndefined();
     const verified = decide(base());

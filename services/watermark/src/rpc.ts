@@ -7,6 +7,10 @@ import type { ServiceImpl } from '@cairn/rpc';
 import type { MarkRegistry } from './db/marks.js';
 import { CAIRN_DCT_KEYED_V1_NAME } from './domain/image/cairn-dct-keyed-v1.js';
 import { CAIRN_DCT_V1_NAME } from './domain/image/cairn-dct-v1.js';
+import { CAIRN_SYNC_V2_NAME } from './domain/image/cairn-sync-v2.js';
+import { compareContent } from './domain/image/content-registration.js';
+import { NEW_KEYED_ALGORITHM } from './domain/image-tasks.js';
+import type { KeyedAlgorithmName } from './domain/worker-protocol.js';
 import { ImageRejectedError } from './domain/image/raw-image.js';
 import type { Keyring, WatermarkKey } from './domain/keys.js';
 import { keyedPayloadFor, PAYLOAD_BYTES, payloadFor, payloadHex } from './domain/payload.js';
@@ -75,7 +79,7 @@ export function watermarkHandlers({
         { algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId },
         'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark',
       );
-    return {
+    const answer = {
       detected: true,
       applicable: true,
       payloadHex: hex,
@@ -88,6 +92,7 @@ export function watermarkHandlers({
       keyId: keyId ?? '',
       keyless: name === CAIRN_DCT_V1_NAME,
     };
+    return { answer, mark };
   };
 
   return {
@@ -114,11 +119,15 @@ export function watermarkHandlers({
       const key = existing ? keyOf(existing) : keyring.current;
       const payload = key ? keyedPayloadFor(key.secret, watermarkId) : payloadFor(watermarkId);
       const hex = payloadHex(payload);
-      const algorithm = key ? CAIRN_DCT_KEYED_V1_NAME : CAIRN_DCT_V1_NAME;
+      // New ids get the current keyed algorithm; a retry writes what its id was recorded with.
+      const algorithm = existing ? existing.algorithm : key ? NEW_KEYED_ALGORITHM : CAIRN_DCT_V1_NAME;
       // Recorded before the (expensive) embedding, so a refused id costs no CPU; a mark recorded and then
       // not delivered is harmless: the caller retries with the same id and gets the same payload.
       await registry.record({ watermarkId, payloadHex: hex, tenantId, assetId, algorithm, keyId: key?.kid ?? null });
-      const outcome = await inWorker('embedding', () => pool.embed(image, payload, key));
+      const outcome = await inWorker('embedding', () =>
+        pool.embed(image, payload, key, isKeyedImageAlgorithm(algorithm) ? algorithm : undefined),
+      );
+      if (outcome.content) await registry.describe(tenantId, watermarkId, outcome.content);
       // One encode, here: the marked pixels never cross the wire, only the file the signer signs.
       const { encoded, thumbnail } = await encodeMarked(outcome.image, mediaType);
       if (encoded.length > MAX_ENCODED_ANSWER_BYTES) {
@@ -147,10 +156,25 @@ export function watermarkHandlers({
       const image = await decodeForDetection(request.encoded, mediaLimits);
       // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
       if (Math.min(image.width, image.height) < MIN_DETECT_SIDE)
-        return { detected: false, applicable: false, algorithm: CAIRN_DCT_KEYED_V1_NAME };
-      const { detection, algorithm: name, keyId } = await inWorker('detection', () => pool.detect(image, keyring.all));
+        return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
+      const {
+        detection,
+        algorithm: name,
+        keyId,
+        registered,
+      } = await inWorker('detection', () => pool.detect(image, keyring.all));
       if (!detection) return { detected: false, applicable: true, algorithm: name };
-      return registeredMark(detection, name, keyId);
+      const { answer, mark } = await registeredMark(detection, name, keyId);
+      // A registered v2 mark is also checked against what it was embedded in (the payload alone can be copied).
+      if (!mark || !registered) return answer;
+      const comparison = mark.content ? compareContent(registered, mark.content) : undefined;
+      if (comparison)
+        logger.debug(
+          { watermark_id: mark.watermarkId, correlation: comparison.correlation, inside: comparison.inside },
+          'content check of a cairn-sync-v2 mark',
+        );
+      // No description kept (its write failed after the embedding): unknown, and callers compare fingerprints.
+      return comparison ? { ...answer, contentConsistent: comparison.consistent } : answer;
     },
 
     embedAudio: async (request) => {
@@ -231,7 +255,7 @@ export function watermarkHandlers({
         keyId,
       } = await inWorker('audio detection', () => pool.detectAudio(samples, keyring.all));
       if (!detection) return { detected: false, applicable: true, algorithm: name };
-      return registeredMark(detection, name, keyId);
+      return (await registeredMark(detection, name, keyId)).answer;
     },
 
     resolvePayload: async (request) => {
@@ -268,6 +292,10 @@ export function watermarkHandlers({
       );
     return key;
   }
+}
+
+function isKeyedImageAlgorithm(name: string): name is KeyedAlgorithmName {
+  return name === CAIRN_SYNC_V2_NAME || name === CAIRN_DCT_KEYED_V1_NAME;
 }
 
 /** Shortest audio DetectAudio reads: one repetition and a frame (the grid may start anywhere in it). */

@@ -37,7 +37,7 @@ describe('ResolvePayload', () => {
       registered: true,
       watermarkId: mark.watermarkId,
       assetId: mark.assetId,
-      algorithm: 'cairn-dct-keyed-v1',
+      algorithm: 'cairn-sync-v2',
       keyId: embedded.keyId,
       keyless: false,
     });

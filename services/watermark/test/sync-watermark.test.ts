@@ -4,6 +4,7 @@ import { cropCentral, cropSide, rotate, social, type Attack } from '../../../too
 import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import { CAIRN_SYNC_V2_NAME, SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
+import { compareContent } from '../src/domain/image/content-registration.js';
 import { psnr } from '../src/domain/image/psnr.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
 import { ImageAlgorithms, runImageTask } from '../src/domain/image-tasks.js';
@@ -114,6 +115,42 @@ describe('worker tasks with cairn-sync-v2', () => {
     expect(keyless).toMatchObject({ algorithm: 'cairn-dct-v1', keyId: null });
     expect(payloadHex(keyless.detection!.payload)).toBe(payloadHex(payloadFor('w_old')));
   });
+
+  /** Embeds through the worker task, so the outcome carries the content description the registry keeps. */
+  const embedV2 = (image: RawImage) => {
+    const { response } = runImageTask(algorithms, {
+      id: 1,
+      op: 'embed',
+      image,
+      payload,
+      key,
+      algorithm: CAIRN_SYNC_V2_NAME,
+    });
+    if (!response.ok || response.op !== 'embed' || !response.outcome.content) throw new Error('embed failed');
+    return { image: response.outcome.image, content: response.outcome.content };
+  };
+
+  it.each([['none', async (i: RawImage) => i] as const, ...ATTACKS, ['the social chain', social] as const])(
+    'content check: the marked photo after %s is the content the mark was embedded in',
+    async (_, attack) => {
+      const { image, content } = embedV2(photos.get('chelsea.png')!);
+      const outcome = detect(await attack(image), [key]);
+      expect(outcome.registered).toBeDefined();
+      expect(compareContent(outcome.registered!, content)).toMatchObject({ consistent: true });
+    },
+  );
+
+  it.each([['none', async (i: RawImage) => i] as const, ...ATTACKS])(
+    'content check: the same mark on another photo (a perfect copy attack), after %s, is not that content',
+    async (_, attack) => {
+      const victim = embedV2(photos.get('chelsea.png')!);
+      // The victim's tile exactly as the key lays it, on coffee: what a copy attack aims to produce.
+      const transplant = embedV2(photos.get('coffee.png')!).image;
+      const outcome = detect(await attack(transplant), [key]);
+      expect(payloadHex(outcome.detection!.payload)).toBe(payloadHex(payload));
+      expect(compareContent(outcome.registered!, victim.content)).toMatchObject({ consistent: false });
+    },
+  );
 
   it('answers no mark for an unmarked photo under every key', () => {
     expect(detect(photos.get('coffee.png')!, [key, otherKey]).detection).toBeNull();

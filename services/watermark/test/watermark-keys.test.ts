@@ -10,8 +10,9 @@ import { createSandbox, type Sandbox } from '@cairn/testing';
 import { MarkRegistry } from '../src/db/marks.js';
 import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
+import { SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
-import { payloadFor, payloadHex } from '../src/domain/payload.js';
+import { keyedPayloadFor, payloadFor, payloadHex } from '../src/domain/payload.js';
 import { watermarkService } from '../src/service.js';
 import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
 
@@ -72,7 +73,7 @@ describe('development key (WATERMARK_KEYS unset)', () => {
       detected: true,
       registered: true,
       assetId: victim.assetId,
-      algorithm: 'cairn-dct-keyed-v1',
+      algorithm: 'cairn-sync-v2',
       keyId: victimMark.keyId,
       keyless: false,
     });
@@ -86,11 +87,19 @@ describe('development key (WATERMARK_KEYS unset)', () => {
     expect(rows[0]!.sealed_key).not.toMatch(/[0-9a-f]{64}/);
   });
 
-  it.each(['chelsea', 'astronaut', 'camera'] as const)(
-    'does not name the victim for its (public) payload stamped into %s with the published code and a wrong key',
-    async (photo) => {
+  it.each([
+    ['chelsea', 'cairn-sync-v2'],
+    ['astronaut', 'cairn-sync-v2'],
+    ['chelsea', 'cairn-dct-keyed-v1'],
+    ['camera', 'cairn-dct-keyed-v1'],
+  ] as const)(
+    'does not name the victim for its (public) payload stamped into %s with the published %s code and a wrong key',
+    async (photo, algorithm) => {
       const payload = Uint8Array.from(Buffer.from(victimMark.payloadHex, 'hex'));
-      const forged = createKeyedImageWatermark(Uint8Array.from(randomBytes(32))).embed(photos[photo], payload);
+      const wrongKey = Uint8Array.from(randomBytes(32));
+      const code =
+        algorithm === 'cairn-sync-v2' ? new SyncTileWatermark(wrongKey) : createKeyedImageWatermark(wrongKey);
+      const forged = code.embed(photos[photo], payload);
       const detected = await running.client.detectImage({ encoded: await png(forged) });
       expect(detected).toMatchObject({ registered: false, watermarkId: '', assetId: '', tenantId: '' });
       expect(detected.payloadHex).not.toBe(victimMark.payloadHex);
@@ -161,7 +170,7 @@ describe('configured keys and rotation', () => {
     const running = await start({ ...env, WATERMARK_KEYS: `k1:${k1}` });
     try {
       const embedded = await running.client.embedImage({ ...first, encoded: await png(photos.chelsea) });
-      expect(embedded).toMatchObject({ algorithm: 'cairn-dct-keyed-v1', keyId: 'k1' });
+      expect(embedded).toMatchObject({ algorithm: 'cairn-sync-v2', keyId: 'k1' });
       firstMark = { payloadHex: embedded.payloadHex, image: await decodeFile(embedded.encoded) };
     } finally {
       await running.stop();
@@ -183,7 +192,7 @@ describe('configured keys and rotation', () => {
         registered: true,
         assetId: first.assetId,
         keyId: 'k1',
-        algorithm: 'cairn-dct-keyed-v1',
+        algorithm: 'cairn-sync-v2',
         keyless: false,
       });
       const retried = await running.client.embedImage({ ...first, encoded: await png(photos.chelsea) });
@@ -195,6 +204,39 @@ describe('configured keys and rotation', () => {
       const detected = await running.client.detectImage({ encoded: await png(await decodeFile(embedded.encoded)) });
       expect(detected).toMatchObject({ registered: true, assetId: second.assetId, keyId: 'k2' });
       expect((await running.client.resolvePayload({ payloadHex: embedded.payloadHex })).keyId).toBe('k2');
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('still detects a cairn-dct-keyed-v1 mark issued before cairn-sync-v2, and re-embeds its id as that mark', async () => {
+    const running = await start({ ...env, WATERMARK_KEYS: `k1:${k1}` });
+    try {
+      const old = ids();
+      const payload = keyedPayloadFor(Buffer.from(k1, 'hex'), old.watermarkId);
+      // Recorded and embedded as signs did before the switch: keyed v1 under k1.
+      await new MarkRegistry(running.service.context.db).record({
+        ...old,
+        payloadHex: payloadHex(payload),
+        algorithm: 'cairn-dct-keyed-v1',
+        keyId: 'k1',
+      });
+      const marked = createKeyedImageWatermark(Buffer.from(k1, 'hex')).embed(photos.coffee, payload);
+      const detected = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](marked)) });
+      expect(detected).toMatchObject({
+        detected: true,
+        registered: true,
+        assetId: old.assetId,
+        algorithm: 'cairn-dct-keyed-v1',
+        keyId: 'k1',
+        keyless: false,
+      });
+      // Its content is checked by fingerprint (in the verifier), not here.
+      expect(detected.contentConsistent).toBeUndefined();
+      const again = await running.client.embedImage({ ...old, encoded: await png(photos.coffee) });
+      expect(again).toMatchObject({ payloadHex: payloadHex(payload), algorithm: 'cairn-dct-keyed-v1', keyId: 'k1' });
+      const reread = await running.client.detectImage({ encoded: await png(await decodeFile(again.encoded)) });
+      expect(reread).toMatchObject({ registered: true, assetId: old.assetId, algorithm: 'cairn-dct-keyed-v1' });
     } finally {
       await running.stop();
     }

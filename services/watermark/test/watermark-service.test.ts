@@ -62,7 +62,7 @@ describe('EmbedImage → DetectImage over gRPC', () => {
     // Keyed: the payload is not the public derivation of the id.
     expect(embedded.payloadHex).toMatch(/^[0-9a-f]{16}$/);
     expect(embedded.payloadHex).not.toBe(payloadHex(payloadFor(mark.watermarkId)));
-    expect(embedded.algorithm).toBe('cairn-dct-keyed-v1');
+    expect(embedded.algorithm).toBe('cairn-sync-v2');
     expect(embedded.keyId).toMatch(/^dev-[0-9a-f]{8}$/);
     expect(embedded.psnrDb).toBeGreaterThanOrEqual(38);
     // The marked file comes back encoded as it was sent (PNG here), with its thumbnail; never raw pixels.
@@ -83,9 +83,11 @@ describe('EmbedImage → DetectImage over gRPC', () => {
       watermarkId: mark.watermarkId,
       assetId: mark.assetId,
       tenantId: mark.tenantId,
-      algorithm: 'cairn-dct-keyed-v1',
+      algorithm: 'cairn-sync-v2',
       keyId: embedded.keyId,
       keyless: false,
+      // The picture is the one the mark was embedded in.
+      contentConsistent: true,
     });
     expect(detected.confidence).toBeGreaterThan(0.5);
     expect(detected.confidence).toBeLessThanOrEqual(1);
@@ -99,7 +101,7 @@ describe('EmbedImage → DetectImage over gRPC', () => {
       payloadHex: '',
       watermarkId: '',
       tenantId: '',
-      algorithm: 'cairn-dct-keyed-v1',
+      algorithm: 'cairn-sync-v2',
       keyId: '',
     });
   });
@@ -174,7 +176,7 @@ describe('validation', () => {
     }
     // The refused embed wrote no registry row: the id is still free for another asset.
     await expect(client.embedImage({ ...mark, assetId: newId('asset'), encoded: chelseaPng })).resolves.toMatchObject({
-      algorithm: 'cairn-dct-keyed-v1',
+      algorithm: 'cairn-sync-v2',
     });
   });
 

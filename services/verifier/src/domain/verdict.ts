@@ -369,19 +369,20 @@ export function decide(e: Evidence): Verdict {
   if (wm.ran && wm.detected && wm.registered) {
     const matches = e.watermarkMatch ? [e.watermarkMatch] : [];
     if (wm.keyless) warnings.push('watermark_keyless');
-    // A mark on content that is not the asset's: it names the record, but is never a confident match.
+    // A mark on content that is not the asset's (copied onto other content): never a match, and the asset is not
+    // named, since naming it would hand a copied mark the victim's record.
     if (wm.contentConsistent === false) {
       warnings.push('watermark_content_mismatch');
       return result(
         'watermark_only',
         Math.min(LOW_CONFIDENCE_CAP, round(0.3 * wm.confidence)),
         {
-          user: 'This file carries an invisible watermark that leads to a signed record, but the content does not look like that record. The watermark may have been copied onto other content; do not rely on the match.',
-          developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered${wm.assetId ? ` to ${wm.assetId}` : ''}, but the content's fingerprint is not within the lookup radius of that asset.`,
+          user: 'This file carries an invisible watermark registered with Cairn, but the content does not look like the signed asset it was made for. The watermark may have been copied onto other content; it does not identify this file.',
+          developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered, but the content does not match the asset it was embedded in (fingerprint outside the lookup radius, or the content check of a cairn-sync-v2 mark failed).`,
           proves: ['The content carries a watermark registered with Cairn.'],
           doesNotProve: ['That this content is the signed asset, or derived from it.'],
         },
-        matches,
+        [],
       );
     }
     // A fingerprint match to the asset the watermark names is a second, independent path to the same record.

@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { marks } from './schema.js';
@@ -11,10 +11,12 @@ export interface MarkRecord {
   readonly algorithm: string;
   /** The watermark key of a keyed mark; null for keyless (cairn-dct-v1) marks. */
   readonly keyId: string | null;
+  /** cairn-sync-v2: the coarse luma map of what was marked (content-registration.ts); null otherwise. */
+  readonly content: Buffer | null;
   readonly createdAt: Date;
 }
 
-export type NewMark = Omit<MarkRecord, 'createdAt'>;
+export type NewMark = Omit<MarkRecord, 'createdAt' | 'content'>;
 
 /** The payload → watermark id registry (watermark.marks), always under row-level security. */
 export class MarkRegistry {
@@ -44,6 +46,19 @@ export class MarkRegistry {
       }
       return row;
     });
+  }
+
+  /**
+   * Keeps what a mark was embedded in. The first description stays: a retry of the id marks the same upload,
+   * and a later call cannot swap the content an issued mark is checked against.
+   */
+  async describe(tenantId: string, watermarkId: string, content: Uint8Array): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) =>
+      tx
+        .update(marks)
+        .set({ content: Buffer.from(content) })
+        .where(and(eq(marks.watermarkId, watermarkId), isNull(marks.content))),
+    );
   }
 
   /** The tenant's mark with this watermark id, if it has one (another tenant's is invisible). */

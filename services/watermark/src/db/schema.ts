@@ -1,6 +1,8 @@
 import { sql } from 'drizzle-orm';
-import { index, pgPolicy, pgSchema, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { customType, index, pgPolicy, pgSchema, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
+
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
 
 /** The watermark service's own schema; no other service reads it. */
 export const watermark = pgSchema('watermark');
@@ -21,6 +23,12 @@ export const marks = watermark.table(
     algorithm: text('algorithm').notNull(),
     /** The key a keyed mark was embedded with (WATERMARK_KEYS kid); null for keyless cairn-dct-v1 marks. */
     keyId: text('key_id'),
+    /**
+     * cairn-sync-v2: a coarse luma map (about 64² bytes) of the image the mark was embedded in, so a detection can
+     * tell the asset's content, cropped or rotated, from unrelated content carrying a copied mark
+     * (domain/image/content-registration.ts). Null for other algorithms.
+     */
+    content: bytea('content'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

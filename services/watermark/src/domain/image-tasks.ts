@@ -2,6 +2,7 @@ import type { Detection, ImageWatermarkAlgorithm } from './image/algorithm.js';
 import { createKeyedImageWatermark } from './image/cairn-dct-keyed-v1.js';
 import { analyseSync, CAIRN_SYNC_V2_NAME, SyncTileWatermark } from './image/cairn-sync-v2.js';
 import { CAIRN_DCT_V1, CAIRN_DCT_V1_NAME } from './image/cairn-dct-v1.js';
+import { registeredPoints } from './image/content-registration.js';
 import { DctQimWatermark } from './image/dct-qim.js';
 import { psnr } from './image/psnr.js';
 import type { RawImage } from './image/raw-image.js';
@@ -50,9 +51,9 @@ export class ImageAlgorithms {
    * computed once for all of them: with several keys the extra cost is the per-slot projections only.
    */
   detect(image: RawImage, keys: ReadonlyArray<WatermarkKey>): DetectOutcome {
-    // Every mark issued so far is keyed or keyless cairn-dct-v1 (new signs do not write cairn-sync-v2 yet), and those
-    // are cheap to read: tried first. The v2 analysis (lattice and folds, key-independent, made once; each key then
-    // only correlates and decodes) runs only when none of them reads a mark.
+    // The v1 marks (keyed and keyless, every mark issued before cairn-sync-v2) are cheap to read and never read a
+    // v2 mark: tried first. The v2 analysis (lattice and folds, key-independent, made once; each key then only
+    // correlates and decodes) runs when none of them reads a mark.
     const candidates: Array<{ algorithm: DctQimWatermark; keyId: string | null }> = [
       ...keys.map((key) => ({ algorithm: this.forKey(key), keyId: key.kid })),
       { algorithm: this.keyless, keyId: null },
@@ -68,12 +69,18 @@ export class ImageAlgorithms {
       const analysis = analyseSync(image);
       if (analysis) {
         for (const key of keys) {
-          const detection = this.syncForKey(key).decode(analysis);
-          if (detection) return { detection, algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid };
+          const read = this.syncForKey(key).decodeRegistered(analysis);
+          if (read)
+            return {
+              detection: read.detection,
+              algorithm: CAIRN_SYNC_V2_NAME,
+              keyId: key.kid,
+              registered: registeredPoints(analysis.luma, analysis.width, analysis.height, read.geometry),
+            };
         }
       }
     }
-    return { detection: null, algorithm: candidates[0]!.algorithm.name, keyId: null };
+    return { detection: null, algorithm: keys.length > 0 ? NEW_KEYED_ALGORITHM : this.keyless.name, keyId: null };
   }
 }
 
@@ -88,12 +95,16 @@ export function runImageTask(
   try {
     if (request.op === 'embed') {
       const algorithm = algorithms.forEmbed(request.key, request.algorithm);
-      const marked = algorithm.embed(request.image, request.payload);
+      const { image: marked, content } =
+        algorithm instanceof SyncTileWatermark
+          ? algorithm.embedDescribed(request.image, request.payload)
+          : { image: algorithm.embed(request.image, request.payload), content: undefined };
       const outcome = {
         image: marked,
         psnrDb: psnr(request.image, marked),
         algorithm: algorithm.name,
         keyId: request.key?.kid ?? null,
+        ...(content ? { content } : {}),
       };
       return { response: { id: request.id, ok: true, op: 'embed', outcome }, transfer: transferable(marked.pixels) };
     }

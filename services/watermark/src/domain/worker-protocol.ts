@@ -1,4 +1,5 @@
 import type { PcmAudio } from './audio/apply.js';
+import type { RegisteredPoints } from './image/content-registration.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 
@@ -31,6 +32,8 @@ export interface EmbedOutcome {
   readonly algorithm: string;
   /** The key's id; null for the keyless algorithm. */
   readonly keyId: string | null;
+  /** cairn-sync-v2: the coarse luma map of what was marked, for the registry (content-registration.ts). */
+  readonly content?: Uint8Array;
 }
 
 export interface DetectOutcome {
@@ -39,6 +42,8 @@ export interface DetectOutcome {
   readonly algorithm: string;
   /** The key that decoded it; null when keyless or nothing was found. */
   readonly keyId: string | null;
+  /** cairn-sync-v2: the received picture placed on the embedding grid, to compare with the asset's content. */
+  readonly registered?: RegisteredPoints;
 }
 
 export type WorkerResponse =

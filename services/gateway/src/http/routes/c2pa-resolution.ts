@@ -25,10 +25,10 @@ export const C2PA_DISCOVERY_PATH = '/.well-known/c2pa-soft-binding-resolution';
 const MAX_QUERY_VALUE_LENGTH = 2048;
 
 /**
- * The invisible watermarks of the watermark service, as recorded in each manifest: the keyed one new signs
- * carry, and the keyless one earlier marks carry (still resolved). A query naming one matches its marks only.
+ * The invisible watermarks of the watermark service, as recorded in each manifest: cairn-sync-v2, which new signs
+ * carry, and the earlier keyed and keyless ones (still resolved). A query naming one matches its marks only.
  */
-export const WATERMARK_ALGS = ['cairn-dct-keyed-v1', 'cairn-dct-v1'] as const;
+export const WATERMARK_ALGS = ['cairn-sync-v2', 'cairn-dct-keyed-v1', 'cairn-dct-v1'] as const;
 type WatermarkAlg = (typeof WATERMARK_ALGS)[number];
 const isWatermarkAlg = (alg: string | undefined): alg is WatermarkAlg =>
   (WATERMARK_ALGS as ReadonlyArray<string | undefined>).includes(alg);
@@ -457,7 +457,8 @@ async function detectWatermark(
     if (isCairnError(error) && error.code === 'cairn.validation.invalid_body') return undecodable();
     throw error;
   }
-  return found.detected
+  // A mark the watermark service found on other content than it was embedded in (copied) leads nowhere.
+  return found.detected && found.contentConsistent !== false
     ? { payloadHex: found.payloadHex, confidence: found.confidence, algorithm: found.algorithm }
     : undefined;
 }

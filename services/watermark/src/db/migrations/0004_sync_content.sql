@@ -1,0 +1,1 @@
+ALTER TABLE "watermark"."marks" ADD COLUMN "content" "bytea";

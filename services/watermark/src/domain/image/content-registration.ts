@@ -1,0 +1,192 @@
+/**
+ * Content registration for cairn-sync-v2: is the picture carrying a mark the picture the mark was put on?
+ *
+ * A mark proves only that someone with the key (or a copy of its signal) put it there. A spread-spectrum tile
+ * can be estimated from a marked image and added to another one (a copy attack), and the copy then reads as
+ * the victim's asset. The asset's perceptual hash cannot settle it: a crop or a rotation moves PDQ 36–98 bits.
+ * But the detector knows the geometry: the lattice, orientation and offset tell where each sample of the
+ * received picture lies on the embedding grid, up to a whole number of tile periods. So the embedder keeps a
+ * coarse luma map of what it marked (CELL² embedding samples per byte, about 64² bytes), and detection maps the
+ * received picture onto it at each whole-period translation, keeping the best Pearson correlation. The
+ * received picture must lie mostly inside the asset's frame and follow its luma closely there. Measured
+ * (README, cairn-sync-v2 "Content check"): the signed photos after every attack of the table against the same
+ * photos carrying a transplanted mark.
+ */
+export interface SyncGeometry {
+  /** Embedding-grid coordinates of detection-grid sample (x, y), modulo `period`: (m0·x + m1·y + t0, m2·x + m3·y + t1). */
+  readonly m: readonly [number, number, number, number];
+  readonly t: readonly [number, number];
+  readonly period: number;
+}
+
+/** Embedding-grid samples per side of a descriptor cell. */
+const CELL = 4;
+const HEADER_BYTES = 4;
+/** A received picture must lie at least this much inside the asset's frame (a 5 % border leaves about 82 %). */
+export const MIN_INSIDE = 0.5;
+/** Pearson correlation of the luma maps above which the content is the asset's (see the README's measurements). */
+export const MIN_CORRELATION = 0.95;
+/** Fewer points than this say nothing. */
+const MIN_POINTS = 48;
+
+/** The coarse luma map of an embedding grid: u16 cells across, u16 cells down, then one byte per cell (mean luma). */
+export function describeContent(luma: Float32Array, gw: number, gh: number): Uint8Array {
+  const cw = Math.floor(gw / CELL);
+  const ch = Math.floor(gh / CELL);
+  const out = new Uint8Array(HEADER_BYTES + cw * ch);
+  new DataView(out.buffer).setUint16(0, cw);
+  new DataView(out.buffer).setUint16(2, ch);
+  for (let cy = 0; cy < ch; cy++) {
+    for (let cx = 0; cx < cw; cx++) {
+      let sum = 0;
+      for (let y = cy * CELL; y < (cy + 1) * CELL; y++)
+        for (let x = cx * CELL; x < (cx + 1) * CELL; x++) sum += luma[y * gw + x]!;
+      out[HEADER_BYTES + cy * cw + cx] = Math.round(Math.min(255, Math.max(0, sum / (CELL * CELL))));
+    }
+  }
+  return out;
+}
+
+/** Points of a received picture placed on the embedding grid (modulo the period) with their coarse luma. */
+export interface RegisteredPoints {
+  readonly xs: Float32Array;
+  readonly ys: Float32Array;
+  readonly values: Float32Array;
+  readonly period: number;
+}
+
+/**
+ * Samples the detection grid's luma every descriptor cell (as mapped by the geometry), each averaged over a
+ * box of about that size, and places them on the embedding grid.
+ */
+export function registeredPoints(luma: Float32Array, w: number, h: number, geometry: SyncGeometry): RegisteredPoints {
+  const [m0, m1, m2, m3] = geometry.m;
+  // Embedding samples per detection sample (the mapping is a similarity up to the aspect change).
+  const scale = Math.sqrt(Math.abs(m0 * m3 - m1 * m2));
+  const stride = Math.max(1, CELL / scale);
+  const radius = Math.max(0, Math.round(stride / 2 - 0.5));
+  const smooth = boxMean(luma, w, h, radius);
+  const nx = Math.floor(w / stride);
+  const ny = Math.floor(h / stride);
+  const xs = new Float32Array(nx * ny);
+  const ys = new Float32Array(nx * ny);
+  const values = new Float32Array(nx * ny);
+  let n = 0;
+  for (let j = 0; j < ny; j++) {
+    const y = Math.min(h - 1, Math.round((j + 0.5) * stride));
+    for (let i = 0; i < nx; i++, n++) {
+      const x = Math.min(w - 1, Math.round((i + 0.5) * stride));
+      xs[n] = m0 * x + m1 * y + geometry.t[0];
+      ys[n] = m2 * x + m3 * y + geometry.t[1];
+      values[n] = smooth[y * w + x]!;
+    }
+  }
+  return { xs, ys, values, period: geometry.period };
+}
+
+export interface ContentComparison {
+  /** Best Pearson correlation over the whole-period translations (−1..1; 0 when nothing overlapped). */
+  readonly correlation: number;
+  /** Share of the received picture inside the asset's frame at that translation. */
+  readonly inside: number;
+  readonly consistent: boolean;
+}
+
+/**
+ * The received picture's luma against the asset's descriptor at every translation by whole tile periods that
+ * puts at least MIN_INSIDE of it inside the asset's frame.
+ */
+export function compareContent(points: RegisteredPoints, descriptor: Uint8Array): ContentComparison {
+  const none: ContentComparison = { correlation: 0, inside: 0, consistent: false };
+  if (descriptor.length < HEADER_BYTES) return none;
+  const view = new DataView(descriptor.buffer, descriptor.byteOffset, descriptor.byteLength);
+  const cw = view.getUint16(0);
+  const ch = view.getUint16(2);
+  if (cw < 2 || ch < 2 || descriptor.length !== HEADER_BYTES + cw * ch) return none;
+  const cells = descriptor.subarray(HEADER_BYTES);
+  const { xs, ys, values, period } = points;
+  const total = values.length;
+  if (total < MIN_POINTS) return none;
+  let minX = Infinity;
+  let maxX = -Infinity;
+  let minY = Infinity;
+  let maxY = -Infinity;
+  for (let k = 0; k < total; k++) {
+    minX = Math.min(minX, xs[k]!);
+    maxX = Math.max(maxX, xs[k]!);
+    minY = Math.min(minY, ys[k]!);
+    maxY = Math.max(maxY, ys[k]!);
+  }
+  // Cell coordinates of an embedding-grid position: cell c covers samples [c·CELL, (c + 1)·CELL), centred at
+  // c·CELL + (CELL − 1) / 2.
+  const half = (CELL - 1) / 2;
+  const ew = cw * CELL;
+  const eh = ch * CELL;
+  let best = none;
+  for (let i = Math.floor(-maxX / period) - 1; i <= Math.ceil((ew - minX) / period) + 1; i++) {
+    for (let j = Math.floor(-maxY / period) - 1; j <= Math.ceil((eh - minY) / period) + 1; j++) {
+      let n = 0;
+      let sa = 0;
+      let sb = 0;
+      let saa = 0;
+      let sbb = 0;
+      let sab = 0;
+      for (let k = 0; k < total; k++) {
+        const cx = (xs[k]! + i * period - half) / CELL;
+        const cy = (ys[k]! + j * period - half) / CELL;
+        if (cx < 0 || cy < 0 || cx > cw - 1 || cy > ch - 1) continue;
+        const x0 = Math.min(cw - 2, cx | 0);
+        const y0 = Math.min(ch - 2, cy | 0);
+        const fx = cx - x0;
+        const fy = cy - y0;
+        const o = y0 * cw + x0;
+        const top = cells[o]! + fx * (cells[o + 1]! - cells[o]!);
+        const bottom = cells[o + cw]! + fx * (cells[o + cw + 1]! - cells[o + cw]!);
+        const b = top + fy * (bottom - top);
+        const a = values[k]!;
+        n++;
+        sa += a;
+        sb += b;
+        saa += a * a;
+        sbb += b * b;
+        sab += a * b;
+      }
+      if (n < MIN_POINTS || n < MIN_INSIDE * total) continue;
+      const va = saa - (sa * sa) / n;
+      const vb = sbb - (sb * sb) / n;
+      const correlation = va > 0 && vb > 0 ? (sab - (sa * sb) / n) / Math.sqrt(va * vb) : 0;
+      if (correlation > best.correlation)
+        best = { correlation, inside: n / total, consistent: correlation >= MIN_CORRELATION };
+    }
+  }
+  return best;
+}
+
+/** Mean over the (2·radius + 1)² neighbourhood clipped to the plane (integral image). */
+function boxMean(plane: Float32Array, w: number, h: number, radius: number): Float32Array {
+  if (radius === 0) return plane;
+  const integral = new Float64Array((w + 1) * (h + 1));
+  for (let y = 0; y < h; y++) {
+    let row = 0;
+    for (let x = 0; x < w; x++) {
+      row += plane[y * w + x]!;
+      integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1]! + row;
+    }
+  }
+  const out = new Float32Array(w * h);
+  for (let y = 0; y < h; y++) {
+    const y0 = Math.max(0, y - radius);
+    const y1 = Math.min(h, y + radius + 1);
+    for (let x = 0; x < w; x++) {
+      const x0 = Math.max(0, x - radius);
+      const x1 = Math.min(w, x + radius + 1);
+      out[y * w + x] =
+        (integral[y1 * (w + 1) + x1]! -
+          integral[y0 * (w + 1) + x1]! -
+          integral[y1 * (w + 1) + x0]! +
+          integral[y0 * (w + 1) + x0]!) /
+        ((y1 - y0) * (x1 - x0));
+    }
+  }
+  return out;
+}
