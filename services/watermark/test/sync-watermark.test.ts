@@ -130,7 +130,7 @@ describe('worker tasks with cairn-sync-v2', () => {
     return { image: response.outcome.image, content: response.outcome.content };
   };
 
-  it.each([['none', async (i: RawImage) => i] as const, ...ATTACKS, ['the social chain', social] as const])(
+  it.each([['none', (i: RawImage) => Promise.resolve(i)] as const, ...ATTACKS, ['the social chain', social] as const])(
     'content check: the marked photo after %s is the content the mark was embedded in',
     async (_, attack) => {
       const { image, content } = embedV2(photos.get('chelsea.png')!);
@@ -140,7 +140,7 @@ describe('worker tasks with cairn-sync-v2', () => {
     },
   );
 
-  it.each([['none', async (i: RawImage) => i] as const, ...ATTACKS])(
+  it.each([['none', (i: RawImage) => Promise.resolve(i)] as const, ...ATTACKS])(
     'content check: the same mark on another photo (a perfect copy attack), after %s, is not that content',
     async (_, attack) => {
       const victim = embedV2(photos.get('chelsea.png')!);
