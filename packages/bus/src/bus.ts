@@ -9,11 +9,13 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
-  type ConsumerMessages,
 } from '@nats-io/jetstream';
 import type { Logger } from '@cairn/logging';
 import { parseEvent, type AnyEvent, type EventOf, type EventType } from '@cairn/events';
+import { serve, type RunningConsumer } from './serve.js';
 import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
+
+export { DEFAULT_STOP_GRACE_MS, type RunningConsumer } from './serve.js';
 
 export interface BusOptions {
   url: string;
@@ -42,14 +44,10 @@ export interface ConsumerOptions<T extends EventType = EventType> {
   ackWaitMs?: number;
 }
 
-export interface RunningConsumer {
-  stop(): Promise<void>;
-}
-
 const SECOND_NS = 1_000_000_000;
 
 export class Bus {
-  private readonly consumers = new Set<ConsumerMessages>();
+  private readonly consumers = new Set<RunningConsumer>();
 
   private constructor(
     readonly nc: NatsConnection,
@@ -153,66 +151,77 @@ export class Bus {
       await this.jsm.consumers.add(this.options.stream, config);
     }
     const consumer = await this.js.consumers.get(this.options.stream, options.durable);
-    const messages = await consumer.consume({ max_messages: 64 });
-    this.consumers.add(messages);
     const log = this.options.logger;
-    const loop = (async () => {
-      for await (const msg of messages) {
-        let json: unknown;
-        try {
-          json = msg.json();
-        } catch (error) {
-          log?.error({ err: error, subject: msg.subject, durable: options.durable }, 'malformed event dropped');
-          // No reason text: nats-server 2.9 does not understand `+TERM <reason>` and leaves the message pending.
-          msg.term();
-          continue;
-        }
-        const parsed = parseEvent(json);
-        if (!parsed.ok) {
-          log?.error(
-            {
-              err: parsed.error,
-              subject: msg.subject,
-              durable: options.durable,
-              event_id: parsed.eventId,
-              type: parsed.type,
-            },
-            'invalid event dropped',
-          );
-          msg.term();
-          continue;
-        }
-        const event = parsed.event;
-        if (wanted && !wanted.has(event.type)) {
-          msg.ack();
-          continue;
-        }
-        try {
-          await context.with(extractTraceContext(msg.headers), () => options.handler(event as EventOf<T>, msg));
-          // Confirmed before the next message: stop() then means every handled event is settled on the server.
-          await msg
-            .ackAck()
-            .catch((error: unknown) =>
-              log?.warn(
-                { err: error, event_id: event.event_id, durable: options.durable },
-                'ack not confirmed; the event may be redelivered (deduped)',
-              ),
-            );
-        } catch (error) {
-          const attempt = msg.info.deliveryCount;
-          log?.warn(
-            { err: error, event_id: event.event_id, type: event.type, attempt, durable: options.durable },
-            'event handler failed; will retry',
-          );
-          msg.nak(Math.min(30_000, 250 * 2 ** Math.min(attempt, 7)));
-        }
+    const handle = async (msg: JsMsg): Promise<void> => {
+      let json: unknown;
+      try {
+        json = msg.json();
+      } catch (error) {
+        log?.error({ err: error, subject: msg.subject, durable: options.durable }, 'malformed event dropped');
+        // No reason text: nats-server 2.9 does not understand `+TERM <reason>` and leaves the message pending.
+        msg.term();
+        return;
       }
-    })();
+      const parsed = parseEvent(json);
+      if (!parsed.ok) {
+        log?.error(
+          {
+            err: parsed.error,
+            subject: msg.subject,
+            durable: options.durable,
+            event_id: parsed.eventId,
+            type: parsed.type,
+          },
+          'invalid event dropped',
+        );
+        msg.term();
+        return;
+      }
+      const event = parsed.event;
+      if (wanted && !wanted.has(event.type)) {
+        msg.ack();
+        return;
+      }
+      try {
+        await context.with(extractTraceContext(msg.headers), () => options.handler(event as EventOf<T>, msg));
+      } catch (error) {
+        const attempt = msg.info.deliveryCount;
+        log?.warn(
+          { err: error, event_id: event.event_id, type: event.type, attempt, durable: options.durable },
+          'event handler failed; will retry',
+        );
+        msg.nak(Math.min(30_000, 250 * 2 ** Math.min(attempt, 7)));
+        return;
+      }
+      // Confirmed before the next message: a stopped consumer has settled on the server every event it handled.
+      await msg
+        .ackAck()
+        .catch((error: unknown) =>
+          log?.warn(
+            { err: error, event_id: event.event_id, durable: options.durable },
+            'ack not confirmed; the event may be redelivered (deduped)',
+          ),
+        );
+    };
+    return this.serve(await consumer.consume({ max_messages: 64 }), {
+      label: { durable: options.durable },
+      ...(log ? { logger: log } : {}),
+      handle,
+      describe: (msg) => {
+        const parsed = parseEvent(safeJson(msg));
+        return parsed.ok ? { event_id: parsed.event.event_id, type: parsed.event.type } : {};
+      },
+    });
+  }
+
+  /** Runs a consumer's messages (events or work items) with a bounded stop; `close()` stops it too. */
+  serve(messages: Parameters<typeof serve>[0], options: Parameters<typeof serve>[1]): RunningConsumer {
+    const running = serve(messages, options);
+    this.consumers.add(running);
     return {
-      stop: async () => {
-        await messages.close();
-        this.consumers.delete(messages);
-        await loop;
+      stop: async (graceMs) => {
+        await running.stop(graceMs);
+        this.consumers.delete(running);
       },
     };
   }
@@ -221,9 +230,18 @@ export class Bus {
     await this.nc.flush();
   }
 
-  async close(): Promise<void> {
-    for (const messages of this.consumers) await messages.close();
+  async close(graceMs?: number): Promise<void> {
+    await Promise.all([...this.consumers].map((consumer) => consumer.stop(graceMs)));
     this.consumers.clear();
     await this.nc.drain();
+  }
+}
+
+function safeJson(msg: JsMsg): unknown {
+  try {
+    return msg.json();
+  } catch {
+    // not JSON: nothing to name the message by
+    return undefined;
   }
 }

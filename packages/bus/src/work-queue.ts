@@ -1,5 +1,5 @@
 import { context } from '@opentelemetry/api';
-import { AckPolicy, DeliverPolicy, RetentionPolicy, type ConsumerMessages } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, RetentionPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from '@cairn/logging';
 import type { Bus, RunningConsumer } from './bus.js';
 import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
@@ -80,39 +80,45 @@ export class WorkQueue<T> {
       await this.bus.jsm.consumers.add(this.stream, config);
     }
     const consumer = await this.bus.js.consumers.get(this.stream, options.durable);
-    const messages: ConsumerMessages = await consumer.consume({ max_messages: 1 });
-    const loop = (async () => {
-      for await (const msg of messages) {
-        const attempt = msg.info.deliveryCount;
-        // Long items keep their lease while they run.
-        const heartbeat = setInterval(() => msg.working(), Math.max(1000, ackWaitMs / 3));
-        heartbeat.unref();
-        try {
-          const item = msg.json<T>();
-          await context.with(extractTraceContext(msg.headers), () => options.handler(item, { attempt, maxAttempts }));
-          // Confirmed, so a stopped worker has really released what it finished (an unconfirmed ack can be lost
-          // with the connection; the item then comes back, which handlers tolerate, but never silently late).
-          await msg
-            .ackAck()
-            .catch((error: unknown) =>
-              options.logger?.warn(
-                { err: error, stream: this.stream },
-                'ack not confirmed; the item may be redelivered',
-              ),
-            );
-        } catch (error) {
-          options.logger?.warn({ err: error, attempt, stream: this.stream }, 'work item failed; will retry');
-          msg.nak(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)));
-        } finally {
-          clearInterval(heartbeat);
-        }
+    const handle = async (msg: JsMsg, abandoned: AbortSignal): Promise<void> => {
+      const attempt = msg.info.deliveryCount;
+      // Long items keep their lease while they run, and only while they are still this worker's: an item a
+      // stopping worker abandoned goes back to the queue when its lease runs out.
+      const heartbeat = setInterval(
+        () => {
+          try {
+            msg.working();
+          } catch {
+            // connection closed: the lease ends, the item comes back
+          }
+        },
+        Math.max(1000, ackWaitMs / 3),
+      );
+      heartbeat.unref();
+      const endLease = () => clearInterval(heartbeat);
+      abandoned.addEventListener('abort', endLease, { once: true });
+      try {
+        const item = msg.json<T>();
+        await context.with(extractTraceContext(msg.headers), () => options.handler(item, { attempt, maxAttempts }));
+        // Confirmed, so a stopped worker has really released what it finished (an unconfirmed ack can be lost
+        // with the connection; the item then comes back, which handlers tolerate, but never silently late).
+        await msg
+          .ackAck()
+          .catch((error: unknown) =>
+            options.logger?.warn({ err: error, stream: this.stream }, 'ack not confirmed; the item may be redelivered'),
+          );
+      } catch (error) {
+        options.logger?.warn({ err: error, attempt, stream: this.stream }, 'work item failed; will retry');
+        msg.nak(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)));
+      } finally {
+        endLease();
+        abandoned.removeEventListener('abort', endLease);
       }
-    })();
-    return {
-      stop: async () => {
-        await messages.close();
-        await loop;
-      },
     };
+    return this.bus.serve(await consumer.consume({ max_messages: 1 }), {
+      label: { durable: options.durable, stream: this.stream },
+      ...(options.logger ? { logger: options.logger } : {}),
+      handle,
+    });
   }
 }

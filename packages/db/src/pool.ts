@@ -11,7 +11,33 @@ export function createPool(url: string, max = 10): pg.Pool {
   // connection cut then (Postgres restarting) would be an unhandled 'error' event and kill the process. The query
   // in flight is rejected all the same, so its caller sees the failure (503 cairn.unavailable).
   pool.on('connect', (client) => client.on('error', () => undefined));
+  const connect = pool.connect.bind(pool);
+  pool.connect = ((callback?: Parameters<typeof connect>[0]) =>
+    callback ? connect(callback) : connect().then(releasedWhenLost)) as typeof pool.connect;
   return pool;
+}
+
+/**
+ * A checked-out client whose connection is lost goes back to the pool (which drops it) at once, and its holder's
+ * own release later is a no-op. drizzle's transaction() sends BEGIN outside its try/finally: when BEGIN fails
+ * (Postgres restarting) it never releases the client, which then stayed checked out forever, one pool slot lost
+ * each time, and pool.end() (a service's shutdown) never finished (issue #11, test/dependency-restarts.test.ts).
+ */
+function releasedWhenLost(client: pg.PoolClient): pg.PoolClient {
+  const release = client.release.bind(client);
+  let released = false;
+  const lost = () => {
+    released = true;
+    release(new Error('connection lost while checked out'));
+  };
+  client.once('end', lost);
+  client.release = (error?: Error | boolean) => {
+    client.removeListener('end', lost);
+    if (released) return;
+    released = true;
+    release(error);
+  };
+  return client;
 }
 
 export function createDb(pool: pg.Pool): Database {

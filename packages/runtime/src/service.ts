@@ -189,7 +189,7 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     ).catch((error: unknown) => {
       throw new Error(`Cannot reach NATS JetStream at ${config.NATS_URL}: ${String(error)}`);
     });
-    closers.push(() => bus.close());
+    closers.push(() => bus.close(config.SHUTDOWN_GRACE_MS));
 
     const outbox = new Outbox(db, definition.name, bus, logger, metrics);
     const rpc = new RpcServer();
@@ -284,8 +284,14 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
         // Health watchers have seen NOT_SERVING; their streams end so the drain waits only for real calls.
         health.endWatches();
         await rpc.shutdown(config.SHUTDOWN_GRACE_MS);
-        for (const consumer of consumers)
-          await consumer.stop().catch((error: unknown) => logger.warn({ err: error }, 'a consumer failed to stop'));
+        // Together, each bounded by the grace: a handler stuck on a dependency cannot hold the shutdown.
+        await Promise.all(
+          consumers.map((consumer) =>
+            consumer
+              .stop(config.SHUTDOWN_GRACE_MS)
+              .catch((error: unknown) => logger.warn({ err: error }, 'a consumer failed to stop')),
+          ),
+        );
         await cleanUp();
         logger.info('stopped');
       })();

@@ -11,6 +11,7 @@ export {
 export { apiRequester, type ApiRequest, type ApiRequestInit } from './http.js';
 export { startHardhat, REPO_ROOT, type HardhatNode } from './hardhat.js';
 export { waitFor } from './wait.js';
+export { listening, startPrivateNats, startPrivateRedis, type PrivateServer } from './servers.js';
 export { makeDevPki, type TlsFiles } from './tls.js';
 export { SHARED_DIR } from './shared.js';
 export { sampleEvent } from './events.js';
