@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { isPlanName, PLANS } from '@cairn/catalog';
 import type { Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
@@ -9,18 +10,13 @@ import { purgeExpired } from './rpc.js';
 
 export type TenantClient = ServiceClient<typeof gatewayV1.TenantService extends GenService<infer M> ? M : never>;
 
-/** Retention per plan when the tenant has no audit_retention_days of its own (spec: Audit, retention). */
-export const PLAN_DEFAULT_RETENTION_DAYS: Readonly<Record<string, number>> = {
-  free: 30,
-  developer: 30,
-  growth: 365,
-  enterprise: 365,
-};
-const FALLBACK_RETENTION_DAYS = 30;
-
+/** Retention when the tenant has no audit_retention_days of its own: its plan's default (spec: Audit, retention). */
 export function retentionDays(tenant: Pick<gatewayV1.Tenant, 'plan' | 'auditRetentionDays'>): number {
   if (tenant.auditRetentionDays > 0) return tenant.auditRetentionDays;
-  return PLAN_DEFAULT_RETENTION_DAYS[tenant.plan] ?? FALLBACK_RETENTION_DAYS;
+  // A plan this version does not know keeps the shortest default.
+  return isPlanName(tenant.plan)
+    ? PLANS[tenant.plan].audit.defaultRetentionDays
+    : PLANS.free.audit.defaultRetentionDays;
 }
 
 /** The tenants that have entries (a loose index scan over entries_tenant_seq_idx), read under the narrow listing policy. */

@@ -5,7 +5,7 @@ import { isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import type { gatewayV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import { isMeter, isPlanName, type PlanName } from './domain/plans.js';
+import { isMeter, isPlanName, type PlanName } from '@cairn/catalog';
 import type { MeteringStore } from './store/metering.js';
 
 export type TenantClient = ServiceClient<typeof gatewayV1.TenantService extends GenService<infer M> ? M : never>;

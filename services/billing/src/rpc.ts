@@ -2,7 +2,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import type { billingV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
-import { isMeter, isPlanName, type Meter, type PlanName } from './domain/plans.js';
+import { isMeter, isPlanName, type Meter, type PlanName } from '@cairn/catalog';
 import type { MeteringStore } from './store/metering.js';
 
 type Methods = typeof billingV1.BillingService extends GenService<infer M> ? M : never;

@@ -5,7 +5,8 @@ import { setTenant, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { Outbox } from '@cairn/runtime';
 import { alerts, counters, quotas, reservations, spend } from '../db/schema.js';
-import { billsOverage, METERS, periodOf, QUOTAS, type Meter, type PlanName } from '../domain/plans.js';
+import { billsOverage, METERS, PLANS, type Meter, type PlanName } from '@cairn/catalog';
+import { periodOf } from '../domain/period.js';
 import { microsToUsd, usdToMicros, type PriceTable } from '../domain/prices.js';
 
 export interface ReserveInput {
@@ -125,7 +126,7 @@ export class MeteringStore {
         };
       }
     }
-    const planQuota = QUOTAS[input.plan][input.meter];
+    const planQuota = PLANS[input.plan].quotas[input.meter];
     const planLimit = typeof planQuota === 'number' ? planQuota : 0;
     const bills = billsOverage(input.plan);
     const unitMicros = bills ? this.prices.unitMicros(input.plan, input.meter) : 0;
@@ -380,7 +381,7 @@ export class MeteringStore {
   ): Promise<{ used: number; overageUnits: number }> {
     const period = periodOf(input.at);
     const { tenantId, meter, quantity, plan } = input;
-    const planQuota = plan ? QUOTAS[plan][meter] : null;
+    const planQuota = plan ? PLANS[plan].quotas[meter] : null;
     const planLimit = typeof planQuota === 'number' ? planQuota : 0;
     // Overage is billed only where the plan offers the meter and bills overage at all.
     const bills = plan !== null && planQuota !== null && billsOverage(plan);
@@ -437,7 +438,7 @@ export class MeteringStore {
       const meters: MeterUsage[] = [];
       for (const meter of METERS) {
         const row = byMeter.get(meter);
-        const planQuota = QUOTAS[plan][meter];
+        const planQuota = PLANS[plan].quotas[meter];
         const override = overrides.get(meter);
         // Listed: the meters the plan offers, the tenant's contract meters, and anything used this month.
         if (planQuota === null && override === undefined && !row) continue;
@@ -475,7 +476,7 @@ export class MeteringStore {
       .from(quotas)
       .where(and(eq(quotas.tenantId, tenantId), eq(quotas.meter, meter)));
     if (override) return override.quota;
-    const planQuota = QUOTAS[plan][meter];
+    const planQuota = PLANS[plan].quotas[meter];
     return typeof planQuota === 'number' ? planQuota : 0;
   }
 

@@ -1,4 +1,4 @@
-import { offersMeter, type Meter, type PlanName } from './plans.js';
+import { offersMeter, type Meter, type PlanName } from '@cairn/catalog';
 
 export interface Recipe {
   recipe_id: string;

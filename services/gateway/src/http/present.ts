@@ -1,4 +1,4 @@
-import { PLANS, type PlanName } from '../domain/plans.js';
+import { PLANS, type PlanName } from '@cairn/catalog';
 import type { KeyRecord, TenantRecord } from '../store/tenants.js';
 import { keyState } from '../domain/api-keys.js';
 

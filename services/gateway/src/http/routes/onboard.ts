@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
 import type { PaymentProcessor } from '../../domain/payments.js';
-import { PLANS, isPlanName } from '../../domain/plans.js';
+import { PLANS, isPlanName } from '@cairn/catalog';
 import { defaultRecipeIds } from '../../domain/recipes.js';
 import { requestHash } from '../../domain/request-hash.js';
 import { isBrowserLike } from '../../domain/user-agent.js';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { PlanName } from '../../domain/plans.js';
+import type { PlanName } from '@cairn/catalog';
 import { recipeAvailable } from '../../domain/recipes.js';
 import type { RecipeCatalog } from '../../store/recipes.js';
 import { requireScope } from '../auth.js';

@@ -8,7 +8,7 @@ import { newId } from '@cairn/ids';
 import type { signerV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { reserveUnit, type BillingClient, type MeteredUnit } from '../../domain/metering.js';
-import type { PlanName } from '../../domain/plans.js';
+import type { PlanName } from '@cairn/catalog';
 import { recipeAvailable, type Recipe } from '../../domain/recipes.js';
 import { requestHash } from '../../domain/request-hash.js';
 import type { RecipeCatalog } from '../../store/recipes.js';

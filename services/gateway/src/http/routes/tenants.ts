@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
 import { SCOPES } from '../../domain/api-keys.js';
-import { PLANS, PLAN_NAMES, type PlanName } from '../../domain/plans.js';
+import { PLANS, PLAN_NAMES, type PlanName } from '@cairn/catalog';
 import { mayChangeSpendingCap } from '../../domain/tenant-tree.js';
 import type { TenantRecord, TenantStore } from '../../store/tenants.js';
 import { requireScope } from '../auth.js';

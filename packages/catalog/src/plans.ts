@@ -1,6 +1,8 @@
 /**
- * The plan catalog: the spec's quota, retention and metering tables, plus Cairn's default request limits.
- * Enterprise quotas are per contract (tenant configuration, issue 4); `null` means "not offered".
+ * The plan catalog, the one copy every service reads (issue #12): the spec's quota, retention and metering
+ * tables, plus Cairn's default request limits. Enterprise quotas are per contract (tenant configuration, billing's
+ * per-tenant quotas); `null` means "not offered". text_sign, audio_verify and video_verify quotas are "not shown"
+ * by the spec: Cairn's choices.
  */
 export const PLAN_NAMES = ['free', 'developer', 'growth', 'enterprise'] as const;
 export type PlanName = (typeof PLAN_NAMES)[number];
@@ -19,10 +21,13 @@ export const METERS = [
 ] as const;
 export type Meter = (typeof METERS)[number];
 
+/** A monthly quota: null = not offered on the plan; 'contract' = set per tenant (enterprise). */
+export type Quota = number | null | 'contract';
+
 export interface Plan {
   name: PlanName;
-  /** Monthly quota per meter; null = not offered on this plan; 'contract' = set per enterprise tenant. */
-  quotas: Record<Meter, number | null | 'contract'>;
+  /** Monthly quota per meter. */
+  quotas: Readonly<Record<Meter, Quota>>;
   audit: { defaultRetentionDays: number; maxRetentionDays: number };
   rateLimits: { rps: number; daily: number };
   /** Self-serve through POST /v1/onboard (enterprise is provisioned by Cairn). */
@@ -132,4 +137,13 @@ export function isPlanName(value: string): value is PlanName {
 
 export function offersMeter(plan: PlanName, meter: Meter): boolean {
   return PLANS[plan].quotas[meter] !== null;
+}
+
+export function isMeter(value: string): value is Meter {
+  return (METERS as readonly string[]).includes(value);
+}
+
+/** Plans whose use above quota is billed per unit instead of refused. */
+export function billsOverage(plan: PlanName): boolean {
+  return plan === 'growth' || plan === 'enterprise';
 }
