@@ -21,7 +21,11 @@ import {
   writeBox,
   writeSuperbox,
 } from '../packages/jumbf/src/index.js';
-import { probeImage, probeWav, runFfmpeg, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import { checkMediaLimits, probeImage, probeWav, runFfmpeg, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import { bufferAccess, extractManifestStore } from '../services/verifier/src/c2pa/asset-store.js';
+import { CborError, decodeCbor } from '../services/verifier/src/c2pa/cbor.js';
+import { coseCertificateChain, signatureCose } from '../services/verifier/src/c2pa/jumbf.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
 const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((a) => Buffer.from(a));
@@ -168,6 +172,117 @@ describe('fuzzed parsers (fast-check)', () => {
       { numRuns: 500 },
     );
   });
+});
+
+/** `original` cut short, with a few bytes overwritten and a few 32-bit fields (box and chunk sizes) made absurd. */
+const mutationOf = (original: Buffer) =>
+  fc
+    .tuple(
+      fc.nat(),
+      fc.array(fc.tuple(fc.nat(), fc.nat(255)), { maxLength: 8 }),
+      fc.array(fc.tuple(fc.nat(), fc.constantFrom(0, 1, 7, 8, 0x7fffffff, 0xfffffff0, 0xffffffff)), { maxLength: 3 }),
+    )
+    .map(([cut, flips, sizes]) => {
+      const mutated = Buffer.from(original.subarray(0, original.length - (cut % Math.min(original.length, 4096))));
+      for (const [at, value] of flips) if (mutated.length > 0) mutated[at % mutated.length] = value;
+      for (const [at, value] of sizes) if (mutated.length >= 4) mutated.writeUInt32BE(value, at % (mutated.length - 3));
+      return mutated;
+    });
+
+describe('fuzzed container and manifest readers (fast-check, real C2PA files mutated)', () => {
+  // Real signed files of every container the verifier's own store reader walks: JPEG (APP11), RIFF/WAV, BMFF.
+  const files = ['CA.jpg', 'C.jpg', 'sample1.wav', 'nested_moov_1000.mp4'];
+  const originals: Buffer[] = [];
+  beforeAll(async () => {
+    for (const name of files) originals.push(await readFile(join(SHARED_DIR, 'fixtures', 'c2pa-rs', name)));
+  });
+
+  it('the manifest store reader answers a store inside the file or null for any mutation, never throws', () => {
+    fc.assert(
+      fc.property(
+        fc.nat().chain((i) => mutationOf(originals[i % originals.length]!)),
+        (file) => {
+          const store = extractManifestStore(bufferAccess(file));
+          if (store) expect(store.length).toBeLessThanOrEqual(file.length);
+        },
+      ),
+      { numRuns: 400 },
+    );
+    // The unmutated files do carry a store: the property above walks real structures, not only garbage.
+    expect(originals.filter((f) => extractManifestStore(bufferAccess(f)) !== null).length).toBeGreaterThan(0);
+  });
+
+  it('the COSE certificate reader throws nothing but CborError over mutated signatures and random bytes', () => {
+    const signatures = originals
+      .map((f) => extractManifestStore(bufferAccess(f)))
+      .filter((store): store is Buffer => store !== null)
+      .map((store) => {
+        const labels = manifestLabels(store);
+        return signatureCose(store, labels.at(-1)!);
+      })
+      .filter((cose): cose is Uint8Array => cose !== undefined)
+      .map((cose) => Buffer.from(cose));
+    expect(signatures.length).toBeGreaterThan(0);
+    const readChain = (cose: Uint8Array) => {
+      try {
+        const chain = coseCertificateChain(cose);
+        for (const der of chain) expect(der).toBeInstanceOf(Uint8Array);
+      } catch (error) {
+        expect(error).toBeInstanceOf(CborError);
+      }
+    };
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          bytes(512),
+          fc.nat().chain((i) => mutationOf(signatures[i % signatures.length]!)),
+        ),
+        readChain,
+      ),
+      { numRuns: 500 },
+    );
+    fc.assert(
+      fc.property(bytes(256), (raw) => {
+        try {
+          decodeCbor(raw);
+        } catch (error) {
+          expect(error).toBeInstanceOf(CborError);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('the media limits check answers a probe or cairn.media.too_large for any WAV or image header, nothing else', async () => {
+    const limits = { imagePixels: 1_000_000, audioSeconds: 60, videoPixels: 1_000_000, videoSeconds: 60 };
+    const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#808080' } })
+      .png()
+      .toBuffer();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          riffChunks.map((chunks) => ({
+            file: riff(chunks),
+            type: { mediaType: 'audio/wav', modality: 'audio', extension: 'wav' } as const,
+          })),
+          mutationOf(png).map((file) => ({
+            file,
+            type: { mediaType: 'image/png', modality: 'image', extension: 'png' } as const,
+          })),
+        ),
+        async ({ file, type }) => {
+          try {
+            await checkMediaLimits(file, type, limits);
+          } catch (error) {
+            expect(error).toBeInstanceOf(CairnError);
+            expect((error as CairnError).code).toBe('cairn.media.too_large');
+          }
+        },
+      ),
+      // Headers ffmpeg has to read (no RIFF chunk list to go by) cost a process each: fewer runs.
+      { numRuns: 120 },
+    );
+  }, 60_000);
 });
 
 // ---------------------------------------------------------------- through HTTP
