@@ -69,7 +69,7 @@ afterAll(async () => {
 
 async function enterprise(): Promise<{ tenant_id: string; api_key: string }> {
   const tenant = await onboard(stack, 'free');
-  await admin.query(`update gateway.tenants set plan = 'enterprise' where tenant_id = $1`, [tenant.tenant_id]);
+  await admin.query(`update tenant.tenants set plan = 'enterprise' where tenant_id = $1`, [tenant.tenant_id]);
   return tenant;
 }
 

@@ -67,7 +67,7 @@ async function makeEnterprise(): Promise<{ tenant_id: string; api_key: string }>
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
   try {
-    await admin.query(`update gateway.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
+    await admin.query(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
       tenant.tenant_id,
     ]);
   } finally {

@@ -29,13 +29,13 @@ let enterprise: { api_key: string };
 
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
-  const cli = new URL('../services/gateway/src/cli.ts', import.meta.url).pathname;
-  // The CLI writes the gateway's tables, so it connects as the gateway's own role (the sandbox's DATABASE_URL is the generic one).
-  const gatewayDatabaseUrl = databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName, databaseRole('gateway'));
+  const cli = new URL('../services/tenant/src/cli.ts', import.meta.url).pathname;
+  // The CLI writes the tenant service's tables, so it connects as its own role (the sandbox's DATABASE_URL is the generic one).
+  const tenantDatabaseUrl = databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName, databaseRole('tenant'));
   const { stdout } = await run(
     process.execPath,
     ['--import', 'tsx', cli, 'admin', 'bootstrap', '--name', 'Corpus Enterprise', '--json'],
-    { env: { ...process.env, ...stack.env, DATABASE_URL: gatewayDatabaseUrl } },
+    { env: { ...process.env, ...stack.env, DATABASE_URL: tenantDatabaseUrl } },
   );
   enterprise = JSON.parse(stdout) as { api_key: string };
   const pem = await readFile(`${CORPUS}/test-trust-anchors.pem`, 'utf8');

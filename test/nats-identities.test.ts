@@ -92,8 +92,12 @@ describe('NATS identities (the chart authorization file)', () => {
     await expect(signer.publish(signed)).resolves.toMatchObject({ duplicate: false });
     const forged = sampleEvent('certificate.revoked', 'ten_identity', { reason: 'forged' });
     await expect(gateway.publish(forged)).rejects.toThrow(/Permissions Violation/i);
-    // Its own subjects still work for the gateway.
-    await expect(gateway.publish(sampleEvent('key.created', 'ten_identity', {}))).resolves.toMatchObject({
+    // Tenant facts are the tenant service's since issue #12: the gateway may no longer publish them, it may.
+    await expect(gateway.publish(sampleEvent('key.created', 'ten_identity', {}))).rejects.toThrow(
+      /Permissions Violation/i,
+    );
+    const tenant = await busAs('tenant');
+    await expect(tenant.publish(sampleEvent('key.created', 'ten_identity', {}))).resolves.toMatchObject({
       duplicate: false,
     });
     const info = await signer.jsm.streams.info(CHART_STREAM_NAMES.stream);

@@ -39,7 +39,7 @@ function onboard(idempotencyKey: string, json: unknown = victimBody) {
 /** The sealed answers still held for these Idempotency-Keys (read as the database owner, past row-level security). */
 async function sealedAnswers(keys: string[]): Promise<number> {
   const { rows } = await admin.query<{ n: string }>(
-    'select count(*) as n from gateway.onboarding_requests where idempotency_key = any($1) and sealed_response is not null',
+    'select count(*) as n from tenant.onboarding_requests where idempotency_key = any($1) and sealed_response is not null',
     [keys],
   );
   return Number(rows[0]!.n);
@@ -97,14 +97,14 @@ describe('onboarding replays are bounded by the idempotency window', () => {
         : undefined,
     );
 
-    // The sweep runs when the gateway starts: after a restart nothing past the window holds an answer.
-    await stack.stopService('gateway');
-    await stack.restart('gateway');
+    // The sweep runs when the tenant service starts: after a restart nothing past the window holds an answer.
+    await stack.stopService('tenant');
+    await stack.restart('tenant');
     await waitFor('the sweep to drop the sealed answers', async () =>
       (await sealedAnswers(keys)) === 0 ? true : undefined,
     );
     const { rows } = await admin.query<{ n: string }>(
-      `select count(*) as n from gateway.onboarding_requests where sealed_response is not null and created_at <= now() - make_interval(secs => $1)`,
+      `select count(*) as n from tenant.onboarding_requests where sealed_response is not null and created_at <= now() - make_interval(secs => $1)`,
       [REPLAY_TTL_SECONDS],
     );
     expect(Number(rows[0]!.n)).toBe(0);

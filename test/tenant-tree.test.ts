@@ -54,7 +54,7 @@ async function capOf(key: string, tenantId: string): Promise<number | null> {
 
 async function childrenOf(tenantId: string): Promise<number> {
   const { rows } = await admin.query<{ n: string }>(
-    'select count(*) as n from gateway.tenants where parent_tenant_id = $1',
+    'select count(*) as n from tenant.tenants where parent_tenant_id = $1',
     [tenantId],
   );
   return Number(rows[0]!.n);

@@ -131,7 +131,7 @@ async function enterpriseTrusting(caPem: string): Promise<{ tenant_id: string; a
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
   await admin.connect();
   try {
-    await admin.query(`update gateway.tenants set plan = 'enterprise' where tenant_id = $1`, [tenant.tenant_id]);
+    await admin.query(`update tenant.tenants set plan = 'enterprise' where tenant_id = $1`, [tenant.tenant_id]);
   } finally {
     await admin.end();
   }

@@ -83,6 +83,9 @@ export async function startStack(
 ): Promise<Stack> {
   // The gateway meters every sign and authenticated verify through billing: a stack with it runs billing too.
   if (names.includes('gateway') && !names.includes('billing')) names = [...names, 'billing'];
+  // The gateway authenticates through the tenant service; billing and audit ask it for a tenant's plan.
+  if (names.some((n) => n === 'gateway' || n === 'billing' || n === 'audit') && !names.includes('tenant'))
+    names = [...names, 'tenant'];
   // The verifier asks the soft-binding service when nothing else leads to a record.
   if (names.includes('verifier') && !names.includes('softbinding')) names = [...names, 'softbinding'];
   // ...and the anchor service for its anchor signal. Without a chain of the test's own (ANCHOR_RPC_URL), it

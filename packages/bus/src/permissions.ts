@@ -6,7 +6,7 @@ import type { EventType } from '@cairn/events';
  * the webhook service). Keyed by service name (packages/config SERVICE_NAMES; a test keeps them in step).
  */
 export const EVENT_PUBLISHERS: Readonly<Record<string, ReadonlyArray<EventType>>> = {
-  gateway: ['tenant.created', 'key.created', 'key.revoked', 'key.expiring', 'settings.changed'],
+  gateway: [],
   signer: [
     'asset.signed',
     'manifest.signed',

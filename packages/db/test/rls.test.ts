@@ -16,6 +16,8 @@ import { createPool, migrateService } from '../src/index.js';
 const OPENED_BY_OTHER_KEY: Record<string, string> = {
   'gateway.onboarding_requests':
     'cairn.idempotency_key: a signup is found by its idempotency key before any tenant exists',
+  'tenant.onboarding_requests':
+    'cairn.idempotency_key: a signup is found by its idempotency key before any tenant exists',
 };
 
 interface Column {

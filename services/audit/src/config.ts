@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /** audit-only settings (the common ones come from @cairn/config). */
 export const auditConfigShape = {
-  /** How often every tenant's entries past its retention (gateway audit_retention_days, else the plan default) are purged. */
+  /** How often every tenant's entries past its retention (the tenant service's audit_retention_days, else the plan default) are purged. */
   AUDIT_PURGE_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
   /** How often the continuous exporter looks for closed windows to write. */
   AUDIT_EXPORT_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),

@@ -4,14 +4,14 @@ import { isPlanName, PLANS } from '@cairn/catalog';
 import type { Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
-import type { gatewayV1 } from '@cairn/proto';
+import type { tenantV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { purgeExpired } from './rpc.js';
 
-export type TenantClient = ServiceClient<typeof gatewayV1.TenantService extends GenService<infer M> ? M : never>;
+export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
 
 /** Retention when the tenant has no audit_retention_days of its own: its plan's default (spec: Audit, retention). */
-export function retentionDays(tenant: Pick<gatewayV1.Tenant, 'plan' | 'auditRetentionDays'>): number {
+export function retentionDays(tenant: Pick<tenantV1.Tenant, 'plan' | 'auditRetentionDays'>): number {
   if (tenant.auditRetentionDays > 0) return tenant.auditRetentionDays;
   // A plan this version does not know keeps the shortest default.
   return isPlanName(tenant.plan)
@@ -41,9 +41,9 @@ export interface RetentionSweepResult {
 }
 
 /**
- * One pass of the scheduled retention purge: each tenant with entries gets its retention from the gateway and
+ * One pass of the scheduled retention purge: each tenant with entries gets its retention from the tenant service and
  * loses the entries recorded before it (purgeExpired: a prefix of the chain, checkpointed so the rest verifies).
- * A tenant the gateway does not know is skipped (its entries are kept); one failure does not stop the others.
+ * A tenant the tenant service does not know is skipped (its entries are kept); one failure does not stop the others.
  */
 export async function purgeAllExpired(deps: {
   db: Database;
@@ -67,7 +67,10 @@ export async function purgeAllExpired(deps: {
       result.purged += purged;
     } catch (error) {
       if (error instanceof CairnError && error.code === 'cairn.not_found') {
-        deps.logger.debug({ tenant_id: tenantId }, 'audit retention: tenant unknown to the gateway, entries kept');
+        deps.logger.debug(
+          { tenant_id: tenantId },
+          'audit retention: tenant unknown to the tenant service, entries kept',
+        );
         continue;
       }
       result.failed++;

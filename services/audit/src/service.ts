@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { auditV1, gatewayV1 } from '@cairn/proto';
+import { auditV1, tenantV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { auditConfigShape } from './config.js';
 import { AUDIT_LOG_CONSUMER, recordEvent } from './events.js';
@@ -26,7 +26,7 @@ export function auditService(env: NodeJS.ProcessEnv = process.env): ServiceDefin
       await ctx.consume(AUDIT_LOG_CONSUMER, 'all', recordEvent);
 
       const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);
-      const tenants = ctx.client(gatewayV1.TenantService, 'gateway');
+      const tenants = ctx.client(tenantV1.TenantService, 'tenant');
       const stopPurge = every(
         config.AUDIT_PURGE_INTERVAL_MS,
         () => purgeAllExpired({ db: ctx.db, tenants, logger }),

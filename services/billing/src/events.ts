@@ -3,12 +3,12 @@ import type { EventOf } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
-import type { gatewayV1 } from '@cairn/proto';
+import type { tenantV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { isMeter, isPlanName, type PlanName } from '@cairn/catalog';
 import type { MeteringStore } from './store/metering.js';
 
-export type TenantClient = ServiceClient<typeof gatewayV1.TenantService extends GenService<infer M> ? M : never>;
+export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
 
 /** Durable consumer metering facts that carry `billing.meter` after the work is done (anchor.confirmed). */
 export const EVENT_METER_CONSUMER = 'billing-event-meter';
@@ -21,8 +21,8 @@ type MeteredEventType = (typeof METERED_EVENT_TYPES)[number];
  * Records an event's `billing.meter` × `billing.quantity` for its tenant, inside the consumer's
  * transaction that claims the event id: once per event however often it is delivered. anchor.confirmed is
  * written once per tenant per batch, so a tenant's anchor_batch counts each batch it has manifests in once.
- * The plan (quota, overage price) is asked of the gateway; a tenant the gateway does not know is recorded
- * without a plan (counted, not charged); the gateway being down fails the handler and the event comes again.
+ * The plan (quota, overage price) is asked of the tenant service; a tenant it does not know is recorded
+ * without a plan (counted, not charged); the tenant service being down fails the handler and the event comes again.
  */
 export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: Logger) {
   return async (event: EventOf<MeteredEventType>, tx: Tx): Promise<void> => {
@@ -43,7 +43,7 @@ export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: 
       if (!(isCairnError(error) && error.code === 'cairn.not_found')) throw error;
       logger.warn(
         { event_id: event.event_id, tenant_id: event.tenant_id },
-        'metered event for a tenant the gateway does not know; recorded without a plan',
+        'metered event for a tenant the tenant service does not know; recorded without a plan',
       );
     }
     await store.recordUsed(tx, { tenantId: event.tenant_id, meter, plan, quantity, at: new Date(event.created_at) });

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { billingV1, gatewayV1 } from '@cairn/proto';
+import { billingV1, tenantV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { billingConfigShape } from './config.js';
 import {
@@ -36,7 +36,7 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       await ctx.consume(
         EVENT_METER_CONSUMER,
         METERED_EVENT_TYPES,
-        meterEvent(store, ctx.client(gatewayV1.TenantService, 'gateway'), ctx.logger),
+        meterEvent(store, ctx.client(tenantV1.TenantService, 'tenant'), ctx.logger),
       );
       if (config.BILLING_SWEEP_INTERVAL_MS > 0) {
         let sweeping: Promise<unknown> | undefined;

@@ -7,13 +7,11 @@ export const gatewayConfigShape = {
   /** Defaults to GRPC_HOST. */
   HTTP_HOST: z.string().optional(),
   PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
-  /** 32-byte key (64 hex) sealing secrets at rest. Required in production. */
+  /** 32-byte key (64 hex) signing upload URLs. Required in production. */
   CAIRN_DATA_KEY: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
     .optional(),
-  PAYMENT_PROCESSOR_SECRET_KEY: z.string().optional(),
-  PAYMENT_PROCESSOR_API_BASE: z.string().url().optional(),
   TRUST_PROXY: z.string().default('loopback'),
   /** file:///path (embedded default) or s3://bucket/prefix; shared with the signer and verifier. */
   BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
@@ -66,12 +64,13 @@ export const gatewayConfigShape = {
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(20),
   /** Self-onboarding attempts per client address per minute. */
   ONBOARD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(10),
-  /** How long the sealed onboarding answer (it holds the admin key) is kept for replays: the idempotency window. */
-  ONBOARD_REPLAY_TTL_SECONDS: z.coerce.number().int().positive().default(86_400),
-  /** How often sealed onboarding answers past that window are dropped. */
-  ONBOARD_REPLAY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
-  /** How often the gateway looks for API keys expiring within 7 days (key.expiring, once per key). */
-  KEY_EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
+  /**
+   * How long a successful authentication is reused without asking the tenant service: the bound within which a
+   * key revoked (or a setting changed) through another gateway replica stops working here. Through this one: at once.
+   */
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
+  /** Keys remembered at most (the oldest is dropped first). */
+  AUTH_CACHE_MAX_ENTRIES: z.coerce.number().int().positive().default(10_000),
 };
 
 /** Development runs without configuring a data key; production must never silently use this one. */

@@ -5,27 +5,23 @@ import {
   anchorV1,
   auditV1,
   billingV1,
-  gatewayV1,
   signerV1,
+  tenantV1,
   softbindingV1,
   verifierV1,
   watermarkV1,
   webhookV1,
 } from '@cairn/proto';
-import { closeServer, every, listen, type ServiceDefinition } from '@cairn/runtime';
+import { closeServer, listen, type ServiceDefinition } from '@cairn/runtime';
 import { gatewayConfigShape, resolveDataKey } from './config.js';
-import { createPaymentProcessor } from './domain/payments.js';
 import { RedisRateLimiter } from './domain/rate-limit.js';
 import { AuthFailureLimit } from './adapters/auth-failures.js';
 import { RedisConcurrencyLimiter } from './adapters/concurrency-limit.js';
-import { Sealer } from '@cairn/sealing';
 import type { Logger } from '@cairn/logging';
 import { createApp } from './http/app.js';
-import { tenantService } from './rpc.js';
-import { RecipeCatalog } from './store/recipes.js';
+import { TenantDirectory } from './adapters/tenant-directory.js';
+import { assertNoLegacyTenants } from './store/legacy-tenants.js';
 import { SIGN_CLAIM_LEASE_SECONDS, SignRequestStore } from './store/sign-requests.js';
-import { TenantStore } from './store/tenants.js';
-import { startKeyExpirySweep } from './store/key-expiry.js';
 import { UploadSessionStore } from './store/upload-sessions.js';
 import { UploadSessions } from './app/upload-sessions.js';
 import { UploadUrlSigner } from './domain/upload-url.js';
@@ -40,12 +36,12 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
     env,
     register: async (ctx) => {
       const { config } = ctx;
-      const sealer = new Sealer(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY), 'CAIRN_DATA_KEY');
-      const store = new TenantStore(ctx.db, ctx.outbox, sealer, config.ONBOARD_REPLAY_TTL_SECONDS);
-      const recipes = new RecipeCatalog(ctx.db);
-      await recipes.seed();
-
-      ctx.rpc.add(gatewayV1.TenantService, tenantService(store));
+      // Tenants live in the tenant service: rows left in this schema by an older gateway must be imported first.
+      await assertNoLegacyTenants(ctx.db);
+      const tenants = new TenantDirectory(ctx.client(tenantV1.TenantService, 'tenant'), {
+        ttlMs: config.AUTH_CACHE_TTL_MS,
+        maxEntries: config.AUTH_CACHE_MAX_ENTRIES,
+      });
       const blobs = createBlobStore(config.BLOB_STORE_URL, env);
       await blobs.ping();
 
@@ -66,8 +62,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       const app = createApp({
         logger: ctx.logger,
         metrics: ctx.metrics,
-        store,
-        recipes,
+        tenants,
         limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:', { onFallback: redisDown }),
         // A slot lapses with the sign's idempotency lease: both outlive the sign's deadline, so only a dead gateway's lapse.
         signSlots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', SIGN_CLAIM_LEASE_SECONDS * 1000, {
@@ -80,7 +75,6 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
           { limit: config.AUTH_FAILURES_PER_MINUTE, windowSeconds: 60 },
           { onFallback: redisDown },
         ),
-        payments: createPaymentProcessor(config),
         // Unset, problem `type` URLs point at the gateway's own error catalogue (/docs/api/errors), so they resolve.
         docsUrl: env.DOCS_URL ? config.DOCS_URL : `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/docs`,
         trustProxy: config.TRUST_PROXY,
@@ -111,17 +105,6 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       ctx.expose('http', port);
       ctx.onShutdown(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
       ctx.onShutdown(uploadSessions.startSweep(config.UPLOAD_SESSION_SWEEP_INTERVAL_MS));
-      ctx.onShutdown(startKeyExpirySweep(ctx.db, ctx.outbox, ctx.logger, config.KEY_EXPIRY_SWEEP_INTERVAL_MS));
-      ctx.onShutdown(
-        every(
-          config.ONBOARD_REPLAY_SWEEP_INTERVAL_MS,
-          async () => {
-            const dropped = await store.dropExpiredOnboardingAnswers();
-            if (dropped > 0) ctx.logger.info({ dropped }, 'sealed onboarding answers past the replay window dropped');
-          },
-          (error) => ctx.logger.warn({ err: error }, 'onboarding replay sweep failed; will retry'),
-        ),
-      );
     },
   };
 }

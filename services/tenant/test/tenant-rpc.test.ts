@@ -219,13 +219,14 @@ describe('cairn.tenant.v1.TenantService', () => {
       errors: [{ path: 'audit_retention_days', message: 'at most 30 on developer' }],
     });
 
+    // Thunks: each call starts only when awaited, so no refusal is ever left unhandled meanwhile.
     for (const call of [
-      tenants.getManagedTenant({ actorTenantId: stranger.tenantId, tenantId: parent.tenantId }),
-      tenants.listKeys({ actorTenantId: stranger.tenantId, tenantId: child!.tenantId, limit: 5 }),
-      tenants.createKey({ actorTenantId: child!.tenantId, tenantId: parent.tenantId, scope: 'admin' }),
-      tenants.revokeKey({ actorTenantId: stranger.tenantId, tenantId: parent.tenantId, keyId: parent.keyId }),
+      () => tenants.getManagedTenant({ actorTenantId: stranger.tenantId, tenantId: parent.tenantId }),
+      () => tenants.listKeys({ actorTenantId: stranger.tenantId, tenantId: child!.tenantId, limit: 5 }),
+      () => tenants.createKey({ actorTenantId: child!.tenantId, tenantId: parent.tenantId, scope: 'admin' }),
+      () => tenants.revokeKey({ actorTenantId: stranger.tenantId, tenantId: parent.tenantId, keyId: parent.keyId }),
     ])
-      expect(await failure(call)).toMatchObject({ code: 'cairn.not_found' });
+      expect(await failure(call())).toMatchObject({ code: 'cairn.not_found' });
   });
 
   it('answers a tenant’s plan and settings to billing and audit, and NOT_FOUND for an unknown one', async () => {

@@ -18,6 +18,14 @@ export const gateway = pgSchema('gateway');
 
 const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
 
+/*
+ * Legacy: tenants, api_keys, onboarding_requests and recipes belong to the tenant service (schema `tenant`) since
+ * issue #12. They stay declared here so no migration ever drops rows an operator has not imported yet
+ * (`pnpm cairn admin import-gateway-tenants`, docs/design.md "The tenant service"); the gateway never reads them
+ * but to refuse to start while they hold rows, as `cairn.system = 'tenant-handover'`, which the import also uses.
+ */
+const handover = sql`current_setting('cairn.system', true) = 'tenant-handover'`;
+
 /**
  * Tenants. A tenant sees its own row and its sub-tenants' rows (a parent manages its children); nothing else.
  */
@@ -39,6 +47,7 @@ export const tenants = gateway.table(
   },
   (t) => [
     index('tenants_parent_idx').on(t.parentTenantId),
+    pgPolicy('tenants_handover', { for: 'all', using: handover, withCheck: handover }),
     pgPolicy('tenants_isolation', {
       for: 'all',
       using: sql`${t.tenantId} = ${currentTenant} or ${t.parentTenantId} = ${currentTenant}`,
@@ -67,6 +76,7 @@ export const apiKeys = gateway.table(
   },
   (t) => [
     index('api_keys_tenant_idx').on(t.tenantId),
+    pgPolicy('api_keys_handover', { for: 'all', using: handover, withCheck: handover }),
     // The key-expiry sweep sees live keys not yet notified that expire within 7 days, of every tenant, and nothing else.
     pgPolicy('api_keys_expiry_sweep', {
       for: 'all',
@@ -104,6 +114,7 @@ export const onboardingRequests = gateway.table(
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
   },
   (t) => [
+    pgPolicy('onboarding_requests_handover', { for: 'all', using: handover, withCheck: handover }),
     pgPolicy('onboarding_requests_replay_expiry', {
       for: 'all',
       // (Not narrower: an UPDATE's new row must still pass this, so it cannot depend on the column the sweep nulls.)

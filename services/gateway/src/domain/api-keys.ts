@@ -1,5 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-
 export const SCOPES = ['admin', 'sign', 'verify', 'read'] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -17,17 +15,6 @@ export function scopeAllows(held: Scope, needed: Scope): boolean {
 
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
-}
-
-export function hashApiKey(apiKey: string): string {
-  return createHash('sha256').update(apiKey, 'utf8').digest('hex');
-}
-
-/** Constant-time: the comparison's duration does not depend on where the hashes differ. */
-export function apiKeyMatches(apiKey: string, storedHash: string): boolean {
-  const presented = Buffer.from(hashApiKey(apiKey), 'hex');
-  const stored = Buffer.from(storedHash, 'hex');
-  return presented.length === stored.length && timingSafeEqual(presented, stored);
 }
 
 export type KeyState = 'active' | 'revoked' | 'expired';

@@ -1,7 +1,7 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { billingV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import type { TenantRecord } from '../store/tenants.js';
+import type { Tenant } from '../adapters/tenant-directory.js';
 
 export type BillingClient = ServiceClient<typeof billingV1.BillingService extends GenService<infer M> ? M : never>;
 
@@ -19,7 +19,7 @@ export interface MeteredUnit {
  * refused; billing's CairnError crosses the gRPC hop unchanged). The tenant's plan and spending cap travel
  * with the call: billing never calls back to the gateway on the request path.
  */
-export async function reserveUnit(billing: BillingClient, tenant: TenantRecord, meter: string): Promise<MeteredUnit> {
+export async function reserveUnit(billing: BillingClient, tenant: Tenant, meter: string): Promise<MeteredUnit> {
   const { reservationId } = await billing.reserve({
     tenantId: tenant.tenantId,
     meter,

@@ -6,13 +6,11 @@ import type { BlobStore } from '@cairn/blob';
 import type { signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { BillingClient } from '../domain/metering.js';
 import type { ServiceClient } from '@cairn/rpc';
-import type { PaymentProcessor } from '../domain/payments.js';
 import type { RedisRateLimiter } from '../domain/rate-limit.js';
 import type { AuthFailureLimit } from '../adapters/auth-failures.js';
 import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
-import type { RecipeCatalog } from '../store/recipes.js';
 import type { SignRequestStore } from '../store/sign-requests.js';
-import type { TenantStore } from '../store/tenants.js';
+import type { TenantDirectory } from '../adapters/tenant-directory.js';
 import { authenticate } from './auth.js';
 import { addressRateLimit, authFailureLimit, tenantRateLimit } from './limits.js';
 import { errorHandler, notFound } from './problem.js';
@@ -41,15 +39,14 @@ import { c2paResolutionRoutes } from './routes/c2pa-resolution.js';
 export interface GatewayDeps {
   logger: Logger;
   metrics: ServiceMetrics;
-  store: TenantStore;
-  recipes: RecipeCatalog;
+  /** Tenants, keys, onboarding and recipes: the tenant service, authentications cached briefly. */
+  tenants: TenantDirectory;
   limiter: RedisRateLimiter;
   /** Signs in flight per tenant. */
   signSlots: RedisConcurrencyLimiter;
   signConcurrencyPerTenant: number;
   /** Failed authentications per client address, checked before any database work. */
   authFailures: AuthFailureLimit;
-  payments: PaymentProcessor;
   docsUrl: string;
   /** Express "trust proxy" setting: which hops may set X-Forwarded-For. */
   trustProxy: string;
@@ -109,7 +106,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.set('etag', false);
   app.use(requestContext(deps.logger, deps.metrics));
   // Before the JSON parser: an upload PUT's body is the file, streamed whatever its Content-Type.
-  app.use(uploadSessionRoutes({ sessions: deps.uploadSessions, store: deps.store, limiter: deps.limiter }));
+  app.use(uploadSessionRoutes({ sessions: deps.uploadSessions, tenants: deps.tenants, limiter: deps.limiter }));
   app.use(express.json({ limit: '1mb', strict: true }));
   app.use(authFailureLimit(deps.authFailures));
 
@@ -117,17 +114,17 @@ export function createApp(deps: GatewayDeps): Express {
     '/v1/onboard',
     addressRateLimit(deps.limiter, 'onboard', { limit: deps.onboardPerMinute, windowSeconds: 60 }),
   );
-  app.use(onboardRoutes({ store: deps.store, payments: deps.payments, docsUrl: deps.docsUrl }));
+  app.use(onboardRoutes({ tenants: deps.tenants, docsUrl: deps.docsUrl }));
 
-  app.use(AUTHENTICATED, authenticate(deps.store), tenantRateLimit(deps.limiter));
-  app.use(tenantRoutes({ store: deps.store }));
-  app.use(recipeRoutes({ recipes: deps.recipes }));
+  app.use(AUTHENTICATED, authenticate(deps.tenants), tenantRateLimit(deps.limiter));
+  app.use(tenantRoutes({ tenants: deps.tenants }));
+  app.use(recipeRoutes({ tenants: deps.tenants }));
   app.use(signingCredentialRoutes({ signer: deps.signer }));
   app.use(
     signRoutes({
       blobs: deps.blobs,
       signer: deps.signer,
-      recipes: deps.recipes,
+      tenants: deps.tenants,
       signRequests: deps.signRequests,
       signSlots: deps.signSlots,
       signConcurrencyPerTenant: deps.signConcurrencyPerTenant,
@@ -143,7 +140,7 @@ export function createApp(deps: GatewayDeps): Express {
     verifyRoutes({
       blobs: deps.blobs,
       verifier: deps.verifier,
-      store: deps.store,
+      tenants: deps.tenants,
       limiter: deps.limiter,
       uploadMaxBytes: deps.uploadMaxBytes,
       syncVerifyMaxBytes: deps.syncVerifyMaxBytes,

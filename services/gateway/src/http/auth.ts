@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { CairnError } from '@cairn/errors';
 import { addLogContext } from '@cairn/logging';
 import { scopeAllows, type Scope } from '../domain/api-keys.js';
-import type { TenantStore } from '../store/tenants.js';
+import type { TenantDirectory } from '../adapters/tenant-directory.js';
 import './types.js';
 
 const DETAIL = {
@@ -19,7 +19,7 @@ function bearerToken(header: string | undefined): string | null {
 }
 
 /** Requires a valid, unexpired, unrevoked key; sets req.auth. */
-export function authenticate(store: TenantStore): RequestHandler {
+export function authenticate(tenants: TenantDirectory): RequestHandler {
   return async (req, _res, next) => {
     const token = bearerToken(req.header('authorization'));
     if (!token)
@@ -31,7 +31,7 @@ export function authenticate(store: TenantStore): RequestHandler {
             : 'An API key is required: send "Authorization: Bearer <API key>".',
         ),
       );
-    const result = await store.authenticate(token);
+    const result = await tenants.authenticate(token);
     if ('error' in result) return next(new CairnError('cairn.auth.invalid_key', DETAIL[result.error]));
     req.auth = result;
     addLogContext({ tenant_id: result.tenant.tenantId });

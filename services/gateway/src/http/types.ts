@@ -1,4 +1,4 @@
-import type { AuthenticatedKey } from '../store/tenants.js';
+import type { AuthenticatedKey } from '../adapters/tenant-directory.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -1,12 +1,9 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
-import type { PaymentProcessor } from '../../domain/payments.js';
-import { PLANS, isPlanName } from '@cairn/catalog';
-import { defaultRecipeIds } from '../../domain/recipes.js';
+import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { requestHash } from '../../domain/request-hash.js';
 import { isBrowserLike } from '../../domain/user-agent.js';
-import type { TenantStore } from '../../store/tenants.js';
 import { jsonBody } from '../validate.js';
 
 export const onboardBody = z.object({
@@ -18,7 +15,7 @@ export const onboardBody = z.object({
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{8,255}$/;
 
-export function onboardRoutes(deps: { store: TenantStore; payments: PaymentProcessor; docsUrl: string }): Router {
+export function onboardRoutes(deps: { tenants: TenantDirectory; docsUrl: string }): Router {
   const router = Router();
   router.post('/v1/onboard', async (req, res) => {
     if (
@@ -46,63 +43,35 @@ export function onboardRoutes(deps: { store: TenantStore; payments: PaymentProce
         'Idempotency-Key must be 8 to 255 visible ASCII characters.',
       );
     const body = jsonBody(req, onboardBody);
-    if (!isPlanName(body.plan) || !PLANS[body.plan].selfServe) {
-      const offered = Object.values(PLANS)
-        .filter((p) => p.selfServe)
-        .map((p) => p.name);
-      throw new CairnError(
-        'cairn.onboard.plan_not_available',
-        `Plan "${body.plan}" cannot be chosen here; self-serve plans are ${offered.join(', ')}.`,
-      );
-    }
-    const plan = PLANS[body.plan];
-    if (plan.requiresPaymentMethod && !body.payment_method_id) {
-      throw new CairnError(
-        'cairn.onboard.invalid_payment_method',
-        `The ${plan.name} plan needs a payment_method_id from the payment processor.`,
-      );
-    }
-    const paymentMethodId = body.payment_method_id;
-    const result = await deps.store.onboard({
+    // The plan, payment and one-tenant-per-key rules are the tenant service's.
+    const result = await deps.tenants.onboard({
       idempotencyKey,
       requestHash: requestHash(body),
-      tenant: { name: body.tenant_name, email: body.email, plan: plan.name },
-      attachPayment: async () => {
-        if (!paymentMethodId) return null;
-        const outcome = await deps.payments.attachPaymentMethod({
-          paymentMethodId,
-          email: body.email,
-          tenantName: body.tenant_name,
-          idempotencyKey,
-        });
-        if (outcome.ok) return outcome.customerRef;
-        if (outcome.reason === 'malformed')
-          throw new CairnError('cairn.onboard.invalid_payment_method', outcome.message);
-        if (outcome.reason === 'declined') throw new CairnError('cairn.onboard.payment_declined', outcome.message);
-        throw new CairnError(
-          'cairn.unavailable',
-          'The payment processor is unavailable; retry with the same Idempotency-Key.',
-        );
-      },
-      render: (tenant, key) => ({
-        tenant_id: tenant.tenantId,
-        plan: tenant.plan,
-        key_id: key.key_id,
-        api_key: key.api_key,
-        recipe_defaults: defaultRecipeIds(plan.name),
-        rate_limits: { rps: tenant.rateLimitRps, daily: tenant.rateLimitDaily },
-        next_steps_url: `${deps.docsUrl.replace(/\/$/, '')}/quickstart`,
-      }),
+      email: body.email,
+      tenantName: body.tenant_name,
+      plan: body.plan,
+      ...(body.payment_method_id ? { paymentMethodId: body.payment_method_id } : {}),
     });
-    if (result.kind === 'busy') {
-      res.set('Retry-After', String(result.retryAfterSeconds));
+    if (result.outcome.case === 'busyRetryAfterSeconds') {
+      const retryAfterSeconds = result.outcome.value;
+      res.set('Retry-After', String(retryAfterSeconds));
       throw new CairnError(
         'cairn.idempotency.in_progress',
-        `An onboarding with this Idempotency-Key is still running; retry after ${result.retryAfterSeconds} s to get its answer.`,
+        `An onboarding with this Idempotency-Key is still running; retry after ${retryAfterSeconds} s to get its answer.`,
       );
     }
+    if (result.outcome.case !== 'answer') throw new Error('the tenant service answered an onboarding with nothing');
+    const answer = result.outcome.value;
     if (result.replayed) res.set('Idempotent-Replayed', 'true');
-    res.status(201).json(result.body);
+    res.status(201).json({
+      tenant_id: answer.tenantId,
+      plan: answer.plan,
+      key_id: answer.keyId,
+      api_key: answer.apiKey,
+      recipe_defaults: answer.recipeDefaults,
+      rate_limits: { rps: answer.rateLimitRps, daily: answer.rateLimitDaily },
+      next_steps_url: `${deps.docsUrl.replace(/\/$/, '')}/quickstart`,
+    });
   });
   return router;
 }

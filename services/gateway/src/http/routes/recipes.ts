@@ -1,15 +1,13 @@
 import { Router } from 'express';
-import type { PlanName } from '@cairn/catalog';
-import { recipeAvailable } from '../../domain/recipes.js';
-import type { RecipeCatalog } from '../../store/recipes.js';
+import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { requireScope } from '../auth.js';
+import { presentRecipe } from '../present.js';
 
-export function recipeRoutes(deps: { recipes: RecipeCatalog }): Router {
+export function recipeRoutes(deps: { tenants: TenantDirectory }): Router {
   const router = Router();
   router.get('/v1/recipes', requireScope('read'), async (req, res) => {
-    const plan = req.auth!.tenant.plan as PlanName;
-    const recipes = await deps.recipes.list();
-    res.json({ data: recipes.map((recipe) => ({ ...recipe, available: recipeAvailable(recipe, plan) })) });
+    const recipes = await deps.tenants.listRecipes(req.auth!.tenant.plan);
+    res.json({ data: recipes.map((recipe) => ({ ...presentRecipe(recipe), available: recipe.available })) });
   });
   return router;
 }

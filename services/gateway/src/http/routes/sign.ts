@@ -5,13 +5,11 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow, parseSignMetadata } from '@cairn/errors';
 import { newId } from '@cairn/ids';
-import type { signerV1 } from '@cairn/proto';
+import type { signerV1, tenantV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { reserveUnit, type BillingClient, type MeteredUnit } from '../../domain/metering.js';
-import type { PlanName } from '@cairn/catalog';
-import { recipeAvailable, type Recipe } from '../../domain/recipes.js';
 import { requestHash } from '../../domain/request-hash.js';
-import type { RecipeCatalog } from '../../store/recipes.js';
+import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import type { SignAnswer, SignRequestStore } from '../../store/sign-requests.js';
 import type { RedisConcurrencyLimiter } from '../../adapters/concurrency-limit.js';
 import { requireScope } from '../auth.js';
@@ -25,7 +23,7 @@ type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ?
 export interface SignRouteDeps {
   blobs: BlobStore;
   signer: ServiceClient<SignerMethods>;
-  recipes: RecipeCatalog;
+  tenants: TenantDirectory;
   signRequests: SignRequestStore;
   /** Signs in flight per tenant (SIGN_CONCURRENCY_PER_TENANT). */
   signSlots: RedisConcurrencyLimiter;
@@ -93,17 +91,17 @@ export function presentSignResult(result: signerV1.SignResponse): Record<string,
   };
 }
 
-function recipeSpec(recipe: Recipe): signerV1.RecipeSpec {
+function recipeSpec(recipe: tenantV1.Recipe): signerV1.RecipeSpec {
   return {
     $typeName: 'cairn.signer.v1.RecipeSpec',
-    recipeId: recipe.recipe_id,
-    mediaTypes: recipe.media_types,
-    watermark: recipe.layers.watermark,
-    softBinding: recipe.layers.soft_binding,
-    anchor: recipe.layers.anchor,
-    digitalSourceType: recipe.ai.digital_source_type,
-    derivedAssetDays: recipe.retention.derived_asset_days,
-    meter: recipe.billing.meter,
+    recipeId: recipe.recipeId,
+    mediaTypes: recipe.mediaTypes,
+    watermark: recipe.layers?.watermark ?? false,
+    softBinding: recipe.layers?.softBinding ?? false,
+    anchor: recipe.layers?.anchor ?? false,
+    digitalSourceType: recipe.ai?.digitalSourceType ?? '',
+    derivedAssetDays: recipe.derivedAssetDays,
+    meter: recipe.meter,
   };
 }
 
@@ -156,8 +154,8 @@ export function signRoutes(deps: SignRouteDeps): Router {
         if (upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The asset is empty.');
         const fields = parseOrThrow(fieldsSchema, req.body ?? {}, 'form fields');
         const metadata = parseMetadataField(fields.metadata);
-        const recipe = await deps.recipes.get(fields.recipe);
-        if (!recipe || !recipeAvailable(recipe, tenant.plan as PlanName)) {
+        const recipe = await deps.tenants.getRecipe(fields.recipe, tenant.plan);
+        if (!recipe || !recipe.available) {
           throw new CairnError(
             'cairn.sign.invalid_recipe',
             recipe
@@ -174,7 +172,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
         const hash = requestHash({
           file: upload.sha256,
           size: upload.size,
-          recipe: recipe.recipe_id,
+          recipe: recipe.recipeId,
           metadata,
           ...(credentialId ? { credential: credentialId } : {}),
         });
@@ -206,7 +204,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
           // A BYOK sign is metered as byok_sign on top of its modality meter.
           let byok: MeteredUnit | undefined;
           try {
-            metered = await reserveUnit(deps.billing, tenant, recipe.billing.meter);
+            metered = await reserveUnit(deps.billing, tenant, recipe.meter);
             if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
             const assetId = newId('asset');
             const sign = {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
 import type { RedisRateLimiter } from '../../domain/rate-limit.js';
 import { scopeAllows } from '../../domain/api-keys.js';
-import type { TenantStore } from '../../store/tenants.js';
+import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import type { UploadSessions } from '../../app/upload-sessions.js';
 import { authenticate } from '../auth.js';
 import { tenantRateLimit } from '../limits.js';
@@ -11,7 +11,7 @@ import { jsonBody } from '../validate.js';
 
 export interface UploadSessionRouteDeps {
   sessions: UploadSessions;
-  store: TenantStore;
+  tenants: TenantDirectory;
   limiter: RedisRateLimiter;
 }
 
@@ -43,7 +43,7 @@ export function uploadSessionRoutes(deps: UploadSessionRouteDeps): Router {
   router.post(
     '/v1/uploads',
     express.json({ limit: '16kb', strict: true }),
-    authenticate(deps.store),
+    authenticate(deps.tenants),
     tenantRateLimit(deps.limiter),
     async (req, res) => {
       const auth = req.auth!;

@@ -8,7 +8,7 @@ import type { ServiceClient } from '@cairn/rpc';
 import { sniffMediaType } from '@cairn/sniff';
 import { reserveUnit, type BillingClient, type MeteredUnit } from '../../domain/metering.js';
 import type { RedisRateLimiter } from '../../domain/rate-limit.js';
-import type { TenantStore } from '../../store/tenants.js';
+import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { authenticate, requireScope } from '../auth.js';
 import { addressRateLimit, tenantRateLimit } from '../limits.js';
 import { discardUpload, singleUpload, uploadHead } from '../uploads.js';
@@ -19,7 +19,7 @@ type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infe
 export interface VerifyRouteDeps {
   blobs: BlobStore;
   verifier: ServiceClient<VerifierMethods>;
-  store: TenantStore;
+  tenants: TenantDirectory;
   limiter: RedisRateLimiter;
   uploadMaxBytes: number;
   /** Authenticated uploads above this size are verified as jobs (202); so is any sent with Prefer: respond-async. */
@@ -109,7 +109,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
   /** A key makes it an authenticated (tenant-scoped, metered) verify; without one it is the public verify. */
   const keyOrPublic: RequestHandler = (req, res, next) => {
     if (req.header('authorization')) {
-      authenticate(deps.store)(req, res, (error?: unknown) => {
+      authenticate(deps.tenants)(req, res, (error?: unknown) => {
         if (error) return next(error);
         tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) =>
           limited ? next(limited) : requireScope('verify')(req, res, next),
@@ -218,7 +218,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
 
   router.get(
     '/v1/verify/:manifest_id',
-    authenticate(deps.store),
+    authenticate(deps.tenants),
     tenantRateLimit(deps.limiter),
     requireScope('read'),
     async (req, res) => {
@@ -236,7 +236,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
   // the default list every public verify uses.
   const keyOrDefault: RequestHandler = (req, res, next) =>
     req.header('authorization')
-      ? authenticate(deps.store)(req, res, (error?: unknown) =>
+      ? authenticate(deps.tenants)(req, res, (error?: unknown) =>
           error
             ? next(error)
             : tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) =>
@@ -269,7 +269,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
 
   router.post(
     '/v1/trust-list',
-    authenticate(deps.store),
+    authenticate(deps.tenants),
     tenantRateLimit(deps.limiter),
     requireScope('admin'),
     async (req, res) => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { PG_ADMIN_URL } from '@cairn/testing';
-import { problemOf, startGateway, type GatewayHarness } from './harness.js';
+import { problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
 
 let gw: GatewayHarness;
 let admin: { tenant_id: string; api_key: string };
@@ -107,7 +107,7 @@ describe('API keys at rest', () => {
       const { rows: tables } = await db.query<{ schema: string; name: string }>(
         "select table_schema as schema, table_name as name from information_schema.tables where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')",
       );
-      expect(tables.map((t) => `${t.schema}.${t.name}`)).toContain('gateway.api_keys');
+      expect(tables.map((t) => `${t.schema}.${t.name}`)).toContain('tenant.api_keys');
       let everything = '';
       for (const t of tables) {
         const { rows } = await db.query<{ row: string }>(`select t::text as row from "${t.schema}"."${t.name}" t`);
@@ -121,7 +121,7 @@ describe('API keys at rest', () => {
         expect(everything).not.toContain(api_key);
         expect(everything).not.toContain(secret);
         const { rows } = await db.query<{ key_hash: string }>(
-          'select key_hash from gateway.api_keys where key_id = $1',
+          'select key_hash from tenant.api_keys where key_id = $1',
           [key_id],
         );
         expect(rows).toEqual([{ key_hash: createHash('sha256').update(api_key, 'utf8').digest('hex') }]);

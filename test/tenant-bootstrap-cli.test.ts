@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { problemOf, startGateway, type GatewayHarness } from './harness.js';
+import { problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
 
 const run = promisify(execFile);
-const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const cli = fileURLToPath(new URL('../services/tenant/src/cli.ts', import.meta.url));
 
 let gw: GatewayHarness;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { problemOf, startGateway, type GatewayHarness } from './harness.js';
+import { problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
 
 let gw: GatewayHarness;
 let parent: { tenant_id: string; api_key: string };

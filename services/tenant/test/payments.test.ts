@@ -6,7 +6,7 @@ import {
   TestModePaymentProcessor,
   createPaymentProcessor,
   type AttachPaymentMethodInput,
-} from '../src/domain/payments.js';
+} from '../src/adapters/payments.js';
 
 interface RecordedRequest {
   method: string;

@@ -1,10 +1,12 @@
 import { apiRequester, createSandbox, type ApiRequest, type Sandbox } from '@cairn/testing';
-import { startService, type RunningService } from '@cairn/runtime';
-import { gatewayService } from '../src/service.js';
+import type { RunningService } from '@cairn/runtime';
+import { startFleetService } from './stack.js';
 
 export interface GatewayHarness {
   sandbox: Sandbox;
   service: RunningService;
+  /** The tenant service the gateway authenticates through. */
+  tenant: RunningService;
   baseUrl: string;
   request: ApiRequest;
   /** Onboards a fresh tenant and returns its admin key. */
@@ -14,15 +16,23 @@ export interface GatewayHarness {
 
 let counter = 0;
 
-/** A real gateway process-in-a-test: real Postgres, Redis and NATS, isolated in its own sandbox. */
+/**
+ * A real gateway and the tenant service it authenticates through, in-process in one sandbox: real Postgres,
+ * Redis and NATS (both connect as the sandbox's role; test/support/stack.ts gives each its own).
+ */
 export async function startGateway(overrides: NodeJS.ProcessEnv = {}): Promise<GatewayHarness> {
   const sandbox = await createSandbox({ ONBOARD_RATE_LIMIT_PER_MINUTE: '10000', ...overrides });
-  const service = await startService(gatewayService(sandbox.env));
+  const tenant = await startFleetService('tenant', sandbox.env);
+  const service = await startFleetService('gateway', {
+    ...sandbox.env,
+    TENANT_GRPC_ADDR: `127.0.0.1:${tenant.grpcPort}`,
+  });
   const baseUrl = `http://127.0.0.1:${service.endpoints.http}`;
   const request = apiRequester(baseUrl);
   return {
     sandbox,
     service,
+    tenant,
     baseUrl,
     request,
     onboard: async (plan = 'developer') => {
@@ -42,6 +52,7 @@ export async function startGateway(overrides: NodeJS.ProcessEnv = {}): Promise<G
     },
     stop: async () => {
       await service.stop();
+      await tenant.stop();
       await sandbox.dispose();
     },
   };
@@ -51,6 +62,6 @@ export async function problemOf(
   res: Response,
 ): Promise<{ type: string; title: string; status: number; detail: string; code: string; request_id: string }> {
   if (res.headers.get('content-type')?.split(';')[0] !== 'application/problem+json')
-    throw new Error(`not a problem: ${res.status} ${res.headers.get('content-type')} ${await res.text()}`);
+    throw new Error(`not a problem: ${res.status} ${await res.text()}`);
   return (await res.json()) as never;
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { problemOf, startGateway, type GatewayHarness } from './harness.js';
+import { problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
 
 let gw: GatewayHarness;
 beforeAll(async () => {

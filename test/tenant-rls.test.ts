@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { startGateway, type GatewayHarness } from './harness.js';
+import { startGateway, type GatewayHarness } from './support/gateway.js';
 
 let gw: GatewayHarness;
 let app: pg.Client;
@@ -43,7 +43,7 @@ describe('row-level security on tenant-owned tables', () => {
     expect(rows[0]).toEqual({ rolsuper: false, rolbypassrls: false });
   });
 
-  it.each(['gateway.tenants', 'gateway.api_keys', 'gateway.onboarding_requests'])(
+  it.each(['tenant.tenants', 'tenant.api_keys', 'tenant.onboarding_requests'])(
     '%s shows the service role nothing without a tenant set',
     async (table) => {
       const rows = await asTenant<{ n: string }>({}, `select count(*)::text as n from ${table}`);
@@ -59,12 +59,12 @@ describe('row-level security on tenant-owned tables', () => {
   it('shows a tenant its own rows and no other tenant’s', async () => {
     const tenants = await asTenant<{ tenant_id: string }>(
       { 'cairn.tenant_id': a.tenant_id },
-      'select tenant_id from gateway.tenants',
+      'select tenant_id from tenant.tenants',
     );
     expect(tenants.map((r) => r.tenant_id)).toEqual([a.tenant_id]);
     const keys = await asTenant<{ tenant_id: string }>(
       { 'cairn.tenant_id': a.tenant_id },
-      'select tenant_id from gateway.api_keys',
+      'select tenant_id from tenant.api_keys',
     );
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.every((k) => k.tenant_id === a.tenant_id)).toBe(true);
@@ -73,26 +73,23 @@ describe('row-level security on tenant-owned tables', () => {
   it('refuses writes into another tenant’s rows', async () => {
     const updated = await asTenant(
       { 'cairn.tenant_id': a.tenant_id },
-      'update gateway.tenants set name = $1 where tenant_id = $2 returning tenant_id',
+      'update tenant.tenants set name = $1 where tenant_id = $2 returning tenant_id',
       ['hijacked', b.tenant_id],
     );
     expect(updated).toHaveLength(0);
     await expect(
       asTenant(
         { 'cairn.tenant_id': a.tenant_id },
-        "insert into gateway.api_keys (key_id, tenant_id, key_hash, scope) values ('key_x', $1, 'h', 'admin')",
+        "insert into tenant.api_keys (key_id, tenant_id, key_hash, scope) values ('key_x', $1, 'h', 'admin')",
         [b.tenant_id],
       ),
     ).rejects.toThrow(/row-level security/);
   });
 
   it('opens exactly the presented key’s row to a key lookup, and nothing else', async () => {
-    const rows = await asTenant<{ key_id: string }>(
-      { 'cairn.key_id': a.key_id },
-      'select key_id from gateway.api_keys',
-    );
+    const rows = await asTenant<{ key_id: string }>({ 'cairn.key_id': a.key_id }, 'select key_id from tenant.api_keys');
     expect(rows.map((r) => r.key_id)).toEqual([a.key_id]);
-    const tenants = await asTenant({ 'cairn.key_id': a.key_id }, 'select * from gateway.tenants');
+    const tenants = await asTenant({ 'cairn.key_id': a.key_id }, 'select * from tenant.tenants');
     expect(tenants).toHaveLength(0);
   });
 });

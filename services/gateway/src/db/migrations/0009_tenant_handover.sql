@@ -1,0 +1,3 @@
+CREATE POLICY "api_keys_handover" ON "gateway"."api_keys" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'tenant-handover') WITH CHECK (current_setting('cairn.system', true) = 'tenant-handover');--> statement-breakpoint
+CREATE POLICY "onboarding_requests_handover" ON "gateway"."onboarding_requests" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'tenant-handover') WITH CHECK (current_setting('cairn.system', true) = 'tenant-handover');--> statement-breakpoint
+CREATE POLICY "tenants_handover" ON "gateway"."tenants" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'tenant-handover') WITH CHECK (current_setting('cairn.system', true) = 'tenant-handover');

@@ -1,0 +1,3 @@
+CREATE POLICY "api_keys_gateway_import" ON "tenant"."api_keys" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'gateway-import') WITH CHECK (current_setting('cairn.system', true) = 'gateway-import');--> statement-breakpoint
+CREATE POLICY "onboarding_requests_gateway_import" ON "tenant"."onboarding_requests" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'gateway-import') WITH CHECK (current_setting('cairn.system', true) = 'gateway-import');--> statement-breakpoint
+CREATE POLICY "tenants_gateway_import" ON "tenant"."tenants" AS PERMISSIVE FOR ALL TO public USING (current_setting('cairn.system', true) = 'gateway-import') WITH CHECK (current_setting('cairn.system', true) = 'gateway-import');
