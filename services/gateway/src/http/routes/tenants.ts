@@ -1,13 +1,11 @@
 import { Router, type Request } from 'express';
+import { PLAN_NAMES } from '@cairn/catalog';
 import { z } from 'zod';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { SCOPES } from '../../domain/api-keys.js';
 import { requireScope } from '../auth.js';
 import { presentKey, presentNewKey, presentSettings, presentTenant } from '../present.js';
 import { jsonBody, queryParams } from '../validate.js';
-
-/** The plan names a request may ask for (the tenant service decides which one a tenant may have). */
-const PLAN_NAMES = ['free', 'developer', 'growth', 'enterprise'] as const;
 
 const money = z.number().finite().nonnegative().max(1e10).multipleOf(0.01, 'at most two decimals');
 
