@@ -15,7 +15,7 @@ import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, freePort, startHardhat } from '@cairn/testing';
 import { DEV_PRIVATE_KEY } from '../../services/anchor/src/config.js';
-import { createChainWriter } from '../../services/anchor/src/domain/chain.js';
+import { createChainWriter } from '../../services/anchor/src/adapters/chain.js';
 import { leafHash, merkleRoot, toHex } from '../../services/anchor/src/domain/merkle.js';
 import { anchorService } from '../../services/anchor/src/service.js';
 

@@ -1,16 +1,14 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { Database } from '@cairn/db';
-import { CairnError } from '@cairn/errors';
 import type { anchorV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
-import { enqueue, getBatch, getProof, publicStatus, tenantHasLeafIn, type BatchRow } from './domain/batches.js';
-import type { AnchorChecker } from './domain/check.js';
+import type { BatchRow, Batches } from './app/batches.js';
+import type { AnchorChecker } from './app/check.js';
+import { publicStatus } from './domain/status.js';
 
 type Methods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 
 export interface AnchorRpcDeps {
-  db: Database;
-  batchMax: number;
+  batches: Batches;
   /** Chain id reported for batches not yet sent (the configured chain's, when known). */
   chainId: () => number | undefined;
   checker: AnchorChecker;
@@ -34,18 +32,15 @@ export function presentBatch(row: BatchRow, fallbackChainId: number | undefined)
 export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
   return {
     enqueue: async (request) => {
-      const result = await enqueue(deps.db, request, deps.batchMax);
+      const result = await deps.batches.enqueue(request);
       return { batchId: result.batchId, status: result.status };
     },
     getBatch: async (request) => {
-      const row = request.batchId ? await getBatch(deps.db, request.batchId) : undefined;
-      if (!row || (request.tenantId && !(await tenantHasLeafIn(deps.db, request.tenantId, row.batchId))))
-        throw new CairnError('cairn.not_found', `Batch ${request.batchId} does not exist.`);
+      const row = await deps.batches.batch(request.batchId, request.tenantId);
       return { batch: presentBatch(row, deps.chainId()) };
     },
     getProof: async (request) => {
-      if (!request.tenantId) throw new CairnError('cairn.validation.invalid_body', 'tenant_id is required');
-      const proof = await getProof(deps.db, request.tenantId, request.batchId, request.assetId);
+      const proof = await deps.batches.proof(request.tenantId, request.batchId, request.assetId);
       return {
         batch: presentBatch(proof.batch, deps.chainId()),
         assetId: proof.leaf.assetId,

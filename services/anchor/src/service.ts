@@ -3,11 +3,13 @@ import type { Hex } from 'viem';
 import { anchorV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { anchorConfigShape, DEV_PRIVATE_KEY } from './config.js';
-import { Anchorer } from './domain/anchorer.js';
-import { enqueue } from './domain/batches.js';
-import { AnchorChecker } from './domain/check.js';
-import { createChainWriter } from './domain/chain.js';
+import { createChainWriter } from './adapters/chain.js';
+import { Anchorer } from './app/anchorer.js';
+import { Batches } from './app/batches.js';
+import { AnchorChecker } from './app/check.js';
+import { ANCHOR_SIGNED_CONSUMER, ANCHOR_SIGNED_TYPES, enqueueSigned } from './events.js';
 import { anchorHandlers } from './rpc.js';
+import { BatchStore } from './store/batches.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
@@ -37,25 +39,13 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         config.ANCHOR_PRIVATE_KEY as Hex,
         config.ANCHOR_CHECK_TIMEOUT_MS,
       );
-      const checker = new AnchorChecker(ctx.db, reader);
-      ctx.rpc.add(
-        anchorV1.AnchorService,
-        anchorHandlers({ db: ctx.db, batchMax: config.ANCHOR_BATCH_MAX, chainId: () => chainId, checker }),
-      );
-      // The safety net of the signer's Enqueue call: every signed manifest with the anchor layer is enqueued from
-      // its asset.signed event too (a repeat is a no-op), so an anchor service that was down loses nothing.
-      await ctx.consume('anchor-signed', ['asset.signed'], async (event) => {
-        const { anchor, asset_id: assetId, manifest_id: manifestId, manifest_digest: manifestDigest } = event.data;
-        if (!anchor || manifestDigest === undefined) return;
-        await enqueue(
-          ctx.db,
-          { tenantId: event.tenant_id, assetId, manifestId, manifestDigest },
-          config.ANCHOR_BATCH_MAX,
-        );
-      });
+      const store = new BatchStore(ctx.db, ctx.pool);
+      const batches = new Batches(store, config.ANCHOR_BATCH_MAX);
+      const checker = new AnchorChecker(store, reader);
+      ctx.rpc.add(anchorV1.AnchorService, anchorHandlers({ batches, chainId: () => chainId, checker }));
+      await ctx.consume(ANCHOR_SIGNED_CONSUMER, ANCHOR_SIGNED_TYPES, enqueueSigned(batches));
       const anchorer = new Anchorer({
-        db: ctx.db,
-        pool: ctx.pool,
+        store,
         chain,
         logger,
         confirmations: config.ANCHOR_CONFIRMATIONS,

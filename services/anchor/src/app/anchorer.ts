@@ -1,16 +1,14 @@
-import { and, asc, eq, inArray, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
-import type pg from 'pg';
 import type { Hex } from 'viem';
-import type { AnyEvent } from '@cairn/events';
-import type { Database, Tx } from '@cairn/db';
+import { newEvent, type AnyEvent } from '@cairn/events';
+import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
-import { batches } from '../db/schema.js';
-import { closeAged, markAnchored, sealClosed, type BatchRow } from './batches.js';
-import { errorText, type ChainWriter } from './chain.js';
+import { errorText } from '../domain/calldata.js';
+import { fromHex, leafHash, rootOf, toHex, treeLevels } from '../domain/merkle.js';
+import type { BatchRow, BatchStore } from '../store/batches.js';
+import type { ChainWriter } from './ports.js';
 
 export interface AnchorerOptions {
-  db: Database;
-  pool: pg.Pool;
+  store: BatchStore;
   chain: ChainWriter;
   logger: Logger;
   confirmations: number;
@@ -20,9 +18,6 @@ export interface AnchorerOptions {
   /** Called after a batch is anchored (the outbox relay is flushed then). */
   onAnchored?: (batchId: string) => void;
 }
-
-/** One key for the whole fleet: only one anchor replica sends at a time, so nonces never collide. */
-const SENDER_LOCK = 0x616e6368; // "anch"
 
 /**
  * One pass of the anchoring loop: close aged batches, fix their roots, then (holding the sender lock) watch the
@@ -35,49 +30,71 @@ export class Anchorer {
   constructor(private readonly o: AnchorerOptions) {}
 
   async tick(): Promise<void> {
-    await closeAged(this.o.db, this.o.batchMaxAgeMs);
-    await sealClosed(this.o.db);
-    const client = await this.o.pool.connect();
-    try {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [
-        SENDER_LOCK,
-      ]);
-      if (!rows[0]?.locked) return;
-      try {
-        await this.watch();
-        await this.send();
-      } finally {
-        await client.query('select pg_advisory_unlock($1)', [SENDER_LOCK]);
-      }
-    } finally {
-      client.release();
+    await this.o.store.closeAged(this.o.batchMaxAgeMs);
+    await this.seal();
+    await this.o.store.withSenderLock(async () => {
+      await this.watch();
+      await this.send();
+    });
+  }
+
+  /** Fixes the Merkle root of every closed batch that has none yet. */
+  async seal(): Promise<number> {
+    const closed = await this.o.store.closedWithoutRoot();
+    for (const batch of closed) {
+      const rows = await this.o.store.leavesOf(batch.batchId);
+      if (rows.length !== batch.size || rows.some((r, i) => r.leafIndex !== i))
+        throw new Error(`batch ${batch.batchId}: ${rows.length} leaves for size ${batch.size}`);
+      const root = rootOf(treeLevels(rows.map((r) => leafHash(fromHex(r.manifestDigest, 32)))));
+      await this.o.store.setRoot(batch.batchId, toHex(root));
     }
+    return closed.length;
+  }
+
+  /**
+   * Marks a batch anchored and, in the same transaction, writes one anchor.confirmed per tenant in it (with that
+   * tenant's manifest count and meter anchor_batch, quantity 1: a tenant is billed once per batch).
+   */
+  private async markAnchored(batch: BatchRow, blockNumber: number, confirmations: number): Promise<void> {
+    await this.o.store.markAnchored(batch.batchId, blockNumber, confirmations, async (tx, shares, confirmedAt) => {
+      for (const { tenantId, manifests } of shares) {
+        await this.o.enqueueEvent(
+          tx,
+          newEvent('anchor.confirmed', tenantId, {
+            batch_id: batch.batchId,
+            merkle_root: batch.merkleRoot,
+            size: batch.size,
+            chain_id: batch.chainId,
+            tx_hash: batch.txHash,
+            block_number: blockNumber,
+            confirmed_at: confirmedAt.toISOString(),
+            manifests,
+            'billing.meter': 'anchor_batch',
+            'billing.quantity': 1,
+          }),
+        );
+      }
+    });
   }
 
   private async failed(batch: BatchRow, error: unknown): Promise<void> {
     const attempts = batch.attempts + 1;
     const delay = Math.min(this.o.retryMaxMs, 500 * 2 ** Math.min(attempts - 1, 16));
-    await this.o.db
-      .update(batches)
-      .set({ attempts, lastError: errorText(error).slice(0, 500), nextAttemptAt: new Date(Date.now() + delay) })
-      .where(eq(batches.batchId, batch.batchId));
+    await this.o.store.recordFailure(
+      batch.batchId,
+      attempts,
+      errorText(error).slice(0, 500),
+      new Date(Date.now() + delay),
+    );
     this.o.logger.warn(
       { batch_id: batch.batchId, attempts, retry_in_ms: delay, err: error },
       'anchor: chain unreachable; will retry',
     );
   }
 
-  private due() {
-    return or(isNull(batches.nextAttemptAt), lte(batches.nextAttemptAt, new Date()));
-  }
-
   /** Sent batches: confirm, re-broadcast, or hand back for re-signing. */
   private async watch(): Promise<void> {
-    const pending = await this.o.db
-      .select()
-      .from(batches)
-      .where(and(eq(batches.status, 'pending'), this.due()))
-      .orderBy(asc(batches.txNonce));
+    const pending = await this.o.store.duePending();
     if (pending.length === 0) return;
     let head: number;
     let latest: number;
@@ -95,7 +112,7 @@ export class Anchorer {
         if (receipt && receipt.success) {
           const seen = Math.max(0, head - receipt.blockNumber + 1);
           if (seen >= this.o.confirmations) {
-            await markAnchored(this.o.db, batch, receipt.blockNumber, this.o.enqueueEvent, seen);
+            await this.markAnchored(batch, receipt.blockNumber, seen);
             this.o.logger.info(
               {
                 batch_id: batch.batchId,
@@ -109,10 +126,7 @@ export class Anchorer {
             this.o.onAnchored?.(batch.batchId);
           } else if (batch.blockNumber !== receipt.blockNumber || batch.confirmations !== seen) {
             // Mined, not yet deep enough: recorded so the wait is visible (and a reorg that moves it is followed).
-            await this.o.db
-              .update(batches)
-              .set({ blockNumber: receipt.blockNumber, confirmations: seen })
-              .where(eq(batches.batchId, batch.batchId));
+            await this.o.store.recordMined(batch.batchId, receipt.blockNumber, seen);
           }
           continue;
         }
@@ -122,19 +136,7 @@ export class Anchorer {
         const stale = (receipt && !receipt.success) || nonce < latest || (nonce > latest && !inFlight.has(latest));
         if (stale) {
           inFlight.delete(batch.txNonce);
-          await this.o.db
-            .update(batches)
-            .set({
-              status: 'closed',
-              txHash: null,
-              txNonce: null,
-              rawTx: null,
-              sentAt: null,
-              blockNumber: null,
-              confirmations: 0,
-              nextAttemptAt: null,
-            })
-            .where(and(eq(batches.batchId, batch.batchId), eq(batches.status, 'pending')));
+          await this.o.store.returnToClosed(batch.batchId);
           this.o.logger.warn(
             { batch_id: batch.batchId, tx_hash: hash, nonce, chain_nonce: latest },
             'anchor: transaction cannot be mined as signed; re-signing',
@@ -144,10 +146,7 @@ export class Anchorer {
         if (!(await this.o.chain.known(hash))) {
           // Dropped from the node's mempool (restart, eviction): the same signed bytes again.
           await this.o.chain.broadcast(batch.rawTx as Hex);
-          await this.o.db
-            .update(batches)
-            .set({ broadcasts: sql`${batches.broadcasts} + 1`, lastError: null })
-            .where(eq(batches.batchId, batch.batchId));
+          await this.o.store.recordRebroadcast(batch.batchId);
           this.o.logger.warn(
             { batch_id: batch.batchId, tx_hash: hash },
             'anchor: transaction was dropped; re-broadcast',
@@ -161,37 +160,21 @@ export class Anchorer {
 
   /** Closed batches with a root: sign (nonce after every in-flight one), record, broadcast. */
   private async send(): Promise<void> {
-    const ready = await this.o.db
-      .select()
-      .from(batches)
-      .where(and(eq(batches.status, 'closed'), isNotNull(batches.merkleRoot), this.due()))
-      .orderBy(asc(batches.closedAt));
+    const ready = await this.o.store.dueClosed();
     for (const batch of ready) {
       try {
         const { pending } = await this.o.chain.nonces();
-        const [ours] = await this.o.db
-          .select({ max: sql<number | null>`max(${batches.txNonce})` })
-          .from(batches)
-          .where(and(inArray(batches.status, ['pending']), eq(batches.fromAddress, this.o.chain.address)));
-        const nonce = Math.max(pending, ours?.max === null || ours?.max === undefined ? 0 : Number(ours.max) + 1);
+        const ours = await this.o.store.maxPendingNonce(this.o.chain.address);
+        const nonce = Math.max(pending, ours === null ? 0 : ours + 1);
         const signed = await this.o.chain.sign(batch.merkleRoot as Hex, nonce);
         // Recorded before the node sees it: whatever happens next, the watcher knows what to look for.
-        await this.o.db
-          .update(batches)
-          .set({
-            status: 'pending',
-            chainId: signed.chainId,
-            fromAddress: this.o.chain.address,
-            txHash: signed.hash,
-            txNonce: nonce,
-            rawTx: signed.raw,
-            sentAt: new Date(),
-            broadcasts: 1,
-            attempts: 0,
-            nextAttemptAt: null,
-            lastError: null,
-          })
-          .where(and(eq(batches.batchId, batch.batchId), eq(batches.status, 'closed')));
+        await this.o.store.recordSent(batch.batchId, {
+          chainId: signed.chainId,
+          fromAddress: this.o.chain.address,
+          txHash: signed.hash,
+          txNonce: nonce,
+          rawTx: signed.raw,
+        });
         try {
           await this.o.chain.broadcast(signed.raw);
         } catch (error) {

@@ -1,11 +1,11 @@
-import { asc, desc, eq } from 'drizzle-orm';
 import type { Hex } from 'viem';
-import type { Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
-import { leaves } from '../db/schema.js';
-import { asBatcher, getBatch, publicStatus, type BatchRow, type PublicStatus } from './batches.js';
-import { rootFromCalldata, type ChainTransaction } from './chain.js';
-import { auditPath, fromHex, leafHash, treeLevels, verifyInclusion } from './merkle.js';
+import { rootFromCalldata } from '../domain/calldata.js';
+import { Lru } from '../domain/lru.js';
+import { auditPath, fromHex, leafHash, treeLevels, verifyInclusion } from '../domain/merkle.js';
+import { publicStatus, type PublicStatus } from '../domain/status.js';
+import type { BatchRow, BatchStore } from '../store/batches.js';
+import type { ChainReader, ChainTransaction } from './ports.js';
 
 /** Why an anchored asset's check failed. */
 export type MismatchReason =
@@ -17,31 +17,6 @@ export interface AnchorCheck {
   match: boolean;
   reason?: MismatchReason;
   batch?: BatchRow;
-}
-
-/** What the check needs from the chain (the anchor service's viem client). */
-export interface ChainReader {
-  chainId(): Promise<number>;
-  transaction(hash: Hex): Promise<ChainTransaction | null>;
-}
-
-/** A small LRU: insertion order of a Map, refreshed on hit. */
-class Lru<V> {
-  private readonly map = new Map<string, V>();
-  constructor(private readonly max: number) {}
-  get(key: string): V | undefined {
-    const value = this.map.get(key);
-    if (value !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, value);
-    }
-    return value;
-  }
-  set(key: string, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
-  }
 }
 
 /**
@@ -60,7 +35,7 @@ export class AnchorChecker {
   private readonly paths = new Lru<Buffer[]>(10_000);
 
   constructor(
-    private readonly db: Database,
+    private readonly store: BatchStore,
     private readonly chain: ChainReader,
   ) {}
 
@@ -71,17 +46,9 @@ export class AnchorChecker {
         'cairn.validation.invalid_body',
         'manifest_digest must be 64 lowercase hex characters (SHA-256).',
       );
-    // The latest leaf of the asset (an asset has one manifest, hence one leaf, in practice).
-    const [leaf] = await asBatcher(this.db, (tx) =>
-      tx
-        .select({ batchId: leaves.batchId, leafIndex: leaves.leafIndex, manifestDigest: leaves.manifestDigest })
-        .from(leaves)
-        .where(eq(leaves.assetId, assetId))
-        .orderBy(desc(leaves.createdAt))
-        .limit(1),
-    );
+    const leaf = await this.store.latestLeafOfAsset(assetId);
     if (!leaf) return { status: 'not_anchored', match: false };
-    const batch = await getBatch(this.db, leaf.batchId);
+    const batch = await this.store.getBatch(leaf.batchId);
     if (!batch) return { status: 'not_anchored', match: false };
     if (batch.status !== 'anchored' || !batch.txHash || !batch.merkleRoot)
       return { status: publicStatus(batch.status), match: false, batch };
@@ -147,15 +114,9 @@ export class AnchorChecker {
     const key = `${batch.batchId}:${leafIndex}`;
     const cached = this.paths.get(key);
     if (cached) return cached;
-    const digests = await asBatcher(this.db, (tx) =>
-      tx
-        .select({ d: leaves.manifestDigest })
-        .from(leaves)
-        .where(eq(leaves.batchId, batch.batchId))
-        .orderBy(asc(leaves.leafIndex)),
-    );
+    const digests = await this.store.leavesOf(batch.batchId);
     if (digests.length !== batch.size || leafIndex >= digests.length) return undefined;
-    const levels = treeLevels(digests.map((r) => leafHash(fromHex(r.d, 32))));
+    const levels = treeLevels(digests.map((r) => leafHash(fromHex(r.manifestDigest, 32))));
     const path = auditPath(levels, leafIndex);
     this.paths.set(key, path);
     return path;

@@ -8,35 +8,10 @@ import {
   type Hex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import type { ChainWriter } from '../app/ports.js';
+import { errorText } from '../domain/calldata.js';
 
-/**
- * The chain side of anchoring, over JSON-RPC with viem. A root is written as the calldata of a transaction the
- * anchoring account sends to itself: no contract to deploy or audit, the cheapest write there is (21,000 gas +
- * 16 per non-zero calldata byte), and anyone reads it back with eth_getTransactionByHash. Transactions are
- * signed here and broadcast raw, so the hash is known (and stored) before the node sees it, and a transaction
- * the node lost is broadcast again byte for byte.
- */
-export interface ChainWriter {
-  readonly address: Hex;
-  chainId(): Promise<number>;
-  /** Nonces: mined (`latest`) and including the node's mempool (`pending`). */
-  nonces(): Promise<{ latest: number; pending: number }>;
-  sign(root: Hex, nonce: number): Promise<{ raw: Hex; hash: Hex; chainId: number }>;
-  broadcast(raw: Hex): Promise<void>;
-  receipt(hash: Hex): Promise<{ blockNumber: number; success: boolean } | null>;
-  known(hash: Hex): Promise<boolean>;
-  head(): Promise<number>;
-  /** A mined transaction as the chain holds it (null when the node does not know it or it is not mined). */
-  transaction(hash: Hex): Promise<ChainTransaction | null>;
-}
-
-export interface ChainTransaction {
-  from: Hex;
-  to: Hex | null;
-  input: Hex;
-  blockNumber: number;
-}
-
+/** The chain over JSON-RPC with viem (the port is app/ports.ts). */
 export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5000): ChainWriter {
   const account = privateKeyToAccount(privateKey);
   // No transport retries: the batcher's own backoff decides when to try again.
@@ -120,15 +95,4 @@ export function createChainWriter(rpcUrl: string, privateKey: Hex, timeoutMs = 5
       }
     },
   };
-}
-
-export function errorText(error: unknown): string {
-  if (error instanceof Error)
-    return `${error.message} ${'details' in error ? String((error as { details?: unknown }).details) : ''}`;
-  return String(error);
-}
-
-/** The root a transaction carries, or undefined when its calldata is not exactly 32 bytes. */
-export function rootFromCalldata(input: Hex): Hex | undefined {
-  return /^0x[0-9a-fA-F]{64}$/.test(input) ? (input.toLowerCase() as Hex) : undefined;
 }

@@ -1,0 +1,71 @@
+import { CairnError } from '@cairn/errors';
+import { auditPath, fromHex, leafHash, toHex, treeLevels } from '../domain/merkle.js';
+import type { PublicStatus } from '../domain/status.js';
+import type { BatchRow, BatchStore, EnqueueInput, LeafRow } from '../store/batches.js';
+
+export type { BatchRow, EnqueueInput, LeafRow };
+
+export interface Proof {
+  batch: BatchRow;
+  leaf: LeafRow;
+  leafHash: string;
+  auditPath: string[];
+}
+
+/** The anchor service's batch use cases: enqueue a manifest digest, show a batch, prove an asset's inclusion. */
+export class Batches {
+  constructor(
+    private readonly store: BatchStore,
+    private readonly batchMax: number,
+  ) {}
+
+  /** Adds a digest to the open batch (a repeat of the same tenant and manifest returns the batch it is in). */
+  async enqueue(input: EnqueueInput): Promise<{ batchId: string; status: PublicStatus }> {
+    if (!/^[0-9a-f]{64}$/.test(input.manifestDigest))
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        'manifest_digest must be the SHA-256 of the manifest store, 64 lowercase hex characters.',
+      );
+    for (const [name, value] of [
+      ['tenant_id', input.tenantId],
+      ['asset_id', input.assetId],
+      ['manifest_id', input.manifestId],
+    ] as const) {
+      if (!value) throw new CairnError('cairn.validation.invalid_body', `${name} is required`);
+    }
+    return this.store.enqueue(input, this.batchMax);
+  }
+
+  /** A batch, only when `tenantId` (if given) has a manifest in it. */
+  async batch(batchId: string, tenantId: string): Promise<BatchRow> {
+    const row = batchId ? await this.store.getBatch(batchId) : undefined;
+    if (!row || (tenantId && !(await this.store.tenantHasLeafIn(tenantId, row.batchId))))
+      throw new CairnError('cairn.not_found', `Batch ${batchId} does not exist.`);
+    return row;
+  }
+
+  /**
+   * The inclusion proof of a tenant's asset: the leaf is looked up as that tenant (another tenant's asset is
+   * simply not found), then the tree is rebuilt from the batch's digests (only hashes leave this function).
+   */
+  async proof(tenantId: string, batchId: string, assetId: string): Promise<Proof> {
+    if (!tenantId) throw new CairnError('cairn.validation.invalid_body', 'tenant_id is required');
+    const leaf = await this.store.tenantLeaf(tenantId, batchId, assetId);
+    if (!leaf) throw new CairnError('cairn.not_found', `Asset ${assetId} is not in batch ${batchId}.`);
+    const batch = await this.store.getBatch(batchId);
+    if (!batch) throw new CairnError('cairn.not_found', `Batch ${batchId} does not exist.`);
+    if (!batch.merkleRoot)
+      throw new CairnError(
+        'cairn.not_found',
+        `Batch ${batchId} is still open: its proofs exist once it closes (within seconds).`,
+      );
+    const digests = await this.store.leavesOf(batchId);
+    const levels = treeLevels(digests.map((r) => leafHash(fromHex(r.manifestDigest, 32))));
+    return {
+      batch,
+      leaf,
+      leafHash: toHex(levels[0]![leaf.leafIndex]!),
+      auditPath: auditPath(levels, leaf.leafIndex).map(toHex),
+    };
+  }
+}
