@@ -2,10 +2,10 @@ import { fileURLToPath } from 'node:url';
 import { auditV1, tenantV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { auditConfigShape } from './config.js';
-import { AUDIT_LOG_CONSUMER, recordEvent } from './events.js';
-import { exportDueWindows } from './export/exporter.js';
-import { credentialsFromEnv } from './export/sinks.js';
-import { purgeAllExpired } from './retention.js';
+import { credentialsFromEnv } from './adapters/sinks.js';
+import { exportDueWindows } from './app/export.js';
+import { purgeAllExpired } from './app/retention.js';
+import { AUDIT_LOG_CONSUMER, AUDIT_LOG_TYPES, auditLogHandler } from './events.js';
 import { auditHandlers } from './rpc.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
@@ -23,7 +23,7 @@ export function auditService(env: NodeJS.ProcessEnv = process.env): ServiceDefin
         auditV1.AuditService,
         auditHandlers(ctx.db, { production, exportWindowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS }),
       );
-      await ctx.consume(AUDIT_LOG_CONSUMER, 'all', recordEvent);
+      await ctx.consume(AUDIT_LOG_CONSUMER, AUDIT_LOG_TYPES, auditLogHandler());
 
       const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);
       const tenants = ctx.client(tenantV1.TenantService, 'tenant');

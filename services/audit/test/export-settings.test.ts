@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { windowKey, windowStart } from '../src/export/exporter.js';
-import { validateSettings } from '../src/export/settings.js';
-import { assertEndpointAllowed } from '../src/export/sinks.js';
+import { windowKey, windowStart } from '../src/domain/export-window.js';
+import { validateSettings } from '../src/domain/export-settings.js';
+import { assertEndpointAllowed } from '../src/adapters/sinks.js';
 
 const blank = { sink: 's3', bucket: 'audit-bucket', prefix: '', region: '', endpoint: '', roleArn: '', path: '' };
 

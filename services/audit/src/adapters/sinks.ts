@@ -3,7 +3,7 @@ import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import type { ExportSettings } from './settings.js';
+import type { ExportSettings } from '../domain/export-settings.js';
 
 /** 'written' the first time a key is written; 'exists' when it already was (the write was refused, nothing changed). */
 export type WriteOutcome = 'written' | 'exists';

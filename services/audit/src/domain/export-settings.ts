@@ -32,19 +32,19 @@ function relativePath(value: string, name: string): string | null {
   return segments.join('/');
 }
 
+/** What a client asks for (cairn.audit.v1.ExportConfig's settings). */
+export interface ExportSettingsInput {
+  sink: string;
+  bucket: string;
+  prefix: string;
+  region: string;
+  endpoint: string;
+  roleArn: string;
+  path: string;
+}
+
 /** Validates what a client asked for (the gateway checks the shape first; this is the authoritative check). */
-export function validateSettings(
-  input: {
-    sink: string;
-    bucket: string;
-    prefix: string;
-    region: string;
-    endpoint: string;
-    roleArn: string;
-    path: string;
-  },
-  production: boolean,
-): ExportSettings {
+export function validateSettings(input: ExportSettingsInput, production: boolean): ExportSettings {
   const prefix = relativePath(input.prefix, 'prefix');
   if (input.sink === 'filesystem') {
     if (input.bucket || input.endpoint || input.roleArn || input.region)

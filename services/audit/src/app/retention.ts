@@ -1,4 +1,3 @@
-import { sql } from 'drizzle-orm';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { isPlanName, PLANS } from '@cairn/catalog';
 import type { Database } from '@cairn/db';
@@ -6,7 +5,7 @@ import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import type { tenantV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import { purgeExpired } from './rpc.js';
+import { purgeRecordedBefore, tenantsWithEntries } from '../store/entries.js';
 
 export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
 
@@ -19,19 +18,18 @@ export function retentionDays(tenant: Pick<tenantV1.Tenant, 'plan' | 'auditReten
     : PLANS.free.audit.defaultRetentionDays;
 }
 
-/** The tenants that have entries (a loose index scan over entries_tenant_seq_idx), read under the narrow listing policy. */
-export async function tenantsWithEntries(db: Database): Promise<string[]> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('cairn.system', 'audit-retention', true)`);
-    const result = await tx.execute<{ tenant_id: string }>(sql`
-      with recursive t(tenant_id) as (
-        (select tenant_id from audit.entries order by tenant_id limit 1)
-        union all
-        select (select e.tenant_id from audit.entries e where e.tenant_id > t.tenant_id order by e.tenant_id limit 1) from t where t.tenant_id is not null
-      )
-      select tenant_id from t where tenant_id is not null`);
-    return result.rows.map((row) => row.tenant_id);
-  });
+/**
+ * Retention: deletes the tenant's entries recorded more than `retentionDays` ago, oldest first, and moves the
+ * checkpoint to the last one deleted so the surviving chain still verifies from there.
+ */
+export async function purgeExpired(
+  db: Database,
+  tenantId: string,
+  retentionDays: number,
+  now = new Date(),
+): Promise<{ purged: number; checkpointSeq: number }> {
+  if (retentionDays < 1) throw new CairnError('cairn.validation.invalid_body', 'retention_days must be at least 1');
+  return purgeRecordedBefore(db, tenantId, new Date(now.getTime() - retentionDays * 86_400_000), now);
 }
 
 export interface RetentionSweepResult {
