@@ -6,7 +6,7 @@ import type { Logger } from '@cairn/logging';
 import type { tenantV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { isMeter, isPlanName, type PlanName } from '@cairn/catalog';
-import type { MeteringStore } from './store/metering.js';
+import type { Metering } from './app/metering.js';
 
 export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
 
@@ -24,7 +24,7 @@ type MeteredEventType = (typeof METERED_EVENT_TYPES)[number];
  * The plan (quota, overage price) is asked of the tenant service; a tenant it does not know is recorded
  * without a plan (counted, not charged); the tenant service being down fails the handler and the event comes again.
  */
-export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: Logger) {
+export function meterEvent(metering: Metering, tenants: TenantClient, logger: Logger) {
   return async (event: EventOf<MeteredEventType>, tx: Tx): Promise<void> => {
     const meter = event.data['billing.meter'];
     const quantity = event.data['billing.quantity'];
@@ -46,7 +46,7 @@ export function meterEvent(store: MeteringStore, tenants: TenantClient, logger: 
         'metered event for a tenant the tenant service does not know; recorded without a plan',
       );
     }
-    await store.recordUsed(tx, { tenantId: event.tenant_id, meter, plan, quantity, at: new Date(event.created_at) });
+    await metering.recordUsed(tx, { tenantId: event.tenant_id, meter, plan, quantity, at: new Date(event.created_at) });
   };
 }
 
@@ -61,12 +61,12 @@ type JobEnd = EventOf<(typeof JOB_END_EVENT_TYPES)[number]>;
  * it: a job that never produced its answer is never billed. Both are idempotent in the store (a repeat is a no-op), and an unknown reservation (swept,
  * or from before metering) is logged, not retried forever.
  */
-export function settleJobReservation(store: MeteringStore, logger: Logger) {
+export function settleJobReservation(metering: Metering, logger: Logger) {
   const settle = async (event: JobEnd, reservationId: string): Promise<void> => {
     try {
       if (event.type === 'job.completed' || event.type === 'verification.completed')
-        await store.commit(event.tenant_id, reservationId);
-      else await store.release(event.tenant_id, reservationId);
+        await metering.commit(event.tenant_id, reservationId);
+      else await metering.release(event.tenant_id, reservationId);
     } catch (error) {
       if (isCairnError(error) && error.code === 'cairn.not_found') {
         logger.warn(

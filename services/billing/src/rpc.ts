@@ -3,7 +3,7 @@ import { CairnError } from '@cairn/errors';
 import type { billingV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { isMeter, isPlanName, type Meter, type PlanName } from '@cairn/catalog';
-import type { MeteringStore } from './store/metering.js';
+import type { Metering } from './app/metering.js';
 
 type Methods = typeof billingV1.BillingService extends GenService<infer M> ? M : never;
 
@@ -25,7 +25,7 @@ function planOf(value: string): PlanName {
 }
 
 /** cairn.billing.v1.BillingService: metering (reserve/commit/release), usage and quota overrides. */
-export function billingHandlers(store: MeteringStore): ServiceImpl<Methods> {
+export function billingHandlers(metering: Metering): ServiceImpl<Methods> {
   return {
     reserve: async (request) => {
       const quantity = request.quantity || 1;
@@ -34,7 +34,7 @@ export function billingHandlers(store: MeteringStore): ServiceImpl<Methods> {
       const cap = request.spendingCapUsd;
       if (cap !== undefined && (!Number.isFinite(cap) || cap < 0))
         throw new CairnError('cairn.validation.invalid_body', 'spending_cap_usd must be a non-negative number');
-      const reservation = await store.reserve({
+      const reservation = await metering.reserve({
         tenantId: required(request.tenantId, 'tenant_id'),
         meter: meterOf(request.meter),
         plan: planOf(request.plan),
@@ -51,19 +51,19 @@ export function billingHandlers(store: MeteringStore): ServiceImpl<Methods> {
       };
     },
     commit: async (request) => ({
-      status: await store.commit(
+      status: await metering.commit(
         required(request.tenantId, 'tenant_id'),
         required(request.reservationId, 'reservation_id'),
       ),
     }),
     release: async (request) => ({
-      status: await store.release(
+      status: await metering.release(
         required(request.tenantId, 'tenant_id'),
         required(request.reservationId, 'reservation_id'),
       ),
     }),
     getUsage: async (request) => {
-      const usage = await store.usage(required(request.tenantId, 'tenant_id'), planOf(request.plan));
+      const usage = await metering.usage(required(request.tenantId, 'tenant_id'), planOf(request.plan));
       return {
         periodStart: usage.periodStart.toISOString(),
         periodEnd: usage.periodEnd.toISOString(),
@@ -78,11 +78,11 @@ export function billingHandlers(store: MeteringStore): ServiceImpl<Methods> {
       };
     },
     setQuota: async (request) => {
-      await store.setQuota(required(request.tenantId, 'tenant_id'), meterOf(request.meter), Number(request.quota));
+      await metering.setQuota(required(request.tenantId, 'tenant_id'), meterOf(request.meter), Number(request.quota));
       return {};
     },
     sweepExpired: async (request) => ({
-      released: await store.sweepExpired(request.olderThanSeconds > 0 ? request.olderThanSeconds : undefined),
+      released: await metering.sweepExpired(request.olderThanSeconds > 0 ? request.olderThanSeconds : undefined),
     }),
   };
 }

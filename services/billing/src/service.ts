@@ -10,6 +10,7 @@ import {
   METERED_EVENT_TYPES,
   settleJobReservation,
 } from './events.js';
+import { Metering } from './app/metering.js';
 import { PriceTable } from './domain/prices.js';
 import { billingHandlers } from './rpc.js';
 import { MeteringStore } from './store/metering.js';
@@ -24,24 +25,24 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
     env,
     register: async (ctx) => {
       const { config } = ctx;
-      const store = new MeteringStore(
-        ctx.db,
+      const metering = new Metering(
+        new MeteringStore(ctx.db),
         ctx.outbox,
         new PriceTable(config.BILLING_PRICES_JSON),
         config.BILLING_RESERVATION_TTL_SECONDS,
       );
-      ctx.rpc.add(billingV1.BillingService, billingHandlers(store));
-      const settle = settleJobReservation(store, ctx.logger);
+      ctx.rpc.add(billingV1.BillingService, billingHandlers(metering));
+      const settle = settleJobReservation(metering, ctx.logger);
       await ctx.consume(JOB_SETTLEMENT_CONSUMER, JOB_END_EVENT_TYPES, (event) => settle(event));
       await ctx.consume(
         EVENT_METER_CONSUMER,
         METERED_EVENT_TYPES,
-        meterEvent(store, ctx.client(tenantV1.TenantService, 'tenant'), ctx.logger),
+        meterEvent(metering, ctx.client(tenantV1.TenantService, 'tenant'), ctx.logger),
       );
       if (config.BILLING_SWEEP_INTERVAL_MS > 0) {
         let sweeping: Promise<unknown> | undefined;
         const timer = setInterval(() => {
-          sweeping ??= store
+          sweeping ??= metering
             .sweepExpired()
             .then((released) => released > 0 && ctx.logger.info({ released }, 'released expired reservations'))
             .catch((error: unknown) => ctx.logger.warn({ err: error }, 'reservation sweep failed'))

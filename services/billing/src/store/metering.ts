@@ -1,99 +1,60 @@
-import { randomUUID } from 'node:crypto';
 import { and, eq, lt, sql } from 'drizzle-orm';
-import { newEvent, type AnyEvent } from '@cairn/events';
 import { setTenant, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
-import type { Outbox } from '@cairn/runtime';
 import { alerts, counters, quotas, reservations, spend } from '../db/schema.js';
-import { billsOverage, METERS, PLANS, type Meter, type PlanName } from '@cairn/catalog';
-import { periodOf } from '../domain/period.js';
-import { microsToUsd, usdToMicros, type PriceTable } from '../domain/prices.js';
 
-export interface ReserveInput {
+export type ReservationRow = typeof reservations.$inferSelect;
+export type CounterRow = typeof counters.$inferSelect;
+
+/** The values the reserve statement works with (app/metering.ts decides them). */
+export interface ReserveStatement {
   tenantId: string;
-  meter: Meter;
-  plan: PlanName;
-  /** null = no cap. */
-  spendingCapUsd: number | null;
+  meter: string;
   quantity: number;
-  reservationId?: string;
-}
-
-export interface Reservation {
+  periodKey: string;
+  /** The plan's quota (used when the tenant has no override). */
+  planLimit: number;
+  /** Whether units above the quota are billed (else they are refused). */
+  bills: boolean;
+  unitMicros: number;
+  /** null = no spending cap. */
+  capMicros: number | null;
   reservationId: string;
-  used: number;
-  limit: number;
-  overageUnits: number;
-  overageUsd: number;
+  now: Date;
+  expiresAt: Date;
 }
 
-export interface MeterUsage {
-  meter: Meter;
-  used: number;
-  limit: number;
-  reserved: number;
-  overageUnits: number;
+/** The reserve statement's answer (bigints as strings, as Postgres returns them). */
+export interface ReserveOutcome {
+  lim: string;
+  before: string | null;
+  over: string | null;
+  spent_after: string | null;
+  inserted: boolean;
 }
-
-type Refusal = { refused: CairnError };
-
-/** An alert a reserve has reached: its marker name and its event (built only if the marker is new). */
-type PendingAlert = { alert: string; event: () => AnyEvent };
-
-/** Per reserve: whether an event was enqueued, and the markers known to exist once the transaction commits. */
-type AlertState = { alerted: boolean; marked: string[] };
-
-/** Thrown inside the reserve transaction to roll it back and answer with the refusal. */
-class RolledBack extends Error {
-  constructor(readonly refused: CairnError) {
-    super(refused.message);
-  }
-}
-
-const sentKey = (tenantId: string, periodKey: string, alert: string) => `${tenantId}\u0000${periodKey}\u0000${alert}`;
-
-/** Bound on the in-process memory of sent alert markers (cleared when full: it only saves round trips). */
-const SENT_CACHE_MAX = 100_000;
-
-/** Share of a quota (and of the spending cap) at which the warning goes out. */
-const WARNING_RATIO = 0.8;
 
 /**
- * Metering: reserve before the work, commit after it succeeds, release when it fails. Every reserve locks the
- * (tenant, meter, month) counter row, so concurrent reserves are serialized and `used + reserved` never
- * passes the quota on plans that refuse overage; on growth and enterprise the units above quota are priced
- * and added to the month's spend, which the spending cap bounds (its row is locked the same way, after the
- * counter). Reserve, commit and release each do their work in one statement, so the counter row stays locked
- * for that statement and the COMMIT only (the hot row's throughput is bounded by round trips under its lock).
+ * billing.counters, reservations, spend, quotas and alerts: every statement of metering. Reserve, commit and
+ * release each do their work in one statement, so the counter row stays locked for that statement and the
+ * COMMIT only.
  */
 export class MeteringStore {
-  /** Alert markers known committed (tenant, month, alert): a reserve past a threshold skips re-inserting them. */
-  private readonly sent = new Set<string>();
-
   constructor(
     private readonly db: Database,
-    private readonly outbox: Outbox,
-    private readonly prices: PriceTable,
-    private readonly ttlSeconds: number,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async reserve(input: ReserveInput): Promise<Reservation> {
-    const alerting: AlertState = { alerted: false, marked: [] };
-    let result: Reservation | Refusal;
-    try {
-      result = await withTenant(this.db, input.tenantId, (tx) => this.reserveInTx(tx, input, alerting));
-    } catch (error) {
-      // A refusal that had to undo the counter update (the spending cap) rolls the transaction back.
-      if (!(error instanceof RolledBack)) throw error;
-      result = { refused: error.refused };
-    }
-    // Marker rows are known only once their transaction committed.
-    for (const key of alerting.marked) this.rememberSent(key);
-    // Publish an alert at once; otherwise leave the outbox to its timer (a flush per reserve costs throughput).
-    if (alerting.alerted) void this.outbox.flush();
-    if ('refused' in result) throw result.refused;
-    return result;
+  /** A transaction scoped (RLS) to one tenant. */
+  inTenant<T>(tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return withTenant(this.db, tenantId, fn);
+  }
+
+  async findReservation(tx: Tx, tenantId: string, reservationId: string): Promise<ReservationRow | undefined> {
+    const [existing] = await tx
+      .select()
+      .from(reservations)
+      .where(and(eq(reservations.reservationId, reservationId), eq(reservations.tenantId, tenantId)));
+    return existing;
   }
 
   /**
@@ -102,38 +63,12 @@ export class MeteringStore {
    * (or the plan bills overage) — `on conflict do update ... where` evaluates that against the latest committed
    * row under its lock, so concurrent reserves are serialized and never pass the quota — prices the units
    * above the quota, adds them to the month's spend only if the spending cap allows (same conditional upsert
-   * on the spend row, locked after the counter), and inserts the reservation. The transaction is then
-   * BEGIN, set_config, this statement and COMMIT; alerts add statements only the first time a threshold is
-   * passed (this process remembers the markers it has seen).
+   * on the spend row, locked after the counter), and inserts the reservation. `before`/`over` are null when
+   * the quota refused it; `inserted` is false when the spending cap did.
    */
-  private async reserveInTx(tx: Tx, input: ReserveInput, alerting: AlertState): Promise<Reservation | Refusal> {
-    const now = this.now();
-    const period = periodOf(now);
-    const reservationId = input.reservationId || `rsv_${randomUUID()}`;
-    if (input.reservationId) {
-      const [existing] = await tx
-        .select()
-        .from(reservations)
-        .where(and(eq(reservations.reservationId, reservationId), eq(reservations.tenantId, input.tenantId)));
-      if (existing) {
-        const counter = await this.lockCounter(tx, input.tenantId, existing.meter, existing.periodStart);
-        return {
-          reservationId,
-          used: counter.used + counter.reserved,
-          limit: await this.limitOf(tx, input.tenantId, input.plan, input.meter),
-          overageUnits: existing.overageUnits,
-          overageUsd: microsToUsd(existing.overageMicros),
-        };
-      }
-    }
-    const planQuota = PLANS[input.plan].quotas[input.meter];
-    const planLimit = typeof planQuota === 'number' ? planQuota : 0;
-    const bills = billsOverage(input.plan);
-    const unitMicros = bills ? this.prices.unitMicros(input.plan, input.meter) : 0;
-    const capMicros = input.spendingCapUsd === null ? null : usdToMicros(input.spendingCapUsd);
-    const { tenantId, meter, quantity } = input;
-    const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
-
+  async reserveStatement(tx: Tx, p: ReserveStatement): Promise<ReserveOutcome> {
+    const { tenantId, meter, quantity, planLimit, bills, unitMicros, capMicros, reservationId, now, expiresAt } = p;
+    const period = { key: p.periodKey };
     const { rows } = await tx.execute<{
       lim: string;
       before: string | null;
@@ -174,92 +109,28 @@ export class MeteringStore {
     `);
     const row = rows[0];
     if (!row) throw new Error('reserve statement returned no row');
-    const limit = Number(row.lim);
-    const periodData = { period_start: period.start.toISOString(), period_end: period.end.toISOString() };
+    return row;
+  }
 
-    if (row.before === null || row.over === null) {
-      // Refused at the quota (a plan without overage). The counter row, if any, is locked: this read is exact.
-      const [counter] = await tx
-        .select({ used: counters.used, reserved: counters.reserved })
-        .from(counters)
-        .where(and(eq(counters.tenantId, tenantId), eq(counters.meter, meter), eq(counters.periodStart, period.key)));
-      const before = counter ? counter.used + counter.reserved : 0;
-      const offered = planQuota !== null || limit > 0;
-      await this.alertOnce(tx, alerting, tenantId, period.key, [
-        {
-          alert: `quota_exceeded:${meter}`,
-          event: () => newEvent('billing.quota_exceeded', tenantId, { meter, used: before, limit, ...periodData }),
-        },
-      ]);
-      const detail = offered
-        ? `The monthly ${meter} quota of the ${input.plan} plan (${limit}) is used up until ${period.end.toISOString()}; upgrade the plan to continue.`
-        : `The ${meter} meter is not offered on the ${input.plan} plan.`;
-      return { refused: new CairnError('cairn.billing.quota_exceeded', detail, { meter, used: before, limit }) };
-    }
+  async counterOf(
+    tx: Tx,
+    tenantId: string,
+    meter: string,
+    periodKey: string,
+  ): Promise<{ used: number; reserved: number } | undefined> {
+    const [counter] = await tx
+      .select({ used: counters.used, reserved: counters.reserved })
+      .from(counters)
+      .where(and(eq(counters.tenantId, tenantId), eq(counters.meter, meter), eq(counters.periodStart, periodKey)));
+    return counter;
+  }
 
-    const before = Number(row.before);
-    const over = Number(row.over);
-    const overageMicros = over * unitMicros;
-    if (!row.inserted) {
-      // Above the spending cap: undo the counter update (rollback), then refuse. The spend row, if any, is locked.
-      const [spent] = await tx
-        .select({ micros: spend.micros })
-        .from(spend)
-        .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, period.key)));
-      const spentBefore = spent?.micros ?? 0;
-      const capUsd = input.spendingCapUsd ?? 0;
-      throw new RolledBack(
-        new CairnError(
-          'cairn.billing.spending_cap_reached',
-          `This ${meter} operation would bring the month's overage spend to $${microsToUsd(spentBefore + overageMicros).toFixed(2)}, above the spending cap of $${capUsd.toFixed(2)}.`,
-          { meter, spend_usd: microsToUsd(spentBefore), spending_cap_usd: capUsd },
-        ),
-      );
-    }
-
-    const after = before + quantity;
-    const due: PendingAlert[] = [];
-    if (limit > 0 && after >= Math.ceil(limit * WARNING_RATIO)) {
-      due.push({
-        alert: `quota_warning:${meter}`,
-        event: () =>
-          newEvent('billing.quota_warning', tenantId, {
-            meter,
-            used: after,
-            limit,
-            threshold: WARNING_RATIO,
-            ...periodData,
-          }),
-      });
-    }
-    if (limit > 0 && after >= limit) {
-      due.push({
-        alert: `quota_exceeded:${meter}`,
-        event: () =>
-          newEvent('billing.quota_exceeded', tenantId, { meter, used: after, limit, overage: bills, ...periodData }),
-      });
-    }
-    if (
-      overageMicros > 0 &&
-      capMicros !== null &&
-      capMicros > 0 &&
-      row.spent_after !== null &&
-      Number(row.spent_after) >= capMicros * WARNING_RATIO
-    ) {
-      const spendUsd = microsToUsd(Number(row.spent_after));
-      due.push({
-        alert: 'spending_cap_warning',
-        event: () =>
-          newEvent('billing.spending_cap_warning', tenantId, {
-            spend_usd: spendUsd,
-            spending_cap_usd: input.spendingCapUsd,
-            threshold: WARNING_RATIO,
-            ...periodData,
-          }),
-      });
-    }
-    await this.alertOnce(tx, alerting, tenantId, period.key, due);
-    return { reservationId, used: after, limit, overageUnits: over, overageUsd: microsToUsd(overageMicros) };
+  async spendOf(tx: Tx, tenantId: string, periodKey: string): Promise<number> {
+    const [spent] = await tx
+      .select({ micros: spend.micros })
+      .from(spend)
+      .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, periodKey)));
+    return spent?.micros ?? 0;
   }
 
   /** Commit: one statement marks the reservation committed and moves its units from reserved to used. */
@@ -374,89 +245,73 @@ export class MeteringStore {
    * bound the work a tenant asks for, not facts after it. On a plan that offers the meter the units count against
    * its quota and, where the plan bills overage, the units above it are priced into the month's spend; on a plan
    * that does not offer it (`plan` null: the tenant is unknown) they are recorded, visible in usage, not charged.
+
+  /**
+   * Adds used units that cannot be refused (no reservation) to the month's counter; answers the tenant's quota
+   * (override, else `planLimit`) and the counter's used + reserved before them.
    */
-  async recordUsed(
+  async addUsed(
     tx: Tx,
-    input: { tenantId: string; meter: Meter; plan: PlanName | null; quantity: number; at: Date },
-  ): Promise<{ used: number; overageUnits: number }> {
-    const period = periodOf(input.at);
-    const { tenantId, meter, quantity, plan } = input;
-    const planQuota = plan ? PLANS[plan].quotas[meter] : null;
-    const planLimit = typeof planQuota === 'number' ? planQuota : 0;
-    // Overage is billed only where the plan offers the meter and bills overage at all.
-    const bills = plan !== null && planQuota !== null && billsOverage(plan);
-    const unitMicros = plan && bills ? this.prices.unitMicros(plan, meter) : 0;
+    p: { tenantId: string; meter: string; periodKey: string; quantity: number; planLimit: number },
+  ): Promise<{ limit: number; before: number }> {
+    const { tenantId, meter, quantity, planLimit } = p;
     const { rows } = await tx.execute<{ lim: string; before: string }>(sql`
       with lim as (
         select coalesce((select q.quota from billing.quotas q where q.tenant_id = ${tenantId} and q.meter = ${meter}), ${planLimit}::bigint) as v
       )
       insert into billing.counters as c (tenant_id, meter, period_start, used)
-      values (${tenantId}, ${meter}, ${period.key}::date, ${quantity}::bigint)
+      values (${tenantId}, ${meter}, ${p.periodKey}::date, ${quantity}::bigint)
       on conflict (tenant_id, meter, period_start) do update set used = c.used + excluded.used
       returning (select v from lim) as lim, c.used + c.reserved - ${quantity}::bigint as before
     `);
     const row = rows[0];
     if (!row) throw new Error('record statement returned no row');
-    const before = Number(row.before);
-    const over = bills ? quantity - Math.max(0, Math.min(quantity, Number(row.lim) - before)) : 0;
-    if (over > 0) {
-      await tx
-        .update(counters)
-        .set({ overageUnits: sql`${counters.overageUnits} + ${over}` })
-        .where(and(eq(counters.tenantId, tenantId), eq(counters.meter, meter), eq(counters.periodStart, period.key)));
-      if (unitMicros > 0) {
-        await tx
-          .insert(spend)
-          .values({ tenantId, periodStart: period.key, micros: over * unitMicros })
-          .onConflictDoUpdate({
-            target: [spend.tenantId, spend.periodStart],
-            set: { micros: sql`${spend.micros} + ${over * unitMicros}` },
-          });
-      }
-    }
-    return { used: before + quantity, overageUnits: over };
+    return { limit: Number(row.lim), before: Number(row.before) };
   }
 
-  async usage(
+  /** Counts `over` units as overage on the month's counter and adds `micros` (when any) to its spend. */
+  async addOverage(
+    tx: Tx,
+    p: { tenantId: string; meter: string; periodKey: string; over: number; micros: number },
+  ): Promise<void> {
+    const { tenantId, meter, periodKey, over, micros } = p;
+    await tx
+      .update(counters)
+      .set({ overageUnits: sql`${counters.overageUnits} + ${over}` })
+      .where(and(eq(counters.tenantId, tenantId), eq(counters.meter, meter), eq(counters.periodStart, periodKey)));
+    if (micros > 0) {
+      await tx
+        .insert(spend)
+        .values({ tenantId, periodStart: periodKey, micros })
+        .onConflictDoUpdate({
+          target: [spend.tenantId, spend.periodStart],
+          set: { micros: sql`${spend.micros} + ${micros}` },
+        });
+    }
+  }
+
+  /** A tenant's month: its counters, its quota overrides, its overage spend. */
+  async monthOf(
     tenantId: string,
-    plan: PlanName,
-  ): Promise<{ periodStart: Date; periodEnd: Date; meters: MeterUsage[]; spendUsd: number }> {
-    const period = periodOf(this.now());
+    periodKey: string,
+  ): Promise<{ counters: CounterRow[]; overrides: Map<string, number>; spendMicros: number }> {
     return withTenant(this.db, tenantId, async (tx) => {
       const rows = await tx
         .select()
         .from(counters)
-        .where(and(eq(counters.tenantId, tenantId), eq(counters.periodStart, period.key)));
+        .where(and(eq(counters.tenantId, tenantId), eq(counters.periodStart, periodKey)));
       const overrides = new Map(
         (await tx.select().from(quotas).where(eq(quotas.tenantId, tenantId))).map((q) => [q.meter, q.quota]),
       );
       const [spent] = await tx
         .select()
         .from(spend)
-        .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, period.key)));
-      const byMeter = new Map(rows.map((r) => [r.meter, r]));
-      const meters: MeterUsage[] = [];
-      for (const meter of METERS) {
-        const row = byMeter.get(meter);
-        const planQuota = PLANS[plan].quotas[meter];
-        const override = overrides.get(meter);
-        // Listed: the meters the plan offers, the tenant's contract meters, and anything used this month.
-        if (planQuota === null && override === undefined && !row) continue;
-        if (planQuota === 'contract' && override === undefined && !row) continue;
-        const limit = override ?? (typeof planQuota === 'number' ? planQuota : 0);
-        meters.push({
-          meter,
-          used: row?.used ?? 0,
-          limit,
-          reserved: row?.reserved ?? 0,
-          overageUnits: row?.overageUnits ?? 0,
-        });
-      }
-      return { periodStart: period.start, periodEnd: period.end, meters, spendUsd: microsToUsd(spent?.micros ?? 0) };
+        .where(and(eq(spend.tenantId, tenantId), eq(spend.periodStart, periodKey)));
+      return { counters: rows, overrides, spendMicros: spent?.micros ?? 0 };
     });
   }
 
-  async setQuota(tenantId: string, meter: Meter, quota: number): Promise<void> {
+  async setQuota(tenantId: string, meter: string, quota: number): Promise<void> {
     await withTenant(this.db, tenantId, async (tx) => {
       if (quota < 0) {
         await tx.delete(quotas).where(and(eq(quotas.tenantId, tenantId), eq(quotas.meter, meter)));
@@ -469,18 +324,16 @@ export class MeteringStore {
     });
   }
 
-  /** The included quota: the tenant's override, else the plan's (not offered = 0, contract without one = 0). */
-  private async limitOf(tx: Tx, tenantId: string, plan: PlanName, meter: Meter): Promise<number> {
+  /** The tenant's quota override for a meter, if any. */
+  async quotaOverride(tx: Tx, tenantId: string, meter: string): Promise<number | undefined> {
     const [override] = await tx
       .select({ quota: quotas.quota })
       .from(quotas)
       .where(and(eq(quotas.tenantId, tenantId), eq(quotas.meter, meter)));
-    if (override) return override.quota;
-    const planQuota = PLANS[plan].quotas[meter];
-    return typeof planQuota === 'number' ? planQuota : 0;
+    return override?.quota;
   }
 
-  private async lockCounter(
+  async lockCounter(
     tx: Tx,
     tenantId: string,
     meter: string,
@@ -516,36 +369,13 @@ export class MeteringStore {
     return row;
   }
 
-  /**
-   * Enqueues each alert's event only the first time this month: the marker row is the "sent" record (inserted
-   * with `on conflict do nothing`, in the reserve's transaction, so marker and event commit together). Markers
-   * this process has already seen committed are skipped without a round trip.
-   */
-  private async alertOnce(
-    tx: Tx,
-    state: AlertState,
-    tenantId: string,
-    periodKey: string,
-    due: PendingAlert[],
-  ): Promise<void> {
-    const fresh = due.filter((a) => !this.sent.has(sentKey(tenantId, periodKey, a.alert)));
-    if (fresh.length === 0) return;
+  /** Inserts the alert markers not there yet; answers the alerts this call inserted (the ones to send). */
+  async insertAlertMarkers(tx: Tx, tenantId: string, periodKey: string, alertNames: string[]): Promise<Set<string>> {
     const inserted = await tx
       .insert(alerts)
-      .values(fresh.map((a) => ({ tenantId, periodStart: periodKey, alert: a.alert })))
+      .values(alertNames.map((alert) => ({ tenantId, periodStart: periodKey, alert })))
       .onConflictDoNothing()
       .returning({ alert: alerts.alert });
-    const won = new Set(inserted.map((r) => r.alert));
-    for (const a of fresh) {
-      state.marked.push(sentKey(tenantId, periodKey, a.alert));
-      if (!won.has(a.alert)) continue;
-      await this.outbox.enqueue(tx, a.event());
-      state.alerted = true;
-    }
-  }
-
-  private rememberSent(key: string): void {
-    if (this.sent.size >= SENT_CACHE_MAX) this.sent.clear();
-    this.sent.add(key);
+    return new Set(inserted.map((r) => r.alert));
   }
 }
