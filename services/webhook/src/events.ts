@@ -1,45 +1,16 @@
-import { and, arrayContains, eq, isNull, sql } from 'drizzle-orm';
 import type { AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
-import { newId } from '@cairn/ids';
-import { deliveries, endpoints } from './db/schema.js';
-import { buildPayload, isWebhookEvent } from './domain/events.js';
+import { fanOut } from './app/fan-out.js';
 
 /** Durable consumer name of the fan-out (one per purpose, stable across deploys). */
 export const FANOUT_CONSUMER = 'webhook-fanout';
+/** Every event is read; app/fan-out.ts keeps the subscribable ones. */
+export const FANOUT_TYPES = 'all';
 
-/**
- * Turns one event into one persisted delivery per subscribed endpoint of its tenant, due now. Runs in the
- * idempotent consumer's transaction (tenant set, event id claimed); the unique (webhook_id, event_id) makes
- * a replay harmless too. Returns how many endpoints are subscribed.
- */
-export async function fanOut(event: AnyEvent, tx: Tx): Promise<number> {
-  if (!isWebhookEvent(event.type)) return 0;
-  const subscribed = await tx
-    .select({ webhookId: endpoints.webhookId, payloadFormat: endpoints.payloadFormat })
-    .from(endpoints)
-    .where(
-      and(
-        eq(endpoints.tenantId, event.tenant_id),
-        isNull(endpoints.deletedAt),
-        arrayContains(endpoints.events, [event.type]),
-      ),
-    );
-  if (subscribed.length === 0) return 0;
-  await tx
-    .insert(deliveries)
-    .values(
-      subscribed.map((endpoint) => ({
-        deliveryId: newId('delivery'),
-        webhookId: endpoint.webhookId,
-        tenantId: event.tenant_id,
-        eventId: event.event_id,
-        eventType: event.type,
-        payload: buildPayload(event, endpoint.payloadFormat),
-        status: 'pending' as const,
-        nextAttemptAt: sql`now()`,
-      })),
-    )
-    .onConflictDoNothing();
-  return subscribed.length;
+/** The fan-out consumer: deliveries for the subscribed endpoints, then a wake-up of the dispatcher. */
+export function fanOutHandler(wake: () => void) {
+  return async (event: AnyEvent, tx: Tx): Promise<void> => {
+    // The wake-up runs after this transaction commits (the poll loop is the safety net if it runs early).
+    if ((await fanOut(event, tx)) > 0) setTimeout(wake, 10).unref();
+  };
 }

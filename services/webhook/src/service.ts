@@ -2,12 +2,14 @@ import { fileURLToPath } from 'node:url';
 import { webhookV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { resolveSecretKey, webhookConfigShape } from './config.js';
-import { policyFor } from './domain/address-policy.js';
-import { Dispatcher } from './domain/dispatcher.js';
 import { Sealer } from '@cairn/sealing';
-import { Sender } from './domain/sender.js';
-import { FANOUT_CONSUMER, fanOut } from './events.js';
+import { Sender } from './adapters/sender.js';
+import { Dispatcher } from './app/dispatcher.js';
+import { Endpoints } from './app/endpoints.js';
+import { policyFor } from './domain/address-policy.js';
+import { FANOUT_CONSUMER, FANOUT_TYPES, fanOutHandler } from './events.js';
 import { webhookHandlers } from './rpc.js';
+import { EndpointStore } from './store/endpoints.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
@@ -32,14 +34,13 @@ export function webhookService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         userAgent: `${USER_AGENT} (+${config.DOCS_URL}/webhooks)`,
       });
 
-      ctx.rpc.add(
-        webhookV1.WebhookService,
-        webhookHandlers({ db: ctx.db, sealer, policy, wake: () => dispatcher.wake() }),
+      const endpoints = new Endpoints(new EndpointStore(ctx.db), sealer, policy, () => dispatcher.wake());
+      ctx.rpc.add(webhookV1.WebhookService, webhookHandlers(endpoints));
+      await ctx.consume(
+        FANOUT_CONSUMER,
+        FANOUT_TYPES,
+        fanOutHandler(() => dispatcher.wake()),
       );
-      await ctx.consume(FANOUT_CONSUMER, 'all', async (event, tx) => {
-        // The wake-up runs after this transaction commits (the poll loop is the safety net if it runs early).
-        if ((await fanOut(event, tx)) > 0) setTimeout(() => dispatcher.wake(), 10).unref();
-      });
       dispatcher.start();
       ctx.onShutdown(() => dispatcher.stop());
     },

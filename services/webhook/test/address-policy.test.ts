@@ -9,7 +9,7 @@ import {
   vettedLookup,
   type ResolveAll,
 } from '../src/domain/address-policy.js';
-import { Sender } from '../src/domain/sender.js';
+import { Sender } from '../src/adapters/sender.js';
 
 const production = policyFor('production');
 const development = policyFor('development');

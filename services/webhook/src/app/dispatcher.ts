@@ -1,20 +1,21 @@
-import { and, asc, eq, inArray, lte, notInArray, sql } from 'drizzle-orm';
 import { newEvent } from '@cairn/events';
-import type { Database, Tx } from '@cairn/db';
+import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { Outbox } from '@cairn/runtime';
-import { attempts, deliveries, endpoints } from '../db/schema.js';
-import { renderBody, retryDelayMs, signatureHeader } from './events.js';
 import type { Sealer } from '@cairn/sealing';
-import type { Sender, SendOutcome } from './sender.js';
-
-/** Runs `fn` as the delivery scheduler: it sees unfinished deliveries (and their endpoints) of every tenant. */
-export function asDispatcher<T>(db: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('cairn.system', 'webhook-dispatch', true)`);
-    return fn(tx);
-  });
-}
+import type { Sender, SendOutcome } from '../adapters/sender.js';
+import { renderBody, retryDelayMs, signatureHeader } from '../domain/events.js';
+import {
+  claimDue,
+  handBack,
+  inTenantTx,
+  insertAttempt,
+  markDelivered,
+  markFailed,
+  scheduleRetry,
+  type ClaimedDelivery as Claimed,
+  type DeliveryRow,
+} from '../store/deliveries.js';
 
 export interface DispatcherOptions {
   retryScale: number;
@@ -23,16 +24,6 @@ export interface DispatcherOptions {
   pollIntervalMs: number;
   userAgent: string;
 }
-
-type DeliveryRow = typeof deliveries.$inferSelect;
-type EndpointRow = typeof endpoints.$inferSelect;
-
-interface Claimed {
-  delivery: DeliveryRow;
-  endpoint: EndpointRow | undefined;
-}
-
-const afterMs = (ms: number) => sql`now() + ${ms} * interval '1 millisecond'`;
 
 /**
  * The delivery engine. Due deliveries live in Postgres (status + next_attempt_at), so the schedule survives
@@ -105,50 +96,7 @@ export class Dispatcher {
     if (free <= 0) return 0;
     const busy = [...this.busyEndpoints];
     const lease = this.options.timeoutMs + 30_000;
-    const claimed = await asDispatcher(this.db, async (tx) => {
-      const candidates = await tx
-        .select()
-        .from(deliveries)
-        .where(
-          and(
-            inArray(deliveries.status, ['pending', 'delivering']),
-            lte(deliveries.nextAttemptAt, sql`now()`),
-            busy.length > 0 ? notInArray(deliveries.webhookId, busy) : undefined,
-            // Another replica's live lease on the same endpoint: leave the endpoint alone for now.
-            sql`not exists (select 1 from webhook.deliveries x where x.webhook_id = ${deliveries.webhookId} and x.status = 'delivering' and x.next_attempt_at > now())`,
-          ),
-        )
-        .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.createdAt))
-        .limit(free * 4)
-        .for('update', { skipLocked: true });
-      const picked: DeliveryRow[] = [];
-      const seen = new Set<string>();
-      for (const candidate of candidates) {
-        if (seen.has(candidate.webhookId)) continue;
-        seen.add(candidate.webhookId);
-        picked.push(candidate);
-        if (picked.length >= free) break;
-      }
-      if (picked.length === 0) return [];
-      await tx
-        .update(deliveries)
-        .set({ status: 'delivering', nextAttemptAt: afterMs(lease) })
-        .where(
-          inArray(
-            deliveries.deliveryId,
-            picked.map((p) => p.deliveryId),
-          ),
-        );
-      // The endpoints come with the claim: one transaction per batch, not one per attempt.
-      const owners = await tx
-        .select()
-        .from(endpoints)
-        .where(inArray(endpoints.webhookId, [...seen]));
-      return picked.map((delivery): Claimed => ({
-        delivery: { ...delivery, status: 'delivering' },
-        endpoint: owners.find((e) => e.webhookId === delivery.webhookId),
-      }));
-    });
+    const claimed = await claimDue(this.db, free, busy, lease);
     for (const c of claimed) this.launch(c);
     return claimed.length;
   }
@@ -200,12 +148,7 @@ export class Dispatcher {
     const startedAt = new Date();
     const outcome = await this.sender.send(endpoint.url, body, headers, signal);
     if (outcome.aborted) {
-      await asDispatcher(this.db, (tx) =>
-        tx
-          .update(deliveries)
-          .set({ status: 'pending', nextAttemptAt: sql`now()` })
-          .where(and(eq(deliveries.deliveryId, delivery.deliveryId), eq(deliveries.status, 'delivering'))),
-      );
+      await handBack(this.db, delivery.deliveryId);
       return;
     }
     await this.finish(delivery, startedAt, outcome, { final: false, silent: false, url: endpoint.url });
@@ -225,13 +168,9 @@ export class Dispatcher {
       : (outcome.error ?? `HTTP ${outcome.statusCode ?? 0}${outcome.body ? `: ${outcome.body.slice(0, 500)}` : ''}`);
     const delay = how.final ? undefined : retryDelayMs(n, this.options.retryScale);
     let emitted = false;
-    await this.db.transaction(async (tx) => {
-      await tx.execute(sql`select set_config('cairn.tenant_id', ${delivery.tenantId}, true)`);
+    await inTenantTx(this.db, delivery.tenantId, async (tx) => {
       if (!how.silent) {
-        await tx.insert(attempts).values({
-          deliveryId: delivery.deliveryId,
-          n: sql`(select coalesce(max(n), 0) + 1 from webhook.attempts where delivery_id = ${delivery.deliveryId})`,
-          tenantId: delivery.tenantId,
+        await insertAttempt(tx, delivery, {
           startedAt,
           statusCode: outcome.statusCode ?? null,
           latencyMs: outcome.latencyMs,
@@ -245,29 +184,13 @@ export class Dispatcher {
         lastError: error,
         lastLatencyMs: outcome.latencyMs,
       };
-      // Only the claim this attempt ran under may move the row (a redelivery or an expired lease may have moved it).
-      const guard = and(
-        eq(deliveries.deliveryId, delivery.deliveryId),
-        eq(deliveries.status, 'delivering'),
-        eq(deliveries.attempts, delivery.attempts),
-      );
       if (ok) {
-        await tx
-          .update(deliveries)
-          .set({ ...last, status: 'delivered', deliveredAt: sql`now()`, nextAttemptAt: null })
-          .where(guard);
+        await markDelivered(tx, delivery, last);
       } else if (delay !== undefined) {
-        await tx
-          .update(deliveries)
-          .set({ ...last, status: 'pending', nextAttemptAt: afterMs(delay) })
-          .where(guard);
+        await scheduleRetry(tx, delivery, last, delay);
       } else {
-        const moved = await tx
-          .update(deliveries)
-          .set({ ...last, status: 'failed', nextAttemptAt: null })
-          .where(guard)
-          .returning({ id: deliveries.deliveryId });
-        if (moved.length > 0 && !how.silent) {
+        const moved = await markFailed(tx, delivery, last);
+        if (moved && !how.silent) {
           await this.outbox.enqueue(
             tx,
             newEvent('webhook.failed', delivery.tenantId, {

@@ -1,0 +1,134 @@
+import { CairnError } from '@cairn/errors';
+import { isId, newId, newWebhookSecret } from '@cairn/ids';
+import type { Sealer } from '@cairn/sealing';
+import type { PayloadFormat } from '../db/schema.js';
+import { checkEndpointUrl, type DestinationPolicy } from '../domain/address-policy.js';
+import { WEBHOOK_EVENTS, isWebhookEvent } from '../domain/events.js';
+import type { AttemptRow, DeliveryRow, EndpointRow, EndpointStore } from '../store/endpoints.js';
+import type { Tx } from '@cairn/db';
+
+export type { AttemptRow, DeliveryRow, EndpointRow };
+
+const MAX_ENDPOINT_PAGE = 100;
+const MAX_DELIVERY_PAGE = 100;
+
+export interface CreateEndpointInput {
+  tenantId: string;
+  url: string;
+  events: readonly string[];
+  payloadFormat: string;
+  description: string;
+}
+
+function validEvents(events: readonly string[]): string[] {
+  if (events.length === 0)
+    throw new CairnError(
+      'cairn.webhook.unknown_event',
+      `events must name at least one of: ${WEBHOOK_EVENTS.join(', ')}.`,
+    );
+  const unknown = events.filter((e) => !isWebhookEvent(e));
+  if (unknown.length > 0) {
+    throw new CairnError(
+      'cairn.webhook.unknown_event',
+      `Unknown event${unknown.length > 1 ? 's' : ''} ${unknown.map((e) => JSON.stringify(e)).join(', ')}; allowed: ${WEBHOOK_EVENTS.join(', ')}.`,
+    );
+  }
+  return [...new Set(events)];
+}
+
+/** A tenant's webhook endpoints and their deliveries (every statement scoped to the tenant). */
+export class Endpoints {
+  constructor(
+    private readonly store: EndpointStore,
+    private readonly sealer: Sealer,
+    private readonly policy: DestinationPolicy,
+    /** Called after a redelivery is scheduled, so it goes out now rather than at the next poll. */
+    private readonly wake: () => void,
+  ) {}
+
+  /** Creates an endpoint; the signing secret is answered once and stored sealed. */
+  async create(input: CreateEndpointInput): Promise<{ endpoint: EndpointRow; secret: string }> {
+    const url = checkEndpointUrl(input.url, this.policy);
+    const events = validEvents(input.events);
+    const format = (input.payloadFormat || 'a') as PayloadFormat;
+    if (format !== 'a' && format !== 'b')
+      throw new CairnError('cairn.validation.invalid_body', 'payload_format must be "a" or "b".');
+    if (input.description.length > 500)
+      throw new CairnError('cairn.validation.invalid_body', 'description must be at most 500 characters.');
+    const webhookId = newId('webhook');
+    const secret = newWebhookSecret();
+    const endpoint = await this.store.insert({
+      webhookId,
+      tenantId: input.tenantId,
+      url: url.toString(),
+      events,
+      description: input.description || null,
+      payloadFormat: format,
+      sealedSecret: this.sealer.seal(secret, webhookId),
+    });
+    return { endpoint, secret };
+  }
+
+  async list(tenantId: string, limit: number): Promise<EndpointRow[]> {
+    return this.store.listLive(tenantId, Math.min(Math.max(limit || 50, 1), MAX_ENDPOINT_PAGE));
+  }
+
+  async get(tenantId: string, webhookId: string): Promise<EndpointRow> {
+    return this.store.inTenant(tenantId, (tx) => this.live(tx, tenantId, webhookId));
+  }
+
+  async delete(tenantId: string, webhookId: string): Promise<EndpointRow> {
+    return this.store.inTenant(tenantId, async (tx) => {
+      await this.live(tx, tenantId, webhookId);
+      return this.store.markDeleted(tx, webhookId);
+    });
+  }
+
+  async rotateSecret(tenantId: string, webhookId: string): Promise<{ endpoint: EndpointRow; secret: string }> {
+    const secret = newWebhookSecret();
+    const endpoint = await this.store.inTenant(tenantId, async (tx) => {
+      await this.live(tx, tenantId, webhookId);
+      return this.store.setSealedSecret(tx, webhookId, this.sealer.seal(secret, webhookId));
+    });
+    return { endpoint, secret };
+  }
+
+  async deliveries(
+    tenantId: string,
+    webhookId: string,
+    limit: number,
+  ): Promise<{ rows: DeliveryRow[]; log: AttemptRow[] }> {
+    return this.store.inTenant(tenantId, async (tx) => {
+      await this.live(tx, tenantId, webhookId);
+      return this.store.recentDeliveries(
+        tx,
+        tenantId,
+        webhookId,
+        Math.min(Math.max(limit || 20, 1), MAX_DELIVERY_PAGE),
+      );
+    });
+  }
+
+  /** An attempt in flight finishes on its own; anything else starts a fresh cycle of five attempts now. */
+  async redeliver(
+    tenantId: string,
+    webhookId: string,
+    deliveryId: string,
+  ): Promise<{ delivery: DeliveryRow; log: AttemptRow[] }> {
+    const result = await this.store.inTenant(tenantId, async (tx) => {
+      await this.live(tx, tenantId, webhookId);
+      const row = await this.store.delivery(tx, tenantId, webhookId, deliveryId);
+      if (!row) throw new CairnError('cairn.not_found', `Delivery ${deliveryId} not found.`);
+      const delivery = row.status === 'delivering' ? row : await this.store.restartDelivery(tx, row.deliveryId);
+      return { delivery, log: await this.store.attemptsOf(tx, row.deliveryId) };
+    });
+    this.wake();
+    return result;
+  }
+
+  private async live(tx: Tx, tenantId: string, webhookId: string): Promise<EndpointRow> {
+    const row = isId('webhook', webhookId) ? await this.store.liveEndpoint(tx, tenantId, webhookId) : undefined;
+    if (!row) throw new CairnError('cairn.not_found', `Webhook ${webhookId} not found.`);
+    return row;
+  }
+}
