@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { sql } from '../../services/softbinding/node_modules/drizzle-orm/index.js';
 import { createDb, createPool, migrateService, withTenant } from '../../packages/db/src/index.js';
 import { createSandbox } from '@cairn/testing';
-import { FingerprintIndex } from '../../services/softbinding/src/db/fingerprints.js';
+import { FingerprintIndex } from '../../services/softbinding/src/store/fingerprints.js';
 import { hashImageBytes, PDQ_ALG, pdqFingerprinter } from '../../services/softbinding/src/domain/pdq.js';
 import { LOOKUP_RADIUS } from '../../services/softbinding/src/domain/threshold.js';
 import { indexHashes } from '../../services/softbinding/src/domain/variants.js';

@@ -4,10 +4,11 @@ import { mediaLimitsOf } from '@cairn/media';
 import { softbindingV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { softbindingConfigShape } from './config.js';
-import { AudioIndex, TextIndex } from './db/feature-index.js';
-import { FingerprintIndex } from './db/fingerprints.js';
-import { INDEX_CONSUMER, indexSignedAsset } from './events.js';
+import { INDEX_CONSUMER, INDEX_TYPES, indexHandler } from './events.js';
 import { softbindingHandlers } from './rpc.js';
+import { AudioIndex, TextIndex } from './store/feature-index.js';
+import { FingerprintIndex } from './store/fingerprints.js';
+import { lookupRecorder } from './store/lookup-events.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
@@ -30,18 +31,17 @@ export function softbindingService(
       ctx.rpc.add(
         softbindingV1.SoftBindingService,
         softbindingHandlers({
-          db: ctx.db,
           blobs,
           indexes,
-          outbox: ctx.outbox,
           maxResults: ctx.config.LOOKUP_MAX_RESULTS,
           mediaLimits: mediaLimitsOf(ctx.config),
+          recordLookup: lookupRecorder(ctx.db, ctx.outbox),
         }),
       );
       await ctx.consume(
         INDEX_CONSUMER,
-        ['asset.signed'],
-        indexSignedAsset({
+        INDEX_TYPES,
+        indexHandler({
           blobs,
           indexes,
           logger: ctx.logger,

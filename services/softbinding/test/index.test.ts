@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import { createDb, createPool, migrateService, withTenant, type Database } from '@cairn/db';
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import type pg from 'pg';
-import { FingerprintIndex, neighbours, type NewFingerprint } from '../src/db/fingerprints.js';
+import { FingerprintIndex, neighbours, type NewFingerprint } from '../src/store/fingerprints.js';
 import { hamming, PDQ_ALG } from '../src/domain/pdq.js';
 import { LOOKUP_RADIUS } from '../src/domain/threshold.js';
 import { migrationsFolder } from '../src/service.js';

@@ -17,7 +17,7 @@ import {
   type TextFingerprint,
 } from '../domain/text.js';
 import { inScope, type IndexedAsset, type LookupScope, type PublicMatch } from './fingerprints.js';
-import { audioLandmarks, indexedAssets, textBands } from './schema.js';
+import { audioLandmarks, indexedAssets, textBands } from '../db/schema.js';
 
 interface AssetRow extends Record<string, unknown> {
   tenant_id: string;

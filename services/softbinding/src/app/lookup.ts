@@ -1,12 +1,14 @@
+import type { BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
+import { isId } from '@cairn/ids';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
-import type { AudioIndex, TextIndex } from './db/feature-index.js';
-import type { FingerprintIndex, LookupScope, PublicMatch } from './db/fingerprints.js';
-import { algorithmNamed, ALGORITHMS } from './domain/algorithms.js';
-import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from './domain/audio.js';
-import { fromHex, HASH_BYTES, pdqFingerprinter, PDQ_ALG } from './domain/pdq.js';
-import { fingerprintText, signatureFromHex, TextFingerprintError, TEXT_ALG, lshBands } from './domain/text.js';
-import { LOOKUP_RADIUS } from './domain/threshold.js';
+import type { AudioIndex, TextIndex } from '../store/feature-index.js';
+import type { FingerprintIndex, LookupScope, PublicMatch } from '../store/fingerprints.js';
+import { algorithmNamed, ALGORITHMS } from '../domain/algorithms.js';
+import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from '../domain/audio.js';
+import { fromHex, HASH_BYTES, pdqFingerprinter, PDQ_ALG } from '../domain/pdq.js';
+import { fingerprintText, signatureFromHex, TextFingerprintError, TEXT_ALG, lshBands } from '../domain/text.js';
+import { LOOKUP_RADIUS } from '../domain/threshold.js';
 import {
   fingerprintVideo,
   MIN_FRAME_QUALITY,
@@ -16,7 +18,7 @@ import {
   VIDEO_FRAME_RADIUS,
   VideoFingerprintError,
   type VideoFrameHash,
-} from './domain/video.js';
+} from '../domain/video.js';
 
 export interface Indexes {
   images: FingerprintIndex;
@@ -151,4 +153,43 @@ async function searchVideo(
     });
   }
   return out.sort((a, b) => b.similarity - a.similarity || a.asset_id.localeCompare(b.asset_id)).slice(0, limit);
+}
+
+export interface LookupDeps {
+  blobs: Pick<BlobStore, 'getBuffer'>;
+  indexes: Indexes;
+  maxResults: number;
+  mediaLimits: MediaLimits;
+  /** Records a tenant's lookup (asset.lookup: the audit log, and the lookup meter's evidence). */
+  recordLookup: (tenantId: string, matches: number) => Promise<void>;
+}
+
+export type LookupQuery =
+  | { case: 'uploadBlobKey'; value: string }
+  | { case: 'binding'; value: { alg: string; value: string } }
+  | { case: undefined; value?: undefined };
+
+/** A lookup, by an uploaded file or a binding value, for a tenant (its own assets) or the public. */
+export async function lookup(
+  deps: LookupDeps,
+  request: { tenantId: string; query: LookupQuery; limit: number },
+): Promise<PublicMatch[]> {
+  if (request.tenantId && !isId('tenant', request.tenantId))
+    throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
+  const query = request.query;
+  const limit = Math.min(Math.max(request.limit || deps.maxResults, 1), deps.maxResults);
+  const scope = request.tenantId ? { tenantId: request.tenantId } : ('public' as const);
+  let matches;
+  if (query.case === 'uploadBlobKey') {
+    const bytes = await deps.blobs.getBuffer(query.value);
+    if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the file again.');
+    matches = await lookupContent(deps.indexes, scope, bytes, limit, deps.mediaLimits);
+  } else if (query.case === 'binding') {
+    matches = await lookupBinding(deps.indexes, scope, query.value, limit);
+  } else {
+    throw new CairnError('cairn.validation.invalid_body', 'Send a file or a binding {alg, value}.');
+  }
+  // Recorded even with zero matches.
+  if (request.tenantId) await deps.recordLookup(request.tenantId, matches.length);
+  return matches;
 }

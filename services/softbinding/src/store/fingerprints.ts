@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
-import { CHUNKS, fingerprints } from './schema.js';
+import { CHUNKS, fingerprints } from '../db/schema.js';
 
 /** What anyone may learn about a match: never the tenant, the manifest id or the variant. */
 export interface PublicMatch {

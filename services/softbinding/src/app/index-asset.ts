@@ -1,0 +1,105 @@
+import type { BlobStore } from '@cairn/blob';
+import type { Event } from '@cairn/events';
+import type { Tx } from '@cairn/db';
+import type { Logger } from '@cairn/logging';
+import { isCairnError } from '@cairn/errors';
+import { checkMediaLimits, FfmpegError, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
+import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from '../domain/audio.js';
+import { pdqFingerprinter } from '../domain/pdq.js';
+import { fingerprintText, TextFingerprintError } from '../domain/text.js';
+import type { Indexes } from './lookup.js';
+import { fingerprintVideo, VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
+import { indexHashes } from '../domain/variants.js';
+
+export interface IndexDeps {
+  blobs: BlobStore;
+  indexes: Indexes;
+  logger: Logger;
+  mediaLimits: MediaLimits;
+}
+
+/**
+ * Indexes the fingerprints of every signed asset whose recipe enables soft binding: images (PDQ, whole and crops),
+ * video (PDQ of frames at scene changes), audio (spectral-peak landmarks), text (MinHash). Runs in the idempotent consumer's transaction (tenant set,
+ * event id claimed): a redelivered asset.signed indexes nothing twice. A file that cannot be fingerprinted (too
+ * short, too flat, undecodable) is logged and skipped: retrying would not change it.
+ */
+export function indexSignedAsset(deps: IndexDeps) {
+  return async (event: Event<'asset.signed'>, tx: Tx): Promise<void> => {
+    const data = event.data;
+    if (!data.soft_binding) return;
+    const modality = data.media_type.split('/')[0];
+    if (
+      modality !== 'image' &&
+      modality !== 'audio' &&
+      modality !== 'video' &&
+      !data.media_type.startsWith('text/plain')
+    )
+      return;
+    const assetId = data.asset_id;
+    // The event names the asset's blob: a deleted asset's blob is gone too, and is then not indexed.
+    const bytes = await deps.blobs.getBuffer(data.blob_key);
+    if (!bytes) {
+      deps.logger.warn({ asset_id: assetId }, 'signed asset no longer available; not indexed');
+      return;
+    }
+    const record = {
+      tenantId: event.tenant_id,
+      assetId,
+      manifestId: data.manifest_id,
+      manifestUri: data.manifest_uri,
+      verifierUrl: data.verifier_url,
+    };
+    try {
+      // The signer held the asset to the same limits, unless they were lowered since: then it is not decoded.
+      const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
+      if (sniffed) await checkMediaLimits(bytes, sniffed, deps.mediaLimits);
+      if (modality === 'image') {
+        const hashes = await indexHashes(pdqFingerprinter, bytes);
+        await deps.indexes.images.add(
+          tx,
+          hashes.map((h) => ({
+            ...record,
+            alg: pdqFingerprinter.alg,
+            variant: h.variant,
+            bits: h.bits,
+            quality: h.quality,
+          })),
+        );
+      } else if (modality === 'video') {
+        const frames = await fingerprintVideo(bytes);
+        await deps.indexes.images.add(
+          tx,
+          frames.map((f, i) => ({
+            ...record,
+            alg: VIDEO_ALG,
+            variant: `frame-${String(i).padStart(2, '0')}@${f.seconds}`,
+            bits: f.bits,
+            quality: f.quality,
+          })),
+        );
+      } else if (modality === 'audio') {
+        await deps.indexes.audio.add(tx, record, await fingerprintAudio(bytes));
+      } else {
+        await deps.indexes.text.add(tx, record, fingerprintText(bytes.toString('utf8')));
+      }
+    } catch (error) {
+      if (!unindexable(error)) throw error;
+      deps.logger.warn(
+        { asset_id: assetId, media_type: data.media_type, err: error },
+        'signed asset cannot be fingerprinted; not indexed',
+      );
+    }
+  };
+}
+
+function unindexable(error: unknown): boolean {
+  return (
+    error instanceof AudioTooShortError ||
+    error instanceof AudioTooSparseError ||
+    error instanceof TextFingerprintError ||
+    error instanceof VideoFingerprintError ||
+    error instanceof FfmpegError ||
+    (isCairnError(error) && error.code === 'cairn.media.too_large')
+  );
+}
