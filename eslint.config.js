@@ -19,10 +19,6 @@ const SERVICES = readdirSync(new URL('./services/', import.meta.url), { withFile
 const PENDING_MOVES = {
   // domain/ files that still do I/O (SQL, Redis, HTTP, ffmpeg, sharp, ...) or import the layers around them.
   domain: [
-    'services/anchor/src/domain/anchorer.ts',
-    'services/anchor/src/domain/batches.ts',
-    'services/anchor/src/domain/chain.ts',
-    'services/anchor/src/domain/check.ts',
     'services/audit/src/domain/policy.ts',
     'services/gateway/src/domain/metering.ts',
     'services/gateway/src/domain/rate-limit.ts',
@@ -32,16 +28,10 @@ const PENDING_MOVES = {
     'services/softbinding/src/domain/variants.ts',
     'services/softbinding/src/domain/video.ts',
     'services/watermark/src/domain/pool.ts',
-    'services/webhook/src/domain/address-policy.ts',
-    'services/webhook/src/domain/dispatcher.ts',
     'services/webhook/src/domain/events.ts',
-    'services/webhook/src/domain/sender.ts',
   ],
   // rpc.ts and http/ files that still reach db/, store/ or SQL directly.
   mapping: [
-    'services/anchor/src/rpc.ts',
-    'services/audit/src/rpc.ts',
-    'services/billing/src/rpc.ts',
     'services/gateway/src/http/app.ts',
     'services/gateway/src/http/auth.ts',
     'services/gateway/src/http/present.ts',
@@ -54,10 +44,8 @@ const PENDING_MOVES = {
     'services/gateway/src/http/types.ts',
     'services/gateway/src/rpc.ts',
     'services/signer/src/rpc.ts',
-    'services/softbinding/src/rpc.ts',
     'services/verifier/src/rpc.ts',
     'services/watermark/src/rpc.ts',
-    'services/webhook/src/rpc.ts',
   ],
   // Tests that reach into another service's code: the shared C2PA fixtures belong in packages/testing, a test that
   // needs two services' code belongs in the root test/ (fleet tests start both as processes).

@@ -1,17 +1,8 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { auditV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
-import { listEntries, verifyChain, type EntryRow } from './app/chain.js';
-import {
-  deleteExportConfig,
-  getExportConfig,
-  setExportConfig,
-  type ExportConfigOptions,
-  type ExportConfigRow,
-} from './app/export-config.js';
-import { purgeExpired } from './app/retention.js';
+import type { AuditLog, EntryRow, ExportConfigRow } from './app/audit-log.js';
 
 type Methods = typeof auditV1.AuditService extends GenService<infer M> ? M : never;
 
@@ -80,13 +71,8 @@ function presentExportConfig(row: ExportConfigRow): auditV1.ExportConfig {
   };
 }
 
-export type AuditHandlerOptions = ExportConfigOptions;
-
 /** cairn.audit.v1.AuditService: reads one tenant's log (RLS scopes every query to that tenant). */
-export function auditHandlers(
-  db: Database,
-  options: AuditHandlerOptions = { production: false, exportWindowSeconds: 900 },
-): ServiceImpl<Methods> {
+export function auditHandlers(log: AuditLog): ServiceImpl<Methods> {
   return {
     listEntries: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
@@ -94,8 +80,7 @@ export function auditHandlers(
       const since = instant(request.since, 'since');
       const until = instant(request.until, 'until');
       const below = decodeCursor(request.cursor);
-      const rows = await listEntries(
-        db,
+      const rows = await log.entries(
         tenantId,
         {
           ...(request.eventType ? { eventType: request.eventType } : {}),
@@ -110,7 +95,7 @@ export function auditHandlers(
       return { entries: page.map(present), nextCursor: rows.length > limit && last ? encodeCursor(last.seq) : '' };
     },
     verifyChain: async (request) => {
-      const verdict = await verifyChain(db, required(request.tenantId, 'tenant_id'));
+      const verdict = await log.verify(required(request.tenantId, 'tenant_id'));
       return verdict.intact
         ? {
             intact: true,
@@ -128,24 +113,24 @@ export function auditHandlers(
           };
     },
     purgeExpired: async (request) => {
-      const result = await purgeExpired(db, required(request.tenantId, 'tenant_id'), request.retentionDays);
+      const result = await log.purge(required(request.tenantId, 'tenant_id'), request.retentionDays);
       return { purged: result.purged, checkpointSeq: BigInt(result.checkpointSeq) };
     },
     setExportConfig: async (request) => {
       const input = request.config;
       if (!input) throw new CairnError('cairn.validation.invalid_body', 'config is required');
       const tenantId = required(input.tenantId, 'tenant_id');
-      const row = await setExportConfig(db, tenantId, input, options);
+      const row = await log.setExport(tenantId, input);
       return { config: presentExportConfig(row) };
     },
     getExportConfig: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
-      const row = await getExportConfig(db, tenantId);
+      const row = await log.getExport(tenantId);
       return row ? { config: presentExportConfig(row) } : {};
     },
     deleteExportConfig: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
-      return { deleted: await deleteExportConfig(db, tenantId) };
+      return { deleted: await log.deleteExport(tenantId) };
     },
   };
 }

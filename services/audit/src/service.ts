@@ -3,6 +3,7 @@ import { auditV1, tenantV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { auditConfigShape } from './config.js';
 import { credentialsFromEnv } from './adapters/sinks.js';
+import { AuditLog } from './app/audit-log.js';
 import { exportDueWindows } from './app/export.js';
 import { purgeAllExpired } from './app/retention.js';
 import { AUDIT_LOG_CONSUMER, AUDIT_LOG_TYPES, auditLogHandler } from './events.js';
@@ -19,10 +20,8 @@ export function auditService(env: NodeJS.ProcessEnv = process.env): ServiceDefin
     register: async (ctx) => {
       const { config, logger } = ctx;
       const production = config.CAIRN_ENV === 'production';
-      ctx.rpc.add(
-        auditV1.AuditService,
-        auditHandlers(ctx.db, { production, exportWindowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS }),
-      );
+      const log = new AuditLog(ctx.db, { production, exportWindowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS });
+      ctx.rpc.add(auditV1.AuditService, auditHandlers(log));
       await ctx.consume(AUDIT_LOG_CONSUMER, AUDIT_LOG_TYPES, auditLogHandler());
 
       const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);

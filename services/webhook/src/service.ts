@@ -6,7 +6,7 @@ import { Sealer } from '@cairn/sealing';
 import { Sender } from './adapters/sender.js';
 import { Dispatcher } from './app/dispatcher.js';
 import { Endpoints } from './app/endpoints.js';
-import { policyFor } from './domain/address-policy.js';
+import { policyFor } from './adapters/address-policy.js';
 import { FANOUT_CONSUMER, FANOUT_TYPES, fanOutHandler } from './events.js';
 import { webhookHandlers } from './rpc.js';
 import { EndpointStore } from './store/endpoints.js';

@@ -8,7 +8,7 @@ import {
   policyFor,
   vettedLookup,
   type ResolveAll,
-} from '../src/domain/address-policy.js';
+} from '../src/adapters/address-policy.js';
 import { Sender } from '../src/adapters/sender.js';
 
 const production = policyFor('production');

@@ -1,4 +1,5 @@
-import type { Hex } from 'viem';
+/** A 0x-prefixed hex string (viem's Hex, without importing the client library into pure code). */
+type Hex = `0x${string}`;
 
 /** The root a transaction carries, or undefined when its calldata is not exactly 32 bytes. */
 export function rootFromCalldata(input: Hex): Hex | undefined {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { vetLiteralHost, vettedLookup, type DestinationPolicy, type ResolveAll } from '../domain/address-policy.js';
+import { vetLiteralHost, vettedLookup, type DestinationPolicy, type ResolveAll } from './address-policy.js';
 
 /** What an attempt produced: an HTTP status (any), or an error when no answer came. */
 export interface SendOutcome {
