@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { waitFor } from '@cairn/testing';
-import { buildAndSign } from '../services/signer/src/c2pa/index.js';
+import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { PublishedTrustList, parseTrustSource } from '../services/verifier/src/adapters/trust-sources.js';
 import { multipart, startStack, type Stack } from './support/stack.js';

@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
-import { buildAndSign } from '../services/signer/src/c2pa/index.js';
+import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';

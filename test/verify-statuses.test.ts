@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { buildAndSign } from '../services/signer/src/c2pa/index.js';
+import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { collectGarbage, localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';

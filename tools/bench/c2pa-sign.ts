@@ -14,7 +14,7 @@ import {
   buildManifestPlan,
   newBuilder,
   type BuildAndSignInput,
-} from '../../services/signer/src/c2pa/index.js';
+} from '../../services/signer/src/adapters/c2pa/index.js';
 import { callbackSignerFor, collectGarbage, makeTestCredential } from '../../services/signer/test/c2pa-fixtures.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 

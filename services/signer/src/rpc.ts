@@ -1,26 +1,14 @@
 import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { signerV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
-import { activeManifestOnly } from './domain/manifest-store.js';
-import { signAsset, type PipelineDeps } from './domain/pipeline.js';
-import type { SignJobs } from './jobs.js';
+import { signAsset, type PipelineDeps } from './app/sign/index.js';
+import type { SignJobs } from './app/jobs.js';
 import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
-import type { Credentials } from './app/credentials.js';
-import { pageThumbnail } from './app/thumbnails.js';
-import type { AssetRow, AssetStore } from './store/assets.js';
-import type { CredentialRow } from './store/credentials.js';
-
-/** A C2PA manifest label as c2pa-rs writes it: urn:c2pa:<uuid>[:<generator>[:<version>]] or the older urn:uuid:<uuid>. */
-function isManifestLabel(label: string): boolean {
-  return (
-    label.length <= 256 &&
-    /^urn:(c2pa|uuid):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:[\w.-]*){0,2}$/i.test(label)
-  );
-}
+import type { CredentialRow, Credentials } from './app/credentials.js';
+import type { AssetRow, Assets } from './app/assets.js';
 
 function requireTenant(tenantId: string): string {
   if (!isId('tenant', tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
@@ -74,9 +62,8 @@ function presentAsset(row: AssetRow): signerV1.Asset {
 /** cairn.signer.v1.SignerService. */
 export function signerHandlers(
   deps: PipelineDeps & {
-    store: AssetStore;
+    assets: Assets;
     jobs: SignJobs;
-    blobs: BlobStore;
     authority: CertificateAuthority;
     credentials: Credentials;
   },
@@ -93,8 +80,7 @@ export function signerHandlers(
       return { jobId, status: 'queued' };
     },
     getJob: async (request) => {
-      const job = isId('job', request.jobId) ? await deps.store.getJob(request.tenantId, request.jobId) : null;
-      if (!job) throw new CairnError('cairn.not_found', `Job ${request.jobId} not found.`);
+      const job = await deps.assets.job(request.tenantId, request.jobId);
       return {
         job: {
           jobId: job.jobId,
@@ -109,34 +95,23 @@ export function signerHandlers(
     },
     getAsset: async (request) => {
       requireIds(request.tenantId, request.assetId);
-      const row = await deps.store.getForTenant(request.tenantId, request.assetId);
-      if (!row) throw new CairnError('cairn.not_found', `Asset ${request.assetId} not found.`);
-      return { asset: presentAsset(row) };
+      return { asset: presentAsset(await deps.assets.ofTenant(request.tenantId, request.assetId)) };
     },
     getPublicAsset: async (request) => {
-      const row = isId('asset', request.assetId) ? await deps.store.getPublic(request.assetId) : null;
-      if (!row) throw new CairnError('cairn.not_found', `Asset ${request.assetId} not found.`);
+      const row = await deps.assets.public(request.assetId);
       // Public: no storage location, no tenant.
       return { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } };
     },
     findAssetByContent: async (request) => {
-      if (!/^[0-9a-f]{64}$/.test(request.contentSha256))
-        throw new CairnError('cairn.validation.invalid_body', 'content_sha256 is 64 lowercase hex digits.');
-      const row = await deps.store.findByContent(request.contentSha256);
+      const row = await deps.assets.byContent(request.contentSha256);
       return row ? { asset: { ...presentAsset(row), blobKey: '', tenantId: '' } } : {};
     },
     getManifest: async (request) => {
-      const row = isId('manifest', request.manifestId)
-        ? await deps.store.getManifest(request.manifestId)
-        : !request.manifestId && isManifestLabel(request.label)
-          ? await deps.store.getManifestByLabel(request.label)
-          : null;
-      const bytes = row ? await deps.blobs.getBuffer(row.blobKey) : null;
-      if (!row || !bytes)
-        throw new CairnError('cairn.not_found', `Manifest ${request.manifestId || request.label} not found.`);
-      const store = request.activeManifestOnly ? activeManifestOnly(bytes) : bytes;
-      if (!store) throw new CairnError('cairn.internal_error', 'The stored manifest store cannot be read.');
-      const asset = await deps.store.getPublic(row.assetId);
+      const {
+        bytes: store,
+        row,
+        asset,
+      } = await deps.assets.manifest(request.manifestId, request.label, request.activeManifestOnly);
       return {
         manifestStore: store,
         assetId: row.assetId,
@@ -148,10 +123,7 @@ export function signerHandlers(
       };
     },
     getThumbnail: async (request) => ({
-      jpeg: await pageThumbnail(
-        { assets: deps.store, blobs: deps.blobs, mediaLimits: deps.mediaLimits },
-        request.assetId,
-      ),
+      jpeg: await deps.assets.thumbnail(request.assetId),
     }),
     getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),
     registerCredential: async (request) => {

@@ -4,15 +4,16 @@ import { Histogram } from 'prom-client';
 import { createBlobStore } from '@cairn/blob';
 import { WorkQueue } from '@cairn/bus';
 import { Sealer } from '@cairn/sealing';
+import { Assets } from './app/assets.js';
 import { Credentials } from './app/credentials.js';
 import { thumbnailBlobKey } from './app/thumbnails.js';
 import { CredentialStore } from './store/credentials.js';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { signerConfigShape } from './config.js';
-import { IsolatedC2pa } from './c2pa/isolated.js';
-import type { PipelineDeps } from './domain/pipeline.js';
-import { SignJobs, type SignJobItem } from './jobs.js';
+import { IsolatedC2pa } from './adapters/c2pa/isolated.js';
+import type { PipelineDeps } from './app/sign/index.js';
+import { SignJobs, type SignJobItem } from './app/jobs.js';
 import { CertificateAuthority, createOcspHandler, pkiSettingsFromConfig, startOcspServer } from './pki/index.js';
 import { signerHandlers } from './rpc.js';
 import { AssetStore } from './store/assets.js';
@@ -89,7 +90,10 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       };
       const queue = await WorkQueue.open<SignJobItem>(ctx.bus, 'sign');
       const jobs = new SignJobs(deps, queue, logger);
-      ctx.rpc.add(signerV1.SignerService, signerHandlers({ ...deps, jobs, credentials }));
+      ctx.rpc.add(
+        signerV1.SignerService,
+        signerHandlers({ ...deps, assets: new Assets(store, blobs, mediaLimitsOf(config)), jobs, credentials }),
+      );
 
       const worker = await queue.consume({
         durable: 'signer-jobs',

@@ -9,7 +9,7 @@ import {
   C2paSignError,
   type BuildAndSignInput,
   type EmbeddableMimeType,
-} from '../src/c2pa/index.js';
+} from '../src/adapters/c2pa/index.js';
 import {
   callbackSignerFor,
   collectGarbage,

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { buildAndSign, newBuilder, buildManifestPlan } from '../../signer/src/c2pa/index.js';
+import { buildAndSign, newBuilder, buildManifestPlan } from '../../signer/src/adapters/c2pa/index.js';
 import {
   collectGarbage,
   localSignerFor,

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
 import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
-import type { KeyBackend } from '../pki/keys.js';
+import type { KeyBackend } from '../pki/index.js';
 
 export interface RemoteSignerOptions {
   url: string;

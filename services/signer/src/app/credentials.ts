@@ -6,8 +6,9 @@ import { refusedReason, type DestinationPolicy } from '@cairn/outbound';
 import type { Sealer } from '@cairn/sealing';
 import { remoteKeyBackend } from '../adapters/remote-signer.js';
 import { checkCredentialChain } from '../domain/credential-chain.js';
-import type { ActiveSigningKey } from '../pki/keys.js';
+import type { ActiveSigningKey } from '../pki/index.js';
 import type { CredentialRow, CredentialStore } from '../store/credentials.js';
+export type { CredentialRow };
 
 export interface CredentialDeps {
   store: CredentialStore;

@@ -1,11 +1,10 @@
 import { parseSignMetadata as parseShared } from '@cairn/errors';
-import type { GenerationMetadata } from '../c2pa/index.js';
 
 /**
  * Validates sign metadata with the one schema the gateway also applies at the door (packages/errors): only the
  * spec's fields, never prompt text. The signer checks again because it must never persist or sign what it
  * would refuse, whoever calls it.
  */
-export function parseSignMetadata(raw: Record<string, string>): GenerationMetadata {
+export function parseSignMetadata(raw: Record<string, string>): ReturnType<typeof parseShared> {
   return parseShared(raw);
 }

@@ -6,8 +6,8 @@ import { CairnError, ERROR_CATALOG } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { signerV1 } from '@cairn/proto';
-import { parseSignMetadata } from './domain/metadata.js';
-import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './domain/pipeline.js';
+import { parseSignMetadata } from '../domain/metadata.js';
+import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './sign/index.js';
 
 export interface SignJobItem {
   jobId: string;

@@ -12,7 +12,7 @@ import {
   WorkerTimeoutError,
   WorkerUnavailableError,
 } from '@cairn/isolate';
-import type { ActiveSigningKey } from '../pki/keys.js';
+import type { ActiveSigningKey } from '../../pki/index.js';
 import { C2paSignError } from './sign.js';
 import { isSignCall, isSignTaskResult, type SignTask } from './isolated-protocol.js';
 import type { BuildAndSignInput, BuildAndSignResult } from './types.js';

@@ -1,0 +1,68 @@
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import type { Database } from '@cairn/db';
+import type { Logger } from '@cairn/logging';
+import type { MediaLimits } from '@cairn/media';
+import type { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import type { Outbox } from '@cairn/runtime';
+import type { IsolatedC2pa } from '../../adapters/c2pa/isolated.js';
+import type { CertificateAuthority } from '../../pki/index.js';
+import type { AssetStore } from '../../store/assets.js';
+import type { Credentials } from '../credentials.js';
+
+type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
+type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
+export type SignRequest = signerV1.SignRequest;
+export type SignResult = Omit<signerV1.SignResponse, '$typeName' | '$unknown' | 'anchor'> & {
+  anchor?: { batchId: string; status: string };
+};
+
+/** What a sign works with (service.ts builds it). */
+export interface PipelineDeps {
+  db: Database;
+  blobs: BlobStore;
+  outbox: Outbox;
+  store: AssetStore;
+  authority: CertificateAuthority;
+  watermark: ServiceClient<WatermarkMethods>;
+  /** Tenants' own signing credentials (BYOK); absent: a sign that names one is refused. */
+  credentials?: Pick<Credentials, 'activeKey'>;
+  /** Enqueues manifest digests for anchoring (recipes with the anchor layer); absent: no anchoring. */
+  anchor?: ServiceClient<AnchorMethods>;
+  logger?: Logger;
+  /** C2PA signing in child processes (the service always sets it); absent: in this process (unit tests, tools). */
+  c2pa?: IsolatedC2pa;
+  publicBaseUrl: string;
+  /** What a sign decodes at most; refused from the headers (cairn.media.too_large) before anything is decoded. */
+  mediaLimits: MediaLimits;
+  version: string;
+  /** Seconds spent per pipeline stage (decode, watermark, encode, c2pa, store, record), for /metrics. */
+  observeStage?: (stage: SignStage, seconds: number) => void;
+}
+
+export type SignStage = 'read' | 'decode' | 'watermark' | 'encode' | 'c2pa' | 'store' | 'record';
+
+/** Runs one stage of a sign and reports its duration. */
+export async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () => Promise<T>): Promise<T> {
+  const started = process.hrtime.bigint();
+  try {
+    return await work();
+  } finally {
+    deps.observeStage?.(stage, Number(process.hrtime.bigint() - started) / 1e9);
+  }
+}
+
+/** The watermark a sign embedded (its id, the payload it carries, the algorithm that wrote it). */
+export interface EmbeddedWatermark {
+  id: string;
+  payloadHex: string;
+  algorithm: string;
+}
+
+/** What the C2PA step answers: the signed file, its manifest store and the active manifest's label. */
+export interface SignedBytes {
+  signed: Buffer;
+  manifestStore: Buffer;
+  manifestLabel: string;
+}

@@ -1,0 +1,144 @@
+import { createHash, X509Certificate } from 'node:crypto';
+import { newEvent } from '@cairn/events';
+import { withTenant, type Tx } from '@cairn/db';
+import type { GenerationMetadata } from '../../adapters/c2pa/index.js';
+import type { ActiveSigningKey } from '../../pki/index.js';
+import type { AcceptedUpload } from './accept.js';
+import { timed, type EmbeddedWatermark, type PipelineDeps, type SignedBytes, type SignResult } from './deps.js';
+
+/** Where a signed asset and its manifest store are kept, and what the stored asset is. */
+export interface StoredBlobs {
+  assetKey: string;
+  manifestKey: string;
+  sizeBytes: number;
+  contentSha256: string;
+}
+
+/** Step 3: the signed file and its manifest store written to the blob store (nothing refers to them yet). */
+export async function storeBlobs(
+  deps: PipelineDeps,
+  target: { tenantId: string; assetId: string; manifestId: string; extension: string; mediaType: string },
+  signed: SignedBytes,
+): Promise<StoredBlobs> {
+  const assetKey = `${target.tenantId}/assets/${target.assetId}.${target.extension}`;
+  const manifestKey = `manifests/${target.manifestId}.c2pa`;
+  const [stored] = await timed(deps, 'store', () =>
+    Promise.all([
+      deps.blobs.put(assetKey, signed.signed, { contentType: target.mediaType }),
+      deps.blobs.put(manifestKey, signed.manifestStore, { contentType: 'application/c2pa' }),
+    ]),
+  );
+  return { assetKey, manifestKey, sizeBytes: stored.size, contentSha256: stored.sha256 };
+}
+
+function signerNameOf(certificatePem: string): string {
+  const subject = new X509Certificate(certificatePem).subject;
+  const field = (name: string) =>
+    subject
+      .split('\n')
+      .find((l) => l.startsWith(`${name}=`))
+      ?.slice(name.length + 1);
+  return [field('O'), field('CN')].filter(Boolean).join(' — ') || subject;
+}
+
+export interface RecordInput {
+  tenantId: string;
+  accepted: AcceptedUpload;
+  result: SignResult;
+  signed: SignedBytes;
+  blobs: StoredBlobs;
+  watermark: EmbeddedWatermark | undefined;
+  active: ActiveSigningKey;
+  metadata: GenerationMetadata;
+  manifestDigest: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/**
+ * Step 4: the asset, its manifest and their events (asset.signed, manifest.signed, and the caller's own through
+ * `onCommitted`) recorded in one transaction; when it does not commit, the blobs are deleted (nothing refers to
+ * them).
+ */
+export async function recordSigned(
+  deps: PipelineDeps,
+  input: RecordInput,
+  onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
+): Promise<void> {
+  const { tenantId, accepted, result, signed, blobs, watermark, active } = input;
+  const { recipe, upload } = accepted;
+  const { assetId, manifestId, mediaType } = result;
+  try {
+    await timed(deps, 'record', () =>
+      withTenant(deps.db, tenantId, async (tx) => {
+        await deps.store.insertSigned(
+          tx,
+          {
+            assetId,
+            tenantId,
+            recipeId: recipe.recipeId,
+            mediaType,
+            sizeBytes: blobs.sizeBytes,
+            contentSha256: blobs.contentSha256,
+            uploadSha256: createHash('sha256').update(upload).digest('hex'),
+            watermarkId: watermark?.id ?? null,
+            watermarkPayload: watermark?.payloadHex ?? null,
+            manifestId,
+            blobKey: blobs.assetKey,
+            metadata: { ...input.metadata },
+            signerName: signerNameOf(active.certificatePem),
+            certificateSerial: active.serialHex,
+            createdAt: input.createdAt,
+            expiresAt: input.expiresAt,
+          },
+          {
+            manifestId,
+            assetId,
+            tenantId,
+            blobKey: blobs.manifestKey,
+            label: signed.manifestLabel,
+            sizeBytes: signed.manifestStore.length,
+            createdAt: input.createdAt,
+          },
+        );
+        const common = {
+          asset_id: assetId,
+          manifest_id: manifestId,
+          recipe_id: recipe.recipeId,
+          media_type: mediaType,
+          'billing.meter': recipe.meter,
+        };
+        await deps.outbox.enqueue(
+          tx,
+          newEvent('asset.signed', tenantId, {
+            ...common,
+            watermark_id: watermark?.id ?? null,
+            watermark_payload: watermark?.payloadHex ?? null,
+            manifest_uri: result.manifestUri,
+            verifier_url: result.verifierUrl,
+            content_sha256: blobs.contentSha256,
+            blob_key: blobs.assetKey,
+            soft_binding: recipe.softBinding,
+            anchor: recipe.anchor,
+            // The anchor service also consumes this (idempotently), so a digest whose Enqueue call failed is anchored anyway.
+            ...(recipe.anchor ? { manifest_digest: input.manifestDigest } : {}),
+          }),
+        );
+        await deps.outbox.enqueue(
+          tx,
+          newEvent('manifest.signed', tenantId, {
+            manifest_id: manifestId,
+            asset_id: assetId,
+            recipe: recipe.recipeId,
+            status: 'signed',
+          }),
+        );
+        if (onCommitted) await onCommitted(tx, result);
+      }),
+    );
+  } catch (error) {
+    // Nothing refers to the blobs if the record did not commit.
+    await Promise.allSettled([deps.blobs.delete(blobs.assetKey), deps.blobs.delete(blobs.manifestKey)]);
+    throw error;
+  }
+}

@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import type { Tx } from '@cairn/db';
+import { CairnError } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import { acceptUpload } from './accept.js';
+import { enqueueAnchor } from './anchor.js';
+import { c2paStep } from './c2pa.js';
+import type { PipelineDeps, SignRequest, SignResult } from './deps.js';
+import { produceSigned } from './produce.js';
+import { recordSigned, storeBlobs } from './record.js';
+
+const DAY_MS = 86_400_000;
+
+function noCredentials(): never {
+  throw new CairnError(
+    'cairn.sign.invalid_recipe',
+    'Signing with a tenant credential is not available on this signer.',
+  );
+}
+
+/**
+ * One sign: the upload is read once, decoded once; the watermark is embedded in those pixels, the thumbnail
+ * made from them, the result encoded once and signed once. Everything is recorded, with its events, in one
+ * transaction after the blobs are written, so a failure leaves no half-signed asset behind.
+ *
+ * Steps: accept (accept.ts) → produce the signed file (produce.ts, with the C2PA step of c2pa.ts) → store the
+ * blobs and record (record.ts) → anchor (anchor.ts; before the record for a job, after it otherwise).
+ */
+export async function signAsset(
+  deps: PipelineDeps,
+  request: SignRequest,
+  onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
+): Promise<SignResult> {
+  const accepted = await acceptUpload(deps, request);
+  const { recipe, metadata, sniffed } = accepted;
+  const { tenantId, assetId } = request;
+  // Known before signing: the manifest names its own id and asset in the signed com.cairn.record assertion.
+  const manifestId = newId('manifest');
+  // Bring your own key: the tenant's chain, signed by its own endpoint; otherwise Cairn's active key.
+  const active = request.signingCredentialId
+    ? await (deps.credentials ?? noCredentials()).activeKey(tenantId, request.signingCredentialId)
+    : await deps.authority.activeSigningKey();
+  const sign = c2paStep(deps, {
+    recipe,
+    metadata,
+    title: `${assetId}.${sniffed.extension}`,
+    assetId,
+    manifestId,
+    active,
+  });
+  const { signed, watermark } = await produceSigned(deps, { tenantId, assetId }, accepted, sign);
+  const mediaType = sniffed.mediaType;
+  const blobs = await storeBlobs(
+    deps,
+    { tenantId, assetId, manifestId, extension: sniffed.extension, mediaType },
+    signed,
+  );
+
+  // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
+  const manifestDigest = createHash('sha256').update(signed.manifestStore).digest('hex');
+  const createdAt = new Date();
+  const expiresAt = new Date(createdAt.getTime() + Math.max(1, recipe.derivedAssetDays) * DAY_MS);
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
+  const result: SignResult = {
+    assetId,
+    watermarkId: watermark?.id ?? '',
+    manifestId,
+    manifestUri: `${base}/v1/manifests/${manifestId}`,
+    verifierUrl: `${base}/v/${assetId}`,
+    assetUrl: `${base}/v1/assets/${assetId}/content`,
+    mediaType,
+    createdAt: createdAt.toISOString(),
+    expiresAt: expiresAt.toISOString(),
+  };
+  // A job's result is committed with its asset (onCommitted), so its anchor must be known first: the digest is
+  // enqueued before the record. Should the record then fail, the leaf names a manifest nobody holds (harmless) and
+  // a retry signs under a new manifest id. A synchronous sign enqueues after its commit.
+  const anchorFirst = onCommitted !== undefined && recipe.anchor && deps.anchor !== undefined;
+  const anchorInput = { tenantId, assetId, manifestId, manifestDigest };
+  if (anchorFirst) {
+    const anchor = await enqueueAnchor(deps, anchorInput);
+    if (anchor) result.anchor = anchor;
+  }
+  await recordSigned(
+    deps,
+    { tenantId, accepted, result, signed, blobs, watermark, active, metadata, manifestDigest, createdAt, expiresAt },
+    onCommitted,
+  );
+  void deps.outbox.flush();
+  if (recipe.anchor && deps.anchor && !anchorFirst) {
+    const anchor = await enqueueAnchor(deps, anchorInput);
+    if (anchor) result.anchor = anchor;
+  }
+  return result;
+}
