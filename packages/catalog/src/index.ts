@@ -12,3 +12,4 @@ export {
   type Quota,
 } from './plans.js';
 export { DEFAULT_PRICES } from './prices.js';
+export { isScope, keyState, scopeAllows, SCOPES, type KeyState, type Scope } from './api-keys.js';

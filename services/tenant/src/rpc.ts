@@ -5,8 +5,7 @@ import { parseOrThrow } from '@cairn/errors';
 import { tenantV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { KeyRecord, RecipeForPlan, TenantDirectory, TenantRecord } from './app/directory.js';
-import { SCOPES } from './domain/api-keys.js';
-import { PLANS, PLAN_NAMES, type PlanName } from '@cairn/catalog';
+import { PLANS, PLAN_NAMES, SCOPES, type PlanName } from '@cairn/catalog';
 
 type TenantServiceMethods = typeof tenantV1.TenantService extends GenService<infer M> ? M : never;
 

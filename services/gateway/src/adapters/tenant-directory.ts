@@ -4,7 +4,7 @@ import { timestampDate, timestampFromDate, type Timestamp } from '@bufbuild/prot
 import { isCairnError } from '@cairn/errors';
 import { tenantV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import type { Scope } from '../domain/api-keys.js';
+import type { Scope } from '@cairn/catalog';
 
 export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
 

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { CairnError } from '@cairn/errors';
 import { addLogContext } from '@cairn/logging';
-import { scopeAllows, type Scope } from '../domain/api-keys.js';
+import { scopeAllows, type Scope } from '@cairn/catalog';
 import type { TenantDirectory } from '../adapters/tenant-directory.js';
 import './types.js';
 

@@ -1,6 +1,6 @@
 import type { tenantV1 } from '@cairn/proto';
 import type { ApiKeyRecord, Tenant } from '../adapters/tenant-directory.js';
-import { keyState } from '../domain/api-keys.js';
+import { keyState } from '@cairn/catalog';
 
 /** The public shapes of the tenant service's records: one place decides field names and what is never shown. */
 export function presentTenant(tenant: Tenant) {

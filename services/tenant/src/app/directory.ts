@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
 import type { PaymentProcessor } from '../adapters/payments.js';
-import { type Scope } from '../domain/api-keys.js';
-import { PLANS, isPlanName, type PlanName } from '@cairn/catalog';
+import { PLANS, isPlanName, type PlanName, type Scope } from '@cairn/catalog';
 import { defaultRecipeIds, recipeAvailable, type Recipe } from '../domain/recipes.js';
 import { mayChangeSpendingCap, type SpendingCap } from '../domain/tenant-tree.js';
 import type { RecipeCatalog } from '../store/recipes.js';

@@ -6,8 +6,8 @@ import { CairnError } from '@cairn/errors';
 import { newApiKey, newId, parseApiKey } from '@cairn/ids';
 import type { Outbox } from '@cairn/runtime';
 import { apiKeys, onboardingRequests, tenants } from '../db/schema.js';
-import { apiKeyMatches, hashApiKey, keyState, type Scope } from '../domain/api-keys.js';
-import { PLANS, type PlanName } from '@cairn/catalog';
+import { apiKeyMatches, hashApiKey } from '../domain/api-keys.js';
+import { keyState, PLANS, type PlanName, type Scope } from '@cairn/catalog';
 import { capAboveParentDetail, capFitsUnder, initialChildCap } from '../domain/tenant-tree.js';
 import type { Sealer } from '@cairn/sealing';
 

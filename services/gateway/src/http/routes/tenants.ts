@@ -1,8 +1,7 @@
 import { Router, type Request } from 'express';
-import { PLAN_NAMES } from '@cairn/catalog';
 import { z } from 'zod';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
-import { SCOPES } from '../../domain/api-keys.js';
+import { PLAN_NAMES, SCOPES } from '@cairn/catalog';
 import { requireScope } from '../auth.js';
 import { presentKey, presentNewKey, presentSettings, presentTenant } from '../present.js';
 import { jsonBody, queryParams } from '../validate.js';

@@ -1,3 +1,4 @@
+/** API key scopes and states: one definition for the tenant service, which issues keys, and the gateway, which checks them. */
 export const SCOPES = ['admin', 'sign', 'verify', 'read'] as const;
 export type Scope = (typeof SCOPES)[number];
 
