@@ -3,6 +3,7 @@ import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
+import { every } from '@cairn/runtime';
 import { sniffMediaType } from '@cairn/sniff';
 import type { UploadUrlSigner } from '../domain/upload-url.js';
 import type { UploadSessionRow, UploadSessionStore } from '../store/upload-sessions.js';
@@ -190,24 +191,18 @@ export class UploadSessions {
 
   /** Deletes the files of sessions past their expiry (runs every `intervalMs` and once at start); returns stop. */
   startSweep(intervalMs: number): () => Promise<void> {
-    let running: Promise<unknown> = Promise.resolve();
-    const tick = () => {
-      running = (async () => {
+    return every(
+      intervalMs,
+      async () => {
         const keys = await this.deps.store.expireDue();
         for (const key of keys)
           await this.deps.blobs
             .delete(key)
             .catch((error: unknown) => this.deps.logger.warn({ err: error, key }, 'expired upload not deleted'));
         if (keys.length > 0) this.deps.logger.info({ uploads: keys.length }, 'expired upload sessions deleted');
-      })().catch((error: unknown) => this.deps.logger.warn({ err: error }, 'upload session sweep failed; will retry'));
-    };
-    const timer = setInterval(tick, intervalMs);
-    timer.unref();
-    tick();
-    return async () => {
-      clearInterval(timer);
-      await running;
-    };
+      },
+      (error: unknown) => this.deps.logger.warn({ err: error }, 'upload session sweep failed; will retry'),
+    );
   }
 
   private assertUsable(session: UploadSessionRow): void {

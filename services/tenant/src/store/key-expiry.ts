@@ -2,7 +2,7 @@ import { and, gt, inArray, isNull, sql } from 'drizzle-orm';
 import { newEvent } from '@cairn/events';
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
-import type { Outbox } from '@cairn/runtime';
+import { every, type Outbox } from '@cairn/runtime';
 import { apiKeys } from '../db/schema.js';
 
 /** Spec: an API key's expiry notice goes out 7 days before expires_at (variant A event key.expiring). */
@@ -61,25 +61,19 @@ export async function sweepExpiringKeys(db: Database, outbox: Outbox, batch = 50
   return notified;
 }
 
-/** Runs the sweep every `intervalMs` (and once at start); returns the stop function. */
+/** Runs the sweep every `intervalMs` (and once at start), never two at once; returns the stop function. */
 export function startKeyExpirySweep(
   db: Database,
   outbox: Outbox,
   logger: Logger,
   intervalMs: number,
 ): () => Promise<void> {
-  let running: Promise<unknown> = Promise.resolve();
-  const tick = () => {
-    running = sweepExpiringKeys(db, outbox).then(
-      (n) => n > 0 && logger.info({ keys: n }, 'key.expiring notices emitted'),
-      (error: unknown) => logger.warn({ err: error }, 'key expiry sweep failed; will retry'),
-    );
-  };
-  const timer = setInterval(tick, intervalMs);
-  timer.unref();
-  tick();
-  return async () => {
-    clearInterval(timer);
-    await running;
-  };
+  return every(
+    intervalMs,
+    async () => {
+      const n = await sweepExpiringKeys(db, outbox);
+      if (n > 0) logger.info({ keys: n }, 'key.expiring notices emitted');
+    },
+    (error: unknown) => logger.warn({ err: error }, 'key expiry sweep failed; will retry'),
+  );
 }
