@@ -1,7 +1,7 @@
 import { CairnError } from '@cairn/errors';
 import { isId, newId, newWebhookSecret } from '@cairn/ids';
 import type { Sealer } from '@cairn/sealing';
-import type { PayloadFormat } from '../db/schema.js';
+import type { PayloadFormat } from '../domain/events.js';
 import { checkEndpointUrl, type DestinationPolicy } from '../adapters/address-policy.js';
 import { WEBHOOK_EVENTS, isWebhookEvent } from '../domain/events.js';
 import type { AttemptRow, DeliveryRow, EndpointRow, EndpointStore } from '../store/endpoints.js';

@@ -11,6 +11,7 @@ import {
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
 import { outboxTable, processedEventsTable } from '@cairn/db';
+import type { PayloadFormat } from '../domain/events.js';
 
 /** The webhook service's own schema; no other service reads it. */
 export const webhook = pgSchema('webhook');
@@ -19,7 +20,6 @@ const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
 /** The delivery scheduler's setting: it claims due deliveries of every tenant, and nothing else. */
 const dispatcher = sql`current_setting('cairn.system', true) = 'webhook-dispatch'`;
 
-export type PayloadFormat = 'a' | 'b';
 export type DeliveryStatus = 'pending' | 'delivering' | 'delivered' | 'failed';
 
 /** A tenant's receivers. The secret is sealed (AES-256-GCM): signing needs the plaintext, so it is not hashed. */

@@ -1,6 +1,5 @@
 import { createHmac } from 'node:crypto';
 import type { AnyEvent, EventType } from '@cairn/events';
-import type { PayloadFormat } from '../db/schema.js';
 
 /** Events a tenant may subscribe to: the union of the spec's variant A and variant B sets. */
 export const WEBHOOK_EVENTS = [
@@ -16,6 +15,9 @@ export const WEBHOOK_EVENTS = [
 ] as const satisfies ReadonlyArray<EventType>;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** The body's shape, chosen per endpoint: the spec's variant A (`event_id`, `type`, ...) or B (`event`, ...). */
+export type PayloadFormat = 'a' | 'b';
 const SUBSCRIBABLE = new Set<string>(WEBHOOK_EVENTS);
 
 export function isWebhookEvent(type: string): type is WebhookEvent {

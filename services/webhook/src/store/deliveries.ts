@@ -1,7 +1,8 @@
 import { and, arrayContains, asc, eq, inArray, isNull, lte, notInArray, sql } from 'drizzle-orm';
 import type { Database, Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
-import { attempts, deliveries, endpoints, type PayloadFormat } from '../db/schema.js';
+import { attempts, deliveries, endpoints } from '../db/schema.js';
+import type { PayloadFormat } from '../domain/events.js';
 
 export type DeliveryRow = typeof deliveries.$inferSelect;
 export type EndpointRow = typeof endpoints.$inferSelect;

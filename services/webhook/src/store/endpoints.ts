@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
-import { attempts, deliveries, endpoints, type PayloadFormat } from '../db/schema.js';
+import { attempts, deliveries, endpoints } from '../db/schema.js';
+import type { PayloadFormat } from '../domain/events.js';
 
 export type EndpointRow = typeof endpoints.$inferSelect;
 export type DeliveryRow = typeof deliveries.$inferSelect;

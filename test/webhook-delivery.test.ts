@@ -1,28 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { Bus } from '@cairn/bus';
 import { type EventType } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1, webhookV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
+import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox, sampleEvent } from '@cairn/testing';
-import { auditService } from '../../audit/src/service.js';
-import { RETRY_DELAYS_MS } from '../src/domain/events.js';
-import { webhookService } from '../src/service.js';
-import { startReceiver, verifySignature, waitFor, type Receiver } from './support/receiver.js';
-
-type WebhookMethods = typeof webhookV1.WebhookService extends GenService<infer M> ? M : never;
-type AuditMethods = typeof auditV1.AuditService extends GenService<infer M> ? M : never;
+import { auditService } from '../services/audit/src/service.js';
+import { RETRY_DELAYS_MS } from '../services/webhook/src/domain/events.js';
+import { webhookService } from '../services/webhook/src/service.js';
+import { startReceiver, verifySignature, waitFor, type Receiver } from '../services/webhook/test/support/receiver.js';
 
 const SCALE = 0.0005; // 15 ms, 150 ms, 900 ms, 3.6 s
 let sandbox: Sandbox;
 let webhookSvc: RunningService;
 let auditSvc: RunningService;
 let bus: Bus;
-let webhooks: ServiceClient<WebhookMethods>;
-let audit: ServiceClient<AuditMethods>;
+let webhooks: ReturnType<typeof createClient<typeof webhookV1.WebhookService.method>>;
+let audit: ReturnType<typeof createClient<typeof auditV1.AuditService.method>>;
 const receivers: Receiver[] = [];
 
 async function startWebhook(extra: NodeJS.ProcessEnv = {}): Promise<void> {
