@@ -122,6 +122,27 @@ describe('the cairn command line, run as a child process against the fleet', () 
     expect((JSON.parse(keys.stdout) as Array<{ scope: string }>).map((k) => k.scope)).toContain('admin');
   });
 
+  it('login on a terminal asks for the key without echoing it', async () => {
+    // A real pseudo-terminal (util-linux `script`), so the CLI sees a TTY as a person's shell gives it.
+    const config = join(dir, 'tty-config');
+    const child = spawn('script', ['-qec', `${CAIRN} login`, '/dev/null'], {
+      env: { PATH: process.env.PATH, HOME: dir, XDG_CONFIG_HOME: config, CAIRN_BASE_URL: stack.baseUrl, TERM: 'dumb' },
+      cwd: dir,
+    });
+    let screen = '';
+    child.stdout.on('data', (c: Buffer) => (screen += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    // The key is typed only once the prompt is up, as a person would: typed earlier, the terminal itself echoes it.
+    await waitFor('the prompt', () => screen.includes(`API key for ${stack.baseUrl}: `));
+    child.stdin.write(`${tenant.api_key}\r`);
+    expect(await exited).toBe(0);
+    expect(screen).toContain('Logged in to');
+    expect(screen).not.toContain(tenant.api_key);
+    expect(JSON.parse(await readFile(join(config, 'cairn', 'config.json'), 'utf8'))).toMatchObject({
+      api_key: tenant.api_key,
+    });
+  }, 60_000);
+
   it('sign: progress on stderr, a summary table; a missing file is reported and the exit code says so', async () => {
     const run = await cairn(
       [
@@ -137,7 +158,9 @@ describe('the cairn command line, run as a child process against the fleet', () 
       withKey,
     );
     expect(run.code).toBe(3);
-    expect(run.stderr).toMatch(/\[1\/3\] astronaut\.jpg: uploading \d+ bytes/);
+    expect(run.stderr).toMatch(/\[1\/3\] astronaut\.jpg: uploading [\d.]+ (B|KiB)…/);
+    // Not a terminal: the bar is printed by quarters rather than redrawn, and reaches 100 %.
+    expect(run.stderr).toMatch(/\[1\/3\] astronaut\.jpg \[#{24}\] 100% [\d.]+ KiB \/ [\d.]+ KiB/);
     expect(run.stderr).toMatch(/\[2\/3\] chelsea\.jpg: signed a_/);
     expect(run.stderr).toContain('[3/3] missing.jpg: no such file');
     const lines = run.stdout.trim().split('\n');

@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
-import { CairnApiError, CairnClient, verifyWebhookSignature, type Job } from '../packages/sdk/src/index.js';
+import {
+  CairnApiError,
+  CairnClient,
+  verifyWebhookSignature,
+  type AuditEntry,
+  type Job,
+  type UploadProgress,
+} from '../packages/sdk/src/index.js';
 import { startReceiver, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { waitFor } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
@@ -155,6 +162,85 @@ describe('@cairn/sdk against the running fleet', () => {
     const seqs = entries.map((e) => e.seq);
     expect([...seqs].sort((x, y) => y - x)).toEqual(seqs);
   }, 60_000);
+
+  it('streams the audit log as NDJSON: the same entries as the pages, newest first, and a loop may stop after the first entries', async () => {
+    await client.sign({ file: small, recipe: 'image-genai-v1' });
+    await waitFor('audit entries', async () => (await client.auditPage({ pageSize: 3 })).entries.length >= 2);
+    const ids = (entries: AuditEntry[]) => entries.map((e) => e.entry_id);
+    // Events are asynchronous: read both until they agree (a late entry can land between the two reads).
+    const agreed = await waitFor('NDJSON and pages agree', async () => {
+      const streamed: AuditEntry[] = [];
+      for await (const entry of client.auditNdjson()) streamed.push(entry);
+      const paged: AuditEntry[] = [];
+      for await (const entry of client.audit({ pageSize: 2 })) paged.push(entry);
+      return JSON.stringify(ids(streamed)) === JSON.stringify(ids(paged)) && streamed;
+    });
+    expect(agreed.length).toBeGreaterThanOrEqual(2);
+    const seqs = agreed.map((e) => e.seq);
+    expect([...seqs].sort((x, y) => y - x)).toEqual(seqs);
+    expect(agreed[0]).toMatchObject({ hash: expect.any(String), prev_hash: expect.any(String) });
+    const firstTwo: AuditEntry[] = [];
+    for await (const entry of client.auditNdjson({ limit: 5 })) {
+      firstTwo.push(entry);
+      if (firstTwo.length === 2) break;
+    }
+    expect(ids(firstTwo)).toEqual(ids(agreed).slice(0, 2));
+  }, 60_000);
+
+  it('sends a file above uploadSessionAboveBytes through an upload session, streamed with progress and without the key; signs and verifies it by upload_id', async () => {
+    const calls: Array<{ call: string; authorized: boolean }> = [];
+    const sessions = new CairnClient({
+      baseUrl: stack.baseUrl,
+      apiKey: tenant.api_key,
+      uploadSessionAboveBytes: 10_000,
+      fetch: (input, init) => {
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        calls.push({
+          call: `${init?.method ?? 'GET'} ${url.pathname}`,
+          authorized: new Headers(init?.headers).has('authorization'),
+        });
+        return fetch(input, init);
+      },
+    });
+    expect(small.length).toBeGreaterThan(10_000);
+    const progress: UploadProgress[] = [];
+    const signed = await sessions.sign({
+      file: new Blob([small]),
+      filename: 'coffee.jpg',
+      recipe: 'image-genai-v1',
+      onUploadProgress: (p) => progress.push(p),
+    });
+    expect(signed.asset_id).toMatch(/^a_/);
+    expect(calls.map((c) => c.call)).toEqual([
+      'POST /v1/uploads',
+      expect.stringMatching(/^PUT \/v1\/uploads\/[\w-]+\/content$/),
+      'POST /v1/sign',
+    ]);
+    // The upload URL is signed on its own: the API key is not sent to it.
+    expect(calls.map((c) => c.authorized)).toEqual([true, false, true]);
+    expect(progress.at(-1)).toEqual({ sent: small.length, total: small.length });
+    const sent = progress.map((p) => p.sent);
+    expect([...sent].sort((a, b) => a - b)).toEqual(sent);
+
+    // What was signed is the file that was uploaded: its download verifies, sent again through a session.
+    const download = Buffer.from(
+      await (await fetch(signed.asset_url, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer(),
+    );
+    calls.length = 0;
+    const verdict = await sessions.verify({ file: download, filename: 'signed.jpg' });
+    expect(calls.map((c) => c.call)[0]).toBe('POST /v1/uploads');
+    expect(calls.at(-1)?.call).toBe('POST /v1/verify');
+    expect(verdict.status).toBe('verified_manifest_and_watermark_match');
+    expect(verdict.asset_id).toBe(signed.asset_id);
+
+    // Below the threshold the file goes inside the multipart request, counted as it streams (framing included).
+    const inline: UploadProgress[] = [];
+    await client.sign({ file: small, recipe: 'image-genai-v1', onUploadProgress: (p) => inline.push(p) });
+    const last = inline.at(-1)!;
+    expect(last.sent).toBe(last.total);
+    expect(last.total).toBeGreaterThan(small.length);
+    expect(inline.length).toBeGreaterThan(1);
+  }, 120_000);
 
   it('manages webhooks, and verifyWebhookSignature accepts a real delivery (either header) and refuses forgeries', async () => {
     const created = await client.webhooks.create({ url: receiver.url, events: ['job.completed'], description: 'sdk' });

@@ -1,10 +1,11 @@
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, openAsBlob, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CairnApiError, CairnClient } from './client.js';
 import type { AuditEntry, Verification } from './types.js';
+import { formatBytes, jobLine, uploadBar, type ProgressSink } from './cli-progress.js';
 
 /**
  * Exit codes a script can rely on (README "Command line"): 0 done (for verify: verified), 1 verified as not
@@ -81,6 +82,41 @@ interface Output {
   out: (line: string) => void;
   err: (line: string) => void;
   color: boolean;
+  progress: ProgressSink;
+}
+
+/** A file on disk as a Blob read from the disk as it is sent: never whole in memory, whatever its size. */
+async function fileBlob(path: string): Promise<Blob> {
+  return openAsBlob(path);
+}
+
+/** Asks for a secret on the terminal without echoing it (the key never shows on screen or in scrollback). */
+function promptHidden(question: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const stdin = process.stdin;
+    process.stderr.write(question);
+    stdin.setRawMode(true);
+    stdin.resume();
+    stdin.setEncoding('utf8');
+    let answer = '';
+    const done = (error?: Error) => {
+      stdin.setRawMode(false);
+      stdin.pause();
+      stdin.off('data', onData);
+      process.stderr.write('\n');
+      if (error) reject(error);
+      else resolve(answer.trim());
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') return done();
+        if (ch === '\u0003') return done(new UsageError('Cancelled.'));
+        if (ch === '\u007f' || ch === '\b') answer = answer.slice(0, -1);
+        else answer += ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
 }
 
 const paint = (on: boolean, code: number, text: string) => (on ? `\u001b[${code}m${text}\u001b[0m` : text);
@@ -143,6 +179,10 @@ export async function main(
     out: io?.out ?? ((line) => process.stdout.write(`${line}\n`)),
     err: io?.err ?? ((line) => process.stderr.write(`${line}\n`)),
     color: io?.color ?? (Boolean(process.stdout.isTTY) && !env.NO_COLOR),
+    progress: io?.progress ?? {
+      write: (text) => process.stderr.write(text),
+      live: Boolean(process.stderr.isTTY) && env.TERM !== 'dumb',
+    },
   };
   let json = false;
   try {
@@ -192,7 +232,11 @@ export async function main(
 
     switch (command) {
       case 'login': {
-        const key = str('api-key') ?? env.CAIRN_API_KEY ?? (process.stdin.isTTY ? undefined : await readStdin());
+        // Asked for on a terminal (not echoed), so it never lands in the shell's history as --api-key would.
+        const key =
+          str('api-key') ??
+          env.CAIRN_API_KEY ??
+          (process.stdin.isTTY ? await promptHidden(`API key for ${baseUrl}: `) : await readStdin());
         if (!key)
           throw new UsageError('Give the key: --api-key KEY, CAIRN_API_KEY, or on stdin (echo "$KEY" | cairn login).');
         // Checked before it is stored: a mistyped key fails here, not on the first real command.
@@ -235,15 +279,16 @@ export async function main(
             o.err(`${label}: no such file`);
             continue;
           }
-          const bytes = await readFile(file);
-          o.err(`${label}: uploading ${bytes.length} bytes…`);
+          const blob = await fileBlob(file);
+          o.err(`${label}: uploading ${formatBytes(blob.size)}…`);
           try {
             const signed = await client.sign({
-              file: bytes,
+              file: blob,
               filename: basename(file),
               recipe,
               ...(metadata ? { metadata } : {}),
-              onJob: (job) => o.err(`${label}: job ${job.job_id} ${job.status}`),
+              onUploadProgress: uploadBar(o.progress, label),
+              onJob: jobLine(o.progress, label),
             });
             o.err(`${label}: signed ${signed.asset_id}`);
             results.push({ file, ...signed });
@@ -271,7 +316,10 @@ export async function main(
         const target = args[0];
         if (!target || args.length > 1) throw new UsageError('Usage: cairn verify <file | asset_id | manifest_uri>');
         const result = existsSync(target)
-          ? await client.verify({ file: await readFile(target), filename: basename(target) })
+          ? await client.verify(
+              { file: await fileBlob(target), filename: basename(target) },
+              { onUploadProgress: uploadBar(o.progress, basename(target)) },
+            )
           : /^https?:\/\//.test(target)
             ? await client.verify({ manifestUri: target })
             : /^a_[0-9A-Z]+$/.test(target)
@@ -284,7 +332,7 @@ export async function main(
       case 'lookup': {
         const file = args[0];
         if (!file || !existsSync(file)) throw new UsageError('Usage: cairn lookup <file>');
-        const result = await client.lookup({ file: await readFile(file), filename: basename(file) });
+        const result = await client.lookup({ file: await fileBlob(file), filename: basename(file) });
         print(result, () =>
           result.matches.length
             ? table([

@@ -6,11 +6,13 @@ import type {
   LookupResult,
   Problem,
   SignResult,
+  UploadSession,
   Usage,
   Verification,
   Webhook,
   WebhookDelivery,
 } from './types.js';
+import { multipartBody, rawBody, type MultipartField, type PreparedBody, type ProgressListener } from './body.js';
 
 // Only web-platform globals here (fetch, FormData, Blob, crypto.randomUUID, setTimeout): the client runs in
 // Node 20 and in browsers alike. Node-only code lives in cli.ts.
@@ -47,11 +49,24 @@ export interface ClientOptions {
   /** A fetch to use instead of the global one (tests, proxies). */
   fetch?: typeof fetch;
   userAgent?: string;
+  /**
+   * Files larger than this go through an upload session (`POST /v1/uploads`, one PUT, then the call names the
+   * `upload_id`) rather than inside the multipart request: 32 MiB unless set. A session takes files up to the
+   * server's `UPLOAD_SESSION_MAX_BYTES` (5 GiB by default), past the multipart limit (`UPLOAD_MAX_BYTES`).
+   */
+  uploadSessionAboveBytes?: number;
 }
 
-export interface SignOptions {
-  file: FileInput;
+/** What to sign or verify: the file itself, or an upload session already filled (`uploads.upload`). */
+export type FileSource = { file: FileInput; filename?: string } | { uploadId: string };
+
+export interface UploadOptions {
   filename?: string;
+  /** Bytes sent so far; in Node as they stream, in a browser once the upload is done. */
+  onUploadProgress?: ProgressListener;
+}
+
+export type SignOptions = FileSource & {
   recipe: string;
   metadata?: Record<string, unknown>;
   /** Made for you (a UUID) unless given; the same key on every retry of this call. */
@@ -63,9 +78,10 @@ export interface SignOptions {
   timeoutMs?: number;
   /** Called with the job on each poll, e.g. to show progress. */
   onJob?: (job: Job) => void;
-}
+  onUploadProgress?: ProgressListener;
+};
 
-export type VerifyInput = { file: FileInput; filename?: string } | { assetId: string } | { manifestUri: string };
+export type VerifyInput = FileSource | { assetId: string } | { manifestUri: string };
 
 export interface AuditQuery {
   eventType?: string;
@@ -87,7 +103,8 @@ interface RequestOptions {
   method?: string;
   query?: Record<string, string | number | undefined>;
   json?: unknown;
-  form?: FormData;
+  /** Made afresh for each attempt (a stream is read once). */
+  body?: () => PreparedBody;
   headers?: Record<string, string>;
   /** Whether a 503 may be retried: true when repeating the call cannot do the work twice. */
   idempotent: boolean;
@@ -119,6 +136,7 @@ export class CairnClient {
   private readonly maxRetryDelayMs: number;
   private readonly fetchImpl: typeof fetch;
   private readonly userAgent: string | undefined;
+  private readonly uploadSessionAboveBytes: number;
 
   constructor(options: ClientOptions) {
     if (!/^https?:\/\//.test(options.baseUrl)) throw new TypeError('baseUrl must be an http(s) URL');
@@ -128,18 +146,21 @@ export class CairnClient {
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.userAgent = options.userAgent;
+    this.uploadSessionAboveBytes = options.uploadSessionAboveBytes ?? 32 * 1024 * 1024;
   }
 
-  /** Signs a file with a recipe. An Idempotency-Key is made unless given, so retries never sign twice. */
+  /**
+   * Signs a file with a recipe. An Idempotency-Key is made unless given, so retries never sign twice. A file above
+   * `uploadSessionAboveBytes` goes through an upload session first.
+   */
   async sign(options: SignOptions): Promise<SignResult> {
-    const form = new FormData();
-    form.append('recipe', options.recipe);
-    if (options.metadata) form.append('metadata', JSON.stringify(options.metadata));
-    form.append('asset', toBlob(options.file), options.filename ?? 'asset');
+    const fields: MultipartField[] = [{ name: 'recipe', value: options.recipe }];
+    if (options.metadata) fields.push({ name: 'metadata', value: JSON.stringify(options.metadata) });
+    fields.push(await this.fileField('asset', options, options));
     const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
     const { status, body } = await this.request<SignResult | Job>('/v1/sign', {
       method: 'POST',
-      form,
+      body: multipartBody(fields, 'file' in options ? this.inlineProgress(options) : undefined),
       headers: { 'idempotency-key': idempotencyKey },
       idempotent: true,
       accept: [202],
@@ -149,6 +170,60 @@ export class CairnClient {
     const done = await this.waitForJob((body as Job).job_id, options);
     return done as unknown as SignResult;
   }
+
+  /** The multipart part carrying the file: the bytes themselves, or the `upload_id` of a session they went to. */
+  private async fileField(name: string, source: FileSource, options: UploadOptions): Promise<MultipartField> {
+    if ('uploadId' in source) return { name: 'upload_id', value: source.uploadId };
+    const blob = toBlob(source.file);
+    const filename = source.filename ?? options.filename ?? name;
+    // Sessions need a key: a public verify (no key) sends the file inline, up to the public limit.
+    if (blob.size <= this.uploadSessionAboveBytes || !this.apiKey) return { name, file: blob, filename };
+    const session = await this.uploads.upload(blob, { ...options, filename });
+    return { name: 'upload_id', value: session.upload_id };
+  }
+
+  /** The progress listener for a file sent inside the multipart request (not when it went to a session). */
+  private inlineProgress(options: { file: FileInput; onUploadProgress?: ProgressListener }) {
+    const inline = toBlob(options.file).size <= this.uploadSessionAboveBytes || !this.apiKey;
+    return inline ? options.onUploadProgress : undefined;
+  }
+
+  /** Upload sessions: big files PUT once to a URL of their own, then named by `upload_id` in a sign or verify. */
+  readonly uploads = {
+    create: async (input: { size: number; filename?: string; contentType?: string }): Promise<UploadSession> =>
+      (
+        await this.request<UploadSession>('/v1/uploads', {
+          method: 'POST',
+          json: {
+            size: input.size,
+            ...(input.filename ? { filename: input.filename } : {}),
+            ...(input.contentType ? { content_type: input.contentType } : {}),
+          },
+          idempotent: false,
+        })
+      ).body,
+    /** PUTs the file to the session's URL (no API key: the URL is signed), streaming it. */
+    put: async (session: UploadSession, file: FileInput, options: UploadOptions = {}): Promise<void> => {
+      const blob = toBlob(file);
+      await this.send(session.upload_url, {
+        method: 'PUT',
+        body: rawBody(blob, options.onUploadProgress),
+        idempotent: false,
+        absolute: true,
+      });
+    },
+    /** A session made for this file and filled: its `upload_id` is ready for `sign` or `verify`. */
+    upload: async (file: FileInput, options: UploadOptions = {}): Promise<UploadSession> => {
+      const blob = toBlob(file);
+      const session = await this.uploads.create({
+        size: blob.size,
+        ...(options.filename ? { filename: options.filename } : {}),
+        ...(blob.type ? { contentType: blob.type } : {}),
+      });
+      await this.uploads.put(session, blob, options);
+      return session;
+    },
+  };
 
   /** Polls a job until it is done (answering it) or failed (throwing its problem). */
   async waitForJob(
@@ -183,13 +258,17 @@ export class CairnClient {
   /** Verifies a file (public without a key), a Cairn asset (needs its tenant's key) or a manifest URI. */
   async verify(
     input: VerifyInput,
-    options: { pollIntervalMs?: number; timeoutMs?: number } = {},
+    options: { pollIntervalMs?: number; timeoutMs?: number } & UploadOptions = {},
   ): Promise<Verification> {
     let answer: { status: number; body: Verification | Job };
-    if ('file' in input) {
-      const form = new FormData();
-      form.append('file', toBlob(input.file), input.filename ?? 'file');
-      answer = await this.request('/v1/verify', { method: 'POST', form, idempotent: true, accept: [202] });
+    if ('file' in input || 'uploadId' in input) {
+      const field = await this.fileField('file', input, options);
+      answer = await this.request('/v1/verify', {
+        method: 'POST',
+        body: multipartBody([field], 'file' in input ? this.inlineProgress({ ...input, ...options }) : undefined),
+        idempotent: true,
+        accept: [202],
+      });
     } else {
       const json = 'assetId' in input ? { asset_id: input.assetId } : { manifest_uri: input.manifestUri };
       answer = await this.request('/v1/verify', { method: 'POST', json, idempotent: true, accept: [202] });
@@ -206,9 +285,8 @@ export class CairnClient {
     input: { file: FileInput; filename?: string } | { binding: { alg: string; value: string } },
   ): Promise<LookupResult> {
     if ('file' in input) {
-      const form = new FormData();
-      form.append('file', toBlob(input.file), input.filename ?? 'file');
-      return (await this.request<LookupResult>('/v1/lookup', { method: 'POST', form, idempotent: true })).body;
+      const body = multipartBody([{ name: 'file', file: toBlob(input.file), filename: input.filename ?? 'file' }]);
+      return (await this.request<LookupResult>('/v1/lookup', { method: 'POST', body, idempotent: true })).body;
     }
     return (
       await this.request<LookupResult>('/v1/lookup', {
@@ -247,6 +325,46 @@ export class CairnClient {
       yield* page.entries;
       if (!page.next_cursor) return;
       cursor = page.next_cursor;
+    }
+  }
+
+  /**
+   * The audit log as NDJSON (`format=ndjson`), one entry per line as the server streams it: every entry in range,
+   * newest first, in one request, never the whole answer in memory.
+   */
+  async *auditNdjson(
+    query: Omit<AuditQuery, 'pageSize' | 'cursor'> & { limit?: number } = {},
+  ): AsyncGenerator<AuditEntry, void, undefined> {
+    const res = await this.send('/v1/audit', {
+      query: {
+        format: 'ndjson',
+        event_type: query.eventType,
+        since: query.since,
+        until: query.until,
+        limit: query.limit,
+      },
+      headers: { accept: 'application/x-ndjson' },
+      idempotent: true,
+    });
+    if (!res.body) return;
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let pending = '';
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        pending += value;
+        let newline: number;
+        while ((newline = pending.indexOf('\n')) >= 0) {
+          const line = pending.slice(0, newline).trim();
+          pending = pending.slice(newline + 1);
+          if (line) yield JSON.parse(line) as AuditEntry;
+        }
+      }
+      if (pending.trim()) yield JSON.parse(pending) as AuditEntry;
+    } finally {
+      // The caller may stop early (break): the rest of the stream is not read.
+      await reader.cancel().catch(() => undefined); // already closed or errored: nothing left to release
     }
   }
 
@@ -307,24 +425,34 @@ export class CairnClient {
     path: string,
     options: RequestOptions,
   ): Promise<{ status: number; body: T; headers: Headers }> {
-    const url = new URL(this.baseUrl + path);
+    const res = await this.send(path, options);
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, headers: res.headers };
+  }
+
+  /** One call with its retries; answers the Response of a success (or an accepted status), else throws its problem. */
+  private async send(path: string, options: RequestOptions & { absolute?: boolean }): Promise<Response> {
+    const url = new URL(options.absolute ? path : this.baseUrl + path);
     for (const [name, value] of Object.entries(options.query ?? {}))
       if (value !== undefined && value !== '') url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
-    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
+    // An upload session's URL is signed on its own: the API key is not sent to it (it may be another host, S3).
+    if (this.apiKey && !options.absolute) headers.authorization = `Bearer ${this.apiKey}`;
     if (this.userAgent) headers['user-agent'] = this.userAgent;
-    let body: string | FormData | undefined;
-    if (options.json !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(options.json);
-    } else if (options.form) body = options.form;
 
     for (let attempt = 0; ; attempt++) {
-      const res = await this.fetchImpl(url, {
+      const prepared: PreparedBody | undefined =
+        options.json !== undefined
+          ? { body: JSON.stringify(options.json), headers: { 'content-type': 'application/json' }, streamed: false }
+          : options.body?.();
+      const init: RequestInit & { duplex?: 'half' } = {
         method: options.method ?? 'GET',
-        headers,
-        ...(body !== undefined ? { body } : {}),
-      });
+        headers: { ...headers, ...prepared?.headers },
+        ...(prepared ? { body: prepared.body } : {}),
+        ...(prepared?.streamed ? { duplex: 'half' } : {}),
+      };
+      const res = await this.fetchImpl(url, init);
+      prepared?.onSent?.();
       const retryable = res.status === 429 || (res.status === 503 && options.idempotent);
       if (retryable && attempt < this.maxRetries) {
         // Retry-After when the server gave one; otherwise exponential backoff with jitter.
@@ -333,10 +461,7 @@ export class CairnClient {
         await sleep(Math.min(wait, this.maxRetryDelayMs));
         continue;
       }
-      if (res.ok || options.accept?.includes(res.status)) {
-        const text = await res.text();
-        return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, headers: res.headers };
-      }
+      if (res.ok || options.accept?.includes(res.status)) return res;
       throw new CairnApiError(await readProblem(res));
     }
   }

@@ -23,6 +23,15 @@ export interface SignResult {
   [field: string]: unknown;
 }
 
+/** `POST /v1/uploads`: where to PUT a big file before naming it by `upload_id` in a sign or verify. */
+export interface UploadSession {
+  upload_id: string;
+  upload_url: string;
+  method: 'PUT';
+  expires_at: string;
+  max_bytes: number;
+}
+
 export interface Job {
   job_id: string;
   kind?: 'sign' | 'verify';
