@@ -40,12 +40,11 @@ const PENDING_MOVES = {
     'services/gateway/src/http/routes/verify.ts',
     'services/gateway/src/http/types.ts',
     'services/gateway/src/rpc.ts',
-    'services/verifier/src/rpc.ts',
     'services/watermark/src/rpc.ts',
   ],
   // Tests that reach into another service's code: the shared C2PA fixtures belong in packages/testing, a test that
   // needs two services' code belongs in the root test/ (fleet tests start both as processes).
-  crossService: ['services/verifier/test/c2pa-read.test.ts', 'services/verifier/test/cairn-link.test.ts'],
+  crossService: [],
 };
 
 // `.catch(() => undefined)` (or `() => {}`, `() => null`) drops an error without a word. Allowed only with a

@@ -11,7 +11,7 @@ import { createBlobStore } from '../packages/blob/src/index.js';
 import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
 import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
 import { localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
-import { bufferAccess, extractManifestStore } from '../services/verifier/src/c2pa/asset-store.js';
+import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';

@@ -22,9 +22,9 @@ import {
   writeSuperbox,
 } from '../packages/jumbf/src/index.js';
 import { checkMediaLimits, probeImage, probeWav, runFfmpeg, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
-import { bufferAccess, extractManifestStore } from '../services/verifier/src/c2pa/asset-store.js';
-import { CborError, decodeCbor } from '../services/verifier/src/c2pa/cbor.js';
-import { coseCertificateChain, signatureCose } from '../services/verifier/src/c2pa/jumbf.js';
+import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
+import { CborError, decodeCbor } from '../services/verifier/src/domain/c2pa/cbor.js';
+import { coseCertificateChain, signatureCose } from '../services/verifier/src/domain/c2pa/jumbf.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 

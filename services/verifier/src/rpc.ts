@@ -7,9 +7,8 @@ import { verifierV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import type { VerifyJobs } from './app/verify-jobs.js';
-import type { VerifyJobStore } from './store/jobs.js';
-import { toResultMessage } from './present.js';
-import { verify } from './verify.js';
+import { verify } from './app/verify/index.js';
+import { toResultMessage } from './domain/result-message.js';
 
 function trustListEntry(
   pem: string,
@@ -27,9 +26,7 @@ function trustListEntry(
 type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 /** cairn.verifier.v1.VerifierService. */
-export function verifierHandlers(
-  deps: StoredVerdictDeps & { verifyJobs: VerifyJobs; jobs: VerifyJobStore },
-): ServiceImpl<Methods> {
+export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJobs }): ServiceImpl<Methods> {
   return {
     verify: async (request) => {
       if (request.tenantId && !isId('tenant', request.tenantId))
@@ -71,7 +68,7 @@ export function verifierHandlers(
     getVerifyJob: async (request) => {
       if (!isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
-      const row = isId('job', request.jobId) ? await deps.jobs.get(request.tenantId, request.jobId) : null;
+      const row = isId('job', request.jobId) ? await deps.verifyJobs.get(request.tenantId, request.jobId) : null;
       if (!row) return {};
       return {
         job: {

@@ -4,8 +4,9 @@ import { createBlobStore } from '@cairn/blob';
 import { WorkQueue } from '@cairn/bus';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
-import { parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
-import { createManifestReader } from './c2pa/index.js';
+import { anchorsFile, parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
+import { createManifestReader } from './adapters/c2pa/index.js';
+import { TrustLists } from './app/trust-lists.js';
 import { verifierConfigShape } from './config.js';
 import type { StoredVerdictDeps } from './app/stored-verdict.js';
 import { VerifyJobs, type VerifyJobItem } from './app/verify-jobs.js';
@@ -13,7 +14,7 @@ import { VerifyJobStore } from './store/jobs.js';
 import { RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents } from './events.js';
 import { verifierHandlers } from './rpc.js';
 import { ResultStore } from './store/results.js';
-import { TrustLists } from './store/trust.js';
+import { TrustListStore } from './store/trust.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 /** The C2PA trust lists shipped with the verifier (data; see trust-lists/README.md). */
@@ -46,13 +47,13 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
           logger: ctx.logger,
         });
       const trust = new TrustLists(
-        ctx.db,
+        new TrustListStore(ctx.db),
         async () => (await signer.getTrustAnchors({})).rootPem,
         {
           c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE),
           tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE),
         },
-        config.TRUST_ANCHORS_FILE,
+        anchorsFile(config.TRUST_ANCHORS_FILE),
       );
       const results = new ResultStore(ctx.db);
       const deps: StoredVerdictDeps = {
@@ -76,7 +77,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
       const jobs = new VerifyJobStore(ctx.db);
       const queue = await WorkQueue.open<VerifyJobItem>(ctx.bus, 'verify');
       const verifyJobs = new VerifyJobs({ ...deps, jobs }, queue, ctx.logger);
-      ctx.rpc.add(verifierV1.VerifierService, verifierHandlers({ ...deps, verifyJobs, jobs }));
+      ctx.rpc.add(verifierV1.VerifierService, verifierHandlers({ ...deps, verifyJobs }));
       const worker = await queue.consume({
         durable: 'verifier-jobs',
         // One delivery more than the attempts: the last one only records the failure (app/verify-jobs.ts).

@@ -7,7 +7,7 @@ import {
   createManifestReader,
   type C2paReading,
   type ManifestReader,
-} from '../src/c2pa/index.js';
+} from '../src/adapters/c2pa/index.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const CA_JPG = readFileSync(`${SHARED_DIR}/fixtures/c2pa-rs/CA.jpg`);

@@ -2,13 +2,13 @@
 // settings, and the bounded binary parsers. No child processes here.
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { readingFromError, readingFromStore } from '../src/c2pa/normalize.js';
-import { judgeCodes } from '../src/c2pa/status-codes.js';
-import { readerSettingsJson, trustBundle, TrustListError } from '../src/c2pa/settings.js';
-import { CborError, decodeCbor } from '../src/c2pa/cbor.js';
-import { bufferAccess, extractManifestStore } from '../src/c2pa/asset-store.js';
-import { claimsOf } from '../src/c2pa/claims.js';
-import type { ValidationEntry } from '../src/c2pa/types.js';
+import { readingFromError, readingFromStore } from '../src/domain/c2pa/normalize.js';
+import { judgeCodes } from '../src/domain/c2pa/status-codes.js';
+import { readerSettingsJson, trustBundle, TrustListError } from '../src/adapters/c2pa/settings.js';
+import { CborError, decodeCbor } from '../src/domain/c2pa/cbor.js';
+import { bufferAccess, extractManifestStore } from '../src/domain/c2pa/asset-store.js';
+import { claimsOf } from '../src/domain/c2pa/claims.js';
+import type { ValidationEntry } from '../src/domain/c2pa/types.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const ANCHORS = readFileSync(`${SHARED_DIR}/fixtures/c2pa-rs/test-trust-anchors.pem`, 'utf8');

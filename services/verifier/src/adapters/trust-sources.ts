@@ -113,3 +113,8 @@ export class PublishedTrustList {
     }
   }
 }
+
+/** The anchors of TRUST_ANCHORS_FILE, read on every call so an edited file is in force at once; none when unset. */
+export function anchorsFile(path: string | undefined): () => Promise<string[]> {
+  return path ? () => readFile(path, 'utf8').then(splitPem) : () => Promise.resolve([]);
+}

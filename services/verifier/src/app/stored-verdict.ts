@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { CairnError, isCairnError } from '@cairn/errors';
 import { verifierV1 } from '@cairn/proto';
 import type { KeptVerdict, ResultStore, StoredResult } from '../store/results.js';
-import { verify, type VerifyDeps } from '../verify.js';
+import { verify, type VerifyDeps } from './verify/index.js';
 
 export interface StoredVerdictDeps extends VerifyDeps {
   results: ResultStore;

@@ -6,9 +6,9 @@ import { CairnError, ERROR_CATALOG } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { verifierV1 } from '@cairn/proto';
-import { toResultMessage } from '../present.js';
-import type { VerifyJobStore } from '../store/jobs.js';
-import { verify, type VerifyDeps } from '../verify.js';
+import { toResultMessage } from '../domain/result-message.js';
+import type { VerifyJobRow, VerifyJobStore } from '../store/jobs.js';
+import { verify, type VerifyDeps } from './verify/index.js';
 
 export interface VerifyJobItem {
   jobId: string;
@@ -36,6 +36,11 @@ export class VerifyJobs {
     await this.deps.jobs.create(tenantId, jobId, uploadBlobKey, reservationId);
     await this.queue.enqueue({ jobId, tenantId }, jobId);
     return jobId;
+  }
+
+  /** The tenant's job, or null when it has none by that id. */
+  get(tenantId: string, jobId: string): Promise<VerifyJobRow | null> {
+    return this.deps.jobs.get(tenantId, jobId);
   }
 
   async run(item: VerifyJobItem, attempt: number, maxAttempts: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import type { C2paReading } from '../c2pa/index.js';
+import type { C2paReading } from './c2pa/types.js';
 
 /**
  * Which Cairn asset a manifest belongs to, decided only by Cairn's own signature: the claim signature and every

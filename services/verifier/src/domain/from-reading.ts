@@ -1,4 +1,4 @@
-import type { C2paReading } from '../c2pa/index.js';
+import type { C2paReading } from './c2pa/types.js';
 import type { ManifestEvidence } from './evidence.js';
 
 /** The signer as people should read it: organisation and name from the leaf certificate. */

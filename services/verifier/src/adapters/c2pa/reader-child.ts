@@ -2,12 +2,13 @@
 // there kills this process, not the verifier. One read at a time; the parent kills it when a read overruns.
 // Built as its own entry (dist/reader-child.js next to dist/main.js); run from source with `--import tsx`.
 import { Reader } from '@contentauth/c2pa-node';
-import { extractManifestStore, withFileAccess } from './asset-store.js';
-import { readingFromError, readingFromStore, type StoreReport } from './normalize.js';
-import { parseStoreJson } from './store-json.js';
+import { extractManifestStore } from '../../domain/c2pa/asset-store.js';
+import { withFileAccess } from './file-access.js';
+import { readingFromError, readingFromStore, type StoreReport } from '../../domain/c2pa/normalize.js';
+import { parseStoreJson } from '../../domain/c2pa/store-json.js';
 import { readerSettingsJson } from './settings.js';
 import { isReadRequest, type ChildMessage, type ReadRequest } from './protocol.js';
-import type { C2paReading } from './types.js';
+import type { C2paReading } from '../../domain/c2pa/types.js';
 
 /** Thumbnails above this are not shipped back (a claim thumbnail is a few tens of KB). */
 const MAX_THUMBNAIL_BYTES = 4 * 1024 * 1024;

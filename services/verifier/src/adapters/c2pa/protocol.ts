@@ -1,6 +1,6 @@
 // Messages between the verifier and its reader child (IPC with `serialization: 'advanced'`, so Buffers
 // travel as Uint8Array without base64). The asset itself goes through a private temp file, not IPC.
-import type { C2paReading } from './types.js';
+import type { C2paReading } from '../../domain/c2pa/types.js';
 
 export interface ReadRequest {
   type: 'read';

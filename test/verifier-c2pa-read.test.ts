@@ -1,26 +1,27 @@
 // readManifest against the c2pa-rs peer corpus and against Cairn-signed assets, through the real child-process
-// pool. The corpus is read in place from ../shared (never copied).
+// pool. The corpus is read in place from ../shared (never copied). Here, not under services/verifier: the
+// Cairn-signed assets come from the signer's C2PA adapter, and only root tests use two services' code.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { buildAndSign, newBuilder, buildManifestPlan } from '../../signer/src/adapters/c2pa/index.js';
+import { buildAndSign, newBuilder, buildManifestPlan } from '../services/signer/src/adapters/c2pa/index.js';
 import {
   collectGarbage,
   localSignerFor,
   makeTestCredential,
   type TestCredential,
-} from '../../signer/test/c2pa-fixtures.js';
+} from '../services/signer/test/c2pa-fixtures.js';
 import {
   createManifestReader,
   type C2paReading,
   type ManifestReader,
   type ManifestReading,
-} from '../src/c2pa/index.js';
-import { decodeCbor } from '../src/c2pa/cbor.js';
-import { signatureCose } from '../src/c2pa/jumbf.js';
-import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
+} from '../services/verifier/src/adapters/c2pa/index.js';
+import { decodeCbor } from '../services/verifier/src/domain/c2pa/cbor.js';
+import { signatureCose } from '../services/verifier/src/domain/c2pa/jumbf.js';
+import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const SHARED = `${SHARED_DIR}/fixtures/`;
 const CORPUS = `${SHARED}c2pa-rs`;

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { verifierV1 } from '@cairn/proto';
-import type { Verdict } from './domain/verdict.js';
+import type { Verdict } from './verdict.js';
 
 type ResultInit = MessageInitShape<typeof verifierV1.VerificationResultSchema>;
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isChildMessage, reviveReading, type ReadRequest } from './protocol.js';
-import type { C2paReading } from './types.js';
+import type { C2paReading } from '../../domain/c2pa/types.js';
 
 export interface ReaderPoolOptions {
   /** Child processes kept (default 2: the verifier's machines have two cores). */
@@ -97,7 +97,7 @@ export class ReaderPool {
     // The likeliest deployment mistake is a bundle without the child entry: say so at startup, not per file.
     if (!existsSync(this.entryPath)) {
       throw new C2paReaderUnavailableError(
-        `C2PA reader child not found at ${this.entryPath} (bundle src/c2pa/reader-child.ts next to the service entry)`,
+        `C2PA reader child not found at ${this.entryPath} (bundle src/adapters/c2pa/reader-child.ts next to the service entry)`,
       );
     }
     this.execArgv = execArgvFor(this.entryPath);

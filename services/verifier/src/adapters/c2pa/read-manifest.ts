@@ -2,7 +2,7 @@
 // with each read.
 import { ReaderPool, type ReaderPoolOptions } from './reader-pool.js';
 import { readerSettingsJson } from './settings.js';
-import type { C2paReading, ReadManifestInput } from './types.js';
+import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
 
 export interface ReadOptions {
   /** Overrides the pool's per-file budget for this read. */

@@ -3,7 +3,6 @@
 // hand its bytes back; the verifier needs them for the certificate chain and to compare with the manifest
 // served at manifest_uri / anchored on chain. Covers the containers Cairn signs most (JPEG APP11, PNG caBX,
 // RIFF C2PA chunk for WAV/WebP/AVI, BMFF C2PA uuid box); other formats return null.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { superboxLabel } from '@cairn/jumbf';
 
 export interface RandomAccess {
@@ -21,29 +20,6 @@ export function bufferAccess(buf: Buffer): RandomAccess {
     size: buf.length,
     read: (offset, length) => buf.subarray(Math.max(0, offset), Math.min(buf.length, offset + Math.max(0, length))),
   };
-}
-
-export function withFileAccess<T>(path: string, use: (access: RandomAccess) => T): T {
-  const fd = openSync(path, 'r');
-  try {
-    const size = fstatSync(fd).size;
-    return use({
-      size,
-      read(offset, length) {
-        const n = Math.max(0, Math.min(length, size - offset));
-        const out = Buffer.alloc(n);
-        let done = 0;
-        while (done < n) {
-          const got = readSync(fd, out, done, n - done, offset + done);
-          if (got === 0) break;
-          done += got;
-        }
-        return out.subarray(0, done);
-      },
-    });
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** Exactly `length` bytes at `offset`, or null when the file ends first (a truncated container). */

@@ -4,7 +4,7 @@
 import { asArray, asRecord, asString, type AssertionJson, type ManifestJson } from './store-json.js';
 import type { C2paClaims, SoftBindingClaim } from './types.js';
 
-// Keep in step with services/signer/src/c2pa/labels.ts.
+// Keep in step with services/signer/src/adapters/c2pa/labels.ts.
 export const GENERATION_ASSERTION = 'com.cairn.generation';
 export const SOFT_BINDING_ASSERTION = 'c2pa.soft-binding';
 export const CREATIVE_WORK_ASSERTION = 'stds.schema-org.CreativeWork';

@@ -3,8 +3,13 @@ export type { ManifestReader, ReadOptions } from './read-manifest.js';
 export { C2paReaderUnavailableError, C2paSettingsError, defaultChildEntry } from './reader-pool.js';
 export type { ReaderPoolOptions } from './reader-pool.js';
 export { TrustListError, readerSettingsJson } from './settings.js';
-export { readingFromStore, readingFromError } from './normalize.js';
-export { judgeCodes, SIGNATURE_FAILURES, ASSERTION_FAILURES, HARD_BINDING_FAILURES } from './status-codes.js';
+export { readingFromStore, readingFromError } from '../../domain/c2pa/normalize.js';
+export {
+  judgeCodes,
+  SIGNATURE_FAILURES,
+  ASSERTION_FAILURES,
+  HARD_BINDING_FAILURES,
+} from '../../domain/c2pa/status-codes.js';
 export type {
   C2paReading,
   ManifestReading,
@@ -14,4 +19,4 @@ export type {
   OcspStatus,
   ValidationEntry,
   ReadManifestInput,
-} from './types.js';
+} from '../../domain/c2pa/types.js';

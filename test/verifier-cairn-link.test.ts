@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { chainsToOneOf } from '../src/domain/cairn-link.js';
-import { makeTestCredential } from '../../signer/test/c2pa-fixtures.js';
+import { chainsToOneOf } from '../services/verifier/src/domain/cairn-link.js';
+import { makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
 
+// The verifier's credential check, on credentials made by the signer's test fixtures (hence a root test).
 // The link between a manifest and a Cairn asset rests on this check: a chain that only looks like Cairn's must fail.
 describe('chainsToOneOf', () => {
   it('accepts a leaf issued by the root, and the root itself at the end of the chain', async () => {

@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import { validateTrustEntries, type TrustEntry } from '../domain/trust-entries.js';
+
+/** A tenant's own trust list, as kept (store/trust.ts). */
+export interface TrustListRows {
+  get(tenantId: string): Promise<TrustEntry[] | undefined>;
+  put(tenantId: string, entries: TrustEntry[], updatedAt: Date): Promise<void>;
+}
+
+/** Why a certificate is on the default list. */
+export type TrustOrigin = 'cairn' | 'c2pa' | 'c2pa_tsa' | 'configured';
+
+export interface DefaultTrustList {
+  entries: Array<{ pem: string; origin: TrustOrigin }>;
+  pems: string[];
+  cairn: string[];
+  /** SHA-256 over the whole list: a stored verdict computed under another list is recomputed. */
+  digest: string;
+  /** Where each published list was read from. */
+  sources: { c2pa: string; tsa: string };
+}
+
+export interface PublishedList {
+  pems(): Promise<string[]>;
+  origin(): string;
+}
+
+/**
+ * The trust list in force for a verification: an enterprise tenant's own list when it set one, else the default —
+ * Cairn's root, the C2PA Trust List and its TSA Trust List (shipped, or from a configured file or URL), and the
+ * anchors of TRUST_ANCHORS_FILE. c2pa-rs 0.90 has one anchor store for signatures and time-stamps alike, so the TSA
+ * roots are anchors for both; its EKU rules keep a time-stamping certificate from passing as a signer.
+ */
+export class TrustLists {
+  private roots: { pems: string[]; loadedAt: number } | undefined;
+
+  constructor(
+    private readonly rows: TrustListRows,
+    private readonly loadCairnRoots: () => Promise<string[]>,
+    private readonly published: { c2pa: PublishedList; tsa: PublishedList },
+    /** The anchors of TRUST_ANCHORS_FILE, read on each call (adapters/trust-sources.ts). */
+    private readonly configured: () => Promise<string[]>,
+  ) {}
+
+  async forTenant(tenantId: string | undefined): Promise<{ pems: string[]; source: 'default' | 'custom' }> {
+    const custom = await this.custom(tenantId);
+    if (custom) return { pems: custom.map((e) => e.certificate_pem), source: 'custom' };
+    return { pems: (await this.loadDefaults()).pems, source: 'default' };
+  }
+
+  /** The tenant's own list, if it set one. */
+  async custom(tenantId: string | undefined): Promise<TrustEntry[] | undefined> {
+    if (!tenantId) return undefined;
+    return this.rows.get(tenantId);
+  }
+
+  async set(tenantId: string, entries: TrustEntry[]): Promise<{ count: number; updatedAt: Date }> {
+    const valid = validateTrustEntries(entries);
+    const updatedAt = new Date();
+    await this.rows.put(tenantId, valid, updatedAt);
+    return { count: valid.length, updatedAt };
+  }
+
+  /** Cairn's own roots: the only chains under which a manifest can name a Cairn asset. */
+  async cairnRoots(): Promise<string[]> {
+    return (await this.loadDefaults()).cairn;
+  }
+
+  async defaultDigest(): Promise<string> {
+    return (await this.loadDefaults()).digest;
+  }
+
+  async defaultList(): Promise<DefaultTrustList> {
+    return this.loadDefaults();
+  }
+
+  /** Assembled on every call from sources that cache themselves, so a refreshed published list is in force at once. */
+  private async loadDefaults(): Promise<DefaultTrustList> {
+    const [cairn, c2pa, tsa, configured] = await Promise.all([
+      this.cairnRootsCached(),
+      this.published.c2pa.pems(),
+      this.published.tsa.pems(),
+      this.configured(),
+    ]);
+    const entries: DefaultTrustList['entries'] = [];
+    const seen = new Set<string>();
+    const add = (pems: string[], origin: TrustOrigin) => {
+      for (const pem of pems) {
+        const key = pem.replace(/\s+/g, '');
+        if (seen.has(key)) continue;
+        seen.add(key);
+        entries.push({ pem, origin });
+      }
+    };
+    add(cairn, 'cairn');
+    add(c2pa, 'c2pa');
+    add(tsa, 'c2pa_tsa');
+    add(configured, 'configured');
+    const pems = entries.map((e) => e.pem);
+    const digest = createHash('sha256')
+      .update(
+        pems
+          .map((p) => p.trim())
+          .sort()
+          .join('\n'),
+      )
+      .digest('hex');
+    return {
+      entries,
+      pems,
+      cairn,
+      digest,
+      sources: { c2pa: this.published.c2pa.origin(), tsa: this.published.tsa.origin() },
+    };
+  }
+
+  private async cairnRootsCached(): Promise<string[]> {
+    if (!this.roots || Date.now() - this.roots.loadedAt >= 60_000)
+      this.roots = { pems: await this.loadCairnRoots(), loadedAt: Date.now() };
+    return this.roots.pems;
+  }
+}

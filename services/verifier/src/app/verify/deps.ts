@@ -1,0 +1,49 @@
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import type { Database } from '@cairn/db';
+import type { Logger } from '@cairn/logging';
+import type { MediaLimits, Modality } from '@cairn/media';
+import type { DestinationPolicy } from '@cairn/outbound';
+import type { anchorV1, signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import type { Outbox } from '@cairn/runtime';
+import type { ManifestReader } from '../../adapters/c2pa/index.js';
+import type { Verdict } from '../../domain/verdict.js';
+import type { TrustLists } from '../trust-lists.js';
+
+type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
+type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
+type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
+
+/** What a verify reads from and talks to: the ports the verify use case runs over (service.ts builds them). */
+export interface VerifyDeps {
+  db: Database;
+  blobs: BlobStore;
+  reader: ManifestReader;
+  signer: ServiceClient<SignerMethods>;
+  watermark: ServiceClient<WatermarkMethods>;
+  softbinding: ServiceClient<SoftBindingMethods>;
+  anchor: ServiceClient<AnchorMethods>;
+  trust: TrustLists;
+  outbox: Outbox;
+  logger: Logger;
+  publicBaseUrl: string;
+  ocspTimeoutMs: number;
+  /** Where OCSP requests may go (the outbound address policy): never to an internal address a file names. */
+  outboundPolicy: DestinationPolicy;
+  /** What a verify decodes at most (here, in the watermark service and in the soft-binding service). */
+  mediaLimits: MediaLimits;
+}
+
+export interface VerifyOutcome {
+  verdict: Verdict;
+  modality: Modality;
+  manifestId?: string;
+  assetId?: string;
+  verifiedAt: string;
+  /** When Cairn's copy of the file named by the input stops being kept (asset_id / manifest_uri inputs). */
+  expiresAt?: string;
+  /** The asset's anchor batch is not confirmed yet: the verdict will change when it is. */
+  anchorPending: boolean;
+}

@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import { absentAsUndefined } from '@cairn/errors';
+import type { signerV1 } from '@cairn/proto';
+import { cairnLinkOf } from '../../domain/cairn-link.js';
+import type { C2paReading } from '../../domain/c2pa/types.js';
+import type { SoftMatch } from '../../domain/evidence.js';
+import type { VerifyDeps } from './deps.js';
+
+/**
+ * The manifest of the Cairn asset whose signed file is exactly these bytes: an uploaded sidecar-signed file (a
+ * text pasted back, say) is then verified against its manifest instead of only by fingerprint.
+ */
+export async function signedWithTheseBytes(deps: VerifyDeps, bytes: Buffer): Promise<string | undefined> {
+  const contentSha256 = createHash('sha256').update(bytes).digest('hex');
+  try {
+    return (await deps.signer.findAssetByContent({ contentSha256 })).asset?.manifestId || undefined;
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'could not look the upload up by content');
+    return undefined;
+  }
+}
+
+/** Cairn's public record of an asset (when it was signed, its manifest), or undefined when unknown. */
+export async function publicAsset(deps: VerifyDeps, assetId: string | undefined): Promise<signerV1.Asset | undefined> {
+  if (!assetId) return undefined;
+  try {
+    return (await deps.signer.getPublicAsset({ assetId })).asset;
+  } catch {
+    return undefined;
+  }
+}
+
+export function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'], similarity: number): SoftMatch {
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
+  return {
+    assetId: asset.assetId,
+    manifestUri: `${base}/v1/manifests/${asset.manifestId}`,
+    verifierUrl: `${base}/v/${asset.assetId}`,
+    via,
+    similarity,
+  };
+}
+
+/**
+ * Which Cairn asset these bytes belong to, and under which manifest, as far as Cairn's own signature says so
+ * (domain/cairn-link.ts). A legacy manifest (no com.cairn.record), or one signed by a tenant's own key (BYOK),
+ * counts only when it is, byte for byte, the store Cairn kept for the asset it names.
+ */
+export async function linkedRecord(
+  deps: VerifyDeps,
+  reading: C2paReading,
+): Promise<{ assetId: string; manifestId: string } | undefined> {
+  const link = cairnLinkOf(reading, await deps.trust.cairnRoots());
+  if (!link) return undefined;
+  if (link.kind === 'record') return { assetId: link.assetId, manifestId: link.manifestId };
+  if (reading.kind !== 'manifest' || !reading.manifestStore) return undefined;
+  const asset = await publicAsset(deps, link.assetId);
+  if (!asset || (link.kind === 'claimed_record' && asset.manifestId !== link.manifestId)) return undefined;
+  const kept = await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(absentAsUndefined);
+  return kept && Buffer.from(kept.manifestStore).equals(reading.manifestStore)
+    ? { assetId: asset.assetId, manifestId: asset.manifestId }
+    : undefined;
+}
+
+/** The record of a sidecar Cairn looked up itself (by the input's id, or by the exact SHA-256 of the bytes). */
+export async function sidecarRecord(
+  deps: VerifyDeps,
+  manifestId: string,
+): Promise<{ assetId: string; manifestId: string } | undefined> {
+  const kept = await deps.signer.getManifest({ manifestId }).catch(absentAsUndefined);
+  return kept?.assetId ? { assetId: kept.assetId, manifestId } : undefined;
+}

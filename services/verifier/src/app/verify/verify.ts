@@ -1,0 +1,147 @@
+import { newEvent } from '@cairn/events';
+import { withTenant } from '@cairn/db';
+import { CairnError } from '@cairn/errors';
+import { checkMediaLimits, isSidecarMediaType, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import type { verifierV1 } from '@cairn/proto';
+import type { C2paReading } from '../../domain/c2pa/types.js';
+import type { WatermarkEvidence } from '../../domain/evidence.js';
+import { manifestEvidence } from '../../domain/from-reading.js';
+import { decide } from '../../domain/verdict.js';
+import type { VerifyDeps, VerifyOutcome } from './deps.js';
+import { linkedRecord, matchOf, publicAsset, sidecarRecord, signedWithTheseBytes } from './records.js';
+import { checkAnchor, checkRevocation, lookupFingerprint } from './signals.js';
+import { resolveSubject } from './subject.js';
+import { contentMatchesAsset, detectAudioWatermark, detectWatermark } from './watermark.js';
+
+/**
+ * Gathers every signal (C2PA in an isolated reader, watermark, then OCSP and the anchor check together; the
+ * soft-binding lookup when nothing stronger leads to a record), decides and, for a tenant, emits the event.
+ * Nothing here is stored: what a file's uploader is told never changes what others are told about an asset
+ * (app/stored-verdict.ts computes that from Cairn's own copy).
+ */
+export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<VerifyOutcome> {
+  const subject = await resolveSubject(deps, request);
+  const sniffed = sniffMediaType(subject.bytes.subarray(0, SNIFF_BYTES));
+  if (!sniffed) {
+    throw new CairnError(
+      'cairn.verify.unsupported_file_type',
+      'This file type is not supported for verification; send an image (JPEG, PNG, WebP), audio (WAV, MP3, FLAC, OGG), video (MP4, WebM) or UTF-8 text.',
+    );
+  }
+  // A file declaring more than the limits (a decompression bomb) is refused before anything decodes it.
+  await checkMediaLimits(subject.bytes, sniffed, deps.mediaLimits);
+  const trust = await deps.trust.forTenant(request.tenantId || undefined);
+  // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
+  // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.
+  const sidecarType = isSidecarMediaType(sniffed.mediaType);
+  const sidecarManifestId = sidecarType
+    ? (subject.manifestId ?? (await signedWithTheseBytes(deps, subject.bytes)))
+    : undefined;
+  const sidecar = sidecarManifestId
+    ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore
+    : undefined;
+  const [reading, watermark] = await Promise.all([
+    sidecarType && !sidecar
+      ? Promise.resolve<C2paReading>({ kind: 'none' })
+      : deps.reader.readManifest({
+          asset: subject.bytes,
+          mimeType: sniffed.mediaType,
+          trustAnchorsPem: trust.pems,
+          allowRemoteFetch: false,
+          ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
+        }),
+    sniffed.modality === 'image'
+      ? detectWatermark(deps, subject.bytes)
+      : sniffed.modality === 'audio'
+        ? detectAudioWatermark(deps, subject.bytes)
+        : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
+  ]);
+
+  // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
+  // by Cairn itself (by id or by the file's exact hash), so it names its record.
+  const linked =
+    sidecarManifestId && reading.kind === 'manifest'
+      ? await sidecarRecord(deps, sidecarManifestId)
+      : await linkedRecord(deps, reading);
+  const [ocsp, anchor] = await Promise.all([
+    checkRevocation(deps, reading),
+    checkAnchor(deps, reading, linked?.assetId),
+  ]);
+
+  // Which Cairn asset is this? Known from the input or the signed record; else the watermark registry points to one.
+  const manifestAssetId = subject.assetId ?? linked?.assetId;
+  const markedAssetId = watermark.ran && watermark.detected && watermark.registered ? watermark.assetId : undefined;
+  // A watermark-only lead must also be the asset's content, not merely carry its mark.
+  let watermarkEvidence = watermark;
+  if (
+    watermark.ran &&
+    watermark.detected &&
+    watermark.registered &&
+    watermark.contentConsistent === undefined &&
+    reading.kind !== 'manifest' &&
+    markedAssetId &&
+    subject.uploadBlobKey
+  ) {
+    const consistent = await contentMatchesAsset(deps, subject.uploadBlobKey, markedAssetId);
+    watermarkEvidence = { ...watermark, ...(consistent === undefined ? {} : { contentConsistent: consistent }) };
+  }
+  // A mark on other content (copied) names no asset.
+  const watermarkAssetId =
+    watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.contentConsistent === false
+      ? undefined
+      : markedAssetId;
+  const assetId = manifestAssetId ?? (reading.kind === 'manifest' ? undefined : watermarkAssetId);
+  const record = await publicAsset(deps, assetId);
+  const match =
+    watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.registered && record && !manifestAssetId
+      ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence)
+      : undefined;
+  const manifestId = subject.manifestId ?? linked?.manifestId;
+  const evidence = manifestEvidence(reading, {
+    ...(manifestId ? { manifestId } : {}),
+    ...(manifestAssetId ? { assetId: manifestAssetId } : {}),
+  });
+  // Without a trusted time-stamp the manifest carries no signing time; for Cairn's own assets the signer's
+  // record of when it signed is the authority.
+  if (evidence.kind === 'manifest' && !evidence.signedAt && record && manifestId && record.manifestId === manifestId)
+    evidence.signedAt = record.createdAt;
+
+  const verdict = decide({
+    manifest: evidence,
+    ocsp,
+    watermark: watermarkEvidence,
+    fingerprint:
+      reading.kind === 'manifest' || (watermark.ran && watermark.detected && watermark.registered)
+        ? { ran: false, reason: 'not_available' }
+        : await lookupFingerprint(deps, request.tenantId, subject.uploadBlobKey),
+    anchor,
+    ...(match ? { watermarkMatch: match } : {}),
+  });
+  const verifiedAt = new Date().toISOString();
+
+  if (request.tenantId) {
+    await withTenant(deps.db, request.tenantId, (tx) =>
+      deps.outbox.enqueue(
+        tx,
+        newEvent('asset.verified', request.tenantId, {
+          status: verdict.status,
+          confidence: verdict.confidence,
+          manifest_id: manifestId ?? null,
+          asset_id: assetId ?? null,
+          media_type: sniffed.mediaType,
+          ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
+        }),
+      ),
+    );
+    void deps.outbox.flush();
+  }
+  return {
+    verdict,
+    modality: sniffed.modality,
+    ...(manifestId ? { manifestId } : {}),
+    ...(assetId ? { assetId } : {}),
+    verifiedAt,
+    ...(subject.expiresAt ? { expiresAt: subject.expiresAt.toISOString() } : {}),
+    anchorPending: !anchor.ran && anchor.reason === 'pending',
+  };
+}

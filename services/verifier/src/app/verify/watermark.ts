@@ -1,0 +1,95 @@
+import { probeImage } from '@cairn/media';
+import type { WatermarkEvidence } from '../../domain/evidence.js';
+import type { VerifyDeps } from './deps.js';
+
+/** What the watermark service answered for an image or an audio file, as evidence. */
+interface DetectAnswer {
+  applicable: boolean;
+  detected: boolean;
+  payloadHex: string;
+  confidence: number;
+  registered: boolean;
+  assetId: string;
+  watermarkId: string;
+  keyless?: boolean;
+  /** Set by the watermark service when it compared the content itself (cairn-sync-v2, after undoing the geometry). */
+  contentConsistent?: boolean;
+}
+
+/**
+ * One watermark detection through the watermark service, which decodes the file itself under its own limits (no
+ * pixels or samples on the wire). A file it cannot read is "not applicable"; an outage is a failed signal.
+ */
+async function detectMark(
+  deps: VerifyDeps,
+  what: string,
+  detect: () => Promise<DetectAnswer>,
+  notApplicable: string,
+): Promise<WatermarkEvidence> {
+  try {
+    const found = await detect();
+    if (!found.applicable) return { ran: false, reason: 'not_applicable', detail: notApplicable };
+    if (!found.detected) return { ran: true, detected: false };
+    return {
+      ran: true,
+      detected: true,
+      payloadHex: found.payloadHex,
+      confidence: found.confidence,
+      registered: found.registered,
+      ...(found.assetId ? { assetId: found.assetId } : {}),
+      ...(found.watermarkId ? { watermarkId: found.watermarkId } : {}),
+      ...(found.keyless ? { keyless: true } : {}),
+      ...(found.contentConsistent === undefined ? {} : { contentConsistent: found.contentConsistent }),
+    };
+  } catch (error) {
+    deps.logger.warn({ err: error }, `${what} watermark detection failed`);
+    return { ran: false, reason: 'failed', detail: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+export async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
+  // Header only, to tell an image from bytes that merely look like one.
+  if (!(await probeImage(bytes))) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
+  return detectMark(
+    deps,
+    'image',
+    () => deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 }),
+    'image too small',
+  );
+}
+
+/** The audio watermark (cairn-audio-wm-v1). */
+export function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
+  return detectMark(
+    deps,
+    'audio',
+    () => deps.watermark.detectAudio({ encoded: bytes }, { deadlineMs: 60_000 }),
+    'no decodable audio, or shorter than one repetition of the mark',
+  );
+}
+
+/**
+ * A registered watermark names an asset, but a mark proves only that someone with the key embedded it (or copied
+ * its signal): the content must also look like that asset. A cairn-sync-v2 mark is checked by the watermark
+ * service itself, which knows the geometry it read the mark under and compares the picture, registered back, with
+ * what the mark was embedded in (crops and rotations included; its answer is the evidence's contentConsistent).
+ * Other marks do not survive geometry changes, so their content is compared by perceptual fingerprint (within the
+ * lookup radius), asked across tenants with public fields only. Undefined when it cannot be told (the lookup
+ * failed or the file has none).
+ */
+export async function contentMatchesAsset(
+  deps: VerifyDeps,
+  uploadBlobKey: string,
+  assetId: string,
+): Promise<boolean | undefined> {
+  try {
+    const { matches } = await deps.softbinding.lookup(
+      { tenantId: '', query: { case: 'uploadBlobKey', value: uploadBlobKey }, limit: 50 },
+      { deadlineMs: 20_000 },
+    );
+    return matches.some((m) => m.assetId === assetId);
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'soft-binding lookup for the watermark content check failed');
+    return undefined;
+  }
+}
