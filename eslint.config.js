@@ -25,7 +25,6 @@ const PENDING_MOVES = {
     'services/softbinding/src/domain/pdq.ts',
     'services/softbinding/src/domain/variants.ts',
     'services/softbinding/src/domain/video.ts',
-    'services/watermark/src/domain/pool.ts',
   ],
   // rpc.ts and http/ files that still reach db/, store/ or SQL directly.
   mapping: [
@@ -40,7 +39,6 @@ const PENDING_MOVES = {
     'services/gateway/src/http/routes/verify.ts',
     'services/gateway/src/http/types.ts',
     'services/gateway/src/rpc.ts',
-    'services/watermark/src/rpc.ts',
   ],
   // Tests that reach into another service's code: the shared C2PA fixtures belong in packages/testing, a test that
   // needs two services' code belongs in the root test/ (fleet tests start both as processes).

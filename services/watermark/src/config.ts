@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { mediaLimitsConfigShape } from '@cairn/media';
 import { parseWatermarkKeys, type WatermarkKey } from './domain/keys.js';
-import { defaultPoolSize } from './domain/pool.js';
+import { defaultPoolSize } from './adapters/worker-pool.js';
 
 /** watermark-only settings (the common ones come from @cairn/config). */
 export const watermarkConfigShape = {

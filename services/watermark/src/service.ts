@@ -3,12 +3,12 @@ import { mediaLimitsOf } from '@cairn/media';
 import { watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { watermarkConfigShape } from './config.js';
-import { MarkRegistry } from './db/marks.js';
 import { resolveKeyring } from './app/keyring.js';
 import { CAIRN_DCT_V1 } from './domain/image/cairn-dct-v1.js';
-import { ImageWorkerPool } from './domain/pool.js';
+import { ImageWorkerPool } from './adapters/worker-pool.js';
 import { watermarkHandlers } from './rpc.js';
 import { GeneratedKeyStore } from './store/generated-keys.js';
+import { MarkRegistry } from './store/marks.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 

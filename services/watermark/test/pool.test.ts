@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import { ImageRejectedError, type RawImage } from '../src/domain/image/raw-image.js';
 import { payloadFor } from '../src/domain/payload.js';
-import { ImageWorkerPool, PoolClosedError } from '../src/domain/pool.js';
+import { ImageWorkerPool, PoolClosedError } from '../src/adapters/worker-pool.js';
 import { loadPhoto } from './support/images.js';
 
 const payload = payloadFor('w_01JD3M4X5Y6Z7A8B9C0D1E2F3G');

@@ -7,7 +7,7 @@ import { watermarkV1 } from '@cairn/proto';
 import { createClient, type ServiceClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox } from '@cairn/testing';
-import { MarkRegistry } from '../src/db/marks.js';
+import { MarkRegistry } from '../src/store/marks.js';
 import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import { SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';

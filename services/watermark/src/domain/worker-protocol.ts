@@ -6,7 +6,7 @@ import type { WatermarkKey } from './keys.js';
 /** The algorithms that run under a key. */
 export type KeyedAlgorithmName = 'cairn-sync-v2' | 'cairn-dct-keyed-v1';
 
-/** Messages between the pool (main thread) and src/worker.ts. Pixel buffers travel as transfers, not copies. */
+/** Messages between the pool (main thread) and src/adapters/worker.ts. Pixel buffers travel as transfers, not copies. */
 export type WorkerRequest =
   // Without a key, the keyless cairn-dct-v1; with one, `algorithm` under it (cairn-dct-keyed-v1 when not named,
   // so a caller that predates cairn-sync-v2 keeps writing what it records).

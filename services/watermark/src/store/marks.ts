@@ -1,7 +1,7 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
-import { marks } from './schema.js';
+import { marks } from '../db/schema.js';
 
 export interface MarkRecord {
   readonly watermarkId: string;

@@ -4,9 +4,9 @@ import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ImageRejectedError, type RawImage } from './image/raw-image.js';
-import type { WatermarkKey } from './keys.js';
-import { transferable } from './image-tasks.js';
+import { ImageRejectedError, type RawImage } from '../domain/image/raw-image.js';
+import type { WatermarkKey } from '../domain/keys.js';
+import { transferable } from '../domain/image-tasks.js';
 import {
   WORKER_READY,
   type DetectOutcome,
@@ -14,9 +14,9 @@ import {
   type KeyedAlgorithmName,
   type WorkerRequest,
   type WorkerResponse,
-} from './worker-protocol.js';
-import type { AudioEmbedOutcome, AudioWorkerRequest, AudioWorkerResponse } from './worker-protocol.js';
-import type { PcmAudio } from './audio/apply.js';
+} from '../domain/worker-protocol.js';
+import type { AudioEmbedOutcome, AudioWorkerRequest, AudioWorkerResponse } from '../domain/worker-protocol.js';
+import type { PcmAudio } from '../domain/audio/apply.js';
 
 /** Where a worker's code is: a module file, or (eval) a bootstrap script that loads one. */
 export interface WorkerEntry {
@@ -26,13 +26,13 @@ export interface WorkerEntry {
 
 /**
  * The worker entry for the code that is running. From the bundle (dist/main.js) it is dist/worker.js beside
- * it, a second entry of the build. From the TypeScript sources (jest, `pnpm dev`) it is src/worker.ts, and a
+ * it, a second entry of the build. From the TypeScript sources (jest, `pnpm dev`) it is src/adapters/worker.ts, and a
  * worker thread inherits neither jest's transform nor tsx's hooks (Node 20 ignores `--import` hooks in
  * workers), so a bootstrap registers tsx inside the worker first.
  */
 export function resolveWorkerEntry(from: string = import.meta.url): WorkerEntry {
   if (from.endsWith('.ts')) {
-    const target = new URL('../worker.ts', from).href;
+    const target = new URL('./worker.ts', from).href;
     const tsx = tsxEsmApi(from);
     return {
       code: `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(target)}); });`,
@@ -42,7 +42,7 @@ export function resolveWorkerEntry(from: string = import.meta.url): WorkerEntry 
   const url = new URL('./worker.js', from);
   if (!existsSync(url)) {
     throw new Error(
-      `watermark worker entry missing: ${fileURLToPath(url)} (the build must bundle services/watermark/src/worker.ts to dist/worker.js)`,
+      `watermark worker entry missing: ${fileURLToPath(url)} (the build must bundle services/watermark/src/adapters/worker.ts to dist/worker.js)`,
     );
   }
   return { code: url, eval: false };

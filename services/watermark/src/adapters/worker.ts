@@ -1,15 +1,20 @@
 /**
- * Worker-thread entry of the image pool (src/domain/pool.ts). A separate bundle entry: the build turns this
+ * Worker-thread entry of the image pool (worker-pool.ts, beside it). A separate bundle entry: the build turns this
  * file into dist/worker.js next to dist/main.js. It imports only the algorithm, never the service's
  * infrastructure, so a worker starts in milliseconds and holds no connections.
  */
 import { parentPort } from 'node:worker_threads';
-import { AudioAlgorithms, runAudioTask } from './domain/audio-tasks.js';
-import { ImageAlgorithms, runImageTask } from './domain/image-tasks.js';
-import { isAudioRequest, WORKER_READY, type AudioWorkerRequest, type WorkerRequest } from './domain/worker-protocol.js';
+import { AudioAlgorithms, runAudioTask } from '../domain/audio-tasks.js';
+import { ImageAlgorithms, runImageTask } from '../domain/image-tasks.js';
+import {
+  isAudioRequest,
+  WORKER_READY,
+  type AudioWorkerRequest,
+  type WorkerRequest,
+} from '../domain/worker-protocol.js';
 
 const port = parentPort;
-if (!port) throw new Error('src/worker.ts must run as a worker thread');
+if (!port) throw new Error('src/adapters/worker.ts must run as a worker thread');
 
 const algorithms = new ImageAlgorithms();
 const audio = new AudioAlgorithms();

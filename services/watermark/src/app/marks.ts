@@ -1,0 +1,78 @@
+import { CairnError } from '@cairn/errors';
+import { CAIRN_DCT_KEYED_V1_NAME } from '../domain/image/cairn-dct-keyed-v1.js';
+import { CAIRN_DCT_V1_NAME } from '../domain/image/cairn-dct-v1.js';
+import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
+import type { Keyring, WatermarkKey } from '../domain/keys.js';
+import { payloadHex } from '../domain/payload.js';
+import type { KeyedAlgorithmName } from '../domain/worker-protocol.js';
+import type { MarkRecord } from '../store/marks.js';
+import type { WatermarkDeps } from './deps.js';
+
+/** What DetectImage and DetectAudio answer about a mark they read. */
+export interface DetectedMark {
+  detected: true;
+  applicable: true;
+  payloadHex: string;
+  confidence: number;
+  registered: boolean;
+  watermarkId: string;
+  assetId: string;
+  tenantId: string;
+  algorithm: string;
+  keyId: string;
+  keyless: boolean;
+}
+
+/**
+ * A detected mark and the registry entry it resolves to. An entry counts only for a mark read the way it was
+ * written: a keyed mark's payload is public (manifests carry it), so the keyless code stamping it, or a key that
+ * is not the mark's, is not that mark.
+ */
+export async function registeredMark(
+  { registry, logger }: Pick<WatermarkDeps, 'registry' | 'logger'>,
+  detection: { payload: Uint8Array; confidence: number },
+  name: string,
+  keyId: string | null,
+): Promise<{ answer: DetectedMark; mark: MarkRecord | null }> {
+  const hex = payloadHex(detection.payload);
+  const found = await registry.findByPayload(hex);
+  const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
+  if (found && !mark)
+    logger.warn(
+      { algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId },
+      'a registered payload was read by another algorithm or key than it was embedded with; not reported as that mark',
+    );
+  const answer: DetectedMark = {
+    detected: true,
+    applicable: true,
+    payloadHex: hex,
+    confidence: detection.confidence,
+    registered: mark !== null,
+    watermarkId: mark?.watermarkId ?? '',
+    assetId: mark?.assetId ?? '',
+    tenantId: mark?.tenantId ?? '',
+    algorithm: name,
+    keyId: keyId ?? '',
+    keyless: name === CAIRN_DCT_V1_NAME,
+  };
+  return { answer, mark };
+}
+
+/** The key an already recorded mark was written with: none for cairn-dct-v1, else one the service still holds. */
+export function keyOf(
+  keyring: Keyring,
+  mark: { readonly watermarkId: string; readonly algorithm: string; readonly keyId: string | null },
+): WatermarkKey | undefined {
+  if (mark.algorithm === CAIRN_DCT_V1_NAME) return undefined;
+  const key = keyring.all.find((k) => k.kid === mark.keyId);
+  if (!key)
+    throw new CairnError(
+      'cairn.sign.idempotency_conflict',
+      `watermark_id ${mark.watermarkId} was embedded under a watermark key this service no longer holds; use a new watermark id`,
+    );
+  return key;
+}
+
+export function isKeyedImageAlgorithm(name: string): name is KeyedAlgorithmName {
+  return name === CAIRN_SYNC_V2_NAME || name === CAIRN_DCT_KEYED_V1_NAME;
+}
