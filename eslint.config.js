@@ -18,14 +18,7 @@ const SERVICES = readdirSync(new URL('./services/', import.meta.url), { withFile
 // ---------------------------------------------------------------------------------------------------------------
 const PENDING_MOVES = {
   // domain/ files that still do I/O (SQL, Redis, HTTP, ffmpeg, sharp, ...) or import the layers around them.
-  domain: [
-    'services/gateway/src/domain/metering.ts',
-    'services/gateway/src/domain/rate-limit.ts',
-    'services/softbinding/src/domain/audio.ts',
-    'services/softbinding/src/domain/pdq.ts',
-    'services/softbinding/src/domain/variants.ts',
-    'services/softbinding/src/domain/video.ts',
-  ],
+  domain: ['services/gateway/src/domain/metering.ts', 'services/gateway/src/domain/rate-limit.ts'],
   // rpc.ts and http/ files that still reach db/, store/ or SQL directly.
   mapping: [
     'services/gateway/src/http/app.ts',

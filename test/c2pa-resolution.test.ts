@@ -9,7 +9,7 @@ import { newId } from '@cairn/ids';
 import { PG_ADMIN_URL } from '@cairn/testing';
 import { createBlobStore } from '../packages/blob/src/index.js';
 import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
-import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
+import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.js';
 import { localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
 import { watermarkBindingOf } from './support/soft-binding.js';

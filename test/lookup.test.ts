@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
-import { hashImageBytes } from '../services/softbinding/src/domain/pdq.js';
+import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 

@@ -10,9 +10,10 @@ import { sql } from '../../services/softbinding/node_modules/drizzle-orm/index.j
 import { createDb, createPool, migrateService, withTenant } from '../../packages/db/src/index.js';
 import { createSandbox } from '@cairn/testing';
 import { FingerprintIndex } from '../../services/softbinding/src/store/fingerprints.js';
-import { hashImageBytes, PDQ_ALG, pdqFingerprinter } from '../../services/softbinding/src/domain/pdq.js';
+import { PDQ_ALG } from '../../services/softbinding/src/domain/pdq.js';
+import { hashImageBytes, pdqFingerprinter } from '../../services/softbinding/src/adapters/image-hash.js';
 import { LOOKUP_RADIUS } from '../../services/softbinding/src/domain/threshold.js';
-import { indexHashes } from '../../services/softbinding/src/domain/variants.js';
+import { indexHashes } from '../../services/softbinding/src/adapters/image-variants.js';
 import { migrationsFolder } from '../../services/softbinding/src/service.js';
 import { loadPhotos, TRANSFORMS } from '../../services/softbinding/test/support/variants.js';
 

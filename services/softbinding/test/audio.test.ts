@@ -4,10 +4,10 @@ import {
   alignment,
   AudioTooShortError,
   AudioTooSparseError,
-  fingerprintAudio,
   isAudioMatch,
   type AudioFingerprint,
 } from '../src/domain/audio.js';
+import { fingerprintAudio } from '../src/adapters/audio-fingerprint.js';
 import { AUDIO_TRANSFORMS, sonify, wavOf } from './support/audio.js';
 import { loadPhotos } from './support/variants.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';

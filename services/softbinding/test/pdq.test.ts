@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { hamming, hashImageBytes, HASH_BYTES, pdqFingerprinter } from '../src/domain/pdq.js';
-import { indexHashes } from '../src/domain/variants.js';
+import { hamming, HASH_BYTES } from '../src/domain/pdq.js';
+import { hashImageBytes, pdqFingerprinter } from '../src/adapters/image-hash.js';
+import { indexHashes } from '../src/adapters/image-variants.js';
 import { LOOKUP_RADIUS } from '../src/domain/threshold.js';
 import { loadPhotos, TRANSFORMS } from './support/variants.js';
 

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runFfmpeg } from '@cairn/media';
+import { fingerprintVideo } from '../src/adapters/video-fingerprint.js';
 import {
-  fingerprintVideo,
   matchVideo,
   MAX_VIDEO_FRAMES,
   MIN_FRAME_QUALITY,

@@ -4,12 +4,14 @@ import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import { isCairnError } from '@cairn/errors';
 import { checkMediaLimits, FfmpegError, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
-import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from '../domain/audio.js';
-import { pdqFingerprinter } from '../domain/pdq.js';
+import { AudioTooShortError, AudioTooSparseError } from '../domain/audio.js';
+import { fingerprintAudio } from '../adapters/audio-fingerprint.js';
+import { pdqFingerprinter } from '../adapters/image-hash.js';
 import { fingerprintText, TextFingerprintError } from '../domain/text.js';
 import type { Indexes } from './lookup.js';
-import { fingerprintVideo, VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
-import { indexHashes } from '../domain/variants.js';
+import { VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
+import { fingerprintVideo } from '../adapters/video-fingerprint.js';
+import { indexHashes } from '../adapters/image-variants.js';
 
 export interface IndexDeps {
   blobs: BlobStore;

@@ -5,12 +5,14 @@ import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaLimits } from 
 import type { AudioIndex, TextIndex } from '../store/feature-index.js';
 import type { FingerprintIndex, LookupScope, PublicMatch } from '../store/fingerprints.js';
 import { algorithmNamed, ALGORITHMS } from '../domain/algorithms.js';
-import { AudioTooShortError, AudioTooSparseError, fingerprintAudio } from '../domain/audio.js';
-import { fromHex, HASH_BYTES, pdqFingerprinter, PDQ_ALG } from '../domain/pdq.js';
+import { AudioTooShortError, AudioTooSparseError } from '../domain/audio.js';
+import { fingerprintAudio } from '../adapters/audio-fingerprint.js';
+import { pdqFingerprinter } from '../adapters/image-hash.js';
+import { fromHex, HASH_BYTES, PDQ_ALG } from '../domain/pdq.js';
 import { fingerprintText, signatureFromHex, TextFingerprintError, TEXT_ALG, lshBands } from '../domain/text.js';
 import { LOOKUP_RADIUS } from '../domain/threshold.js';
+import { fingerprintVideo } from '../adapters/video-fingerprint.js';
 import {
-  fingerprintVideo,
   MIN_FRAME_QUALITY,
   MIN_MATCHED_FRACTION,
   MIN_MATCHED_FRAMES,

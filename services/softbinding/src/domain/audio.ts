@@ -1,5 +1,3 @@
-import { decodeAudioMono } from '@cairn/media';
-
 /**
  * An audio fingerprint of spectral-peak landmarks (the constellation method of Wang, "An Industrial-Strength
  * Audio Search Algorithm", 2003), written from that description: the strongest local maxima of the spectrogram
@@ -235,11 +233,6 @@ export function fingerprintSamples(samples: Float32Array): AudioFingerprint {
   const landmarks = landmarksOf(findPeaks(power, frames));
   if (landmarks.length < MIN_LANDMARKS) throw new AudioTooSparseError(landmarks.length);
   return { alg: AUDIO_ALG, landmarks, seconds };
-}
-
-/** The fingerprint of an audio file (any format ffmpeg decodes; a video's audio track too). */
-export async function fingerprintAudio(bytes: Buffer): Promise<AudioFingerprint> {
-  return fingerprintSamples(await decodeAudioMono(bytes, SAMPLE_RATE, MAX_SECONDS));
 }
 
 /**

@@ -1,5 +1,3 @@
-import sharp from 'sharp';
-
 /**
  * A PDQ-class perceptual hash (Facebook's PDQ as published: luminance, Jarosz box-filter decimation to 64×64,
  * 2D DCT keeping the 16×16 low-frequency block, median threshold → 256 bits, plus a gradient-based quality).
@@ -26,9 +24,11 @@ export interface ImageFingerprinter {
 
 const GRID = 64;
 const KEEP = 16;
-/** Longest side the decoded image is brought to before the box filters (PDQ downsamples large inputs too). */
-/** Every image is first brought to this square working size, so the hash does not depend on resolution. */
-const WORK_SIDE = 128;
+/**
+ * Every image is first brought to this square working size (by the decoder, adapters/image-hash.ts), so the hash
+ * does not depend on resolution; video frames are scaled to it by ffmpeg.
+ */
+export const WORK_SIDE = 128;
 
 /** DCT-II rows 1..16 (the DC row is skipped: it only carries the mean), scaled as an orthonormal basis. */
 const DCT: Float64Array = (() => {
@@ -158,20 +158,6 @@ export function hashPixels(pixels: Uint8Array, width: number, height: number, ch
   const grid = decimate(luminance(pixels, width, height, channels), width, height);
   return { bits: thresholdAtMedian(dct16(grid)), quality: gradientQuality(grid), alg: PDQ_ALG };
 }
-
-/** Decodes any image sharp reads (EXIF orientation applied, longest side at most 512) and hashes it. */
-export async function hashImageBytes(bytes: Buffer): Promise<PerceptualHash> {
-  const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: 100_000_000 })
-    .rotate()
-    .removeAlpha()
-    .toColourspace('srgb')
-    .resize(WORK_SIDE, WORK_SIDE, { fit: 'fill', kernel: 'mitchell' })
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  return hashPixels(data, info.width, info.height, info.channels);
-}
-
-export const pdqFingerprinter: ImageFingerprinter = { alg: PDQ_ALG, hashImage: hashImageBytes };
 
 const POPCOUNT = (() => {
   const t = new Uint8Array(256);

@@ -1,14 +1,11 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { FfmpegError, runFfmpeg, sniffMediaType } from '@cairn/media';
-import { hamming, hashPixels, HASH_BYTES } from './pdq.js';
+import { hamming, HASH_BYTES } from './pdq.js';
 
 /**
  * Video fingerprint `cairn.pdq-frames.v1`: PDQ-class hashes (`pdq.ts`, the image module) of frames sampled at
  * scene changes, with a periodic floor, each with its timestamp.
  *
- * Sampling (one ffmpeg run, the input written to a temp file so MP4s with the `moov` atom at the end decode):
+ * Sampling (adapters/video-fingerprint.ts: one ffmpeg run, the input written to a temp file so MP4s with the
+ * `moov` atom at the end decode):
  *  - the first `MAX_ANALYSED_SECONDS` of the first video stream are decoded (`-t`), audio/subtitles ignored;
  *  - every frame is scaled to 128×128 (area filter, aspect ignored: the image path also fills a 128×128 working
  *    square, so a frame hashes like the same still would, and the hash does not depend on resolution);
@@ -39,8 +36,9 @@ export const MAX_CANDIDATE_FRAMES = 256;
 export const MAX_ANALYSED_SECONDS = 600;
 export const MAX_VIDEO_BYTES = 512 * 1024 * 1024;
 export const VIDEO_TIMEOUT_MS = 120_000;
-const FRAME_SIDE = 128;
-const FRAME_BYTES = FRAME_SIDE * FRAME_SIDE * 3;
+/** Frames are scaled to the image hash's working square (domain/pdq.ts WORK_SIDE), as rgb24. */
+export const FRAME_SIDE = 128;
+export const FRAME_BYTES = FRAME_SIDE * FRAME_SIDE * 3;
 
 /**
  * Hamming radius (of 256) for two frames to be the same picture. Measured (test/video.test.ts, 4 slideshows × 5
@@ -89,109 +87,12 @@ export class VideoFingerprintError extends Error {
   }
 }
 
-/** A path usable as a filter option value without filtergraph escaping (the temp dir's path: checked, not escaped). */
-function filterPath(path: string): string {
-  if (!/^[\w./-]+$/.test(path))
-    throw new Error(`temp path ${JSON.stringify(path)} needs filtergraph escaping; set TMPDIR to a plain path`);
-  return path;
-}
-
-function parseTimes(metadata: string): number[] {
-  const times: number[] = [];
-  for (const line of metadata.split('\n')) {
-    const m = /^frame:\s*\d+\s+pts:\s*\S+\s+pts_time:\s*(\S+)/.exec(line);
-    if (m) times.push(Number(m[1]));
-  }
-  return times;
-}
-
-function evenlySpaced<T>(items: T[], count: number): T[] {
+/** `count` items of `items`, evenly spaced by index, first and last included. */
+export function evenlySpaced<T>(items: T[], count: number): T[] {
   if (items.length <= count) return items;
   const out: T[] = [];
   for (let i = 0; i < count; i++) out.push(items[Math.round((i * (items.length - 1)) / (count - 1))]!);
   return out;
-}
-
-/** The frame hashes of a video (see the module comment); a typed `VideoFingerprintError` for bad input. */
-export async function fingerprintVideo(
-  bytes: Buffer,
-  options: VideoFingerprintOptions = {},
-): Promise<VideoFrameHash[]> {
-  const maxBytes = options.maxBytes ?? MAX_VIDEO_BYTES;
-  if (bytes.length > maxBytes)
-    throw new VideoFingerprintError(
-      'too_large',
-      `video is ${bytes.length} bytes; at most ${maxBytes} are fingerprinted`,
-    );
-  if (bytes.length === 0) throw new VideoFingerprintError('not_video', 'empty input');
-  const sniffed = sniffMediaType(bytes.subarray(0, 64));
-  if (sniffed && sniffed.modality !== 'video')
-    throw new VideoFingerprintError('not_video', `input is ${sniffed.mediaType}, not a video`);
-
-  const dir = await mkdtemp(join(tmpdir(), 'cairn-video-'));
-  try {
-    const input = join(dir, 'input');
-    const metaFile = join(dir, 'frames.txt');
-    await writeFile(input, bytes);
-    const seconds = options.maxSeconds ?? MAX_ANALYSED_SECONDS;
-    const filter = [
-      `scale=${FRAME_SIDE}:${FRAME_SIDE}:flags=area`,
-      `select='eq(n\\,0)+gt(scene\\,${SCENE_THRESHOLD})+gte(t-prev_selected_t\\,${PERIODIC_SECONDS})'`,
-      `metadata=mode=print:file=${filterPath(metaFile)}`,
-      'format=rgb24',
-    ].join(',');
-    let raw: Buffer;
-    try {
-      raw = await runFfmpeg({
-        args: [
-          '-t',
-          String(seconds),
-          '-i',
-          input,
-          '-map',
-          '0:v:0',
-          '-an',
-          '-sn',
-          '-dn',
-          '-vf',
-          filter,
-          '-vsync',
-          'vfr',
-          '-frames:v',
-          String(MAX_CANDIDATE_FRAMES),
-          '-f',
-          'rawvideo',
-          'pipe:1',
-        ],
-        maxOutputBytes: MAX_CANDIDATE_FRAMES * FRAME_BYTES + FRAME_BYTES,
-        timeoutMs: options.timeoutMs ?? VIDEO_TIMEOUT_MS,
-      });
-    } catch (error) {
-      if (!(error instanceof FfmpegError)) throw error;
-      if (/took longer than/.test(error.message))
-        throw new VideoFingerprintError('timeout', 'video decoding timed out');
-      if (/matches no streams/.test(error.stderr))
-        throw new VideoFingerprintError('not_video', 'input has no video stream');
-      throw new VideoFingerprintError('undecodable', `video could not be decoded: ${error.message}`);
-    }
-    const times = parseTimes(await readFile(metaFile, 'utf8').catch(() => ''));
-    const count = Math.min(Math.floor(raw.length / FRAME_BYTES), times.length);
-    if (count === 0) throw new VideoFingerprintError('no_frames', 'no video frames could be decoded');
-    const t0 = times[0]!;
-    const frames: VideoFrameHash[] = [];
-    for (const i of evenlySpaced(
-      Array.from({ length: count }, (_, k) => k),
-      MAX_VIDEO_FRAMES,
-    )) {
-      const pixels = new Uint8Array(raw.buffer, raw.byteOffset + i * FRAME_BYTES, FRAME_BYTES);
-      const hash = hashPixels(pixels, FRAME_SIDE, FRAME_SIDE, 3);
-      const t = Number.isFinite(times[i]!) && Number.isFinite(t0) ? Math.round((times[i]! - t0) * 1000) / 1000 : 0;
-      frames.push({ seconds: t, bits: hash.bits, quality: hash.quality });
-    }
-    return frames;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
 }
 
 export interface VideoMatch {

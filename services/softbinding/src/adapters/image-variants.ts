@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import type { ImageFingerprinter, PerceptualHash } from './pdq.js';
+import type { ImageFingerprinter, PerceptualHash } from '../domain/pdq.js';
 
 /**
  * The hashes indexed for one signed image. A DCT hash moves a lot under cropping (a 5% crop shifts the
