@@ -14,7 +14,7 @@ import {
 } from '@cairn/proto';
 import { closeServer, listen, type ServiceDefinition } from '@cairn/runtime';
 import { gatewayConfigShape, resolveDataKey } from './config.js';
-import { RedisRateLimiter } from './domain/rate-limit.js';
+import { RedisRateLimiter } from './adapters/rate-limit.js';
 import { AuthFailureLimit } from './adapters/auth-failures.js';
 import { RedisConcurrencyLimiter } from './adapters/concurrency-limit.js';
 import type { Logger } from '@cairn/logging';
@@ -24,6 +24,7 @@ import { assertNoLegacyTenants } from './store/legacy-tenants.js';
 import { SIGN_CLAIM_LEASE_SECONDS, SignRequestStore } from './store/sign-requests.js';
 import { UploadSessionStore } from './store/upload-sessions.js';
 import { UploadSessions } from './app/upload-sessions.js';
+import { SignAssets } from './app/sign.js';
 import { UploadUrlSigner } from './domain/upload-url.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
@@ -59,16 +60,26 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         ctx.logger,
         'Redis unreachable: rate limits kept in this process until it answers again',
       );
+      const signer = ctx.client(signerV1.SignerService, 'signer');
+      const billing = ctx.client(billingV1.BillingService, 'billing');
+      const signing = new SignAssets({
+        signer,
+        tenants,
+        requests: new SignRequestStore(ctx.db),
+        // A slot lapses with the sign's idempotency lease: both outlive the sign's deadline, so only a dead gateway's lapse.
+        slots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', SIGN_CLAIM_LEASE_SECONDS * 1000, {
+          onFallback: redisDown,
+        }),
+        concurrencyPerTenant: config.SIGN_CONCURRENCY_PER_TENANT,
+        billing,
+        publicBaseUrl: config.PUBLIC_BASE_URL,
+        syncMaxBytes: config.SYNC_SIGN_MAX_BYTES,
+      });
       const app = createApp({
         logger: ctx.logger,
         metrics: ctx.metrics,
         tenants,
         limiter: new RedisRateLimiter(ctx.redis, 'ratelimit:', { onFallback: redisDown }),
-        // A slot lapses with the sign's idempotency lease: both outlive the sign's deadline, so only a dead gateway's lapse.
-        signSlots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', SIGN_CLAIM_LEASE_SECONDS * 1000, {
-          onFallback: redisDown,
-        }),
-        signConcurrencyPerTenant: config.SIGN_CONCURRENCY_PER_TENANT,
         authFailures: new AuthFailureLimit(
           ctx.redis,
           'auth-failures:',
@@ -80,17 +91,16 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         trustProxy: config.TRUST_PROXY,
         onboardPerMinute: config.ONBOARD_RATE_LIMIT_PER_MINUTE,
         blobs,
-        signer: ctx.client(signerV1.SignerService, 'signer'),
+        signer,
         verifier: ctx.client(verifierV1.VerifierService, 'verifier'),
-        signRequests: new SignRequestStore(ctx.db),
+        signing,
         publicBaseUrl: config.PUBLIC_BASE_URL,
-        syncSignMaxBytes: config.SYNC_SIGN_MAX_BYTES,
         uploadMaxBytes: config.UPLOAD_MAX_BYTES,
         publicVerifyPerMinute: config.PUBLIC_VERIFY_PER_MINUTE,
         syncVerifyMaxBytes: config.SYNC_VERIFY_MAX_BYTES,
         publicVerifyMaxBytes: config.PUBLIC_VERIFY_MAX_BYTES,
         webhooks: ctx.client(webhookV1.WebhookService, 'webhook'),
-        billing: ctx.client(billingV1.BillingService, 'billing'),
+        billing,
         audit: ctx.client(auditV1.AuditService, 'audit'),
         anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
         softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),

@@ -1,7 +1,8 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { freePort } from '@cairn/testing';
-import { RedisRateLimiter, rateLimitHeaders, type RateLimitDecision } from '../src/domain/rate-limit.js';
+import { RedisRateLimiter } from '../src/adapters/rate-limit.js';
+import { rateLimitHeaders, type RateLimitDecision } from '../src/domain/rate-limit.js';
 
 const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const PREFIX = `test:ratelimit:${process.pid}:${Date.now()}:`;

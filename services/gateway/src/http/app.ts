@@ -4,12 +4,11 @@ import type { ServiceMetrics } from '@cairn/telemetry';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import type { signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
-import type { BillingClient } from '../domain/metering.js';
+import type { BillingClient } from '../app/metering.js';
 import type { ServiceClient } from '@cairn/rpc';
-import type { RedisRateLimiter } from '../domain/rate-limit.js';
+import type { RedisRateLimiter } from '../adapters/rate-limit.js';
 import type { AuthFailureLimit } from '../adapters/auth-failures.js';
-import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
-import type { SignRequestStore } from '../store/sign-requests.js';
+import type { SignAssets } from '../app/sign.js';
 import type { TenantDirectory } from '../adapters/tenant-directory.js';
 import { authenticate } from './auth.js';
 import { addressRateLimit, authFailureLimit, tenantRateLimit } from './limits.js';
@@ -42,9 +41,6 @@ export interface GatewayDeps {
   /** Tenants, keys, onboarding and recipes: the tenant service, authentications cached briefly. */
   tenants: TenantDirectory;
   limiter: RedisRateLimiter;
-  /** Signs in flight per tenant. */
-  signSlots: RedisConcurrencyLimiter;
-  signConcurrencyPerTenant: number;
   /** Failed authentications per client address, checked before any database work. */
   authFailures: AuthFailureLimit;
   docsUrl: string;
@@ -54,9 +50,9 @@ export interface GatewayDeps {
   blobs: BlobStore;
   signer: ServiceClient<typeof signerV1.SignerService extends GenService<infer M> ? M : never>;
   verifier: ServiceClient<typeof verifierV1.VerifierService extends GenService<infer M> ? M : never>;
-  signRequests: SignRequestStore;
+  /** POST /v1/sign: recipe rules, idempotency, per-tenant concurrency, metering, the signer call. */
+  signing: SignAssets;
   publicBaseUrl: string;
-  syncSignMaxBytes: number;
   uploadMaxBytes: number;
   publicVerifyPerMinute: number;
   syncVerifyMaxBytes: number;
@@ -124,14 +120,8 @@ export function createApp(deps: GatewayDeps): Express {
     signRoutes({
       blobs: deps.blobs,
       signer: deps.signer,
-      tenants: deps.tenants,
-      signRequests: deps.signRequests,
-      signSlots: deps.signSlots,
-      signConcurrencyPerTenant: deps.signConcurrencyPerTenant,
-      publicBaseUrl: deps.publicBaseUrl,
-      syncMaxBytes: deps.syncSignMaxBytes,
+      signing: deps.signing,
       uploadMaxBytes: deps.uploadMaxBytes,
-      billing: deps.billing,
       uploadSessions: deps.uploadSessions,
     }),
   );

@@ -2,7 +2,8 @@ import type { Request, RequestHandler } from 'express';
 import { createHash } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
 import type { AuthFailureLimit } from '../adapters/auth-failures.js';
-import { rateLimitHeaders, type RedisRateLimiter } from '../domain/rate-limit.js';
+import { rateLimitHeaders } from '../domain/rate-limit.js';
+import type { RedisRateLimiter } from '../adapters/rate-limit.js';
 import './types.js';
 
 /** Per-tenant limits from the tenant's row (sub-tenants have their own), with RateLimit-* headers always. */

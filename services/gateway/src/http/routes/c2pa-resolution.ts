@@ -7,7 +7,7 @@ import { isId, newId } from '@cairn/ids';
 import { sniffMediaType } from '@cairn/sniff';
 import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import type { RedisRateLimiter } from '../../domain/rate-limit.js';
+import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload, uploadHead } from '../uploads.js';
 

@@ -4,7 +4,7 @@ import { absentAsUndefined, CairnError } from '@cairn/errors';
 import type { signerV1, verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
-import { presentSignResult } from './sign.js';
+import { presentSignResult } from '../../domain/sign-result.js';
 import { presentVerification } from './verify.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;

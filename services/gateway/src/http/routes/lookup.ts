@@ -5,7 +5,7 @@ import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow } from '@cairn/errors';
 import type { softbindingV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
-import { reserveUnit, type BillingClient } from '../../domain/metering.js';
+import { reserveUnit, type BillingClient } from '../../app/metering.js';
 import { requireScope } from '../auth.js';
 import { discardUpload, singleUpload } from '../uploads.js';
 

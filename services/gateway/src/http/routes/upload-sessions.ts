@@ -1,7 +1,7 @@
 import express, { Router } from 'express';
 import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
-import type { RedisRateLimiter } from '../../domain/rate-limit.js';
+import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import { scopeAllows } from '@cairn/catalog';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import type { UploadSessions } from '../../app/upload-sessions.js';

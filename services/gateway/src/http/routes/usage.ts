@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { BillingClient } from '../../domain/metering.js';
+import type { BillingClient } from '../../app/metering.js';
 import { requireScope } from '../auth.js';
 
 /** GET /v1/usage: the current UTC month's metered use per meter (Usage resource of the spec). */

@@ -5,7 +5,7 @@ import { CairnError, isCairnError, toProblem } from '@cairn/errors';
 import type { verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { renderVerifyPage, type PageModel } from '../../domain/verifier-page.js';
-import type { RedisRateLimiter } from '../../domain/rate-limit.js';
+import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload } from '../uploads.js';
 

@@ -1,0 +1,182 @@
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { CairnError } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import type { signerV1, tenantV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import type { Tenant, TenantDirectory } from '../adapters/tenant-directory.js';
+import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
+import { requestHash } from '../domain/request-hash.js';
+import { presentSignResult } from '../domain/sign-result.js';
+import type { SignAnswer, SignRequestStore } from '../store/sign-requests.js';
+import { reserveUnit, type BillingClient, type MeteredUnit } from './metering.js';
+
+export type SignerClient = ServiceClient<typeof signerV1.SignerService extends GenService<infer M> ? M : never>;
+
+export interface SignDeps {
+  signer: SignerClient;
+  tenants: TenantDirectory;
+  /** Exactly-once per (tenant, Idempotency-Key): claim, finish, abandon. */
+  requests: SignRequestStore;
+  /** Signs in flight per tenant (SIGN_CONCURRENCY_PER_TENANT). */
+  slots: RedisConcurrencyLimiter;
+  concurrencyPerTenant: number;
+  billing: BillingClient;
+  publicBaseUrl: string;
+  /** Uploads up to this size are signed while the client waits (200); larger ones become jobs (202). */
+  syncMaxBytes: number;
+}
+
+/** A validated POST /v1/sign: the stored upload, the form fields, the Idempotency-Key. */
+export interface SignRequest {
+  tenant: Tenant;
+  idempotencyKey: string;
+  upload: { key: string; size: number; sha256: string };
+  recipe: string;
+  metadata: Record<string, string>;
+  signingCredential?: string;
+  /**
+   * Called once the upload belongs to a sign job (the signer's worker reads it, then deletes it): from then on the
+   * caller must not delete it, whatever happens next.
+   */
+  onUploadHandedOver: () => void;
+}
+
+/** What the client is told: the answer (run now or replayed), or to retry later (the error with its wait). */
+export type SignOutcome =
+  | { kind: 'answer'; answer: SignAnswer; replayed: boolean }
+  | { kind: 'retry_later'; retryAfterSeconds: number; error: CairnError };
+
+/** When a tenant's signs are all running, a slot usually frees within seconds. */
+const SIGN_SLOT_RETRY_AFTER_SECONDS = 2;
+
+function recipeSpec(recipe: tenantV1.Recipe): signerV1.RecipeSpec {
+  return {
+    $typeName: 'cairn.signer.v1.RecipeSpec',
+    recipeId: recipe.recipeId,
+    mediaTypes: recipe.mediaTypes,
+    watermark: recipe.layers?.watermark ?? false,
+    softBinding: recipe.layers?.softBinding ?? false,
+    anchor: recipe.layers?.anchor ?? false,
+    digitalSourceType: recipe.ai?.digitalSourceType ?? '',
+    derivedAssetDays: recipe.derivedAssetDays,
+    meter: recipe.meter,
+  };
+}
+
+/**
+ * POST /v1/sign as a use case: the recipe and plan rules, the idempotency claim, the tenant's concurrency slot,
+ * metering (reserved before, committed after the answer is recorded, released on failure; never for a replay),
+ * and the sign itself, synchronous or as a job.
+ */
+export class SignAssets {
+  readonly #base: string;
+
+  constructor(private readonly deps: SignDeps) {
+    this.#base = deps.publicBaseUrl.replace(/\/$/, '');
+  }
+
+  async sign(request: SignRequest): Promise<SignOutcome> {
+    const { deps } = this;
+    const { tenant, idempotencyKey, upload, metadata } = request;
+    const recipe = await deps.tenants.getRecipe(request.recipe, tenant.plan);
+    if (!recipe || !recipe.available) {
+      throw new CairnError(
+        'cairn.sign.invalid_recipe',
+        recipe
+          ? `Recipe ${request.recipe} is not available on the ${tenant.plan} plan.`
+          : `Recipe ${request.recipe} does not exist; GET /v1/recipes lists them.`,
+      );
+    }
+    const credentialId = request.signingCredential;
+    if (credentialId && tenant.plan !== 'enterprise')
+      throw new CairnError(
+        'cairn.auth.forbidden',
+        'Signing with your own key (signing_credential) is an Enterprise feature.',
+      );
+    const hash = requestHash({
+      file: upload.sha256,
+      size: upload.size,
+      recipe: recipe.recipeId,
+      metadata,
+      ...(credentialId ? { credential: credentialId } : {}),
+    });
+    // A short transaction claims the key; none is open while the sign runs (docs/design.md, "No starvation").
+    const claim = await deps.requests.claim(tenant.tenantId, idempotencyKey, hash);
+    if (claim.kind === 'busy')
+      return {
+        kind: 'retry_later',
+        retryAfterSeconds: claim.retryAfterSeconds,
+        error: new CairnError(
+          'cairn.idempotency.in_progress',
+          `A sign with this Idempotency-Key is still running; retry after ${claim.retryAfterSeconds} s to get its answer.`,
+        ),
+      };
+    if (claim.kind === 'replay') return { kind: 'answer', answer: claim.answer, replayed: true };
+
+    const slot = await deps.slots.tryAcquire(`tenant:${tenant.tenantId}`, deps.concurrencyPerTenant);
+    if (!slot) {
+      await deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
+      return {
+        kind: 'retry_later',
+        retryAfterSeconds: SIGN_SLOT_RETRY_AFTER_SECONDS,
+        error: new CairnError(
+          'cairn.ratelimit.exceeded',
+          `This tenant already has ${deps.concurrencyPerTenant} signs running; retry after ${SIGN_SLOT_RETRY_AFTER_SECONDS} s.`,
+        ),
+      };
+    }
+    // Metered only when the sign really runs (never for a replay): reserved before, committed after the
+    // answer is recorded, released when anything fails.
+    let metered: MeteredUnit | undefined;
+    // A BYOK sign is metered as byok_sign on top of its modality meter.
+    let byok: MeteredUnit | undefined;
+    let answer: SignAnswer;
+    try {
+      metered = await reserveUnit(deps.billing, tenant, recipe.meter);
+      if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
+      const assetId = newId('asset');
+      const sign = {
+        tenantId: tenant.tenantId,
+        assetId,
+        recipe: recipeSpec(recipe),
+        uploadBlobKey: upload.key,
+        metadata,
+        ...(credentialId ? { signingCredentialId: credentialId } : {}),
+      };
+      if (upload.size <= deps.syncMaxBytes) {
+        const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
+        answer = { assetId, httpStatus: 200, body: presentSignResult(result) };
+      } else {
+        const job = await deps.signer.enqueueSign({
+          sign: { ...sign, reservationId: metered.reservationId, byokReservationId: byok?.reservationId ?? '' },
+        });
+        request.onUploadHandedOver(); // the signer worker reads it, then deletes it
+        answer = {
+          assetId,
+          httpStatus: 202,
+          body: { job_id: job.jobId, status: job.status, poll_url: `${this.#base}/v1/jobs/${job.jobId}` },
+        };
+      }
+      // False only when this claim's lease ran out and another request took it over: both signed, and
+      // this client still gets the answer of the sign it asked for.
+      await deps.requests.finish(tenant.tenantId, idempotencyKey, claim.claimId, answer);
+    } catch (error) {
+      await metered?.release();
+      await byok?.release();
+      // The key is free again for a retry; if the database cannot say so now, the lease runs out instead.
+      await deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId).catch(() => undefined);
+      throw error;
+    } finally {
+      await slot.release();
+    }
+    // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
+    if (answer.httpStatus === 202) {
+      metered.handOver();
+      byok?.handOver();
+    } else {
+      await metered.commit();
+      await byok?.commit();
+    }
+    return { kind: 'answer', answer, replayed: false };
+  }
+}
