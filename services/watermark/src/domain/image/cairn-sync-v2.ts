@@ -286,9 +286,11 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     for (let c = 0; c < CHIPS; c++)
       tile[c] = bitOf[c]! < 0 ? reference[c]! : code[bitOf[c]!] ? -spread[c]! : spread[c]!;
     const delta = new Float32Array(gw * gh);
+    // Chip (x, y) of the tiling is tile[(y mod TILE) · TILE + x mod TILE] (CHIP is one grid sample).
     for (let y = 0; y < gh; y++) {
-      const row = (((y / CHIP) | 0) % TILE) * TILE;
-      for (let x = 0; x < gw; x++) delta[y * gw + x] = tile[row + (((x / CHIP) | 0) % TILE)]! * weight[y * gw + x]!;
+      const row = (y & (TILE - 1)) * TILE;
+      const o = y * gw;
+      for (let x = 0; x < gw; x++) delta[o + x] = tile[row + (x & (TILE - 1))]! * weight[o + x]!;
     }
     // The strength is set on what reaches the pixels (after enlargement), so PSNR is the same at every size.
     const gain = this.params.strengthRms / Math.max(1e-9, enlargedRms(delta, gw, gh, width, height));
@@ -463,27 +465,18 @@ function maskingWeights(luma: Float32Array, gw: number, gh: number): Float32Arra
   return weight;
 }
 
+/** Standard deviation over the (2·radius + 1)² neighbourhood clipped to the plane (box sums of v and v²). */
 function localDeviation(plane: Float32Array, w: number, h: number, radius: number): Float32Array {
-  const out = new Float32Array(w * h);
-  for (let y = 0; y < h; y++) {
-    const y0 = Math.max(0, y - radius);
-    const y1 = Math.min(h - 1, y + radius);
-    for (let x = 0; x < w; x++) {
-      const x0 = Math.max(0, x - radius);
-      const x1 = Math.min(w - 1, x + radius);
-      let s = 0;
-      let s2 = 0;
-      for (let yy = y0; yy <= y1; yy++) {
-        for (let xx = x0; xx <= x1; xx++) {
-          const v = plane[yy * w + xx]!;
-          s += v;
-          s2 += v * v;
-        }
-      }
-      const n = (y1 - y0 + 1) * (x1 - x0 + 1);
-      out[y * w + x] = Math.sqrt(Math.max(0, s2 / n - (s / n) ** 2));
-    }
+  const squares = new Float64Array(w * h);
+  const values = new Float64Array(w * h);
+  for (let i = 0; i < values.length; i++) {
+    values[i] = plane[i]!;
+    squares[i] = plane[i]! * plane[i]!;
   }
+  const mean = boxMean(values, w, h, radius);
+  const meanSquare = boxMean(squares, w, h, radius);
+  const out = new Float32Array(w * h);
+  for (let i = 0; i < out.length; i++) out[i] = Math.sqrt(Math.max(0, meanSquare[i]! - mean[i]! ** 2));
   return out;
 }
 
@@ -509,18 +502,13 @@ function enlargedRms(delta: Float32Array, gw: number, gh: number, width: number,
 /** Plane minus its 3×3 mean (edges replicated), clipped to ±3 mean absolute values: the mark's band, host damped. */
 function whiten(plane: Float32Array, w: number, h: number): Float64Array {
   const out = new Float64Array(w * h);
+  for (let i = 0; i < out.length; i++) out[i] = plane[i]!;
+  const mean = boxMeanReplicated(out, w, h);
   let absSum = 0;
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      let s = 0;
-      for (let dy = -1; dy <= 1; dy++) {
-        const yy = Math.min(h - 1, Math.max(0, y + dy)) * w;
-        for (let dx = -1; dx <= 1; dx++) s += plane[yy + Math.min(w - 1, Math.max(0, x + dx))]!;
-      }
-      const r = plane[y * w + x]! - s / 9;
-      out[y * w + x] = r;
-      absSum += Math.abs(r);
-    }
+  for (let i = 0; i < out.length; i++) {
+    const r = out[i]! - mean[i]!;
+    out[i] = r;
+    absSum += Math.abs(r);
   }
   // Each sample over the local mean magnitude of the residual (7×7): the masked mark grows with local
   // contrast as the host's own residual does, so this equalises the evidence of busy and quiet regions
@@ -687,6 +675,24 @@ function boxMean(plane: Float64Array, w: number, h: number, radius: number): Flo
         integral[y0 * (w + 1) + x0]!;
       out[y * w + x] = sum / ((y1 - y0) * (x1 - x0));
     }
+  }
+  return out;
+}
+
+/** Mean over the 3×3 neighbourhood with the edges replicated (separable: rows of three, then columns of three). */
+function boxMeanReplicated(plane: Float64Array, w: number, h: number): Float64Array {
+  const rows = new Float64Array(w * h);
+  for (let y = 0; y < h; y++) {
+    const o = y * w;
+    for (let x = 0; x < w; x++)
+      rows[o + x] = plane[o + Math.max(0, x - 1)]! + plane[o + x]! + plane[o + Math.min(w - 1, x + 1)]!;
+  }
+  const out = new Float64Array(w * h);
+  for (let y = 0; y < h; y++) {
+    const above = Math.max(0, y - 1) * w;
+    const below = Math.min(h - 1, y + 1) * w;
+    const o = y * w;
+    for (let x = 0; x < w; x++) out[o + x] = (rows[above + x]! + rows[o + x]! + rows[below + x]!) / 9;
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import type { RawImage } from './raw-image.js';
-import { resampleRow, tentKernel, type Kernel1D } from './resample.js';
+import { denseKernel, resampleRowDense, scatterKernel, tentKernel, type Kernel1D } from './resample.js';
 
 /**
  * The luma plane (ITU-R BT.601 weights, the ones JPEG uses) is where the mark lives: JPEG keeps luma at full
@@ -22,28 +22,31 @@ export function lumaRow(image: RawImage, y: number, out: Float32Array): void {
 }
 
 /**
- * Luma resampled to a gridWidth × gridHeight plane, one image row at a time: memory stays at
- * O(height × gridWidth) however large the image.
+ * Luma resampled to a gridWidth × gridHeight plane, one image row at a time: each row's luma is reduced
+ * horizontally and added at once into the grid rows that use it, so memory stays at one row plus the grid
+ * however large the image. The sums run in the same order as a gather over the rows would (the grid rows are
+ * float32 accumulators either way).
  */
 export function lumaGrid(image: RawImage, gridWidth: number, gridHeight: number): Float32Array {
-  const kx = tentKernel(image.width, gridWidth);
-  const ky = tentKernel(image.height, gridHeight);
-  const row = new Float32Array(image.width);
-  const tmp = new Float32Array(gridWidth * image.height);
-  for (let y = 0; y < image.height; y++) {
-    lumaRow(image, y, row);
-    resampleRow(row, 0, kx, tmp, y * gridWidth);
-  }
+  const { width, height } = image;
+  const kx = denseKernel(tentKernel(width, gridWidth));
+  const { start, output, weight } = scatterKernel(tentKernel(height, gridHeight));
+  const row = new Float32Array(width);
+  const reduced = new Float32Array(gridWidth);
   const grid = new Float32Array(gridWidth * gridHeight);
-  for (let gy = 0; gy < gridHeight; gy++) {
-    const out = gy * gridWidth;
-    for (let k = ky.start[gy]!; k < ky.start[gy + 1]!; k++) {
-      const w = ky.weight[k]!;
-      const from = ky.index[k]! * gridWidth;
-      for (let gx = 0; gx < gridWidth; gx++) grid[out + gx]! += w * tmp[from + gx]!;
-    }
+  for (let y = 0; y < height; y++) {
+    const end = start[y + 1]!;
+    if (start[y]! === end) continue;
+    lumaRow(image, y, row);
+    resampleRowDense(row, 0, kx, reduced, 0);
+    for (let k = start[y]!; k < end; k++) accumulate(grid, output[k]! * gridWidth, weight[k]!, reduced, gridWidth);
   }
   return grid;
+}
+
+/** into[offset + i] += w · from[i] for i < n. */
+function accumulate(into: Float32Array, offset: number, w: number, from: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) into[offset + i]! += w * from[i]!;
 }
 
 /**
@@ -53,25 +56,79 @@ export function lumaGrid(image: RawImage, gridWidth: number, gridHeight: number)
  */
 export function addLumaDelta(image: RawImage, delta: Float32Array, gridWidth: number, gridHeight: number): void {
   const { pixels, width, height, channels } = image;
-  const kx: Kernel1D = tentKernel(gridWidth, width);
+  const kx = denseKernel(tentKernel(gridWidth, width));
   const ky: Kernel1D = tentKernel(gridHeight, height);
   const wide = new Float32Array(width * gridHeight);
-  for (let gy = 0; gy < gridHeight; gy++) resampleRow(delta, gy * gridWidth, kx, wide, gy * width);
-  const colours = channels === 1 ? 1 : 3;
+  for (let gy = 0; gy < gridHeight; gy++) resampleRowDense(delta, gy * gridWidth, kx, wide, gy * width);
   // Writing through a clamped view rounds and clamps to 0..255 without a Math call per sample.
   const clamped = new Uint8ClampedArray(pixels.buffer, pixels.byteOffset, pixels.byteLength);
   const row = new Float32Array(width);
   for (let y = 0; y < height; y++) {
+    const first = ky.start[y]!;
+    const taps = ky.start[y + 1]! - first;
+    const offset = y * width * channels;
+    if (taps === 2 && channels !== 1) {
+      // Bilinear between two enlarged rows (the case of every row but the edges), added as it is interpolated.
+      addInterpolatedRow(
+        pixels,
+        clamped,
+        offset,
+        wide,
+        ky.index[first]! * width,
+        ky.weight[first]!,
+        ky.index[first + 1]! * width,
+        ky.weight[first + 1]!,
+        width,
+        channels,
+      );
+      continue;
+    }
     row.fill(0);
-    for (let k = ky.start[y]!; k < ky.start[y + 1]!; k++) {
+    for (let k = first; k < first + taps; k++) {
       const w = ky.weight[k]!;
       const from = ky.index[k]! * width;
       for (let x = 0; x < width; x++) row[x]! += w * wide[from + x]!;
     }
-    let p = y * width * channels;
-    for (let x = 0; x < width; x++, p += channels) {
-      const d = row[x]!;
-      for (let c = 0; c < colours; c++) clamped[p + c] = pixels[p + c]! + d;
-    }
+    addRow(pixels, clamped, offset, row, width, channels);
+  }
+}
+
+/** One row of the change added to the colour samples. */
+function addRow(
+  pixels: Uint8Array,
+  clamped: Uint8ClampedArray,
+  offset: number,
+  row: Float32Array,
+  width: number,
+  channels: number,
+): void {
+  const colours = channels === 1 ? 1 : 3;
+  for (let x = 0, p = offset; x < width; x++, p += channels) {
+    const d = row[x]!;
+    for (let c = 0; c < colours; c++) clamped[p + c] = pixels[p + c]! + d;
+  }
+}
+
+/**
+ * addRow of w0 · wide[a + x] + w1 · wide[b + x], rounded to float32 after each term as the accumulating row
+ * would be (so the pixels are the same as through it).
+ */
+function addInterpolatedRow(
+  pixels: Uint8Array,
+  clamped: Uint8ClampedArray,
+  offset: number,
+  wide: Float32Array,
+  a: number,
+  w0: number,
+  b: number,
+  w1: number,
+  width: number,
+  channels: number,
+): void {
+  for (let x = 0, p = offset; x < width; x++, p += channels) {
+    const d = Math.fround(Math.fround(w0 * wide[a + x]!) + w1 * wide[b + x]!);
+    clamped[p] = pixels[p]! + d;
+    clamped[p + 1] = pixels[p + 1]! + d;
+    clamped[p + 2] = pixels[p + 2]! + d;
   }
 }

@@ -95,6 +95,82 @@ export function resamplePlane(src: Float32Array, kx: Kernel1D, ky: Kernel1D): Fl
   return dst;
 }
 
+/**
+ * A kernel with the same number of taps for every output, each a run of consecutive inputs from `first[i]`
+ * (missing taps weigh 0). The weights and the order of the sums are the sparse kernel's, so results are
+ * identical; the inner loop loses its index indirection and its variable bounds.
+ */
+export interface DenseKernel1D {
+  readonly inSize: number;
+  readonly outSize: number;
+  readonly taps: number;
+  readonly first: Int32Array;
+  /** outSize × taps, row-major. */
+  readonly weight: Float64Array;
+}
+
+export function denseKernel(kernel: Kernel1D): DenseKernel1D {
+  const { inSize, outSize, start, index, weight } = kernel;
+  let taps = 1;
+  for (let i = 0; i < outSize; i++) {
+    if (start[i + 1]! > start[i]!) taps = Math.max(taps, index[start[i + 1]! - 1]! - index[start[i]!]! + 1);
+  }
+  taps = Math.min(taps, inSize);
+  const first = new Int32Array(outSize);
+  const dense = new Float64Array(outSize * taps);
+  for (let i = 0; i < outSize; i++) {
+    const from = start[i]!;
+    // The run starts at the first input used, moved left if it would run past the end (the extra taps weigh 0).
+    const at = Math.min(index[from]!, inSize - taps);
+    first[i] = at;
+    for (let k = from; k < start[i + 1]!; k++) dense[i * taps + index[k]! - at] = weight[k]!;
+  }
+  return { inSize, outSize, taps, first, weight: dense };
+}
+
+/** For each input index, the outputs that use it and with what weight (a kernel read backwards). */
+export interface ScatterKernel1D {
+  readonly start: Int32Array;
+  readonly output: Int32Array;
+  readonly weight: Float64Array;
+}
+
+/** The kernel's taps grouped by input, in increasing output order (so sums accumulate in the gather's order). */
+export function scatterKernel(kernel: Kernel1D): ScatterKernel1D {
+  const { inSize, outSize, start, index, weight } = kernel;
+  const count = new Int32Array(inSize + 1);
+  for (let k = 0; k < index.length; k++) count[index[k]! + 1]!++;
+  for (let j = 0; j < inSize; j++) count[j + 1]! += count[j]!;
+  const fill = count.slice(0, inSize);
+  const output = new Int32Array(index.length);
+  const scattered = new Float64Array(index.length);
+  for (let i = 0; i < outSize; i++) {
+    for (let k = start[i]!; k < start[i + 1]!; k++) {
+      const at = fill[index[k]!]!++;
+      output[at] = i;
+      scattered[at] = weight[k]!;
+    }
+  }
+  return { start: count, output, weight: scattered };
+}
+
+/** One row through a dense kernel: dst[dstOffset + i] = Σ w · src[srcOffset + first[i] + t]. */
+export function resampleRowDense(
+  src: Float32Array,
+  srcOffset: number,
+  kernel: DenseKernel1D,
+  dst: Float32Array,
+  dstOffset: number,
+): void {
+  const { taps, first, weight, outSize } = kernel;
+  for (let i = 0, w = 0; i < outSize; i++) {
+    const from = srcOffset + first[i]!;
+    let acc = 0;
+    for (let t = 0; t < taps; t++, w++) acc += weight[w]! * src[from + t]!;
+    dst[dstOffset + i] = acc;
+  }
+}
+
 /** One row through a 1-D kernel: dst[dstOffset + i] = Σ w · src[srcOffset + j]. */
 export function resampleRow(
   src: ArrayLike<number>,
