@@ -11,6 +11,7 @@
 // floor), not a score; its false-positive rate at that operating point is measured on the unmarked set (nothing
 // may be detected there), so "TPR at 0.1 % FPR" is the TPR at an operating point whose measured FPR is 0/N.
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -82,7 +83,15 @@ for (let t = 0; t < textures; t++) hosts.push({ label: `texture ${t} 1MP`, image
 
 const keys = Array.from({ length: keyCount }, () => Uint8Array.from(randomBytes(32)));
 const hex = (p: Uint8Array) => Buffer.from(p).toString('hex');
-const cpu = { embed: new Map<string, number[]>(), detect: new Map<string, number[]>() };
+const cpu = {
+  embed: new Map<string, number[]>(),
+  detect: new Map<string, number[]>(),
+  detectUnmarked: new Map<string, number[]>(),
+};
+// The machine is shared: the load average is sampled through the run and reported with the timings.
+const loads: number[] = [os.loadavg()[0]!];
+const loadSampler = setInterval(() => loads.push(os.loadavg()[0]!), 15_000);
+const startedAt = new Date();
 /**
  * CPU milliseconds this process spent since `t0`: the work of one core (embed and detect run on the calling thread),
  * unlike wall time, which on a shared machine counts the other processes' turns too.
@@ -141,6 +150,18 @@ function detectTimed(
 }
 const detectors = new Map<string, ImageWatermarkAlgorithm>();
 for (const key of keys) for (const algo of ALGOS) detectors.set(`${algo.name}|${hex(key)}`, algo.make(key));
+
+// Detection on the hosts before marking: the verifier runs it on every picture it is sent, most of them unmarked.
+for (const key of keys) {
+  for (const algo of ALGOS) {
+    const wm = detectors.get(`${algo.name}|${hex(key)}`)!;
+    for (const { image } of hosts) {
+      const t0 = process.cpuUsage();
+      wm.detect(image);
+      record(cpu.detectUnmarked, algo.name, cpuMs(t0) / ((image.width * image.height) / 1e6));
+    }
+  }
+}
 
 // The attack table.
 const table = new Map<string, Map<string, { hit: number; n: number }>>();
@@ -219,17 +240,24 @@ await writeFile(svgPath, lineChartsSvg(panels));
 const pct = (c: { hit: number; n: number } | undefined) =>
   c ? `${((100 * c.hit) / c.n).toFixed(0)}% (${c.hit}/${c.n})` : '-';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-console.log(`\nhosts: ${hosts.map((h) => h.label).join(', ')}; keys: ${keyCount}; unmarked: ${unmarked.length}\n`);
+clearInterval(loadSampler);
+loads.push(os.loadavg()[0]!);
+console.log(`\nhosts: ${hosts.map((h) => h.label).join(', ')}; keys: ${keyCount}; unmarked: ${unmarked.length}`);
 console.log(
-  '| algorithm | PSNR dB min / median | SSIM min / median | embed ms/MP (median) | detect ms/MP (median) | false positives |',
+  `run: ${startedAt.toISOString()} to ${new Date().toISOString()}, ${os.availableParallelism()} cores, load average (1 min) ` +
+    `min ${Math.min(...loads).toFixed(1)} / median ${median(loads).toFixed(1)} / max ${Math.max(...loads).toFixed(1)}; ` +
+    'times are CPU time of the calling thread per megapixel\n',
 );
-console.log('|---|---|---|---|---|---|');
+console.log(
+  '| algorithm | PSNR dB min / median | SSIM min / median | embed ms/MP (median) | detect ms/MP (median, marked) | detect ms/MP (median, unmarked hosts) | false positives |',
+);
+console.log('|---|---|---|---|---|---|---|');
 for (const algo of ALGOS) {
   const ms = marked.filter((m) => m.algo === algo.name && !m.host.startsWith('texture'));
   const p = ms.map((m) => m.psnr);
   const s = ms.map((m) => m.ssim);
   console.log(
-    `| ${algo.name} | ${Math.min(...p).toFixed(1)} / ${median(p).toFixed(1)} | ${Math.min(...s).toFixed(3)} / ${median(s).toFixed(3)} | ${median(cpu.embed.get(algo.name)!).toFixed(0)} | ${median(cpu.detect.get(algo.name)!).toFixed(0)} | ${falsePositives.get(algo.name) ?? 0}/${unmarked.length} |`,
+    `| ${algo.name} | ${Math.min(...p).toFixed(1)} / ${median(p).toFixed(1)} | ${Math.min(...s).toFixed(3)} / ${median(s).toFixed(3)} | ${median(cpu.embed.get(algo.name)!).toFixed(0)} | ${median(cpu.detect.get(algo.name)!).toFixed(0)} | ${median(cpu.detectUnmarked.get(algo.name)!).toFixed(0)} | ${falsePositives.get(algo.name) ?? 0}/${unmarked.length} |`,
   );
 }
 console.log('\n| attack | cairn-sync-v2 TPR | ≥ 99 %? | cairn-dct-keyed-v1 TPR |');

@@ -7,7 +7,7 @@ import { describeContent, type SyncGeometry } from './content-registration.js';
 import { addLumaDelta, lumaGrid } from './luma.js';
 import { keyedRandom, permutation } from './prng.js';
 import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
-import { resampleRow, tentKernel } from './resample.js';
+import { denseKernel, resampleRowDense, tentKernel } from './resample.js';
 
 /**
  * cairn-sync-v2: a keyed spread-spectrum tile repeated over the picture, found again by its own periodicity.
@@ -230,7 +230,7 @@ export class SyncAnalysis {
    */
   lattice(index: number): readonly [Vector, Vector] | undefined {
     if (index === 0) return this.nominal;
-    this.found ??= latticeCandidates(this.residual, this.width, this.height);
+    this.found ??= latticeCandidates(this.residual, this.width, this.height, this.nominal);
     return this.found[index - 1];
   }
 
@@ -480,18 +480,20 @@ function localDeviation(plane: Float32Array, w: number, h: number, radius: numbe
   return out;
 }
 
-/** RMS of `delta` enlarged to the image the way addLumaDelta enlarges it (every third row is enough). */
+/** RMS of `delta` enlarged to the image the way addLumaDelta enlarges it (every fourth row is enough). */
 function enlargedRms(delta: Float32Array, gw: number, gh: number, width: number, height: number): number {
-  const kx = tentKernel(gw, width);
+  const kx = denseKernel(tentKernel(gw, width));
   const ky = tentKernel(gh, height);
   const wide = new Float32Array(width * gh);
-  for (let gy = 0; gy < gh; gy++) resampleRow(delta, gy * gw, kx, wide, gy * width);
+  for (let gy = 0; gy < gh; gy++) resampleRowDense(delta, gy * gw, kx, wide, gy * width);
   let sum = 0;
   let count = 0;
-  for (let y = 0; y < height; y += 3) {
+  for (let y = 0; y < height; y += 4) {
+    const first = ky.start[y]!;
+    const last = ky.start[y + 1]!;
     for (let x = 0; x < width; x++) {
       let v = 0;
-      for (let k = ky.start[y]!; k < ky.start[y + 1]!; k++) v += ky.weight[k]! * wide[ky.index[k]! * width + x]!;
+      for (let k = first; k < last; k++) v += ky.weight[k]! * wide[ky.index[k]! * width + x]!;
       sum += v * v;
     }
     count += width;
@@ -524,11 +526,17 @@ function whiten(plane: Float32Array, w: number, h: number): Float64Array {
 type Vector = readonly [number, number];
 
 /**
- * The two lattice vectors of the tiling in half-resolution grid samples: the strongest autocorrelation peak
- * at a plausible period, and the strongest roughly perpendicular to it. Autocorrelation through the FFT of
+ * Candidate lattices of the tiling (after the nominal one): the spectral comb's best rotation and scale
+ * (combLattice), then pairs of autocorrelation peaks: the strongest peak at a plausible period, and the strongest
+ * roughly perpendicular to it (any angle, aspect changes). Autocorrelation through the FFT of
  * the whitened plane with magnitudes flattened (|F| instead of |F|²), which sharpens the peaks.
  */
-function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector, Vector]> {
+function latticeCandidates(
+  r: Float64Array,
+  w: number,
+  h: number,
+  nominal: readonly [Vector, Vector],
+): Array<[Vector, Vector]> {
   // A window of at most AUTOCORRELATION_SIDE² around the centre (a crop, not a resampling: the period must
   // stay in samples); short sides are zero-padded by at least the largest lag so they do not wrap.
   const nx = Math.min(AUTOCORRELATION_SIDE, nextPowerOfTwo(w + MAX_PERIOD + 2));
@@ -553,6 +561,8 @@ function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector
     re[i] = power[i]! / (envelope[i]! + 1e-9) - 1;
     im[i] = 0;
   }
+  // The spectral template first (rotation and scale by a comb over all harmonics), then the autocorrelation's pairs.
+  const template = combLattice(re, nx, ny, nominal);
   fft2d(re, im, nx, ny, true);
   const at = (dx: number, dy: number) => re[(((dy % ny) + ny) % ny) * nx + (((dx % nx) + nx) % nx)]!;
   // Local maxima of the half plane (the autocorrelation is symmetric) at plausible periods, strongest first.
@@ -601,7 +611,102 @@ function latticeCandidates(r: Float64Array, w: number, h: number): Array<[Vector
     pairs.push({ pair: [a, turned.v], value: top[i]!.value + turned.value });
   }
   pairs.sort((p, q) => q.value - p.value);
-  return pairs.slice(0, PAIRS).map((p) => p.pair);
+  return [template, ...pairs.slice(0, PAIRS).map((p) => p.pair)];
+}
+
+/**
+ * The lattice whose spectral lines carry the most flattened power, searched over rotation (±COMB_ANGLE) and
+ * period (COMB_RANGE × nominal): a Fourier-domain template of the tiling. The tile's lines are at
+ * R(θ)·(k/px, l/py) cycles per sample for a lattice R(θ)·diag(px, py). A comb over every harmonic at once is far
+ * more sensitive than any single autocorrelation peak, which a re-encode's 8×8 blocking or the picture's own
+ * structure can outrank. Coarse over a grid with the low harmonics, then hill-climbing with all of them.
+ */
+function combLattice(flat: Float64Array, nx: number, ny: number, nominal: readonly [Vector, Vector]): [Vector, Vector] {
+  const [p0x, p0y] = [nominal[0][0], nominal[1][1]];
+  let best = { theta: 0, px: p0x, py: p0y, value: -Infinity };
+  for (let theta = -COMB_ANGLE; theta <= COMB_ANGLE + 1e-9; theta += COMB_ANGLE_STEP) {
+    for (let s = COMB_RANGE[0]; s <= COMB_RANGE[1]; s *= 1.003) {
+      const value = combStrength(flat, nx, ny, p0x * s, p0y * s, theta, COMB_COARSE_HARMONICS);
+      if (value > best.value) best = { theta, px: p0x * s, py: p0y * s, value };
+    }
+  }
+  best.value = combStrength(flat, nx, ny, best.px, best.py, best.theta, COMB_HARMONICS);
+  for (const step of [0.01, 0.003, 0.001]) {
+    const angleStep = step * 0.5;
+    for (let round = 0, moved = true; moved && round < 8; round++) {
+      moved = false;
+      for (const [dx, dy, dt] of COMB_MOVES) {
+        const px = best.px * (1 + dx * step);
+        const py = best.py * (1 + dy * step);
+        const theta = best.theta + dt * angleStep;
+        const value = combStrength(flat, nx, ny, px, py, theta, COMB_HARMONICS);
+        if (value > best.value) [best, moved] = [{ theta, px, py, value }, true];
+      }
+    }
+  }
+  const [c, s] = [Math.cos(best.theta), Math.sin(best.theta)];
+  return [
+    [best.px * c, best.px * s],
+    [-best.py * s, best.py * c],
+  ];
+}
+
+const COMB_MOVES: ReadonlyArray<readonly [number, number, number]> = [
+  [1, 0, 0],
+  [-1, 0, 0],
+  [0, 1, 0],
+  [0, -1, 0],
+  [1, 1, 0],
+  [-1, -1, 0],
+  [0, 0, 1],
+  [0, 0, -1],
+];
+/** Harmonics of the tile's fundamental the comb sums (the chips' spectrum reaches beyond; JPEG keeps the low ones). */
+const COMB_HARMONICS = 20;
+const COMB_COARSE_HARMONICS = 12;
+/** Periods the comb tries, relative to the nominal one: borders shrink it, crops and zooms stretch it. */
+const COMB_RANGE: readonly [number, number] = [0.75, 1.35];
+/** Rotations the comb tries (radians) and its coarse step: ±6°, 1°. */
+const COMB_ANGLE = (6 * Math.PI) / 180;
+const COMB_ANGLE_STEP = Math.PI / 180;
+
+/** Flattened power summed (bilinearly) over the spectral lines of the lattice R(θ)·diag(px, py), half plane. */
+function combStrength(
+  flat: Float64Array,
+  nx: number,
+  ny: number,
+  px: number,
+  py: number,
+  theta: number,
+  harmonics: number,
+): number {
+  const c = Math.cos(theta);
+  const s = Math.sin(theta);
+  let value = 0;
+  for (let l = 0; l <= harmonics; l++) {
+    for (let k = -harmonics; k <= harmonics; k++) {
+      if (l === 0 && k <= 0) continue;
+      const u = k / px;
+      const v = l / py;
+      const fx = c * u - s * v;
+      const fy = s * u + c * v;
+      if (fx > 0.5 || fx < -0.5 || fy > 0.5 || fy < -0.5) continue;
+      const bx = fx < 0 ? (fx + 1) * nx : fx * nx;
+      const by = fy < 0 ? (fy + 1) * ny : fy * ny;
+      const ix = Math.floor(bx);
+      const iy = Math.floor(by);
+      const tx = bx - ix;
+      const ty = by - iy;
+      const r0 = (iy % ny) * nx;
+      const r1 = ((iy + 1) % ny) * nx;
+      const x0 = ix % nx;
+      const x1 = (ix + 1) % nx;
+      value +=
+        (1 - ty) * ((1 - tx) * flat[r0 + x0]! + tx * flat[r0 + x1]!) +
+        ty * ((1 - tx) * flat[r1 + x0]! + tx * flat[r1 + x1]!);
+    }
+  }
+  return value;
 }
 
 /**
