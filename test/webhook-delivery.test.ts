@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Bus } from '@cairn/bus';
 import { type EventType } from '@cairn/events';
 import { newId } from '@cairn/ids';
-import { auditV1, webhookV1 } from '@cairn/proto';
+import { auditV1, commonV1, webhookV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox, sampleEvent } from '@cairn/testing';
@@ -95,7 +95,7 @@ describe('webhook delivery engine', () => {
     expect(got.headers['user-agent']).toMatch(/^Cairn-Webhooks\//);
     const [delivery] = await waitFor('delivered', async () => {
       const list = await deliveriesOf(tenantId, webhookId);
-      return list[0]?.status === 'delivered' ? list : undefined;
+      return list[0]?.status === commonV1.DeliveryState.DELIVERED ? list : undefined;
     });
     expect(delivery).toMatchObject({
       eventId: event.event_id,
@@ -131,7 +131,7 @@ describe('webhook delivery engine', () => {
     await bus.publish(sampleEvent('billing.quota_warning', tenantId, { meter: 'image_sign', used: 80, limit: 100 }));
     const [delivery] = await waitFor('delivered after retries', async () => {
       const list = await deliveriesOf(tenantId, webhookId);
-      return list[0]?.status === 'delivered' ? list : undefined;
+      return list[0]?.status === commonV1.DeliveryState.DELIVERED ? list : undefined;
     });
     expect(r.received).toHaveLength(3);
     expect(delivery!.attempts).toBe(3);
@@ -157,7 +157,7 @@ describe('webhook delivery engine', () => {
       'failed delivery',
       async () => {
         const list = await deliveriesOf(tenantId, webhookId);
-        return list[0]?.status === 'failed' ? list : undefined;
+        return list[0]?.status === commonV1.DeliveryState.FAILED ? list : undefined;
       },
       30_000,
     );
@@ -181,9 +181,9 @@ describe('webhook delivery engine', () => {
     // Redeliver starts a fresh cycle; this time the receiver accepts.
     r.behaviour = () => 200;
     const again = await webhooks.redeliver({ tenantId, webhookId, deliveryId: delivery!.deliveryId });
-    expect(again.delivery!.status).toBe('pending');
+    expect(again.delivery!.status).toBe(commonV1.DeliveryState.PENDING);
     await waitFor('redelivered', async () =>
-      (await deliveriesOf(tenantId, webhookId))[0]?.status === 'delivered' ? true : undefined,
+      (await deliveriesOf(tenantId, webhookId))[0]?.status === commonV1.DeliveryState.DELIVERED ? true : undefined,
     );
     expect(r.received).toHaveLength(6);
   }, 60_000);
@@ -201,7 +201,7 @@ describe('webhook delivery engine', () => {
     const stuck = await deliveriesOf(tenantId, deadEndpoint.webhookId);
     expect(stuck).toHaveLength(5);
     expect(stuck.every((d) => d.attempts === 0)).toBe(true);
-    expect(stuck.filter((d) => d.status === 'delivering')).toHaveLength(1);
+    expect(stuck.filter((d) => d.status === commonV1.DeliveryState.DELIVERING)).toHaveLength(1);
   });
 
   it('loses nothing across a restart in the middle of the schedule', async () => {
@@ -226,7 +226,7 @@ describe('webhook delivery engine', () => {
     const all = [first, ...more].map((e) => e.event_id);
     const list = await waitFor('everything delivered', async () => {
       const l = await deliveriesOf(tenantId, webhookId);
-      return l.length === 4 && l.every((d) => d.status === 'delivered') ? l : undefined;
+      return l.length === 4 && l.every((d) => d.status === commonV1.DeliveryState.DELIVERED) ? l : undefined;
     });
     expect(list.map((d) => d.eventId).sort()).toEqual([...all].sort());
     // Each event was accepted exactly once (a 2xx is final), after its refusals; the schedule went on where it was.

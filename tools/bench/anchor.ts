@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { createPublicClient, http, type Hex } from 'viem';
 import { newId } from '@cairn/ids';
-import { anchorV1 } from '@cairn/proto';
+import { anchorV1, commonV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, freePort, startHardhat } from '@cairn/testing';
@@ -105,7 +105,7 @@ try {
       if (size >= 1000) enqueuePerMs = size / enqueueMs;
       const batch = await until(async () => {
         const { batch: b } = await anchor.getBatch({ batchId });
-        return b?.status === 'anchored' ? b : undefined;
+        return b?.status === commonV1.AnchorBatchState.ANCHORED ? b : undefined;
       });
       const endToEndMs = performance.now() - started;
       const receipt = await reader.getTransactionReceipt({ hash: batch.txHash as Hex });

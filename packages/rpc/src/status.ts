@@ -7,6 +7,7 @@ import {
   isErrorCode,
   type ErrorCode,
 } from '@cairn/errors';
+import { WireValueError } from '@cairn/proto';
 
 /** Metadata key carrying the precise cairn.* code across a gRPC hop (the gRPC status alone is coarser). */
 export const CODE_METADATA_KEY = 'cairn-code';
@@ -57,7 +58,10 @@ export function toServiceError(error: unknown): Partial<ServiceError> {
       ? error
       : isDependencyUnavailable(error)
         ? dependencyUnavailable(error)
-        : new CairnError('cairn.internal_error');
+        : error instanceof WireValueError
+          ? // A broken internal contract (packages/proto wire.ts): the caller's logs should say which value.
+            new CairnError('cairn.internal_error', error.message)
+          : new CairnError('cairn.internal_error');
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, known.code);
   if (Object.keys(known.extensions).length > 0) {

@@ -1,5 +1,5 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { anchorV1 } from '@cairn/proto';
+import { anchorBatchStates, type anchorV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { BatchRow, Batches } from './app/batches.js';
 import type { AnchorChecker } from './app/check.js';
@@ -18,7 +18,7 @@ export function presentBatch(row: BatchRow, fallbackChainId: number | undefined)
   return {
     $typeName: 'cairn.anchor.v1.Batch',
     batchId: row.batchId,
-    status: publicStatus(row.status),
+    status: anchorBatchStates.toProto(publicStatus(row.status)),
     merkleRoot: row.merkleRoot ?? '',
     size: row.size,
     chainId: BigInt(row.chainId ?? fallbackChainId ?? 0),
@@ -33,7 +33,7 @@ export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
   return {
     enqueue: async (request) => {
       const result = await deps.batches.enqueue(request);
-      return { batchId: result.batchId, status: result.status };
+      return { batchId: result.batchId, status: anchorBatchStates.toProto(result.status) };
     },
     getBatch: async (request) => {
       const row = await deps.batches.batch(request.batchId, request.tenantId);
@@ -56,7 +56,7 @@ export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
       const result = await deps.checker.check(request.assetId, request.manifestDigest);
       const batch = result.batch ? presentBatch(result.batch, deps.chainId()) : undefined;
       return {
-        status: result.status,
+        status: anchorBatchStates.toProto(result.status),
         match: result.match,
         reason: result.reason ?? '',
         batchId: batch?.batchId ?? '',

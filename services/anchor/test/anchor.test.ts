@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createPublicClient, http, type Hex } from 'viem';
 import { newId } from '@cairn/ids';
-import { anchorV1 } from '@cairn/proto';
+import { anchorV1, commonV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import {
@@ -59,7 +59,7 @@ afterAll(async () => {
 const anchored = (batchId: string) =>
   waitFor(`batch ${batchId} anchored`, async () => {
     const { batch } = await anchor.getBatch({ batchId });
-    return batch?.status === 'anchored' ? batch : undefined;
+    return batch?.status === commonV1.AnchorBatchState.ANCHORED ? batch : undefined;
   });
 
 async function proofJson(tenantId: string, batchId: string, assetId: string): Promise<AnchorProof> {
@@ -89,7 +89,7 @@ describe('anchor service on a local chain', () => {
     }));
     const queued = [];
     for (const item of items) queued.push(await anchor.enqueue(item));
-    expect(queued.every((q) => q.status === 'queued' && q.batchId.startsWith('b_'))).toBe(true);
+    expect(queued.every((q) => q.status === commonV1.AnchorBatchState.QUEUED && q.batchId.startsWith('b_'))).toBe(true);
     // Size 4 closes the first batch; the last two close by age (2 s: long enough that four enqueues on a loaded
     // machine never straddle it, which a 300 ms age did).
     expect(new Set(queued.slice(0, 4).map((q) => q.batchId)).size).toBe(1);
@@ -170,25 +170,30 @@ describe('anchor service on a local chain', () => {
     // Every member's own digest is proved included in the root the chain carries.
     for (const item of items) {
       const answer = await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest });
-      expect(answer).toMatchObject({ status: 'anchored', match: true, reason: '', chainId: 31337n });
+      expect(answer).toMatchObject({
+        status: commonV1.AnchorBatchState.ANCHORED,
+        match: true,
+        reason: '',
+        chainId: 31337n,
+      });
       expect(answer.txHash).toMatch(/^0x[0-9a-f]{64}$/);
     }
     // Another manifest presented for an anchored asset is not what was anchored.
     expect(
       await anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: digestOf('another manifest') }),
-    ).toMatchObject({ status: 'anchored', match: false, reason: 'digest_not_anchored' });
+    ).toMatchObject({ status: commonV1.AnchorBatchState.ANCHORED, match: false, reason: 'digest_not_anchored' });
     // Rewriting the stored digest cannot make another manifest pass: the proof is checked against the chain's root.
     const forged = digestOf(`forged ${Math.random()}`);
     await admin.query('update anchor.leaves set manifest_digest = $1 where asset_id = $2', [forged, items[1]!.assetId]);
     expect(await anchor.checkAnchor({ assetId: items[1]!.assetId, manifestDigest: forged })).toMatchObject({
-      status: 'anchored',
+      status: commonV1.AnchorBatchState.ANCHORED,
       match: false,
       reason: 'root_not_on_chain',
     });
     // An asset in no batch, and malformed input.
     expect(
       await anchor.checkAnchor({ assetId: newId('asset'), manifestDigest: items[0]!.manifestDigest }),
-    ).toMatchObject({ status: 'not_anchored', match: false });
+    ).toMatchObject({ status: commonV1.AnchorBatchState.NOT_ANCHORED, match: false });
     await expect(anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: 'xyz' })).rejects.toMatchObject({
       code: 'cairn.validation.invalid_body',
     });
@@ -229,7 +234,7 @@ describe('anchor service on a local chain', () => {
         );
         return rows[0] && rows[0].attempts >= 1 && rows[0].last_error !== null;
       });
-      expect((await anchor.getBatch({ batchId })).batch?.status).toBe('queued');
+      expect((await anchor.getBatch({ batchId })).batch?.status).toBe(commonV1.AnchorBatchState.QUEUED);
     }
     await chain.restart();
     for (const batchId of batchIds) await anchored(batchId);
@@ -255,7 +260,7 @@ describe('anchor service on a local chain', () => {
     const { batchId } = await anchor.enqueue(item);
     const sent = await waitFor('sent', async () => {
       const { batch } = await anchor.getBatch({ batchId });
-      return batch?.status === 'pending' ? batch : undefined;
+      return batch?.status === commonV1.AnchorBatchState.PENDING ? batch : undefined;
     });
     await chain.rpc('hardhat_dropTransaction', [sent.txHash]);
     await waitFor('re-broadcast', async () => {

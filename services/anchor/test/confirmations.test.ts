@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { newId } from '@cairn/ids';
-import { anchorV1 } from '@cairn/proto';
+import { anchorV1, commonV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import {
@@ -73,9 +73,9 @@ describe('ANCHOR_CONFIRMATIONS = 3', () => {
       return r?.status === 'pending' && r.confirmations === 1 ? r : undefined;
     });
     expect(mined.block_number).not.toBeNull();
-    expect((await anchor.getBatch({ batchId })).batch?.status).toBe('pending');
+    expect((await anchor.getBatch({ batchId })).batch?.status).toBe(commonV1.AnchorBatchState.PENDING);
     expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({
-      status: 'pending',
+      status: commonV1.AnchorBatchState.PENDING,
       match: false,
     });
     expect(
@@ -94,12 +94,12 @@ describe('ANCHOR_CONFIRMATIONS = 3', () => {
     });
     // Seen with 2 of 3: still pending, no event.
     expect(second).toMatchObject({ status: 'pending', confirmations: 2 });
-    expect((await anchor.getBatch({ batchId })).batch?.status).toBe('pending');
+    expect((await anchor.getBatch({ batchId })).batch?.status).toBe(commonV1.AnchorBatchState.PENDING);
 
     await chain.rpc('hardhat_mine', ['0x1']);
     const done = await waitFor('anchored', async () => {
       const { batch } = await anchor.getBatch({ batchId });
-      return batch?.status === 'anchored' ? batch : undefined;
+      return batch?.status === commonV1.AnchorBatchState.ANCHORED ? batch : undefined;
     });
     expect(Number(done.blockNumber)).toBe(Number(mined.block_number));
     expect(await row()).toMatchObject({ status: 'anchored', confirmations: 3 });
@@ -112,7 +112,7 @@ describe('ANCHOR_CONFIRMATIONS = 3', () => {
       ).rowCount,
     ).toBe(1);
     expect(await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest })).toMatchObject({
-      status: 'anchored',
+      status: commonV1.AnchorBatchState.ANCHORED,
       match: true,
     });
   });

@@ -1,11 +1,11 @@
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import { signerV1 } from '@cairn/proto';
+import { anchorBatchStates, jobStates, signerV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
-import { signAsset, type PipelineDeps } from './app/sign/index.js';
-import type { SignJobs } from './app/jobs.js';
+import { signAsset, type PipelineDeps, type SignResult } from './app/sign/index.js';
+import { storedSignResult, type SignJobs } from './app/jobs.js';
 import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
 import type { CredentialRow, Credentials } from './app/credentials.js';
 import type { AssetRow, Assets } from './app/assets.js';
@@ -34,6 +34,14 @@ function credentialMessage(row: CredentialRow): {
 }
 
 type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
+
+function signResponse(result: SignResult): MessageInitShape<typeof signerV1.SignResponseSchema> {
+  const { anchor, ...fields } = result;
+  return {
+    ...fields,
+    ...(anchor ? { anchor: { batchId: anchor.batchId, status: anchorBatchStates.toProto(anchor.status) } } : {}),
+  };
+}
 
 function requireIds(tenantId: string, assetId: string): void {
   if (!isId('tenant', tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
@@ -71,21 +79,21 @@ export function signerHandlers(
   return {
     sign: async (request) => {
       requireIds(request.tenantId, request.assetId);
-      return signAsset(deps, request);
+      return signResponse(await signAsset(deps, request));
     },
     enqueueSign: async (request) => {
       if (!request.sign) throw new CairnError('cairn.validation.invalid_body', 'sign is required');
       requireIds(request.sign.tenantId, request.sign.assetId);
       const { jobId } = await deps.jobs.enqueue(request.sign);
-      return { jobId, status: 'queued' };
+      return { jobId, status: jobStates.toProto('queued') };
     },
     getJob: async (request) => {
       const job = await deps.assets.job(request.tenantId, request.jobId);
       return {
         job: {
           jobId: job.jobId,
-          status: job.status,
-          ...(job.result ? { result: fromJson(signerV1.SignResponseSchema, job.result as JsonValue) } : {}),
+          status: jobStates.toProto(job.status),
+          ...(job.result ? { result: signResponse(storedSignResult(job.result)) } : {}),
           problemJson: job.problem ? JSON.stringify(job.problem) : '',
           createdAt: job.createdAt.toISOString(),
           updatedAt: job.updatedAt.toISOString(),

@@ -3,7 +3,7 @@ import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import { verifierV1 } from '@cairn/proto';
+import { jobStates, modalities, verificationStatuses, verifierV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import type { VerifyJobs } from './app/verify-jobs.js';
@@ -25,6 +25,18 @@ function trustListEntry(
 
 type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
+/**
+ * A done job's stored result (protobuf JSON of VerificationResult). Rows written before the status was an enum
+ * (issue #12) hold its public name ("verified_manifest"), which protobuf JSON does not read: it is mapped here.
+ */
+function storedResultJson(stored: unknown): JsonValue {
+  const json = stored as { [key: string]: JsonValue };
+  const status = json.status;
+  return typeof status === 'string' && verificationStatuses.is(status)
+    ? { ...json, status: verificationStatuses.toProto(status) }
+    : json;
+}
+
 /** cairn.verifier.v1.VerifierService. */
 export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJobs }): ServiceImpl<Methods> {
   return {
@@ -32,7 +44,7 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       if (request.tenantId && !isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const outcome = await verify(deps, request);
-      return { result: toResultMessage(outcome.verdict, outcome), modality: outcome.modality };
+      return { result: toResultMessage(outcome.verdict, outcome), modality: modalities.toProto(outcome.modality) };
     },
     getResult: async (request) => {
       const stored = isId('manifest', request.manifestId) ? await storedVerdict(deps, request.manifestId) : null;
@@ -73,9 +85,9 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       return {
         job: {
           jobId: row.jobId,
-          status: row.status,
+          status: jobStates.toProto(row.status),
           ...(row.status === 'done' && row.result
-            ? { result: fromJson(verifierV1.VerificationResultSchema, row.result as JsonValue) }
+            ? { result: fromJson(verifierV1.VerificationResultSchema, storedResultJson(row.result)) }
             : {}),
           problemJson: row.problem ? JSON.stringify(row.problem) : '',
           createdAt: row.createdAt.toISOString(),

@@ -1,6 +1,6 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
-import type { webhookV1 } from '@cairn/proto';
+import { deliveryStates, type webhookV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { AttemptRow, DeliveryRow, EndpointRow, Endpoints } from './app/endpoints.js';
 
@@ -24,7 +24,7 @@ function presentDelivery(row: DeliveryRow, log: AttemptRow[]) {
     webhookId: row.webhookId,
     eventId: row.eventId,
     eventType: row.eventType,
-    status: row.status,
+    status: deliveryStates.toProto(row.status),
     attempts: row.attempts,
     nextAttemptAt:
       row.status === 'pending' || row.status === 'delivering' ? (row.nextAttemptAt?.toISOString() ?? '') : '',

@@ -1,7 +1,7 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
-import type { signerV1, tenantV1 } from '@cairn/proto';
+import { jobStates, type signerV1, type tenantV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Tenant, TenantDirectory } from '../adapters/tenant-directory.js';
 import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
@@ -154,7 +154,11 @@ export class SignAssets {
         answer = {
           assetId,
           httpStatus: 202,
-          body: { job_id: job.jobId, status: job.status, poll_url: `${this.#base}/v1/jobs/${job.jobId}` },
+          body: {
+            job_id: job.jobId,
+            status: jobStates.fromProto(job.status),
+            poll_url: `${this.#base}/v1/jobs/${job.jobId}`,
+          },
         };
       }
       // False only when this claim's lease ran out and another request took it over: both signed, and

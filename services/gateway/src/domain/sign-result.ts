@@ -1,4 +1,4 @@
-import type { signerV1 } from '@cairn/proto';
+import { anchorBatchStates, type signerV1 } from '@cairn/proto';
 
 /**
  * The Sign result (and a done Job's fields) in the API's names: the 200 body of POST /v1/sign, recorded as is for
@@ -13,7 +13,9 @@ export function presentSignResult(result: signerV1.SignResponse): Record<string,
     verifier_url: result.verifierUrl,
     asset_url: result.assetUrl,
     media_type: result.mediaType,
-    ...(result.anchor?.batchId ? { anchor: { batch_id: result.anchor.batchId, status: result.anchor.status } } : {}),
+    ...(result.anchor?.batchId
+      ? { anchor: { batch_id: result.anchor.batchId, status: anchorBatchStates.fromProto(result.anchor.status) } }
+      : {}),
     created_at: result.createdAt,
     expires_at: result.expiresAt,
   };

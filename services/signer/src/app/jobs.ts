@@ -1,13 +1,45 @@
 import { create, fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
+import { z } from 'zod';
 import { type WorkQueue } from '@cairn/bus';
 import { newEvent, type EventDataInput } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { CairnError, ERROR_CATALOG } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
-import { signerV1 } from '@cairn/proto';
+import { anchorBatchStates, signerV1, type AnchorBatchStateName } from '@cairn/proto';
 import { parseSignMetadata } from '../domain/metadata.js';
 import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './sign/index.js';
+
+/**
+ * A done job's result as stored (jsonb): the SignResult's fields. Rows written before the internal API was typed
+ * (issue #12) hold the same fields in protobuf JSON, which leaves empty strings out; both read the same way.
+ */
+const storedResultSchema = z.object({
+  assetId: z.string(),
+  watermarkId: z.string().default(''),
+  manifestId: z.string(),
+  manifestUri: z.string(),
+  verifierUrl: z.string(),
+  assetUrl: z.string().default(''),
+  mediaType: z.string().default(''),
+  anchor: z
+    .object({
+      batchId: z.string(),
+      status: z.custom<AnchorBatchStateName>((v) => typeof v === 'string' && anchorBatchStates.is(v)),
+    })
+    .optional(),
+  createdAt: z.string(),
+  expiresAt: z.string(),
+});
+
+/** The SignResult of a done job's stored result; a row that does not hold one is an error, never a blank result. */
+export function storedSignResult(stored: unknown): SignResult {
+  const parsed = storedResultSchema.safeParse(stored);
+  if (!parsed.success)
+    throw new CairnError('cairn.internal_error', `stored sign result unreadable: ${parsed.error.message}`);
+  const { anchor, ...fields } = parsed.data;
+  return { ...fields, ...(anchor ? { anchor } : {}) };
+}
 
 export interface SignJobItem {
   jobId: string;
@@ -98,7 +130,7 @@ export class SignJobs {
       await signAsset(this.deps, request, async (tx, result) => {
         await this.deps.store.markJob(tx, item.jobId, {
           status: 'done',
-          result: toJson(signerV1.SignResponseSchema, create(signerV1.SignResponseSchema, result)),
+          result,
         });
         await this.deps.outbox.enqueue(
           tx,

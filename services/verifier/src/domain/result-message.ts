@@ -1,5 +1,5 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { verifierV1 } from '@cairn/proto';
+import { verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { Verdict } from './verdict.js';
 
 type ResultInit = MessageInitShape<typeof verifierV1.VerificationResultSchema>;
@@ -11,7 +11,7 @@ export function toResultMessage(
 ): ResultInit {
   const c = verdict.claims;
   return {
-    status: verdict.status,
+    status: verificationStatuses.toProto(verdict.status),
     ...(verdict.confidence !== null ? { confidence: verdict.confidence } : {}),
     signals: {
       ocspStatus: verdict.signals.ocsp_status,

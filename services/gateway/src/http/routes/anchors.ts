@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { isId } from '@cairn/ids';
 import { CairnError } from '@cairn/errors';
-import type { anchorV1 } from '@cairn/proto';
+import { anchorBatchStates, type anchorV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 
@@ -12,7 +12,7 @@ function presentBatch(batch: anchorV1.Batch | undefined): Record<string, unknown
   if (!batch) throw new CairnError('cairn.internal_error', 'The anchor service returned no batch.');
   return {
     batch_id: batch.batchId,
-    status: batch.status,
+    status: anchorBatchStates.fromProto(batch.status),
     merkle_root: batch.merkleRoot || null,
     size: batch.size,
     chain_id: batch.chainId > 0n ? Number(batch.chainId) : null,

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { absentAsUndefined, CairnError } from '@cairn/errors';
-import type { signerV1, verifierV1 } from '@cairn/proto';
+import { jobStates, type signerV1, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { presentSignResult } from '../../domain/sign-result.js';
@@ -32,8 +32,9 @@ export function jobRoutes(deps: {
     if (!job) throw new CairnError('cairn.not_found', `Job ${jobId} not found.`);
     // A done sign job carries the Sign result's fields (the spec's Job); a done verify job carries the Verification
     // result under `result`, whose own `status` (the verdict) would otherwise clash with the job's.
+    const status = jobStates.fromProto(job.status);
     const done =
-      job.status !== 'done'
+      status !== 'done'
         ? {}
         : signJob?.result
           ? presentSignResult(signJob.result)
@@ -43,10 +44,10 @@ export function jobRoutes(deps: {
     res.json({
       job_id: job.jobId,
       kind: signJob ? 'sign' : 'verify',
-      status: job.status,
+      status,
       poll_url: `${base}/v1/jobs/${job.jobId}`,
       ...done,
-      ...(job.status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
+      ...(status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
       attempts: job.attempts,
       created_at: job.createdAt,
       updated_at: job.updatedAt,

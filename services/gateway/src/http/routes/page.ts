@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import type { signerV1, verifierV1 } from '@cairn/proto';
+import { verificationStatuses, type signerV1, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-page.js';
 
@@ -49,7 +49,7 @@ export function pageRoutes(deps: {
     res.type('html').send(
       renderVerifierPage({
         assetId,
-        status: result.status,
+        status: verificationStatuses.fromProto(result.status),
         confidence: result.confidence ?? null,
         userExplanation: result.userExplanation,
         signedBy: claims?.signedBy || asset.signerName || undefined,

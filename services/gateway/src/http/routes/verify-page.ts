@@ -2,7 +2,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, toProblem } from '@cairn/errors';
-import type { verifierV1 } from '@cairn/proto';
+import { verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { renderVerifyPage, type PageModel } from '../../domain/verifier-page.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
@@ -81,7 +81,7 @@ export function pageModelFromResult(result: verifierV1.VerificationResult, publi
   const thumbnailAsset = result.assetId || matches[0]?.assetId;
   return {
     ...(result.assetId ? { assetId: result.assetId } : {}),
-    status: result.status,
+    status: verificationStatuses.fromProto(result.status),
     confidence: result.confidence ?? null,
     userExplanation: result.userExplanation,
     signedBy: claims?.signedBy || undefined,

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow } from '@cairn/errors';
-import type { verifierV1 } from '@cairn/proto';
+import { modalities, verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { sniffMediaType } from '@cairn/sniff';
 import { reserveUnit, type BillingClient, type MeteredUnit } from '../../app/metering.js';
@@ -38,7 +38,7 @@ export function presentVerification(result: verifierV1.VerificationResult): Reco
   const s = result.signals;
   const c = result.claims;
   return {
-    status: result.status,
+    status: verificationStatuses.fromProto(result.status),
     confidence: result.confidence ?? null,
     signals: s
       ? Object.fromEntries(
@@ -207,7 +207,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       }
       if (metered) await metered.commit();
       else if (tenant) {
-        const meter = verifyMeter(verified.modality);
+        const meter = verifyMeter(modalities.fromProto(verified.modality));
         if (meter) await (await reserveUnit(deps.billing, tenant, meter)).commit();
       }
       res.json(presentVerification(verified.result));

@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { webhookV1 } from '@cairn/proto';
+import { deliveryStates, type webhookV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { jsonBody, queryParams } from '../validate.js';
@@ -41,7 +41,7 @@ export function presentDelivery(d: webhookV1.Delivery | undefined): Record<strin
     webhook_id: d.webhookId,
     event_id: d.eventId,
     event_type: d.eventType,
-    status: d.status,
+    status: deliveryStates.fromProto(d.status),
     attempts: d.attempts,
     next_attempt_at: d.nextAttemptAt || null,
     last_status_code: d.lastStatusCode || null,

@@ -1,4 +1,5 @@
-import type { PipelineDeps } from './deps.js';
+import { anchorBatchStates } from '@cairn/proto';
+import type { PipelineDeps, SignResult } from './deps.js';
 
 /**
  * Anchoring never fails a sign: the asset is signed and recorded already. When the anchor service does not answer,
@@ -8,10 +9,10 @@ import type { PipelineDeps } from './deps.js';
 export async function enqueueAnchor(
   deps: PipelineDeps,
   input: { tenantId: string; assetId: string; manifestId: string; manifestDigest: string },
-): Promise<{ batchId: string; status: string } | undefined> {
+): Promise<SignResult['anchor'] | undefined> {
   try {
     const queued = await deps.anchor!.enqueue(input, { deadlineMs: 3000 });
-    return { batchId: queued.batchId, status: queued.status };
+    return { batchId: queued.batchId, status: anchorBatchStates.fromProto(queued.status) };
   } catch (error) {
     deps.logger?.warn(
       { err: error, asset_id: input.assetId, manifest_id: input.manifestId },

@@ -3,7 +3,7 @@ import type { BlobStore } from '@cairn/blob';
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { MediaLimits } from '@cairn/media';
-import type { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
+import type { anchorV1, signerV1, watermarkV1, AnchorBatchStateName } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import type { IsolatedC2pa } from '../../adapters/c2pa/isolated.js';
@@ -14,9 +14,22 @@ import type { Credentials } from '../credentials.js';
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 export type SignRequest = signerV1.SignRequest;
-export type SignResult = Omit<signerV1.SignResponse, '$typeName' | '$unknown' | 'anchor'> & {
-  anchor?: { batchId: string; status: string };
-};
+/**
+ * What a sign produced, as the signer keeps it (a job's stored result) and answers it (rpc.ts maps it onto
+ * SignResponse): the anchor's state by its public name, times as ISO 8601.
+ */
+export interface SignResult {
+  assetId: string;
+  watermarkId: string;
+  manifestId: string;
+  manifestUri: string;
+  verifierUrl: string;
+  assetUrl: string;
+  mediaType: string;
+  anchor?: { batchId: string; status: AnchorBatchStateName };
+  createdAt: string;
+  expiresAt: string;
+}
 
 /** What a sign works with (service.ts builds it). */
 export interface PipelineDeps {

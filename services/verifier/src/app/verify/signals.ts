@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isCairnError } from '@cairn/errors';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
+import { anchorBatchStates } from '@cairn/proto';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { AnchorEvidence, FingerprintEvidence, OcspEvidence } from '../../domain/evidence.js';
 import type { VerifyDeps } from './deps.js';
@@ -83,8 +84,9 @@ export async function checkAnchor(
   const manifestDigest = createHash('sha256').update(reading.manifestStore).digest('hex');
   try {
     const answer = await deps.anchor.checkAnchor({ assetId, manifestDigest }, { deadlineMs: ANCHOR_DEADLINE_MS });
-    if (answer.status === 'not_anchored') return { ran: false, reason: 'not_anchored' };
-    if (answer.status !== 'anchored') return { ran: false, reason: 'pending', detail: `batch ${answer.status}` };
+    const status = anchorBatchStates.fromProto(answer.status);
+    if (status === 'not_anchored') return { ran: false, reason: 'not_anchored' };
+    if (status !== 'anchored') return { ran: false, reason: 'pending', detail: `batch ${status}` };
     const where = {
       ...(answer.txHash ? { txHash: answer.txHash } : {}),
       ...(answer.chainId ? { chainId: Number(answer.chainId) } : {}),
