@@ -1,3 +1,5 @@
+import { FINGERPRINT_ALG } from '@cairn/catalog';
+
 /**
  * An audio fingerprint of spectral-peak landmarks (the constellation method of Wang, "An Industrial-Strength
  * Audio Search Algorithm", 2003), written from that description: the strongest local maxima of the spectrogram
@@ -6,7 +8,7 @@
  * agree on one time offset between query and reference. Per-sample loops use no Math.* calls (they crawl inside
  * jest's VM sandbox).
  */
-export const AUDIO_ALG = 'cairn.audio-peaks.v1';
+export const AUDIO_ALG = FINGERPRINT_ALG.audio;
 
 /** Everything is decoded to mono at this rate: the band up to 4 kHz carries the peaks that survive lossy codecs. */
 export const SAMPLE_RATE = 8000;

@@ -1,10 +1,12 @@
+import { FINGERPRINT_ALG } from '@cairn/catalog';
+
 /**
  * A PDQ-class perceptual hash (Facebook's PDQ as published: luminance, Jarosz box-filter decimation to 64×64,
  * 2D DCT keeping the 16×16 low-frequency block, median threshold → 256 bits, plus a gradient-based quality).
  * Written from the algorithm description; it is PDQ-like, not bit-compatible with the reference library, so it
  * carries its own algorithm name. Per-pixel loops use no Math.* calls (they crawl inside jest's VM sandbox).
  */
-export const PDQ_ALG = 'cairn.pdq.v1';
+export const PDQ_ALG = FINGERPRINT_ALG.image;
 export const HASH_BITS = 256;
 export const HASH_BYTES = HASH_BITS / 8;
 

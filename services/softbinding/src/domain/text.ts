@@ -38,7 +38,8 @@
  *     pair at the threshold; the price is false candidates at J ≈ 0.1 (same-topic texts sharing phrases), each
  *     costing one 128-slot comparison, and 64 index rows per text.
  */
-export const TEXT_ALG = 'cairn.minhash.v1';
+import { FINGERPRINT_ALG } from '@cairn/catalog';
+export const TEXT_ALG = FINGERPRINT_ALG.text;
 export const SIGNATURE_SLOTS = 128;
 export const LSH_BANDS = 64;
 export const LSH_ROWS = SIGNATURE_SLOTS / LSH_BANDS;

@@ -1,3 +1,4 @@
+import { FINGERPRINT_ALG } from '@cairn/catalog';
 import { hamming, HASH_BYTES } from './pdq.js';
 
 /**
@@ -27,7 +28,7 @@ import { hamming, HASH_BYTES } from './pdq.js';
  * A video matches when at least `MIN_MATCHED_FRAMES` query frames match and they are at least
  * `MIN_MATCHED_FRACTION` of the usable query frames (README / test/video.test.ts for the distributions).
  */
-export const VIDEO_ALG = 'cairn.pdq-frames.v1';
+export const VIDEO_ALG = FINGERPRINT_ALG.video;
 export const SCENE_THRESHOLD = 0.3;
 export const PERIODIC_SECONDS = 4;
 export const MAX_VIDEO_FRAMES = 48;

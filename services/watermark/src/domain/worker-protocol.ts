@@ -1,10 +1,11 @@
+import type { KeyedImageWatermarkAlg } from '@cairn/catalog';
 import type { PcmAudio } from './audio/apply.js';
 import type { RegisteredPoints } from './image/content-registration.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 
-/** The algorithms that run under a key. */
-export type KeyedAlgorithmName = 'cairn-sync-v2' | 'cairn-dct-keyed-v1';
+/** The image algorithms that run under a key (@cairn/catalog). */
+export type KeyedAlgorithmName = KeyedImageWatermarkAlg;
 
 /** Messages between the pool (main thread) and src/adapters/worker.ts. Pixel buffers travel as transfers, not copies. */
 export type WorkerRequest =

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FINGERPRINT_ALG, IMAGE_WATERMARK_ALGS, WATERMARK_ALG } from '@cairn/catalog';
 import type { ErrorCode } from '@cairn/errors';
 import { onboardBody } from '../routes/onboard.js';
 import { createKeyBody, createTenantBody, listQuery as tenantKeyListQuery, settingsBody } from '../routes/tenants.js';
@@ -495,7 +496,7 @@ export const OPERATIONS: OperationDoc[] = [
     body: {
       kind: 'json',
       schema: bindingBody,
-      example: { binding: { alg: 'cairn-phash-v1', value: 'c3f0a1b2d4e5f607' } },
+      example: { binding: { alg: FINGERPRINT_ALG.image, value: 'c3f0a1b2d4e5f607'.repeat(4) } },
     },
     answers: [json(200, 'Matches', { matches: [{ asset_id: ASSET, similarity: 0.97 }] })],
     errors: ['cairn.verify.no_input', 'cairn.validation.body_too_large', 'cairn.billing.quota_exceeded'],
@@ -731,7 +732,7 @@ export const OPERATIONS: OperationDoc[] = [
     tag: 'C2PA Soft Binding Resolution',
     auth: { kind: 'public' },
     query: byBindingPostQuery,
-    body: { kind: 'json', schema: byBindingBody, example: { alg: 'com.cairn.watermark.v1', value: 'AAECAwQFBgc=' } },
+    body: { kind: 'json', schema: byBindingBody, example: { alg: WATERMARK_ALG.syncV2, value: 'AAECAwQFBgc=' } },
     answers: [json(200, 'Matches', { matches: [{ manifestId: MANIFEST }] })],
     errors: ['cairn.ratelimit.exceeded'],
   },
@@ -804,7 +805,12 @@ export const OPERATIONS: OperationDoc[] = [
     summary: 'Soft-binding algorithms served',
     tag: 'C2PA Soft Binding Resolution',
     auth: { kind: 'public' },
-    answers: [json(200, 'Algorithms', { watermarks: [{ alg: 'com.cairn.watermark.v1' }], fingerprints: [] })],
+    answers: [
+      json(200, 'Algorithms', {
+        watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })),
+        fingerprints: [{ alg: FINGERPRINT_ALG.image }],
+      }),
+    ],
     errors: [],
   },
   {

@@ -2,6 +2,7 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
+import { IMAGE_WATERMARK_ALGS, isImageWatermarkAlg, type ImageWatermarkAlg } from '@cairn/catalog';
 import { absentAsUndefined, CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
 import { sniffMediaType } from '@cairn/sniff';
@@ -25,13 +26,10 @@ export const C2PA_DISCOVERY_PATH = '/.well-known/c2pa-soft-binding-resolution';
 const MAX_QUERY_VALUE_LENGTH = 2048;
 
 /**
- * The invisible watermarks of the watermark service, as recorded in each manifest: cairn-sync-v2, which new signs
- * carry, and the earlier keyed and keyless ones (still resolved). A query naming one matches its marks only.
+ * The invisible watermarks served are the image marks of the watermark service (@cairn/catalog), as recorded in each
+ * manifest: cairn-sync-v2, which new signs carry, and the earlier keyed and keyless ones (still resolved). A query
+ * naming one matches its marks only.
  */
-export const WATERMARK_ALGS = ['cairn-sync-v2', 'cairn-dct-keyed-v1', 'cairn-dct-v1'] as const;
-type WatermarkAlg = (typeof WATERMARK_ALGS)[number];
-const isWatermarkAlg = (alg: string | undefined): alg is WatermarkAlg =>
-  (WATERMARK_ALGS as ReadonlyArray<string | undefined>).includes(alg);
 const WATERMARK_PAYLOAD_BYTES = 8;
 
 /** Matches per query when the caller gives no maxResults (the spec's default), and the most we ever return. */
@@ -143,7 +141,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   };
 
   const byBinding = async (alg: string, value: string, limit: number): Promise<SpecMatch[]> => {
-    if (isWatermarkAlg(alg))
+    if (isImageWatermarkAlg(alg))
       return watermarkMatch(bindingBytes(value, WATERMARK_PAYLOAD_BYTES, alg).toString('hex'), alg, undefined);
     const known = (await algorithms()).find((a) => a.alg === alg && a.kind === 'fingerprint');
     if (!known)
@@ -207,7 +205,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
           'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).',
         );
       const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => a.alg);
-      const watermarkAlg = isWatermarkAlg(query.alg) ? query.alg : undefined;
+      const watermarkAlg = isImageWatermarkAlg(query.alg) ? query.alg : undefined;
       const watermarkOnly = watermarkAlg !== undefined;
       if (query.alg !== undefined && !watermarkOnly && !fingerprints.includes(query.alg)) {
         throw new CairnError(
@@ -294,7 +292,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, async (_req, res) => {
     const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => ({ alg: a.alg }));
     res.set('Cache-Control', 'public, max-age=300');
-    res.json({ watermarks: WATERMARK_ALGS.map((alg) => ({ alg })), fingerprints });
+    res.json({ watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })), fingerprints });
   });
 
   return router;
@@ -439,7 +437,7 @@ async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promi
 async function detectWatermark(
   deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>,
   key: string,
-  only: WatermarkAlg | undefined,
+  only: ImageWatermarkAlg | undefined,
 ): Promise<{ payloadHex: string; confidence: number; algorithm: string } | undefined> {
   const bytes = await deps.blobs.getBuffer(key);
   if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');

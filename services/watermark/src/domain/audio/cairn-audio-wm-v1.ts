@@ -1,9 +1,10 @@
 import { createHmac } from 'node:crypto';
+import { WATERMARK_ALG } from '@cairn/catalog';
 import { convEncode, codedLength, viterbiDecode } from '../image/conv-code.js';
 import { keyedRandom, permutation } from '../image/prng.js';
 import { Fft } from './fft.js';
 
-export const CAIRN_AUDIO_WM_V1_NAME = 'cairn-audio-wm-v1';
+export const CAIRN_AUDIO_WM_V1_NAME = WATERMARK_ALG.audioV1;
 
 /**
  * The frozen parameters of "cairn-audio-wm-v1" (services/watermark/README.md explains them). Everything happens

@@ -1,8 +1,9 @@
 import { createHmac } from 'node:crypto';
+import { WATERMARK_ALG } from '@cairn/catalog';
 import { CAIRN_DCT_V1 } from './cairn-dct-v1.js';
 import { DctQimWatermark, type DctQimParameters } from './dct-qim.js';
 
-export const CAIRN_DCT_KEYED_V1_NAME = 'cairn-dct-keyed-v1';
+export const CAIRN_DCT_KEYED_V1_NAME = WATERMARK_ALG.dctKeyedV1;
 
 /** Bytes of a watermark key (HMAC-SHA256 and AES-256 both take 32). */
 export const WATERMARK_KEY_BYTES = 32;

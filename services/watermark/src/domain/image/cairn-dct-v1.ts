@@ -1,3 +1,4 @@
+import { WATERMARK_ALG } from '@cairn/catalog';
 import type { ImageWatermarkAlgorithm } from './algorithm.js';
 import { DctQimWatermark, type DctQimParameters } from './dct-qim.js';
 
@@ -25,7 +26,7 @@ export const CAIRN_DCT_V1: DctQimParameters = {
   minDetectSize: 128,
 };
 
-export const CAIRN_DCT_V1_NAME = 'cairn-dct-v1';
+export const CAIRN_DCT_V1_NAME = WATERMARK_ALG.dctV1;
 
 export function createImageWatermark(): ImageWatermarkAlgorithm {
   return new DctQimWatermark(CAIRN_DCT_V1_NAME, CAIRN_DCT_V1);

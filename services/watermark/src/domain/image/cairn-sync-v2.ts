@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { WATERMARK_ALG } from '@cairn/catalog';
 import type { Detection, ImageWatermarkAlgorithm } from './algorithm.js';
 import { codedLength, convEncode, viterbiDecode } from './conv-code.js';
 import { fft2d, nextPowerOfTwo } from './fft.js';
@@ -15,7 +16,7 @@ import { denseKernel, resampleRowDense, tentKernel } from './resample.js';
  * measures that lattice (autocorrelation), folds the picture onto one tile, and finds the tile's offset and
  * orientation by correlating with a keyed reference half of the tile. See services/watermark/README.md.
  */
-export const CAIRN_SYNC_V2_NAME = 'cairn-sync-v2';
+export const CAIRN_SYNC_V2_NAME = WATERMARK_ALG.syncV2;
 
 /** Chips per tile side. */
 const TILE = 32;
