@@ -6,63 +6,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import sharp from 'sharp';
-import { databaseRole, grpcAddrVar, type ServiceName } from '@cairn/config';
-import { databaseUrl, freePort, PG_ADMIN_URL, waitFor } from '@cairn/testing';
-import { spawnService, type ServiceProcess } from './support/process.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import type { ServiceName } from '@cairn/config';
+import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
+import { ServiceProcesses } from './support/service-processes.js';
+import { onboard, startStack, type Stack } from './support/stack.js';
 
 const STREAM = 16;
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let admin: pg.Client;
-const ports: Partial<Record<ServiceName, { grpc: number; ops: number }>> = {};
-const running = new Map<ServiceName, ServiceProcess>();
-
-/** Starts (or starts again) `name` as its own process on its fixed ports, and waits until it is ready. */
-async function startProcess(name: ServiceName): Promise<ServiceProcess> {
-  const own = ports[name]!;
-  const child = spawnService(name, {
-    ...stack.env,
-    DATABASE_URL: databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName, databaseRole(name)),
-    GRPC_PORT: String(own.grpc),
-    OPS_PORT: String(own.ops),
-    LOG_LEVEL: 'warn',
-  });
-  running.set(name, child);
-  await waitFor(
-    `${name} ready; output:\n${child.output()}`,
-    async () => (await fetch(`http://127.0.0.1:${own.ops}/readyz`).catch(() => undefined))?.status === 200, // not listening yet
-    90_000,
-    200,
-  );
-  return child;
-}
-
-let colour = 0;
-/** A distinct image each time (the signer refuses nothing here, and no two signs share content). */
-async function image(): Promise<Buffer> {
-  colour += 1;
-  return sharp({
-    create: { width: 320, height: 256, channels: 3, background: { r: colour % 256, g: (colour * 7) % 256, b: 90 } },
-  })
-    .png()
-    .toBuffer();
-}
-
-async function signOnce(): Promise<{ status: number; asset_id?: string; code?: string }> {
-  const res = await stack
-    .request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: await image(), name: 'a.png' }),
-    })
-    .catch(() => undefined); // a connection cut by the kill: status 0, counted as not-a-success
-  if (!res) return { status: 0 };
-  const body = (await res.json()) as { asset_id?: string; code?: string };
-  return { status: res.status, ...body };
-}
+let processes: ServiceProcesses;
 
 /** Audit entries recorded per event id for this tenant's asset.signed events, by asset. */
 async function auditedSigns(): Promise<Map<string, number>> {
@@ -74,15 +28,16 @@ async function auditedSigns(): Promise<Map<string, number>> {
 }
 
 beforeAll(async () => {
-  for (const name of ['signer', 'audit'] as const) ports[name] = { grpc: await freePort(), ops: await freePort() };
+  processes = await ServiceProcesses.reserve(['signer', 'audit']);
   // The gateway finds the signer and audit at fixed addresses, whichever process answers there.
-  stack = await startStack(['watermark', 'verifier', 'softbinding', 'gateway'], {
-    [grpcAddrVar('signer')]: `127.0.0.1:${ports.signer!.grpc}`,
-    [grpcAddrVar('audit')]: `127.0.0.1:${ports.audit!.grpc}`,
-    SIGN_CONCURRENCY_PER_TENANT: '100',
-  });
-  await startProcess('signer');
-  await startProcess('audit');
+  stack = await startStack(
+    ['watermark', 'verifier', 'softbinding', 'gateway'],
+    { ...processes.addresses(), SIGN_CONCURRENCY_PER_TENANT: '100' },
+    undefined,
+    { external: processes.names },
+  );
+  await processes.start('signer', stack);
+  await processes.start('audit');
   tenant = await onboard(stack, 'growth');
   admin = new pg.Client({
     connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
@@ -91,36 +46,21 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  for (const child of running.values()) child.kill();
+  processes?.stopAll();
   await admin?.end();
   await stack?.stop();
 });
 
-/**
- * Signs `STREAM` images two at a time; after the first few answers, SIGKILLs `victim` and starts it again while
- * the stream goes on. Answers every client-visible outcome.
- */
-async function streamWithKill(
-  victim: ServiceName,
-): Promise<Array<{ status: number; asset_id?: string; code?: string }>> {
-  const outcomes: Array<{ status: number; asset_id?: string; code?: string }> = [];
-  let killed: Promise<void> | undefined;
-  const worker = async () => {
-    while (outcomes.length < STREAM) {
-      outcomes.push(await signOnce());
-      if (outcomes.length >= 4 && !killed) {
-        killed = (async () => {
-          const child = running.get(victim)!;
-          child.child.kill('SIGKILL');
-          expect((await child.exit).signal).toBe('SIGKILL');
-          await startProcess(victim);
-        })();
-      }
-    }
-  };
-  await Promise.all([worker(), worker()]);
-  await killed;
-  return outcomes;
+/** Signs `STREAM` images two at a time; after the first few answers, SIGKILLs `victim` and starts it again. */
+function streamWithKill(victim: ServiceName): Promise<SignOutcome[]> {
+  return signStreamWith(stack, tenant.api_key, {
+    count: STREAM,
+    disruptAfter: 4,
+    disrupt: async () => {
+      await processes.kill9(victim);
+      await processes.start(victim);
+    },
+  });
 }
 
 describe('kill -9 in the middle of a stream of signs', () => {
@@ -159,7 +99,7 @@ describe('kill -9 in the middle of a stream of signs', () => {
     }
     const signed = outcomes.filter((o) => o.status === 200).map((o) => o.asset_id!);
     expect(signed.length).toBeGreaterThan(0);
-    const after = await signOnce();
+    const after = await signOnce(stack, tenant.api_key);
     expect(after.status).toBe(200);
     signed.push(after.asset_id!);
     const audited = await waitFor(

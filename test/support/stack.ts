@@ -73,6 +73,11 @@ export interface Stack {
 export interface StackOptions {
   /** Mutual TLS between the services, each with its own certificate of a CA made for this stack (as `npm run up`). */
   tls?: boolean;
+  /**
+   * Services run elsewhere (their own processes, test/support/service-processes.ts) at the addresses the
+   * overrides give: never started here, nor added as another service's companion.
+   */
+  external?: ServiceName[];
 }
 
 export async function startStack(
@@ -91,10 +96,11 @@ export async function startStack(
   // ...and the anchor service for its anchor signal. Without a chain of the test's own (ANCHOR_RPC_URL), it
   // points at port 1, where nothing listens: batches then stay queued (never written to any chain, least of all
   // a development node on 8545) and verifies report the anchor as pending.
-  if (names.includes('verifier') && !names.includes('anchor')) {
+  if (names.includes('verifier') && !names.includes('anchor') && !options.external?.includes('anchor')) {
     names = [...names, 'anchor'];
     if (!overrides.ANCHOR_RPC_URL) overrides = { ...overrides, ANCHOR_RPC_URL: 'http://127.0.0.1:1' };
   }
+  if (options.external) names = names.filter((name) => !options.external!.includes(name));
   const sandbox = await createSandbox(overrides);
   // Each service connects as its own role, as in the chart: a query that strays into another service's schema
   // fails here as it would in production.

@@ -1,0 +1,68 @@
+import sharp from 'sharp';
+import { multipart, type Stack } from './stack.js';
+
+export interface SignOutcome {
+  status: number;
+  asset_id?: string;
+  manifest_id?: string;
+  code?: string;
+  /** The Idempotency-Key and the file it was sent with (a retry sends the same). */
+  key: string;
+  bytes: Buffer;
+}
+
+let colour = 0;
+/** A distinct small PNG each time (no two signs share content). */
+export async function distinctImage(): Promise<Buffer> {
+  colour += 1;
+  return sharp({
+    create: { width: 320, height: 256, channels: 3, background: { r: colour % 256, g: (colour * 7) % 256, b: 90 } },
+  })
+    .png()
+    .toBuffer();
+}
+
+/** One sign through the API; a connection cut by a kill is status 0 (not a success). */
+export async function signOnce(
+  stack: Stack,
+  apiKey: string,
+  key: string = crypto.randomUUID(),
+  bytes?: Buffer,
+): Promise<SignOutcome> {
+  bytes ??= await distinctImage();
+  const res = await stack
+    .request('/v1/sign', {
+      method: 'POST',
+      key: apiKey,
+      headers: { 'idempotency-key': key },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes, name: 'a.png' }),
+    })
+    .catch(() => undefined); // a connection cut by a kill: status 0, counted as not-a-success
+  if (!res) return { status: 0, key, bytes };
+  const body = (await res.json()) as { asset_id?: string; manifest_id?: string; code?: string };
+  return { status: res.status, key, bytes, ...body };
+}
+
+/**
+ * Signs `count` images `concurrency` at a time; once `disruptAfter` answers are in, runs `disrupt` (a kill and
+ * restart) while the stream goes on. Answers every client-visible outcome, in the order they came.
+ */
+export async function signStreamWith(
+  stack: Stack,
+  apiKey: string,
+  options: { count: number; concurrency?: number; disruptAfter: number; disrupt: () => Promise<void> },
+): Promise<SignOutcome[]> {
+  const outcomes: SignOutcome[] = [];
+  let started = 0;
+  let disrupted: Promise<void> | undefined;
+  const worker = async () => {
+    while (started < options.count) {
+      started += 1;
+      outcomes.push(await signOnce(stack, apiKey));
+      if (outcomes.length >= options.disruptAfter && !disrupted) disrupted = options.disrupt();
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency ?? 2 }, worker));
+  await disrupted;
+  return outcomes;
+}
