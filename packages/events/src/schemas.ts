@@ -40,6 +40,12 @@ export const EVENT_DATA = {
     anchor: z.boolean(),
     /** SHA-256 of the manifest store; present when `anchor` (the anchor service enqueues it idempotently). */
     manifest_digest: hex64.optional(),
+    /**
+     * The billing reservation(s) the sign consumes (absent when the caller metered nothing): billing commits them
+     * from this event, so a sign that is recorded is billed even when the caller's own commit was lost.
+     */
+    reservation_id: z.string().optional(),
+    byok_reservation_id: z.string().optional(),
   }),
   /** An authenticated verify (verifier). */
   'asset.verified': z.object({

@@ -50,6 +50,35 @@ export function meterEvent(metering: Metering, tenants: TenantClient, logger: Lo
   };
 }
 
+/** Durable consumer committing the reservations a recorded sign names (asset.signed). */
+export const SIGN_SETTLEMENT_CONSUMER = 'billing-sign-settlement';
+
+export const SIGN_RECORDED_EVENT_TYPES = ['asset.signed'] as const;
+
+/**
+ * Commits the reservation(s) an asset.signed names. The signer writes the event in the transaction that records
+ * the sign, so this is the durable half of a sign's metering: the gateway commits as soon as the sign answers,
+ * but billing may be down then (killed, restarting) and that commit lost; this one arrives once billing is back.
+ * Commit is idempotent (a repeat, or the gateway's own, is a no-op) and bills a reservation the expiry sweep or
+ * the gateway released meanwhile (the work was done), so each recorded sign is counted exactly once.
+ */
+export function commitSignedReservations(metering: Metering, logger: Logger) {
+  return async (event: EventOf<(typeof SIGN_RECORDED_EVENT_TYPES)[number]>): Promise<void> => {
+    for (const id of [event.data.reservation_id, event.data.byok_reservation_id]) {
+      if (!id) continue;
+      try {
+        await metering.commit(event.tenant_id, id);
+      } catch (error) {
+        if (!(isCairnError(error) && error.code === 'cairn.not_found')) throw error;
+        logger.warn(
+          { reservation_id: id, event_id: event.event_id },
+          'signed reservation not found; nothing to commit',
+        );
+      }
+    }
+  };
+}
+
 /** Durable consumer settling the reservations of asynchronous signs and verifies when their jobs end. */
 export const JOB_SETTLEMENT_CONSUMER = 'billing-job-settlement';
 

@@ -6,9 +6,12 @@ import {
   EVENT_METER_CONSUMER,
   JOB_END_EVENT_TYPES,
   JOB_SETTLEMENT_CONSUMER,
+  commitSignedReservations,
   meterEvent,
   METERED_EVENT_TYPES,
   settleJobReservation,
+  SIGN_RECORDED_EVENT_TYPES,
+  SIGN_SETTLEMENT_CONSUMER,
 } from './events.js';
 import { Metering } from './app/metering.js';
 import { PriceTable } from './domain/prices.js';
@@ -34,6 +37,11 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       ctx.rpc.add(billingV1.BillingService, billingHandlers(metering));
       const settle = settleJobReservation(metering, ctx.logger);
       await ctx.consume(JOB_SETTLEMENT_CONSUMER, JOB_END_EVENT_TYPES, (event) => settle(event));
+      await ctx.consume(
+        SIGN_SETTLEMENT_CONSUMER,
+        SIGN_RECORDED_EVENT_TYPES,
+        commitSignedReservations(metering, ctx.logger),
+      );
       await ctx.consume(
         EVENT_METER_CONSUMER,
         METERED_EVENT_TYPES,

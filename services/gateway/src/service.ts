@@ -74,6 +74,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         billing,
         publicBaseUrl: config.PUBLIC_BASE_URL,
         syncMaxBytes: config.SYNC_SIGN_MAX_BYTES,
+        logger: ctx.logger,
       });
       const app = createApp({
         logger: ctx.logger,

@@ -9,6 +9,12 @@ export type BillingClient = ServiceClient<typeof billingV1.BillingService extend
 export interface MeteredUnit {
   readonly reservationId: string;
   commit(): Promise<void>;
+  /**
+   * Commits a reservation the recorded work also names in its event (asset.signed), from which billing commits it
+   * once more, idempotently: a commit lost here (billing down, killed mid-call) is finished there, so it is not
+   * the client's failure. Answers the error it set aside, if any.
+   */
+  commitBackedByEvent(): Promise<{ deferred: unknown } | undefined>;
   release(): Promise<void>;
   /** Leaves settling to whoever the reservation was handed to (an asynchronous job's outcome). */
   handOver(): void;
@@ -38,6 +44,11 @@ export async function reserveUnit(billing: BillingClient, tenant: Tenant, meter:
   return {
     reservationId,
     commit: () => settle('commit'),
+    commitBackedByEvent: () =>
+      settle('commit').then(
+        () => undefined,
+        (error: unknown) => ({ deferred: error }),
+      ),
     release: () => settle('release'),
     handOver: () => void (settled = true),
   };

@@ -2,6 +2,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { jobStates, type signerV1, type tenantV1 } from '@cairn/proto';
+import type { Logger } from '@cairn/logging';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Tenant, TenantDirectory } from '../adapters/tenant-directory.js';
 import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
@@ -24,6 +25,7 @@ export interface SignDeps {
   publicBaseUrl: string;
   /** Uploads up to this size are signed while the client waits (200); larger ones become jobs (202). */
   syncMaxBytes: number;
+  logger: Logger;
 }
 
 /** A validated POST /v1/sign: the stored upload, the form fields, the Idempotency-Key. */
@@ -142,14 +144,15 @@ export class SignAssets {
         uploadBlobKey: upload.key,
         metadata,
         ...(credentialId ? { signingCredentialId: credentialId } : {}),
+        // Named in asset.signed, from which billing commits them whatever becomes of the commit below.
+        reservationId: metered.reservationId,
+        byokReservationId: byok?.reservationId ?? '',
       };
       if (upload.size <= deps.syncMaxBytes) {
         const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
         answer = { assetId, httpStatus: 200, body: presentSignResult(result) };
       } else {
-        const job = await deps.signer.enqueueSign({
-          sign: { ...sign, reservationId: metered.reservationId, byokReservationId: byok?.reservationId ?? '' },
-        });
+        const job = await deps.signer.enqueueSign({ sign });
         request.onUploadHandedOver(); // the signer worker reads it, then deletes it
         answer = {
           assetId,
@@ -178,8 +181,16 @@ export class SignAssets {
       metered.handOver();
       byok?.handOver();
     } else {
-      await metered.commit();
-      await byok?.commit();
+      // The sign is recorded (and its answer with it): a commit billing cannot take now is not the client's
+      // failure, and never a second sign on retry. billing commits it from asset.signed (docs/design.md).
+      for (const unit of [metered, byok]) {
+        const lost = await unit?.commitBackedByEvent();
+        if (lost)
+          deps.logger.warn(
+            { err: lost.deferred, reservation_id: unit!.reservationId, asset_id: answer.assetId },
+            'metering commit failed; billing commits it from asset.signed',
+          );
+      }
     }
     return { kind: 'answer', answer, replayed: false };
   }

@@ -53,6 +53,9 @@ export interface RecordInput {
   manifestDigest: string;
   createdAt: Date;
   expiresAt: Date;
+  /** The billing reservations the caller made for this sign ('' = none): asset.signed names them for billing. */
+  reservationId: string;
+  byokReservationId: string;
 }
 
 /**
@@ -122,6 +125,8 @@ export async function recordSigned(
             anchor: recipe.anchor,
             // The anchor service also consumes this (idempotently), so a digest whose Enqueue call failed is anchored anyway.
             ...(recipe.anchor ? { manifest_digest: input.manifestDigest } : {}),
+            ...(input.reservationId ? { reservation_id: input.reservationId } : {}),
+            ...(input.byokReservationId ? { byok_reservation_id: input.byokReservationId } : {}),
           }),
         );
         await deps.outbox.enqueue(

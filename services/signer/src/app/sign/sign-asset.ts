@@ -83,7 +83,21 @@ export async function signAsset(
   }
   await recordSigned(
     deps,
-    { tenantId, accepted, result, signed, blobs, watermark, active, metadata, manifestDigest, createdAt, expiresAt },
+    {
+      tenantId,
+      accepted,
+      result,
+      signed,
+      blobs,
+      watermark,
+      active,
+      metadata,
+      manifestDigest,
+      createdAt,
+      expiresAt,
+      reservationId: request.reservationId,
+      byokReservationId: request.byokReservationId,
+    },
     onCommitted,
   );
   void deps.outbox.flush();
