@@ -155,11 +155,18 @@ describe(`GET ${API}/services/supportedAlgorithms`, () => {
 });
 
 describe(`POST ${API}/matches/byContent`, () => {
-  it('finds the manifest of a signed image re-encoded, resized and cropped (no manifest, no watermark left)', async () => {
+  it('finds the manifest of a signed image re-encoded, resized and cropped (its manifest stripped), with the best similarity any algorithm gives it', async () => {
+    // 0.5×, JPEG q60, 5 % cropped: the watermark may still read here (weakly, depending on the key) and the
+    // fingerprint finds it close; either way one match, scored as close as the fingerprint says it is.
+    const byFingerprint = await matchesOf(await byContent(copy, '?alg=cairn.pdq.v1&maxResults=1'));
+    expect(byFingerprint[0]?.manifestId).toBe(manifestId);
+    expect(byFingerprint[0]!.similarityScore!).toBeGreaterThan(80);
     const matches = await matchesOf(await byContent(copy));
-    expect(matches[0]).toEqual({ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) });
-    expect(matches[0]!.similarityScore!).toBeGreaterThan(80);
-    expect((await matchesOf(await byContent(copy, '?alg=cairn.pdq.v1&maxResults=1')))[0]?.manifestId).toBe(manifestId);
+    expect(matches.filter((m) => m.manifestId === manifestId)).toEqual([
+      { manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) },
+    ]);
+    expect(matches[0]?.manifestId).toBe(manifestId);
+    expect(matches[0]!.similarityScore!).toBeGreaterThanOrEqual(byFingerprint[0]!.similarityScore!);
   });
 
   it('finds it by its watermark when asked for cairn-sync-v2, and not as the older cairn-dct-keyed-v1 or cairn-dct-v1', async () => {

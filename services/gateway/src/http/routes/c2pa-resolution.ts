@@ -369,9 +369,20 @@ function manifestIdOf(manifestUri: string): string | undefined {
 }
 
 /** One entry per manifest (the first, i.e. strongest, wins), at most `limit`. */
+/**
+ * One match per manifest, where it first appeared (a watermark's before fingerprints'), scored with the best
+ * similarity any algorithm gave it: a mark read weakly on a copy the fingerprint finds nearly identical is that
+ * close, not as close as the weak read.
+ */
 function distinct(matches: SpecMatch[], limit: number): SpecMatch[] {
-  const seen = new Set<string>();
-  return matches.filter((m) => !seen.has(m.manifestId) && seen.add(m.manifestId)).slice(0, limit);
+  const byManifest = new Map<string, SpecMatch>();
+  for (const m of matches) {
+    const kept = byManifest.get(m.manifestId);
+    if (!kept) byManifest.set(m.manifestId, m);
+    else if (m.similarityScore !== undefined && (kept.similarityScore ?? -1) < m.similarityScore)
+      byManifest.set(m.manifestId, { ...kept, similarityScore: m.similarityScore });
+  }
+  return [...byManifest.values()].slice(0, limit);
 }
 
 /**
