@@ -4,9 +4,15 @@ export function every(
   task: () => Promise<unknown>,
   onError: (error: unknown) => void,
 ): () => Promise<void> {
-  let running: Promise<unknown> = Promise.resolve();
+  // A tick that finds the last run still going is skipped, not queued: a task slower than its interval never
+  // builds a backlog of runs that outlives the reason for them.
+  let running: Promise<void> | undefined;
   const tick = () => {
-    running = running.then(task).catch(onError);
+    running ??= task()
+      .then(() => undefined, onError)
+      .finally(() => {
+        running = undefined;
+      });
   };
   tick();
   const timer = setInterval(tick, intervalMs);

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { billingV1, tenantV1 } from '@cairn/proto';
-import type { ServiceDefinition } from '@cairn/runtime';
+import { every, type ServiceDefinition } from '@cairn/runtime';
 import { billingConfigShape } from './config.js';
 import {
   EVENT_METER_CONSUMER,
@@ -48,19 +48,15 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         meterEvent(metering, ctx.client(tenantV1.TenantService, 'tenant'), ctx.logger),
       );
       if (config.BILLING_SWEEP_INTERVAL_MS > 0) {
-        let sweeping: Promise<unknown> | undefined;
-        const timer = setInterval(() => {
-          sweeping ??= metering
-            .sweepExpired()
-            .then((released) => released > 0 && ctx.logger.info({ released }, 'released expired reservations'))
-            .catch((error: unknown) => ctx.logger.warn({ err: error }, 'reservation sweep failed'))
-            .finally(() => (sweeping = undefined));
-        }, config.BILLING_SWEEP_INTERVAL_MS);
-        timer.unref();
-        ctx.onShutdown(async () => {
-          clearInterval(timer);
-          await sweeping;
-        });
+        const stopSweep = every(
+          config.BILLING_SWEEP_INTERVAL_MS,
+          async () => {
+            const released = await metering.sweepExpired();
+            if (released > 0) ctx.logger.info({ released }, 'released expired reservations');
+          },
+          (error: unknown) => ctx.logger.warn({ err: error }, 'reservation sweep failed'),
+        );
+        ctx.onShutdown(stopSweep);
       }
     },
   };
