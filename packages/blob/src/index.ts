@@ -6,6 +6,7 @@ export { FilesystemBlobStore } from './filesystem.js';
 export { S3BlobStore, type S3BlobStoreOptions } from './s3.js';
 export { BlobTooLargeError, assertBlobKey, type BlobInfo, type BlobStore } from './store.js';
 export { MeasuringStream } from './measure.js';
+export { blobKeyOf, blobKeys, parseBlobKey, PUBLIC_OWNER, type BlobKeyKind, type ParsedBlobKey } from './keys.js';
 
 /**
  * `BLOB_STORE_URL`: `file:///var/lib/cairn/blobs` (the embedded default) or `s3://bucket/prefix` (with the

@@ -1,5 +1,6 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { anchorBatchStates, jobStates, signerV1 } from '@cairn/proto';
@@ -48,6 +49,15 @@ function requireIds(tenantId: string, assetId: string): void {
   if (!isId('asset', assetId)) throw new CairnError('cairn.not_found', `Asset ${assetId} not found.`);
 }
 
+/**
+ * The upload a sign reads (and a job deletes when it ends) must be one of the signing tenant's uploads: a key of
+ * another shape or tenant never reaches the blob store (packages/blob keys.ts).
+ */
+function requireOwnUpload(tenantId: string, uploadBlobKey: string): void {
+  if (!blobKeyOf(uploadBlobKey, 'upload', tenantId))
+    throw new CairnError('cairn.validation.invalid_body', 'upload_blob_key must name an upload of this tenant.');
+}
+
 function presentAsset(row: AssetRow): signerV1.Asset {
   return {
     $typeName: 'cairn.signer.v1.Asset',
@@ -79,11 +89,13 @@ export function signerHandlers(
   return {
     sign: async (request) => {
       requireIds(request.tenantId, request.assetId);
+      requireOwnUpload(request.tenantId, request.uploadBlobKey);
       return signResponse(await signAsset(deps, request));
     },
     enqueueSign: async (request) => {
       if (!request.sign) throw new CairnError('cairn.validation.invalid_body', 'sign is required');
       requireIds(request.sign.tenantId, request.sign.assetId);
+      requireOwnUpload(request.sign.tenantId, request.sign.uploadBlobKey);
       const { jobId } = await deps.jobs.enqueue(request.sign);
       return { jobId, status: jobStates.toProto('queued') };
     },

@@ -1,12 +1,11 @@
 import { mediaLimitsOf } from '@cairn/media';
 import { fileURLToPath } from 'node:url';
 import { Histogram } from 'prom-client';
-import { createBlobStore } from '@cairn/blob';
+import { blobKeys, createBlobStore } from '@cairn/blob';
 import { WorkQueue } from '@cairn/bus';
 import { Sealer } from '@cairn/sealing';
 import { Assets } from './app/assets.js';
 import { Credentials } from './app/credentials.js';
-import { thumbnailBlobKey } from './app/thumbnails.js';
 import { CredentialStore } from './store/credentials.js';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
@@ -120,7 +119,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         async () => {
           const removed = await store.claimExpired(200, async (row) => {
             // The page thumbnail too, if one was made (app/thumbnails.ts).
-            await blobs.delete(thumbnailBlobKey(row.tenantId, row.assetId));
+            await blobs.delete(blobKeys.thumbnail(row.tenantId, row.assetId));
             if (row.blobKey) await blobs.delete(row.blobKey);
           });
           if (removed > 0) logger.info({ removed }, 'deleted derived assets past their retention');

@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { jobStates, modalities, verificationStatuses, verifierV1 } from '@cairn/proto';
@@ -75,6 +76,9 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       if (!isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       if (!request.uploadBlobKey) throw new CairnError('cairn.verify.no_input', 'upload_blob_key is required.');
+      // The job reads the upload and deletes it when it ends: only one of this tenant's uploads (packages/blob keys.ts).
+      if (!blobKeyOf(request.uploadBlobKey, 'upload', request.tenantId))
+        throw new CairnError('cairn.validation.invalid_body', 'upload_blob_key must name an upload of this tenant.');
       return { jobId: await deps.verifyJobs.enqueue(request.tenantId, request.uploadBlobKey, request.reservationId) };
     },
     getVerifyJob: async (request) => {

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
+import { BlobTooLargeError, blobKeys, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
@@ -49,7 +49,7 @@ export class UploadSessions {
     const row = await this.deps.store.create({
       uploadId,
       tenantId,
-      blobKey: `${tenantId}/uploads/${uploadId}`,
+      blobKey: blobKeys.upload(tenantId, uploadId),
       declaredSize: request.size,
       ttlSeconds: this.deps.ttlSeconds,
       ...(request.filename ? { filename: request.filename } : {}),

@@ -1,6 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import multer, { type StorageEngine } from 'multer';
-import { BlobTooLargeError, type BlobInfo, type BlobStore } from '@cairn/blob';
+import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobInfo, type BlobStore } from '@cairn/blob';
 import { CairnError, type ErrorCode } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { SNIFF_BYTES } from '@cairn/sniff';
@@ -35,8 +35,7 @@ class BlobStorage implements StorageEngine {
     file: Express.Multer.File,
     callback: (error?: unknown, info?: Partial<Express.Multer.File>) => void,
   ): void {
-    const owner = req.auth?.tenant.tenantId ?? 'public';
-    const key = `${owner}/uploads/${newId('request').slice(4)}`;
+    const key = blobKeys.upload(req.auth?.tenant.tenantId ?? PUBLIC_OWNER, newId('request').slice(4));
     this.blobs.put(key, file.stream, { contentType: 'application/octet-stream', maxBytes: this.maxBytes }).then(
       (info) => {
         req.upload = { ...info, fieldname: file.fieldname, originalname: file.originalname };

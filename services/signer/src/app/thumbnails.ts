@@ -1,4 +1,4 @@
-import type { BlobStore } from '@cairn/blob';
+import { blobKeys, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, thumbnailOfFile, type MediaLimits } from '@cairn/media';
@@ -6,11 +6,6 @@ import type { AssetRow } from '../store/assets.js';
 
 /** Longest side of the public page's thumbnail, pixels. */
 export const PAGE_THUMBNAIL_SIDE = 320;
-
-/** Where an asset's page thumbnail is kept: beside the tenant's assets, deleted with them when retention ends. */
-export function thumbnailBlobKey(tenantId: string, assetId: string): string {
-  return `${tenantId}/thumbnails/${assetId}.jpg`;
-}
 
 export interface ThumbnailDeps {
   assets: { getPublic(assetId: string): Promise<AssetRow | null> };
@@ -31,7 +26,8 @@ export async function pageThumbnail(deps: ThumbnailDeps, assetId: string): Promi
   const notFound = (why = 'not found') => new CairnError('cairn.not_found', `Thumbnail of asset ${assetId}: ${why}.`);
   const row = isId('asset', assetId) ? await deps.assets.getPublic(assetId) : null;
   if (!kept(row)) throw notFound();
-  const key = thumbnailBlobKey(row.tenantId, row.assetId);
+  // Beside the tenant's assets, deleted with them when retention ends.
+  const key = blobKeys.thumbnail(row.tenantId, row.assetId);
   const stored = await deps.blobs.getBuffer(key);
   if (stored) return stored;
 

@@ -1,4 +1,4 @@
-import type { BlobStore } from '@cairn/blob';
+import { blobKeyOf, type BlobStore } from '@cairn/blob';
 import type { Event } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
@@ -39,7 +39,15 @@ export function indexSignedAsset(deps: IndexDeps) {
     )
       return;
     const assetId = data.asset_id;
-    // The event names the asset's blob: a deleted asset's blob is gone too, and is then not indexed.
+    // The event names the asset's blob; only a signed asset of the event's own tenant is read (packages/blob keys.ts).
+    if (!blobKeyOf(data.blob_key, 'asset', event.tenant_id)) {
+      deps.logger.warn(
+        { asset_id: assetId, blob_key: data.blob_key },
+        'blob key is not an asset of this tenant; not indexed',
+      );
+      return;
+    }
+    // A deleted asset's blob is gone too, and is then not indexed.
     const bytes = await deps.blobs.getBuffer(data.blob_key);
     if (!bytes) {
       deps.logger.warn({ asset_id: assetId }, 'signed asset no longer available; not indexed');

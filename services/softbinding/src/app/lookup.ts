@@ -1,4 +1,4 @@
-import type { BlobStore } from '@cairn/blob';
+import { blobKeyOf, parseBlobKey, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
@@ -183,6 +183,12 @@ export async function lookup(
   const scope = request.tenantId ? { tenantId: request.tenantId } : ('public' as const);
   let matches;
   if (query.case === 'uploadBlobKey') {
+    // A tenant's lookup reads only that tenant's uploads; a public one any upload (the verifier looks up a
+    // tenant's upload in the public scope too), never an asset, a manifest or a key outside the uploads.
+    const upload = request.tenantId
+      ? blobKeyOf(query.value, 'upload', request.tenantId)
+      : parseBlobKey(query.value)?.kind === 'upload';
+    if (!upload) throw new CairnError('cairn.validation.invalid_body', 'upload_blob_key must name an upload.');
     const bytes = await deps.blobs.getBuffer(query.value);
     if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the file again.');
     matches = await lookupContent(deps.indexes, scope, bytes, limit, deps.mediaLimits);

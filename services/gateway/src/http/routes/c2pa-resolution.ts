@@ -1,7 +1,7 @@
 import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { BlobTooLargeError, type BlobStore } from '@cairn/blob';
+import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { IMAGE_WATERMARK_ALGS, isImageWatermarkAlg, type ImageWatermarkAlg } from '@cairn/catalog';
 import { absentAsUndefined, CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
@@ -435,7 +435,7 @@ function assetUpload(deps: Pick<C2paResolutionDeps, 'blobs' | 'uploadMaxBytes'>)
 }
 
 async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promise<void> {
-  const key = `public/uploads/${newId('request').slice(4)}`;
+  const key = blobKeys.upload(PUBLIC_OWNER, newId('request').slice(4));
   const info = await blobs.put(key, req, { contentType: 'application/octet-stream', maxBytes });
   req.upload = { ...info, fieldname: 'body', originalname: '' };
 }

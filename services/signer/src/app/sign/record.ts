@@ -1,4 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
+import { blobKeys } from '@cairn/blob';
 import { newEvent } from '@cairn/events';
 import { withTenant, type Tx } from '@cairn/db';
 import type { GenerationMetadata } from '../../adapters/c2pa/index.js';
@@ -20,8 +21,8 @@ export async function storeBlobs(
   target: { tenantId: string; assetId: string; manifestId: string; extension: string; mediaType: string },
   signed: SignedBytes,
 ): Promise<StoredBlobs> {
-  const assetKey = `${target.tenantId}/assets/${target.assetId}.${target.extension}`;
-  const manifestKey = `manifests/${target.manifestId}.c2pa`;
+  const assetKey = blobKeys.asset(target.tenantId, target.assetId, target.extension);
+  const manifestKey = blobKeys.manifest(target.manifestId);
   const [stored] = await timed(deps, 'store', () =>
     Promise.all([
       deps.blobs.put(assetKey, signed.signed, { contentType: target.mediaType }),

@@ -1,3 +1,4 @@
+import { blobKeyOf, PUBLIC_OWNER } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import type { verifierV1 } from '@cairn/proto';
 import type { VerifyDeps } from './deps.js';
@@ -17,7 +18,7 @@ export async function resolveSubject(deps: VerifyDeps, request: verifierV1.Verif
   const input = request.input;
   switch (input.case) {
     case 'uploadBlobKey':
-      return uploadedFile(deps, input.value);
+      return uploadedFile(deps, request.tenantId, input.value);
     case 'assetId':
       return assetFile(deps, request.tenantId, input.value);
     case 'manifestUri':
@@ -30,8 +31,13 @@ export async function resolveSubject(deps: VerifyDeps, request: verifierV1.Verif
   }
 }
 
-/** Verify an upload: the file the caller sent, kept in the blob store under its upload key. */
-async function uploadedFile(deps: VerifyDeps, uploadBlobKey: string): Promise<Subject> {
+/**
+ * Verify an upload: the file the caller sent, kept in the blob store under its upload key, which must be an upload
+ * of the calling tenant (or of `public` for a verify without one): no other key reaches the blob store.
+ */
+async function uploadedFile(deps: VerifyDeps, tenantId: string, uploadBlobKey: string): Promise<Subject> {
+  if (!blobKeyOf(uploadBlobKey, 'upload', tenantId || PUBLIC_OWNER))
+    throw new CairnError('cairn.validation.invalid_body', 'upload_blob_key must name an upload of the caller.');
   const bytes = await deps.blobs.getBuffer(uploadBlobKey);
   if (!bytes) throw new CairnError('cairn.verify.no_input', 'The upload is gone; send the file again.');
   return { bytes, uploadBlobKey };
