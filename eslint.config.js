@@ -11,21 +11,6 @@ const SERVICES = readdirSync(new URL('./services/', import.meta.url), { withFile
   .filter((entry) => entry.isDirectory())
   .map((entry) => entry.name);
 
-// ---------------------------------------------------------------------------------------------------------------
-// Pending moves, issue #12: files that still break the interior rule where they stand today. The rooms work moves
-// them (SQL into store/, I/O into adapters/, orchestration into app/); whoever moves a file deletes its entry here.
-// Each list names the rule its files are exempt from, and only that rule.
-// ---------------------------------------------------------------------------------------------------------------
-const PENDING_MOVES = {
-  // domain/ files that still do I/O (SQL, Redis, HTTP, ffmpeg, sharp, ...) or import the layers around them.
-  domain: [],
-  // rpc.ts and http/ files that still reach db/, store/ or SQL directly.
-  mapping: [],
-  // Tests that reach into another service's code: the shared C2PA fixtures belong in packages/testing, a test that
-  // needs two services' code belongs in the root test/ (fleet tests start both as processes).
-  crossService: [],
-};
-
 // `.catch(() => undefined)` (or `() => {}`, `() => null`) drops an error without a word. Allowed only with a
 // comment saying why: inside the handler, at the end of its line, or on the line above the statement.
 const noSilentCatch = {
@@ -147,17 +132,14 @@ const boundaryBlocks = SERVICES.flatMap((svc) => {
   return [
     {
       files: [`${root}/**/*.{ts,js,mjs}`],
-      ignores: PENDING_MOVES.crossService,
       rules: { 'no-restricted-imports': ['error', { patterns: base }] },
     },
     {
       files: [`${root}/src/domain/**/*.ts`],
-      ignores: PENDING_MOVES.domain,
       rules: { 'no-restricted-imports': ['error', { paths: domainPaths, patterns: [...base, ...domainRules] }] },
     },
     {
       files: [`${root}/src/rpc.ts`, `${root}/src/http/**/*.ts`],
-      ignores: PENDING_MOVES.mapping,
       rules: { 'no-restricted-imports': ['error', { patterns: [...base, ...mappingRules] }] },
     },
   ];
