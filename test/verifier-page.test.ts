@@ -90,6 +90,27 @@ describe('the public verifier page /v/{asset_id}', () => {
     }
   });
 
+  it('shows no picture on the /v/ page of a signed asset that is no image (the signer makes thumbnails of images only)', async () => {
+    const words = Buffer.from(`A paragraph signed for the page test, ${crypto.randomUUID()}.\n`);
+    const text = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'text-genai-v1' }, { field: 'asset', bytes: words, name: 'a.txt', type: 'text/plain' }),
+    });
+    expect(text.status).toBe(200);
+    const { asset_id: textAsset } = (await text.json()) as { asset_id: string };
+    // Its verdict is computed from asset.signed: the page answers once it is there.
+    let page = '';
+    for (let i = 0; i < 100 && !page; i++) {
+      const res = await fetch(`${stack.baseUrl}/v/${textAsset}`);
+      if (res.status === 200) page = await res.text();
+      else await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(page).toContain('data-status="verified_manifest');
+    expect(page).not.toContain('<img');
+  }, 60_000);
+
   it('answers 404 with a page for an unknown asset', async () => {
     const res = await fetch(`${stack.baseUrl}/v/a_01JAAAAAAAAAAAAAAAAAAAAAAA`);
     expect(res.status).toBe(404);

@@ -61,7 +61,10 @@ export function pageRoutes(deps: {
         doesNotProve: result.doesNotProve,
         warnings: result.warnings,
         manifestUri,
-        ...(asset.expired ? {} : { thumbnailUrl: `${base}/v/${assetId}/thumbnail.jpg` }),
+        // The signer makes thumbnails of images only: another medium gets no picture rather than a broken one.
+        ...(asset.expired || !asset.mediaType.startsWith('image/')
+          ? {}
+          : { thumbnailUrl: `${base}/v/${assetId}/thumbnail.jpg` }),
         mediaType: asset.mediaType,
         verifiedAt: result.verifiedAt,
       }),

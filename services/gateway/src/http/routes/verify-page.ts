@@ -2,7 +2,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, toProblem } from '@cairn/errors';
-import { verificationStatuses, type verifierV1 } from '@cairn/proto';
+import { commonV1, verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { renderVerifyPage, type PageModel } from '../../domain/verifier-page.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
@@ -65,7 +65,11 @@ function run(handler: RequestHandler, req: Request, res: Response): Promise<void
 }
 
 /** A verification result as the page shows it; thumbnails and matches point at the signed assets' `/v/` pages. */
-export function pageModelFromResult(result: verifierV1.VerificationResult, publicBaseUrl: string): PageModel {
+export function pageModelFromResult(
+  result: verifierV1.VerificationResult,
+  publicBaseUrl: string,
+  modality: commonV1.Modality,
+): PageModel {
   const base = publicBaseUrl.replace(/\/$/, '');
   const claims = result.claims;
   const matches = result.matches
@@ -77,8 +81,8 @@ export function pageModelFromResult(result: verifierV1.VerificationResult, publi
       similarity: m.similarity,
     }));
   // The dropped file itself is never kept, so the thumbnail is the signed original's: the manifest's asset, or
-  // else the closest match.
-  const thumbnailAsset = result.assetId || matches[0]?.assetId;
+  // else the closest match; only for an image, the one medium the signer makes thumbnails of.
+  const thumbnailAsset = modality === commonV1.Modality.IMAGE ? result.assetId || matches[0]?.assetId : undefined;
   return {
     ...(result.assetId ? { assetId: result.assetId } : {}),
     status: verificationStatuses.fromProto(result.status),
@@ -153,14 +157,14 @@ export function verifyPageRoutes(deps: VerifyPageDeps): Router {
       await run(upload, req, res);
       if (!req.upload || req.upload.size === 0)
         throw new CairnError('cairn.verify.no_input', 'Choose a file to verify: none arrived, or it was empty.');
-      const { result } = await deps.verifier.verify(
+      const { result, modality } = await deps.verifier.verify(
         { tenantId: '', input: { case: 'uploadBlobKey', value: req.upload.key } },
         { deadlineMs: 60_000 },
       );
       if (!result) throw new CairnError('cairn.internal_error');
       res.type('html').send(
         renderVerifyPage({
-          result: pageModelFromResult(result, deps.publicBaseUrl),
+          result: pageModelFromResult(result, deps.publicBaseUrl, modality),
           fileName: req.upload.originalname,
           scriptUrl: SCRIPT_PATH,
         }),
