@@ -222,6 +222,25 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
     expect(sharedShot).toBeGreaterThan(0);
   });
 
+  it('a short clip without cuts still yields several frames, so its re-encoded copy is found (issue #14)', async () => {
+    const clip = await runFfmpeg({
+      args: [
+        ...['-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=25', '-t', '3'],
+        ...[...X264, '-crf', '18', '-movflags', 'frag_keyframe+empty_moov', '-f', 'mp4', 'pipe:1'],
+      ],
+      timeoutMs: 60_000,
+    });
+    const copy = await runFfmpeg({
+      args: ['-i', 'pipe:0', ...X264, '-crf', '28', '-movflags', 'frag_keyframe+empty_moov', '-f', 'mp4', 'pipe:1'],
+      input: clip,
+      timeoutMs: 60_000,
+    });
+    const indexed = await fingerprintVideo(clip);
+    // A quarter of the 3 s as the floor (0.75 s): frames at 0, 0.76, 1.52, 2.28 (25 fps), where a 4 s floor gave one.
+    expect(indexed.length).toBeGreaterThanOrEqual(4);
+    expect(matchVideo(await fingerprintVideo(copy), indexed).matches).toBe(true);
+  }, 60_000);
+
   it('ignores flat frames: a black video matches nothing, not even another black video', async () => {
     const black = await runFfmpeg({
       args: ['-f', 'lavfi', '-i', 'color=c=black:s=320x240:d=3:r=10', ...X264, '-f', 'matroska', 'pipe:1'],

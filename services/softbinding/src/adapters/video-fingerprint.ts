@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FfmpegError, runFfmpeg, sniffMediaType } from '@cairn/media';
+import { FfmpegError, probeFfmpeg, runFfmpeg, sniffMediaType } from '@cairn/media';
 import { hashPixels } from '../domain/pdq.js';
 import {
   evenlySpaced,
@@ -11,7 +11,7 @@ import {
   MAX_CANDIDATE_FRAMES,
   MAX_VIDEO_BYTES,
   MAX_VIDEO_FRAMES,
-  PERIODIC_SECONDS,
+  periodicSeconds,
   SCENE_THRESHOLD,
   VIDEO_TIMEOUT_MS,
   VideoFingerprintError,
@@ -58,10 +58,14 @@ export async function fingerprintVideo(
     const input = join(dir, 'input');
     const metaFile = join(dir, 'frames.txt');
     await writeFile(input, bytes);
+    const declared = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/.exec(await probeFfmpeg(input));
+    const floor = periodicSeconds(
+      declared ? Number(declared[1]) * 3600 + Number(declared[2]) * 60 + Number(declared[3]) : undefined,
+    );
     const seconds = options.maxSeconds ?? MAX_ANALYSED_SECONDS;
     const filter = [
       `scale=${FRAME_SIDE}:${FRAME_SIDE}:flags=area`,
-      `select='eq(n\\,0)+gt(scene\\,${SCENE_THRESHOLD})+gte(t-prev_selected_t\\,${PERIODIC_SECONDS})'`,
+      `select='eq(n\\,0)+gt(scene\\,${SCENE_THRESHOLD})+gte(t-prev_selected_t\\,${floor})'`,
       `metadata=mode=print:file=${filterPath(metaFile)}`,
       'format=rgb24',
     ].join(',');

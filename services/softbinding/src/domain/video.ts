@@ -13,7 +13,10 @@ import { hamming, HASH_BYTES } from './pdq.js';
  *  - `select='eq(n,0) + gt(scene, 0.3) + gte(t - prev_selected_t, 4)'`: the first frame, every frame whose
  *    scene-change score exceeds `SCENE_THRESHOLD` (ffmpeg's normalised SAD against the previous frame; 0.3 is
  *    the customary cut threshold), and a floor of one frame whenever `PERIODIC_SECONDS` passed since the last
- *    selected one (so a static shot or a slow pan still yields a frame every 4 s);
+ *    selected one (so a static shot or a slow pan still yields a frame every 4 s); shorter videos get a shorter
+ *    floor, `periodicSeconds(duration)`: a quarter of the duration, at least `MIN_PERIODIC_SECONDS`, so a clip
+ *    of a few seconds without cuts still yields several frames (with one frame it could never reach
+ *    `MIN_MATCHED_FRAMES`, and a re-encoded copy of a 3 s clip found nothing);
  *  - `-vsync vfr` (selected frames only, no duplicates), rawvideo rgb24 on stdout, at most `MAX_CANDIDATE_FRAMES`;
  *  - timestamps: the `metadata=mode=print:file=…` filter after `select` writes one `pts_time` line per selected
  *    frame to a file in the same temp dir (stderr is not returned by `runFfmpeg`); `seconds` is relative to the
@@ -31,6 +34,13 @@ import { hamming, HASH_BYTES } from './pdq.js';
 export const VIDEO_ALG = FINGERPRINT_ALG.video;
 export const SCENE_THRESHOLD = 0.3;
 export const PERIODIC_SECONDS = 4;
+export const MIN_PERIODIC_SECONDS = 0.5;
+
+/** The periodic floor for a video of `duration` seconds (unknown: the long-video floor). */
+export function periodicSeconds(duration: number | undefined): number {
+  if (duration === undefined || !Number.isFinite(duration) || duration <= 0) return PERIODIC_SECONDS;
+  return Math.min(PERIODIC_SECONDS, Math.max(MIN_PERIODIC_SECONDS, Math.round((duration / 4) * 100) / 100));
+}
 export const MAX_VIDEO_FRAMES = 48;
 /** Frames taken from ffmpeg before thinning (rgb24 128×128 = 48 KiB each: at most 12 MiB of output). */
 export const MAX_CANDIDATE_FRAMES = 256;
