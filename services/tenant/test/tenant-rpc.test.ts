@@ -247,7 +247,7 @@ describe('cairn.tenant.v1.TenantService', () => {
     const { recipes } = await tenants.listRecipes({ plan: 'free' });
     expect(recipes.map((r) => r.recipeId)).toContain('image-genai-v1');
     const video = recipes.find((r) => r.recipeId === 'video-genai-v1');
-    expect(video).toMatchObject({ meter: 'video_sign', layers: { c2pa: true, watermark: false } });
+    expect(video).toMatchObject({ meter: 'video_sign', layers: { c2pa: true, watermark: true } });
     const { recipe } = await tenants.getRecipe({ recipeId: 'image-genai-v1', plan: 'growth' });
     expect(recipe).toMatchObject({ available: true, mediaTypes: ['image/jpeg', 'image/png', 'image/webp'] });
     expect(await failure(tenants.getRecipe({ recipeId: 'nope-v1', plan: 'growth' }))).toMatchObject({

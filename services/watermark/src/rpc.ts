@@ -5,8 +5,10 @@ import type { ServiceImpl } from '@cairn/rpc';
 import type { WatermarkDeps } from './app/deps.js';
 import { detectAudio } from './app/detect-audio.js';
 import { detectImage } from './app/detect-image.js';
+import { detectVideo } from './app/detect-video.js';
 import { embedAudio } from './app/embed-audio.js';
 import { embedImage } from './app/embed-image.js';
+import { embedVideo } from './app/embed-video.js';
 import { resolvePayload } from './app/resolve-payload.js';
 import { PAYLOAD_BYTES } from './domain/payload.js';
 import { requireId } from './domain/validation.js';
@@ -16,7 +18,7 @@ type Methods = typeof watermarkV1.WatermarkService extends GenService<infer M> ?
 const PAYLOAD_HEX = new RegExp(`^[0-9a-f]{${PAYLOAD_BYTES * 2}}$`);
 
 /** The file a request carries: required, never empty. */
-function requireFile(encoded: Uint8Array, what: 'image' | 'audio'): Uint8Array {
+function requireFile(encoded: Uint8Array, what: 'image' | 'audio' | 'video'): Uint8Array {
   if (encoded.length === 0)
     throw new CairnError('cairn.validation.invalid_body', `encoded (the ${what} file) is required`, {
       errors: [{ path: 'encoded', message: 'required' }],
@@ -41,6 +43,13 @@ export function watermarkHandlers(deps: WatermarkDeps): ServiceImpl<Methods> {
       return embedAudio(deps, { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'audio') });
     },
     detectAudio: async (request) => detectAudio(deps, requireFile(request.encoded, 'audio')),
+    embedVideo: async (request) => {
+      const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
+      const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
+      const assetId = requireId('asset', request.assetId, 'asset_id');
+      return embedVideo(deps, { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'video') });
+    },
+    detectVideo: async (request) => detectVideo(deps, requireFile(request.encoded, 'video')),
     resolvePayload: async (request) => {
       const hex = request.payloadHex.toLowerCase();
       if (!PAYLOAD_HEX.test(hex))

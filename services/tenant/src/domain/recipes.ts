@@ -55,9 +55,9 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
     recipe_id: 'video-genai-v1',
     name: 'AI-generated video',
     description:
-      'C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; scene-change frame fingerprints, chain anchor. No video watermark yet.',
+      'Keyed image watermark (cairn-sync-v2) on every frame, read from one-second averages: survives H.264 CRF 28, crops, frame-rate changes and VP9 transcodes at 720p and above; the file re-encoded in its codec family (H.264 in MP4, VP9 in WebM) at the measured quality, audio copied; C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; frame fingerprints, chain anchor.',
     media_types: ['video/mp4', 'video/webm'],
-    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
     retention: { derived_asset_days: 14 },
     billing: { meter: 'video_sign' },

@@ -15,7 +15,14 @@ import {
   type WorkerRequest,
   type WorkerResponse,
 } from '../domain/worker-protocol.js';
-import type { AudioEmbedOutcome, AudioWorkerRequest, AudioWorkerResponse } from '../domain/worker-protocol.js';
+import type {
+  AudioEmbedOutcome,
+  AudioWorkerRequest,
+  AudioWorkerResponse,
+  MarkLumaOutcome,
+  VideoWorkerRequest,
+  VideoWorkerResponse,
+} from '../domain/worker-protocol.js';
 import type { PcmAudio } from '../domain/audio/apply.js';
 
 /** Where a worker's code is: a module file, or (eval) a bootstrap script that loads one. */
@@ -72,9 +79,9 @@ export class PoolClosedError extends Error {
 }
 
 interface Task {
-  readonly request: WorkerRequest | AudioWorkerRequest;
+  readonly request: AnyRequest;
   readonly transfer: ArrayBuffer[];
-  resolve(response: WorkerResponse | AudioWorkerResponse): void;
+  resolve(response: AnyResponse): void;
   reject(error: Error): void;
 }
 
@@ -176,6 +183,31 @@ export class ImageWorkerPool {
     return response.outcome;
   }
 
+  /**
+   * Marks one video frame's luma plane (the first width × height bytes of `frame`) with the cairn-sync-v2 tile of
+   * `payload` under `key`; the buffer is handed over (or copied once) and comes back marked.
+   */
+  async markLuma(
+    frame: Uint8Array,
+    size: { width: number; height: number },
+    payload: Uint8Array,
+    key: WatermarkKey,
+    strengthRms: number,
+  ): Promise<MarkLumaOutcome> {
+    const response = await this.run((id) => ({
+      id,
+      op: 'mark-luma',
+      frame: owned(frame),
+      width: size.width,
+      height: size.height,
+      payload: Uint8Array.from(payload),
+      key,
+      strengthRms,
+    }));
+    if (response.op !== 'mark-luma') throw new Error('watermark worker answered the wrong operation');
+    return response.outcome;
+  }
+
   /** Tasks waiting or running. */
   get pending(): number {
     let running = 0;
@@ -201,18 +233,16 @@ export class ImageWorkerPool {
     await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
   }
 
-  private run<R extends WorkerRequest | AudioWorkerRequest>(
-    build: (id: number) => R,
-  ): Promise<Extract<R extends WorkerRequest ? WorkerResponse : AudioWorkerResponse, { ok: true }>> {
+  private run<R extends AnyRequest>(build: (id: number) => R): Promise<Extract<ResponseTo<R>, { ok: true }>> {
     if (this.closed) return Promise.reject(new PoolClosedError());
     const request = build(this.nextId++);
     const transfer = transferable(bytesOfRequest(request));
-    return new Promise<WorkerResponse | AudioWorkerResponse>((resolve, reject) => {
+    return new Promise<AnyResponse>((resolve, reject) => {
       this.queue.push({ request, transfer, resolve, reject });
       this.dispatch();
     }).then((response) => {
       if (!response.ok) throw workerFailure(response.error);
-      return response as Extract<R extends WorkerRequest ? WorkerResponse : AudioWorkerResponse, { ok: true }>;
+      return response as Extract<ResponseTo<R>, { ok: true }>;
     });
   }
 
@@ -255,7 +285,7 @@ export class ImageWorkerPool {
       if (task) settle(task);
       if (this.pending === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     };
-    worker.on('message', (message: WorkerResponse | AudioWorkerResponse | typeof WORKER_READY) => {
+    worker.on('message', (message: AnyResponse | typeof WORKER_READY) => {
       if (message === WORKER_READY) return loaded();
       finish((task) => task.resolve(message));
       this.dispatch();
@@ -276,8 +306,17 @@ export class ImageWorkerPool {
   }
 }
 
+type AnyRequest = WorkerRequest | AudioWorkerRequest | VideoWorkerRequest;
+type AnyResponse = WorkerResponse | AudioWorkerResponse | VideoWorkerResponse;
+type ResponseTo<R extends AnyRequest> = R extends WorkerRequest
+  ? WorkerResponse
+  : R extends AudioWorkerRequest
+    ? AudioWorkerResponse
+    : VideoWorkerResponse;
+
 /** The buffer a request may hand over: its pixels or its samples. */
-function bytesOfRequest(request: WorkerRequest | AudioWorkerRequest): Uint8Array {
+function bytesOfRequest(request: AnyRequest): Uint8Array {
+  if (request.op === 'mark-luma') return request.frame;
   if (request.op === 'embed-audio')
     return new Uint8Array(
       request.audio.samples.buffer,

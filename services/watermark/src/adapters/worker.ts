@@ -6,10 +6,13 @@
 import { parentPort } from 'node:worker_threads';
 import { AudioAlgorithms, runAudioTask } from '../domain/audio-tasks.js';
 import { ImageAlgorithms, runImageTask } from '../domain/image-tasks.js';
+import { runVideoTask, VideoMarkers } from '../domain/video-tasks.js';
 import {
   isAudioRequest,
+  isVideoRequest,
   WORKER_READY,
   type AudioWorkerRequest,
+  type VideoWorkerRequest,
   type WorkerRequest,
 } from '../domain/worker-protocol.js';
 
@@ -18,10 +21,13 @@ if (!port) throw new Error('src/adapters/worker.ts must run as a worker thread')
 
 const algorithms = new ImageAlgorithms();
 const audio = new AudioAlgorithms();
-port.on('message', (request: WorkerRequest | AudioWorkerRequest) => {
-  const { response, transfer } = isAudioRequest(request)
-    ? runAudioTask(audio, request)
-    : runImageTask(algorithms, request);
+const video = new VideoMarkers();
+port.on('message', (request: WorkerRequest | AudioWorkerRequest | VideoWorkerRequest) => {
+  const { response, transfer } = isVideoRequest(request)
+    ? runVideoTask(video, request)
+    : isAudioRequest(request)
+      ? runAudioTask(audio, request)
+      : runImageTask(algorithms, request);
   port.postMessage(response, transfer);
 });
 port.postMessage(WORKER_READY);

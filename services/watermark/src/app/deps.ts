@@ -27,6 +27,8 @@ export async function inWorker<T>(logger: Logger, what: string, work: () => Prom
   try {
     return await work();
   } catch (error) {
+    // Refusals already phrased for the caller (the video pipeline probes and decodes inside its work).
+    if (error instanceof CairnError) throw error;
     if (error instanceof ImageRejectedError) throw new CairnError('cairn.validation.invalid_body', error.message);
     if (error instanceof PoolClosedError)
       throw new CairnError('cairn.unavailable', 'The watermark service is shutting down; retry.');
@@ -36,7 +38,7 @@ export async function inWorker<T>(logger: Logger, what: string, work: () => Prom
 }
 
 /** A marked file bigger than an answer may carry is refused rather than cut off by the transport. */
-export function checkAnswerSize(what: 'image' | 'audio', bytes: number): void {
+export function checkAnswerSize(what: 'image' | 'audio' | 'video', bytes: number): void {
   if (bytes > MAX_ENCODED_ANSWER_BYTES) {
     throw new CairnError(
       'cairn.media.too_large',

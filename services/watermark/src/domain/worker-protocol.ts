@@ -86,6 +86,40 @@ export type AudioWorkerResponse =
   | { readonly id: number; readonly ok: true; readonly op: 'detect-audio'; readonly outcome: DetectOutcome }
   | { readonly id: number; readonly ok: false; readonly error: { readonly name: string; readonly message: string } };
 
-export function isAudioRequest(request: WorkerRequest | AudioWorkerRequest): request is AudioWorkerRequest {
+export function isAudioRequest(
+  request: WorkerRequest | AudioWorkerRequest | VideoWorkerRequest,
+): request is AudioWorkerRequest {
   return request.op === 'embed-audio' || request.op === 'detect-audio';
+}
+
+/**
+ * Video work: one frame's 8-bit luma plane marked with the cairn-sync-v2 tile of `payload` under `key` (the worker
+ * makes the tile and the frame-size constants once per video and reuses them). The buffer travels as a transfer
+ * and comes back marked; bytes after width × height (the chroma planes) are returned untouched.
+ */
+export interface VideoWorkerRequest {
+  readonly id: number;
+  readonly op: 'mark-luma';
+  readonly frame: Uint8Array;
+  readonly width: number;
+  readonly height: number;
+  readonly payload: Uint8Array;
+  readonly key: WatermarkKey;
+  readonly strengthRms: number;
+}
+
+export interface MarkLumaOutcome {
+  readonly frame: Uint8Array;
+  /** Sum of squared luma changes (levels²), for the PSNR of the whole video. */
+  readonly squaredError: number;
+}
+
+export type VideoWorkerResponse =
+  | { readonly id: number; readonly ok: true; readonly op: 'mark-luma'; readonly outcome: MarkLumaOutcome }
+  | { readonly id: number; readonly ok: false; readonly error: { readonly name: string; readonly message: string } };
+
+export function isVideoRequest(
+  request: WorkerRequest | AudioWorkerRequest | VideoWorkerRequest,
+): request is VideoWorkerRequest {
+  return request.op === 'mark-luma';
 }

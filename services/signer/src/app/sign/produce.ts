@@ -63,8 +63,8 @@ async function signText({ upload, sniffed }: AcceptedUpload, sign: SignWithC2pa)
 
 /**
  * Audio and video are signed in their own container: the manifest is embedded in it, or, for OGG and WebM, kept
- * beside it as a sidecar bound to the file's bytes. Audio carries the watermark when the recipe asks (video has
- * none yet).
+ * beside it as a sidecar bound to the file's bytes. Both carry the watermark when the recipe asks: audio
+ * cairn-audio-wm-v1, video frames cairn-sync-v2 (the image mark on every frame).
  */
 async function signAudioOrVideo(
   deps: PipelineDeps,
@@ -79,21 +79,32 @@ async function signAudioOrVideo(
       `Signing ${mimeType} is not available; WAV, MP3, FLAC, OGG, MP4 and WebM are.`,
     );
   }
-  if (sniffed.modality !== 'audio' || !recipe.watermark)
-    return { signed: await signAsUploaded({ asset: upload, mimeType }, sign) };
+  if (!recipe.watermark) return { signed: await signAsUploaded({ asset: upload, mimeType }, sign) };
   // The watermark service decodes the upload (under its own limits), marks it with a key that never leaves it,
   // and answers the file re-encoded in the same container and quality; that file is what gets signed.
   const watermarkId = newId('watermark');
-  const marked = await timed(deps, 'watermark', () =>
-    deps.watermark.embedAudio(
-      { tenantId: target.tenantId, watermarkId, assetId: target.assetId, encoded: upload },
-      { deadlineMs: 120_000 },
-    ),
-  );
+  const request = { tenantId: target.tenantId, watermarkId, assetId: target.assetId, encoded: upload };
+  const marked: { encoded: Uint8Array; mediaType: string; payloadHex: string; algorithm: string } =
+    sniffed.modality === 'video'
+      ? await timed(deps, 'watermark', () =>
+          deps.watermark.embedVideo(request, { deadlineMs: videoDeadlineMs(upload.length) }),
+        )
+      : await timed(deps, 'watermark', () => deps.watermark.embedAudio(request, { deadlineMs: 120_000 }));
   if (marked.encoded.length === 0 || marked.mediaType !== mimeType)
-    throw new CairnError('cairn.internal_error', 'The watermark service returned no audio in the upload’s format.');
+    throw new CairnError(
+      'cairn.internal_error',
+      `The watermark service returned no ${sniffed.modality} in the upload’s format.`,
+    );
   const watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
   return { signed: await signAsUploaded({ asset: Buffer.from(marked.encoded), mimeType, watermark }, sign), watermark };
+}
+
+/**
+ * How long a video's marking may take: every frame is decoded, marked and re-encoded (at least real time for 720p
+ * on two cores, measured), so the budget grows with the upload; large uploads are sign jobs anyway.
+ */
+function videoDeadlineMs(bytes: number): number {
+  return 120_000 + Math.ceil(bytes / (1024 * 1024)) * 20_000;
 }
 
 /** Images: watermarked by the watermark service (decoded and encoded once there), or re-encoded here. */

@@ -11,7 +11,7 @@ import type { VerifyDeps, VerifyOutcome } from './deps.js';
 import { linkedRecord, matchOf, publicAsset, sidecarRecord, signedWithTheseBytes } from './records.js';
 import { checkAnchor, checkRevocation, lookupFingerprint } from './signals.js';
 import { resolveSubject } from './subject.js';
-import { contentMatchesAsset, detectAudioWatermark, detectWatermark } from './watermark.js';
+import { contentMatchesAsset, detectAudioWatermark, detectVideoWatermark, detectWatermark } from './watermark.js';
 
 /**
  * Gathers every signal (C2PA in an isolated reader, watermark, then OCSP and the anchor check together; the
@@ -54,7 +54,9 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
       ? detectWatermark(deps, subject.bytes)
       : sniffed.modality === 'audio'
         ? detectAudioWatermark(deps, subject.bytes)
-        : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
+        : sniffed.modality === 'video'
+          ? detectVideoWatermark(deps, subject.bytes)
+          : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
   ]);
 
   // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found

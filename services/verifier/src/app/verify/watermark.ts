@@ -68,6 +68,16 @@ export function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<W
   );
 }
 
+/** The video watermark: frames carrying cairn-sync-v2, read from one-second averages of the first seconds. */
+export function detectVideoWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
+  return detectMark(
+    deps,
+    'video',
+    () => deps.watermark.detectVideo({ encoded: bytes }, { deadlineMs: 60_000 }),
+    'no decodable video stream, or frames too small to carry a mark',
+  );
+}
+
 /**
  * A registered watermark names an asset, but a mark proves only that someone with the key embedded it (or copied
  * its signal): the content must also look like that asset. A cairn-sync-v2 mark is checked by the watermark

@@ -1,0 +1,392 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { CairnError } from '@cairn/errors';
+import {
+  checkMediaLimits,
+  ffmpegPath,
+  FfmpegError,
+  probeFfmpeg,
+  runFfmpeg,
+  sniffMediaType,
+  SNIFF_BYTES,
+  type MediaLimits,
+} from '@cairn/media';
+
+/**
+ * The service's own decode and re-encode of video files (callers send files, never frames). The upload is written
+ * to a private temporary file (an MP4 whose index sits at the end cannot be read from a pipe); ffmpeg decodes it
+ * to raw YUV 4:2:0 frames on a pipe, one frame at a time (memory holds a few frames, never the video), and a
+ * second ffmpeg encodes the marked frames from a pipe, taking the audio from the upload as it was.
+ */
+
+/** What the service re-encodes: MP4 as H.264, WebM as VP9 (the codec family of each container as signed). */
+const EMBEDDABLE: ReadonlySet<string> = new Set(['video/mp4', 'video/webm']);
+
+/**
+ * x264's speed/size trade-off: "veryfast" (about twice "fast"'s speed) keeps decode + mark + encode of 720p within
+ * real time on two cores (the bench measures CPU); the measured CRF makes up for its bits.
+ */
+const X264_PRESET = 'veryfast';
+/** CRF the probe encode runs at; the answer is moved from here by the bit-rate ratio (6 CRF steps ≈ 2× bits). */
+const PROBE_CRF = 23;
+const MIN_CRF = 14;
+const MAX_CRF = 36;
+/** Seconds of the upload the CRF probe encodes (its first ones). */
+const PROBE_SECONDS = 2;
+/** Frames may not be smaller than this on a side: the v2 grid would hold less than a chip per pixel. */
+export const MIN_VIDEO_SIDE = 128;
+
+function invalid(detail: string): CairnError {
+  return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
+}
+
+export interface VideoFormat {
+  readonly mediaType: 'video/mp4' | 'video/webm';
+  /** The upload's video codec as ffmpeg names it (h264, vp9, vp8, ...). */
+  readonly codec: string;
+  readonly width: number;
+  readonly height: number;
+  /** Frames per second as ffmpeg takes it (a rational for the NTSC rates). */
+  readonly frameRate: string;
+  readonly fps: number;
+  readonly seconds: number;
+  readonly hasAudio: boolean;
+}
+
+/** A size of one raw YUV 4:2:0 frame (the luma plane first). */
+export function yuv420FrameBytes(width: number, height: number): number {
+  return width * height + 2 * Math.ceil(width / 2) * Math.ceil(height / 2);
+}
+
+/** The upload in a private temporary directory, removed by `remove`. */
+export class VideoFile {
+  private constructor(
+    readonly dir: string,
+    readonly path: string,
+  ) {}
+
+  static async write(bytes: Uint8Array): Promise<VideoFile> {
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-video-wm-'));
+    const path = join(dir, 'input');
+    await writeFile(path, bytes);
+    return new VideoFile(dir, path);
+  }
+
+  remove(): Promise<void> {
+    return rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** NTSC rates ffmpeg prints rounded, as the exact rationals encoders need. */
+const NTSC: Readonly<Record<string, string>> = {
+  '23.98': '24000/1001',
+  '29.97': '30000/1001',
+  '59.94': '60000/1001',
+  '119.88': '120000/1001',
+};
+
+/** The first video stream of ffmpeg's description: codec, frame size and rate; whether an audio stream exists. */
+export function parseVideoStream(text: string): Omit<VideoFormat, 'mediaType' | 'seconds'> | null {
+  const line = /Stream #\d+:\d+.*?: Video: ([^\n]*)/.exec(text)?.[1];
+  if (!line) return null;
+  const codec = line.split(/[ ,]/)[0] ?? '';
+  const size = /(?:^|[ ,])(\d{2,5})x(\d{2,5})(?=[ ,\]]|$)/.exec(line);
+  const rate = /([\d.]+) fps/.exec(line)?.[1] ?? /([\d.]+) tbr/.exec(line)?.[1];
+  if (!codec || !size || !rate) return null;
+  const fps = Number(rate);
+  if (!Number.isFinite(fps) || fps <= 0 || fps > 240) return null;
+  return {
+    codec,
+    width: Number(size[1]),
+    height: Number(size[2]),
+    frameRate: NTSC[rate] ?? rate,
+    fps,
+    hasAudio: /Stream #\d+:\d+.*?: Audio: /.test(text),
+  };
+}
+
+/**
+ * The upload's container and video stream, refused (cairn.validation.invalid_body) when it is not an MP4 or WebM
+ * with a decodable video stream of a size that carries a mark, and (cairn.media.too_large) beyond the limits.
+ */
+export async function probeVideoForEmbedding(
+  bytes: Uint8Array,
+  file: VideoFile,
+  limits: MediaLimits,
+): Promise<VideoFormat> {
+  const sniffed = sniffMediaType(Buffer.from(bytes.subarray(0, SNIFF_BYTES)));
+  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType))
+    throw invalid(`the file is ${sniffed?.mediaType ?? 'not a recognised format'}; MP4 and WebM videos are marked`);
+  await checkMediaLimits(Buffer.from(bytes), sniffed, limits);
+  const text = await probeFfmpeg(file.path);
+  const stream = parseVideoStream(text);
+  if (!stream) throw invalid('the file has no video stream ffmpeg can read');
+  if (Math.min(stream.width, stream.height) < MIN_VIDEO_SIDE)
+    throw invalid(
+      `frames are ${stream.width}×${stream.height}; a video watermark needs at least ${MIN_VIDEO_SIDE} pixels a side`,
+    );
+  if (stream.width % 2 !== 0 || stream.height % 2 !== 0)
+    throw invalid(`frames are ${stream.width}×${stream.height}; 4:2:0 video needs an even width and height`);
+  const duration = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/.exec(text);
+  const seconds = duration ? Number(duration[1]) * 3600 + Number(duration[2]) * 60 + Number(duration[3]) : 0;
+  if (seconds > limits.videoSeconds)
+    throw new CairnError('cairn.media.too_large', `This video lasts ${seconds} s; at most ${limits.videoSeconds} s.`);
+  return { ...stream, mediaType: sniffed.mediaType as VideoFormat['mediaType'], seconds };
+}
+
+function videoEncoderArgs(format: VideoFormat, crf: number): string[] {
+  return format.mediaType === 'video/webm'
+    ? ['-c:v', 'libvpx-vp9', '-crf', String(crf), '-b:v', '0', '-deadline', 'good', '-cpu-used', '4', '-row-mt', '1']
+    : ['-c:v', 'libx264', '-preset', X264_PRESET, '-crf', String(crf), '-pix_fmt', 'yuv420p'];
+}
+
+/**
+ * The CRF that gives about the upload's video bit rate, measured: the first seconds are encoded once at PROBE_CRF
+ * and compared with the same seconds of the upload's own stream; each 2× in bits is about 6 CRF steps (x264 and
+ * libvpx alike). Clamped to MIN_CRF–MAX_CRF.
+ */
+export async function measureCrf(file: VideoFile, format: VideoFormat): Promise<number> {
+  const seconds = String(Math.min(PROBE_SECONDS, Math.max(0.5, format.seconds)));
+  const common = ['-t', seconds, '-i', file.path, '-map', '0:v:0', '-an', '-sn', '-dn'];
+  const [original, probe] = await Promise.all([
+    runFfmpeg({ args: [...common, '-c', 'copy', '-f', 'matroska', 'pipe:1'], timeoutMs: 60_000 }),
+    runFfmpeg({
+      args: [...common, ...videoEncoderArgs(format, PROBE_CRF), '-f', 'matroska', 'pipe:1'],
+      timeoutMs: 120_000,
+    }),
+  ]);
+  if (original.length === 0 || probe.length === 0) return PROBE_CRF;
+  const crf = Math.round(PROBE_CRF + 6 * Math.log2(probe.length / original.length));
+  return Math.min(MAX_CRF, Math.max(MIN_CRF, crf));
+}
+
+/** One ffmpeg process with its stderr kept (the tail, for errors) and its exit as a promise. */
+function startFfmpeg(args: string[], stdio: ['pipe' | 'ignore', 'pipe' | 'ignore']) {
+  const child = spawn(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args], {
+    stdio: [stdio[0], stdio[1], 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-8192);
+  });
+  const exited = new Promise<void>((resolve, reject) => {
+    child.on('error', (error) => reject(new FfmpegError(`ffmpeg could not start: ${error.message}`, stderr)));
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve();
+      else
+        reject(
+          new FfmpegError(
+            `ffmpeg exited with ${code ?? signal}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`,
+            stderr,
+          ),
+        );
+    });
+  });
+  exited.catch(() => undefined); // observed by whoever awaits it; a killed process is not an unhandled rejection
+  return { child, exited };
+}
+
+/** Raw frames of exactly `frameBytes` from a stream, each in its own buffer (handed to a worker, then encoded). */
+async function* rawFrames(stream: Readable, frameBytes: number): AsyncGenerator<Uint8Array> {
+  let frame = new Uint8Array(frameBytes);
+  let filled = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let offset = 0;
+    while (offset < chunk.length) {
+      const take = Math.min(frameBytes - filled, chunk.length - offset);
+      frame.set(chunk.subarray(offset, offset + take), filled);
+      filled += take;
+      offset += take;
+      if (filled === frameBytes) {
+        yield frame;
+        frame = new Uint8Array(frameBytes);
+        filled = 0;
+      }
+    }
+  }
+}
+
+async function write(child: ChildProcess, bytes: Uint8Array): Promise<void> {
+  if (!child.stdin!.write(bytes)) await once(child.stdin!, 'drain');
+}
+
+export interface Transcoded {
+  readonly encoded: Buffer;
+  readonly frames: number;
+}
+
+/**
+ * Decodes the upload's first video stream frame by frame (YUV 4:2:0 at its frame rate), passes each frame through
+ * `mark` (at most `inFlight` at once, in order), and encodes the results like the upload (see videoEncoderArgs) with
+ * the upload's first audio stream copied. Stops both processes on failure or after `timeoutMs`.
+ */
+export async function transcodeFrames(
+  file: VideoFile,
+  format: VideoFormat,
+  crf: number,
+  mark: (frame: Uint8Array) => Promise<Uint8Array>,
+  options: { timeoutMs: number; maxSeconds: number; inFlight?: number; onProgress?: (frames: number) => void },
+): Promise<Transcoded> {
+  const { width, height, frameRate } = format;
+  const output = join(file.dir, format.mediaType === 'video/webm' ? 'marked.webm' : 'marked.mp4');
+  const decoder = startFfmpeg(
+    [
+      '-t',
+      String(options.maxSeconds),
+      '-i',
+      file.path,
+      '-map',
+      '0:v:0',
+      '-an',
+      '-sn',
+      '-dn',
+      // Frames as they are (no duplicates, none dropped): the encoder stamps them at the stream's rate.
+      '-vsync',
+      'passthrough',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'yuv420p',
+      'pipe:1',
+    ],
+    ['ignore', 'pipe'],
+  );
+  const encoder = startFfmpeg(
+    [
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'yuv420p',
+      '-s',
+      `${width}x${height}`,
+      '-framerate',
+      frameRate,
+      '-i',
+      'pipe:0',
+      '-i',
+      file.path,
+      '-map',
+      '0:v:0',
+      '-map',
+      '1:a:0?',
+      '-c:a',
+      'copy',
+      ...videoEncoderArgs(format, crf),
+      ...(format.mediaType === 'video/webm' ? ['-f', 'webm'] : ['-movflags', '+faststart', '-f', 'mp4']),
+      '-y',
+      output,
+    ],
+    ['pipe', 'ignore'],
+  );
+  encoder.child.stdin!.on('error', () => undefined); // a failed encoder shows in its exit
+  const stop = () => {
+    decoder.child.kill('SIGKILL');
+    encoder.child.kill('SIGKILL');
+  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stop();
+  }, options.timeoutMs);
+  try {
+    let frames = 0;
+    const inFlight = options.inFlight ?? 2;
+    const pending: Array<Promise<Uint8Array>> = [];
+    for await (const frame of rawFrames(decoder.child.stdout!, yuv420FrameBytes(width, height))) {
+      pending.push(mark(frame));
+      if (pending.length >= inFlight) {
+        await write(encoder.child, await pending.shift()!);
+        frames++;
+        options.onProgress?.(frames);
+      }
+    }
+    for (const next of pending.splice(0)) {
+      await write(encoder.child, await next);
+      frames++;
+      options.onProgress?.(frames);
+    }
+    await decoder.exited;
+    encoder.child.stdin!.end();
+    await encoder.exited;
+    if (frames === 0) throw invalid('no video frames could be decoded');
+    return { encoded: await readFile(output), frames };
+  } catch (error) {
+    stop();
+    if (timedOut)
+      throw new CairnError('cairn.media.too_large', `marking the video took longer than ${options.timeoutMs} ms`);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The luma of the first `maxSeconds`, sampled at up to `sampleFps` frames a second and averaged over windows of one
+ * second (the mark is the same in every frame, the picture is not: averaging keeps the one and blurs the other).
+ * `visit` gets each window's mean luma plane as 8-bit gray and its start time, and answers whether to go on.
+ */
+export async function visitLumaWindows(
+  file: VideoFile,
+  options: { maxSeconds: number; sampleFps: number; timeoutMs: number },
+  visit: (window: { luma: Uint8Array; width: number; height: number; atSeconds: number }) => Promise<boolean>,
+): Promise<'visited' | 'not_video'> {
+  const text = await probeFfmpeg(file.path);
+  const stream = parseVideoStream(text);
+  if (!stream) return 'not_video';
+  const { width, height } = stream;
+  const fps = Math.max(1, Math.round(Math.min(options.sampleFps, stream.fps)));
+  const decoder = startFfmpeg(
+    [
+      '-t',
+      String(options.maxSeconds),
+      '-i',
+      file.path,
+      '-map',
+      '0:v:0',
+      '-an',
+      '-sn',
+      '-dn',
+      '-vf',
+      `fps=${fps}`,
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'gray',
+      'pipe:1',
+    ],
+    ['ignore', 'pipe'],
+  );
+  const timer = setTimeout(() => decoder.child.kill('SIGKILL'), options.timeoutMs);
+  try {
+    const sum = new Float32Array(width * height);
+    let inWindow = 0;
+    let window = 0;
+    const flush = async (): Promise<boolean> => {
+      const luma = new Uint8Array(sum.length);
+      for (let i = 0; i < sum.length; i++) luma[i] = Math.round(sum[i]! / inWindow);
+      sum.fill(0);
+      inWindow = 0;
+      return visit({ luma, width, height, atSeconds: window++ });
+    };
+    for await (const frame of rawFrames(decoder.child.stdout!, width * height)) {
+      for (let i = 0; i < frame.length; i++) sum[i]! += frame[i]!;
+      if (++inWindow === fps && !(await flush())) return 'visited';
+    }
+    // A tail of at least half a window is read too (a short excerpt may hold one and a half windows).
+    if (inWindow >= fps / 2) await flush();
+    // A file ffmpeg gives up on before one window is undecodable here (a hostile or truncated file, not our fault);
+    // after some windows, what was read stands.
+    const failed = await decoder.exited.then(
+      () => false,
+      () => true,
+    );
+    return failed && window === 0 ? 'not_video' : 'visited';
+  } finally {
+    clearTimeout(timer);
+    decoder.child.kill('SIGKILL');
+  }
+}

@@ -1,0 +1,71 @@
+import { CairnError } from '@cairn/errors';
+import { FfmpegError } from '@cairn/media';
+import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
+import { keyedPayloadFor, payloadHex } from '../domain/payload.js';
+import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
+import { keyOf } from './marks.js';
+import { markVideo } from './video-watermark.js';
+
+export interface EmbedVideoInput {
+  tenantId: string;
+  watermarkId: string;
+  assetId: string;
+  /** The video file as the caller has it. */
+  encoded: Uint8Array;
+}
+
+/**
+ * Embeds a registered mark in every frame of a video (cairn-sync-v2 under the current key, the image payload
+ * scheme) and answers the file re-encoded like the upload: probed under the media limits, the mark recorded
+ * (idempotent on its id) once the upload is accepted, frames marked in the worker pool as they stream through.
+ */
+export async function embedVideo(deps: WatermarkDeps, input: EmbedVideoInput) {
+  const { registry, keyring, mediaLimits, pool, logger } = deps;
+  const { tenantId, watermarkId, assetId } = input;
+  // A retry of a recorded id writes the same mark under the key it was recorded with.
+  const existing = await registry.findById(tenantId, watermarkId);
+  if (existing && existing.algorithm !== CAIRN_SYNC_V2_NAME)
+    throw new CairnError(
+      'cairn.sign.idempotency_conflict',
+      `watermark_id ${watermarkId} is already registered for a ${existing.algorithm} mark; use a new watermark id`,
+    );
+  const key = existing ? keyOf(keyring, existing) : keyring.current;
+  if (!key) throw new CairnError('cairn.internal_error', 'a video mark needs a watermark key');
+  const payload = keyedPayloadFor(key.secret, watermarkId);
+  const hex = payloadHex(payload);
+  const marked = await inWorker(logger, 'video embedding', async () => {
+    try {
+      return await markVideo({ pool, mediaLimits }, input.encoded, payload, key, {
+        // Probed (and refused for its format or size) before the registry is touched.
+        accepted: async () => {
+          await registry.record({
+            watermarkId,
+            payloadHex: hex,
+            tenantId,
+            assetId,
+            algorithm: CAIRN_SYNC_V2_NAME,
+            keyId: key.kid,
+          });
+        },
+      });
+    } catch (error) {
+      // The upload's own decode failing (a corrupt or truncated file) is the caller's file, not our fault.
+      if (error instanceof FfmpegError)
+        throw new CairnError('cairn.validation.invalid_body', `the video could not be decoded: ${error.message}`);
+      throw error;
+    }
+  });
+  checkAnswerSize('video', marked.encoded.length);
+  return {
+    encoded: marked.encoded,
+    payloadHex: hex,
+    psnrDb: marked.psnrDb,
+    algorithm: CAIRN_SYNC_V2_NAME,
+    keyId: key.kid,
+    mediaType: marked.mediaType,
+    width: marked.width,
+    height: marked.height,
+    frames: marked.frames,
+    crf: marked.crf,
+  };
+}

@@ -1,0 +1,144 @@
+import type { MediaLimits } from '@cairn/media';
+import type { Detection } from '../domain/image/algorithm.js';
+import type { RawImage } from '../domain/image/raw-image.js';
+import type { WatermarkKey } from '../domain/keys.js';
+import type { ImageWorkerPool } from '../adapters/worker-pool.js';
+import type { DetectOutcome } from '../domain/worker-protocol.js';
+import {
+  measureCrf,
+  MIN_VIDEO_SIDE,
+  probeVideoForEmbedding,
+  transcodeFrames,
+  VideoFile,
+  visitLumaWindows,
+} from '../adapters/video-codec.js';
+
+/**
+ * The video watermark: every frame carries the image mark cairn-sync-v2 (the keyed tile with the payload, made
+ * once per video in the worker; per frame only the perceptual mask and the addition), and detection reads frames
+ * averaged over one-second windows. Luma RMS 2.2 levels (PSNR ≈ 41 dB): above the image's 1.85 because a video is
+ * re-encoded once more when signed and usually again after, and averaging does not help against quantisation of
+ * a still scene; below the 40 dB the issue allows.
+ */
+export const VIDEO_MARK_STRENGTH_RMS = 2.2;
+/** Detection reads windows of the first seconds only: any excerpt of at least a window holds the whole mark. */
+const DETECT_SECONDS = 12;
+const DETECT_SAMPLE_FPS = 15;
+
+export interface VideoMarkDeps {
+  readonly pool: ImageWorkerPool;
+  readonly mediaLimits: MediaLimits;
+}
+
+export interface MarkedVideo {
+  readonly encoded: Buffer;
+  readonly mediaType: string;
+  readonly width: number;
+  readonly height: number;
+  readonly frames: number;
+  readonly crf: number;
+  readonly psnrDb: number;
+}
+
+/**
+ * Decodes the upload, marks every frame's luma with the tile of `payload` under `key`, and re-encodes like the
+ * upload (H.264/MP4 or VP9/WebM, same size and frame rate, audio copied) at the CRF measured to keep its bit rate.
+ */
+export async function markVideo(
+  { pool, mediaLimits }: VideoMarkDeps,
+  encoded: Uint8Array,
+  payload: Uint8Array,
+  key: WatermarkKey,
+  hooks: {
+    /** After the upload is probed and accepted, before any frame is marked (the registry records the mark here). */
+    readonly accepted?: () => Promise<void>;
+    readonly onProgress?: (share: number) => void;
+  } = {},
+): Promise<MarkedVideo> {
+  const { accepted, onProgress } = hooks;
+  const file = await VideoFile.write(encoded);
+  try {
+    const format = await probeVideoForEmbedding(encoded, file, mediaLimits);
+    await accepted?.();
+    const crf = await measureCrf(file, format);
+    const lumaBytes = format.width * format.height;
+    let squaredError = 0;
+    const expectedFrames = Math.max(1, Math.round(format.seconds * format.fps));
+    const { encoded: marked, frames } = await transcodeFrames(
+      file,
+      format,
+      crf,
+      async (frame) => {
+        const outcome = await pool.markLuma(frame, format, payload, key, VIDEO_MARK_STRENGTH_RMS);
+        squaredError += outcome.squaredError;
+        return outcome.frame;
+      },
+      {
+        // About real time on two idle cores; a shared, loaded machine was measured 20× slower (load 16 on 2 cores),
+        // so the bound is generous and only catches a stuck pipeline.
+        timeoutMs: 120_000 + format.seconds * 30_000,
+        maxSeconds: mediaLimits.videoSeconds,
+        onProgress: onProgress ? (n) => onProgress(Math.min(1, n / expectedFrames)) : undefined,
+      },
+    );
+    const mse = squaredError / (frames * lumaBytes);
+    return {
+      encoded: marked,
+      mediaType: format.mediaType,
+      width: format.width,
+      height: format.height,
+      frames,
+      crf,
+      psnrDb: mse > 0 ? 10 * Math.log10((255 * 255) / mse) : 99,
+    };
+  } finally {
+    await file.remove();
+  }
+}
+
+export interface VideoDetection {
+  readonly applicable: boolean;
+  readonly outcome?: DetectOutcome & { readonly detection: Detection };
+  readonly atSeconds?: number;
+  /** The algorithm tried when nothing was found. */
+  readonly algorithm?: string;
+}
+
+/**
+ * Reads a video's mark: the first DETECT_SECONDS, one-second windows of averaged luma, each through the image
+ * detector (every key); the first window that reads ends the search. Each window is one more chance for the
+ * 32-bit check (at most DETECT_SECONDS of them, far under the image's false-positive budget per file).
+ */
+export async function detectVideoMark(
+  { pool }: VideoMarkDeps,
+  encoded: Uint8Array,
+  keys: ReadonlyArray<WatermarkKey>,
+): Promise<VideoDetection> {
+  const file = await VideoFile.write(encoded);
+  try {
+    let found: VideoDetection | undefined;
+    let algorithm: string | undefined;
+    let windows = 0;
+    const visited = await visitLumaWindows(
+      file,
+      { maxSeconds: DETECT_SECONDS, sampleFps: DETECT_SAMPLE_FPS, timeoutMs: 60_000 },
+      async ({ luma, width, height, atSeconds }) => {
+        if (Math.min(width, height) < MIN_DETECT_SIDE) return false;
+        windows++;
+        const image: RawImage = { pixels: luma, width, height, channels: 1 };
+        const outcome = await pool.detect(image, keys);
+        algorithm = outcome.algorithm;
+        if (!outcome.detection) return true;
+        found = { applicable: true, outcome: { ...outcome, detection: outcome.detection }, atSeconds };
+        return false;
+      },
+    );
+    if (found) return found;
+    return visited === 'visited' && windows > 0 ? { applicable: true, algorithm } : { applicable: false };
+  } finally {
+    await file.remove();
+  }
+}
+
+/** Frames smaller than this on a side are not looked at (v2's own floor for images is 96). */
+const MIN_DETECT_SIDE = Math.min(96, MIN_VIDEO_SIDE);

@@ -1,0 +1,180 @@
+import { CAIRN_SYNC_V2, createSyncImageWatermark } from '../image/cairn-sync-v2.js';
+import { addLumaDelta, lumaGrid } from '../image/luma.js';
+import { resampleRow, tentKernel } from '../image/resample.js';
+import type { RawImage } from '../image/raw-image.js';
+
+/**
+ * Video frames carry the image watermark cairn-sync-v2 (same key, same payload scheme), written frame by frame on
+ * the luma plane. What v2 computes per image splits in two: the keyed tile with the coded payload is the same for
+ * every frame of a video, so it is made once; only the perceptual mask (it follows the picture) and the addition
+ * are redone per frame. A frame marked here is a v2 mark any v2 detector reads.
+ */
+
+/** Chips per side of cairn-sync-v2's tile (one embedding-grid sample each). */
+export const SYNC_TILE_SIDE = 32;
+/** cairn-sync-v2's embedding grid holds about this many samples, with the picture's aspect ratio. */
+const GRID_AREA = 256 * 256;
+/** The flat frame the tile is read from: its grid is the frame itself (256² samples, identity resampling). */
+const FLAT_SIDE = 256;
+const FLAT_LEVEL = 128;
+
+/**
+ * The ±1 chips of the v2 tile that carries `payload` under `key`, read off v2's own embedding of a flat 256² frame:
+ * there the mask is 1 everywhere, the grid is the frame and the gain puts every chip at ±1.85 levels, so each pixel
+ * of the first 32×32 is 128 ± 2 and its sign is the chip. (No second copy of v2's layout code exists to drift.)
+ */
+export function syncTile(key: Uint8Array, payload: Uint8Array): Int8Array {
+  const flat: RawImage = {
+    pixels: new Uint8Array(FLAT_SIDE * FLAT_SIDE).fill(FLAT_LEVEL),
+    width: FLAT_SIDE,
+    height: FLAT_SIDE,
+    channels: 1,
+  };
+  const marked = createSyncImageWatermark(key).embed(flat, payload);
+  const tile = new Int8Array(SYNC_TILE_SIDE * SYNC_TILE_SIDE);
+  for (let y = 0; y < FLAT_SIDE; y++) {
+    for (let x = 0; x < FLAT_SIDE; x++) {
+      const d = marked.pixels[y * FLAT_SIDE + x]! - FLAT_LEVEL;
+      const chip = (y % SYNC_TILE_SIDE) * SYNC_TILE_SIDE + (x % SYNC_TILE_SIDE);
+      const sign = d > 0 ? 1 : -1;
+      // Every repetition must agree and no chip may be zero: anything else means v2's embedding changed shape.
+      if (d === 0 || (tile[chip] !== 0 && tile[chip] !== sign))
+        throw new Error('cairn-sync-v2 no longer embeds a flat frame as its bare tile; the video mark cannot be made');
+      tile[chip] = sign;
+    }
+  }
+  return tile;
+}
+
+/** cairn-sync-v2's embedding grid for a frame size (about GRID_AREA samples, same aspect; as v2 computes it). */
+export function syncGridSize(width: number, height: number): [number, number] {
+  const s = Math.sqrt(GRID_AREA / (width * height));
+  return [Math.max(16, Math.round(width * s)), Math.max(16, Math.round(height * s))];
+}
+
+/** Per-frame marking of one video's luma planes with one tile: everything frame-independent is made once. */
+export class LumaFrameMarker {
+  readonly gridWidth: number;
+  readonly gridHeight: number;
+  /** The tile repeated over the grid from its corner (±1). */
+  private readonly pattern: Float32Array;
+  /** RMS of an enlarged grid change over its RMS on the grid (bilinear enlargement smooths the chips). */
+  private readonly enlargement: number;
+  private readonly delta: Float32Array;
+  private readonly sums: Float64Array;
+  private readonly squares: Float64Array;
+
+  constructor(
+    tile: Int8Array,
+    readonly width: number,
+    readonly height: number,
+    private readonly strengthRms: number = CAIRN_SYNC_V2.strengthRms,
+  ) {
+    if (tile.length !== SYNC_TILE_SIDE * SYNC_TILE_SIDE) throw new Error('a sync tile is 32×32 chips');
+    [this.gridWidth, this.gridHeight] = syncGridSize(width, height);
+    const gw = this.gridWidth;
+    const gh = this.gridHeight;
+    this.pattern = new Float32Array(gw * gh);
+    for (let y = 0; y < gh; y++)
+      for (let x = 0; x < gw; x++)
+        this.pattern[y * gw + x] = tile[(y % SYNC_TILE_SIDE) * SYNC_TILE_SIDE + (x % SYNC_TILE_SIDE)]!;
+    this.enlargement = enlargedRms(this.pattern, gw, gh, width, height);
+    this.delta = new Float32Array(gw * gh);
+    this.sums = new Float64Array((gw + 1) * (gh + 1));
+    this.squares = new Float64Array((gw + 1) * (gh + 1));
+  }
+
+  /**
+   * Marks the 8-bit luma plane `luma` (width × height, row-major) in place, as v2 marks an image: the tile times
+   * the perceptual mask (5×5 local deviation over its mean, clamped 0.3–2.5), scaled so the change reaching the
+   * pixels has RMS `strengthRms`, enlarged bilinearly and added. Answers the squared error it added (for PSNR).
+   */
+  mark(luma: Uint8Array): number {
+    const { width, height, gridWidth: gw, gridHeight: gh } = this;
+    if (luma.length < width * height) throw new Error(`a ${width}×${height} luma plane needs ${width * height} bytes`);
+    const frame: RawImage = { pixels: luma.subarray(0, width * height), width, height, channels: 1 };
+    const grid = lumaGrid(frame, gw, gh);
+    const weight = this.maskingWeights(grid);
+    let energy = 0;
+    for (let i = 0; i < this.delta.length; i++) {
+      const d = this.pattern[i]! * weight[i]!;
+      this.delta[i] = d;
+      energy += d * d;
+    }
+    const gain = this.strengthRms / Math.max(1e-9, Math.sqrt(energy / this.delta.length) * this.enlargement);
+    for (let i = 0; i < this.delta.length; i++) this.delta[i]! *= gain;
+    const before = Uint8Array.from(frame.pixels);
+    addLumaDelta(frame, this.delta, gw, gh);
+    let squaredError = 0;
+    for (let i = 0; i < before.length; i++) {
+      const e = frame.pixels[i]! - before[i]!;
+      squaredError += e * e;
+    }
+    return squaredError;
+  }
+
+  /** v2's perceptual mask, with box sums (summed-area tables) so a frame costs O(grid) whatever the radius. */
+  private maskingWeights(grid: Float32Array): Float32Array {
+    const { gridWidth: w, gridHeight: h, sums, squares } = this;
+    const stride = w + 1;
+    for (let y = 0; y < h; y++) {
+      let rowSum = 0;
+      let rowSquares = 0;
+      for (let x = 0; x < w; x++) {
+        const v = grid[y * w + x]!;
+        rowSum += v;
+        rowSquares += v * v;
+        sums[(y + 1) * stride + x + 1] = sums[y * stride + x + 1]! + rowSum;
+        squares[(y + 1) * stride + x + 1] = squares[y * stride + x + 1]! + rowSquares;
+      }
+    }
+    const deviation = new Float32Array(w * h);
+    let mean = 0;
+    for (let y = 0; y < h; y++) {
+      const y0 = Math.max(0, y - MASK_RADIUS);
+      const y1 = Math.min(h - 1, y + MASK_RADIUS) + 1;
+      for (let x = 0; x < w; x++) {
+        const x0 = Math.max(0, x - MASK_RADIUS);
+        const x1 = Math.min(w - 1, x + MASK_RADIUS) + 1;
+        const n = (y1 - y0) * (x1 - x0);
+        const s = sums[y1 * stride + x1]! - sums[y0 * stride + x1]! - sums[y1 * stride + x0]! + sums[y0 * stride + x0]!;
+        const q =
+          squares[y1 * stride + x1]! -
+          squares[y0 * stride + x1]! -
+          squares[y1 * stride + x0]! +
+          squares[y0 * stride + x0]!;
+        const d = Math.sqrt(Math.max(0, q / n - (s / n) ** 2));
+        deviation[y * w + x] = d;
+        mean += d;
+      }
+    }
+    mean /= deviation.length;
+    for (let i = 0; i < deviation.length; i++)
+      deviation[i] = Math.min(MAX_WEIGHT, Math.max(MIN_WEIGHT, (deviation[i]! + 1) / (mean + 1)));
+    return deviation;
+  }
+}
+
+/** v2's mask: a 5×5 window, weights clamped so flat regions still carry some mark and busy ones not too much. */
+const MASK_RADIUS = 2;
+const MIN_WEIGHT = 0.3;
+const MAX_WEIGHT = 2.5;
+
+/** RMS of `plane` (grid) enlarged to width × height bilinearly, over its RMS on the grid. */
+function enlargedRms(plane: Float32Array, gw: number, gh: number, width: number, height: number): number {
+  const kx = tentKernel(gw, width);
+  const ky = tentKernel(gh, height);
+  const wide = new Float32Array(width * gh);
+  for (let gy = 0; gy < gh; gy++) resampleRow(plane, gy * gw, kx, wide, gy * width);
+  let enlarged = 0;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      let v = 0;
+      for (let k = ky.start[y]!; k < ky.start[y + 1]!; k++) v += ky.weight[k]! * wide[ky.index[k]! * width + x]!;
+      enlarged += v * v;
+    }
+  }
+  let onGrid = 0;
+  for (let i = 0; i < plane.length; i++) onGrid += plane[i]! * plane[i]!;
+  return Math.sqrt(enlarged / (width * height)) / Math.max(1e-9, Math.sqrt(onGrid / plane.length));
+}

@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { DEFAULT_MEDIA_LIMITS, probeFfmpeg } from '@cairn/media';
+import { detectVideoMark, markVideo, type MarkedVideo } from '../src/app/video-watermark.js';
+import { createSyncImageWatermark } from '../src/domain/image/cairn-sync-v2.js';
+import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
+import { ImageWorkerPool } from '../src/adapters/worker-pool.js';
+import { LumaFrameMarker, syncTile } from '../src/domain/video/luma-frame-mark.js';
+import { VideoFile, parseVideoStream } from '../src/adapters/video-codec.js';
+import { clip, transcoded } from './support/video.js';
+import { loadPhoto } from './support/images.js';
+
+const key = { kid: 'video-test', secret: Uint8Array.from(randomBytes(32)) };
+const payload = keyedPayloadFor(key.secret, 'w_01JVIDEOTEST00000000000000');
+let pool: ImageWorkerPool;
+let original: Buffer;
+let marked: MarkedVideo;
+
+const read = async (bytes: Buffer) => {
+  const found = await detectVideoMark({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, bytes, [key]);
+  return found.outcome ? payloadHex(found.outcome.detection.payload) : null;
+};
+
+async function streamOf(bytes: Buffer) {
+  const file = await VideoFile.write(bytes);
+  try {
+    return { stream: parseVideoStream(await probeFfmpeg(file.path)), text: await probeFfmpeg(file.path) };
+  } finally {
+    await file.remove();
+  }
+}
+
+beforeAll(async () => {
+  pool = new ImageWorkerPool({ size: 1 });
+  // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4. Not smaller: the tile's chips
+  // are 1/341 of the width, and below 720p H.264 CRF 28 smooths them away (README, limits).
+  original = await clip('testsrc2', { seconds: 2, width: 1280, height: 720, audio: true });
+  marked = await markVideo({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, original, payload, key);
+}, 180_000);
+afterAll(() => pool?.close(0));
+
+describe('video watermark (cairn-sync-v2 on every frame)', () => {
+  it('is the v2 tile: a frame marked here is read by the image detector with its payload', async () => {
+    const photo = await loadPhoto('coffee.png', { gray: true });
+    const { width, height } = photo;
+    const luma = Uint8Array.from(photo.pixels);
+    new LumaFrameMarker(syncTile(key.secret, payload), width, height).mark(luma);
+    const found = createSyncImageWatermark(key.secret).detect({ pixels: luma, width, height, channels: 1 });
+    expect(found && payloadHex(found.payload)).toBe(payloadHex(payload));
+  });
+
+  it('keeps container, codec, size, frame rate and audio, with luma PSNR ≥ 40 dB', async () => {
+    expect(marked.mediaType).toBe('video/mp4');
+    expect(marked.psnrDb).toBeGreaterThanOrEqual(40);
+    expect(marked.frames).toBe(50);
+    const { stream, text } = await streamOf(marked.encoded);
+    expect(stream).toMatchObject({ codec: 'h264', width: 1280, height: 720, fps: 25, hasAudio: true });
+    expect(text).toMatch(/Audio: aac/);
+  });
+
+  it('reads the payload from the marked file and after H.264 CRF 28, 24 fps and a VP9 WebM transcode', async () => {
+    expect(await read(marked.encoded)).toBe(payloadHex(payload));
+    expect(await read(await transcoded(marked.encoded, ['-c:v', 'libx264', '-crf', '28']))).toBe(payloadHex(payload));
+    expect(await read(await transcoded(marked.encoded, ['-r', '24', '-c:v', 'libx264', '-crf', '23']))).toBe(
+      payloadHex(payload),
+    );
+    const webm = [
+      '-c:v',
+      'libvpx-vp9',
+      '-crf',
+      '34',
+      '-b:v',
+      '0',
+      '-deadline',
+      'realtime',
+      '-cpu-used',
+      '8',
+      '-an',
+      '-f',
+      'webm',
+    ];
+    expect(await read(await transcoded(marked.encoded, webm))).toBe(payloadHex(payload));
+  }, 120_000);
+
+  it('finds nothing in the unmarked clip, nor under another key', async () => {
+    expect(await read(original)).toBeNull();
+    const other = { kid: 'other', secret: Uint8Array.from(randomBytes(32)) };
+    const found = await detectVideoMark({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, marked.encoded, [other]);
+    expect(found.outcome).toBeUndefined();
+    expect(found.applicable).toBe(true);
+  }, 60_000);
+});
