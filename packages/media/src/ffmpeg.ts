@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 
 /**
@@ -77,30 +80,40 @@ export function runFfmpeg(run: FfmpegRun): Promise<Buffer> {
   });
 }
 
-/** Decodes any audio (or a video's first audio track) to mono 32-bit float PCM at `sampleRate`. */
+/**
+ * Decodes any audio (or a video's first audio track) to mono 32-bit float PCM at `sampleRate`. From a private
+ * temporary file, not a pipe: an MP4/M4A whose index (moov) follows the samples, as most tools write AAC in M4A,
+ * decodes to nothing from a pipe (ffmpeg cannot seek back to the samples), and such uploads read as silence.
+ */
 export async function decodeAudioMono(bytes: Buffer, sampleRate: number, maxSeconds = 600): Promise<Float32Array> {
-  const out = await runFfmpeg({
-    args: [
-      '-i',
-      'pipe:0',
-      '-t',
-      String(maxSeconds),
-      '-vn',
-      '-ac',
-      '1',
-      '-ar',
-      String(sampleRate),
-      '-f',
-      'f32le',
-      'pipe:1',
-    ],
-    input: bytes,
-    maxOutputBytes: maxSeconds * sampleRate * 4 + 4096,
-  });
-  // Copy: the Buffer's byte offset need not be 4-aligned.
-  const samples = new Float32Array(out.length >> 2);
-  new Uint8Array(samples.buffer).set(out.subarray(0, samples.length * 4));
-  return samples;
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-audio-'));
+  try {
+    const input = join(dir, 'input');
+    await writeFile(input, bytes);
+    const out = await runFfmpeg({
+      args: [
+        '-i',
+        input,
+        '-t',
+        String(maxSeconds),
+        '-vn',
+        '-ac',
+        '1',
+        '-ar',
+        String(sampleRate),
+        '-f',
+        'f32le',
+        'pipe:1',
+      ],
+      maxOutputBytes: maxSeconds * sampleRate * 4 + 4096,
+    });
+    // Copy: the Buffer's byte offset need not be 4-aligned.
+    const samples = new Float32Array(out.length >> 2);
+    new Uint8Array(samples.buffer).set(out.subarray(0, samples.length * 4));
+    return samples;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -1,4 +1,7 @@
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runFfmpeg } from '@cairn/media';
 import { describe, expect, it } from '@jest/globals';
 import {
   alignment,
@@ -93,6 +96,24 @@ describe('spectral-peak audio fingerprint', () => {
     expect(isAudioMatch(score)).toBe(true);
     expect(score.offsetSeconds).toBeGreaterThan(11.5);
     expect(score.offsetSeconds).toBeLessThan(12.5);
+  });
+
+  it('reads AAC in an M4A whose index follows the samples, as ordinary tools write it (issue #14)', async () => {
+    const wav = await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`);
+    // ffmpeg's ipod muxer to a file (seekable): the moov box comes after mdat, unlike a fragmented stream.
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-m4a-'));
+    try {
+      await runFfmpeg({
+        args: ['-i', 'pipe:0', '-c:a', 'aac', '-b:a', '96k', '-f', 'ipod', join(dir, 'a.m4a')],
+        input: wav,
+      });
+      const m4a = await readFile(join(dir, 'a.m4a'));
+      expect(m4a.indexOf('moov')).toBeGreaterThan(m4a.indexOf('mdat'));
+      const score = alignment((await fingerprintAudio(m4a)).landmarks, (await fingerprintAudio(wav)).landmarks);
+      expect(isAudioMatch(score)).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses clips too short to fingerprint, and files that are not audio', async () => {
