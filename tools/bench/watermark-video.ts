@@ -1,0 +1,136 @@
+/**
+ * bench:watermark-video: the video watermark (cairn-sync-v2 on every frame) on clips made here with ffmpeg (a moving
+ * testsrc2 pattern, a mandelbrot zoom, and the coffee photograph animated with zoompan; 720p, 30 fps, with a tone):
+ * luma PSNR, the CRF chosen, detection after each transform a copy goes through, false positives on the unmarked
+ * clips and their copies, and speed (CPU of this process, whose worker thread marks the frames, per frame; and
+ * the wall time of the whole embed, ffmpeg's decode and encode included, against the clip's duration).
+ *
+ *   pnpm bench:watermark-video            (SECONDS_OF_VIDEO=3, WIDTH=1280, HEIGHT=720 by default)
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
+import { detectVideoMark, markVideo } from '../../services/watermark/src/app/video-watermark.js';
+import { keyedPayloadFor, payloadHex } from '../../services/watermark/src/domain/payload.js';
+import { ImageWorkerPool } from '../../services/watermark/src/adapters/worker-pool.js';
+import { clip, transcoded, type ClipKind } from '../../services/watermark/test/support/video.js';
+
+const SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 3);
+const WIDTH = Number(process.env.WIDTH ?? 1280);
+const HEIGHT = Number(process.env.HEIGHT ?? 720);
+const FPS = 30;
+
+const key = { kid: 'bench', secret: Uint8Array.from(randomBytes(32)) };
+const pool = new ImageWorkerPool({ size: 1 });
+await pool.ready();
+const deps = { pool, mediaLimits: DEFAULT_MEDIA_LIMITS };
+
+const cpu = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
+/** CPU seconds of this process's finished children (the ffmpeg runs): utime + stime fields of /proc/self/stat. */
+const childCpu = async () => {
+  const fields = (await readFile('/proc/self/stat', 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+};
+
+const X264 = (crf: number) => [
+  '-c:v',
+  'libx264',
+  '-preset',
+  'medium',
+  '-crf',
+  String(crf),
+  '-c:a',
+  'aac',
+  '-b:a',
+  '96k',
+];
+const TRANSFORMS: ReadonlyArray<readonly [string, string[]]> = [
+  ['none', []],
+  ['H.264 CRF 23', X264(23)],
+  ['H.264 CRF 28', X264(28)],
+  ['H.264 CRF 33', X264(33)],
+  ['scale 0.5× + CRF 28', ['-vf', 'scale=iw/2:ih/2', ...X264(28)]],
+  ['scale 0.75× + CRF 23', ['-vf', 'scale=trunc(iw*0.375)*2:trunc(ih*0.375)*2', ...X264(23)]],
+  ['crop 10 % + CRF 28', ['-vf', 'crop=trunc(iw*0.45)*2:trunc(ih*0.45)*2', ...X264(28)]],
+  ['24 fps + CRF 28', ['-r', '24', ...X264(28)]],
+  [
+    'VP9 WebM CRF 36',
+    [
+      '-c:v',
+      'libvpx-vp9',
+      '-crf',
+      '36',
+      '-b:v',
+      '0',
+      '-deadline',
+      'realtime',
+      '-cpu-used',
+      '8',
+      '-c:a',
+      'libopus',
+      '-f',
+      'webm',
+    ],
+  ],
+  ['2 s excerpt from 1.3 s + CRF 23', ['-ss', '1.3', '-t', '2', ...X264(23)]],
+];
+
+const kinds: ClipKind[] = ['testsrc2', 'mandelbrot', 'photo'];
+const header = ['clip', 'PSNR dB', 'CRF', ...TRANSFORMS.map(([name]) => name)];
+const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+let markCpu = 0;
+let ffmpegCpu = 0;
+let frames = 0;
+let embedWall = 0;
+let falsePositives = 0;
+let unmarkedReads = 0;
+
+for (const kind of kinds) {
+  const original = await clip(kind, { seconds: SECONDS, width: WIDTH, height: HEIGHT, fps: FPS, audio: true });
+  const payload = keyedPayloadFor(key.secret, `w_bench_${kind}`);
+  const cpuBefore = cpu();
+  const childBefore = await childCpu();
+  const wallBefore = performance.now();
+  const marked = await markVideo(deps, original, payload, key);
+  embedWall += (performance.now() - wallBefore) / 1000;
+  markCpu += cpu() - cpuBefore;
+  ffmpegCpu += (await childCpu()) - childBefore;
+  frames += marked.frames;
+  const cells: string[] = [];
+  for (const [name, args] of TRANSFORMS) {
+    const copy = name === 'none' ? marked.encoded : await transcoded(marked.encoded, args);
+    const found = await detectVideoMark(deps, copy, [key]);
+    const read = found.outcome ? payloadHex(found.outcome.detection.payload) : null;
+    cells.push(read === payloadHex(payload) ? `read (${found.atSeconds} s)` : read ? '**WRONG**' : 'miss');
+    // The unmarked clip as made and after CRF 28 and VP9: nothing may be read.
+    if (name === 'none' || name === 'H.264 CRF 28' || name.startsWith('VP9')) {
+      const plain = name === 'none' ? original : await transcoded(original, args);
+      unmarkedReads++;
+      if ((await detectVideoMark(deps, plain, [key])).outcome) falsePositives++;
+    }
+  }
+  lines.push(
+    `| ${kind} ${WIDTH}×${HEIGHT} ${SECONDS} s | ${marked.psnrDb.toFixed(1)} | ${marked.crf} | ${cells.join(' | ')} |`,
+  );
+  console.error(lines.at(-1));
+}
+await pool.close(0);
+
+console.log(lines.join('\n'));
+console.log(
+  `\nfalse positives: ${falsePositives} of ${unmarkedReads} unmarked files (each up to 12 one-second windows read)`,
+);
+const videoSeconds = kinds.length * SECONDS;
+console.log(
+  `speed: marking ${((markCpu / frames) * 1000).toFixed(1)} ms CPU per ${WIDTH}×${HEIGHT} frame in this process ` +
+    `(worker included); ffmpeg (CRF probe, decode, encode) ${((ffmpegCpu / frames) * 1000).toFixed(1)} ms CPU per ` +
+    `frame; together ${((markCpu + ffmpegCpu) / videoSeconds).toFixed(2)} CPU seconds per second of ${FPS} fps video ` +
+    `(real time on the 2 cores needs ≤ 2.00); wall ${(embedWall / videoSeconds).toFixed(2)} s per video second on ` +
+    `this machine as loaded`,
+);
+console.log(`ratio video_embed_cpu_per_video_second ${((markCpu + ffmpegCpu) / videoSeconds).toFixed(3)}`);
+console.log(`ratio video_mark_cpu_ms_per_frame ${((markCpu / frames) * 1000).toFixed(2)}`);
+console.log(`ratio video_embed_wall_per_video_second ${(embedWall / (kinds.length * SECONDS)).toFixed(3)}`);
