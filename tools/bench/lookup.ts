@@ -1,7 +1,9 @@
 /**
  * Soft-binding lookup benchmark: fills softbinding.fingerprints with N synthetic 256-bit hashes (bulk insert in
- * SQL) plus the real photos' indexed hashes, then times lookups through the multi-index (MIH) path and the
- * same lookups by sequential scan, and measures recall of transformed real photos at the lookup radius.
+ * SQL) plus the real photos' indexed hashes, loads them into the service's in-memory index (as at start), then
+ * times lookups through the in-memory multi-index (the service's path), the Postgres multi-index and a sequential
+ * scan, and measures recall of transformed real photos at the lookup radius. Wall-clock p50 and the process's CPU
+ * per lookup (user+system; Postgres's own CPU is not in it).
  *   pnpm bench:lookup [--rows 1000000] [--queries 200] [--scans 10]
  */
 import { parseArgs } from 'node:util';
@@ -31,7 +33,7 @@ const pool = createPool(String(sandbox.env.DATABASE_URL), 4);
 try {
   await migrateService(pool, 'softbinding', migrationsFolder);
   const db = createDb(pool);
-  const index = new FingerprintIndex(db);
+  const index = new FingerprintIndex(db, { maxSlots: 4_000_000, maxSlotsPerTenant: 4_000_000 });
 
   const t0 = performance.now();
   const chunkExprs = Array.from({ length: 16 }, (_, i) => `substring(h from ${i * 16 + 1} for 16)::int`).join(', ');
@@ -69,26 +71,43 @@ try {
     }
   });
 
+  const heapBefore = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+  const tLoad = performance.now();
+  await index.load();
+  const loadSeconds = (performance.now() - tLoad) / 1000;
+  const heldBytes = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers - heapBefore;
+
   // Queries: every real photo under every transform (recall), repeated up to --queries.
-  const queries: Array<{ expect: string; bits: Uint8Array }> = [];
+  const queries: Array<{ expect: string; transform: string; bits: Uint8Array }> = [];
   for (const p of photos)
-    for (const t of Object.values(TRANSFORMS))
-      queries.push({ expect: `a_real_${p.name}`, bits: (await hashImageBytes(await t(p.bytes))).bits });
+    for (const [transform, t] of Object.entries(TRANSFORMS))
+      queries.push({ expect: `a_real_${p.name}`, transform, bits: (await hashImageBytes(await t(p.bytes))).bits });
   const pct = (xs: number[], p: number) =>
     [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
-  const mih: number[] = [];
+  const mem: number[] = [];
   let found = 0;
   let total = 0;
   const n = Number(values.queries);
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < n; i++) {
     const q = queries[i % queries.length]!;
     const s = performance.now();
     const matches = await index.search({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
-    mih.push(performance.now() - s);
+    mem.push(performance.now() - s);
     if (i < queries.length) {
       total++;
       if (matches.some((m) => m.asset_id === q.expect)) found++;
+      else console.log(`missed: ${q.expect} ${q.transform}`);
     }
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const memCpuMs = (cpu.user + cpu.system) / 1000 / n;
+  const mih: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const q = queries[i % queries.length]!;
+    const s = performance.now();
+    await index.searchPostgres({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
+    mih.push(performance.now() - s);
   }
   const scan: number[] = [];
   let agree = true;
@@ -98,20 +117,31 @@ try {
     const viaScan = await index.scan({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
     scan.push(performance.now() - s);
     const viaIndex = await index.search({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
-    agree &&= JSON.stringify(viaScan) === JSON.stringify(viaIndex);
+    const viaPostgres = await index.searchPostgres({ tenantId: TENANT }, q.bits, LOOKUP_RADIUS);
+    agree &&=
+      JSON.stringify(viaScan) === JSON.stringify(viaIndex) && JSON.stringify(viaScan) === JSON.stringify(viaPostgres);
   }
-  const f = (x: number) => x.toFixed(1);
+  const f = (x: number) => x.toFixed(2);
+  const real = index.heldRows - ROWS;
   console.log(
-    `rows: ${ROWS} synthetic + ${photos.length * 6} real (${photos.length} photos × 6 indexed variants); bulk insert ${fillSeconds.toFixed(1)} s (${Math.round(ROWS / fillSeconds)} rows/s)`,
+    `rows: ${ROWS} synthetic + ${real} real (${photos.length} photos × ${real / photos.length} indexed variants); bulk insert ${fillSeconds.toFixed(1)} s (${Math.round(ROWS / fillSeconds)} rows/s)`,
+  );
+  console.log(
+    `in-memory index load at start: ${index.heldRows} rows in ${loadSeconds.toFixed(1)} s (${Math.round(index.heldRows / loadSeconds)} rows/s), ~${Math.round(heldBytes / 2 ** 20)} MiB`,
   );
   console.log(
     `radius ${LOOKUP_RADIUS}: recall ${found}/${total} = ${(found / total).toFixed(3)} (photos × {${Object.keys(TRANSFORMS).join(', ')}})`,
   );
-  console.log(`MIH lookup (${mih.length}): p50 ${f(pct(mih, 50))} ms, p99 ${f(pct(mih, 99))} ms`);
   console.log(
-    `sequential scan (${scan.length}): p50 ${f(pct(scan, 50))} ms, p99 ${f(pct(scan, 99))} ms; same answers: ${agree}`,
+    `in-memory MIH lookup (${mem.length}): p50 ${f(pct(mem, 50))} ms, p99 ${f(pct(mem, 99))} ms; CPU ${f(memCpuMs)} ms/lookup in this process`,
   );
-  console.log(`ratio scan/MIH at p50: ${(pct(scan, 50) / pct(mih, 50)).toFixed(0)}×`);
+  console.log(`Postgres MIH lookup (${mih.length}): p50 ${f(pct(mih, 50))} ms, p99 ${f(pct(mih, 99))} ms`);
+  console.log(
+    `sequential scan (${scan.length}): p50 ${f(pct(scan, 50))} ms, p99 ${f(pct(scan, 99))} ms; same answers (scan, in-memory, Postgres MIH): ${agree}`,
+  );
+  console.log(`ratio lookup_index_speedup ${(pct(scan, 50) / pct(mem, 50)).toFixed(1)}`);
+  console.log(`ratio lookup_postgres_mih_speedup ${(pct(scan, 50) / pct(mih, 50)).toFixed(1)}`);
+  console.log(`ratio lookup_recall ${(found / total).toFixed(3)}`);
 } finally {
   await pool.end();
   await sandbox.dispose();

@@ -9,4 +9,12 @@ export const softbindingConfigShape = {
   BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
   /** Most matches a lookup answers. */
   LOOKUP_MAX_RESULTS: z.coerce.number().int().min(1).max(100).default(10),
+  /**
+   * Image and video-frame hashes held in memory for lookup (about 110 bytes each; 0: search Postgres only). A
+   * tenant beyond its share, or any row beyond the total, sends that tenant's lookups (and public ones) to Postgres.
+   */
+  FINGERPRINT_MEMORY_MAX_ROWS: z.coerce.number().int().min(0).default(2_000_000),
+  FINGERPRINT_MEMORY_MAX_ROWS_PER_TENANT: z.coerce.number().int().min(0).default(1_500_000),
+  /** How often the in-memory index reads rows another process added (this one's own are held at once). */
+  FINGERPRINT_CATCH_UP_MS: z.coerce.number().int().min(100).default(5000),
 };

@@ -23,8 +23,23 @@ export function softbindingService(
     register: async (ctx) => {
       const blobs = createBlobStore(ctx.config.BLOB_STORE_URL, env);
       await blobs.ping();
+      const images = new FingerprintIndex(
+        ctx.db,
+        ctx.config.FINGERPRINT_MEMORY_MAX_ROWS > 0
+          ? {
+              maxSlots: ctx.config.FINGERPRINT_MEMORY_MAX_ROWS,
+              maxSlotsPerTenant: ctx.config.FINGERPRINT_MEMORY_MAX_ROWS_PER_TENANT,
+            }
+          : undefined,
+      );
+      await images.load();
+      ctx.logger.info({ rows: images.heldRows }, 'fingerprints held in memory');
+      const catchUp = setInterval(() => {
+        images.catchUp().catch((error: unknown) => ctx.logger.warn({ err: error }, 'fingerprint catch-up failed'));
+      }, ctx.config.FINGERPRINT_CATCH_UP_MS);
+      ctx.onShutdown(async () => clearInterval(catchUp));
       const indexes = {
-        images: new FingerprintIndex(ctx.db),
+        images,
         audio: new AudioIndex(ctx.db),
         text: new TextIndex(ctx.db),
       };

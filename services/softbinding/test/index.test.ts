@@ -13,6 +13,9 @@ let sandbox: Sandbox;
 let pool: pg.Pool;
 let db: Database;
 let index: FingerprintIndex;
+/** Loaded from Postgres after every row was added (the service's start), where `index` held them as they came. */
+let loaded: FingerprintIndex;
+const LIMITS = { maxSlots: 100_000, maxSlotsPerTenant: 100_000 };
 const TENANTS = ['t_A', 't_B'];
 const stored: Array<{ tenantId: string; assetId: string; bits: Uint8Array }> = [];
 
@@ -42,7 +45,8 @@ beforeAll(async () => {
   pool = createPool(String(sandbox.env.DATABASE_URL), 4);
   await migrateService(pool, 'softbinding', migrationsFolder);
   db = createDb(pool);
-  index = new FingerprintIndex(db);
+  index = new FingerprintIndex(db, LIMITS);
+  await index.load();
   // ~3000 hashes: random ones, and clusters around a few centres at distances 0..40 so radius searches hit.
   const centres = Array.from({ length: 20 }, () => new Uint8Array(randomBytes(32)));
   for (const tenantId of TENANTS) {
@@ -56,6 +60,8 @@ beforeAll(async () => {
       for (let i = 0; i < rows.length; i += 500) await index.add(tx, rows.slice(i, i + 500));
     });
   }
+  loaded = new FingerprintIndex(db, LIMITS);
+  await loaded.load();
 }, 120_000);
 
 afterAll(async () => {
@@ -63,7 +69,7 @@ afterAll(async () => {
   await sandbox?.dispose();
 });
 
-describe('multi-index hashing over Postgres', () => {
+describe('multi-index hashing, in memory and over Postgres', () => {
   it('neighbours enumerates the Hamming ball of a 16-bit chunk', () => {
     expect(neighbours(0, 0)).toEqual([0]);
     expect(new Set(neighbours(0xabcd, 1)).size).toBe(17);
@@ -81,6 +87,8 @@ describe('multi-index hashing over Postgres', () => {
         const viaIndex = await index.search(scope, query, radius, 10_000);
         const viaScan = await index.scan(scope, query, radius, 10_000);
         expect(viaIndex).toEqual(viaScan);
+        expect(await loaded.search(scope, query, radius, 10_000)).toEqual(viaScan);
+        expect(await index.searchPostgres(scope, query, radius, 10_000)).toEqual(viaScan);
         const brute = stored
           .filter((s) => s.tenantId === scope.tenantId && hamming(s.bits, query) <= radius)
           .map((s) => s.assetId)
@@ -128,5 +136,42 @@ describe('multi-index hashing over Postgres', () => {
         await index.add(tx, [row('t_C', 1, first.bits)]);
       }),
     ).rejects.toThrow();
+  });
+
+  it('holds every row in memory, and finds what it does not hold (a tenant beyond its bound) through Postgres', async () => {
+    expect(index.heldRows).toBe(3000);
+    expect(loaded.heldRows).toBe(3000);
+    const bounded = new FingerprintIndex(db, { maxSlots: 100_000, maxSlotsPerTenant: 1000 });
+    await bounded.load();
+    expect(bounded.heldRows).toBe(2000);
+    for (const target of [stored[1200]!, stored[2900]!]) {
+      const scope = { tenantId: target.tenantId };
+      const found = await bounded.search(scope, target.bits, LOOKUP_RADIUS);
+      expect(found[0]).toMatchObject({ asset_id: target.assetId, distance: 0 });
+      expect(found).toEqual(await index.scan(scope, target.bits, LOOKUP_RADIUS));
+      expect(await bounded.search('public', target.bits, LOOKUP_RADIUS)).toEqual(
+        await index.scan('public', target.bits, LOOKUP_RADIUS),
+      );
+    }
+  });
+
+  it('finds rows another process added once it catches up, each held once', async () => {
+    const writer = new FingerprintIndex(db);
+    const bits = new Uint8Array(randomBytes(32));
+    await withTenant(db, 't_A', (tx) => writer.add(tx, [row('t_A', 9000, bits)]));
+    await loaded.catchUp();
+    expect(loaded.heldRows).toBe(3001);
+    expect(await loaded.search({ tenantId: 't_A' }, bits, LOOKUP_RADIUS)).toEqual([
+      expect.objectContaining({ asset_id: 'a_t_A_9000', distance: 0 }),
+    ]);
+    expect(await loaded.search({ tenantId: 't_B' }, bits, LOOKUP_RADIUS)).toEqual([]);
+    // Its own rows are held at once and not again by the catch-up.
+    const own = near(bits, 3);
+    await withTenant(db, 't_B', (tx) => loaded.add(tx, [row('t_B', 9001, own)]));
+    await loaded.catchUp();
+    expect(loaded.heldRows).toBe(3002);
+    expect(await loaded.search({ tenantId: 't_B' }, own, LOOKUP_RADIUS)).toEqual([
+      expect.objectContaining({ asset_id: 'a_t_B_9001', distance: 0 }),
+    ]);
   });
 });
