@@ -102,8 +102,9 @@ describe('webhook delivery engine', () => {
       eventType: 'job.completed',
       attempts: 1,
       lastStatusCode: 200,
-      nextAttemptAt: '',
     });
+    // Delivered: no next attempt.
+    expect(delivery!.nextAttemptAt).toBeUndefined();
     expect(delivery!.attemptLog).toHaveLength(1);
     expect(delivery!.attemptLog[0]).toMatchObject({ n: 1, statusCode: 200 });
     expect(r.received).toHaveLength(1);

@@ -94,6 +94,8 @@ export function fromTimestamp(timestamp: Timestamp): Date {
 }
 
 /** The public JSON form of a wire time: ISO 8601 with milliseconds in UTC, or null when the field is unset. */
+export function isoTimestamp(timestamp: Timestamp): string;
+export function isoTimestamp(timestamp: Timestamp | undefined): string | null;
 export function isoTimestamp(timestamp: Timestamp | undefined): string | null {
   return timestamp ? timestampDate(timestamp).toISOString() : null;
 }

@@ -1,5 +1,5 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { anchorBatchStates, type anchorV1 } from '@cairn/proto';
+import { anchorBatchStates, toTimestamp, type anchorV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { BatchRow, Batches } from './app/batches.js';
 import type { AnchorChecker } from './app/check.js';
@@ -24,7 +24,7 @@ export function presentBatch(row: BatchRow, fallbackChainId: number | undefined)
     chainId: BigInt(row.chainId ?? fallbackChainId ?? 0),
     txHash: row.status === 'pending' || row.status === 'anchored' ? (row.txHash ?? '') : '',
     blockNumber: BigInt(row.status === 'anchored' ? (row.blockNumber ?? 0) : 0),
-    confirmedAt: row.confirmedAt?.toISOString() ?? '',
+    ...(row.confirmedAt ? { confirmedAt: toTimestamp(row.confirmedAt) } : {}),
   };
 }
 
@@ -63,7 +63,7 @@ export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
         chainId: batch?.chainId ?? 0n,
         txHash: batch?.txHash ?? '',
         blockNumber: batch?.blockNumber ?? 0n,
-        confirmedAt: batch?.confirmedAt ?? '',
+        ...(batch?.confirmedAt ? { confirmedAt: batch.confirmedAt } : {}),
       };
     },
   };

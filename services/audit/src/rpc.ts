@@ -1,6 +1,6 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
-import type { auditV1 } from '@cairn/proto';
+import { fromTimestamp, toTimestamp, type auditV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { AuditLog, EntryRow, ExportConfigRow } from './app/audit-log.js';
 
@@ -11,14 +11,6 @@ const MAX_LIMIT = 1000;
 function required(value: string, name: string): string {
   if (!value) throw new CairnError('cairn.validation.invalid_body', `${name} is required`);
   return value;
-}
-
-function instant(value: string, name: string): Date | undefined {
-  if (!value) return undefined;
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime()))
-    throw new CairnError('cairn.validation.invalid_body', `${name} must be an ISO 8601 date-time`);
-  return date;
 }
 
 /** Cursor: the chain position to continue below, opaque to clients. */
@@ -44,8 +36,8 @@ function present(row: EntryRow): auditV1.AuditEntry {
     eventId: row.eventId,
     eventType: row.eventType,
     tenantId: row.tenantId,
-    createdAt: row.occurredAt.toISOString(),
-    recordedAt: row.recordedAt.toISOString(),
+    createdAt: toTimestamp(row.occurredAt),
+    recordedAt: toTimestamp(row.recordedAt),
     dataJson: JSON.stringify(row.data),
     seq: BigInt(row.seq),
     prevHash: row.prevHash,
@@ -64,9 +56,9 @@ function presentExportConfig(row: ExportConfigRow): auditV1.ExportConfig {
     endpoint: row.endpoint ?? '',
     roleArn: row.roleArn ?? '',
     path: row.path ?? '',
-    exportedUntil: row.exportedUntil.toISOString(),
-    createdAt: row.createdAt.toISOString(),
-    updatedAt: row.updatedAt.toISOString(),
+    exportedUntil: toTimestamp(row.exportedUntil),
+    createdAt: toTimestamp(row.createdAt),
+    updatedAt: toTimestamp(row.updatedAt),
     lastError: row.lastError ?? '',
   };
 }
@@ -77,8 +69,8 @@ export function auditHandlers(log: AuditLog): ServiceImpl<Methods> {
     listEntries: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
       const limit = Math.min(Math.max(request.limit || 100, 1), MAX_LIMIT);
-      const since = instant(request.since, 'since');
-      const until = instant(request.until, 'until');
+      const since = request.since ? fromTimestamp(request.since) : undefined;
+      const until = request.until ? fromTimestamp(request.until) : undefined;
       const below = decodeCursor(request.cursor);
       const rows = await log.entries(
         tenantId,

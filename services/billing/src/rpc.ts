@@ -1,6 +1,6 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
-import type { billingV1 } from '@cairn/proto';
+import { toTimestamp, type billingV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { isMeter, isPlanName, type Meter, type PlanName } from '@cairn/catalog';
 import type { Metering } from './app/metering.js';
@@ -65,8 +65,8 @@ export function billingHandlers(metering: Metering): ServiceImpl<Methods> {
     getUsage: async (request) => {
       const usage = await metering.usage(required(request.tenantId, 'tenant_id'), planOf(request.plan));
       return {
-        periodStart: usage.periodStart.toISOString(),
-        periodEnd: usage.periodEnd.toISOString(),
+        periodStart: toTimestamp(usage.periodStart),
+        periodEnd: toTimestamp(usage.periodEnd),
         spendUsd: usage.spendUsd,
         meters: usage.meters.map((m) => ({
           meter: m.meter,

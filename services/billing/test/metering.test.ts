@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { newId } from '@cairn/ids';
-import { billingV1 } from '@cairn/proto';
+import { billingV1, isoTimestamp } from '@cairn/proto';
 import { createClient, type ServiceClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
@@ -120,8 +120,12 @@ describe('billing metering', () => {
     expect(free).toEqual({ image_sign: 50, image_verify: 100, lookup: 100 });
     const usageDates = await billing.getUsage({ tenantId: newId('tenant'), plan: 'free' });
     const now = new Date();
-    expect(usageDates.periodStart).toBe(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
-    expect(usageDates.periodEnd).toBe(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString());
+    expect(isoTimestamp(usageDates.periodStart)).toBe(
+      new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
+    );
+    expect(isoTimestamp(usageDates.periodEnd)).toBe(
+      new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+    );
   });
 
   it('growth bills overage per unit and stops at the spending cap, with the 80% alert once', async () => {

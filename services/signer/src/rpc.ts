@@ -3,7 +3,7 @@ import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import { anchorBatchStates, jobStates, signerV1 } from '@cairn/proto';
+import { anchorBatchStates, jobStates, signerV1, toTimestamp } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { signAsset, type PipelineDeps, type SignResult } from './app/sign/index.js';
 import { storedSignResult, type SignJobs } from './app/jobs.js';
@@ -16,30 +16,25 @@ function requireTenant(tenantId: string): string {
   return tenantId;
 }
 
-function credentialMessage(row: CredentialRow): {
-  credentialId: string;
-  description: string;
-  subject: string;
-  notAfter: string;
-  endpointUrl: string;
-  createdAt: string;
-} {
+function credentialMessage(row: CredentialRow): MessageInitShape<typeof signerV1.SigningCredentialSchema> {
   return {
     credentialId: row.credentialId,
     description: row.description,
     subject: row.subject,
-    notAfter: row.notAfter.toISOString(),
+    notAfter: toTimestamp(row.notAfter),
     endpointUrl: row.endpointUrl,
-    createdAt: row.createdAt.toISOString(),
+    createdAt: toTimestamp(row.createdAt),
   };
 }
 
 type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
 function signResponse(result: SignResult): MessageInitShape<typeof signerV1.SignResponseSchema> {
-  const { anchor, ...fields } = result;
+  const { anchor, createdAt, expiresAt, ...fields } = result;
   return {
     ...fields,
+    createdAt: toTimestamp(createdAt),
+    expiresAt: toTimestamp(expiresAt),
     ...(anchor ? { anchor: { batchId: anchor.batchId, status: anchorBatchStates.toProto(anchor.status) } } : {}),
   };
 }
@@ -68,8 +63,8 @@ function presentAsset(row: AssetRow): signerV1.Asset {
     watermarkId: row.watermarkId ?? '',
     recipeId: row.recipeId,
     blobKey: row.blobKey ?? '',
-    createdAt: row.createdAt.toISOString(),
-    expiresAt: row.expiresAt.toISOString(),
+    createdAt: toTimestamp(row.createdAt),
+    expiresAt: toTimestamp(row.expiresAt),
     expired: row.deletedAt !== null || row.expiresAt.getTime() <= Date.now(),
     metadataJson: JSON.stringify(row.metadata),
     signerName: row.signerName,
@@ -107,8 +102,8 @@ export function signerHandlers(
           status: jobStates.toProto(job.status),
           ...(job.result ? { result: signResponse(storedSignResult(job.result)) } : {}),
           problemJson: job.problem ? JSON.stringify(job.problem) : '',
-          createdAt: job.createdAt.toISOString(),
-          updatedAt: job.updatedAt.toISOString(),
+          createdAt: toTimestamp(job.createdAt),
+          updatedAt: toTimestamp(job.updatedAt),
           attempts: job.attempts,
         },
       };
@@ -135,10 +130,10 @@ export function signerHandlers(
       return {
         manifestStore: store,
         assetId: row.assetId,
-        createdAt: row.createdAt.toISOString(),
+        createdAt: toTimestamp(row.createdAt),
         assetBlobKey: asset?.deletedAt ? '' : (asset?.blobKey ?? ''),
         mediaType: asset?.mediaType ?? '',
-        expiresAt: asset?.expiresAt.toISOString() ?? '',
+        ...(asset ? { expiresAt: toTimestamp(asset.expiresAt) } : {}),
         manifestId: row.manifestId,
       };
     },
@@ -181,7 +176,7 @@ export function signerHandlers(
           `Cannot revoke: ${result.error}`,
         );
       if (!result.alreadyRevoked) void deps.outbox.flush();
-      return { serialHex: result.revoked.serialHex, revokedAt: (result.revoked.revokedAt ?? new Date()).toISOString() };
+      return { serialHex: result.revoked.serialHex, revokedAt: toTimestamp(result.revoked.revokedAt ?? new Date()) };
     },
   };
 }

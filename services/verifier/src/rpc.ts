@@ -1,26 +1,23 @@
 import { X509Certificate } from 'node:crypto';
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { fromJson, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import { jobStates, modalities, verificationStatuses, verifierV1 } from '@cairn/proto';
+import { jobStates, modalities, toTimestamp, verificationStatuses, verifierV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import type { VerifyJobs } from './app/verify-jobs.js';
 import { verify } from './app/verify/index.js';
 import { toResultMessage } from './domain/result-message.js';
 
-function trustListEntry(
-  pem: string,
-  origin: string,
-): { subject: string; origin: string; sha256Fingerprint: string; notAfter: string } {
+function trustListEntry(pem: string, origin: string): MessageInitShape<typeof verifierV1.TrustListEntrySchema> {
   const cert = new X509Certificate(pem);
   return {
     subject: cert.subject.replace(/\n/g, ', '),
     origin,
     sha256Fingerprint: cert.fingerprint256,
-    notAfter: new Date(cert.validTo).toISOString(),
+    notAfter: toTimestamp(new Date(cert.validTo)),
   };
 }
 
@@ -94,8 +91,8 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
             ? { result: fromJson(verifierV1.VerificationResultSchema, storedResultJson(row.result)) }
             : {}),
           problemJson: row.problem ? JSON.stringify(row.problem) : '',
-          createdAt: row.createdAt.toISOString(),
-          updatedAt: row.updatedAt.toISOString(),
+          createdAt: toTimestamp(row.createdAt),
+          updatedAt: toTimestamp(row.updatedAt),
           attempts: row.attempts,
         },
       };
@@ -107,7 +104,7 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
         request.tenantId,
         request.entries.map((e) => ({ issuer_cn: e.issuerCn, certificate_pem: e.certificatePem })),
       );
-      return { count, updatedAt: updatedAt.toISOString() };
+      return { count, updatedAt: toTimestamp(updatedAt) };
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
-import { deliveryStates, type webhookV1 } from '@cairn/proto';
+import { deliveryStates, toOptionalTimestamp, toTimestamp, type webhookV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { AttemptRow, DeliveryRow, EndpointRow, Endpoints } from './app/endpoints.js';
 
@@ -14,7 +14,7 @@ function presentEndpoint(row: EndpointRow) {
     events: row.events,
     description: row.description ?? '',
     payloadFormat: row.payloadFormat,
-    createdAt: row.createdAt.toISOString(),
+    createdAt: toTimestamp(row.createdAt),
   };
 }
 
@@ -26,18 +26,19 @@ function presentDelivery(row: DeliveryRow, log: AttemptRow[]) {
     eventType: row.eventType,
     status: deliveryStates.toProto(row.status),
     attempts: row.attempts,
-    nextAttemptAt:
-      row.status === 'pending' || row.status === 'delivering' ? (row.nextAttemptAt?.toISOString() ?? '') : '',
+    ...((row.status === 'pending' || row.status === 'delivering') && row.nextAttemptAt
+      ? { nextAttemptAt: toTimestamp(row.nextAttemptAt) }
+      : {}),
     lastStatusCode: row.lastStatusCode ?? 0,
     lastError: row.lastError ?? '',
     lastLatencyMs: row.lastLatencyMs ?? 0,
-    createdAt: row.createdAt.toISOString(),
-    deliveredAt: row.deliveredAt?.toISOString() ?? '',
+    createdAt: toTimestamp(row.createdAt),
+    deliveredAt: toOptionalTimestamp(row.deliveredAt),
     attemptLog: log
       .sort((a, b) => a.n - b.n)
       .map((a) => ({
         n: a.n,
-        startedAt: a.startedAt.toISOString(),
+        startedAt: toTimestamp(a.startedAt),
         statusCode: a.statusCode ?? 0,
         latencyMs: a.latencyMs,
         error: a.error ?? '',

@@ -1,4 +1,4 @@
-import { anchorBatchStates, type signerV1 } from '@cairn/proto';
+import { anchorBatchStates, isoTimestamp, type signerV1 } from '@cairn/proto';
 
 /**
  * The Sign result (and a done Job's fields) in the API's names: the 200 body of POST /v1/sign, recorded as is for
@@ -16,7 +16,7 @@ export function presentSignResult(result: signerV1.SignResponse): Record<string,
     ...(result.anchor?.batchId
       ? { anchor: { batch_id: result.anchor.batchId, status: anchorBatchStates.fromProto(result.anchor.status) } }
       : {}),
-    created_at: result.createdAt,
-    expires_at: result.expiresAt,
+    created_at: isoTimestamp(result.createdAt),
+    expires_at: isoTimestamp(result.expiresAt),
   };
 }

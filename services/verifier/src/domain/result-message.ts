@@ -1,5 +1,5 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { verificationStatuses, type verifierV1 } from '@cairn/proto';
+import { toTimestamp, verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { Verdict } from './verdict.js';
 
 type ResultInit = MessageInitShape<typeof verifierV1.VerificationResultSchema>;
@@ -62,6 +62,6 @@ export function toResultMessage(
     doesNotProve: verdict.does_not_prove,
     manifestId: ids.manifestId ?? '',
     assetId: ids.assetId ?? '',
-    verifiedAt: ids.verifiedAt,
+    verifiedAt: toTimestamp(ids.verifiedAt),
   };
 }

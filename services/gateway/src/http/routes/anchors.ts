@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { isId } from '@cairn/ids';
 import { CairnError } from '@cairn/errors';
-import { anchorBatchStates, type anchorV1 } from '@cairn/proto';
+import { anchorBatchStates, isoTimestamp, type anchorV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 
@@ -18,7 +18,7 @@ function presentBatch(batch: anchorV1.Batch | undefined): Record<string, unknown
     chain_id: batch.chainId > 0n ? Number(batch.chainId) : null,
     tx_hash: batch.txHash || null,
     block_number: batch.blockNumber > 0n ? Number(batch.blockNumber) : null,
-    confirmed_at: batch.confirmedAt || null,
+    confirmed_at: isoTimestamp(batch.confirmedAt),
   };
 }
 

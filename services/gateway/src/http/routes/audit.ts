@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { auditV1 } from '@cairn/proto';
+import { isoTimestamp, toOptionalTimestamp, type auditV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { CairnError } from '@cairn/errors';
 import { requireScope } from '../auth.js';
@@ -62,10 +62,10 @@ function presentExport(config: auditV1.ExportConfig): Record<string, unknown> {
     endpoint: optional(config.endpoint),
     role_arn: optional(config.roleArn),
     path: optional(config.path),
-    exported_until: config.exportedUntil,
+    exported_until: isoTimestamp(config.exportedUntil),
     last_error: optional(config.lastError),
-    created_at: config.createdAt,
-    updated_at: config.updatedAt,
+    created_at: isoTimestamp(config.createdAt),
+    updated_at: isoTimestamp(config.updatedAt),
   };
 }
 
@@ -74,8 +74,8 @@ function presentEntry(entry: auditV1.AuditEntry): Record<string, unknown> {
     entry_id: entry.entryId,
     event_id: entry.eventId,
     event_type: entry.eventType,
-    created_at: entry.createdAt,
-    recorded_at: entry.recordedAt,
+    created_at: isoTimestamp(entry.createdAt),
+    recorded_at: isoTimestamp(entry.recordedAt),
     data: JSON.parse(entry.dataJson) as unknown,
     seq: Number(entry.seq),
     prev_hash: entry.prevHash,
@@ -98,8 +98,8 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
       deps.audit.listEntries({
         tenantId,
         eventType: q.event_type ?? '',
-        since: q.since ?? '',
-        until: q.until ?? '',
+        since: toOptionalTimestamp(q.since),
+        until: toOptionalTimestamp(q.until),
         limit,
         cursor,
       });

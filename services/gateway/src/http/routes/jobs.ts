@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { absentAsUndefined, CairnError } from '@cairn/errors';
-import { jobStates, type signerV1, type verifierV1 } from '@cairn/proto';
+import { isoTimestamp, jobStates, type signerV1, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { presentSignResult } from '../../domain/sign-result.js';
@@ -49,8 +49,8 @@ export function jobRoutes(deps: {
       ...done,
       ...(status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
       attempts: job.attempts,
-      created_at: job.createdAt,
-      updated_at: job.updatedAt,
+      created_at: isoTimestamp(job.createdAt),
+      updated_at: isoTimestamp(job.updatedAt),
     });
   });
 

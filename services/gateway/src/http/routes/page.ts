@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import { verificationStatuses, type signerV1, type verifierV1 } from '@cairn/proto';
+import { isoTimestamp, verificationStatuses, type signerV1, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-page.js';
 
@@ -53,7 +53,7 @@ export function pageRoutes(deps: {
         confidence: result.confidence ?? null,
         userExplanation: result.userExplanation,
         signedBy: claims?.signedBy || asset.signerName || undefined,
-        signedAt: claims?.signedAt || asset.createdAt,
+        signedAt: claims?.signedAt || (asset.createdAt ? isoTimestamp(asset.createdAt) : undefined),
         ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
         generator: claims?.generator || undefined,
         model: claims?.model || undefined,
@@ -66,7 +66,7 @@ export function pageRoutes(deps: {
           ? {}
           : { thumbnailUrl: `${base}/v/${assetId}/thumbnail.jpg` }),
         mediaType: asset.mediaType,
-        verifiedAt: result.verifiedAt,
+        verifiedAt: isoTimestamp(result.verifiedAt) ?? '',
       }),
     );
   });

@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow, parseSignMetadata } from '@cairn/errors';
+import { isoTimestamp } from '@cairn/proto';
 import type { SignAssets, SignerClient } from '../../app/sign.js';
 import { requireScope } from '../auth.js';
 import { discardUpload, singleUpload } from '../uploads.js';
@@ -135,7 +136,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
     if (!stream)
       throw new CairnError(
         'cairn.asset.expired',
-        `Asset ${asset.assetId}'s file was deleted when its retention ended (${asset.expiresAt}); its manifest remains at /v1/manifests/${asset.manifestId}.`,
+        `Asset ${asset.assetId}'s file was deleted when its retention ended (${isoTimestamp(asset.expiresAt)}); its manifest remains at /v1/manifests/${asset.manifestId}.`,
       );
     const extension = asset.mediaType.split('/')[1] === 'jpeg' ? 'jpg' : asset.mediaType.split('/')[1];
     res.set({

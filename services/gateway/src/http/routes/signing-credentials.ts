@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
-import type { signerV1 } from '@cairn/proto';
+import { isoTimestamp, type signerV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { jsonBody } from '../validate.js';
@@ -26,10 +26,10 @@ function present(credential: signerV1.SigningCredential | undefined, hmacSecret?
     credential_id: credential.credentialId,
     ...(credential.description ? { description: credential.description } : {}),
     subject: credential.subject,
-    not_after: credential.notAfter,
+    not_after: isoTimestamp(credential.notAfter),
     endpoint_url: credential.endpointUrl,
     ...(hmacSecret ? { hmac_secret: hmacSecret } : {}),
-    created_at: credential.createdAt,
+    created_at: isoTimestamp(credential.createdAt),
   };
 }
 

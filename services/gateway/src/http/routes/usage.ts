@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { isoTimestamp } from '@cairn/proto';
 import type { BillingClient } from '../../app/metering.js';
 import { requireScope } from '../auth.js';
 
@@ -10,8 +11,8 @@ export function usageRoutes(deps: { billing: BillingClient }): Router {
     const usage = await deps.billing.getUsage({ tenantId: tenant.tenantId, plan: tenant.plan });
     res.set('Cache-Control', 'private, no-store');
     res.json({
-      period_start: usage.periodStart,
-      period_end: usage.periodEnd,
+      period_start: isoTimestamp(usage.periodStart),
+      period_end: isoTimestamp(usage.periodEnd),
       meters: Object.fromEntries(
         usage.meters.map((m) => [
           m.meter,

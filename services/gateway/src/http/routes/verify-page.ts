@@ -2,7 +2,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, toProblem } from '@cairn/errors';
-import { commonV1, verificationStatuses, type verifierV1 } from '@cairn/proto';
+import { commonV1, isoTimestamp, verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { renderVerifyPage, type PageModel } from '../../domain/verifier-page.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
@@ -103,7 +103,7 @@ export function pageModelFromResult(
           thumbnailAlt: `Thumbnail of the signed original, asset ${thumbnailAsset}`,
         }
       : {}),
-    verifiedAt: result.verifiedAt,
+    verifiedAt: isoTimestamp(result.verifiedAt) ?? '',
     matches,
   };
 }

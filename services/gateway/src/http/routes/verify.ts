@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow } from '@cairn/errors';
-import { modalities, verificationStatuses, type verifierV1 } from '@cairn/proto';
+import { isoTimestamp, modalities, verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { sniffMediaType } from '@cairn/sniff';
 import { reserveUnit, type BillingClient, type MeteredUnit } from '../../app/metering.js';
@@ -85,7 +85,7 @@ export function presentVerification(result: verifierV1.VerificationResult): Reco
     does_not_prove: result.doesNotProve,
     ...(result.manifestId ? { manifest_id: result.manifestId } : {}),
     ...(result.assetId ? { asset_id: result.assetId } : {}),
-    verified_at: result.verifiedAt,
+    verified_at: isoTimestamp(result.verifiedAt),
   };
 }
 
@@ -262,7 +262,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
         subject: e.subject,
         origin: e.origin,
         sha256_fingerprint: e.sha256Fingerprint,
-        not_after: e.notAfter,
+        not_after: isoTimestamp(e.notAfter),
       })),
     });
   });
@@ -283,7 +283,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
         tenantId: tenant.tenantId,
         entries: body.entries.map((e) => ({ issuerCn: e.issuer_cn, certificatePem: e.certificate_pem })),
       });
-      res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: result.updatedAt });
+      res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: isoTimestamp(result.updatedAt) });
     },
   );
 

@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import { deliveryStates, type webhookV1 } from '@cairn/proto';
+import { deliveryStates, isoTimestamp, type webhookV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { jsonBody, queryParams } from '../validate.js';
@@ -30,7 +30,7 @@ export function presentWebhook(endpoint: webhookV1.Endpoint | undefined, secret?
     ...(endpoint.description ? { description: endpoint.description } : {}),
     payload_format: endpoint.payloadFormat,
     ...(secret ? { secret } : {}),
-    created_at: endpoint.createdAt,
+    created_at: isoTimestamp(endpoint.createdAt),
   };
 }
 
@@ -43,15 +43,15 @@ export function presentDelivery(d: webhookV1.Delivery | undefined): Record<strin
     event_type: d.eventType,
     status: deliveryStates.fromProto(d.status),
     attempts: d.attempts,
-    next_attempt_at: d.nextAttemptAt || null,
+    next_attempt_at: isoTimestamp(d.nextAttemptAt),
     last_status_code: d.lastStatusCode || null,
     last_error: d.lastError || null,
     last_latency_ms: d.attempts > 0 ? d.lastLatencyMs : null,
-    created_at: d.createdAt,
-    delivered_at: d.deliveredAt || null,
+    created_at: isoTimestamp(d.createdAt),
+    delivered_at: isoTimestamp(d.deliveredAt),
     attempt_log: d.attemptLog.map((a) => ({
       n: a.n,
-      started_at: a.startedAt,
+      started_at: isoTimestamp(a.startedAt),
       status_code: a.statusCode || null,
       latency_ms: a.latencyMs,
       error: a.error || null,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isCairnError } from '@cairn/errors';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
-import { anchorBatchStates } from '@cairn/proto';
+import { anchorBatchStates, isoTimestamp } from '@cairn/proto';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { AnchorEvidence, FingerprintEvidence, OcspEvidence } from '../../domain/evidence.js';
 import type { VerifyDeps } from './deps.js';
@@ -91,7 +91,7 @@ export async function checkAnchor(
       ...(answer.txHash ? { txHash: answer.txHash } : {}),
       ...(answer.chainId ? { chainId: Number(answer.chainId) } : {}),
       ...(answer.blockNumber ? { blockNumber: Number(answer.blockNumber) } : {}),
-      ...(answer.confirmedAt ? { confirmedAt: answer.confirmedAt } : {}),
+      ...(answer.confirmedAt ? { confirmedAt: isoTimestamp(answer.confirmedAt) } : {}),
     };
     return answer.match
       ? { ran: true, match: true, ...where }

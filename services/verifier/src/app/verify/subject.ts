@@ -1,6 +1,6 @@
 import { blobKeyOf, PUBLIC_OWNER } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
-import type { verifierV1 } from '@cairn/proto';
+import { fromTimestamp, type verifierV1 } from '@cairn/proto';
 import type { VerifyDeps } from './deps.js';
 
 export interface Subject {
@@ -51,7 +51,12 @@ async function assetFile(deps: VerifyDeps, tenantId: string, assetId: string): P
     throw new CairnError('cairn.not_found', `The file of asset ${assetId} is no longer kept (its retention ended).`);
   const bytes = await deps.blobs.getBuffer(asset.blobKey);
   if (!bytes) throw new CairnError('cairn.not_found', `The file of asset ${assetId} is no longer kept.`);
-  return { bytes, assetId: asset.assetId, manifestId: asset.manifestId, expiresAt: new Date(asset.expiresAt) };
+  return {
+    bytes,
+    assetId: asset.assetId,
+    manifestId: asset.manifestId,
+    ...(asset.expiresAt ? { expiresAt: fromTimestamp(asset.expiresAt) } : {}),
+  };
 }
 
 /** Verify by manifest URL: only Cairn's own `/v1/manifests/{id}`, resolved to the file signed under it. */
@@ -77,7 +82,7 @@ async function manifestFile(deps: VerifyDeps, uri: string): Promise<Subject> {
     bytes,
     assetId: manifest.assetId,
     manifestId,
-    ...(manifest.expiresAt ? { expiresAt: new Date(manifest.expiresAt) } : {}),
+    ...(manifest.expiresAt ? { expiresAt: fromTimestamp(manifest.expiresAt) } : {}),
   };
 }
 

@@ -2,7 +2,7 @@ import { newEvent } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { checkMediaLimits, isSidecarMediaType, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
-import type { verifierV1 } from '@cairn/proto';
+import { isoTimestamp, type verifierV1 } from '@cairn/proto';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { WatermarkEvidence } from '../../domain/evidence.js';
 import { manifestEvidence } from '../../domain/from-reading.js';
@@ -106,7 +106,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   // Without a trusted time-stamp the manifest carries no signing time; for Cairn's own assets the signer's
   // record of when it signed is the authority.
   if (evidence.kind === 'manifest' && !evidence.signedAt && record && manifestId && record.manifestId === manifestId)
-    evidence.signedAt = record.createdAt;
+    evidence.signedAt = record.createdAt ? isoTimestamp(record.createdAt) : undefined;
 
   const verdict = decide({
     manifest: evidence,
