@@ -25,6 +25,7 @@ import { SIGN_CLAIM_LEASE_SECONDS, SignRequestStore } from './store/sign-request
 import { UploadSessionStore } from './store/upload-sessions.js';
 import { UploadSessions } from './app/upload-sessions.js';
 import { SignAssets } from './app/sign.js';
+import { VerifyFiles } from './app/verify.js';
 import { UploadUrlSigner } from './domain/upload-url.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
@@ -62,6 +63,8 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       );
       const signer = ctx.client(signerV1.SignerService, 'signer');
       const billing = ctx.client(billingV1.BillingService, 'billing');
+      const verifier = ctx.client(verifierV1.VerifierService, 'verifier');
+      const verifying = new VerifyFiles({ blobs, verifier, billing, syncVerifyMaxBytes: config.SYNC_VERIFY_MAX_BYTES });
       const signing = new SignAssets({
         signer,
         tenants,
@@ -93,12 +96,12 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         onboardPerMinute: config.ONBOARD_RATE_LIMIT_PER_MINUTE,
         blobs,
         signer,
-        verifier: ctx.client(verifierV1.VerifierService, 'verifier'),
+        verifier,
         signing,
         publicBaseUrl: config.PUBLIC_BASE_URL,
         uploadMaxBytes: config.UPLOAD_MAX_BYTES,
         publicVerifyPerMinute: config.PUBLIC_VERIFY_PER_MINUTE,
-        syncVerifyMaxBytes: config.SYNC_VERIFY_MAX_BYTES,
+        verifying,
         publicVerifyMaxBytes: config.PUBLIC_VERIFY_MAX_BYTES,
         webhooks: ctx.client(webhookV1.WebhookService, 'webhook'),
         billing,

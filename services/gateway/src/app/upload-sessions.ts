@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { BlobTooLargeError, blobKeys, type BlobStore } from '@cairn/blob';
+import { BlobTooLargeError, blobKeys, type BlobInfo, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
@@ -7,7 +7,13 @@ import { every } from '@cairn/runtime';
 import { sniffMediaType } from '@cairn/sniff';
 import type { UploadUrlSigner } from '../domain/upload-url.js';
 import type { UploadSessionRow, UploadSessionStore } from '../store/upload-sessions.js';
-import { uploadHead, type StoredUpload } from '../http/uploads.js';
+import { uploadHead } from '../adapters/upload-head.js';
+
+/** A request's upload in the blob store: a multipart file part, or an upload session's file named by upload_id. */
+export interface StoredUpload extends BlobInfo {
+  fieldname: string;
+  originalname: string;
+}
 
 export interface UploadSessionAnswer {
   upload_id: string;

@@ -9,6 +9,7 @@ import type { ServiceClient } from '@cairn/rpc';
 import type { RedisRateLimiter } from '../adapters/rate-limit.js';
 import type { AuthFailureLimit } from '../adapters/auth-failures.js';
 import type { SignAssets } from '../app/sign.js';
+import type { VerifyFiles } from '../app/verify.js';
 import type { TenantDirectory } from '../adapters/tenant-directory.js';
 import { authenticate } from './auth.js';
 import { addressRateLimit, authFailureLimit, tenantRateLimit } from './limits.js';
@@ -55,7 +56,8 @@ export interface GatewayDeps {
   publicBaseUrl: string;
   uploadMaxBytes: number;
   publicVerifyPerMinute: number;
-  syncVerifyMaxBytes: number;
+  /** POST /v1/verify: metering, sync or job, the verifier call. */
+  verifying: VerifyFiles;
   publicVerifyMaxBytes: number;
   /** Webhook endpoints and deliveries (the webhook service). */
   webhooks: WebhookClient;
@@ -130,14 +132,13 @@ export function createApp(deps: GatewayDeps): Express {
     verifyRoutes({
       blobs: deps.blobs,
       verifier: deps.verifier,
+      verifying: deps.verifying,
       tenants: deps.tenants,
       limiter: deps.limiter,
       uploadMaxBytes: deps.uploadMaxBytes,
-      syncVerifyMaxBytes: deps.syncVerifyMaxBytes,
       publicVerifyMaxBytes: deps.publicVerifyMaxBytes,
       publicBaseUrl: deps.publicBaseUrl,
       publicVerifyPerMinute: deps.publicVerifyPerMinute,
-      billing: deps.billing,
       uploadSessions: deps.uploadSessions,
     }),
   );

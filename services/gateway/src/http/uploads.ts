@@ -1,15 +1,9 @@
 import type { Request, RequestHandler } from 'express';
 import multer, { type StorageEngine } from 'multer';
-import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobInfo, type BlobStore } from '@cairn/blob';
+import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { CairnError, type ErrorCode } from '@cairn/errors';
 import { newId } from '@cairn/ids';
-import { SNIFF_BYTES } from '@cairn/sniff';
-import type { UploadSessions } from '../app/upload-sessions.js';
-
-export interface StoredUpload extends BlobInfo {
-  fieldname: string;
-  originalname: string;
-}
+import type { StoredUpload, UploadSessions } from '../app/upload-sessions.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -148,24 +142,6 @@ export function singleUpload(options: {
       next(error);
     });
   };
-}
-
-/** The first bytes of a stored upload (enough to tell its media type), without reading the rest; null when it is gone. */
-export async function uploadHead(blobs: BlobStore, key: string): Promise<Buffer | null> {
-  const stream = await blobs.get(key);
-  if (!stream) return null;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= SNIFF_BYTES) break;
-    }
-  } finally {
-    stream.destroy();
-  }
-  return Buffer.concat(chunks).subarray(0, SNIFF_BYTES);
 }
 
 /** Removes the stored upload once the request no longer needs it (its content now lives elsewhere). */

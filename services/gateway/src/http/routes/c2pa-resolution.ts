@@ -10,7 +10,8 @@ import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import { addressRateLimit } from '../limits.js';
-import { discardUpload, singleUpload, uploadHead } from '../uploads.js';
+import { discardUpload, singleUpload } from '../uploads.js';
+import { uploadHead } from '../../adapters/upload-head.js';
 
 type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;

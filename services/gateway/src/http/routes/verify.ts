@@ -1,34 +1,28 @@
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow } from '@cairn/errors';
-import { isoTimestamp, modalities, verificationStatuses, type verifierV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
-import { sniffMediaType } from '@cairn/sniff';
-import { reserveUnit, type BillingClient, type MeteredUnit } from '../../app/metering.js';
+import { isoTimestamp, verificationStatuses, type verifierV1 } from '@cairn/proto';
+import type { VerifierClient, VerifyFiles } from '../../app/verify.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { authenticate, requireScope } from '../auth.js';
 import { addressRateLimit, tenantRateLimit } from '../limits.js';
-import { discardUpload, singleUpload, uploadHead } from '../uploads.js';
+import { discardUpload, singleUpload } from '../uploads.js';
 import type { UploadSessions } from '../../app/upload-sessions.js';
-
-type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 export interface VerifyRouteDeps {
   blobs: BlobStore;
-  verifier: ServiceClient<VerifierMethods>;
+  verifier: VerifierClient;
+  /** POST /v1/verify: metering, sync or job, the verifier call. */
+  verifying: VerifyFiles;
   tenants: TenantDirectory;
   limiter: RedisRateLimiter;
   uploadMaxBytes: number;
-  /** Authenticated uploads above this size are verified as jobs (202); so is any sent with Prefer: respond-async. */
-  syncVerifyMaxBytes: number;
   /** The public (unauthenticated) verify is always synchronous, and takes files up to this size. */
   publicVerifyMaxBytes: number;
   publicBaseUrl: string;
   publicVerifyPerMinute: number;
-  billing: BillingClient;
   /** An authenticated verify may name an upload session (upload_id) instead of sending the file. */
   uploadSessions: UploadSessions;
 }
@@ -164,53 +158,24 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
           input = { case: 'manifestUri', value: body.manifest_uri! };
         }
       }
-      // Authenticated verifies are metered by modality: an upload's is known up front (reserved before the
-      // work, so a tenant out of quota is refused before it runs); an asset_id / manifest_uri's only from the
-      // verifier's answer. Public verify is never metered; a failed verify (internal error) never is.
-      const tenant = req.auth?.tenant;
-      let metered: MeteredUnit | undefined;
-      if (tenant && req.upload) {
-        const meter = verifyMeter((await uploadModality(deps.blobs, req.upload.key)) ?? '');
-        if (meter) metered = await reserveUnit(deps.billing, tenant, meter);
-      }
-      // A large upload, or a client that asked for it (RFC 7240), is verified as a job: 202 now, the Verification
-      // result from GET /v1/jobs/{id} and verification.completed later. The job owns the upload and the reservation.
       const respondAsync = /(^|[\s,;])respond-async([\s,;]|$)/i.test(req.header('prefer') ?? '');
-      if (tenant && req.upload && (respondAsync || req.upload.size > deps.syncVerifyMaxBytes)) {
-        let jobId: string;
-        try {
-          ({ jobId } = await deps.verifier.enqueueVerify({
-            tenantId,
-            uploadBlobKey: req.upload.key,
-            reservationId: metered?.reservationId ?? '',
-          }));
-        } catch (error) {
-          await metered?.release();
-          throw error;
-        }
-        metered?.handOver();
-        keepUpload = true;
-        const pollUrl = `${base}/v1/jobs/${jobId}`;
+      const outcome = await deps.verifying.verify({
+        tenant: req.auth?.tenant,
+        input,
+        upload: req.upload,
+        respondAsync,
+        onUploadHandedOver: () => void (keepUpload = true),
+      });
+      if (outcome.kind === 'job') {
+        // 202 now, the Verification result from GET /v1/jobs/{id} and verification.completed later (RFC 7240).
+        const pollUrl = `${base}/v1/jobs/${outcome.jobId}`;
         res
           .status(202)
           .set({ Location: pollUrl, ...(respondAsync ? { 'Preference-Applied': 'respond-async' } : {}) })
-          .json({ job_id: jobId, poll_url: pollUrl });
+          .json({ job_id: outcome.jobId, poll_url: pollUrl });
         return;
       }
-      let verified: Awaited<ReturnType<typeof deps.verifier.verify>>;
-      try {
-        verified = await deps.verifier.verify({ tenantId, input }, { deadlineMs: 60_000 });
-        if (!verified.result) throw new CairnError('cairn.internal_error');
-      } catch (error) {
-        await metered?.release();
-        throw error;
-      }
-      if (metered) await metered.commit();
-      else if (tenant) {
-        const meter = verifyMeter(modalities.fromProto(verified.modality));
-        if (meter) await (await reserveUnit(deps.billing, tenant, meter)).commit();
-      }
-      res.json(presentVerification(verified.result));
+      res.json(presentVerification(outcome.result));
     } finally {
       if (!keepUpload) await discardUpload(deps.blobs, req);
     }
@@ -288,21 +253,4 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
   );
 
   return router;
-}
-
-const VERIFY_METERS: Readonly<Record<string, string>> = {
-  image: 'image_verify',
-  audio: 'audio_verify',
-  video: 'video_verify',
-};
-
-/** The meter of an authenticated verify of `modality`; text verifies have no meter in the spec. */
-function verifyMeter(modality: string): string | undefined {
-  return VERIFY_METERS[modality];
-}
-
-/** The sniffed modality of an uploaded file (its first bytes), or null when it is gone or no known type. */
-async function uploadModality(blobs: BlobStore, key: string): Promise<string | null> {
-  const head = await uploadHead(blobs, key);
-  return head ? (sniffMediaType(head)?.modality ?? null) : null;
 }

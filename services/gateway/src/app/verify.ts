@@ -1,0 +1,107 @@
+import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import type { BlobStore } from '@cairn/blob';
+import { CairnError } from '@cairn/errors';
+import { modalities, type verifierV1 } from '@cairn/proto';
+import type { ServiceClient } from '@cairn/rpc';
+import { sniffMediaType } from '@cairn/sniff';
+import { uploadHead } from '../adapters/upload-head.js';
+import type { Tenant } from '../adapters/tenant-directory.js';
+import { reserveUnit, type BillingClient, type MeteredUnit } from './metering.js';
+
+export type VerifierClient = ServiceClient<typeof verifierV1.VerifierService extends GenService<infer M> ? M : never>;
+
+export interface VerifyDeps {
+  blobs: BlobStore;
+  verifier: VerifierClient;
+  billing: BillingClient;
+  /** Authenticated uploads above this size are verified as jobs; so is any whose client asked for it. */
+  syncVerifyMaxBytes: number;
+}
+
+/** A validated POST /v1/verify: who asks (no tenant: the public verify), what, and how it wants the answer. */
+export interface VerifyRequest {
+  tenant: Tenant | undefined;
+  input: verifierV1.VerifyRequest['input'];
+  /** The stored upload when the input is a file. */
+  upload: { key: string; size: number } | undefined;
+  /** The client asked for an asynchronous answer (RFC 7240 Prefer: respond-async). */
+  respondAsync: boolean;
+  /** Called once the upload belongs to a verify job (the verifier deletes it when the job ends). */
+  onUploadHandedOver: () => void;
+}
+
+export type VerifyOutcome =
+  { kind: 'job'; jobId: string } | { kind: 'verified'; result: verifierV1.VerificationResult };
+
+const VERIFY_METERS: Readonly<Record<string, string>> = {
+  image: 'image_verify',
+  audio: 'audio_verify',
+  video: 'video_verify',
+};
+
+/** The meter of an authenticated verify of `modality`; text verifies have no meter in the spec. */
+function verifyMeter(modality: string): string | undefined {
+  return VERIFY_METERS[modality];
+}
+
+/**
+ * POST /v1/verify as a use case. Authenticated verifies are metered by modality: an upload's is known up front
+ * (reserved before the work, so a tenant out of quota is refused before it runs); an asset_id / manifest_uri's
+ * only from the verifier's answer. Public verify is never metered; a failed verify (internal error) never is. A
+ * large authenticated upload, or one whose client asked for it, is verified as a job that owns the upload and the
+ * reservation.
+ */
+export class VerifyFiles {
+  constructor(private readonly deps: VerifyDeps) {}
+
+  async verify(request: VerifyRequest): Promise<VerifyOutcome> {
+    const { deps } = this;
+    const { tenant, upload } = request;
+    let metered: MeteredUnit | undefined;
+    if (tenant && upload) {
+      const meter = verifyMeter((await this.uploadModality(upload.key)) ?? '');
+      if (meter) metered = await reserveUnit(deps.billing, tenant, meter);
+    }
+    if (tenant && upload && (request.respondAsync || upload.size > deps.syncVerifyMaxBytes)) {
+      let jobId: string;
+      try {
+        ({ jobId } = await deps.verifier.enqueueVerify({
+          tenantId: tenant.tenantId,
+          uploadBlobKey: upload.key,
+          reservationId: metered?.reservationId ?? '',
+        }));
+      } catch (error) {
+        await metered?.release();
+        throw error;
+      }
+      metered?.handOver();
+      request.onUploadHandedOver();
+      return { kind: 'job', jobId };
+    }
+    let result: verifierV1.VerificationResult;
+    let modality: verifierV1.VerifyResponse['modality'];
+    try {
+      const verified = await deps.verifier.verify(
+        { tenantId: tenant?.tenantId ?? '', input: request.input },
+        { deadlineMs: 60_000 },
+      );
+      if (!verified.result) throw new CairnError('cairn.internal_error');
+      ({ result, modality } = { result: verified.result, modality: verified.modality });
+    } catch (error) {
+      await metered?.release();
+      throw error;
+    }
+    if (metered) await metered.commit();
+    else if (tenant) {
+      const meter = verifyMeter(modalities.fromProto(modality));
+      if (meter) await (await reserveUnit(deps.billing, tenant, meter)).commit();
+    }
+    return { kind: 'verified', result };
+  }
+
+  /** The sniffed modality of an uploaded file (its first bytes), or null when it is gone or no known type. */
+  private async uploadModality(key: string): Promise<string | null> {
+    const head = await uploadHead(this.deps.blobs, key);
+    return head ? (sniffMediaType(head)?.modality ?? null) : null;
+  }
+}
