@@ -1,7 +1,7 @@
 // Image watermark benchmark (issue #13): cairn-sync-v2 against cairn-dct-keyed-v1 over the repository's photographs
 // (../shared/fixtures/photos, scaled to 1 and 4 MP) and synthetic textures.
 //
-//   pnpm bench:watermark [--quick] [--keys N] [--unmarked N] [--out DIR]
+//   pnpm bench:watermark [--quick] [--keys N] [--seed S] [--unmarked N] [--out DIR]
 //
 // Prints: PSNR/SSIM, the attack table (TPR per attack for both algorithms), the false-positive count over the
 // unmarked set, embed/detect ms per megapixel, cairn-sync-v2's content check on both sides, and writes the curves (SVG) to --out (default
@@ -10,7 +10,7 @@
 // TPR: the share of marked images whose *right* payload is read. The detector is a decision (check + confidence
 // floor), not a score; its false-positive rate at that operating point is measured on the unmarked set (nothing
 // may be detected there), so "TPR at 0.1 % FPR" is the TPR at an operating point whose measured FPR is 0/N.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +44,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     keys: { type: 'string' },
+    seed: { type: 'string' },
     unmarked: { type: 'string' },
     out: { type: 'string', default: fileURLToPath(new URL('../../services/watermark/docs/', import.meta.url)) },
   },
@@ -81,7 +82,11 @@ for (const pixels of sizes) {
 }
 for (let t = 0; t < textures; t++) hosts.push({ label: `texture ${t} 1MP`, image: syntheticTexture(t, 1000, 1000) });
 
-const keys = Array.from({ length: keyCount }, () => Uint8Array.from(randomBytes(32)));
+// --seed makes the keys (and so the marks) the same in every run, so two versions of the code compare on equal terms.
+const seed = values.seed;
+const keys = Array.from({ length: keyCount }, (_, i) =>
+  Uint8Array.from(seed === undefined ? randomBytes(32) : createHash('sha256').update(`${seed}|${i}`).digest()),
+);
 const hex = (p: Uint8Array) => Buffer.from(p).toString('hex');
 const cpu = {
   embed: new Map<string, number[]>(),
