@@ -127,7 +127,16 @@ describe('@cairn/sdk against the running fleet', () => {
       await (await fetch(signed.asset_url, { headers: { authorization: `Bearer ${tenant.api_key}` } })).arrayBuffer(),
     );
     const copy = await sharp(bytes).jpeg({ quality: 85 }).toBuffer();
-    const found = await client.lookup({ file: copy, filename: 'copy.jpg' });
+    // Indexing follows asset.signed asynchronously: the copy is found once the sign is indexed.
+    const found = await waitFor(
+      'the signed asset indexed',
+      async () => {
+        const answer = await client.lookup({ file: copy, filename: 'copy.jpg' });
+        return answer.matches.some((m) => m.asset_id === signed.asset_id) && answer;
+      },
+      30_000,
+      250,
+    );
     expect(found.matches.map((m) => m.asset_id)).toContain(signed.asset_id);
     const usage = await client.usage();
     expect(usage.meters.image_sign?.used).toBeGreaterThan(0);
