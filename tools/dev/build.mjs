@@ -132,6 +132,19 @@ async function buildService(name) {
     if (await isDirectory(join(src, data))) await cp(join(src, data), join(outdir, data), { recursive: true });
   }
 
+  // A package loaded at run time through createRequire (`require('@ffmpeg-installer/ffmpeg')` in @cairn/media) is
+  // no import esbuild resolves, so the plugin never sees it: found by its literal in the bundle instead (esbuild
+  // renames that local `require` to require2, … beside the banner's own).
+  for (const [file] of Object.entries(result.metafile.outputs)) {
+    if (!file.endsWith('.js')) continue;
+    const code = await readFile(join(root, file), 'utf8');
+    for (const match of code.matchAll(/\brequire\d*\(\s*["']([^"'./][^"']*)["']\s*\)/g)) {
+      const dep = match[1];
+      if (dep.startsWith('node:') || builtins.has(dep)) continue;
+      const pkg = packageName(dep);
+      if (!externals.has(pkg)) externals.set(pkg, { from: serviceDir, importer: file });
+    }
+  }
   assertDependenciesDeclared(name, serviceDir, externals);
 
   let bytes = 0;
