@@ -1,3 +1,4 @@
+import { relative } from 'node:path';
 // Image watermark benchmark (issue #13): cairn-sync-v2 against cairn-dct-keyed-v1 over the repository's photographs
 // (../shared/fixtures/photos, scaled to 1 and 4 MP) and synthetic textures.
 //
@@ -273,7 +274,8 @@ for (const [attackName, row] of table) {
     `| ${attackName} | ${pct(v2)} | ${v2 && v2.hit / v2.n >= 0.99 ? 'pass' : 'FAIL'} | ${pct(row.get('cairn-dct-keyed-v1'))} |`,
   );
 }
-console.log(`\ncurves: ${svgPath}`);
+// Printed relative to the working directory: the output is committed, a machine's absolute path is not.
+console.log(`\ncurves: ${relative(process.cwd(), svgPath)}`);
 const v2Embed = median(cpu.embed.get('cairn-sync-v2')!);
 const v2Detect = median(cpu.detect.get('cairn-sync-v2')!);
 console.log(
