@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDatabase, databaseUrl as appDatabaseUrl, dropDatabase } from './provisioning.js';
+import { createDatabase, databaseUrl as appDatabaseUrl, dropDatabase, ensureAppRole } from './provisioning.js';
 import { Redis } from 'ioredis';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -29,6 +29,8 @@ export interface Sandbox {
 export async function createSandbox(overrides: NodeJS.ProcessEnv = {}): Promise<Sandbox> {
   const id = `${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   const databaseName = `${TEST_DB_PREFIX}${id}`;
+  // The benches build sandboxes without jest's global setup, so on a fresh machine the role may not exist yet.
+  await ensureAppRole(PG_ADMIN_URL, APP_ROLE);
   await createDatabase(PG_ADMIN_URL, databaseName, APP_ROLE);
   const databaseUrl = appDatabaseUrl(PG_ADMIN_URL, databaseName, APP_ROLE);
   const blobRoot = join(tmpdir(), `cairn-test-blobs-${id}`);
