@@ -1,7 +1,7 @@
 // A pool of child processes for work that parses hostile input natively (c2pa-rs, libvips). Each child runs one
 // task at a time under a time budget and a V8 heap budget; a task that overruns gets its child SIGKILLed, a child
 // that dies mid-task (native panic, abort, OOM) fails that task alone. Either way a fresh child replaces it and
-// the service process stays up. Generalised from the verifier's C2PA reader pool.
+// the service process stays up. The verifier reads C2PA and the signer signs through it.
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -32,11 +32,24 @@ export interface RunOptions {
 /** The child died while running the task (signal or exit): the task did not finish. */
 export class WorkerCrashedError extends Error {
   override readonly name = 'WorkerCrashedError';
+  constructor(
+    message: string,
+    /** How the child went: the signal (`SIGKILL`) or `exit code N`. */
+    readonly reason: string,
+  ) {
+    super(message);
+  }
 }
 
 /** The task overran its budget; its child was killed. */
 export class WorkerTimeoutError extends Error {
   override readonly name = 'WorkerTimeoutError';
+  constructor(
+    message: string,
+    readonly timeoutMs: number,
+  ) {
+    super(message);
+  }
 }
 
 /** No child could be started, or the pool is closed: an infrastructure failure, nothing about the input. */
@@ -224,7 +237,7 @@ export class WorkerPool {
       clearTimeout(startTimer);
       if (worker.gone) return;
       if (!worker.ready) return this.failStart(worker, why);
-      this.retire(worker, new WorkerCrashedError(`${this.options.name} worker crashed (${why})`));
+      this.retire(worker, new WorkerCrashedError(`${this.options.name} worker crashed (${why})`, why));
       this.spawn();
       this.dispatch();
     };
@@ -259,7 +272,10 @@ export class WorkerPool {
       worker.task = task;
       worker.timer = setTimeout(() => {
         // A hung or runaway native parse: kill the process, fail the task, start a replacement.
-        this.retire(worker, new WorkerTimeoutError(`${this.options.name} task timed out after ${task.timeoutMs} ms`));
+        this.retire(
+          worker,
+          new WorkerTimeoutError(`${this.options.name} task timed out after ${task.timeoutMs} ms`, task.timeoutMs),
+        );
         this.spawn();
         this.dispatch();
       }, task.timeoutMs);

@@ -1,6 +1,7 @@
 export { readManifest, createManifestReader, closeSharedManifestReader } from './read-manifest.js';
 export type { ManifestReader, ReadOptions } from './read-manifest.js';
-export { C2paReaderUnavailableError, C2paSettingsError, defaultChildEntry } from './reader-pool.js';
+export { C2paReaderUnavailableError, C2paSettingsError } from './errors.js';
+export { defaultChildEntry } from './reader-pool.js';
 export type { ReaderPoolOptions } from './reader-pool.js';
 export { TrustListError, readerSettingsJson } from './settings.js';
 export { readingFromStore, readingFromError } from '../../domain/c2pa/normalize.js';

@@ -1,10 +1,8 @@
-// Messages between the verifier and its reader child (IPC with `serialization: 'advanced'`, so Buffers
-// travel as Uint8Array without base64). The asset itself goes through a private temp file, not IPC.
+// What the verifier hands its reader children and gets back, over @cairn/isolate's IPC (structured clone, so
+// Buffers travel as Uint8Array without base64). The asset itself goes through a private temp file, not IPC.
 import type { C2paReading } from '../../domain/c2pa/types.js';
 
-export interface ReadRequest {
-  type: 'read';
-  id: number;
+export interface ReadTask {
   /** Temp file holding the asset bytes. */
   path: string;
   mimeType: string;
@@ -14,29 +12,23 @@ export interface ReadRequest {
   sidecar?: Uint8Array;
 }
 
-export type ChildMessage =
-  | { type: 'ready' }
-  | { type: 'result'; id: number; reading: C2paReading }
-  /** The settings were refused: a configuration problem, not something about the file. */
-  | { type: 'settings-error'; id: number; detail: string };
-
-export function isChildMessage(value: unknown): value is ChildMessage {
+export function isReadTask(value: unknown): value is ReadTask {
   if (typeof value !== 'object' || value === null) return false;
-  const type = (value as { type?: unknown }).type;
-  return type === 'ready' || type === 'result' || type === 'settings-error';
-}
-
-export function isReadRequest(value: unknown): value is ReadRequest {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Partial<ReadRequest>;
+  const v = value as Partial<ReadTask>;
   return (
-    v.type === 'read' &&
-    typeof v.id === 'number' &&
     typeof v.path === 'string' &&
     typeof v.mimeType === 'string' &&
     typeof v.settings === 'string' &&
     (v.sidecar === undefined || v.sidecar instanceof Uint8Array)
   );
+}
+
+const READING_KINDS = new Set<string>(['none', 'manifest', 'malformed', 'unsupported', 'remote']);
+
+export function isReading(value: unknown): value is C2paReading {
+  if (typeof value !== 'object' || value === null) return false;
+  const kind = (value as { kind?: unknown }).kind;
+  return typeof kind === 'string' && READING_KINDS.has(kind);
 }
 
 /** Structured clone turns Buffers into plain Uint8Arrays; give the caller Buffers back. */
