@@ -11,7 +11,7 @@ step "typecheck"
 pnpm typecheck
 step "format (prettier --check; fix with pnpm format)"
 pnpm exec prettier --check . --log-level warn
-step "lint (eslint: typescript-eslint and the service interior boundaries)"
+step "lint (buf lint: proto style and doc comments; eslint: typescript-eslint and the service interior boundaries)"
 pnpm lint
 step "jest"
 mkdir -p tools/out
