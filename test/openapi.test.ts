@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir } from 'node:fs/promises';
 import { chromium, type Browser } from 'playwright-core';
@@ -31,6 +33,86 @@ const ROUTE_MODULES: Record<string, Record<string, unknown>> = Object.fromEntrie
       ),
   ),
 );
+
+/** The parts of buf's JSON FileDescriptorSet the reference check reads. */
+interface ProtoLocation {
+  path?: number[];
+  leadingComments?: string;
+}
+interface ProtoField {
+  name: string;
+  oneofIndex?: number;
+  proto3Optional?: boolean;
+}
+interface ProtoEnum {
+  name: string;
+  value?: Array<{ name: string }>;
+}
+interface ProtoMessage {
+  name: string;
+  options?: { mapEntry?: boolean };
+  field?: ProtoField[];
+  nestedType?: ProtoMessage[];
+  enumType?: ProtoEnum[];
+  oneofDecl?: Array<{ name: string }>;
+}
+interface ProtoFile {
+  name: string;
+  package: string;
+  messageType?: ProtoMessage[];
+  enumType?: ProtoEnum[];
+  service?: Array<{ name: string; method?: Array<{ name: string }> }>;
+  sourceCodeInfo?: { location?: ProtoLocation[] };
+}
+
+/** proto/cairn's .proto files, relative to proto/ (as buf names them). */
+function protoFilesOnDisk(): string[] {
+  const root = new URL('../proto/', import.meta.url);
+  return (readdirSync(new URL('cairn/', root), { recursive: true }) as string[])
+    .filter((file) => file.endsWith('.proto'))
+    .map((file) => `cairn/${file}`)
+    .sort();
+}
+
+const escapeHtml = (value: string): string =>
+  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+
+/** Every element of a file that buf's COMMENT_* rules cover, with its leading comment as the page prints it. */
+function documentedElements(file: ProtoFile): Array<{ name: string; comment: string }> {
+  const comments = new Map(
+    (file.sourceCodeInfo?.location ?? []).map((l) => [
+      (l.path ?? []).join('.'),
+      (l.leadingComments ?? '').trim().replace(/\n\s*/g, ' '),
+    ]),
+  );
+  const out: Array<{ name: string; comment: string }> = [];
+  const add = (name: string, path: number[]) => out.push({ name, comment: comments.get(path.join('.')) ?? '' });
+  const enumOf = (e: ProtoEnum, path: number[], name: string) => {
+    add(name, path);
+    (e.value ?? []).forEach((v, i) => add(`${name}.${v.name}`, [...path, 2, i]));
+  };
+  const messageOf = (m: ProtoMessage, path: number[], name: string) => {
+    add(name, path);
+    (m.field ?? []).forEach((f, i) => add(`${name}.${f.name}`, [...path, 2, i]));
+    (m.oneofDecl ?? []).forEach((o, i) => {
+      // A proto3 `optional` field's synthetic oneof is not an element anyone writes.
+      if ((m.field ?? []).some((f) => f.oneofIndex === i && !f.proto3Optional))
+        add(`${name}.${o.name}`, [...path, 8, i]);
+    });
+    // A map field's entry message is made by protoc, not written: the field's own comment covers it.
+    (m.nestedType ?? []).forEach((n, i) => {
+      if (!n.options?.mapEntry) messageOf(n, [...path, 3, i], `${name}.${n.name}`);
+    });
+    (m.enumType ?? []).forEach((e, i) => enumOf(e, [...path, 4, i], `${name}.${e.name}`));
+  };
+  (file.messageType ?? []).forEach((m, i) => messageOf(m, [4, i], `${file.package}.${m.name}`));
+  (file.enumType ?? []).forEach((e, i) => enumOf(e, [5, i], `${file.package}.${e.name}`));
+  (file.service ?? []).forEach((s, i) => {
+    add(`${file.package}.${s.name}`, [6, i]);
+    (s.method ?? []).forEach((m, j) => add(`${file.package}.${s.name}.${m.name}`, [6, i, 2, j]));
+  });
+  return out;
+}
 
 interface Layer {
   route?: { path: string | string[]; methods: Record<string, boolean> };
@@ -231,6 +313,37 @@ describe('GET /docs', () => {
     const html = await res.text();
     expect(html).toContain('cairn.signer.v1.SignerService');
     expect(html).toContain('Getting credentials');
+  });
+
+  it('/docs/internal lists every service of proto/cairn and shows every doc comment the protos carry', async () => {
+    const html = await (await stack.request('/docs/internal')).text();
+    // Built afresh from the sources (not from what pnpm gen wrote): a page generated from stale protos fails too.
+    const built = JSON.parse(
+      execFileSync('buf', ['build', '-o', '-#format=json'], {
+        cwd: fileURLToPath(new URL('../', import.meta.url)),
+        maxBuffer: 64 * 1024 * 1024,
+      }).toString('utf8'),
+    ) as { file: ProtoFile[] };
+    const files = built.file.filter((f) => f.package.startsWith('cairn.'));
+    expect(files.map((f) => f.name).sort()).toEqual(protoFilesOnDisk());
+
+    const services = files.flatMap((f) => (f.service ?? []).map((s) => `${f.package}.${s.name}`));
+    expect(services.length).toBeGreaterThanOrEqual(9);
+    for (const service of services) expect(html).toContain(`<h3>${service}</h3>`);
+
+    // Every element (service, method, message, field, oneof, enum, value) has a comment, and the page shows it.
+    const elements = files.flatMap((f) => documentedElements(f));
+    expect(elements.length).toBeGreaterThan(500);
+    const uncommented = elements.filter((e) => !e.comment).map((e) => e.name);
+    expect(uncommented).toEqual([]);
+    const notShown = elements.filter((e) => !html.includes(escapeHtml(e.comment))).map((e) => e.name);
+    expect(notShown).toEqual([]);
+
+    // One field by hand: its comment sits in its own row of its message's table.
+    const lookup = html.slice(html.indexOf('<section id="cairn.softbinding.v1.LookupRequest">'));
+    expect(lookup.slice(0, lookup.indexOf('</section>'))).toMatch(
+      /<tr><td><code>limit<\/code><\/td><td><code>int32<\/code><\/td><td>Most matches to answer, clamped to 1\.\.LOOKUP_MAX_RESULTS/,
+    );
   });
 
   it('serves only the renderer files it names', async () => {

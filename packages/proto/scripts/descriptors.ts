@@ -5,12 +5,14 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { fromBinary } from '@bufbuild/protobuf';
+import { fromBinary, isFieldSet } from '@bufbuild/protobuf';
 import {
   FieldDescriptorProto_Label,
+  FieldDescriptorProtoSchema,
   FileDescriptorSetSchema,
   type FileDescriptorProto,
   type DescriptorProto,
+  type EnumDescriptorProto,
 } from '@bufbuild/protobuf/wkt';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -20,7 +22,10 @@ const set = fromBinary(FileDescriptorSetSchema, bytes);
 const escape = (value: string): string =>
   value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
-/** Doc comment of the element at `path` (source_code_info paths: 4 = message, 2 = field, 6 = service, 2 = method). */
+/**
+ * Doc comment of the element at `path` (source_code_info paths: in a file 4 = message, 5 = enum, 6 = service; in a
+ * message 2 = field, 3 = nested message, 4 = nested enum, 8 = oneof; in an enum 2 = value; in a service 2 = method).
+ */
 function comment(file: FileDescriptorProto, path: number[]): string {
   const location = file.sourceCodeInfo?.location.find(
     (l) => l.path.length === path.length && l.path.every((p, i) => p === path[i]),
@@ -30,14 +35,50 @@ function comment(file: FileDescriptorProto, path: number[]): string {
 
 function messageSection(file: FileDescriptorProto, message: DescriptorProto, path: number[], prefix: string): string {
   const name = `${prefix}${message.name}`;
+  // oneof_index is proto2-optional (0 when unset), so presence says whether a field is in a oneof; a proto3
+  // `optional` field sits in a synthetic oneof of its own, which is not worth naming.
+  const declaredOneof = (f: DescriptorProto['field'][number]): number | undefined =>
+    isFieldSet(f, FieldDescriptorProtoSchema.field.oneofIndex) && !f.proto3Optional ? f.oneofIndex : undefined;
+  const oneofOf = (f: DescriptorProto['field'][number]): string => {
+    const index = declaredOneof(f);
+    return index === undefined ? '' : ` (oneof ${message.oneofDecl[index]?.name ?? ''})`;
+  };
+  // A map field's entry message is made by protoc, not written: the field shows map<key, value> instead.
+  const mapEntry = (f: DescriptorProto['field'][number]): DescriptorProto | undefined =>
+    message.nestedType.find((n) => n.options?.mapEntry && f.typeName === `.${file.package}.${name}.${n.name}`);
+  const typeOf = (f: DescriptorProto['field'][number]): string => {
+    const entry = mapEntry(f);
+    if (entry) return `map<${entry.field.map(typeOf).join(', ')}>`;
+    const type = f.typeName ? f.typeName.replace(/^\./, '') : fieldType(f.type);
+    return f.label === FieldDescriptorProto_Label.REPEATED ? `${type} (repeated)` : type;
+  };
   const rows = message.field
     .map(
       (f, i) =>
-        `<tr><td><code>${escape(f.name)}</code></td><td><code>${escape(f.typeName ? f.typeName.replace(/^\./, '') : fieldType(f.type))}</code>${f.label === FieldDescriptorProto_Label.REPEATED ? ' (repeated)' : ''}</td><td>${escape(comment(file, [...path, 2, i]))}</td></tr>`,
+        `<tr><td><code>${escape(f.name)}</code></td><td><code>${escape(typeOf(f))}</code>${escape(oneofOf(f))}</td><td>${escape(comment(file, [...path, 2, i]))}</td></tr>`,
     )
     .join('');
-  const nested = message.nestedType.map((n, i) => messageSection(file, n, [...path, 3, i], `${name}.`)).join('');
-  return `<section id="${escape(`${file.package}.${name}`)}"><h4>${escape(name)}</h4><p>${escape(comment(file, path))}</p>${rows ? `<table><tr><th>Field</th><th>Type</th><th>About</th></tr>${rows}</table>` : ''}</section>${nested}`;
+  const oneofs = message.oneofDecl
+    .map((o, i) => ({ o, i }))
+    .filter(({ i }) => message.field.some((f) => declaredOneof(f) === i))
+    .map(({ o, i }) => `<p>oneof <code>${escape(o.name)}</code>: ${escape(comment(file, [...path, 8, i]))}</p>`)
+    .join('');
+  const nested = message.nestedType
+    .map((n, i) => (n.options?.mapEntry ? '' : messageSection(file, n, [...path, 3, i], `${name}.`)))
+    .join('');
+  const enums = message.enumType.map((e, i) => enumSection(file, e, [...path, 4, i], `${name}.`)).join('');
+  return `<section id="${escape(`${file.package}.${name}`)}"><h4>${escape(name)}</h4><p>${escape(comment(file, path))}</p>${oneofs}${rows ? `<table><tr><th>Field</th><th>Type</th><th>About</th></tr>${rows}</table>` : ''}</section>${nested}${enums}`;
+}
+
+function enumSection(file: FileDescriptorProto, e: EnumDescriptorProto, path: number[], prefix: string): string {
+  const name = `${prefix}${e.name}`;
+  const rows = e.value
+    .map(
+      (v, i) =>
+        `<tr><td><code>${escape(v.name)}</code></td><td>${v.number}</td><td>${escape(comment(file, [...path, 2, i]))}</td></tr>`,
+    )
+    .join('');
+  return `<section id="${escape(`${file.package}.${name}`)}"><h4>enum ${escape(name)}</h4><p>${escape(comment(file, path))}</p><table><tr><th>Value</th><th>Number</th><th>About</th></tr>${rows}</table></section>`;
 }
 
 const SCALARS: Record<number, string> = {
@@ -70,7 +111,8 @@ const body = files
       })
       .join('');
     const messages = file.messageType.map((m, i) => messageSection(file, m, [4, i], '')).join('');
-    return `<article><h2>${escape(file.package)} <small>${escape(file.name)}</small></h2>${services}<details><summary>Messages</summary>${messages}</details></article>`;
+    const enums = file.enumType.map((e, i) => enumSection(file, e, [5, i], '')).join('');
+    return `<article><h2>${escape(file.package)} <small>${escape(file.name)}</small></h2>${services}${enums ? `<details><summary>Enums</summary>${enums}</details>` : ''}${messages ? `<details><summary>Messages</summary>${messages}</details>` : ''}</article>`;
   })
   .join('\n');
 
