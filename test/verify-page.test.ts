@@ -7,12 +7,14 @@ import sharp from 'sharp';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
+import { recording } from '../services/watermark/test/support/audio.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
 let browser: Browser;
+let tenant: { api_key: string };
 let signed: { asset_id: string; verifier_url: string; manifest_id: string };
 const files: Record<'signed' | 'reencoded' | 'tampered' | 'unrelated', string> = {
   signed: '',
@@ -27,7 +29,7 @@ beforeAll(async () => {
     PUBLIC_VERIFY_PER_MINUTE: '50',
     PUBLIC_VERIFY_MAX_BYTES: String(2 * 1024 * 1024),
   });
-  const tenant = await onboard(stack);
+  tenant = await onboard(stack);
   const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
@@ -102,19 +104,19 @@ async function newPage(javaScriptEnabled: boolean): Promise<{ page: Page; errors
 }
 
 /** Drops a file on the form the way a browser does: a `drop` event carrying a DataTransfer with the file. */
-async function dropFile(page: Page, path: string, name: string): Promise<void> {
+async function dropFile(page: Page, path: string, name: string, mediaType = 'image/jpeg'): Promise<void> {
   const base64 = (await readFile(path)).toString('base64');
   const transfer = await page.evaluateHandle(
-    ({ data, fileName }) => {
+    ({ data, fileName, type }) => {
       // Runs in the page, where DataTransfer exists (the test's own typings have no DOM).
       const Transfer = (globalThis as unknown as { DataTransfer: new () => { items: { add(file: File): void } } })
         .DataTransfer;
       const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
       const dt = new Transfer();
-      dt.items.add(new File([bytes], fileName, { type: 'image/jpeg' }));
+      dt.items.add(new File([bytes], fileName, { type }));
       return dt;
     },
-    { data: base64, fileName: name },
+    { data: base64, fileName: name, type: mediaType },
   );
   await page.locator('#verify-form').dispatchEvent('drop', { dataTransfer: transfer });
   await resultShown(page);
@@ -217,6 +219,41 @@ describe('the public verify page /verify', () => {
     expect(await page.locator('ul.matches').count()).toBe(0);
     await screenshot(page, 'verify-page-unrelated.png');
   }, 60_000);
+
+  it('a signed audio file: the verdict, and no picture at all (the signer makes thumbnails of images only)', async () => {
+    // 8 s of speech-like mono audio made here with ffmpeg: under the 2 MiB public verify limit set above.
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart(
+        { recipe: 'audio-genai-v1', metadata: JSON.stringify({ generator: 'VoiceGen', model: 'v2' }) },
+        { field: 'asset', bytes: await recording('speech', 8, 1), name: 'voice.wav' },
+      ),
+    });
+    expect(res.status).toBe(200);
+    const audio = (await res.json()) as { asset_id: string; verifier_url: string; media_type: string };
+    expect(audio.media_type).toBe('audio/wav');
+    const bytes = Buffer.from(
+      await (await stack.request(`/v1/assets/${audio.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
+    );
+    const path = join(tmpdir(), `cairn-verify-page-${crypto.randomUUID()}.wav`);
+    await writeFile(path, bytes);
+
+    const { page, errors } = await newPage(true);
+    await page.goto(`${stack.baseUrl}/verify`, { waitUntil: 'load' });
+    await dropFile(page, path, 'voice.wav', 'audio/wav');
+    expect(await page.locator('h1').getAttribute('data-status')).toBe('verified_manifest_and_watermark_match');
+    expect(await page.locator('h1').innerText()).toBe('Verified');
+    expect(await page.locator('th:text-is("Generator") + td').innerText()).toBe('VoiceGen');
+    expect(await page.locator('code', { hasText: 'voice.wav' }).count()).toBe(1);
+    // No <img> to break: a thumbnail.jpg of an audio asset would be a 404, which `errors` would also catch.
+    expect(await page.locator('img').count()).toBe(0);
+    expect(errors).toEqual([]);
+    await screenshot(page, 'verify-page-audio.png');
+    // The asset's own /v/ page alike.
+    expect(await (await fetch(audio.verifier_url)).text()).not.toContain('<img');
+  }, 120_000);
 
   it('works as a plain form post with JavaScript disabled', async () => {
     const { page } = await newPage(false);
