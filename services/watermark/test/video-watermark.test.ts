@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DEFAULT_MEDIA_LIMITS, probeFfmpeg } from '@cairn/media';
 import { detectVideoMark, markVideo, type MarkedVideo } from '../src/app/video-watermark.js';
-import { createSyncImageWatermark } from '../src/domain/image/cairn-sync-v2.js';
+import { createSyncImageWatermark, GRID_AREA } from '../src/domain/image/cairn-sync-v2.js';
 import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
 import { ImageWorkerPool } from '../src/adapters/worker-pool.js';
-import { LumaFrameMarker, syncTile } from '../src/domain/video/luma-frame-mark.js';
+import { LumaFrameMarker, syncTile, videoGridArea } from '../src/domain/video/luma-frame-mark.js';
 import { VideoFile, parseVideoStream } from '../src/adapters/video-codec.js';
 import { clip, transcoded } from './support/video.js';
 import { loadPhoto } from './support/images.js';
@@ -32,8 +32,8 @@ async function streamOf(bytes: Buffer) {
 
 beforeAll(async () => {
   pool = new ImageWorkerPool({ size: 1 });
-  // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4. Not smaller: the tile's chips
-  // are 1/341 of the width, and below 720p H.264 CRF 28 smooths them away (README, limits).
+  // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4: the image grid (chips 1/341 of
+  // the width); a 360p clip below carries the coarser grid of small frames.
   original = await clip('testsrc2', { seconds: 2, width: 1280, height: 720, audio: true });
   marked = await markVideo({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, original, payload, key);
 }, 180_000);
@@ -80,6 +80,22 @@ describe('video watermark (cairn-sync-v2 on every frame)', () => {
       'webm',
     ];
     expect(await read(await transcoded(marked.encoded, webm))).toBe(payloadHex(payload));
+  }, 120_000);
+
+  it('marks frames below 720p on a coarser grid that H.264 CRF 28 keeps: a 360p clip reads after it', async () => {
+    // At 640×360 the image grid's chips would be 1.9 pixels; the coarse grid's are 3.75, as at 720p.
+    expect(videoGridArea(1280, 720)).toBe(GRID_AREA);
+    expect(videoGridArea(854, 480)).toBe(GRID_AREA / 4);
+    expect(videoGridArea(640, 360)).toBe(GRID_AREA / 4);
+    const small = await clip('testsrc2', { seconds: 2, width: 640, height: 360 });
+    const smallMarked = await markVideo({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, small, payload, key);
+    expect(smallMarked.psnrDb).toBeGreaterThanOrEqual(40);
+    const { stream } = await streamOf(smallMarked.encoded);
+    expect(stream).toMatchObject({ width: 640, height: 360 });
+    expect(await read(await transcoded(smallMarked.encoded, ['-c:v', 'libx264', '-crf', '28']))).toBe(
+      payloadHex(payload),
+    );
+    expect(await read(small)).toBeNull();
   }, 120_000);
 
   it('finds nothing in the unmarked clip, nor under another key', async () => {

@@ -190,6 +190,21 @@ function startFfmpeg(args: string[], stdio: ['pipe' | 'ignore', 'pipe' | 'ignore
   return { child, exited };
 }
 
+/**
+ * ffmpeg decoding the first `seconds` of the upload's first video stream (nothing else) to raw frames of
+ * `pixelFormat` on its stdout, with `timing` (how frames are kept, dropped or resampled in time) before the format.
+ */
+function startRawDecoder(file: VideoFile, seconds: number, timing: string[], pixelFormat: 'yuv420p' | 'gray') {
+  return startFfmpeg(
+    [
+      ...['-t', String(seconds), '-i', file.path, '-map', '0:v:0', '-an', '-sn', '-dn'],
+      ...timing,
+      ...['-f', 'rawvideo', '-pix_fmt', pixelFormat, 'pipe:1'],
+    ],
+    ['ignore', 'pipe'],
+  );
+}
+
 /** Raw frames of exactly `frameBytes` from a stream, each in its own buffer (handed to a worker, then encoded). */
 async function* rawFrames(stream: Readable, frameBytes: number): AsyncGenerator<Uint8Array> {
   let frame = new Uint8Array(frameBytes);
@@ -233,28 +248,8 @@ export async function transcodeFrames(
 ): Promise<Transcoded> {
   const { width, height, frameRate } = format;
   const output = join(file.dir, format.mediaType === 'video/webm' ? 'marked.webm' : 'marked.mp4');
-  const decoder = startFfmpeg(
-    [
-      '-t',
-      String(options.maxSeconds),
-      '-i',
-      file.path,
-      '-map',
-      '0:v:0',
-      '-an',
-      '-sn',
-      '-dn',
-      // Frames as they are (no duplicates, none dropped): the encoder stamps them at the stream's rate.
-      '-vsync',
-      'passthrough',
-      '-f',
-      'rawvideo',
-      '-pix_fmt',
-      'yuv420p',
-      'pipe:1',
-    ],
-    ['ignore', 'pipe'],
-  );
+  // Frames as they are (no duplicates, none dropped): the encoder stamps them at the stream's rate.
+  const decoder = startRawDecoder(file, options.maxSeconds, ['-vsync', 'passthrough'], 'yuv420p');
   const encoder = startFfmpeg(
     [
       '-f',
@@ -339,27 +334,7 @@ export async function visitLumaWindows(
   if (!stream) return 'not_video';
   const { width, height } = stream;
   const fps = Math.max(1, Math.round(Math.min(options.sampleFps, stream.fps)));
-  const decoder = startFfmpeg(
-    [
-      '-t',
-      String(options.maxSeconds),
-      '-i',
-      file.path,
-      '-map',
-      '0:v:0',
-      '-an',
-      '-sn',
-      '-dn',
-      '-vf',
-      `fps=${fps}`,
-      '-f',
-      'rawvideo',
-      '-pix_fmt',
-      'gray',
-      'pipe:1',
-    ],
-    ['ignore', 'pipe'],
-  );
+  const decoder = startRawDecoder(file, options.maxSeconds, ['-vf', `fps=${fps}`], 'gray');
   const timer = setTimeout(() => decoder.child.kill('SIGKILL'), options.timeoutMs);
   try {
     const sum = new Float32Array(width * height);

@@ -148,13 +148,21 @@ export class ImageWorkerPool {
     return response.outcome;
   }
 
-  /** Reads the mark of `image` under each of `keys`, then keyless, with the same buffer hand-over as embed. */
-  async detect(image: RawImage, keys: ReadonlyArray<WatermarkKey> = []): Promise<DetectOutcome> {
+  /**
+   * Reads the mark of `image` under each of `keys`, then keyless, with the same buffer hand-over as embed;
+   * cairn-sync-v2 on each of `syncGridAreas` (an image's grid when not named).
+   */
+  async detect(
+    image: RawImage,
+    keys: ReadonlyArray<WatermarkKey> = [],
+    syncGridAreas?: ReadonlyArray<number>,
+  ): Promise<DetectOutcome> {
     const response = await this.run((id) => ({
       id,
       op: 'detect',
       image: { ...image, pixels: owned(image.pixels) },
       keys,
+      ...(syncGridAreas ? { syncGridAreas } : {}),
     }));
     if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
     return response.outcome;

@@ -50,7 +50,11 @@ export class ImageAlgorithms {
    * The first of the keys (in order), then the keyless algorithm, that reads a mark. The luma grid is
    * computed once for all of them: with several keys the extra cost is the per-slot projections only.
    */
-  detect(image: RawImage, keys: ReadonlyArray<WatermarkKey>): DetectOutcome {
+  detect(
+    image: RawImage,
+    keys: ReadonlyArray<WatermarkKey>,
+    syncGridAreas: ReadonlyArray<number | undefined> = [undefined],
+  ): DetectOutcome {
     // The v1 marks (keyed and keyless, every mark issued before cairn-sync-v2) are cheap to read and never read a
     // v2 mark: tried first. The v2 analysis (lattice and folds, key-independent, made once; each key then only
     // correlates and decodes) runs when none of them reads a mark.
@@ -65,19 +69,18 @@ export class ImageAlgorithms {
       const detection: Detection | null = luma ? algorithm.detectLuma(luma) : null;
       if (detection) return { detection, algorithm: algorithm.name, keyId };
     }
-    if (keys.length > 0) {
-      const analysis = analyseSync(image);
-      if (analysis) {
-        for (const key of keys) {
-          const read = this.syncForKey(key).decodeRegistered(analysis);
-          if (read)
-            return {
-              detection: read.detection,
-              algorithm: CAIRN_SYNC_V2_NAME,
-              keyId: key.kid,
-              registered: registeredPoints(analysis.luma, analysis.width, analysis.height, read.geometry),
-            };
-        }
+    for (const gridArea of keys.length > 0 ? syncGridAreas : []) {
+      const analysis = analyseSync(image, undefined, gridArea);
+      if (!analysis) continue;
+      for (const key of keys) {
+        const read = this.syncForKey(key).decodeRegistered(analysis);
+        if (read)
+          return {
+            detection: read.detection,
+            algorithm: CAIRN_SYNC_V2_NAME,
+            keyId: key.kid,
+            registered: registeredPoints(analysis.luma, analysis.width, analysis.height, read.geometry),
+          };
       }
     }
     return { detection: null, algorithm: keys.length > 0 ? NEW_KEYED_ALGORITHM : this.keyless.name, keyId: null };
@@ -108,7 +111,7 @@ export function runImageTask(
       };
       return { response: { id: request.id, ok: true, op: 'embed', outcome }, transfer: transferable(marked.pixels) };
     }
-    const outcome = algorithms.detect(request.image, request.keys ?? []);
+    const outcome = algorithms.detect(request.image, request.keys ?? [], request.syncGridAreas);
     return { response: { id: request.id, ok: true, op: 'detect', outcome }, transfer: [] };
   } catch (error) {
     const { name, message } = error instanceof Error ? error : new Error(String(error));

@@ -1,6 +1,6 @@
 import { payloadHex } from './payload.js';
 import { transferable } from './image-tasks.js';
-import { LumaFrameMarker, syncTile } from './video/luma-frame-mark.js';
+import { LumaFrameMarker, syncTile, videoGridArea } from './video/luma-frame-mark.js';
 import type { VideoWorkerRequest, VideoWorkerResponse } from './worker-protocol.js';
 
 /**
@@ -26,6 +26,7 @@ export class VideoMarkers {
         request.width,
         request.height,
         request.strengthRms,
+        videoGridArea(request.width, request.height),
       );
       if (this.markers.size >= MAX_MARKERS) this.markers.delete(this.markers.keys().next().value!);
       this.markers.set(id, marker);

@@ -19,12 +19,14 @@ export type WorkerRequest =
       readonly key?: WatermarkKey;
       readonly algorithm?: KeyedAlgorithmName;
     }
-  // cairn-sync-v2 under each key in order, then cairn-dct-keyed-v1 under each, then cairn-dct-v1.
+  // cairn-dct-keyed-v1 under each key, then cairn-dct-v1, then cairn-sync-v2 under each key in order, on each of
+  // `syncGridAreas` (the embedding grid areas to try; an image's only, when not named: video frames may be coarser).
   | {
       readonly id: number;
       readonly op: 'detect';
       readonly image: RawImage;
       readonly keys?: ReadonlyArray<WatermarkKey>;
+      readonly syncGridAreas?: ReadonlyArray<number>;
     };
 
 export interface EmbedOutcome {

@@ -25,8 +25,11 @@ const CHIP = 1;
 /** Fold bins per tile side: half a chip each, so an unknown offset costs at most a quarter chip. */
 const BINS = TILE * 2;
 const CHIPS = TILE * TILE;
-/** Working grid area: the image is resampled to about 256² samples whatever its size (scale invariance). */
-const GRID_AREA = 256 * 256;
+/**
+ * Working grid area: the image is resampled to about 256² samples whatever its size (scale invariance). Video
+ * marks small frames on a coarser grid (domain/video) and names the area to analyseSync.
+ */
+export const GRID_AREA = 256 * 256;
 const CODED_BITS = codedLength(FRAME_BITS);
 /** Chips of each tile that carry the keyed reference (the rest carry the coded payload). */
 const REFERENCE_CHIPS = CHIPS / 4;
@@ -155,9 +158,9 @@ function peakOf(correlation: Float64Array, d: number): Alignment {
   };
 }
 
-/** Grid size for an image: about GRID_AREA samples with the image's aspect ratio. */
-function gridSize(width: number, height: number, oversampling = 1): [number, number] {
-  const s = oversampling * Math.sqrt(GRID_AREA / (width * height));
+/** Grid size for an image: about `area` samples (GRID_AREA for images) with the image's aspect ratio. */
+export function gridSize(width: number, height: number, oversampling = 1, area = GRID_AREA): [number, number] {
+  const s = oversampling * Math.sqrt(area / (width * height));
   return [Math.max(16, Math.round(width * s)), Math.max(16, Math.round(height * s))];
 }
 
@@ -477,7 +480,7 @@ const MASK_MAX = 1.5;
  * Perceptual masking: the mark's amplitude follows the local contrast of the picture (5×5 standard deviation
  * on the grid), so textured regions carry more and flat ones (sky, skin) less, within MASK_MIN–MASK_MAX× of the mean.
  */
-function maskingWeights(luma: Float32Array, gw: number, gh: number): Float32Array {
+export function maskingWeights(luma: Float32Array, gw: number, gh: number): Float32Array {
   const deviation = localDeviation(luma, gw, gh, 2);
   let mean = 0;
   for (let i = 0; i < deviation.length; i++) mean += deviation[i]!;
@@ -859,17 +862,22 @@ function parabolic(left: number, centre: number, right: number): number {
 
 /**
  * The key-independent part of detection: grid, whitening, lattice, fold onto one tile (BINS² half-chip bins)
- * and its spectrum. Null when the image is too small or shows no lattice at all.
+ * and its spectrum. Null when the image is too small or shows no lattice at all. `gridArea` is the embedding
+ * grid's area the mark was made on (GRID_AREA for every image mark; video frames may use a coarser one).
  */
-export function analyseSync(image: RawImage, minDetectSize: number = CAIRN_SYNC_V2.minDetectSize): SyncAnalysis | null {
+export function analyseSync(
+  image: RawImage,
+  minDetectSize: number = CAIRN_SYNC_V2.minDetectSize,
+  gridArea: number = GRID_AREA,
+): SyncAnalysis | null {
   assertWellFormed(image);
   if (Math.min(image.width, image.height) < minDetectSize) return null;
-  const [gw, gh] = gridSize(image.width, image.height, DETECT_OVERSAMPLING);
+  const [gw, gh] = gridSize(image.width, image.height, DETECT_OVERSAMPLING, gridArea);
   const luma = lumaGrid(image, gw, gh);
   const r = whiten(luma, gw, gh);
   // The tiling as embedded into an image of this size, in this grid's samples (exact ratio of the two
   // rounded grids, which a fold over ten periods would notice).
-  const [ew, eh] = gridSize(image.width, image.height);
+  const [ew, eh] = gridSize(image.width, image.height, 1, gridArea);
   const nominal: [Vector, Vector] = [
     [(TILE * CHIP * gw) / ew, 0],
     [0, (TILE * CHIP * gh) / eh],

@@ -1,4 +1,10 @@
-import { CAIRN_SYNC_V2, createSyncImageWatermark } from '../image/cairn-sync-v2.js';
+import {
+  CAIRN_SYNC_V2,
+  createSyncImageWatermark,
+  GRID_AREA,
+  gridSize,
+  maskingWeights,
+} from '../image/cairn-sync-v2.js';
 import { addLumaDelta, lumaGrid } from '../image/luma.js';
 import { resampleRow, tentKernel } from '../image/resample.js';
 import type { RawImage } from '../image/raw-image.js';
@@ -12,8 +18,6 @@ import type { RawImage } from '../image/raw-image.js';
 
 /** Chips per side of cairn-sync-v2's tile (one embedding-grid sample each). */
 export const SYNC_TILE_SIDE = 32;
-/** cairn-sync-v2's embedding grid holds about this many samples, with the picture's aspect ratio. */
-const GRID_AREA = 256 * 256;
 /** The flat frame the tile is read from: its grid is the frame itself (256² samples, identity resampling). */
 const FLAT_SIDE = 256;
 const FLAT_LEVEL = 128;
@@ -46,11 +50,21 @@ export function syncTile(key: Uint8Array, payload: Uint8Array): Int8Array {
   return tile;
 }
 
-/** cairn-sync-v2's embedding grid for a frame size (about GRID_AREA samples, same aspect; as v2 computes it). */
-export function syncGridSize(width: number, height: number): [number, number] {
-  const s = Math.sqrt(GRID_AREA / (width * height));
-  return [Math.max(16, Math.round(width * s)), Math.max(16, Math.round(height * s))];
+/**
+ * The embedding grid's area for a frame size. cairn-sync-v2 puts an image on about 256² samples whatever its size,
+ * so a chip is 1/341 of a 16:9 frame's width: 3.75 pixels at 720p, which H.264 CRF 28 keeps, but 2.5 at 480p and
+ * 1.9 at 360p, which it smooths away. Frames whose chip would be under CHIP_PIXELS get a grid a quarter the area
+ * (chips twice as wide: 5 pixels at 480p, 3.75 at 360p); the detector tries both areas (VIDEO_GRID_AREAS).
+ */
+export function videoGridArea(width: number, height: number): number {
+  return (width * height) / GRID_AREA >= CHIP_PIXELS * CHIP_PIXELS ? GRID_AREA : COARSE_GRID_AREA;
 }
+
+/** A chip's side in pixels at 720p (1280 / 341.3), the smallest measured to survive H.264 CRF 28. */
+const CHIP_PIXELS = 3.75;
+const COARSE_GRID_AREA = GRID_AREA / 4;
+/** The grid areas a video mark can be on, most common first: what the detector tries. */
+export const VIDEO_GRID_AREAS: ReadonlyArray<number> = [GRID_AREA, COARSE_GRID_AREA];
 
 /** Per-frame marking of one video's luma planes with one tile: everything frame-independent is made once. */
 export class LumaFrameMarker {
@@ -61,17 +75,17 @@ export class LumaFrameMarker {
   /** RMS of an enlarged grid change over its RMS on the grid (bilinear enlargement smooths the chips). */
   private readonly enlargement: number;
   private readonly delta: Float32Array;
-  private readonly sums: Float64Array;
-  private readonly squares: Float64Array;
 
   constructor(
     tile: Int8Array,
     readonly width: number,
     readonly height: number,
     private readonly strengthRms: number = CAIRN_SYNC_V2.strengthRms,
+    /** The embedding grid's area (videoGridArea); GRID_AREA makes exactly an image's v2 mark. */
+    readonly gridArea: number = GRID_AREA,
   ) {
     if (tile.length !== SYNC_TILE_SIDE * SYNC_TILE_SIDE) throw new Error('a sync tile is 32×32 chips');
-    [this.gridWidth, this.gridHeight] = syncGridSize(width, height);
+    [this.gridWidth, this.gridHeight] = gridSize(width, height, 1, gridArea);
     const gw = this.gridWidth;
     const gh = this.gridHeight;
     this.pattern = new Float32Array(gw * gh);
@@ -80,13 +94,11 @@ export class LumaFrameMarker {
         this.pattern[y * gw + x] = tile[(y % SYNC_TILE_SIDE) * SYNC_TILE_SIDE + (x % SYNC_TILE_SIDE)]!;
     this.enlargement = enlargedRms(this.pattern, gw, gh, width, height);
     this.delta = new Float32Array(gw * gh);
-    this.sums = new Float64Array((gw + 1) * (gh + 1));
-    this.squares = new Float64Array((gw + 1) * (gh + 1));
   }
 
   /**
    * Marks the 8-bit luma plane `luma` (width × height, row-major) in place, as v2 marks an image: the tile times
-   * the perceptual mask (5×5 local deviation over its mean, clamped 0.3–2.5), scaled so the change reaching the
+   * v2's own perceptual mask (maskingWeights: 5×5 local deviation over its mean, clamped), scaled so the change reaching the
    * pixels has RMS `strengthRms`, enlarged bilinearly and added. Answers the squared error it added (for PSNR).
    */
   mark(luma: Uint8Array): number {
@@ -94,7 +106,7 @@ export class LumaFrameMarker {
     if (luma.length < width * height) throw new Error(`a ${width}×${height} luma plane needs ${width * height} bytes`);
     const frame: RawImage = { pixels: luma.subarray(0, width * height), width, height, channels: 1 };
     const grid = lumaGrid(frame, gw, gh);
-    const weight = this.maskingWeights(grid);
+    const weight = maskingWeights(grid, gw, gh);
     let energy = 0;
     for (let i = 0; i < this.delta.length; i++) {
       const d = this.pattern[i]! * weight[i]!;
@@ -112,53 +124,7 @@ export class LumaFrameMarker {
     }
     return squaredError;
   }
-
-  /** v2's perceptual mask, with box sums (summed-area tables) so a frame costs O(grid) whatever the radius. */
-  private maskingWeights(grid: Float32Array): Float32Array {
-    const { gridWidth: w, gridHeight: h, sums, squares } = this;
-    const stride = w + 1;
-    for (let y = 0; y < h; y++) {
-      let rowSum = 0;
-      let rowSquares = 0;
-      for (let x = 0; x < w; x++) {
-        const v = grid[y * w + x]!;
-        rowSum += v;
-        rowSquares += v * v;
-        sums[(y + 1) * stride + x + 1] = sums[y * stride + x + 1]! + rowSum;
-        squares[(y + 1) * stride + x + 1] = squares[y * stride + x + 1]! + rowSquares;
-      }
-    }
-    const deviation = new Float32Array(w * h);
-    let mean = 0;
-    for (let y = 0; y < h; y++) {
-      const y0 = Math.max(0, y - MASK_RADIUS);
-      const y1 = Math.min(h - 1, y + MASK_RADIUS) + 1;
-      for (let x = 0; x < w; x++) {
-        const x0 = Math.max(0, x - MASK_RADIUS);
-        const x1 = Math.min(w - 1, x + MASK_RADIUS) + 1;
-        const n = (y1 - y0) * (x1 - x0);
-        const s = sums[y1 * stride + x1]! - sums[y0 * stride + x1]! - sums[y1 * stride + x0]! + sums[y0 * stride + x0]!;
-        const q =
-          squares[y1 * stride + x1]! -
-          squares[y0 * stride + x1]! -
-          squares[y1 * stride + x0]! +
-          squares[y0 * stride + x0]!;
-        const d = Math.sqrt(Math.max(0, q / n - (s / n) ** 2));
-        deviation[y * w + x] = d;
-        mean += d;
-      }
-    }
-    mean /= deviation.length;
-    for (let i = 0; i < deviation.length; i++)
-      deviation[i] = Math.min(MAX_WEIGHT, Math.max(MIN_WEIGHT, (deviation[i]! + 1) / (mean + 1)));
-    return deviation;
-  }
 }
-
-/** v2's mask: a 5×5 window, weights clamped so flat regions still carry some mark and busy ones not too much. */
-const MASK_RADIUS = 2;
-const MIN_WEIGHT = 0.3;
-const MAX_WEIGHT = 2.5;
 
 /** RMS of `plane` (grid) enlarged to width × height bilinearly, over its RMS on the grid. */
 function enlargedRms(plane: Float32Array, gw: number, gh: number, width: number, height: number): number {
