@@ -28,7 +28,14 @@ describe('POST /v1/onboard', () => {
     expect(result).toMatchObject({
       tenant_id: expect.stringMatching(/^t_[0-9A-Z]{26}$/),
       api_key: expect.stringMatching(/^cairn_sk_key_[0-9A-Z]{26}_/),
-      recipe_defaults: ['image-genai-v1', 'image-capture-v1', 'audio-genai-v1', 'video-genai-v1', 'text-genai-v1'],
+      recipe_defaults: [
+        'image-genai-v1',
+        'image-capture-v1',
+        'audio-genai-v1',
+        'video-genai-v1',
+        'video-capture-v1',
+        'text-genai-v1',
+      ],
       rate_limits: { rps: 20, daily: 100000 },
       next_steps_url: expect.stringMatching(/^https?:\/\/.+/),
     });

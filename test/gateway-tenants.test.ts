@@ -182,7 +182,7 @@ describe('PATCH /v1/tenants/{id}/settings', () => {
 });
 
 describe('GET /v1/recipes', () => {
-  it('lists the five seeded recipes with what a sign needs, marking those the plan offers', async () => {
+  it('lists the six seeded recipes with what a sign needs, marking those the plan offers', async () => {
     const free = await gw.onboard('free');
     const res = await gw.request('/v1/recipes', { key: free.api_key });
     const { data } = (await res.json()) as {
@@ -193,6 +193,7 @@ describe('GET /v1/recipes', () => {
       'image-capture-v1',
       'image-genai-v1',
       'text-genai-v1',
+      'video-capture-v1',
       'video-genai-v1',
     ]);
     const image = data.find((r) => r.recipe_id === 'image-genai-v1')!;

@@ -1,5 +1,8 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { sniffMediaType } from '@cairn/media';
+import { runFfmpeg, sniffMediaType } from '@cairn/media';
 import { clip, transcoded } from '../services/watermark/test/support/video.js';
 import { lookupFile, untilIndexed } from './support/lookup.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
@@ -12,8 +15,40 @@ let signedBytes: Buffer;
 
 interface Verification {
   status: string;
+  asset_id?: string;
+  confidence: number | null;
+  developer_explanation: string;
   signals: Record<string, unknown>;
   matches: Array<{ asset_id?: string; via?: string }>;
+}
+
+async function signVideo(bytes: Buffer, recipe: string): Promise<{ asset_id: string; bytes: Buffer }> {
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: owner.api_key,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart({ recipe }, { field: 'asset', bytes, name: 'clip.mp4' }),
+  });
+  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
+  const { asset_id } = (await res.json()) as { asset_id: string };
+  const content = await stack.request(`/v1/assets/${asset_id}/content`, { key: owner.api_key });
+  return { asset_id, bytes: Buffer.from(await content.arrayBuffer()) };
+}
+
+/** The same streams in a new MP4 (ffmpeg copies no C2PA box): the frames, and so their mark, bit for bit. */
+async function remuxed(bytes: Buffer): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-remux-'));
+  try {
+    const output = join(dir, 'remuxed.mp4');
+    await runFfmpeg({
+      args: ['-i', 'pipe:0', '-map', '0', '-c', 'copy', '-movflags', '+faststart', '-y', output],
+      input: bytes,
+      timeoutMs: 60_000,
+    });
+    return await readFile(output);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 async function verifyFile(bytes: Buffer, name: string): Promise<Verification> {
@@ -30,8 +65,7 @@ beforeAll(async () => {
     PUBLIC_VERIFY_PER_MINUTE: '1000',
   });
   owner = await onboard(stack);
-  // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4, made here with ffmpeg (720p:
-  // below it H.264 CRF 28 smooths the frame mark's chips away, see services/watermark/README.md).
+  // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4, made here with ffmpeg.
   const upload = await clip('testsrc2', { seconds: 2, width: 1280, height: 720, audio: true });
   const res = await stack.request('/v1/sign', {
     method: 'POST',
@@ -77,6 +111,21 @@ describe('video watermark through HTTP (video-genai-v1)', () => {
     expect(result.status).toBe('watermark_only');
     expect(result.matches[0]).toMatchObject({ asset_id: signed.asset_id, via: 'watermark' });
   }, 60_000);
+
+  it('manifest_watermark_conflict: a video whose frames carry asset B’s mark, signed again as captured asset A', async () => {
+    // B is the clip signed above. Its frames without its manifest: a remux drops the C2PA box, keeps every frame.
+    const stripped = await remuxed(signedBytes);
+    expect((await verifyFile(stripped, 'stripped.mp4')).matches.map((m) => m.asset_id)).toContain(signed.asset_id);
+    // Signed as captured footage: a valid Cairn manifest of A, the frames (and so B's mark) left as they are.
+    const a = await signVideo(stripped, 'video-capture-v1');
+    expect(a.asset_id).not.toBe(signed.asset_id);
+    const result = await verifyFile(a.bytes, 'a.mp4');
+    expect(result.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true });
+    expect(result.status).toBe('manifest_watermark_conflict');
+    expect(result.asset_id).toBe(a.asset_id);
+    expect(result.developer_explanation).toContain(signed.asset_id);
+    expect(result.confidence).toBeLessThanOrEqual(0.35);
+  }, 180_000);
 
   it('an unmarked clip of the same kind verifies no_provenance (the detector does not invent a mark)', async () => {
     const other = await clip('mandelbrot', { seconds: 2, width: 1280, height: 720 });

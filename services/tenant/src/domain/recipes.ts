@@ -55,10 +55,23 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
     recipe_id: 'video-genai-v1',
     name: 'AI-generated video',
     description:
-      'Keyed image watermark (cairn-sync-v2) on every frame, read from one-second averages: survives H.264 CRF 28, crops, frame-rate changes and VP9 transcodes at 720p and above; the file re-encoded in its codec family (H.264 in MP4, VP9 in WebM) at the measured quality, audio copied; C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; frame fingerprints, chain anchor.',
+      'Keyed image watermark (cairn-sync-v2) on every frame, read from averaged frames: survives H.264 CRF 28 (360p and up: frames below 720p carry a coarser grid), a 0.5× downscale of 720p, crops, frame-rate changes and VP9 transcodes; the file re-encoded in its codec family (H.264 in MP4, VP9 in WebM) at the measured quality, audio copied; C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; frame fingerprints, chain anchor.',
     media_types: ['video/mp4', 'video/webm'],
     layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
+    retention: { derived_asset_days: 14 },
+    billing: { meter: 'video_sign' },
+  },
+  {
+    // Footage from a camera or a newsroom, like image-capture-v1: signed as uploaded (no frame touched, no
+    // re-encode), so the file is the capture as it was; frame fingerprints and the anchor lead a stripped copy back.
+    recipe_id: 'video-capture-v1',
+    name: 'Captured video',
+    description:
+      'C2PA manifest with c2pa.created and digitalCapture, the file signed as uploaded (no watermark, no re-encode; embedded in MP4, a sidecar manifest bound to the file for WebM), frame fingerprints, chain anchor.',
+    media_types: ['video/mp4', 'video/webm'],
+    layers: { c2pa: true, watermark: false, soft_binding: true, anchor: true },
+    ai: { digital_source_type: DIGITAL_CAPTURE, ai_generated: false },
     retention: { derived_asset_days: 14 },
     billing: { meter: 'video_sign' },
   },
