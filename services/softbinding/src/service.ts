@@ -32,12 +32,21 @@ export function softbindingService(
             }
           : undefined,
       );
-      await images.load();
-      ctx.logger.info({ rows: images.heldRows }, 'fingerprints held in memory');
+      // Served at once: until the in-memory index holds every row (a million take seconds), lookups search the
+      // Postgres multi-index, which gives the same answers more slowly. A failed load is retried by the catch-up.
+      const started = Date.now();
+      images.load().then(
+        () => ctx.logger.info({ rows: images.heldRows, ms: Date.now() - started }, 'fingerprints held in memory'),
+        (error: unknown) => ctx.logger.warn({ err: error }, 'fingerprint load failed; lookups use Postgres meanwhile'),
+      );
       const catchUp = setInterval(() => {
+        if (images.busy) return;
         images.catchUp().catch((error: unknown) => ctx.logger.warn({ err: error }, 'fingerprint catch-up failed'));
       }, ctx.config.FINGERPRINT_CATCH_UP_MS);
-      ctx.onShutdown(async () => clearInterval(catchUp));
+      ctx.onShutdown(async () => {
+        clearInterval(catchUp);
+        await images.close();
+      });
       const indexes = {
         images,
         audio: new AudioIndex(ctx.db),

@@ -5,6 +5,7 @@ import { createDb, createPool, migrateService, withTenant, type Database } from 
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import type pg from 'pg';
 import { FingerprintIndex, neighbours, type NewFingerprint } from '../src/store/fingerprints.js';
+import { HammingIndex } from '../src/domain/hamming-index.js';
 import { hamming, PDQ_ALG } from '../src/domain/pdq.js';
 import { LOOKUP_RADIUS } from '../src/domain/threshold.js';
 import { migrationsFolder } from '../src/service.js';
@@ -74,6 +75,48 @@ describe('multi-index hashing, in memory and over Postgres', () => {
     expect(neighbours(0, 0)).toEqual([0]);
     expect(new Set(neighbours(0xabcd, 1)).size).toBe(17);
     expect(new Set(neighbours(0xabcd, 2)).size).toBe(137);
+  });
+
+  it('the in-memory index finds what brute force finds, its rows sorted, chained or both', () => {
+    const memory = new HammingIndex({ maxSlots: 10_000, maxSlotsPerTenant: 10_000 });
+    const held: Array<{ id: number; tenantId: string; bits: Uint8Array }> = [];
+    const centre = new Uint8Array(randomBytes(32));
+    const hold = (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const entry = {
+          id: held.length + 1,
+          tenantId: TENANTS[i % 2]!,
+          bits: i % 3 === 0 ? near(centre, i % 45) : new Uint8Array(randomBytes(32)),
+        };
+        held.push(entry);
+        memory.add({ ...entry, alg: PDQ_ALG });
+      }
+    };
+    const expectBrute = () => {
+      for (const query of [centre, near(centre, 9), near(centre, 20), new Uint8Array(randomBytes(32))])
+        for (const radius of [0, 15, LOOKUP_RADIUS]) {
+          const got = memory
+            .search(query, radius, { tenantId: 't_A', alg: PDQ_ALG })
+            .map((h) => `${h.id}:${h.distance}`)
+            .sort();
+          const brute = held
+            .filter((h) => h.tenantId === 't_A' && hamming(h.bits, query) <= radius)
+            .map((h) => `${h.id}:${hamming(h.bits, query)}`)
+            .sort();
+          expect(got).toEqual(brute);
+        }
+    };
+    hold(3000);
+    expectBrute();
+    // Half the chunks sorted, then more rows chained behind every chunk, then all sorted.
+    for (let c = 0; c < 8; c++) memory.compact(c);
+    hold(5000);
+    expect(memory.unsorted).toBe(8000);
+    expectBrute();
+    memory.compact();
+    expect(memory.unsorted).toBe(0);
+    expectBrute();
+    expect(memory.search(centre, LOOKUP_RADIUS, { tenantId: 't_A', alg: 'other' })).toEqual([]);
   });
 
   it('returns the same matches as a sequential scan (and as brute force in JS), for random queries', async () => {
@@ -173,5 +216,58 @@ describe('multi-index hashing, in memory and over Postgres', () => {
     expect(await loaded.search({ tenantId: 't_B' }, own, LOOKUP_RADIUS)).toEqual([
       expect.objectContaining({ asset_id: 'a_t_B_9001', distance: 0 }),
     ]);
+  });
+
+  it('catches up in commit order: a row committed after a later-numbered one is still found', async () => {
+    const writer = new FingerprintIndex(db);
+    const early = new Uint8Array(randomBytes(32));
+    const late = new Uint8Array(randomBytes(32));
+    const before = loaded.heldRows;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let inserted!: () => void;
+    const insertedEarly = new Promise<void>((resolve) => (inserted = resolve));
+    // The first insert takes the lower id and stays uncommitted while the second commits.
+    const slow = withTenant(db, 't_A', async (tx) => {
+      await writer.add(tx, [row('t_A', 9100, early)]);
+      inserted();
+      await gate;
+    });
+    await insertedEarly;
+    await withTenant(db, 't_A', (tx) => writer.add(tx, [row('t_A', 9101, late)]));
+    await loaded.catchUp();
+    expect(await loaded.search({ tenantId: 't_A' }, late, LOOKUP_RADIUS)).toEqual([
+      expect.objectContaining({ asset_id: 'a_t_A_9101', distance: 0 }),
+    ]);
+    expect(loaded.heldRows).toBe(before + 1);
+    release();
+    await slow;
+    const ids = await withTenant(db, 't_A', (tx) =>
+      tx.execute<{ asset_id: string; id: string }>(
+        sql`select asset_id, id from softbinding.fingerprints where asset_id in ('a_t_A_9100', 'a_t_A_9101') order by id`,
+      ),
+    );
+    expect(ids.rows.map((r) => r.asset_id)).toEqual(['a_t_A_9100', 'a_t_A_9101']);
+    await loaded.catchUp();
+    await loaded.catchUp();
+    expect(await loaded.search({ tenantId: 't_A' }, early, LOOKUP_RADIUS)).toEqual([
+      expect.objectContaining({ asset_id: 'a_t_A_9100', distance: 0 }),
+    ]);
+    expect(loaded.heldRows).toBe(before + 2);
+  });
+
+  it('answers from Postgres while its first load runs, the same as after it', async () => {
+    const fresh = new FingerprintIndex(db, LIMITS);
+    const loading = fresh.load();
+    expect(fresh.ready).toBe(false);
+    const target = stored[42]!;
+    const scope = { tenantId: target.tenantId };
+    const expected = await index.scan(scope, target.bits, LOOKUP_RADIUS);
+    expect(expected[0]).toMatchObject({ asset_id: target.assetId, distance: 0 });
+    expect(await fresh.search(scope, target.bits, LOOKUP_RADIUS)).toEqual(expected);
+    await loading;
+    expect(fresh.ready).toBe(true);
+    expect(fresh.heldRows).toBe(loaded.heldRows);
+    expect(await fresh.search(scope, target.bits, LOOKUP_RADIUS)).toEqual(expected);
   });
 });

@@ -78,9 +78,16 @@ export const fingerprints = softbinding.table(
     quality: integer('quality').notNull(),
     ...chunkColumns,
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * The inserting transaction's id (xid8 as a number), for catching up in commit order: ids are taken in one
+     * order and committed in another, so a replica reads what committed since its last read's snapshot horizon
+     * (store/fingerprints.ts). Null on rows written before migration 0005 (all committed long before any read).
+     */
+    xid: bigint('xid', { mode: 'number' }).default(sql`(pg_current_xact_id()::text)::bigint`),
   },
   (t) => [
     uniqueIndex('fingerprints_asset_variant_idx').on(t.tenantId, t.assetId, t.alg, t.variant),
+    index('fingerprints_xid_idx').on(t.xid),
     ...(Object.keys(chunkColumns) as Array<keyof typeof chunkColumns>).map((c) =>
       index(`fingerprints_${c}_idx`).on(t[c] as PgColumn),
     ),
