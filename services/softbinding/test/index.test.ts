@@ -257,14 +257,16 @@ describe('multi-index hashing, in memory and over Postgres', () => {
   });
 
   it('answers from Postgres while its first load runs, the same as after it', async () => {
-    const fresh = new FingerprintIndex(db, LIMITS);
-    const loading = fresh.load();
-    expect(fresh.ready).toBe(false);
     const target = stored[42]!;
     const scope = { tenantId: target.tenantId };
     const expected = await index.scan(scope, target.bits, LOOKUP_RADIUS);
     expect(expected[0]).toMatchObject({ asset_id: target.assetId, distance: 0 });
-    expect(await fresh.search(scope, target.bits, LOOKUP_RADIUS)).toEqual(expected);
+    const fresh = new FingerprintIndex(db, LIMITS);
+    const loading = fresh.load();
+    // Nothing awaited in between: the search is sent while the load has not ended.
+    expect(fresh.ready).toBe(false);
+    const duringLoad = fresh.search(scope, target.bits, LOOKUP_RADIUS);
+    expect(await duringLoad).toEqual(expected);
     await loading;
     expect(fresh.ready).toBe(true);
     expect(fresh.heldRows).toBe(loaded.heldRows);
