@@ -1,6 +1,7 @@
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { notifySpanEnd } from './spans.js';
 
 /**
  * Keeps spans real (sampled, with trace ids that propagate and reach logs) when nothing exports them: NodeSDK
@@ -8,7 +9,8 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
  */
 const localOnly: SpanProcessor = {
   onStart: () => undefined,
-  onEnd: () => undefined,
+  // In-process listeners (a benchmark's stage table) hear the spans nobody exports.
+  onEnd: (span) => notifySpanEnd(span),
   forceFlush: async () => undefined,
   shutdown: async () => undefined,
 };

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { context, propagation, trace } from '@opentelemetry/api';
-import { ServiceMetrics, startTelemetry } from '../src/index.js';
+import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api';
+import { inSpan, onSpanEnd, ServiceMetrics, startTelemetry, type EndedSpan } from '../src/index.js';
 
 const telemetry = startTelemetry('telemetry-test', {});
 afterAll(() => telemetry.shutdown());
@@ -20,6 +20,30 @@ describe('startTelemetry', () => {
     expect(carrier.traceparent).toContain(traceId);
     const extracted = propagation.extract(context.active(), carrier);
     expect(trace.getSpanContext(extracted)?.traceId).toBe(traceId);
+  });
+});
+
+describe('inSpan and onSpanEnd', () => {
+  it('gives a stage a child span of the active one and lets an in-process listener read it, failures marked', async () => {
+    const ended: EndedSpan[] = [];
+    const stop = onSpanEnd((span) => ended.push(span));
+    let parentId = '';
+    await trace.getTracer('test').startActiveSpan('request', async (span) => {
+      parentId = span.spanContext().spanId;
+      await inSpan('stage.ok', async () => 1);
+      await expect(
+        inSpan('stage.failing', async () => {
+          throw new Error('refused');
+        }),
+      ).rejects.toThrow('refused');
+      span.end();
+    });
+    stop();
+    await inSpan('after.unsubscribe', async () => undefined);
+    expect(ended.map((s) => s.name)).toEqual(['stage.ok', 'stage.failing', 'request']);
+    expect(ended[0]!.parentSpanContext?.spanId).toBe(parentId);
+    expect(ended[0]!.status.code).not.toBe(SpanStatusCode.ERROR);
+    expect(ended[1]!.status.code).toBe(SpanStatusCode.ERROR);
   });
 });
 

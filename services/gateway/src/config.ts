@@ -67,6 +67,7 @@ export const gatewayConfigShape = {
   /**
    * How long a successful authentication is reused without asking the tenant service: the bound within which a
    * key revoked (or a setting changed) through another gateway replica stops working here. Through this one: at once.
+   * A recipe read from the tenant service's catalog is reused as long.
    */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
   /** Keys remembered at most (the oldest is dropped first). */

@@ -57,6 +57,9 @@ interface CachedKey {
   until: number;
 }
 
+/** Recipes (per plan) remembered at most. */
+const RECIPE_CACHE_MAX = 256;
+
 const REFUSALS: Record<tenantV1.KeyRefusal, KeyRefusal> = {
   [tenantV1.KeyRefusal.UNSPECIFIED]: 'unknown',
   [tenantV1.KeyRefusal.MALFORMED]: 'malformed',
@@ -73,6 +76,7 @@ const REFUSALS: Record<tenantV1.KeyRefusal, KeyRefusal> = {
  */
 export class TenantDirectory {
   private readonly cache = new Map<string, CachedKey>();
+  private readonly recipes = new Map<string, { recipe: tenantV1.Recipe; until: number }>();
   /** Bumped by forget(): a lookup that started before it is not cached. */
   private generation = 0;
   private readonly pending = new Map<string, Promise<AuthenticatedKey | { error: KeyRefusal }>>();
@@ -193,10 +197,24 @@ export class TenantDirectory {
     return (await this.client.listRecipes({ plan })).recipes;
   }
 
-  /** The active recipe, or null when there is none by that id. */
+  /**
+   * The active recipe, or null when there is none by that id. Every sign asks, and recipes change only when the
+   * tenant service's catalog is edited: a recipe found is reused for the authentication TTL (the same bound on
+   * staleness), which keeps a gRPC round trip off each sign. An unknown recipe is never cached.
+   */
   async getRecipe(recipeId: string, plan: string): Promise<tenantV1.Recipe | null> {
+    const cacheKey = `${plan}\u0000${recipeId}`;
+    const cached = this.recipes.get(cacheKey);
+    if (cached && cached.until > this.now()) return cached.recipe;
     try {
-      return (await this.client.getRecipe({ recipeId, plan })).recipe ?? null;
+      const recipe = (await this.client.getRecipe({ recipeId, plan })).recipe ?? null;
+      if (recipe && this.options.ttlMs > 0) {
+        this.recipes.delete(cacheKey);
+        this.recipes.set(cacheKey, { recipe, until: this.now() + this.options.ttlMs });
+        // Recipes × plans is a small catalog; the bound only guards against a caller inventing ids.
+        if (this.recipes.size > RECIPE_CACHE_MAX) this.recipes.delete(this.recipes.keys().next().value!);
+      }
+      return recipe;
     } catch (error) {
       if (isCairnError(error) && error.code === 'cairn.not_found') return null;
       throw error;

@@ -4,6 +4,7 @@ import { newId } from '@cairn/ids';
 import { jobStates, type signerV1, type tenantV1 } from '@cairn/proto';
 import type { Logger } from '@cairn/logging';
 import type { ServiceClient } from '@cairn/rpc';
+import { inSpan } from '@cairn/telemetry';
 import type { Tenant, TenantDirectory } from '../adapters/tenant-directory.js';
 import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
 import { requestHash } from '../domain/request-hash.js';
@@ -80,7 +81,7 @@ export class SignAssets {
   async sign(request: SignRequest): Promise<SignOutcome> {
     const { deps } = this;
     const { tenant, idempotencyKey, upload, metadata } = request;
-    const recipe = await deps.tenants.getRecipe(request.recipe, tenant.plan);
+    const recipe = await inSpan('gateway.sign.recipe', () => deps.tenants.getRecipe(request.recipe, tenant.plan));
     if (!recipe || !recipe.available) {
       throw new CairnError(
         'cairn.sign.invalid_recipe',
@@ -103,7 +104,7 @@ export class SignAssets {
       ...(credentialId ? { credential: credentialId } : {}),
     });
     // A short transaction claims the key; none is open while the sign runs (docs/design.md, "No starvation").
-    const claim = await deps.requests.claim(tenant.tenantId, idempotencyKey, hash);
+    const claim = await inSpan('gateway.sign.claim', () => deps.requests.claim(tenant.tenantId, idempotencyKey, hash));
     if (claim.kind === 'busy')
       return {
         kind: 'retry_later',
@@ -115,7 +116,9 @@ export class SignAssets {
       };
     if (claim.kind === 'replay') return { kind: 'answer', answer: claim.answer, replayed: true };
 
-    const slot = await deps.slots.tryAcquire(`tenant:${tenant.tenantId}`, deps.concurrencyPerTenant);
+    const slot = await inSpan('gateway.sign.slot', () =>
+      deps.slots.tryAcquire(`tenant:${tenant.tenantId}`, deps.concurrencyPerTenant),
+    );
     if (!slot) {
       await deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
       return {
@@ -134,7 +137,7 @@ export class SignAssets {
     let byok: MeteredUnit | undefined;
     let answer: SignAnswer;
     try {
-      metered = await reserveUnit(deps.billing, tenant, recipe.meter);
+      metered = await inSpan('gateway.sign.reserve', () => reserveUnit(deps.billing, tenant, recipe.meter));
       if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
       const assetId = newId('asset');
       const sign = {
@@ -166,7 +169,10 @@ export class SignAssets {
       }
       // False only when this claim's lease ran out and another request took it over: both signed, and
       // this client still gets the answer of the sign it asked for.
-      await deps.requests.finish(tenant.tenantId, idempotencyKey, claim.claimId, answer);
+      const finished = answer;
+      await inSpan('gateway.sign.finish', () =>
+        deps.requests.finish(tenant.tenantId, idempotencyKey, claim.claimId, finished),
+      );
     } catch (error) {
       await metered?.release();
       await byok?.release();
@@ -174,7 +180,7 @@ export class SignAssets {
       await deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId).catch(() => undefined);
       throw error;
     } finally {
-      await slot.release();
+      await inSpan('gateway.sign.slot_release', () => slot.release());
     }
     // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
     if (answer.httpStatus === 202) {
@@ -184,7 +190,7 @@ export class SignAssets {
       // The sign is recorded (and its answer with it): a commit billing cannot take now is not the client's
       // failure, and never a second sign on retry. billing commits it from asset.signed (docs/design.md).
       for (const unit of [metered, byok]) {
-        const lost = await unit?.commitBackedByEvent();
+        const lost = unit ? await inSpan('gateway.sign.commit', () => unit.commitBackedByEvent()) : undefined;
         if (lost)
           deps.logger.warn(
             { err: lost.deferred, reservation_id: unit!.reservationId, asset_id: answer.assetId },

@@ -66,8 +66,13 @@ function tsxEsmApi(from: string): string {
   return pathToFileURL(join(dirname(packageJson), entry)).href;
 }
 
+/**
+ * One worker per core. Not cores − 1: the service's main thread mostly waits (sharp decodes and encodes on libuv's
+ * threads), and with one worker on two cores an embed queued behind a detection (a verify, or the stored verdict
+ * every sign triggers) although a core was free. pnpm bench:sign-verify --set WATERMARK_WORKERS=1 compares.
+ */
 export function defaultPoolSize(): number {
-  return Math.max(1, availableParallelism() - 1);
+  return Math.max(1, availableParallelism());
 }
 
 /** The pool no longer takes work (the service is draining). */

@@ -1,4 +1,5 @@
 import { CairnError } from '@cairn/errors';
+import { inSpan } from '@cairn/telemetry';
 import { decodeForEmbedding, encodeMarked } from '../adapters/image-codec.js';
 import { CAIRN_DCT_V1_NAME } from '../domain/image/cairn-dct-v1.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
@@ -22,7 +23,7 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
   const { registry, keyring, minEmbedSize, mediaLimits, pool, logger } = deps;
   const { tenantId, watermarkId, assetId } = input;
   // Decoded before the registry is touched: an image refused for its size or format records no mark.
-  const { image, mediaType } = await decodeForEmbedding(input.encoded, mediaLimits);
+  const { image, mediaType } = await inSpan('watermark.decode', () => decodeForEmbedding(input.encoded, mediaLimits));
   if (Math.min(image.width, image.height) < minEmbedSize) {
     throw new CairnError(
       'cairn.validation.invalid_body',
@@ -30,23 +31,39 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
       { errors: [{ path: 'encoded', message: 'too small' }] },
     );
   }
-  // A retry of an id already recorded writes exactly that mark again (same algorithm, key and payload),
-  // even if the current key has rotated since.
-  const existing = await registry.findById(tenantId, watermarkId);
-  const key = existing ? keyOf(keyring, existing) : keyring.current;
-  const payload = key ? keyedPayloadFor(key.secret, watermarkId) : payloadFor(watermarkId);
-  const hex = payloadHex(payload);
-  // New ids get the current keyed algorithm; a retry writes what its id was recorded with.
-  const algorithm = existing ? existing.algorithm : key ? NEW_KEYED_ALGORITHM : CAIRN_DCT_V1_NAME;
-  // Recorded before the (expensive) embedding, so a refused id costs no CPU; a mark recorded and then
-  // not delivered is harmless: the caller retries with the same id and gets the same payload.
-  await registry.record({ watermarkId, payloadHex: hex, tenantId, assetId, algorithm, keyId: key?.kid ?? null });
-  const outcome = await inWorker(logger, 'embedding', () =>
-    pool.embed(image, payload, key, isKeyedImageAlgorithm(algorithm) ? algorithm : undefined),
+  // A retry of an id already recorded writes exactly that mark again (same algorithm, key and payload), even if
+  // the current key has rotated since. Read and recorded in one transaction before the (expensive) embedding, so
+  // a refused id costs no CPU; a mark recorded and then not delivered is harmless: the caller retries with the
+  // same id and gets the same payload.
+  const {
+    plan: { key, payload, hex, algorithm },
+  } = await inSpan('watermark.registry.record', () =>
+    registry.recordFor(tenantId, watermarkId, (existing) => {
+      const key = existing ? keyOf(keyring, existing) : keyring.current;
+      const payload = key ? keyedPayloadFor(key.secret, watermarkId) : payloadFor(watermarkId);
+      const hex = payloadHex(payload);
+      // New ids get the current keyed algorithm; a retry writes what its id was recorded with.
+      const algorithm = existing ? existing.algorithm : key ? NEW_KEYED_ALGORITHM : CAIRN_DCT_V1_NAME;
+      return {
+        mark: { watermarkId, payloadHex: hex, tenantId, assetId, algorithm, keyId: key?.kid ?? null },
+        plan: { key, payload, hex, algorithm },
+      };
+    }),
   );
-  if (outcome.content) await registry.describe(tenantId, watermarkId, outcome.content);
-  // One encode, here: the marked pixels never cross the wire, only the file the signer signs.
-  const { encoded, thumbnail } = await encodeMarked(outcome.image, mediaType);
+  const outcome = await inSpan('watermark.embed', () =>
+    inWorker(logger, 'embedding', () =>
+      pool.embed(image, payload, key, isKeyedImageAlgorithm(algorithm) ? algorithm : undefined),
+    ),
+  );
+  const content = outcome.content;
+  // One encode, here: the marked pixels never cross the wire, only the file the signer signs. The description is
+  // kept meanwhile (a database round trip while sharp encodes on its own threads); the answer waits for both.
+  const [{ encoded, thumbnail }] = await Promise.all([
+    inSpan('watermark.encode', () => encodeMarked(outcome.image, mediaType)),
+    content
+      ? inSpan('watermark.registry.describe', () => registry.describe(tenantId, watermarkId, content))
+      : Promise.resolve(),
+  ]);
   checkAnswerSize('image', encoded.length);
   return {
     encoded,

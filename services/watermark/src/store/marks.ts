@@ -28,10 +28,31 @@ export class MarkRegistry {
    * 64-bit collision), is refused.
    */
   async record(mark: NewMark): Promise<MarkRecord> {
-    return withTenant(this.db, mark.tenantId, async (tx) => {
-      // No conflict target: a clash on the id or on the payload both leave the table as it was.
-      await tx.insert(marks).values(mark).onConflictDoNothing();
-      const [row] = await tx.select().from(marks).where(eq(marks.watermarkId, mark.watermarkId));
+    return (await this.recordFor(mark.tenantId, mark.watermarkId, () => ({ mark, plan: undefined }))).row;
+  }
+
+  /**
+   * `record` of the mark `choose` picks knowing the row already kept for the id (a retry must write what its id
+   * was recorded with), read and recorded in one transaction: one round trip to the database less per embedding
+   * than findById then record. Answers the recorded row and what `choose` planned with it.
+   */
+  async recordFor<T>(
+    tenantId: string,
+    watermarkId: string,
+    choose: (existing: MarkRecord | null) => { mark: NewMark; plan: T },
+  ): Promise<{ row: MarkRecord; plan: T }> {
+    return withTenant(this.db, tenantId, async (tx) => {
+      const [existing] = await tx.select().from(marks).where(eq(marks.watermarkId, watermarkId)).limit(1);
+      const { mark, plan } = choose(existing ?? null);
+      if (mark.tenantId !== tenantId || mark.watermarkId !== watermarkId)
+        throw new Error('recordFor: the chosen mark must keep the tenant and watermark id it was asked for');
+      let row = existing;
+      if (!row) {
+        // No conflict target: a clash on the id or on the payload both leave the table as it was (and return
+        // nothing; the row that is there, if this tenant may see it, is read to say which).
+        [row] = await tx.insert(marks).values(mark).onConflictDoNothing().returning();
+        if (!row) [row] = await tx.select().from(marks).where(eq(marks.watermarkId, mark.watermarkId));
+      }
       if (
         !row ||
         row.assetId !== mark.assetId ||
@@ -44,7 +65,7 @@ export class MarkRegistry {
           `watermark_id ${mark.watermarkId} is already registered for a different mark; use a new watermark id`,
         );
       }
-      return row;
+      return { row, plan };
     });
   }
 

@@ -1,5 +1,5 @@
 import { anchorBatchStates } from '@cairn/proto';
-import type { PipelineDeps, SignResult } from './deps.js';
+import { timed, type PipelineDeps, type SignResult } from './deps.js';
 
 /**
  * Anchoring never fails a sign: the asset is signed and recorded already. When the anchor service does not answer,
@@ -11,7 +11,7 @@ export async function enqueueAnchor(
   input: { tenantId: string; assetId: string; manifestId: string; manifestDigest: string },
 ): Promise<SignResult['anchor'] | undefined> {
   try {
-    const queued = await deps.anchor!.enqueue(input, { deadlineMs: 3000 });
+    const queued = await timed(deps, 'anchor', () => deps.anchor!.enqueue(input, { deadlineMs: 3000 }));
     return { batchId: queued.batchId, status: anchorBatchStates.fromProto(queued.status) };
   } catch (error) {
     deps.logger?.warn(

@@ -6,6 +6,7 @@ import type { MediaLimits } from '@cairn/media';
 import type { anchorV1, signerV1, watermarkV1, AnchorBatchStateName } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
+import { inSpan } from '@cairn/telemetry';
 import type { IsolatedC2pa } from '../../adapters/c2pa/isolated.js';
 import type { CertificateAuthority } from '../../pki/index.js';
 import type { AssetStore } from '../../store/assets.js';
@@ -50,17 +51,17 @@ export interface PipelineDeps {
   /** What a sign decodes at most; refused from the headers (cairn.media.too_large) before anything is decoded. */
   mediaLimits: MediaLimits;
   version: string;
-  /** Seconds spent per pipeline stage (decode, watermark, encode, c2pa, store, record), for /metrics. */
+  /** Seconds spent per pipeline stage (decode, watermark, encode, c2pa, store, record, anchor), for /metrics. */
   observeStage?: (stage: SignStage, seconds: number) => void;
 }
 
-export type SignStage = 'read' | 'decode' | 'watermark' | 'encode' | 'c2pa' | 'store' | 'record';
+export type SignStage = 'read' | 'decode' | 'watermark' | 'encode' | 'c2pa' | 'store' | 'record' | 'anchor';
 
-/** Runs one stage of a sign and reports its duration. */
+/** Runs one stage of a sign in a span of its own (sign.<stage>) and reports its duration. */
 export async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () => Promise<T>): Promise<T> {
   const started = process.hrtime.bigint();
   try {
-    return await work();
+    return await inSpan(`sign.${stage}`, work);
   } finally {
     deps.observeStage?.(stage, Number(process.hrtime.bigint() - started) / 1e9);
   }

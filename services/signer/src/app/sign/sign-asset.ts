@@ -50,14 +50,23 @@ export async function signAsset(
   });
   const { signed, watermark } = await produceSigned(deps, { tenantId, assetId }, accepted, sign);
   const mediaType = sniffed.mediaType;
+  // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
+  const manifestDigest = createHash('sha256').update(signed.manifestStore).digest('hex');
+  const anchorInput = { tenantId, assetId, manifestId, manifestDigest };
+  const anchorWanted = recipe.anchor && deps.anchor !== undefined;
+  // A job's result is committed with its asset (onCommitted), so its anchor must be known before the record. A
+  // synchronous sign enqueues while its blobs are written and its record committed (the enqueue is a round trip to
+  // the anchor service and its open batch, not worth waiting for in series); should the record then fail, the
+  // leaf names a manifest nobody holds (harmless) and a retry signs under a new manifest id. enqueueAnchor never
+  // throws: an anchor service that does not answer leaves the manifest to be anchored from asset.signed.
+  const anchorFirst = onCommitted !== undefined && anchorWanted;
+  const anchorAlongside = !anchorFirst && anchorWanted ? enqueueAnchor(deps, anchorInput) : undefined;
   const blobs = await storeBlobs(
     deps,
     { tenantId, assetId, manifestId, extension: sniffed.extension, mediaType },
     signed,
   );
 
-  // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
-  const manifestDigest = createHash('sha256').update(signed.manifestStore).digest('hex');
   const createdAt = new Date();
   const expiresAt = new Date(createdAt.getTime() + Math.max(1, recipe.derivedAssetDays) * DAY_MS);
   const base = deps.publicBaseUrl.replace(/\/$/, '');
@@ -72,11 +81,6 @@ export async function signAsset(
     createdAt: createdAt.toISOString(),
     expiresAt: expiresAt.toISOString(),
   };
-  // A job's result is committed with its asset (onCommitted), so its anchor must be known first: the digest is
-  // enqueued before the record. Should the record then fail, the leaf names a manifest nobody holds (harmless) and
-  // a retry signs under a new manifest id. A synchronous sign enqueues after its commit.
-  const anchorFirst = onCommitted !== undefined && recipe.anchor && deps.anchor !== undefined;
-  const anchorInput = { tenantId, assetId, manifestId, manifestDigest };
   if (anchorFirst) {
     const anchor = await enqueueAnchor(deps, anchorInput);
     if (anchor) result.anchor = anchor;
@@ -101,8 +105,8 @@ export async function signAsset(
     onCommitted,
   );
   void deps.outbox.flush();
-  if (recipe.anchor && deps.anchor && !anchorFirst) {
-    const anchor = await enqueueAnchor(deps, anchorInput);
+  if (anchorAlongside) {
+    const anchor = await anchorAlongside;
     if (anchor) result.anchor = anchor;
   }
   return result;

@@ -3,6 +3,7 @@ import { withTenant } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { checkMediaLimits, isSidecarMediaType, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
 import { isoTimestamp, type verifierV1 } from '@cairn/proto';
+import { inSpan } from '@cairn/telemetry';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { WatermarkEvidence } from '../../domain/evidence.js';
 import { manifestEvidence } from '../../domain/from-reading.js';
@@ -20,7 +21,7 @@ import { contentMatchesAsset, detectAudioWatermark, detectVideoWatermark, detect
  * (app/stored-verdict.ts computes that from Cairn's own copy).
  */
 export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<VerifyOutcome> {
-  const subject = await resolveSubject(deps, request);
+  const subject = await inSpan('verify.subject', () => resolveSubject(deps, request));
   const sniffed = sniffMediaType(subject.bytes.subarray(0, SNIFF_BYTES));
   if (!sniffed) {
     throw new CairnError(
@@ -29,8 +30,8 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     );
   }
   // A file declaring more than the limits (a decompression bomb) is refused before anything decodes it.
-  await checkMediaLimits(subject.bytes, sniffed, deps.mediaLimits);
-  const trust = await deps.trust.forTenant(request.tenantId || undefined);
+  await inSpan('verify.limits', () => checkMediaLimits(subject.bytes, sniffed, deps.mediaLimits));
+  const trust = await inSpan('verify.trust', () => deps.trust.forTenant(request.tenantId || undefined));
   // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
   // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.
   const sidecarType = isSidecarMediaType(sniffed.mediaType);
@@ -40,34 +41,48 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   const sidecar = sidecarManifestId
     ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore
     : undefined;
-  const [reading, watermark] = await Promise.all([
-    sidecarType && !sidecar
-      ? Promise.resolve<C2paReading>({ kind: 'none' })
-      : deps.reader.readManifest({
-          asset: subject.bytes,
-          mimeType: sniffed.mediaType,
-          trustAnchorsPem: trust.pems,
-          allowRemoteFetch: false,
-          ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
-        }),
+  const watermarkDetection: Promise<WatermarkEvidence> =
     sniffed.modality === 'image'
-      ? detectWatermark(deps, subject.bytes)
+      ? inSpan('verify.watermark', () => detectWatermark(deps, subject.bytes))
       : sniffed.modality === 'audio'
         ? detectAudioWatermark(deps, subject.bytes)
         : sniffed.modality === 'video'
           ? detectVideoWatermark(deps, subject.bytes)
-          : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' }),
-  ]);
-
-  // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
-  // by Cairn itself (by id or by the file's exact hash), so it names its record.
-  const linked =
-    sidecarManifestId && reading.kind === 'manifest'
-      ? await sidecarRecord(deps, sidecarManifestId)
-      : await linkedRecord(deps, reading);
-  const [ocsp, anchor] = await Promise.all([
-    checkRevocation(deps, reading),
-    checkAnchor(deps, reading, linked?.assetId),
+          : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' });
+  // What follows from the manifest alone (its record, OCSP, the anchor, the asset's public record) starts as soon as
+  // the reading is there, while the watermark detection (the slower signal) still runs: none of it waits for the
+  // mark, so a verify takes about as long as its slowest signal rather than the sum of both chains.
+  const fromManifest = (async () => {
+    const reading: C2paReading =
+      sidecarType && !sidecar
+        ? { kind: 'none' }
+        : await inSpan('verify.c2pa', () =>
+            deps.reader.readManifest({
+              asset: subject.bytes,
+              mimeType: sniffed.mediaType,
+              trustAnchorsPem: trust.pems,
+              allowRemoteFetch: false,
+              ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
+            }),
+          );
+    // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
+    // by Cairn itself (by id or by the file's exact hash), so it names its record.
+    const linked =
+      sidecarManifestId && reading.kind === 'manifest'
+        ? await sidecarRecord(deps, sidecarManifestId)
+        : await inSpan('verify.linked', () => linkedRecord(deps, reading));
+    const knownAssetId = subject.assetId ?? linked?.assetId;
+    const [ocsp, anchor, knownRecord] = await Promise.all([
+      inSpan('verify.ocsp', () => checkRevocation(deps, reading)),
+      inSpan('verify.anchor', () => checkAnchor(deps, reading, linked?.assetId)),
+      // The manifest names the asset: its public record is needed whatever the watermark says.
+      knownAssetId ? inSpan('verify.record', () => publicAsset(deps, knownAssetId)) : Promise.resolve(undefined),
+    ]);
+    return { reading, linked, ocsp, anchor, knownRecord };
+  })();
+  const [{ reading, linked, ocsp, anchor, knownRecord }, watermark] = await Promise.all([
+    fromManifest,
+    watermarkDetection,
   ]);
 
   // Which Cairn asset is this? Known from the input or the signed record; else the watermark registry points to one.
@@ -93,7 +108,12 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
       ? undefined
       : markedAssetId;
   const assetId = manifestAssetId ?? (reading.kind === 'manifest' ? undefined : watermarkAssetId);
-  const record = await publicAsset(deps, assetId);
+  const record =
+    assetId === undefined
+      ? undefined
+      : assetId === manifestAssetId
+        ? knownRecord
+        : await inSpan('verify.record', () => publicAsset(deps, assetId));
   const match =
     watermarkEvidence.ran && watermarkEvidence.detected && watermarkEvidence.registered && record && !manifestAssetId
       ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence)
@@ -122,17 +142,19 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   const verifiedAt = new Date().toISOString();
 
   if (request.tenantId) {
-    await withTenant(deps.db, request.tenantId, (tx) =>
-      deps.outbox.enqueue(
-        tx,
-        newEvent('asset.verified', request.tenantId, {
-          status: verdict.status,
-          confidence: verdict.confidence,
-          manifest_id: manifestId ?? null,
-          asset_id: assetId ?? null,
-          media_type: sniffed.mediaType,
-          ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
-        }),
+    await inSpan('verify.event', () =>
+      withTenant(deps.db, request.tenantId, (tx) =>
+        deps.outbox.enqueue(
+          tx,
+          newEvent('asset.verified', request.tenantId, {
+            status: verdict.status,
+            confidence: verdict.confidence,
+            manifest_id: manifestId ?? null,
+            asset_id: assetId ?? null,
+            media_type: sniffed.mediaType,
+            ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
+          }),
+        ),
       ),
     );
     void deps.outbox.flush();
