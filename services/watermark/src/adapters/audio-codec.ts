@@ -163,13 +163,18 @@ export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: Media
 }
 
 /** A received file to read: any audio (or a video's first audio track) ffmpeg decodes, as 16 kHz mono; null if none. */
-export async function decodeAudioForDetection(encoded: Uint8Array, limits: MediaLimits): Promise<Float32Array | null> {
+export async function decodeAudioForDetection(
+  encoded: Uint8Array,
+  limits: MediaLimits,
+  /** Decode no more than this (the detector reads only its first seconds). */
+  readSeconds = Infinity,
+): Promise<Float32Array | null> {
   const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
   if (!sniffed || (sniffed.modality !== 'audio' && sniffed.modality !== 'video'))
     throw invalid(`encoded must be an audio or video file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
   await checkMediaLimits(bytes, sniffed, limits);
-  const maxSeconds = sniffed.modality === 'audio' ? limits.audioSeconds : limits.videoSeconds;
+  const maxSeconds = Math.min(readSeconds, sniffed.modality === 'audio' ? limits.audioSeconds : limits.videoSeconds);
   try {
     return await decodeAudioMono(bytes, ANALYSIS_RATE, maxSeconds);
   } catch (error) {
@@ -243,6 +248,133 @@ export async function encodeMarkedAudio(samples: Float32Array, format: AudioForm
       ],
       input,
       timeoutMs: 120_000,
+    });
+    return readFile(output);
+  });
+}
+
+/** The first audio track of a video, decoded at its own rate and channels, and how to encode it again. */
+export interface VideoAudioTrack {
+  readonly samples: Float32Array;
+  readonly sampleRate: number;
+  readonly channels: number;
+  /** The encoder for the container's codec family (AAC in MP4, Opus in WebM) and the track's bit rate in kb/s. */
+  readonly codec: 'aac' | 'libopus';
+  readonly kbps: number;
+  readonly seconds: number;
+}
+
+/** Opus encodes only these rates; another rate is resampled to 48 kHz for it. */
+const OPUS_RATES: ReadonlySet<number> = new Set([8000, 12_000, 16_000, 24_000, 48_000]);
+/** Bit rates a re-encoded track is held to (kb/s): a header's claim outside them is not a quality to copy. */
+const MIN_TRACK_KBPS = 24;
+const MAX_TRACK_KBPS = 320;
+
+/** The audio stream's own bit rate from ffmpeg's description (never the file's total, which counts the video). */
+function declaredTrackKbps(description: string): number | undefined {
+  const line = /Stream #\d+:\d+.*?: Audio: ([^\n]*)/.exec(description)?.[1];
+  const kbps = line ? /(\d+) kb\/s/.exec(line) : null;
+  return kbps ? Number(kbps[1]) : undefined;
+}
+
+/**
+ * The first audio track of the video at `path` (a container the service re-encodes: MP4 or WebM), or null when it
+ * has none ffmpeg decodes. Its bit rate is the stream's declared one, else measured by copying the stream out
+ * (WebM declares none); at most `maxSeconds` are decoded.
+ */
+export async function decodeVideoAudioTrack(
+  path: string,
+  container: string,
+  maxSeconds: number,
+): Promise<VideoAudioTrack | null> {
+  const description = await probeFfmpeg(path);
+  const stream = parseAudioStream(description, container);
+  if (!stream) return null;
+  try {
+    const raw = await runFfmpeg({
+      args: [
+        '-i',
+        path,
+        '-t',
+        String(maxSeconds),
+        '-map',
+        '0:a:0',
+        '-f',
+        'f32le',
+        '-ac',
+        String(stream.channels),
+        '-ar',
+        String(stream.sampleRate),
+        'pipe:1',
+      ],
+      maxOutputBytes: Math.ceil(maxSeconds * stream.sampleRate * stream.channels * 4) + 4096,
+      timeoutMs: 120_000,
+    });
+    const samples = new Float32Array(raw.length >> 2);
+    new Uint8Array(samples.buffer).set(raw.subarray(0, samples.length * 4));
+    const seconds = samples.length / stream.channels / stream.sampleRate;
+    if (seconds === 0) return null;
+    let kbps = declaredTrackKbps(description);
+    if (kbps === undefined) {
+      const copied = await runFfmpeg({
+        args: ['-i', path, '-t', String(maxSeconds), '-map', '0:a:0', '-c', 'copy', '-f', 'matroska', 'pipe:1'],
+        maxOutputBytes: Math.ceil((maxSeconds * MAX_TRACK_KBPS * 1000) / 8) + 1024 * 1024,
+      });
+      kbps = Math.round((copied.length * 8) / seconds / 1000);
+    }
+    return {
+      samples,
+      sampleRate: stream.sampleRate,
+      channels: stream.channels,
+      codec: container === 'video/webm' ? 'libopus' : 'aac',
+      kbps: Math.min(MAX_TRACK_KBPS, Math.max(MIN_TRACK_KBPS, kbps)),
+      seconds,
+    };
+  } catch (error) {
+    // An audio track that does not decode is left as it is: the frames carry the mark.
+    if (error instanceof FfmpegError) return null;
+    throw error;
+  }
+}
+
+/**
+ * The video at `path` with its video stream copied and `track`'s samples (marked) as its audio, encoded in the
+ * container's codec family at the track's bit rate. Written through a file: MP4's index is finished by seeking back.
+ */
+export async function replaceVideoAudioTrack(path: string, container: string, track: VideoAudioTrack): Promise<Buffer> {
+  const webm = container === 'video/webm';
+  const rate = track.codec === 'libopus' && !OPUS_RATES.has(track.sampleRate) ? ['-ar', '48000'] : [];
+  return withTemp(async (dir) => {
+    const output = join(dir, webm ? 'marked.webm' : 'marked.mp4');
+    await runFfmpeg({
+      args: [
+        '-i',
+        path,
+        '-f',
+        'f32le',
+        '-ar',
+        String(track.sampleRate),
+        '-ac',
+        String(track.channels),
+        '-i',
+        'pipe:0',
+        '-map',
+        '0:v:0',
+        '-map',
+        '1:a:0',
+        '-c:v',
+        'copy',
+        '-c:a',
+        track.codec,
+        '-b:a',
+        `${track.kbps}k`,
+        ...rate,
+        ...(webm ? ['-f', 'webm'] : ['-movflags', '+faststart', '-f', 'mp4']),
+        '-y',
+        output,
+      ],
+      input: Buffer.from(track.samples.buffer, track.samples.byteOffset, track.samples.byteLength),
+      timeoutMs: 120_000 + track.seconds * 1000,
     });
     return readFile(output);
   });

@@ -1,5 +1,6 @@
 import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
 import { inWorker, type WatermarkDeps } from './deps.js';
+import { AUDIO_MARK_RECORDED_AS, readAudioMark } from './detect-audio.js';
 import { registeredMark } from './marks.js';
 import { detectVideoMark } from './video-watermark.js';
 
@@ -8,8 +9,19 @@ export async function detectVideo(deps: WatermarkDeps, encoded: Uint8Array) {
   const found = await inWorker(deps.logger, 'video detection', () =>
     detectVideoMark({ pool: deps.pool, mediaLimits: deps.mediaLimits }, encoded, deps.keyring.all),
   );
-  if (!found.applicable) return { detected: false, applicable: false, algorithm: CAIRN_SYNC_V2_NAME };
-  if (!found.outcome) return { detected: false, applicable: true, algorithm: found.algorithm ?? CAIRN_SYNC_V2_NAME };
+  if (!found.outcome) {
+    // Frames that give nothing (lost to a downscale or a heavy re-encode, or too small): the audio track may.
+    const heard = await readAudioMark(deps, encoded);
+    if (heard.applicable && heard.outcome.detection) {
+      const { detection, algorithm, keyId } = heard.outcome;
+      const { answer } = await registeredMark(deps, detection, algorithm, keyId, AUDIO_MARK_RECORDED_AS);
+      const { keyless: _keyless, ...fields } = answer;
+      return { ...fields, atSeconds: 0 };
+    }
+    if (!found.applicable && !heard.applicable)
+      return { detected: false, applicable: false, algorithm: CAIRN_SYNC_V2_NAME };
+    return { detected: false, applicable: true, algorithm: found.algorithm ?? CAIRN_SYNC_V2_NAME };
+  }
   const { detection, algorithm, keyId } = found.outcome;
   const { answer } = await registeredMark(deps, detection, algorithm, keyId);
   const { keyless: _keyless, ...fields } = answer;

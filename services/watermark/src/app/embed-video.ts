@@ -4,6 +4,7 @@ import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
 import { keyedPayloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
 import { keyOf } from './marks.js';
+import { markAudioTrack } from './video-audio-track.js';
 import { markVideo } from './video-watermark.js';
 
 export interface EmbedVideoInput {
@@ -55,9 +56,14 @@ export async function embedVideo(deps: WatermarkDeps, input: EmbedVideoInput) {
       throw error;
     }
   });
-  checkAnswerSize('video', marked.encoded.length);
+  // The sound carries the same payload (cairn-audio-wm-v1): a copy whose frames lost the mark still names the asset.
+  const withAudio = await inWorker(logger, 'video audio track embedding', () =>
+    markAudioTrack(deps, marked.encoded, marked.mediaType, payload, key),
+  );
+  const encoded = withAudio?.encoded ?? marked.encoded;
+  checkAnswerSize('video', encoded.length);
   return {
-    encoded: marked.encoded,
+    encoded,
     payloadHex: hex,
     psnrDb: marked.psnrDb,
     algorithm: CAIRN_SYNC_V2_NAME,

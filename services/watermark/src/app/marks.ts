@@ -26,17 +26,20 @@ export interface DetectedMark {
 /**
  * A detected mark and the registry entry it resolves to. An entry counts only for a mark read the way it was
  * written: a keyed mark's payload is public (manifests carry it), so the keyless code stamping it, or a key that
- * is not the mark's, is not that mark.
+ * is not the mark's, is not that mark. The one exception is a video's: its frames (cairn-sync-v2) and its audio
+ * track (cairn-audio-wm-v1) carry the same payload under the same key, and the row records the frames' algorithm.
  */
 export async function registeredMark(
   { registry, logger }: Pick<WatermarkDeps, 'registry' | 'logger'>,
   detection: { payload: Uint8Array; confidence: number },
   name: string,
   keyId: string | null,
+  /** The algorithms a registry row may name for this read (a video's audio track carries its frame mark's payload). */
+  recordedAs: ReadonlyArray<string> = [name],
 ): Promise<{ answer: DetectedMark; mark: MarkRecord | null }> {
   const hex = payloadHex(detection.payload);
   const found = await registry.findByPayload(hex);
-  const mark = found && found.algorithm === name && found.keyId === keyId ? found : null;
+  const mark = found && recordedAs.includes(found.algorithm) && found.keyId === keyId ? found : null;
   if (found && !mark)
     logger.warn(
       { algorithm: name, key_id: keyId, registered_algorithm: found.algorithm, registered_key_id: found.keyId },

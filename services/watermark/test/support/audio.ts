@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { decodeAudioMono, runFfmpeg } from '@cairn/media';
 
 /**
@@ -88,3 +91,36 @@ export function withNoise(samples: Float32Array, snrDb: number, seed = 1): Float
 }
 
 export const mono16k = (bytes: Buffer): Promise<Float32Array> => decodeAudioMono(bytes, 16_000);
+
+/**
+ * `video` with `audio` (any file ffmpeg reads) as its only sound, encoded as the container's usual codec (AAC 128k in
+ * MP4, Opus 96k in WebM), the video stream copied, as long as the shorter of the two.
+ */
+export async function withSoundtrack(video: Buffer, audio: Buffer, container: 'mp4' | 'webm' = 'mp4'): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-soundtrack-'));
+  try {
+    await writeFile(join(dir, 'video'), video);
+    await writeFile(join(dir, 'audio'), audio);
+    return await runFfmpeg({
+      args: [
+        '-i',
+        join(dir, 'video'),
+        '-i',
+        join(dir, 'audio'),
+        '-map',
+        '0:v:0',
+        '-map',
+        '1:a:0',
+        '-c:v',
+        'copy',
+        ...(container === 'webm'
+          ? ['-c:a', 'libopus', '-b:a', '96k', '-ar', '48000', '-shortest', '-f', 'webm']
+          : ['-c:a', 'aac', '-b:a', '128k', '-shortest', '-movflags', 'frag_keyframe+empty_moov', '-f', 'mp4']),
+        'pipe:1',
+      ],
+      timeoutMs: 120_000,
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
