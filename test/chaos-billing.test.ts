@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
-import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
+import { retryUntilSigned, signStreamWith, type SignOutcome } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
@@ -46,17 +46,19 @@ afterAll(async () => {
 });
 
 /** Retries a sign that did not answer 200 with its own Idempotency-Key, as a client should, until it does. */
-async function untilSigned(first: SignOutcome): Promise<SignOutcome> {
-  let outcome = first;
-  for (let attempt = 0; outcome.status !== 200 && attempt < 20; attempt++) {
-    // Billing down is a clean 503 with a problem (never a 500); a retry that finds its first attempt still
-    // running (waiting on billing) is told so (409 in_progress, Retry-After). Anything else is a bug.
-    expect([503, 409]).toContain(outcome.status);
-    expect(outcome.code).toMatch(outcome.status === 409 ? /^cairn\.idempotency\.in_progress$/ : /^cairn\./);
-    await new Promise((r) => setTimeout(r, 500));
-    outcome = await signOnce(stack, tenant.api_key, outcome.key, outcome.bytes);
-  }
-  return outcome;
+function untilSigned(first: SignOutcome): Promise<SignOutcome> {
+  return retryUntilSigned(
+    stack,
+    tenant.api_key,
+    first,
+    (outcome) => {
+      // Billing down is a clean 503 with a problem (never a 500); a retry that finds its first attempt still
+      // running (waiting on billing) is told so (409 in_progress, Retry-After). Anything else is a bug.
+      expect([503, 409]).toContain(outcome.status);
+      expect(outcome.code).toMatch(outcome.status === 409 ? /^cairn\.idempotency\.in_progress$/ : /^cairn\./);
+    },
+    20,
+  );
 }
 
 describe('kill -9 billing in the middle of a stream of signs', () => {

@@ -196,6 +196,91 @@ describe('slow signs of one tenant', () => {
   }, 120_000);
 });
 
+/** The tenant's billing reservations by status (read as the database owner). */
+async function reservations(tenantId: string): Promise<Record<string, number>> {
+  const { rows } = await admin.query<{ status: string; n: number }>(
+    'select status, count(*)::int as n from billing.reservations where tenant_id = $1 group by 1',
+    [tenantId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+async function assetsOf(tenantId: string): Promise<string[]> {
+  const { rows } = await admin.query<{ asset_id: string }>('select asset_id from signer.assets where tenant_id = $1', [
+    tenantId,
+  ]);
+  return rows.map((r) => r.asset_id);
+}
+
+describe('a gateway that died mid-sign (issue #11: kill -9 must not sign twice)', () => {
+  it('the retry that takes its claim over answers the asset the signer recorded, not a second one, billed once', async () => {
+    const a = await onboard(stack);
+    const key = crypto.randomUUID();
+    const first = await sign(a.api_key, key);
+    expect(first.status).toBe(200);
+    const signed = (await first.json()) as { asset_id: string; manifest_id: string };
+    await waitFor('the first sign billed', async () => (await reservations(a.tenant_id)).committed === 1, 30_000, 100);
+    // What a gateway killed after the signer recorded the sign, before it recorded the answer, leaves: its claim,
+    // in_progress with the asset id it chose, its lease run out (set in the past, on the database's clock).
+    await admin.query(
+      `update gateway.sign_requests set state = 'in_progress', http_status = 0, response = '{}',
+         claim_id = 'dead-gateway', lease_expires_at = now() - interval '1 second'
+       where tenant_id = $1 and idempotency_key = $2`,
+      [a.tenant_id, key],
+    );
+    const retried = await sign(a.api_key, key);
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    const body = (await retried.json()) as { asset_id: string; manifest_id: string };
+    expect(body).toMatchObject({ asset_id: signed.asset_id, manifest_id: signed.manifest_id });
+    expect(await signState(key)).toBe('done');
+    expect(await assetsOf(a.tenant_id)).toEqual([signed.asset_id]);
+    // The takeover reserved a unit before it knew; it released it: one unit committed, by the one sign.
+    const billed = await reservations(a.tenant_id);
+    expect(billed.committed).toBe(1);
+    expect(billed.released).toBe(1);
+  }, 120_000);
+
+  it('a retry while the first sign still runs in the signer is told in_progress, then gets that sign', async () => {
+    const a = await onboard(stack);
+    const key = crypto.randomUUID();
+    freeze();
+    try {
+      const first = sign(a.api_key, key);
+      await waitFor(
+        'the first sign to claim its key',
+        async () => (await signState(key)) === 'in_progress' || undefined,
+        60_000,
+        50,
+      );
+      // Its gateway "dies": the lease runs out while the signer still works on the sign (watermark frozen).
+      await admin.query(
+        `update gateway.sign_requests set claim_id = 'dead-gateway', lease_expires_at = now() - interval '1 second'
+         where tenant_id = $1 and idempotency_key = $2`,
+        [a.tenant_id, key],
+      );
+      const early = await sign(a.api_key, key);
+      expect(early.status).toBe(409);
+      expect(await code(early)).toBe('cairn.idempotency.in_progress');
+      expect(Number(early.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+      thaw();
+      const answered = await first;
+      // The first request's own answer is still the sign it made (its finish matches no claim any more).
+      expect(answered.status).toBe(200);
+      const { asset_id } = (await answered.json()) as { asset_id: string };
+      const retried = await sign(a.api_key, key);
+      expect(retried.status).toBe(200);
+      expect(((await retried.json()) as { asset_id: string }).asset_id).toBe(asset_id);
+      expect(await assetsOf(a.tenant_id)).toEqual([asset_id]);
+      await waitFor('the sign billed', async () => (await reservations(a.tenant_id)).committed === 1, 30_000, 100);
+      expect((await reservations(a.tenant_id)).committed).toBe(1);
+    } finally {
+      thaw();
+    }
+  }, 120_000);
+});
+
 describe('failed authentications', () => {
   it('past the limit an address is refused before any key lookup; another address with a good key is served', async () => {
     const tenant = await onboard(stack);

@@ -6,6 +6,8 @@ export interface SignOutcome {
   asset_id?: string;
   manifest_id?: string;
   code?: string;
+  /** The answer is a recorded sign's, replayed (Idempotent-Replayed: true). */
+  replayed?: boolean;
   /** The Idempotency-Key and the file it was sent with (a retry sends the same). */
   key: string;
   bytes: Buffer;
@@ -40,7 +42,8 @@ export async function signOnce(
     .catch(() => undefined); // a connection cut by a kill: status 0, counted as not-a-success
   if (!res) return { status: 0, key, bytes };
   const body = (await res.json()) as { asset_id?: string; manifest_id?: string; code?: string };
-  return { status: res.status, key, bytes, ...body };
+  const replayed = res.headers.get('idempotent-replayed') === 'true';
+  return { status: res.status, key, bytes, ...(replayed ? { replayed } : {}), ...body };
 }
 
 /**
@@ -65,4 +68,25 @@ export async function signStreamWith(
   await Promise.all(Array.from({ length: options.concurrency ?? 2 }, worker));
   await disrupted;
   return outcomes;
+}
+
+/**
+ * Retries a sign that did not answer 200 with its own Idempotency-Key and file, as a client should, until it does
+ * (at most `attempts` times, half a second apart); `check` is shown each answer that is not 200 first (what a
+ * client may be told meanwhile). Answers the last outcome.
+ */
+export async function retryUntilSigned(
+  stack: Stack,
+  apiKey: string,
+  first: SignOutcome,
+  check: (outcome: SignOutcome) => void,
+  attempts = 40,
+): Promise<SignOutcome> {
+  let outcome = first;
+  for (let attempt = 0; outcome.status !== 200 && attempt < attempts; attempt++) {
+    check(outcome);
+    await new Promise((r) => setTimeout(r, 500));
+    outcome = await signOnce(stack, apiKey, outcome.key, outcome.bytes);
+  }
+  return outcome;
 }

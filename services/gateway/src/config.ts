@@ -58,6 +58,12 @@ export const gatewayConfigShape = {
   PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** Unauthenticated C2PA soft-binding queries (/c2pa/v1/matches/*) per client address per minute. */
   PUBLIC_RESOLUTION_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /**
+   * How long a sign's Idempotency-Key claim lives unfinished: longer than the sign's own 120 s deadline plus the
+   * time to record its answer, so only a claim whose gateway died (or lost the database) is taken over. The
+   * takeover signs under the claim's recorded asset id, so it answers the first sign if the signer recorded it.
+   */
+  SIGN_CLAIM_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(180),
   /** Signs of one tenant running at once (across replicas, counted in Redis); one more answers 429. */
   SIGN_CONCURRENCY_PER_TENANT: z.coerce.number().int().positive().default(4),
   /** Failed authentications (401) per client address per minute; past it every request with a key answers 429. */

@@ -21,7 +21,7 @@ import type { Logger } from '@cairn/logging';
 import { createApp } from './http/app.js';
 import { TenantDirectory } from './adapters/tenant-directory.js';
 import { assertNoLegacyTenants } from './store/legacy-tenants.js';
-import { SIGN_CLAIM_LEASE_SECONDS, SignRequestStore } from './store/sign-requests.js';
+import { SignRequestStore } from './store/sign-requests.js';
 import { UploadSessionStore } from './store/upload-sessions.js';
 import { UploadSessions } from './app/upload-sessions.js';
 import { SignAssets } from './app/sign.js';
@@ -68,9 +68,9 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       const signing = new SignAssets({
         signer,
         tenants,
-        requests: new SignRequestStore(ctx.db),
+        requests: new SignRequestStore(ctx.db, config.SIGN_CLAIM_LEASE_SECONDS),
         // A slot lapses with the sign's idempotency lease: both outlive the sign's deadline, so only a dead gateway's lapse.
-        slots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', SIGN_CLAIM_LEASE_SECONDS * 1000, {
+        slots: new RedisConcurrencyLimiter(ctx.redis, 'signs-in-flight:', config.SIGN_CLAIM_LEASE_SECONDS * 1000, {
           onFallback: redisDown,
         }),
         concurrencyPerTenant: config.SIGN_CONCURRENCY_PER_TENANT,

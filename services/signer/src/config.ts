@@ -17,6 +17,11 @@ export const signerConfigShape = {
   PKI_CHECK_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
   /** Attempts of an async sign before it ends `failed` with job.failed (a crash or timeout each counts as one). */
   SIGN_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /**
+   * How long a sign's claim on its asset id lives: a retried Sign of the same asset id meanwhile answers 409
+   * cairn.idempotency.in_progress; past it (the signer died mid-sign) the retry takes the claim over.
+   */
+  ASSET_CLAIM_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(180),
   /** C2PA child processes (c2pa-rs parses and rewrites uploads there; the key stays in the signer). */
   SIGN_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
   /** Budget of one C2PA sign in a child; past it the child is killed and the sign fails 503 cairn.sign.worker_failed. */

@@ -91,8 +91,8 @@ export function signerHandlers(
       if (!request.sign) throw new CairnError('cairn.validation.invalid_body', 'sign is required');
       requireIds(request.sign.tenantId, request.sign.assetId);
       requireOwnUpload(request.sign.tenantId, request.sign.uploadBlobKey);
-      const { jobId } = await deps.jobs.enqueue(request.sign);
-      return { jobId, status: jobStates.toProto('queued') };
+      const { jobId, status, replayed } = await deps.jobs.enqueue(request.sign);
+      return { jobId, status: jobStates.toProto(status), replayed };
     },
     getJob: async (request) => {
       const job = await deps.assets.job(request.tenantId, request.jobId);

@@ -83,6 +83,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         logger,
         c2pa,
         publicBaseUrl: config.PUBLIC_BASE_URL,
+        assetClaimLeaseSeconds: config.ASSET_CLAIM_LEASE_SECONDS,
         mediaLimits: mediaLimitsOf(config),
         version: VERSION,
         observeStage: (stage, seconds) => stageSeconds.observe({ stage }, seconds),

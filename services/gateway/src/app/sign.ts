@@ -1,6 +1,5 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
-import { newId } from '@cairn/ids';
 import { jobStates, type signerV1, type tenantV1 } from '@cairn/proto';
 import type { Logger } from '@cairn/logging';
 import type { ServiceClient } from '@cairn/rpc';
@@ -17,7 +16,7 @@ export type SignerClient = ServiceClient<typeof signerV1.SignerService extends G
 export interface SignDeps {
   signer: SignerClient;
   tenants: TenantDirectory;
-  /** Exactly-once per (tenant, Idempotency-Key): claim, finish, abandon. */
+  /** Exactly-once per (tenant, Idempotency-Key): claim, finish, release, abandon. */
   requests: SignRequestStore;
   /** Signs in flight per tenant (SIGN_CONCURRENCY_PER_TENANT). */
   slots: RedisConcurrencyLimiter;
@@ -51,6 +50,8 @@ export type SignOutcome =
 
 /** When a tenant's signs are all running, a slot usually frees within seconds. */
 const SIGN_SLOT_RETRY_AFTER_SECONDS = 2;
+/** When an earlier attempt's sign is still running in the signer: a sign usually ends within seconds. */
+const BUSY_SIGN_RETRY_AFTER_SECONDS = 2;
 
 function recipeSpec(recipe: tenantV1.Recipe): signerV1.RecipeSpec {
   return {
@@ -116,11 +117,19 @@ export class SignAssets {
       };
     if (claim.kind === 'replay') return { kind: 'answer', answer: claim.answer, replayed: true };
 
+    // Whether a sign of the claim's asset id may have been recorded: then the claim must not be forgotten when this
+    // attempt fails (`release`, not `abandon`), or the client's retry would sign a second asset.
+    let maybeSigned = claim.takenOver;
+    const endClaim = () =>
+      maybeSigned
+        ? deps.requests.release(tenant.tenantId, idempotencyKey, claim.claimId)
+        : deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
+
     const slot = await inSpan('gateway.sign.slot', () =>
       deps.slots.tryAcquire(`tenant:${tenant.tenantId}`, deps.concurrencyPerTenant),
     );
     if (!slot) {
-      await deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
+      await endClaim();
       return {
         kind: 'retry_later',
         retryAfterSeconds: SIGN_SLOT_RETRY_AFTER_SECONDS,
@@ -136,10 +145,12 @@ export class SignAssets {
     // A BYOK sign is metered as byok_sign on top of its modality meter.
     let byok: MeteredUnit | undefined;
     let answer: SignAnswer;
+    // The signer answered a sign (or job) of this asset id that was already recorded: billed by that one.
+    let replayed = false;
     try {
       metered = await inSpan('gateway.sign.reserve', () => reserveUnit(deps.billing, tenant, recipe.meter));
       if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
-      const assetId = newId('asset');
+      const { assetId } = claim;
       const sign = {
         tenantId: tenant.tenantId,
         assetId,
@@ -151,12 +162,27 @@ export class SignAssets {
         reservationId: metered.reservationId,
         byokReservationId: byok?.reservationId ?? '',
       };
+      maybeSigned = true;
       if (upload.size <= deps.syncMaxBytes) {
-        const result = await deps.signer.sign(sign, { deadlineMs: 120_000 });
+        const result = await this.#askSigner(
+          () => deps.signer.sign(sign, { deadlineMs: 120_000 }),
+          () => {
+            maybeSigned = false;
+          },
+        );
+        replayed = result.replayed;
         answer = { assetId, httpStatus: 200, body: presentSignResult(result) };
       } else {
-        const job = await deps.signer.enqueueSign({ sign });
-        request.onUploadHandedOver(); // the signer worker reads it, then deletes it
+        const job = await this.#askSigner(
+          () => deps.signer.enqueueSign({ sign }),
+          () => {
+            maybeSigned = false;
+          },
+        );
+        replayed = job.replayed;
+        // The signer worker reads it, then deletes it (a replayed job's worker reads the first request's upload,
+        // this one stays the caller's to delete).
+        if (!replayed) request.onUploadHandedOver();
         answer = {
           assetId,
           httpStatus: 202,
@@ -167,8 +193,8 @@ export class SignAssets {
           },
         };
       }
-      // False only when this claim's lease ran out and another request took it over: both signed, and
-      // this client still gets the answer of the sign it asked for.
+      // False only when this claim's lease ran out and another request took it over: both asked the signer for
+      // the same asset id, which signs it once, so both clients get the same asset.
       const finished = answer;
       await inSpan('gateway.sign.finish', () =>
         deps.requests.finish(tenant.tenantId, idempotencyKey, claim.claimId, finished),
@@ -177,13 +203,28 @@ export class SignAssets {
       await metered?.release();
       await byok?.release();
       // The key is free again for a retry; if the database cannot say so now, the lease runs out instead.
-      await deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId).catch(() => undefined);
+      await endClaim().catch(() => undefined);
+      // An earlier attempt's sign of this asset id is still running in the signer (its gateway died): the
+      // client retries, as for a duplicate, and gets that sign's answer.
+      if (error instanceof CairnError && error.code === 'cairn.idempotency.in_progress')
+        return {
+          kind: 'retry_later',
+          retryAfterSeconds: BUSY_SIGN_RETRY_AFTER_SECONDS,
+          error: new CairnError(
+            'cairn.idempotency.in_progress',
+            `A sign with this Idempotency-Key is still running; retry after ${BUSY_SIGN_RETRY_AFTER_SECONDS} s to get its answer.`,
+          ),
+        };
       throw error;
     } finally {
       await inSpan('gateway.sign.slot_release', () => slot.release());
     }
-    // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
-    if (answer.httpStatus === 202) {
+    if (replayed) {
+      // The recorded sign named its own reservations in asset.signed (or its job settles them): these are spare.
+      await metered.release();
+      await byok?.release();
+    } else if (answer.httpStatus === 202) {
+      // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
       metered.handOver();
       byok?.handOver();
     } else {
@@ -198,6 +239,23 @@ export class SignAssets {
           );
       }
     }
-    return { kind: 'answer', answer, replayed: false };
+    // A sign the signer had recorded for this key (its first gateway died before recording the answer) is a
+    // replay for the client too.
+    return { kind: 'answer', answer, replayed };
+  }
+
+  /**
+   * Calls the signer; `refused` runs when it refused the sign (a 4xx other than in_progress): then no sign of
+   * this asset id is recorded or running, this attempt's or an earlier one's (the signer would have answered
+   * the recorded one, or said in_progress). Anything else (unavailable, deadline) may have recorded it.
+   */
+  async #askSigner<T>(call: () => Promise<T>, refused: () => void): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof CairnError && error.status < 500 && error.code !== 'cairn.idempotency.in_progress')
+        refused();
+      throw error;
+    }
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
+import { newId } from '@cairn/ids';
 import { signRequests } from '../db/schema.js';
 
 export interface SignAnswer {
@@ -11,8 +12,9 @@ export interface SignAnswer {
 }
 
 /**
- * How long a claim stays live without being finished: longer than the sign's own 120 s deadline plus the time
- * to record its answer, so only a claim whose gateway died (or lost the database) is ever taken over.
+ * How long a claim stays live without being finished by default (SIGN_CLAIM_LEASE_SECONDS): longer than the
+ * sign's own 120 s deadline plus the time to record its answer, so only a claim whose gateway died (or lost the
+ * database) is ever taken over.
  */
 export const SIGN_CLAIM_LEASE_SECONDS = 180;
 
@@ -21,8 +23,12 @@ const BUSY_RETRY_AFTER_SECONDS = 2;
 
 /** The outcome of claiming an Idempotency-Key. */
 export type SignClaim =
-  /** This request runs the sign and must `finish` or `abandon` the claim. */
-  | { kind: 'run'; claimId: string }
+  /**
+   * This request runs the sign, under `assetId` (recorded with the claim: a takeover signs under the same id, so
+   * the signer answers the first sign if it recorded it), and must `finish`, `abandon` or `release` the claim.
+   * `takenOver`: an earlier request held it and may have reached the signer.
+   */
+  | { kind: 'run'; claimId: string; assetId: string; takenOver: boolean }
   /** A finished sign's recorded answer. */
   | { kind: 'replay'; answer: SignAnswer }
   /** Another request is signing under this key right now. */
@@ -30,10 +36,14 @@ export type SignClaim =
 
 /**
  * Exactly-once signing per (tenant, Idempotency-Key) as a row state machine, never a transaction held across
- * the sign: `claim` inserts an `in_progress` row with a lease in one short transaction; the sign runs with no
- * connection held; `finish` records the answer (`done`) in a second one, `abandon` drops the row when the sign
- * failed so the client may retry with the same key. A claim whose lease ran out (its gateway died mid-sign)
- * is taken over by the next request with the same key and body. Leases are on the database's clock.
+ * the sign: `claim` inserts an `in_progress` row with a lease and the asset id the sign will use, in one short
+ * transaction; the sign runs with no connection held; `finish` records the answer (`done`) in a second one.
+ * `abandon` drops the row when no sign of that asset id can have been recorded (the signer was not asked, or
+ * refused), so the client may retry with the same key, or another body; `release` lets the lease lapse at once
+ * but keeps the row when the outcome is unknown (the signer may have recorded it), so the retry signs under the
+ * same asset id and the signer answers the recorded sign instead of signing twice. A claim whose lease ran out
+ * (its gateway died mid-sign) is taken over the same way by the next request with the same key and body.
+ * Leases are on the database's clock.
  */
 export class SignRequestStore {
   constructor(
@@ -44,6 +54,7 @@ export class SignRequestStore {
   async claim(tenantId: string, idempotencyKey: string, requestHash: string): Promise<SignClaim> {
     const claimId = randomUUID();
     const lease = sql`now() + make_interval(secs => ${this.leaseSeconds})`;
+    const assetId = newId('asset');
     return withTenant(this.db, tenantId, async (tx) => {
       const inserted = await tx
         .insert(signRequests)
@@ -51,7 +62,7 @@ export class SignRequestStore {
           tenantId,
           idempotencyKey,
           requestHash,
-          assetId: '',
+          assetId,
           httpStatus: 0,
           response: {},
           state: 'in_progress',
@@ -60,7 +71,7 @@ export class SignRequestStore {
         })
         .onConflictDoNothing()
         .returning({ key: signRequests.idempotencyKey });
-      if (inserted.length > 0) return { kind: 'run', claimId } as const;
+      if (inserted.length > 0) return { kind: 'run', claimId, assetId, takenOver: false } as const;
       const [previous] = await tx
         .select({
           requestHash: signRequests.requestHash,
@@ -96,10 +107,15 @@ export class SignRequestStore {
           retryAfterSeconds: Math.max(1, Math.min(BUSY_RETRY_AFTER_SECONDS, Math.ceil(previous.leaseSecondsLeft))),
         } as const;
       }
-      // The lease ran out: take the claim over, unless another request took it over first (then it is busy).
+      // The lease ran out: take the claim over, with its asset id, unless another request took it over first
+      // (then it is busy). (A claim written before asset ids were recorded with it has none: a new one then.)
       const taken = await tx
         .update(signRequests)
-        .set({ claimId, leaseExpiresAt: lease })
+        .set({
+          claimId,
+          leaseExpiresAt: lease,
+          assetId: sql`coalesce(nullif(${signRequests.assetId}, ''), ${assetId})`,
+        })
         .where(
           and(
             eq(signRequests.tenantId, tenantId),
@@ -108,9 +124,9 @@ export class SignRequestStore {
             sql`${signRequests.leaseExpiresAt} <= now()`,
           ),
         )
-        .returning({ key: signRequests.idempotencyKey });
-      return taken.length > 0
-        ? ({ kind: 'run', claimId } as const)
+        .returning({ assetId: signRequests.assetId });
+      return taken[0]
+        ? ({ kind: 'run', claimId, assetId: taken[0].assetId, takenOver: true } as const)
         : ({ kind: 'busy', retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS } as const);
     });
   }
@@ -143,7 +159,28 @@ export class SignRequestStore {
     });
   }
 
-  /** Drops the claim of a sign that did not complete, so the same key may be sent again. */
+  /**
+   * Ends the claim of a sign whose outcome is unknown (the signer may have recorded it) without forgetting it:
+   * the lease lapses now, so the next request with the same key and body takes it over at once, under the same
+   * asset id.
+   */
+  async release(tenantId: string, idempotencyKey: string, claimId: string): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) =>
+      tx
+        .update(signRequests)
+        .set({ leaseExpiresAt: sql`now()` })
+        .where(
+          and(
+            eq(signRequests.tenantId, tenantId),
+            eq(signRequests.idempotencyKey, idempotencyKey),
+            eq(signRequests.claimId, claimId),
+            eq(signRequests.state, 'in_progress'),
+          ),
+        ),
+    );
+  }
+
+  /** Drops the claim of a sign that certainly recorded nothing, so the same key may be sent again. */
   async abandon(tenantId: string, idempotencyKey: string, claimId: string): Promise<void> {
     await withTenant(this.db, tenantId, (tx) =>
       tx

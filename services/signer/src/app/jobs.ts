@@ -8,6 +8,7 @@ import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { anchorBatchStates, signerV1, type AnchorBatchStateName } from '@cairn/proto';
 import { parseSignMetadata } from '../domain/metadata.js';
+import type { JobRow } from '../store/assets.js';
 import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './sign/index.js';
 
 /**
@@ -86,7 +87,12 @@ export class SignJobs {
     private readonly logger: Logger,
   ) {}
 
-  async enqueue(request: SignRequest): Promise<{ jobId: string }> {
+  /**
+   * Creates the job of a sign and queues it, once per asset id: the same asset id again (a caller that died before
+   * recording the first answer, retried) answers the first job, `replayed`, and queues nothing; its caller must not
+   * bill it again (the first job's reservation is settled by that job's outcome).
+   */
+  async enqueue(request: SignRequest): Promise<{ jobId: string; status: JobRow['status']; replayed: boolean }> {
     // Validated before the job row is written: a field the sign would refuse (prompt text above all) must
     // never reach the jobs table, whoever calls EnqueueSign.
     const metadata = Object.fromEntries(
@@ -99,9 +105,12 @@ export class SignJobs {
       signerV1.SignRequestSchema,
       create(signerV1.SignRequestSchema, { ...request, metadata, jobId }),
     );
-    await this.deps.store.createJob(request.tenantId, jobId, stored);
+    const job = await this.deps.store.createJob(request.tenantId, jobId, request.assetId, stored);
+    if (!job)
+      throw new CairnError('cairn.sign.idempotency_conflict', `Asset id ${request.assetId} belongs to another sign.`);
+    if (!job.created) return { jobId: job.row.jobId, status: job.row.status, replayed: true };
     await this.queue.enqueue({ jobId, tenantId: request.tenantId }, jobId);
-    return { jobId };
+    return { jobId, status: 'queued', replayed: false };
   }
 
   async run(item: SignJobItem, attempt: number, maxAttempts: number): Promise<void> {
@@ -127,7 +136,7 @@ export class SignJobs {
     // The upload is the job's input until the job ends, either way.
     const finished = () => this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
     try {
-      await signAsset(this.deps, request, async (tx, result) => {
+      const result = await signAsset(this.deps, request, async (tx, result) => {
         await this.deps.store.markJob(tx, item.jobId, {
           status: 'done',
           result,
@@ -147,6 +156,7 @@ export class SignJobs {
           ),
         );
       });
+      if (result.replayed) await this.completeReplayed(item, request, result);
       await finished();
     } catch (error) {
       const known =
@@ -158,6 +168,27 @@ export class SignJobs {
       await this.fail(item, request, known);
       await finished();
     }
+  }
+
+  /**
+   * A job whose asset id was already recorded by another sign (EnqueueSign dedupes by asset id, so only a caller
+   * that also signed that id synchronously gets here): done with that answer, and its reservations named nowhere,
+   * so the unit is billed once, by the sign that recorded it (this job's reservations lapse unbilled).
+   */
+  private async completeReplayed(item: SignJobItem, request: signerV1.SignRequest, result: SignResult): Promise<void> {
+    const { replayed: _replayed, ...stored } = result;
+    await withTenant(this.deps.db, item.tenantId, async (tx) => {
+      await this.deps.store.markJob(tx, item.jobId, { status: 'done', result: stored });
+      await this.deps.outbox.enqueue(
+        tx,
+        newEvent(
+          'job.completed',
+          item.tenantId,
+          jobCompletedData(item.jobId, request.recipe?.recipeId ?? '', result, ''),
+        ),
+      );
+    });
+    void this.deps.outbox.flush();
   }
 
   /** Ends the job `failed` with its problem and job.failed, once (the row's status decides). */

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, index, integer, jsonb, pgPolicy, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, jsonb, pgPolicy, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { signer } from './namespace.js';
 
 const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
@@ -103,10 +103,42 @@ export const jobs = signer.table(
   },
   (t) => [
     index('jobs_tenant_created_idx').on(t.tenantId, t.createdAt),
+    // One job per asset id: EnqueueSign retried with the same id (its caller died after the first) finds this one.
+    uniqueIndex('jobs_asset_idx').on(sql`(${t.request}->>'assetId')`),
     pgPolicy('jobs_tenant', {
       for: 'all',
       using: sql`${t.tenantId} = ${currentTenant}`,
       withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
+  ],
+);
+
+/**
+ * A sign in progress for a caller-chosen asset id: one row from the sign's start until its record commits (the row
+ * is deleted in that transaction) or it fails. It makes Sign idempotent by asset id when a caller retries while the
+ * first attempt still runs (the gateway, killed mid-sign, restarted and retried by its client): the second attempt
+ * is told to retry later instead of writing the same asset's file concurrently. A signer killed mid-sign leaves its
+ * row until the lease lapses. The tenant sees its own; a claim of another tenant's id is seen by presenting it
+ * (`cairn.asset_id`), so the refusal can say so.
+ */
+export const signClaims = signer.table(
+  'sign_claims',
+  {
+    assetId: text('asset_id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    claimId: text('claim_id').notNull(),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    pgPolicy('sign_claims_tenant', {
+      for: 'all',
+      using: sql`${t.tenantId} = ${currentTenant}`,
+      withCheck: sql`${t.tenantId} = ${currentTenant}`,
+    }),
+    pgPolicy('sign_claims_by_id', {
+      for: 'select',
+      using: sql`${t.assetId} = current_setting('cairn.asset_id', true)`,
     }),
   ],
 );

@@ -1,22 +1,103 @@
+import { randomUUID } from 'node:crypto';
 import { and, desc, eq, isNull, lt, sql } from 'drizzle-orm';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
-import { assets, jobs, manifests } from '../db/assets-schema.js';
+import { assets, jobs, manifests, signClaims } from '../db/assets-schema.js';
 
 export type AssetRow = typeof assets.$inferSelect;
 export type ManifestRow = typeof manifests.$inferSelect;
 export type JobRow = typeof jobs.$inferSelect;
 
+/** The outcome of claiming an asset id before signing it. */
+export type AssetClaim =
+  /** This attempt signs the asset and must record it (which drops the claim) or `releaseClaim`. */
+  | { kind: 'claimed'; claimId: string }
+  /** The asset is already recorded, for this tenant: its recorded result is the answer. */
+  | { kind: 'recorded'; asset: AssetRow }
+  /** Another attempt is signing this asset id right now. */
+  | { kind: 'busy'; retryAfterSeconds: number }
+  /** Another tenant signed, or is signing, an asset with this id. */
+  | { kind: 'foreign' };
+
 /** Assets, manifests and jobs of the signer; every query under row-level security. */
 export class AssetStore {
   constructor(private readonly db: Database) {}
 
+  /**
+   * Claims `assetId` for one sign, in one short transaction (no connection is held while the sign runs). Already
+   * recorded: the recorded asset. Claimed by a live attempt: busy. Lapsed (its signer died): taken over.
+   */
+  async claimAsset(tenantId: string, assetId: string, leaseSeconds: number): Promise<AssetClaim> {
+    const claimId = randomUUID();
+    const lease = sql`now() + make_interval(secs => ${leaseSeconds})`;
+    return withTenant(this.db, tenantId, async (tx) => {
+      // Presenting the id opens the asset and the claim of any tenant, so another tenant's id is refused, not reused.
+      await tx.execute(sql`select set_config('cairn.asset_id', ${assetId}, true)`);
+      const recorded = async (): Promise<AssetClaim | undefined> => {
+        const [row] = await tx.select().from(assets).where(eq(assets.assetId, assetId));
+        if (!row) return undefined;
+        return row.tenantId === tenantId ? { kind: 'recorded', asset: row } : { kind: 'foreign' };
+      };
+      const before = await recorded();
+      if (before) return before;
+      const inserted = await tx
+        .insert(signClaims)
+        .values({ assetId, tenantId, claimId, leaseExpiresAt: lease })
+        .onConflictDoNothing()
+        .returning({ assetId: signClaims.assetId });
+      if (inserted.length > 0) {
+        // An attempt that recorded the asset (and dropped its claim) between the first look and the insert:
+        // its commit is visible to this statement, so the claim is undone and the recorded asset answered.
+        const after = await recorded();
+        if (!after) return { kind: 'claimed', claimId };
+        await tx.delete(signClaims).where(and(eq(signClaims.assetId, assetId), eq(signClaims.claimId, claimId)));
+        return after;
+      }
+      const [held] = await tx
+        .select({
+          tenantId: signClaims.tenantId,
+          leaseSecondsLeft: sql<number>`greatest(0, extract(epoch from ${signClaims.leaseExpiresAt} - now()))::float8`,
+        })
+        .from(signClaims)
+        .where(eq(signClaims.assetId, assetId));
+      // Dropped between the insert and this read (recorded or failed): the caller may simply retry.
+      if (!held) return (await recorded()) ?? { kind: 'busy', retryAfterSeconds: 1 };
+      if (held.tenantId !== tenantId) return { kind: 'foreign' };
+      if (held.leaseSecondsLeft > 0)
+        return { kind: 'busy', retryAfterSeconds: Math.max(1, Math.min(2, Math.ceil(held.leaseSecondsLeft))) };
+      const taken = await tx
+        .update(signClaims)
+        .set({ claimId, leaseExpiresAt: lease })
+        .where(and(eq(signClaims.assetId, assetId), sql`${signClaims.leaseExpiresAt} <= now()`))
+        .returning({ assetId: signClaims.assetId });
+      return taken.length > 0 ? { kind: 'claimed', claimId } : { kind: 'busy', retryAfterSeconds: 2 };
+    });
+  }
+
+  /** Drops the claim of a sign that did not record its asset, so a retry with the same id may run at once. */
+  async releaseClaim(tenantId: string, assetId: string, claimId: string): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) =>
+      tx.delete(signClaims).where(and(eq(signClaims.assetId, assetId), eq(signClaims.claimId, claimId))),
+    );
+  }
+
+  /**
+   * Records a signed asset and its manifest, in the caller's transaction, and drops the claim it was signed under
+   * (the fence): false, and nothing written, when that claim lapsed and another attempt took it over.
+   */
   async insertSigned(
     tx: Tx,
     asset: typeof assets.$inferInsert,
     manifest: typeof manifests.$inferInsert,
-  ): Promise<void> {
+    claimId: string,
+  ): Promise<boolean> {
+    const dropped = await tx
+      .delete(signClaims)
+      .where(and(eq(signClaims.assetId, asset.assetId), eq(signClaims.claimId, claimId)))
+      .returning({ assetId: signClaims.assetId });
+    if (dropped.length === 0) return false;
     await tx.insert(assets).values(asset);
     await tx.insert(manifests).values(manifest);
+    return true;
   }
 
   getForTenant(tenantId: string, assetId: string): Promise<AssetRow | null> {
@@ -88,11 +169,29 @@ export class AssetStore {
     });
   }
 
-  async createJob(tenantId: string, jobId: string, request: unknown): Promise<JobRow> {
+  /**
+   * The job of a sign, one per asset id: a second EnqueueSign of the same asset id (its caller died before
+   * recording the first answer) finds the first job (`created: false`); undefined when another tenant's job holds
+   * that asset id.
+   */
+  async createJob(
+    tenantId: string,
+    jobId: string,
+    assetId: string,
+    request: unknown,
+  ): Promise<{ row: JobRow; created: boolean } | undefined> {
     return withTenant(this.db, tenantId, async (tx) => {
-      const [row] = await tx.insert(jobs).values({ jobId, tenantId, status: 'queued', request }).returning();
-      if (!row) throw new Error('job insert returned nothing');
-      return row;
+      const [row] = await tx
+        .insert(jobs)
+        .values({ jobId, tenantId, status: 'queued', request })
+        .onConflictDoNothing()
+        .returning();
+      if (row) return { row, created: true };
+      const [existing] = await tx
+        .select()
+        .from(jobs)
+        .where(and(sql`${jobs.request}->>'assetId' = ${assetId}`, eq(jobs.tenantId, tenantId)));
+      return existing ? { row: existing, created: false } : undefined;
     });
   }
 

@@ -30,6 +30,11 @@ export interface SignResult {
   anchor?: { batchId: string; status: AnchorBatchStateName };
   createdAt: string;
   expiresAt: string;
+  /**
+   * True when this asset id was already recorded and this is its recorded result (a retried Sign): nothing was
+   * signed, written or published again, and the caller must not bill it again.
+   */
+  replayed?: boolean;
 }
 
 /** What a sign works with (service.ts builds it). */
@@ -48,6 +53,11 @@ export interface PipelineDeps {
   /** C2PA signing in child processes (the service always sets it); absent: in this process (unit tests, tools). */
   c2pa?: IsolatedC2pa;
   publicBaseUrl: string;
+  /**
+   * How long a sign's claim on its asset id lives (ASSET_CLAIM_LEASE_SECONDS): a retry of the same asset id meanwhile
+   * is told to retry later; past it (the signer died mid-sign) the retry takes it over. Unset: 180 s.
+   */
+  assetClaimLeaseSeconds?: number;
   /** What a sign decodes at most; refused from the headers (cairn.media.too_large) before anything is decoded. */
   mediaLimits: MediaLimits;
   version: string;

@@ -2,6 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { blobKeys } from '@cairn/blob';
 import { newEvent } from '@cairn/events';
 import { withTenant, type Tx } from '@cairn/db';
+import { CairnError } from '@cairn/errors';
 import type { GenerationMetadata } from '../../adapters/c2pa/index.js';
 import type { ActiveSigningKey } from '../../pki/index.js';
 import type { AcceptedUpload } from './accept.js';
@@ -42,6 +43,9 @@ function signerNameOf(certificatePem: string): string {
   return [field('O'), field('CN')].filter(Boolean).join(' — ') || subject;
 }
 
+/** This attempt's claim on the asset id lapsed and another attempt took it over: it records nothing. */
+class ClaimLost extends Error {}
+
 export interface RecordInput {
   tenantId: string;
   accepted: AcceptedUpload;
@@ -54,6 +58,8 @@ export interface RecordInput {
   manifestDigest: string;
   createdAt: Date;
   expiresAt: Date;
+  /** The claim on the asset id this sign runs under (AssetStore.claimAsset); recording drops it. */
+  claimId: string;
   /** The billing reservations the caller made for this sign ('' = none): asset.signed names them for billing. */
   reservationId: string;
   byokReservationId: string;
@@ -75,7 +81,7 @@ export async function recordSigned(
   try {
     await timed(deps, 'record', () =>
       withTenant(deps.db, tenantId, async (tx) => {
-        await deps.store.insertSigned(
+        const recorded = await deps.store.insertSigned(
           tx,
           {
             assetId,
@@ -104,7 +110,9 @@ export async function recordSigned(
             sizeBytes: signed.manifestStore.length,
             createdAt: input.createdAt,
           },
+          input.claimId,
         );
+        if (!recorded) throw new ClaimLost();
         const common = {
           asset_id: assetId,
           manifest_id: manifestId,
@@ -143,6 +151,17 @@ export async function recordSigned(
       }),
     );
   } catch (error) {
+    if (error instanceof ClaimLost) {
+      // The asset's file is at the same key for the attempt that took the claim over: only the manifest store,
+      // under this attempt's own manifest id, is this attempt's to delete. Its caller retries for the answer.
+      await deps.blobs.delete(blobs.manifestKey).catch(() => undefined); // unreferenced either way
+      throw new CairnError(
+        'cairn.idempotency.in_progress',
+        `Asset ${assetId} is being signed by a later attempt; retry to get its answer.`,
+        {},
+        { cause: error },
+      );
+    }
     // Nothing refers to the blobs if the record did not commit.
     await Promise.allSettled([deps.blobs.delete(blobs.assetKey), deps.blobs.delete(blobs.manifestKey)]);
     throw error;

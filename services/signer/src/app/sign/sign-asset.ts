@@ -6,10 +6,14 @@ import { acceptUpload } from './accept.js';
 import { enqueueAnchor } from './anchor.js';
 import { c2paStep } from './c2pa.js';
 import type { PipelineDeps, SignRequest, SignResult } from './deps.js';
+import type { AssetRow } from '../../store/assets.js';
 import { produceSigned } from './produce.js';
 import { recordSigned, storeBlobs } from './record.js';
 
 const DAY_MS = 86_400_000;
+
+/** A sign's claim on its asset id lives this long by default: well past a sign's 120 s deadline. */
+export const ASSET_CLAIM_LEASE_SECONDS = 180;
 
 function noCredentials(): never {
   throw new CairnError(
@@ -29,6 +33,60 @@ function noCredentials(): never {
 export async function signAsset(
   deps: PipelineDeps,
   request: SignRequest,
+  onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
+): Promise<SignResult> {
+  const { tenantId, assetId } = request;
+  // Idempotent by asset id (the caller chooses it, and keeps it across its retries: docs/design.md).
+  const claim = await deps.store.claimAsset(
+    tenantId,
+    assetId,
+    deps.assetClaimLeaseSeconds ?? ASSET_CLAIM_LEASE_SECONDS,
+  );
+  if (claim.kind === 'recorded') return { ...recordedResult(deps, claim.asset), replayed: true };
+  if (claim.kind === 'busy')
+    throw new CairnError(
+      'cairn.idempotency.in_progress',
+      `Asset ${assetId} is being signed by an earlier attempt; retry after ${claim.retryAfterSeconds} s for its answer.`,
+    );
+  if (claim.kind === 'foreign')
+    throw new CairnError('cairn.sign.idempotency_conflict', `Asset id ${assetId} belongs to another sign.`);
+  try {
+    return await signClaimed(deps, request, claim.claimId, onCommitted);
+  } catch (error) {
+    // Nothing was recorded: a retry with this asset id may run at once. (Recording dropped the claim otherwise;
+    // if this fails too, the lease runs out instead.)
+    await deps.store
+      .releaseClaim(tenantId, assetId, claim.claimId)
+      .catch((releaseError: unknown) =>
+        deps.logger?.warn(
+          { err: releaseError, asset_id: assetId },
+          'sign claim not released; it lapses with its lease',
+        ),
+      );
+    throw error;
+  }
+}
+
+/** The answer of an asset already recorded, as its sign answered it (less the anchor's state, which moved on). */
+function recordedResult(deps: PipelineDeps, asset: AssetRow): SignResult {
+  const base = deps.publicBaseUrl.replace(/\/$/, '');
+  return {
+    assetId: asset.assetId,
+    watermarkId: asset.watermarkId ?? '',
+    manifestId: asset.manifestId,
+    manifestUri: `${base}/v1/manifests/${asset.manifestId}`,
+    verifierUrl: `${base}/v/${asset.assetId}`,
+    assetUrl: `${base}/v1/assets/${asset.assetId}/content`,
+    mediaType: asset.mediaType,
+    createdAt: asset.createdAt.toISOString(),
+    expiresAt: asset.expiresAt.toISOString(),
+  };
+}
+
+async function signClaimed(
+  deps: PipelineDeps,
+  request: SignRequest,
+  claimId: string,
   onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
 ): Promise<SignResult> {
   const accepted = await acceptUpload(deps, request);
@@ -99,6 +157,7 @@ export async function signAsset(
       manifestDigest,
       createdAt,
       expiresAt,
+      claimId,
       reservationId: request.reservationId,
       byokReservationId: request.byokReservationId,
     },
