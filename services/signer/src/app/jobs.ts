@@ -53,6 +53,8 @@ const TRANSIENT = new Set([
   'cairn.unavailable',
   'cairn.internal_error',
   'cairn.sign.worker_failed',
+  // Another attempt is signing this asset id (its claim lapses if its signer died).
+  'cairn.idempotency.in_progress',
 ]);
 
 export function jobCompletedData(

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, desc, eq, isNull, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { assets, jobs, manifests, signClaims } from '../db/assets-schema.js';
 
@@ -24,10 +24,15 @@ export class AssetStore {
 
   /**
    * Claims `assetId` for one sign, in one short transaction (no connection is held while the sign runs). Already
-   * recorded: the recorded asset. Claimed by a live attempt: busy. Lapsed (its signer died): taken over.
+   * recorded: the recorded asset. Claimed by a live attempt: busy. Lapsed (its signer died), or held under the
+   * same `claimId` (a job's next attempt, after the signer running it died): taken over.
    */
-  async claimAsset(tenantId: string, assetId: string, leaseSeconds: number): Promise<AssetClaim> {
-    const claimId = randomUUID();
+  async claimAsset(
+    tenantId: string,
+    assetId: string,
+    leaseSeconds: number,
+    claimId: string = randomUUID(),
+  ): Promise<AssetClaim> {
     const lease = sql`now() + make_interval(secs => ${leaseSeconds})`;
     return withTenant(this.db, tenantId, async (tx) => {
       // Presenting the id opens the asset and the claim of any tenant, so another tenant's id is refused, not reused.
@@ -55,6 +60,7 @@ export class AssetStore {
       const [held] = await tx
         .select({
           tenantId: signClaims.tenantId,
+          claimId: signClaims.claimId,
           leaseSecondsLeft: sql<number>`greatest(0, extract(epoch from ${signClaims.leaseExpiresAt} - now()))::float8`,
         })
         .from(signClaims)
@@ -62,12 +68,17 @@ export class AssetStore {
       // Dropped between the insert and this read (recorded or failed): the caller may simply retry.
       if (!held) return (await recorded()) ?? { kind: 'busy', retryAfterSeconds: 1 };
       if (held.tenantId !== tenantId) return { kind: 'foreign' };
-      if (held.leaseSecondsLeft > 0)
+      if (held.leaseSecondsLeft > 0 && held.claimId !== claimId)
         return { kind: 'busy', retryAfterSeconds: Math.max(1, Math.min(2, Math.ceil(held.leaseSecondsLeft))) };
       const taken = await tx
         .update(signClaims)
         .set({ claimId, leaseExpiresAt: lease })
-        .where(and(eq(signClaims.assetId, assetId), sql`${signClaims.leaseExpiresAt} <= now()`))
+        .where(
+          and(
+            eq(signClaims.assetId, assetId),
+            or(sql`${signClaims.leaseExpiresAt} <= now()`, eq(signClaims.claimId, claimId)),
+          ),
+        )
         .returning({ assetId: signClaims.assetId });
       return taken.length > 0 ? { kind: 'claimed', claimId } : { kind: 'busy', retryAfterSeconds: 2 };
     });

@@ -36,11 +36,13 @@ export async function signAsset(
   onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
 ): Promise<SignResult> {
   const { tenantId, assetId } = request;
-  // Idempotent by asset id (the caller chooses it, and keeps it across its retries: docs/design.md).
+  // Idempotent by asset id (the caller chooses it, and keeps it across its retries: docs/design.md). A job claims
+  // under its own id, so its next attempt (the signer running it died) takes its claim over at once.
   const claim = await deps.store.claimAsset(
     tenantId,
     assetId,
     deps.assetClaimLeaseSeconds ?? ASSET_CLAIM_LEASE_SECONDS,
+    ...(request.jobId ? [`job:${request.jobId}`] : []),
   );
   if (claim.kind === 'recorded') return { ...recordedResult(deps, claim.asset), replayed: true };
   if (claim.kind === 'busy')
