@@ -1,6 +1,6 @@
 /**
- * bench:watermark-audio: cairn-audio-wm-v1 measured on recordings made here (ffmpeg: a speech-like voice and a
- * music-like mix, stereo 44.1 kHz) and the c2pa-rs sample WAV (8 kHz stereo): SNR against the upload, detection
+ * bench:watermark-audio: cairn-audio-wm-v1 measured on recordings made here (espeak-ng speech; ffmpeg: a
+ * speech-like voice and a music-like mix; stereo 44.1 kHz) and the c2pa-rs sample WAV (8 kHz stereo): SNR against the upload, detection
  * after each transform a copy goes through, false positives on unmarked audio, and speed on one core (CPU
  * time, so a busy machine does not flatter or spoil it). Ends with `ratio <name> <value>` lines.
  *
@@ -17,7 +17,14 @@ import {
   audioPayloadFor,
   AudioWatermark,
 } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
-import { attacked, AUDIO_ATTACKS, mono16k, recording, withNoise } from '../../services/watermark/test/support/audio.js';
+import {
+  attacked,
+  AUDIO_ATTACKS,
+  espeakSpeech,
+  mono16k,
+  recording,
+  withNoise,
+} from '../../services/watermark/test/support/audio.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_AUDIO ?? 20);
@@ -54,7 +61,8 @@ let embedSeconds = 0;
 let detectSeconds = 0;
 
 const inputs: Array<{ name: string; bytes: Buffer }> = [
-  { name: `speech ${SECONDS} s stereo 44.1k`, bytes: await recording('speech', SECONDS, 2) },
+  { name: `espeak-ng speech ${SECONDS} s stereo 44.1k`, bytes: await espeakSpeech(SECONDS, 2) },
+  { name: `speech-like ${SECONDS} s stereo 44.1k`, bytes: await recording('speech', SECONDS, 2) },
   { name: `music ${SECONDS} s stereo 44.1k`, bytes: await recording('music', SECONDS, 2) },
   { name: 'c2pa-rs sample1.wav 33.5 s stereo 8k', bytes: await readFile(SAMPLE) },
 ];

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { decodeAudioMono, runFfmpeg } from '@cairn/media';
 
 /**
@@ -119,6 +121,48 @@ export async function withSoundtrack(video: Buffer, audio: Buffer, container: 'm
         'pipe:1',
       ],
       timeoutMs: 120_000,
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const SPOKEN =
+  'Content provenance lets anyone check where a recording came from, who made it and with which tool. ' +
+  'The mark is repeated through the whole file, so any excerpt of three seconds carries the full message, ' +
+  'and a copy that lost its manifest still names the asset it was made from.';
+
+/**
+ * Real synthesized speech: espeak-ng (a Debian package: `source tools/dev/system-packages.sh; ensure_system_packages
+ * espeak-ng`) reading a fixed text, as a 44.1 kHz WAV of `seconds` (the text looped), `channels` channels, 16-bit.
+ */
+export async function espeakSpeech(seconds: number, channels = 1): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-espeak-'));
+  try {
+    const voice = join(dir, 'voice.wav');
+    await promisify(execFile)('espeak-ng', ['-v', 'en-us', '-s', '160', '-w', voice, SPOKEN]).catch(
+      (error: unknown) => {
+        throw new Error(`espeak-ng failed (is it installed? tools/dev/system-packages.sh): ${String(error)}`);
+      },
+    );
+    return await runFfmpeg({
+      args: [
+        '-stream_loop',
+        '-1',
+        '-i',
+        voice,
+        '-t',
+        String(seconds),
+        '-ar',
+        '44100',
+        '-ac',
+        String(channels),
+        '-c:a',
+        'pcm_s16le',
+        '-f',
+        'wav',
+        'pipe:1',
+      ],
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
