@@ -49,13 +49,34 @@ export function absentAsUndefined(error: unknown): undefined {
 }
 
 /**
+ * Any thrown value as a CairnError: a CairnError as it is; anything else becomes cairn.internal_error with `detail`
+ * (never the original message, which may hold internals) and the original kept as its cause for the log.
+ */
+export function asCairnError(error: unknown, detail: string): CairnError {
+  return isCairnError(error) ? error : new CairnError('cairn.internal_error', detail, {}, { cause: error });
+}
+
+/**
+ * What a failed asynchronous job keeps on its row and sends in job.failed (the job has no request id or docs URL).
+ * A type, not an interface, so it fits the event payloads' open records.
+ */
+export type JobProblem = {
+  code: ErrorCode;
+  title: string;
+  status: number;
+  detail: string;
+};
+
+export function toJobProblem(known: CairnError): JobProblem {
+  return { code: known.code, title: ERROR_CATALOG[known.code].title, status: known.status, detail: known.message };
+}
+
+/**
  * Builds the Problem+JSON body for any thrown value. Anything that is not a CairnError becomes
  * cairn.internal_error with a detail that never echoes the original message (it may hold internals).
  */
 export function toProblem(error: unknown, context: { docsUrl: string; requestId: string }): ProblemDocument {
-  const known = isCairnError(error)
-    ? error
-    : new CairnError('cairn.internal_error', 'An internal error occurred; it has been logged.');
+  const known = asCairnError(error, 'An internal error occurred; it has been logged.');
   const entry = ERROR_CATALOG[known.code];
   return {
     ...known.extensions,

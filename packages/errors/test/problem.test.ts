@@ -1,6 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
-import { absentAsUndefined, CairnError, ERROR_CATALOG, parseOrThrow, toProblem } from '../src/index.js';
+import {
+  absentAsUndefined,
+  asCairnError,
+  CairnError,
+  ERROR_CATALOG,
+  parseOrThrow,
+  toJobProblem,
+  toProblem,
+} from '../src/index.js';
 
 const ctx = { docsUrl: 'https://docs.example/', requestId: 'req_01J0000000000000000000000' };
 
@@ -58,5 +66,29 @@ describe('absentAsUndefined', () => {
     await expect(Promise.reject(unavailable).catch(absentAsUndefined)).rejects.toBe(unavailable);
     const bug = new TypeError('boom');
     await expect(Promise.reject(bug).catch(absentAsUndefined)).rejects.toBe(bug);
+  });
+});
+
+describe('asCairnError / toJobProblem', () => {
+  it('keeps a CairnError as it is and records its catalog title with its own detail', () => {
+    const original = new CairnError('cairn.unavailable', 'signer away');
+    const known = asCairnError(original, 'The job failed unexpectedly.');
+    expect(known).toBe(original);
+    expect(toJobProblem(known)).toEqual({
+      code: 'cairn.unavailable',
+      title: ERROR_CATALOG['cairn.unavailable'].title,
+      status: 503,
+      detail: 'signer away',
+    });
+  });
+
+  it('turns anything else into cairn.internal_error with the given detail, never the original message', () => {
+    const original = new Error('password=hunter2');
+    const known = asCairnError(original, 'The job failed unexpectedly.');
+    expect(known.code).toBe('cairn.internal_error');
+    expect(known.cause).toBe(original);
+    const problem = toJobProblem(known);
+    expect(problem).toMatchObject({ status: 500, detail: 'The job failed unexpectedly.' });
+    expect(JSON.stringify(problem)).not.toContain('hunter2');
   });
 });

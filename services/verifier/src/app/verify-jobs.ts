@@ -2,7 +2,7 @@ import { create, toJson } from '@bufbuild/protobuf';
 import { type WorkQueue } from '@cairn/bus';
 import { newEvent } from '@cairn/events';
 import { withTenant } from '@cairn/db';
-import { CairnError, ERROR_CATALOG } from '@cairn/errors';
+import { asCairnError, CairnError, toJobProblem } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { verifierV1 } from '@cairn/proto';
@@ -91,10 +91,7 @@ export class VerifyJobs {
       void this.deps.outbox.flush();
       await finished();
     } catch (error) {
-      const known =
-        error instanceof CairnError
-          ? error
-          : new CairnError('cairn.internal_error', 'The verify failed unexpectedly.', {}, { cause: error });
+      const known = asCairnError(error, 'The verify failed unexpectedly.');
       if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
       this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'verify job failed');
       await this.fail(item, job.reservationId, known);
@@ -103,12 +100,7 @@ export class VerifyJobs {
   }
 
   private async fail(item: VerifyJobItem, reservationId: string, known: CairnError): Promise<void> {
-    const problem = {
-      code: known.code,
-      title: ERROR_CATALOG[known.code].title,
-      status: known.status,
-      detail: known.message,
-    };
+    const problem = toJobProblem(known);
     await withTenant(this.deps.db, item.tenantId, async (tx) => {
       await this.deps.jobs.mark(tx, item.jobId, { status: 'failed', problem });
       await this.deps.outbox.enqueue(

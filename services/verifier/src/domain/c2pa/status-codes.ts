@@ -1,6 +1,6 @@
 // c2pa-rs 0.90 validation status codes (sdk/src/validation_results.rs `validation_codes`), sorted by what they
 // mean for Cairn's verification status. Only failure-kind entries of the active manifest count against it.
-import type { OcspStatus, ValidationEntry } from './types.js';
+import type { ManifestReading, OcspStatus, ValidationEntry } from './types.js';
 
 /** The COSE signature or the credential it is checked with is bad → manifest_tampered. */
 export const SIGNATURE_FAILURES: ReadonlySet<string> = new Set([
@@ -91,17 +91,19 @@ export const TIMESTAMP_BAD: ReadonlySet<string> = new Set([
   'timeStamp.outsideValidity',
 ]);
 
-export interface CodeVerdict {
-  signatureValid: boolean;
-  assertionsValid: boolean;
-  hardBindingValid: boolean;
-  trusted: boolean;
-  certificateExpired: boolean;
-  revoked: boolean;
-  ocspStatus: OcspStatus;
-  timestamped: boolean;
-  timestampTrusted: boolean;
-}
+/** The verdict booleans of a ManifestReading: types.ts documents each field once. */
+export type CodeVerdict = Pick<
+  ManifestReading,
+  | 'signatureValid'
+  | 'assertionsValid'
+  | 'hardBindingValid'
+  | 'trusted'
+  | 'certificateExpired'
+  | 'revoked'
+  | 'ocspStatus'
+  | 'timestamped'
+  | 'timestampTrusted'
+>;
 
 /** Turns the active manifest's entries into the booleans the status decision reads. */
 export function judgeCodes(entries: readonly ValidationEntry[], validationState: string): CodeVerdict {
