@@ -3,57 +3,32 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createPublicClient, http, type Hex } from 'viem';
 import { newId } from '@cairn/ids';
-import { anchorV1, commonV1 } from '@cairn/proto';
-import { createClient } from '@cairn/rpc';
-import { startService, type RunningService } from '@cairn/runtime';
-import {
-  createSandbox,
-  freePort,
-  type HardhatNode,
-  PG_ADMIN_URL,
-  type Sandbox,
-  startHardhat,
-  waitFor,
-} from '@cairn/testing';
+import { commonV1 } from '@cairn/proto';
+import { type HardhatNode, type Sandbox, waitFor } from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../../../tools/anchor/verify-proof.js';
 import { fromHex, leafHash, verifyInclusion } from '../src/domain/merkle.js';
-import { anchorService } from '../src/service.js';
+import { type AnchorFleet, startAnchorFleet, stopAnchorFleet } from './support/anchor-fleet.js';
 
+let fleet: AnchorFleet;
 let chain: HardhatNode;
 let sandbox: Sandbox;
-let service: RunningService;
-const anchorClient = (address: string) => createClient(anchorV1.AnchorService, address);
-let anchor: ReturnType<typeof anchorClient>;
+let anchor: AnchorFleet['anchor'];
 let admin: pg.Client;
 
 const digestOf = (text: string) => createHash('sha256').update(text).digest('hex');
 
 beforeAll(async () => {
-  chain = await startHardhat(await freePort());
-  sandbox = await createSandbox();
-  service = await startService(
-    anchorService({
-      ...sandbox.env,
-      ANCHOR_RPC_URL: chain.url,
-      ANCHOR_BATCH_MAX: '4',
-      ANCHOR_BATCH_MAX_AGE_MS: '2000',
-      ANCHOR_POLL_MS: '100',
-      ANCHOR_RETRY_MAX_MS: '400',
-      ANCHOR_CONFIRMATIONS: '1',
-    }),
-  );
-  anchor = anchorClient(`127.0.0.1:${service.grpcPort}`);
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
-  await admin.connect();
+  fleet = await startAnchorFleet({
+    ANCHOR_BATCH_MAX: '4',
+    ANCHOR_BATCH_MAX_AGE_MS: '2000',
+    ANCHOR_POLL_MS: '100',
+    ANCHOR_RETRY_MAX_MS: '400',
+    ANCHOR_CONFIRMATIONS: '1',
+  });
+  ({ chain, sandbox, anchor, admin } = fleet);
 });
 
-afterAll(async () => {
-  await admin?.end();
-  anchor?.close();
-  await service?.stop();
-  await sandbox?.dispose();
-  await chain?.stop();
-});
+afterAll(() => stopAnchorFleet(fleet));
 
 /** Polls until `check` returns a value (no timing is asserted; the jest timeout is the only limit). */
 const anchored = (batchId: string) =>

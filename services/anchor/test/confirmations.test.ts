@@ -1,52 +1,26 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
+import type pg from 'pg';
 import { newId } from '@cairn/ids';
-import { anchorV1, commonV1 } from '@cairn/proto';
-import { createClient } from '@cairn/rpc';
-import { startService, type RunningService } from '@cairn/runtime';
-import {
-  createSandbox,
-  freePort,
-  type HardhatNode,
-  PG_ADMIN_URL,
-  type Sandbox,
-  startHardhat,
-  waitFor,
-} from '@cairn/testing';
-import { anchorService } from '../src/service.js';
+import { commonV1 } from '@cairn/proto';
+import { type HardhatNode, waitFor } from '@cairn/testing';
+import { type AnchorFleet, startAnchorFleet, stopAnchorFleet } from './support/anchor-fleet.js';
 
+let fleet: AnchorFleet;
 let chain: HardhatNode;
-let sandbox: Sandbox;
-let service: RunningService;
-const anchorClient = (address: string) => createClient(anchorV1.AnchorService, address);
-let anchor: ReturnType<typeof anchorClient>;
+let anchor: AnchorFleet['anchor'];
 let admin: pg.Client;
 
 beforeAll(async () => {
-  chain = await startHardhat(await freePort());
-  sandbox = await createSandbox();
-  service = await startService(
-    anchorService({
-      ...sandbox.env,
-      ANCHOR_RPC_URL: chain.url,
-      ANCHOR_BATCH_MAX_AGE_MS: '200',
-      ANCHOR_POLL_MS: '100',
-      ANCHOR_CONFIRMATIONS: '3',
-    }),
-  );
-  anchor = anchorClient(`127.0.0.1:${service.grpcPort}`);
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
-  await admin.connect();
+  fleet = await startAnchorFleet({
+    ANCHOR_BATCH_MAX_AGE_MS: '200',
+    ANCHOR_POLL_MS: '100',
+    ANCHOR_CONFIRMATIONS: '3',
+  });
+  ({ chain, anchor, admin } = fleet);
 });
 
-afterAll(async () => {
-  await admin?.end();
-  anchor?.close();
-  await service?.stop();
-  await sandbox?.dispose();
-  await chain?.stop();
-});
+afterAll(() => stopAnchorFleet(fleet));
 
 const watched = (batchId: string) => async () =>
   (
