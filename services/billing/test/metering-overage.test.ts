@@ -1,40 +1,15 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { newId } from '@cairn/ids';
-import { billingV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
-import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, type Sandbox } from '@cairn/testing';
-import { CairnError } from '@cairn/errors';
-import { billingService } from '../src/service.js';
-type M = typeof billingV1.BillingService extends GenService<infer X> ? X : never;
-let sandbox: Sandbox;
-let service: RunningService;
-let billing: ServiceClient<M>;
+import { codeOf, startBilling, type BillingFleet } from './support/billing.js';
+
+let fleet: BillingFleet;
+let billing: BillingFleet['billing'];
 
 beforeAll(async () => {
-  sandbox = await createSandbox({
-    DATABASE_POOL_MAX: '20',
-    BILLING_SWEEP_INTERVAL_MS: '0',
-    BILLING_PRICES_JSON: JSON.stringify({ growth: { image_sign: 0.5 } }),
-  });
-  service = await startService(billingService(sandbox.env));
-  billing = createClient(billingV1.BillingService, `127.0.0.1:${service.grpcPort}`);
+  fleet = await startBilling();
+  ({ billing } = fleet);
 });
-afterAll(async () => {
-  billing.close();
-  await service.stop();
-  await sandbox.dispose();
-});
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return 'ok';
-  } catch (error) {
-    return error instanceof CairnError ? error.code : String(error);
-  }
-}
+afterAll(() => fleet?.stop());
 
 // Overage paths of the single-statement reserve: the spending cap under concurrency, quantities across the
 // quota, release returning spend, enterprise without a contract quota, commit after the expiry sweep.

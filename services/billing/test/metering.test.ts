@@ -1,48 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { isoTimestamp } from '@cairn/proto';
 import { newId } from '@cairn/ids';
-import { billingV1, isoTimestamp } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
-import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
-import { CairnError } from '@cairn/errors';
-import { billingService } from '../src/service.js';
+import { PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
+import { codeOf, startBilling, type BillingFleet } from './support/billing.js';
 
-type BillingMethods = typeof billingV1.BillingService extends GenService<infer M> ? M : never;
-
+let fleet: BillingFleet;
 let sandbox: Sandbox;
-let service: RunningService;
-let billing: ServiceClient<BillingMethods>;
+let billing: BillingFleet['billing'];
 let admin: pg.Client;
 
 beforeAll(async () => {
-  sandbox = await createSandbox({
-    DATABASE_POOL_MAX: '20',
-    BILLING_SWEEP_INTERVAL_MS: '0',
-    BILLING_PRICES_JSON: JSON.stringify({ growth: { image_sign: 0.5 } }),
-  });
-  service = await startService(billingService(sandbox.env));
-  billing = createClient(billingV1.BillingService, `127.0.0.1:${service.grpcPort}`);
+  fleet = await startBilling();
+  ({ sandbox, billing } = fleet);
   admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
   await admin.connect();
 });
 
 afterAll(async () => {
-  await admin.end();
-  billing.close();
-  await service.stop();
-  await sandbox.dispose();
+  await admin?.end();
+  await fleet?.stop();
 });
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-    return 'ok';
-  } catch (error) {
-    return error instanceof CairnError ? error.code : String(error);
-  }
-}
 
 async function alertEvents(tenantId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
   const rows = await admin.query<{ envelope: { type: string; data: Record<string, unknown> } }>(
