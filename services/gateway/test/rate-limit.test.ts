@@ -184,14 +184,17 @@ describe('RedisRateLimiter', () => {
 });
 
 describe('RedisRateLimiter with Redis unreachable', () => {
-  it('keeps the same buckets in process (refusing past the limit, per subject), reporting each fallback, and never throws', async () => {
-    // A real client pointed at a port where nothing listens, configured as services configure theirs.
-    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+  /** A real client pointed at a port where nothing listens, configured as services configure theirs. */
+  const unreachableRedis = async (): Promise<Redis> =>
+    new Redis(`redis://127.0.0.1:${await freePort()}`, {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       retryStrategy: () => null,
     });
+
+  it('keeps the same buckets in process (refusing past the limit, per subject), reporting each fallback, and never throws', async () => {
+    const dead = await unreachableRedis();
     const errors: unknown[] = [];
     const fallback = new RedisRateLimiter(dead, PREFIX, {
       onFallback: (error) => errors.push(error),
@@ -209,12 +212,7 @@ describe('RedisRateLimiter with Redis unreachable', () => {
   });
 
   it('after a failure leaves Redis alone for a while (a hung Redis would cost every request its timeout)', async () => {
-    const dead = new Redis(`redis://127.0.0.1:${await freePort()}`, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      retryStrategy: () => null,
-    });
+    const dead = await unreachableRedis();
     const errors: unknown[] = [];
     const fallback = new RedisRateLimiter(dead, PREFIX, {
       onFallback: (error) => errors.push(error),
