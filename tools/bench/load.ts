@@ -31,6 +31,8 @@ const SECONDS = Number(values.seconds);
 const RAMP = String(values.ramp).split(',').map(Number);
 const STEP = Number(values['step-seconds']);
 const FLEET: ServiceName[] = [
+  // The gateway authenticates, and billing and audit read plans, through the tenant service (issue #12).
+  'tenant',
   'watermark',
   'signer',
   'verifier',
