@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { codedLength, convEncode, viterbiDecode } from '../src/domain/image/conv-code.js';
+import { codedLength, convEncode, listViterbiDecode, viterbiDecode } from '../src/domain/image/conv-code.js';
 import { FRAME_BITS, frameBits, unframe } from '../src/domain/image/frame.js';
 import { permutation, seededRandom } from '../src/domain/image/prng.js';
 import { composeKernels, resamplePlane, tentKernel } from '../src/domain/image/resample.js';
@@ -46,6 +46,48 @@ describe('convolutional code', () => {
     for (let i = 0; i < soft.length; i++) soft[i] = soft[i]! * 0.3 + (random() - 0.5) * 0.4;
     for (let i = 0; i < soft.length; i += 17) soft[i] = -soft[i]!;
     expect(viterbiDecode(soft, FRAME_BITS)).toEqual(bits);
+  });
+});
+
+describe('list Viterbi', () => {
+  /** Frames of random payloads sent through Gaussian noise of deviation sigma (Box–Muller over xorshift). */
+  function noisyFrames(count: number, sigma: number): Array<{ bits: Uint8Array; soft: Float64Array }> {
+    const random = xorshift(11);
+    const gauss = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+    return Array.from({ length: count }, () => {
+      const bits = frameBits(Uint8Array.from({ length: 8 }, () => Math.floor(random() * 256)));
+      const soft = Float64Array.from(convEncode(bits), (bit) => (bit ? -1 : 1) + sigma * gauss());
+      return { bits, soft };
+    });
+  }
+  const metric = (path: Uint8Array, soft: Float64Array) =>
+    convEncode(path).reduce((sum, bit, i) => sum + (bit ? -soft[i]! : soft[i]!), 0);
+
+  it('lists distinct paths, best first, the first being the Viterbi decode', () => {
+    for (const { soft } of noisyFrames(8, 1)) {
+      const paths = listViterbiDecode(soft, FRAME_BITS, 32);
+      expect(paths).toHaveLength(32);
+      expect(paths[0]).toEqual(viterbiDecode(soft, FRAME_BITS));
+      expect(new Set(paths.map((p) => Buffer.from(p).toString('hex'))).size).toBe(32);
+      const metrics = paths.map((p) => metric(p, soft));
+      for (let i = 1; i < metrics.length; i++) expect(metrics[i]!).toBeLessThanOrEqual(metrics[i - 1]! + 1e-9);
+    }
+  });
+
+  it('with the check, decodes frames the most likely path gets wrong', () => {
+    // Noise at a raw bit error rate of about 16 %, where the single best path is usually wrong somewhere.
+    let plain = 0;
+    let listed = 0;
+    for (const { bits, soft } of noisyFrames(100, 1)) {
+      if (unframe(viterbiDecode(soft, FRAME_BITS))) plain++;
+      const first = listViterbiDecode(soft, FRAME_BITS, 32).find((path) => unframe(path) !== null);
+      if (first) {
+        // What passes the check is the frame sent: at 32 checks a frame, noise passing it is a 2⁻²⁷ event.
+        expect(first).toEqual(bits);
+        listed++;
+      }
+    }
+    expect(listed).toBeGreaterThan(plain * 1.5);
   });
 });
 

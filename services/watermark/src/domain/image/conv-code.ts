@@ -80,3 +80,70 @@ export function viterbiDecode(soft: Float64Array, bits: number): Uint8Array {
   }
   return out;
 }
+
+/**
+ * The `list` most likely messages for soft code values, best first (parallel list Viterbi: every state keeps its
+ * `list` best paths). With a check behind the code, the first path that passes it is the decode: when noise makes
+ * a wrong path win by a little, the right one is usually among the next few, which is worth about a decibel of
+ * signal. The first path is viterbiDecode's. Each path tried against the check is one more chance for noise to pass
+ * it, so the caller counts `list` checks per decode in its false-positive bound.
+ */
+export function listViterbiDecode(soft: Float64Array, bits: number, list: number): Uint8Array[] {
+  const steps = bits + MEMORY;
+  if (soft.length !== 2 * steps) throw new Error(`expected ${2 * steps} soft values, got ${soft.length}`);
+  const width = STATES * list;
+  let metric = new Float64Array(width).fill(-Infinity);
+  let next = new Float64Array(width);
+  metric[0] = 0;
+  // Per step and (state, rank): the predecessor's state and rank.
+  const fromState = new Uint8Array(steps * width);
+  const fromRank = new Uint8Array(steps * width);
+  const table = Array.from({ length: STATES }, (_, s) => [outputs(s, 0), outputs(s, 1)] as const);
+  for (let t = 0; t < steps; t++) {
+    next.fill(-Infinity);
+    const s0 = soft[2 * t]!;
+    const s1 = soft[2 * t + 1]!;
+    const base = t * width;
+    for (let ns = 0; ns < STATES; ns++) {
+      const bit = ns & 1;
+      if (bit && t >= bits) continue; // the tail is all zeros
+      // The two states a bit can enter ns from (the register's oldest bit 0 or 1); their lists merged, best first.
+      const pa = ns >> 1;
+      const pb = pa | (STATES >> 1);
+      const [a0, a1] = table[pa]![bit]!;
+      const [b0, b1] = table[pb]![bit]!;
+      const branchA = (a0 ? -s0 : s0) + (a1 ? -s1 : s1);
+      const branchB = (b0 ? -s0 : s0) + (b1 ? -s1 : s1);
+      const o = ns * list;
+      for (let k = 0, i = 0, j = 0; k < list; k++) {
+        const ma = i < list ? metric[pa * list + i]! + branchA : -Infinity;
+        const mb = j < list ? metric[pb * list + j]! + branchB : -Infinity;
+        if (ma === -Infinity && mb === -Infinity) break;
+        if (ma >= mb) {
+          next[o + k] = ma;
+          fromState[base + o + k] = pa;
+          fromRank[base + o + k] = i++;
+        } else {
+          next[o + k] = mb;
+          fromState[base + o + k] = pb;
+          fromRank[base + o + k] = j++;
+        }
+      }
+    }
+    [metric, next] = [next, metric];
+  }
+  const paths: Uint8Array[] = [];
+  for (let r0 = 0; r0 < list && metric[r0]! > -Infinity; r0++) {
+    const out = new Uint8Array(bits);
+    let state = 0;
+    let rank = r0;
+    for (let t = steps - 1; t >= 0; t--) {
+      if (t < bits) out[t] = state & 1;
+      const at = t * width + state * list + rank;
+      state = fromState[at]!;
+      rank = fromRank[at]!;
+    }
+    paths.push(out);
+  }
+  return paths;
+}
