@@ -8,6 +8,7 @@ import sharp from 'sharp';
 import { PG_ADMIN_URL } from '@cairn/testing';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { settledUsage } from './support/usage.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #15 item 4: an Enterprise tenant signs with a key it holds (BYOK). Cairn sends the bytes to be signed to
@@ -87,9 +88,7 @@ const signWith = (key: string, fields: Record<string, string>) =>
   });
 /** Used this month per meter; a contract meter never used yet is not listed, so it reads 0. */
 const usage = async (key: string) => {
-  const { meters } = (await (await stack.request('/v1/usage', { key })).json()) as {
-    meters: Record<string, { used: number }>;
-  };
+  const { meters } = await settledUsage(stack, key);
   return { byok_sign: meters.byok_sign?.used ?? 0, image_sign: meters.image_sign?.used ?? 0 };
 };
 

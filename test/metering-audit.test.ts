@@ -6,6 +6,7 @@ import { auditV1, billingV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { settledUsage, type UsageBody } from './support/usage.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const billingClient = (address: string) => createClient(billingV1.BillingService, address);
@@ -43,17 +44,7 @@ function sign(key: string, idempotencyKey: string = crypto.randomUUID()) {
   });
 }
 
-async function usage(
-  key: string,
-): Promise<{ period_start: string; period_end: string; meters: Record<string, { used: number; limit: number }> }> {
-  const res = await stack.request('/v1/usage', { key });
-  expect(res.status).toBe(200);
-  return (await res.json()) as {
-    period_start: string;
-    period_end: string;
-    meters: Record<string, { used: number; limit: number }>;
-  };
-}
+const usage = (key: string): Promise<UsageBody> => settledUsage(stack, key);
 
 describe('metering through the API', () => {
   it('meters a sign once, never its replay, and answers 402 at the quota', async () => {
@@ -93,10 +84,7 @@ describe('metering through the API', () => {
     const refused = await sign(tenant.api_key);
     expect(refused.status).toBe(402);
     expect(((await refused.json()) as { type: string }).type).toMatch(/#cairn\.billing\.spending_cap_reached$/);
-    const u = (await (await stack.request('/v1/usage', { key: tenant.api_key })).json()) as {
-      spend_usd: number;
-      meters: Record<string, { used: number; overage?: number }>;
-    };
+    const u = await usage(tenant.api_key);
     expect(u.spend_usd).toBe(0.01);
     expect(u.meters.image_sign).toMatchObject({ used: 1, overage: 1 });
   });

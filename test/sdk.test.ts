@@ -138,7 +138,11 @@ describe('@cairn/sdk against the running fleet', () => {
       250,
     );
     expect(found.matches.map((m) => m.asset_id)).toContain(signed.asset_id);
-    const usage = await client.usage();
+    // billing commits a sign from asset.signed, after the answer: the SDK reads it once that event is in.
+    const usage = await waitFor('the sign metered', async () => {
+      const read = await client.usage();
+      return (read.meters.image_sign?.used ?? 0) > 0 && read;
+    });
     expect(usage.meters.image_sign?.used).toBeGreaterThan(0);
     const created = await client.keys.create(tenant.tenant_id, { scope: 'read', description: 'sdk test' });
     expect(created.api_key).toBeTruthy();

@@ -9,14 +9,11 @@ export type BillingClient = ServiceClient<typeof billingV1.BillingService extend
 export interface MeteredUnit {
   readonly reservationId: string;
   commit(): Promise<void>;
-  /**
-   * Commits a reservation the recorded work also names in its event (asset.signed), from which billing commits it
-   * once more, idempotently: a commit lost here (billing down, killed mid-call) is finished there, so it is not
-   * the client's failure. Answers the error it set aside, if any.
-   */
-  commitBackedByEvent(): Promise<{ deferred: unknown } | undefined>;
   release(): Promise<void>;
-  /** Leaves settling to whoever the reservation was handed to (an asynchronous job's outcome). */
+  /**
+   * Leaves settling to whoever the reservation was handed to: billing, from the event the work records
+   * (asset.signed, job.completed / job.failed).
+   */
   handOver(): void;
 }
 
@@ -44,11 +41,6 @@ export async function reserveUnit(billing: BillingClient, tenant: Tenant, meter:
   return {
     reservationId,
     commit: () => settle('commit'),
-    commitBackedByEvent: () =>
-      settle('commit').then(
-        () => undefined,
-        (error: unknown) => ({ deferred: error }),
-      ),
     release: () => settle('release'),
     handOver: () => void (settled = true),
   };

@@ -69,7 +69,7 @@ function recipeSpec(recipe: tenantV1.Recipe): signerV1.RecipeSpec {
 
 /**
  * POST /v1/sign as a use case: the recipe and plan rules, the idempotency claim, the tenant's concurrency slot,
- * metering (reserved before, committed after the answer is recorded, released on failure; never for a replay),
+ * metering (reserved before, committed by billing from asset.signed, released on failure; never for a replay),
  * and the sign itself, synchronous or as a job.
  */
 export class SignAssets {
@@ -139,8 +139,8 @@ export class SignAssets {
         ),
       };
     }
-    // Metered only when the sign really runs (never for a replay): reserved before, committed after the
-    // answer is recorded, released when anything fails.
+    // Metered only when the sign really runs (never for a replay): reserved before, committed by billing from
+    // asset.signed (or the job's end), released when anything fails.
     let metered: MeteredUnit | undefined;
     // A BYOK sign is metered as byok_sign on top of its modality meter.
     let byok: MeteredUnit | undefined;
@@ -158,7 +158,7 @@ export class SignAssets {
         uploadBlobKey: upload.key,
         metadata,
         ...(credentialId ? { signingCredentialId: credentialId } : {}),
-        // Named in asset.signed, from which billing commits them whatever becomes of the commit below.
+        // Named in asset.signed, from which billing commits them.
         reservationId: metered.reservationId,
         byokReservationId: byok?.reservationId ?? '',
       };
@@ -228,16 +228,11 @@ export class SignAssets {
       metered.handOver();
       byok?.handOver();
     } else {
-      // The sign is recorded (and its answer with it): a commit billing cannot take now is not the client's
-      // failure, and never a second sign on retry. billing commits it from asset.signed (docs/design.md).
-      for (const unit of [metered, byok]) {
-        const lost = unit ? await inSpan('gateway.sign.commit', () => unit.commitBackedByEvent()) : undefined;
-        if (lost)
-          deps.logger.warn(
-            { err: lost.deferred, reservation_id: unit!.reservationId, asset_id: answer.assetId },
-            'metering commit failed; billing commits it from asset.signed',
-          );
-      }
+      // The sign is recorded, and asset.signed (written in the same transaction) names these reservations:
+      // billing commits them from it (consumer billing-sign-settlement), so the answer does not wait for a
+      // Commit round trip. Usage lags the answer by the event's delivery (docs/design.md).
+      metered.handOver();
+      byok?.handOver();
     }
     // A sign the signer had recorded for this key (its first gateway died before recording the answer) is a
     // replay for the client too.
