@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type WorkQueue } from '@cairn/bus';
 import { newEvent, type EventDataInput } from '@cairn/events';
 import { withTenant } from '@cairn/db';
-import { CairnError, ERROR_CATALOG } from '@cairn/errors';
+import { asCairnError, CairnError, toJobProblem } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { anchorBatchStates, signerV1, type AnchorBatchStateName } from '@cairn/proto';
@@ -161,10 +161,7 @@ export class SignJobs {
       if (result.replayed) await this.completeReplayed(item, request, result);
       await finished();
     } catch (error) {
-      const known =
-        error instanceof CairnError
-          ? error
-          : new CairnError('cairn.internal_error', 'The sign failed unexpectedly.', {}, { cause: error });
+      const known = asCairnError(error, 'The sign failed unexpectedly.');
       if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
       this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'sign job failed');
       await this.fail(item, request, known);
@@ -195,12 +192,7 @@ export class SignJobs {
 
   /** Ends the job `failed` with its problem and job.failed, once (the row's status decides). */
   private async fail(item: SignJobItem, request: signerV1.SignRequest, known: CairnError): Promise<void> {
-    const problem = {
-      code: known.code,
-      title: ERROR_CATALOG[known.code].title,
-      status: known.status,
-      detail: known.message,
-    };
+    const problem = toJobProblem(known);
     await withTenant(this.deps.db, item.tenantId, async (tx) => {
       await this.deps.store.markJob(tx, item.jobId, { status: 'failed', problem });
       await this.deps.outbox.enqueue(
