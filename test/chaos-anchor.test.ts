@@ -6,8 +6,8 @@
  * stand-in); the rest of the fleet in this process.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
-import { freePort, PG_ADMIN_URL, startHardhat, waitFor, type HardhatNode } from '@cairn/testing';
+import type pg from 'pg';
+import { freePort, startHardhat, waitFor, type HardhatNode } from '@cairn/testing';
 import { signStreamWith } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
@@ -39,10 +39,7 @@ beforeAll(async () => {
   );
   await processes.start('anchor', stack);
   tenant = await onboard(stack);
-  admin = new pg.Client({
-    connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
-  });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
 afterAll(async () => {

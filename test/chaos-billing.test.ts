@@ -5,8 +5,8 @@
  * with the same Idempotency-Key. Billing runs as its own process; the rest of the fleet in this process.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import type pg from 'pg';
+import { waitFor } from '@cairn/testing';
 import { retryUntilSigned, signStreamWith, type SignOutcome } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
@@ -33,10 +33,7 @@ beforeAll(async () => {
   await processes.start('billing', stack);
   // growth: units above the quota are billed, never refused, so every sign here is metered.
   tenant = await onboard(stack, 'growth');
-  admin = new pg.Client({
-    connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
-  });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
 afterAll(async () => {

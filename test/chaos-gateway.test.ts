@@ -10,8 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import type pg from 'pg';
+import { waitFor } from '@cairn/testing';
 import { retryUntilSigned, signStreamWith } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
@@ -39,10 +39,7 @@ beforeAll(async () => {
   // The gateway answers on the stack's own HTTP port.
   await processes.start('gateway', stack);
   tenant = await onboard(stack, 'growth');
-  admin = new pg.Client({
-    connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
-  });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
 afterAll(async () => {

@@ -6,10 +6,10 @@
  * pending. The webhook service runs as its own process; the events come over the bus as producers send them.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
+import type pg from 'pg';
 import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
-import { PG_ADMIN_URL, sampleEvent, waitFor } from '@cairn/testing';
+import { sampleEvent, waitFor } from '@cairn/testing';
 import { startReceiver, verifySignature, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { ServiceProcesses } from './support/service-processes.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
@@ -49,10 +49,7 @@ beforeAll(async () => {
     stream: String(stack.env.NATS_STREAM),
     subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
   });
-  admin = new pg.Client({
-    connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
-  });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
 afterAll(async () => {

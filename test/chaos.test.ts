@@ -5,9 +5,9 @@
  * the audit schema.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
+import type pg from 'pg';
 import type { ServiceName } from '@cairn/config';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { waitFor } from '@cairn/testing';
 import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
@@ -39,10 +39,7 @@ beforeAll(async () => {
   await processes.start('signer', stack);
   await processes.start('audit');
   tenant = await onboard(stack, 'growth');
-  admin = new pg.Client({
-    connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
-  });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
 afterAll(async () => {

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, databaseUrl as appDatabaseUrl, dropDatabase, ensureAppRole } from './provisioning.js';
+import pg from 'pg';
 import { Redis } from 'ioredis';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -23,6 +24,11 @@ export interface Sandbox {
   databaseName: string;
   databaseUrl: string;
   env: NodeJS.ProcessEnv;
+  /**
+   * A superuser connection to this sandbox's database, connected: what a test reads and arranges behind the
+   * services' backs (row-level security does not apply to it). The caller ends it.
+   */
+  adminClient(): Promise<pg.Client>;
   dispose(): Promise<void>;
 }
 
@@ -63,6 +69,11 @@ export async function createSandbox(overrides: NodeJS.ProcessEnv = {}): Promise<
     databaseName,
     databaseUrl,
     env,
+    adminClient: async () => {
+      const client = new pg.Client({ connectionString: appDatabaseUrl(PG_ADMIN_URL, databaseName) });
+      await client.connect();
+      return client;
+    },
     dispose: async () => {
       // A test that never used NATS or Redis left no stream or keys to remove: a failure here is not the test's.
       await dropStream(env.NATS_STREAM as string).catch(() => undefined);
