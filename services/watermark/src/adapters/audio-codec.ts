@@ -97,6 +97,39 @@ async function withTemp<T>(work: (dir: string) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The samples of one audio stream as they are (its own rate and channels, interleaved float32), at most
+ * `maxSeconds` of them: the output is bounded before ffmpeg runs. `input` is a file path, or `pipe:0` with `bytes`.
+ */
+async function decodeInterleaved(
+  source: { input: string; bytes?: Buffer; select: string[]; timeoutMs?: number },
+  stream: { channels: number; sampleRate: number },
+  maxSeconds: number,
+): Promise<Float32Array> {
+  const raw = await runFfmpeg({
+    args: [
+      '-i',
+      source.input,
+      '-t',
+      String(maxSeconds),
+      ...source.select,
+      '-f',
+      'f32le',
+      '-ac',
+      String(stream.channels),
+      '-ar',
+      String(stream.sampleRate),
+      'pipe:1',
+    ],
+    ...(source.bytes ? { input: source.bytes } : {}),
+    ...(source.timeoutMs !== undefined ? { timeoutMs: source.timeoutMs } : {}),
+    maxOutputBytes: Math.ceil(maxSeconds * stream.sampleRate * stream.channels * 4) + 4096,
+  });
+  const samples = new Float32Array(raw.length >> 2);
+  new Uint8Array(samples.buffer).set(raw.subarray(0, samples.length * 4));
+  return samples;
+}
+
 /** The upload to mark: limits from its header, then its samples as they are and the 16 kHz mono mix. */
 export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedAudio> {
   const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
@@ -121,26 +154,7 @@ export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: Media
     probe?.seconds !== undefined ? probe.seconds + 1 : limits.audioSeconds,
   );
   try {
-    const raw = await runFfmpeg({
-      args: [
-        '-i',
-        'pipe:0',
-        '-t',
-        String(maxSeconds),
-        '-vn',
-        '-f',
-        'f32le',
-        '-ac',
-        String(stream.channels),
-        '-ar',
-        String(stream.sampleRate),
-        'pipe:1',
-      ],
-      input: bytes,
-      maxOutputBytes: Math.ceil(maxSeconds * stream.sampleRate * stream.channels * 4) + 4096,
-    });
-    const samples = new Float32Array(raw.length >> 2);
-    new Uint8Array(samples.buffer).set(raw.subarray(0, samples.length * 4));
+    const samples = await decodeInterleaved({ input: 'pipe:0', bytes, select: ['-vn'] }, stream, maxSeconds);
     const mono = await decodeAudioMono(bytes, ANALYSIS_RATE, maxSeconds);
     const seconds = samples.length / stream.channels / stream.sampleRate;
     // A WAV header states its data size exactly: much less sound than it states is a truncated upload, refused as
@@ -291,27 +305,11 @@ export async function decodeVideoAudioTrack(
   const stream = parseAudioStream(description, container);
   if (!stream) return null;
   try {
-    const raw = await runFfmpeg({
-      args: [
-        '-i',
-        path,
-        '-t',
-        String(maxSeconds),
-        '-map',
-        '0:a:0',
-        '-f',
-        'f32le',
-        '-ac',
-        String(stream.channels),
-        '-ar',
-        String(stream.sampleRate),
-        'pipe:1',
-      ],
-      maxOutputBytes: Math.ceil(maxSeconds * stream.sampleRate * stream.channels * 4) + 4096,
-      timeoutMs: 120_000,
-    });
-    const samples = new Float32Array(raw.length >> 2);
-    new Uint8Array(samples.buffer).set(raw.subarray(0, samples.length * 4));
+    const samples = await decodeInterleaved(
+      { input: path, select: ['-map', '0:a:0'], timeoutMs: 120_000 },
+      stream,
+      maxSeconds,
+    );
     const seconds = samples.length / stream.channels / stream.sampleRate;
     if (seconds === 0) return null;
     let kbps = declaredTrackKbps(description);
