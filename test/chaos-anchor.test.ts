@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { freePort, startHardhat, waitFor, type HardhatNode } from '@cairn/testing';
 import { signStreamWith } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, type Stack } from './support/stack.js';
 
 const STREAM = 16;
 let chain: HardhatNode;
@@ -21,23 +21,15 @@ let processes: ServiceProcesses;
 
 beforeAll(async () => {
   chain = await startHardhat(await freePort());
-  processes = await ServiceProcesses.reserve(['anchor']);
   // Small batches closing fast: several are open, closed and sent while the stream runs.
-  stack = await startStack(
-    ['watermark', 'signer', 'gateway'],
-    {
-      ...processes.addresses(),
-      SIGN_CONCURRENCY_PER_TENANT: '100',
-      ANCHOR_RPC_URL: chain.url,
-      ANCHOR_BATCH_MAX: '3',
-      ANCHOR_BATCH_MAX_AGE_MS: '800',
-      ANCHOR_POLL_MS: '100',
-      ANCHOR_RETRY_MAX_MS: '1000',
-    },
-    undefined,
-    { external: processes.names },
-  );
-  await processes.start('anchor', stack);
+  ({ stack, processes } = await ServiceProcesses.startWithStack(['watermark', 'signer', 'gateway'], ['anchor'], {
+    SIGN_CONCURRENCY_PER_TENANT: '100',
+    ANCHOR_RPC_URL: chain.url,
+    ANCHOR_BATCH_MAX: '3',
+    ANCHOR_BATCH_MAX_AGE_MS: '800',
+    ANCHOR_POLL_MS: '100',
+    ANCHOR_RETRY_MAX_MS: '1000',
+  }));
   tenant = await onboard(stack);
   admin = await stack.sandbox.adminClient();
 }, 240_000);

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { waitFor } from '@cairn/testing';
 import { retryUntilSigned, signStreamWith, type SignOutcome } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, type Stack } from './support/stack.js';
 
 const STREAM = 16;
 /**
@@ -23,14 +23,9 @@ let admin: pg.Client;
 let processes: ServiceProcesses;
 
 beforeAll(async () => {
-  processes = await ServiceProcesses.reserve(['billing']);
-  stack = await startStack(
-    ['watermark', 'signer', 'gateway'],
-    { ...processes.addresses(), SIGN_CONCURRENCY_PER_TENANT: '100' },
-    undefined,
-    { external: processes.names },
-  );
-  await processes.start('billing', stack);
+  ({ stack, processes } = await ServiceProcesses.startWithStack(['watermark', 'signer', 'gateway'], ['billing'], {
+    SIGN_CONCURRENCY_PER_TENANT: '100',
+  }));
   // growth: units above the quota are billed, never refused, so every sign here is metered.
   tenant = await onboard(stack, 'growth');
   admin = await stack.sandbox.adminClient();

@@ -11,7 +11,7 @@ import { waitFor } from '@cairn/testing';
 import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
 import { lookupFile, matchesOf } from './support/lookup.js';
 import { ServiceProcesses } from './support/service-processes.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, type Stack } from './support/stack.js';
 
 const STREAM = 10;
 const VICTIMS: ServiceName[] = ['tenant', 'watermark', 'softbinding', 'verifier', 'gateway'];
@@ -20,20 +20,15 @@ let tenant: { tenant_id: string; api_key: string };
 let processes: ServiceProcesses;
 
 beforeAll(async () => {
-  processes = await ServiceProcesses.reserve(VICTIMS);
-  stack = await startStack(
+  ({ stack, processes } = await ServiceProcesses.startWithStack(
     ['gateway', 'signer', 'verifier', 'watermark', 'softbinding', 'tenant', 'billing', 'audit'],
+    VICTIMS,
     {
-      ...processes.addresses(),
       SIGN_CONCURRENCY_PER_TENANT: '100',
       // Nine services share the machine's Postgres with other suites: a small pool each (streams are 2 wide).
       DATABASE_POOL_MAX: '4',
     },
-    undefined,
-    { external: processes.names },
-  );
-  // Dependencies first, as startStack orders them; the gateway answers on the stack's own HTTP port.
-  for (const name of VICTIMS) await processes.start(name, stack);
+  ));
   tenant = await onboard(stack, 'growth');
 }, 240_000);
 

@@ -14,7 +14,7 @@ import type pg from 'pg';
 import { waitFor } from '@cairn/testing';
 import { retryUntilSigned, signStreamWith } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, type Stack } from './support/stack.js';
 
 const STREAM = 12;
 let stack: Stack;
@@ -23,21 +23,17 @@ let admin: pg.Client;
 let processes: ServiceProcesses;
 
 beforeAll(async () => {
-  processes = await ServiceProcesses.reserve(['gateway']);
-  stack = await startStack(
+  // The gateway runs as its own process and answers on the stack's own HTTP port.
+  ({ stack, processes } = await ServiceProcesses.startWithStack(
     ['gateway', 'signer', 'watermark', 'verifier', 'billing', 'audit'],
+    ['gateway'],
     {
-      ...processes.addresses(),
       SIGN_CONCURRENCY_PER_TENANT: '100',
       // A claim of the killed gateway lapses 2 s after it was taken, so the clients' retries take it over.
       SIGN_CLAIM_LEASE_SECONDS: '2',
       DATABASE_POOL_MAX: '4',
     },
-    undefined,
-    { external: processes.names },
-  );
-  // The gateway answers on the stack's own HTTP port.
-  await processes.start('gateway', stack);
+  ));
   tenant = await onboard(stack, 'growth');
   admin = await stack.sandbox.adminClient();
 }, 240_000);

@@ -12,7 +12,7 @@ import { newId } from '@cairn/ids';
 import { sampleEvent, waitFor } from '@cairn/testing';
 import { startReceiver, verifySignature, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, type Stack } from './support/stack.js';
 
 /** Events published, one every PUBLISH_GAP_MS; the kill lands on the KILL_AT-th request the receiver gets. */
 const EVENTS = 24;
@@ -29,19 +29,11 @@ let receiver: Receiver;
 let processes: ServiceProcesses;
 
 beforeAll(async () => {
-  processes = await ServiceProcesses.reserve(['webhook']);
-  stack = await startStack(
-    ['gateway'],
-    {
-      ...processes.addresses(),
-      WEBHOOK_RETRY_SCALE: '0.001',
-      WEBHOOK_POLL_INTERVAL_MS: '50',
-      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
-    },
-    undefined,
-    { external: processes.names },
-  );
-  await processes.start('webhook', stack);
+  ({ stack, processes } = await ServiceProcesses.startWithStack(['gateway'], ['webhook'], {
+    WEBHOOK_RETRY_SCALE: '0.001',
+    WEBHOOK_POLL_INTERVAL_MS: '50',
+    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+  }));
   tenant = await onboard(stack);
   receiver = await startReceiver();
   bus = await Bus.connect({

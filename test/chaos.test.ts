@@ -10,7 +10,7 @@ import type { ServiceName } from '@cairn/config';
 import { waitFor } from '@cairn/testing';
 import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
 import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, type Stack } from './support/stack.js';
 
 const STREAM = 16;
 let stack: Stack;
@@ -28,16 +28,13 @@ async function auditedSigns(): Promise<Map<string, number>> {
 }
 
 beforeAll(async () => {
-  processes = await ServiceProcesses.reserve(['signer', 'audit']);
-  // The gateway finds the signer and audit at fixed addresses, whichever process answers there.
-  stack = await startStack(
+  ({ stack, processes } = await ServiceProcesses.startWithStack(
     ['watermark', 'verifier', 'softbinding', 'gateway'],
-    { ...processes.addresses(), SIGN_CONCURRENCY_PER_TENANT: '100' },
-    undefined,
-    { external: processes.names },
-  );
-  await processes.start('signer', stack);
-  await processes.start('audit');
+    ['signer', 'audit'],
+    {
+      SIGN_CONCURRENCY_PER_TENANT: '100',
+    },
+  ));
   tenant = await onboard(stack, 'growth');
   admin = await stack.sandbox.adminClient();
 }, 240_000);

@@ -2,7 +2,7 @@ import { expect } from '@jest/globals';
 import { databaseRole, grpcAddrVar, type ServiceName } from '@cairn/config';
 import { databaseUrl, freePort, PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { spawnService, type ServiceProcess } from './process.js';
-import type { Stack } from './stack.js';
+import { startStack, type Stack } from './stack.js';
 
 /**
  * Services of a stack run as real processes of their own (for kill -9), each on fixed ports chosen up front so
@@ -19,6 +19,25 @@ export class ServiceProcesses {
     const ports = new Map<ServiceName, { grpc: number; ops: number }>();
     for (const name of names) ports.set(name, { grpc: await freePort(), ops: await freePort() });
     return new ServiceProcesses(ports);
+  }
+
+  /**
+   * A stack of `names` (as startStack takes them) whose `external` services run as processes of their own,
+   * started in that order once the in-process rest is up; `overrides` go to both. What every chaos test sets up
+   * before it kills anything.
+   */
+  static async startWithStack(
+    names: ServiceName[],
+    external: ServiceName[],
+    overrides: NodeJS.ProcessEnv = {},
+  ): Promise<{ stack: Stack; processes: ServiceProcesses }> {
+    const processes = await ServiceProcesses.reserve(external);
+    // The in-process services find the external ones at fixed addresses, whichever process answers there.
+    const stack = await startStack(names, { ...processes.addresses(), ...overrides }, undefined, {
+      external: processes.names,
+    });
+    for (const name of external) await processes.start(name, stack);
+    return { stack, processes };
   }
 
   /** The gRPC address variables of these services, for startStack's overrides. */
