@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
@@ -169,30 +169,24 @@ export class SignRequestStore {
       tx
         .update(signRequests)
         .set({ leaseExpiresAt: sql`now()` })
-        .where(
-          and(
-            eq(signRequests.tenantId, tenantId),
-            eq(signRequests.idempotencyKey, idempotencyKey),
-            eq(signRequests.claimId, claimId),
-            eq(signRequests.state, 'in_progress'),
-          ),
-        ),
+        .where(stillClaimed(tenantId, idempotencyKey, claimId)),
     );
   }
 
   /** Drops the claim of a sign that certainly recorded nothing, so the same key may be sent again. */
   async abandon(tenantId: string, idempotencyKey: string, claimId: string): Promise<void> {
     await withTenant(this.db, tenantId, (tx) =>
-      tx
-        .delete(signRequests)
-        .where(
-          and(
-            eq(signRequests.tenantId, tenantId),
-            eq(signRequests.idempotencyKey, idempotencyKey),
-            eq(signRequests.claimId, claimId),
-            eq(signRequests.state, 'in_progress'),
-          ),
-        ),
+      tx.delete(signRequests).where(stillClaimed(tenantId, idempotencyKey, claimId)),
     );
   }
+}
+
+/** The row of a sign still in progress under this claim (not taken over, not finished). */
+function stillClaimed(tenantId: string, idempotencyKey: string, claimId: string): SQL | undefined {
+  return and(
+    eq(signRequests.tenantId, tenantId),
+    eq(signRequests.idempotencyKey, idempotencyKey),
+    eq(signRequests.claimId, claimId),
+    eq(signRequests.state, 'in_progress'),
+  );
 }
