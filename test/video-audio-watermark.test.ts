@@ -14,8 +14,7 @@ let signedBytes: Buffer;
 
 /**
  * The signed clip with its frames halved and re-encoded at H.264 CRF 34 (no frame mark survives that, README), written
- * as most tools write MP4 (index first, through a file). Not a fragmented MP4: the frame fingerprint's periodic
- * sampling follows the declared duration, which a fragmented file with AAC declares longer, and then misses.
+ * as most tools write MP4 (index first, through a file).
  */
 async function crushed(sound: string[]): Promise<Buffer> {
   const dir = await mkdtemp(join(tmpdir(), 'cairn-crushed-'));

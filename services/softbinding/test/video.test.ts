@@ -11,6 +11,7 @@ import {
   MIN_MATCHED_FRACTION,
   MIN_MATCHED_FRAMES,
   nearestFrameDistance,
+  streamExtent,
   VIDEO_FRAME_RADIUS,
   VideoFingerprintError,
   type VideoFrameHash,
@@ -240,6 +241,68 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
     expect(indexed.length).toBeGreaterThanOrEqual(4);
     expect(matchVideo(await fingerprintVideo(copy), indexed).matches).toBe(true);
   }, 60_000);
+
+  it('samples over the frames’ own extent when the sound runs longer: fragmented MP4, 4 s of frames, 20 s of AAC (issue #14)', async () => {
+    const frames = await runFfmpeg({
+      args: [
+        ...['-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=25', '-t', '4'],
+        ...[...X264, '-crf', '18', '-f', 'matroska', 'pipe:1'],
+      ],
+      timeoutMs: 60_000,
+    });
+    // 20 s of AAC as the file's first stream, the frames (copied) second.
+    const fragmented = await runFfmpeg({
+      args: [
+        ...['-i', 'pipe:0', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=20'],
+        ...['-map', '1:a:0', '-map', '0:v:0', '-c:a', 'aac', '-c:v', 'copy'],
+        ...['-movflags', 'frag_keyframe+empty_moov', '-f', 'mp4', 'pipe:1'],
+      ],
+      input: frames,
+      timeoutMs: 60_000,
+    });
+    // The container declares 20 s; the frames span 4 s and are sampled as the silent frames' are (a 1 s floor), where
+    // the declared duration gave a 4 s floor: one frame, which no copy can match (MIN_MATCHED_FRAMES).
+    const indexed = await fingerprintVideo(fragmented);
+    const silent = await fingerprintVideo(frames);
+    expect(indexed.map((f) => f.seconds)).toEqual(silent.map((f) => f.seconds));
+    expect(indexed.length).toBeGreaterThanOrEqual(4);
+    expect(indexed.at(-1)!.seconds).toBeLessThan(4);
+    // Its re-encoded copy without the sound is found, and the fragmented file is found as a copy of the silent one.
+    const copy = await runFfmpeg({
+      args: [
+        '-i',
+        'pipe:0',
+        '-an',
+        ...X264,
+        '-crf',
+        '28',
+        '-movflags',
+        'frag_keyframe+empty_moov',
+        '-f',
+        'mp4',
+        'pipe:1',
+      ],
+      input: fragmented,
+      timeoutMs: 60_000,
+    });
+    expect(matchVideo(await fingerprintVideo(copy), indexed).matches).toBe(true);
+    expect(matchVideo(indexed, silent).matches).toBe(true);
+  }, 120_000);
+
+  it('reads a stream’s extent from its packet list: presentation order, time base, packets without a time', () => {
+    const list = [
+      '#tb 0: 1/12800',
+      '#media_type 0: video',
+      '0,      -1024,          0,      512,     1511, 0x9750d779',
+      '0,       -512,       1024,      512,      951, 0x68dee381, F=0x0',
+      '0,          0,        512,      512,      951, 0x68dee381, F=0x0',
+      '0,        512, -9223372036854775808,      512,       10, 0x00000001',
+    ].join('\n');
+    // From pts 0 to 1024 + 512: three frames of 1/25 s.
+    expect(streamExtent(list)).toBeCloseTo(0.12, 6);
+    expect(streamExtent('#tb 0: 1/25\n')).toBeUndefined();
+    expect(streamExtent('0, 0, 0, 1, 10, 0x0\n')).toBeUndefined();
+  });
 
   it('ignores flat frames: a black video matches nothing, not even another black video', async () => {
     const black = await runFfmpeg({

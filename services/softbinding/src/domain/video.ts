@@ -5,7 +5,7 @@ import { hamming, HASH_BYTES } from './pdq.js';
  * Video fingerprint `cairn.pdq-frames.v1`: PDQ-class hashes (`pdq.ts`, the image module) of frames sampled at
  * scene changes, with a periodic floor, each with its timestamp.
  *
- * Sampling (adapters/video-fingerprint.ts: one ffmpeg run, the input written to a temp file so MP4s with the
+ * Sampling (adapters/video-fingerprint.ts: one ffmpeg decode, the input written to a temp file so MP4s with the
  * `moov` atom at the end decode):
  *  - the first `MAX_ANALYSED_SECONDS` of the first video stream are decoded (`-t`), audio/subtitles ignored;
  *  - every frame is scaled to 128×128 (area filter, aspect ignored: the image path also fills a 128×128 working
@@ -16,7 +16,10 @@ import { hamming, HASH_BYTES } from './pdq.js';
  *    selected one (so a static shot or a slow pan still yields a frame every 4 s); shorter videos get a shorter
  *    floor, `periodicSeconds(duration)`: a quarter of the duration, at least `MIN_PERIODIC_SECONDS`, so a clip
  *    of a few seconds without cuts still yields several frames (with one frame it could never reach
- *    `MIN_MATCHED_FRAMES`, and a re-encoded copy of a 3 s clip found nothing);
+ *    `MIN_MATCHED_FRAMES`, and a re-encoded copy of a 3 s clip found nothing). The duration is the video
+ *    stream's own extent (`streamExtent`: its packets' timestamps, read by a demux-only ffmpeg pass before the
+ *    decode), not the container's: a container declares its longest stream's end, and a 4 s clip with 20 s of
+ *    AAC (fragmented MP4 or not) got a 4 s floor, one frame, and its copies found nothing;
  *  - `-vsync vfr` (selected frames only, no duplicates), rawvideo rgb24 on stdout, at most `MAX_CANDIDATE_FRAMES`;
  *  - timestamps: the `metadata=mode=print:file=…` filter after `select` writes one `pts_time` line per selected
  *    frame to a file in the same temp dir (stderr is not returned by `runFfmpeg`); `seconds` is relative to the
@@ -41,6 +44,33 @@ export function periodicSeconds(duration: number | undefined): number {
   if (duration === undefined || !Number.isFinite(duration) || duration <= 0) return PERIODIC_SECONDS;
   return Math.min(PERIODIC_SECONDS, Math.max(MIN_PERIODIC_SECONDS, Math.round((duration / 4) * 100) / 100));
 }
+/**
+ * The extent in seconds of the packets listed by ffmpeg's `framecrc` muxer (`#tb 0: num/den` header, then one
+ * `stream, dts, pts, duration, size, checksum` line per packet): from the earliest presentation time to the latest
+ * one's end (B-frames present out of order). Undefined when there is no time base or no packet.
+ */
+export function streamExtent(framecrc: string): number | undefined {
+  const tb = /^#tb \d+: (\d+)\/(\d+)$/m.exec(framecrc);
+  if (!tb || Number(tb[2]) === 0) return undefined;
+  let first = Infinity;
+  let end = -Infinity;
+  for (const line of framecrc.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const fields = line.split(',');
+    if (fields.length < 4) continue;
+    const pts = Number(fields[2]);
+    const duration = Number(fields[3]);
+    // A packet without a timestamp is listed with AV_NOPTS_VALUE (−2⁶³): not a time.
+    if (!Number.isSafeInteger(pts) || !Number.isSafeInteger(duration)) continue;
+    if (pts < first) first = pts;
+    if (pts + duration > end) end = pts + duration;
+  }
+  if (end <= first) return undefined;
+  return ((end - first) * Number(tb[1])) / Number(tb[2]);
+}
+
+/** The packet list of `streamExtent` is read whole: ~65 bytes a packet, 16 MiB ≈ 250k packets (10 min at 400 fps). */
+export const MAX_PACKET_LIST_BYTES = 16 * 1024 * 1024;
 export const MAX_VIDEO_FRAMES = 48;
 /** Frames taken from ffmpeg before thinning (rgb24 128×128 = 48 KiB each: at most 12 MiB of output). */
 export const MAX_CANDIDATE_FRAMES = 256;
