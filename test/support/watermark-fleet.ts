@@ -6,6 +6,7 @@ import { multipart, type Stack } from './stack.js';
 export interface Verification {
   status: string;
   signals: Record<string, unknown>;
+  warnings: string[];
   matches: Array<{ asset_id?: string; via?: string }>;
 }
 

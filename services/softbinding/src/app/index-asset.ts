@@ -5,7 +5,7 @@ import type { Logger } from '@cairn/logging';
 import { isCairnError } from '@cairn/errors';
 import { checkMediaLimits, FfmpegError, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
 import { AudioTooShortError, AudioTooSparseError } from '../domain/audio.js';
-import { fingerprintAudio } from '../adapters/audio-fingerprint.js';
+import { fingerprintAudio, fingerprintSoundtrack } from '../adapters/audio-fingerprint.js';
 import { pdqFingerprinter } from '../adapters/image-hash.js';
 import { fingerprintText, TextFingerprintError } from '../domain/text.js';
 import type { Indexes } from './lookup.js';
@@ -22,9 +22,9 @@ export interface IndexDeps {
 
 /**
  * Indexes the fingerprints of every signed asset whose recipe enables soft binding: images (PDQ, whole and crops),
- * video (PDQ of frames at scene changes), audio (spectral-peak landmarks), text (MinHash). Runs in the idempotent consumer's transaction (tenant set,
- * event id claimed): a redelivered asset.signed indexes nothing twice. A file that cannot be fingerprinted (too
- * short, too flat, undecodable) is logged and skipped: retrying would not change it.
+ * video (PDQ of frames at scene changes, and its sound as audio), audio (spectral-peak landmarks), text (MinHash).
+ * Runs in the idempotent consumer's transaction (tenant set, event id claimed): a redelivered asset.signed indexes
+ * nothing twice.
  */
 export function indexSignedAsset(deps: IndexDeps) {
   return async (event: Event<'asset.signed'>, tx: Tx): Promise<void> => {
@@ -60,11 +60,29 @@ export function indexSignedAsset(deps: IndexDeps) {
       manifestUri: data.manifest_uri,
       verifierUrl: data.verifier_url,
     };
-    try {
-      // The signer held the asset to the same limits, unless they were lowered since: then it is not decoded.
-      const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
+    // A part that cannot be fingerprinted (too short, too flat, undecodable) is logged and skipped (false): retrying
+    // would not change it. A video's frames and its sound are two parts: either may be indexed without the other.
+    const attempt = async (part: string, work: () => Promise<void>): Promise<boolean> => {
+      try {
+        await work();
+        return true;
+      } catch (error) {
+        if (!unindexable(error)) throw error;
+        deps.logger.warn(
+          { asset_id: assetId, media_type: data.media_type, part, err: error },
+          'signed asset cannot be fingerprinted; not indexed',
+        );
+        return false;
+      }
+    };
+    // The signer held the asset to the same limits, unless they were lowered since: then it is not decoded.
+    const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
+    const withinLimits = await attempt('limits', async () => {
       if (sniffed) await checkMediaLimits(bytes, sniffed, deps.mediaLimits);
-      if (modality === 'image') {
+    });
+    if (!withinLimits) return;
+    if (modality === 'image') {
+      await attempt('image', async () => {
         const hashes = await indexHashes(pdqFingerprinter, bytes);
         await deps.indexes.images.add(
           tx,
@@ -76,7 +94,9 @@ export function indexSignedAsset(deps: IndexDeps) {
             quality: h.quality,
           })),
         );
-      } else if (modality === 'video') {
+      });
+    } else if (modality === 'video') {
+      await attempt('frames', async () => {
         const frames = await fingerprintVideo(bytes);
         await deps.indexes.images.add(
           tx,
@@ -88,17 +108,17 @@ export function indexSignedAsset(deps: IndexDeps) {
             quality: f.quality,
           })),
         );
-      } else if (modality === 'audio') {
-        await deps.indexes.audio.add(tx, record, await fingerprintAudio(bytes));
-      } else {
-        await deps.indexes.text.add(tx, record, fingerprintText(bytes.toString('utf8')));
-      }
-    } catch (error) {
-      if (!unindexable(error)) throw error;
-      deps.logger.warn(
-        { asset_id: assetId, media_type: data.media_type, err: error },
-        'signed asset cannot be fingerprinted; not indexed',
-      );
+      });
+      // The sound is indexed as audio of the same asset: an audio lookup of the sound taken out of the video (the
+      // soundtrack as MP3, WAV or M4A) finds the video it came from.
+      await attempt('sound', async () => {
+        const sound = await fingerprintSoundtrack(bytes);
+        if (sound) await deps.indexes.audio.add(tx, record, sound);
+      });
+    } else if (modality === 'audio') {
+      await attempt('audio', async () => deps.indexes.audio.add(tx, record, await fingerprintAudio(bytes)));
+    } else {
+      await attempt('text', async () => deps.indexes.text.add(tx, record, fingerprintText(bytes.toString('utf8'))));
     }
   };
 }
