@@ -196,8 +196,10 @@ describe('no upload rewrites a public verdict', () => {
     expect(answer.signals).toMatchObject({ signer_trusted: true });
     expect(answer.asset_id).toBeUndefined();
     expect(answer.manifest_id).toBeUndefined();
-    // The same tenant verifying the victim's real file is not told anything that changes the public view.
-    await verifyAs(enterprise.api_key, signedBytes);
+    // The same tenant verifying the victim's real file reads it under its own list, where Cairn's root is not (the
+    // reading Cairn keeps of its copy under the default list is not reused), and changes nothing in the public view.
+    const real = await verifyAs(enterprise.api_key, signedBytes);
+    expect(real.signals).toMatchObject({ signer_trusted: false });
     await expectVictimUnchanged();
   });
 

@@ -23,6 +23,11 @@ export const verifierConfigShape = {
   /** Parser processes isolating c2pa-rs from hostile files, and each read's time budget. */
   C2PA_READERS: z.coerce.number().int().min(1).max(8).default(2),
   C2PA_READ_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
+  /**
+   * Memory for the C2PA readings of Cairn's own signed files (a few tens of KiB each), so a verify of the very bytes
+   * Cairn signed skips the reader (app/verify/reading-memo.ts); 0 keeps none.
+   */
+  C2PA_READING_MEMO_MIB: z.coerce.number().int().min(0).max(4096).default(32),
   /** A stored verdict older than this is recomputed from Cairn's copy even when no event announced a change. */
   VERIFY_RESULT_FRESH_SECONDS: z.coerce.number().int().positive().default(600),
   /**

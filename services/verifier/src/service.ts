@@ -7,6 +7,7 @@ import type { ServiceDefinition } from '@cairn/runtime';
 import { anchorsFile, parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
 import { createManifestReader } from './adapters/c2pa/index.js';
 import { TrustLists } from './app/trust-lists.js';
+import { ReadingMemo } from './app/verify/reading-memo.js';
 import { verifierConfigShape } from './config.js';
 import type { StoredVerdictDeps } from './app/stored-verdict.js';
 import { VerifyJobs, type VerifyJobItem } from './app/verify-jobs.js';
@@ -60,6 +61,10 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         db: ctx.db,
         blobs,
         reader,
+        readings: new ReadingMemo(
+          config.C2PA_READING_MEMO_MIB * 1024 * 1024,
+          config.VERIFY_RESULT_FRESH_SECONDS * 1000,
+        ),
         signer,
         watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
         softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),

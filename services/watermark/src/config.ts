@@ -10,6 +10,11 @@ export const watermarkConfigShape = {
   /** Worker threads for embedding and detection; by default one per core but one, which serves gRPC. */
   WATERMARK_WORKERS: z.coerce.number().int().min(1).max(64).default(defaultPoolSize()),
   /**
+   * Memory for the image search's readings of Cairn's own signed files (about 0.2 MiB per megapixel), so a verify of
+   * the very bytes Cairn signed skips the decode and the search; 0 keeps none.
+   */
+  WATERMARK_DETECTION_MEMO_MIB: z.coerce.number().int().min(0).max(4096).default(32),
+  /**
    * The cairn-dct-keyed-v1 keys: `kid:hex,kid:hex` or JSON `[{"kid","key"}]`, 32-byte keys, the first signs new
    * marks, the rest are still detected (rotation). Required in production; unset in development, the service
    * generates one and keeps it sealed in its schema (app/keyring.ts).

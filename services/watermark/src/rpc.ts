@@ -35,7 +35,8 @@ export function watermarkHandlers(deps: WatermarkDeps): ServiceImpl<Methods> {
       const assetId = requireId('asset', request.assetId, 'asset_id');
       return embedImage(deps, { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'image') });
     },
-    detectImage: async (request) => detectImage(deps, requireFile(request.encoded, 'image')),
+    detectImage: async (request) =>
+      detectImage(deps, { encoded: requireFile(request.encoded, 'image'), cairnCopy: request.cairnCopy }),
     embedAudio: async (request) => {
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
       const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');

@@ -3,6 +3,7 @@ import { mediaLimitsOf } from '@cairn/media';
 import { watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { watermarkConfigShape } from './config.js';
+import { DetectionMemo } from './app/detection-memo.js';
 import { resolveKeyring } from './app/keyring.js';
 import { CAIRN_DCT_V1 } from './domain/image/cairn-dct-v1.js';
 import { ImageWorkerPool } from './adapters/worker-pool.js';
@@ -40,6 +41,7 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
         keyring,
         minEmbedSize: CAIRN_DCT_V1.minEmbedSize,
         mediaLimits: mediaLimitsOf(ctx.config),
+        detections: new DetectionMemo(ctx.config.WATERMARK_DETECTION_MEMO_MIB * 1024 * 1024),
         logger: ctx.logger,
       });
       ctx.rpc.add(watermarkV1.WatermarkService, handlers);

@@ -8,6 +8,7 @@ import { newId } from '@cairn/ids';
 import { watermarkV1 } from '@cairn/proto';
 import { createClient, type ServiceClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
+import { onSpanEnd } from '@cairn/telemetry';
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
@@ -132,6 +133,54 @@ describe('EmbedImage → DetectImage over gRPC', () => {
     expect(otherAsset).toMatchObject({ code: 'cairn.sign.idempotency_conflict', grpc: GrpcStatus.ALREADY_EXISTS });
     const otherTenant = await failure(client.embedImage({ ...mark, tenantId: newId('tenant'), encoded: chelseaPng }));
     expect(otherTenant.code).toBe('cairn.sign.idempotency_conflict');
+  });
+});
+
+describe('a reading of Cairn’s own signed file is kept for the very same bytes', () => {
+  /** How many image searches (decode and worker) the service ran since the call. */
+  function searches(): { count: () => number; stop: () => void } {
+    let count = 0;
+    const stop = onSpanEnd((span) => {
+      if (span.name === 'watermark.detect') count += 1;
+    });
+    return { count: () => count, stop };
+  }
+
+  it('answers a verify of a Cairn copy’s bytes exactly as the full search did, without searching again', async () => {
+    const mark = ids();
+    const embedded = await client.embedImage({ ...mark, encoded: coffeePng });
+    const seen = searches();
+    try {
+      const first = await client.detectImage({ encoded: embedded.encoded, cairnCopy: true });
+      expect(first).toMatchObject({
+        detected: true,
+        registered: true,
+        assetId: mark.assetId,
+        tenantId: mark.tenantId,
+        contentConsistent: true,
+      });
+      // An upload of the same bytes (cairn_copy unset) gets the kept reading, resolved in the registry again.
+      const again = await client.detectImage({ encoded: embedded.encoded });
+      expect(again).toEqual(first);
+      expect(seen.count()).toBe(1);
+    } finally {
+      seen.stop();
+    }
+  });
+
+  it('never keeps an upload’s reading: the same uploaded bytes are searched each time', async () => {
+    const mark = ids();
+    const embedded = await client.embedImage({ ...mark, encoded: chelseaPng });
+    const upload = await png(await ATTACKS['JPEG q75'](await decodeFile(embedded.encoded)));
+    const seen = searches();
+    try {
+      const first = await client.detectImage({ encoded: upload });
+      expect(first).toMatchObject({ detected: true, registered: true, assetId: mark.assetId });
+      expect(await client.detectImage({ encoded: upload })).toEqual(first);
+      expect(seen.count()).toBe(2);
+    } finally {
+      seen.stop();
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { PoolClosedError, type ImageWorkerPool } from '../adapters/worker-pool.j
 import { ImageRejectedError } from '../domain/image/raw-image.js';
 import type { Keyring } from '../domain/keys.js';
 import type { MarkRegistry } from '../store/marks.js';
+import type { DetectionMemo } from './detection-memo.js';
 
 /** What the watermark use cases run over (service.ts builds them). */
 export interface WatermarkDeps {
@@ -16,6 +17,8 @@ export interface WatermarkDeps {
   readonly minEmbedSize: number;
   /** What the service decodes at most (MEDIA_MAX_*): callers send files, and it decodes them under these. */
   readonly mediaLimits: MediaLimits;
+  /** What the image search read in Cairn's own signed files, for a verify of the same bytes (detect-image.ts). */
+  readonly detections: DetectionMemo;
   readonly logger: Logger;
 }
 

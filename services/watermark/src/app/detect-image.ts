@@ -1,31 +1,49 @@
+import { inSpan } from '@cairn/telemetry';
 import { decodeForDetection } from '../adapters/image-codec.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { contentConsistent } from './content-check.js';
 import { inWorker, type WatermarkDeps } from './deps.js';
+import { DetectionMemo, type ImageReading } from './detection-memo.js';
 import { registeredMark } from './marks.js';
 
 /** Below this side no algorithm has a grid to read (callers skipped such images before detection moved here). */
 const MIN_DETECT_SIDE = 64;
 
+export interface DetectImageInput {
+  /** The image file as the caller has it. */
+  encoded: Uint8Array;
+  /** The file is Cairn's own copy of a signed asset: its reading is kept for the same bytes (app/detection-memo.ts). */
+  cairnCopy: boolean;
+}
+
 /**
  * Looks for a mark in an image file (every key, current first, then the keyless code) and resolves it in the
- * registry; a registered cairn-sync-v2 mark is also checked against the content it was embedded in.
+ * registry; a registered cairn-sync-v2 mark is also checked against the content it was embedded in. The search's
+ * reading of a file Cairn signed is kept, so a verify of those very bytes skips the decode and the search; the
+ * registry and the content check run on every call.
  */
-export async function detectImage(deps: WatermarkDeps, encoded: Uint8Array) {
-  const image = await decodeForDetection(encoded, deps.mediaLimits);
-  // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
-  if (Math.min(image.width, image.height) < MIN_DETECT_SIDE)
-    return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
-  const {
-    detection,
-    algorithm: name,
-    keyId,
-    registered,
-  } = await inWorker(deps.logger, 'detection', () => deps.pool.detect(image, deps.keyring.all));
+export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) {
+  const memoKey = DetectionMemo.keyOf(input.encoded);
+  const kept = deps.detections.get(memoKey);
+  const reading = kept ?? (await readImage(deps, input.encoded));
+  if (!kept && input.cairnCopy) deps.detections.set(memoKey, reading);
+  if (!reading.applicable) return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
+  const { detection, algorithm: name, keyId, registered } = reading.outcome;
   if (!detection) return { detected: false, applicable: true, algorithm: name };
-  const { answer, mark } = await registeredMark(deps, detection, name, keyId);
+  const { answer, mark } = await inSpan('watermark.registry.find', () => registeredMark(deps, detection, name, keyId));
   // A registered v2 mark is also checked against what it was embedded in (the payload alone can be copied).
   if (!mark || !registered) return answer;
   const consistent = contentConsistent(deps.logger, mark, registered);
   return consistent === undefined ? answer : { ...answer, contentConsistent: consistent };
+}
+
+/** The decode and the search (every key, then keyless), in a worker. */
+async function readImage(deps: WatermarkDeps, encoded: Uint8Array): Promise<ImageReading> {
+  const image = await inSpan('watermark.decode', () => decodeForDetection(encoded, deps.mediaLimits));
+  // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
+  if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { applicable: false };
+  const outcome = await inSpan('watermark.detect', () =>
+    inWorker(deps.logger, 'detection', () => deps.pool.detect(image, deps.keyring.all)),
+  );
+  return { applicable: true, outcome };
 }

@@ -10,6 +10,7 @@ import type { Outbox } from '@cairn/runtime';
 import type { ManifestReader } from '../../adapters/c2pa/index.js';
 import type { Verdict } from '../../domain/verdict.js';
 import type { TrustLists } from '../trust-lists.js';
+import type { ReadingMemo } from './reading-memo.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
@@ -21,6 +22,8 @@ export interface VerifyDeps {
   db: Database;
   blobs: BlobStore;
   reader: ManifestReader;
+  /** The C2PA readings of Cairn's own signed files, for a verify of the very same bytes (reading-memo.ts). */
+  readings: ReadingMemo;
   signer: ServiceClient<SignerMethods>;
   watermark: ServiceClient<WatermarkMethods>;
   softbinding: ServiceClient<SoftBindingMethods>;

@@ -4,13 +4,14 @@ import { CairnError } from '@cairn/errors';
 import { checkMediaLimits, isSidecarMediaType, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
 import { isoTimestamp, type verifierV1 } from '@cairn/proto';
 import { inSpan } from '@cairn/telemetry';
-import type { C2paReading } from '../../domain/c2pa/types.js';
+import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
 import type { WatermarkEvidence } from '../../domain/evidence.js';
 import { manifestEvidence } from '../../domain/from-reading.js';
 import { decide } from '../../domain/verdict.js';
 import type { VerifyDeps, VerifyOutcome } from './deps.js';
 import { linkedRecord, matchOf, publicAsset, sidecarRecord, signedWithTheseBytes } from './records.js';
 import { checkAnchor, checkRevocation, lookupFingerprint } from './signals.js';
+import { ReadingMemo } from './reading-memo.js';
 import { resolveSubject } from './subject.js';
 import { contentMatchesAsset, detectAudioWatermark, detectVideoWatermark, detectWatermark } from './watermark.js';
 
@@ -41,9 +42,12 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   const sidecar = sidecarManifestId
     ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore
     : undefined;
+  // Cairn's own signed file (read by asset or manifest id, as the stored verdict does): its C2PA reading and its
+  // watermark reading are kept for a verify of the very same bytes (reading-memo.ts, the watermark service's memo).
+  const cairnCopy = subject.uploadBlobKey === undefined;
   const watermarkDetection: Promise<WatermarkEvidence> =
     sniffed.modality === 'image'
-      ? inSpan('verify.watermark', () => detectWatermark(deps, subject.bytes))
+      ? inSpan('verify.watermark', () => detectWatermark(deps, subject.bytes, cairnCopy))
       : sniffed.modality === 'audio'
         ? detectAudioWatermark(deps, subject.bytes)
         : sniffed.modality === 'video'
@@ -57,13 +61,17 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
       sidecarType && !sidecar
         ? { kind: 'none' }
         : await inSpan('verify.c2pa', () =>
-            deps.reader.readManifest({
-              asset: subject.bytes,
-              mimeType: sniffed.mediaType,
-              trustAnchorsPem: trust.pems,
-              allowRemoteFetch: false,
-              ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
-            }),
+            readC2pa(
+              deps,
+              {
+                asset: subject.bytes,
+                mimeType: sniffed.mediaType,
+                trustAnchorsPem: trust.pems,
+                allowRemoteFetch: false,
+                ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
+              },
+              cairnCopy,
+            ),
           );
     // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
     // by Cairn itself (by id or by the file's exact hash), so it names its record.
@@ -168,4 +176,14 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     ...(subject.expiresAt ? { expiresAt: subject.expiresAt.toISOString() } : {}),
     anchorPending: !anchor.ran && anchor.reason === 'pending',
   };
+}
+
+/** The C2PA reading of the file: kept for Cairn's own copies, reused for the very same inputs (reading-memo.ts). */
+async function readC2pa(deps: VerifyDeps, input: ReadManifestInput, cairnCopy: boolean): Promise<C2paReading> {
+  const key = ReadingMemo.keyOf(input);
+  const kept = deps.readings.get(key, Date.now());
+  if (kept) return kept;
+  const reading = await deps.reader.readManifest(input);
+  if (cairnCopy) deps.readings.set(key, reading, Date.now());
+  return reading;
 }

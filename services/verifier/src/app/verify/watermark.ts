@@ -47,13 +47,17 @@ async function detectMark(
   }
 }
 
-export async function detectWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
+/**
+ * The image watermark. `cairnCopy`: the bytes are Cairn's own signed file (read by asset or manifest id, as the
+ * stored verdict does), whose reading the watermark service keeps for a later verify of the very same bytes.
+ */
+export async function detectWatermark(deps: VerifyDeps, bytes: Buffer, cairnCopy: boolean): Promise<WatermarkEvidence> {
   // Header only, to tell an image from bytes that merely look like one.
   if (!(await probeImage(bytes))) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
   return detectMark(
     deps,
     'image',
-    () => deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 }),
+    () => deps.watermark.detectImage({ encoded: bytes, cairnCopy }, { deadlineMs: 30_000 }),
     'image too small',
   );
 }

@@ -1,0 +1,106 @@
+import { createHash, X509Certificate, type Hash } from 'node:crypto';
+import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
+
+/**
+ * The C2PA readings of Cairn's own signed files (read by asset or manifest id, as the stored verdict does), so a
+ * verify of the very same bytes under the same trust list skips the reader. Keyed by SHA-256 over the file, its
+ * type, the sidecar and the trust anchors, so a changed list reads again. A reading is what c2pa-rs makes of those
+ * inputs and the clock (certificate validity, "now" when the signature has no time-stamp): only a reading whose
+ * whole chain is valid now and carries no stapled OCSP answer (whose age would matter) is kept, and only until the
+ * first certificate of the chain expires or `freshForMs` passes, whichever comes first. Revocation is not part of
+ * a reading (OCSP is asked on every verify, app/verify/signals.ts). An upload's reading is never kept: how fast
+ * an answer comes says nothing about what others verified. Bounded by the bytes the readings hold.
+ */
+export class ReadingMemo {
+  readonly #entries = new Map<
+    string,
+    { readonly reading: C2paReading; readonly until: number; readonly bytes: number }
+  >();
+  #bytes = 0;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly freshForMs: number,
+  ) {}
+
+  static keyOf(input: ReadManifestInput): string {
+    const hash = createHash('sha256');
+    part(hash, input.mimeType);
+    part(hash, input.asset);
+    part(hash, input.sidecar ?? '');
+    for (const pem of input.trustAnchorsPem) part(hash, pem);
+    return hash.digest('hex');
+  }
+
+  get(key: string, now: number): C2paReading | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry) return undefined;
+    this.#entries.delete(key);
+    if (now >= entry.until) {
+      this.#bytes -= entry.bytes;
+      return undefined;
+    }
+    // Touched: moves to the young end of the map's insertion order.
+    this.#entries.set(key, entry);
+    return entry.reading;
+  }
+
+  set(key: string, reading: C2paReading, now: number): void {
+    const validUntil = keepableUntil(reading, now);
+    if (validUntil === undefined) return;
+    const bytes = sizeOf(reading);
+    if (bytes > this.maxBytes) return;
+    const known = this.#entries.get(key);
+    if (known) {
+      this.#entries.delete(key);
+      this.#bytes -= known.bytes;
+    }
+    this.#entries.set(key, { reading, until: Math.min(validUntil, now + this.freshForMs), bytes });
+    this.#bytes += bytes;
+    for (const [oldest, entry] of this.#entries) {
+      if (this.#bytes <= this.maxBytes) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= entry.bytes;
+    }
+  }
+}
+
+/** One length-prefixed field of the key, so that no two different inputs hash alike. */
+function part(hash: Hash, value: string | Buffer): void {
+  const bytes = typeof value === 'string' ? Buffer.from(value) : value;
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64BE(BigInt(bytes.length));
+  hash.update(length).update(bytes);
+}
+
+/** When the first certificate of a kept reading's chain stops being valid; undefined for a reading not to keep. */
+function keepableUntil(reading: C2paReading, now: number): number | undefined {
+  if (reading.kind !== 'manifest' || reading.certificateExpired || reading.ocspStatus !== 'not_checked')
+    return undefined;
+  if (reading.signer.certChainPem.length === 0) return undefined;
+  let until = Number.POSITIVE_INFINITY;
+  for (const pem of reading.signer.certChainPem) {
+    let certificate: X509Certificate;
+    try {
+      certificate = new X509Certificate(pem);
+    } catch {
+      return undefined;
+    }
+    const from = Date.parse(certificate.validFrom);
+    const to = Date.parse(certificate.validTo);
+    if (!(from <= now && now < to)) return undefined;
+    until = Math.min(until, to);
+  }
+  return until;
+}
+
+/** Roughly what an entry keeps alive: the store, the thumbnail and the chain, plus an allowance for the rest. */
+function sizeOf(reading: C2paReading): number {
+  if (reading.kind !== 'manifest') return 1024;
+  return (
+    4096 +
+    (reading.manifestStore?.length ?? 0) +
+    (reading.thumbnail?.bytes.length ?? 0) +
+    reading.signer.certChainPem.reduce((sum, pem) => sum + pem.length, 0)
+  );
+}
