@@ -12,7 +12,7 @@ import {
 } from '@nats-io/jetstream';
 import type { Logger } from '@cairn/logging';
 import { parseEvent, type AnyEvent, type EventOf, type EventType } from '@cairn/events';
-import { serve, type RunningConsumer } from './serve.js';
+import { backoffMs, handBack, serve, type RunningConsumer } from './serve.js';
 import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
 
 export { DEFAULT_STOP_GRACE_MS, type RunningConsumer } from './serve.js';
@@ -152,7 +152,7 @@ export class Bus {
     }
     const consumer = await this.js.consumers.get(this.options.stream, options.durable);
     const log = this.options.logger;
-    const handle = async (msg: JsMsg): Promise<void> => {
+    const handle = async (msg: JsMsg, abandoned: AbortSignal): Promise<void> => {
       let json: unknown;
       try {
         json = msg.json();
@@ -186,11 +186,20 @@ export class Bus {
         await context.with(extractTraceContext(msg.headers), () => options.handler(event as EventOf<T>, msg));
       } catch (error) {
         const attempt = msg.info.deliveryCount;
+        if (abandoned.aborted) {
+          // Its stop gave up on it and handed the event back; failing now (its service fenced off) is expected.
+          log?.debug({ err: error, event_id: event.event_id, durable: options.durable }, 'abandoned handler ended');
+          return;
+        }
         log?.warn(
           { err: error, event_id: event.event_id, type: event.type, attempt, durable: options.durable },
           'event handler failed; will retry',
         );
-        msg.nak(Math.min(30_000, 250 * 2 ** Math.min(attempt, 7)));
+        handBack(
+          msg,
+          { label: { durable: options.durable }, ...(log ? { logger: log } : {}) },
+          backoffMs(250, 7, attempt),
+        );
         return;
       }
       // Confirmed before the next message: a stopped consumer has settled on the server every event it handled.

@@ -4,8 +4,9 @@ import type { Logger } from '@cairn/logging';
 export interface RunningConsumer {
   /**
    * Stops taking messages. The message being handled may finish (and is acknowledged) within `graceMs`; past
-   * that it is abandoned unacknowledged, with an error log naming it, and JetStream redelivers it after the
-   * consumer's ack wait. Messages already fetched but not started are handed back (nak) at once.
+   * that it is abandoned and handed back (nak), with an error log naming it, so JetStream redelivers it at once
+   * rather than after the consumer's ack wait (two minutes for a sign job). Messages already fetched but not
+   * started are handed back at once.
    */
   stop(graceMs?: number): Promise<void>;
 }
@@ -19,7 +20,8 @@ export interface ServeOptions {
   logger?: Logger;
   /**
    * Handles one message, including its acknowledgement; never throws (failures are nak'd inside). `abandoned`
-   * aborts when a stop gives up waiting for it: nothing may then keep the message's lease alive.
+   * aborts when a stop gives up waiting for it: the message is handed back already, so nothing may then keep
+   * its lease alive or settle it again.
    */
   handle: (msg: JsMsg, abandoned: AbortSignal) => Promise<void>;
   /** What an abandoned message's log line says about it (event id, type). */
@@ -75,20 +77,28 @@ export function serve(messages: ConsumerMessages, options: ServeOptions): Runnin
               grace_ms: graceMs,
               ...(msg ? { stream_seq: msg.seq, deliveries: msg.info.deliveryCount, ...options.describe?.(msg) } : {}),
             },
-            'consumer stopped with a message still being handled; left unacknowledged, JetStream redelivers it',
+            'consumer stopped with a message still being handled; handed back, JetStream redelivers it',
           );
-          // The handler may still finish and acknowledge; this stop no longer waits for it.
+          // The handler may still run on; this stop no longer waits for it. What it would still write is the
+          // service's to fence (the runtime cuts its database sessions); redelivery is deduplicated.
+          if (msg) handBack(msg, options);
           abandon.abort();
         }
       })()),
   };
 }
 
-function handBack(msg: JsMsg, options: ServeOptions): void {
+/** Gives a message back for redelivery now; never throws. */
+export function handBack(msg: JsMsg, options: Pick<ServeOptions, 'label' | 'logger'>, delayMs?: number): void {
   try {
-    msg.nak();
+    msg.nak(delayMs);
   } catch (error) {
     // The connection is closed: the message is redelivered after the ack wait all the same.
     options.logger?.debug({ err: error, ...options.label, stream_seq: msg.seq }, 'could not hand a message back');
   }
+}
+
+/** A failed message's redelivery delay: `baseMs` doubling per attempt up to 2^`maxDoublings`, at most 30 s. */
+export function backoffMs(baseMs: number, maxDoublings: number, attempt: number): number {
+  return Math.min(30_000, baseMs * 2 ** Math.min(attempt, maxDoublings));
 }

@@ -2,6 +2,7 @@ import { context } from '@opentelemetry/api';
 import { AckPolicy, DeliverPolicy, RetentionPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from '@cairn/logging';
 import type { Bus, RunningConsumer } from './bus.js';
+import { backoffMs, handBack } from './serve.js';
 import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
 
 const SECOND_NS = 1_000_000_000;
@@ -80,6 +81,7 @@ export class WorkQueue<T> {
       await this.bus.jsm.consumers.add(this.stream, config);
     }
     const consumer = await this.bus.js.consumers.get(this.stream, options.durable);
+    const label = { durable: options.durable, stream: this.stream };
     const handle = async (msg: JsMsg, abandoned: AbortSignal): Promise<void> => {
       const attempt = msg.info.deliveryCount;
       // Long items keep their lease while they run, and only while they are still this worker's: an item a
@@ -108,15 +110,20 @@ export class WorkQueue<T> {
             options.logger?.warn({ err: error, stream: this.stream }, 'ack not confirmed; the item may be redelivered'),
           );
       } catch (error) {
+        if (abandoned.aborted) {
+          // Handed back by its stop already; failing now (its service fenced off) is expected.
+          options.logger?.debug({ err: error, stream: this.stream }, 'abandoned work item ended');
+          return;
+        }
         options.logger?.warn({ err: error, attempt, stream: this.stream }, 'work item failed; will retry');
-        msg.nak(Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)));
+        handBack(msg, { label, ...(options.logger ? { logger: options.logger } : {}) }, backoffMs(500, 6, attempt));
       } finally {
         endLease();
         abandoned.removeEventListener('abort', endLease);
       }
     };
     return this.bus.serve(await consumer.consume({ max_messages: 1 }), {
-      label: { durable: options.durable, stream: this.stream },
+      label,
       ...(options.logger ? { logger: options.logger } : {}),
       handle,
     });

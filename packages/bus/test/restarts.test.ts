@@ -130,14 +130,16 @@ describe('a consumer when NATS goes away', () => {
     expect(new Set(handled)).toEqual(new Set(all));
   }, 60_000);
 
-  it('abandons a handler that never returns after the grace: logged by event id, unacknowledged, redelivered', async () => {
+  it('abandons a handler that never returns after the grace: logged by event id, handed back, redelivered at once', async () => {
     const bus = await connect(`RESTART_C_${(streams += 1)}`);
     const [stuckId] = await publishAll(bus, 1);
     let entered = false;
+    // An ack wait longer than waitFor's 30 s: only the stop's hand-back (nak) brings the event to the next consumer.
+    const ackWaitMs = 120_000;
     const stuck = await bus.consume({
       durable: 'restarts',
       types: 'all',
-      ackWaitMs: 1000,
+      ackWaitMs,
       // A handler waiting on a dependency that never answers.
       handler: () => ((entered = true), new Promise<void>(() => undefined)),
     });
@@ -147,32 +149,33 @@ describe('a consumer when NATS goes away', () => {
       expect.objectContaining({ level: 'error', durable: 'restarts', event_id: stuckId, grace_ms: 300 }),
     );
     const handled: string[] = [];
-    const next = await consumer(await connect(bus.options.stream), handled);
+    const next = await consumer(await connect(bus.options.stream), handled, { ackWaitMs });
     await waitFor('the abandoned event redelivered', () => handled.includes(stuckId!), 30_000);
     await next.stop();
   }, 60_000);
 });
 
 describe('a work queue worker stopping with an item that never finishes', () => {
-  it('gives up after the grace and ends the lease, so another worker runs the item', async () => {
+  it('gives up after the grace and hands the item back, so another worker runs it at once', async () => {
     const bus = await connect(`RESTART_D_${(streams += 1)}`);
     const queue = await WorkQueue.open<{ n: number }>(bus, 'restarts');
     await queue.enqueue({ n: 7 }, 'item-7');
     let entered = false;
+    // Longer than waitFor's 30 s, as a sign job's two minutes: only the hand-back (nak) frees the item in time.
+    const ackWaitMs = 120_000;
     const stuck = await queue.consume({
       durable: 'workers',
-      ackWaitMs: 1500,
+      ackWaitMs,
       logger,
       handler: () => ((entered = true), new Promise<void>(() => undefined)),
     });
     await waitFor('the item picked', () => entered);
     await stuck.stop(300);
     expect(logLines).toContainEqual(expect.objectContaining({ level: 'error', durable: 'workers', grace_ms: 300 }));
-    // The stuck handler's lease heartbeat (every ack wait / 3) would keep the item from everyone if it went on.
     const done: number[] = [];
     const other = await queue.consume({
       durable: 'workers',
-      ackWaitMs: 1500,
+      ackWaitMs,
       logger,
       handler: (item) => Promise.resolve(void done.push(item.n)),
     });

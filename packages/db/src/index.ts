@@ -1,4 +1,4 @@
-export { createPool, createDb, migrateService, pingDatabase } from './pool.js';
+export { createPool, closePool, createDb, migrateService, pingDatabase } from './pool.js';
 export {
   withTenant,
   withRlsSettings,

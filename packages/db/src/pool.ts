@@ -14,7 +14,64 @@ export function createPool(url: string, max = 10): pg.Pool {
   const connect = pool.connect.bind(pool);
   pool.connect = ((callback?: Parameters<typeof connect>[0]) =>
     callback ? connect(callback) : connect().then(releasedWhenLost)) as typeof pool.connect;
+  const held = new Set<pg.PoolClient>();
+  pool.on('acquire', (client) => held.add(client));
+  pool.on('release', (_error: Error | undefined, client: pg.PoolClient) => held.delete(client));
+  checkedOut.set(pool, held);
   return pool;
+}
+
+/** The clients each pool has lent out right now, for closePool to cut. */
+const checkedOut = new WeakMap<pg.Pool, Set<pg.PoolClient>>();
+
+/** pg sets it from the server's BackendKeyData; @types/pg does not declare it. */
+type WithBackendPid = pg.PoolClient & { processID?: number | null };
+
+/**
+ * Ends a pool at shutdown without waiting on work that will never finish. New checkouts are refused at once
+ * (pg-pool's own `ending`), clients still lent out get `settleMs` to come back (a commit in flight), then their
+ * server sessions are terminated and their connections closed: pool.end() alone waits for every lent client, so
+ * a handler abandoned by its consumer (stuck on a lock, a sleep, a peer that never answers) held the shutdown
+ * forever, and its open transaction kept its row locks, so the replica the event was handed back to blocked
+ * on them. Closing the socket is not enough for that: a backend busy in a query does not read it. Answers how
+ * many clients were cut.
+ */
+export async function closePool(pool: pg.Pool, settleMs: number): Promise<number> {
+  const ended = pool.end();
+  if (await within(ended, settleMs)) return 0;
+  const held = [...(checkedOut.get(pool) ?? [])] as WithBackendPid[];
+  const pids = held.map((client) => client.processID).filter((pid): pid is number => typeof pid === 'number');
+  await terminateBackends(pool.options, pids).catch(() => undefined); // Postgres away: the sockets below go all the same
+  for (const client of held) await client.end().catch(() => undefined);
+  // Each cut client is released by its 'end' (releasedWhenLost) or its failed query; bounded all the same.
+  await within(ended, settleMs);
+  return held.length;
+}
+
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A role may terminate its own sessions; one short connection of the pool's own settings does it. */
+async function terminateBackends(options: pg.PoolOptions, pids: number[]): Promise<void> {
+  if (pids.length === 0) return;
+  const client = new pg.Client({ ...options, connectionTimeoutMillis: 2000 });
+  await client.connect();
+  try {
+    await client.query('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [pids]);
+  } finally {
+    await client.end();
+  }
 }
 
 /**

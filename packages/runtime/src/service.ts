@@ -17,6 +17,7 @@ import {
 } from '@cairn/config';
 import {
   assertRlsSubjectRole,
+  closePool,
   createDb,
   createPool,
   migrateService,
@@ -94,6 +95,9 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** How long, at most, the pool waits at shutdown for connections still lent out before cutting them. */
+const POOL_SETTLE_MS = 2000;
+
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
@@ -129,7 +133,15 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
   health.set('', ServingStatus.NOT_SERVING);
 
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX);
-  const closers: Array<() => Promise<void>> = [async () => void (await pool.end())];
+  // Last to close. A handler its consumer abandoned after the grace (its message handed back to JetStream) may
+  // still hold a connection: it gets a short moment for a commit in flight, not another full grace, then its
+  // session is cut so its locks do not block the replica now handling that message.
+  const closers: Array<() => Promise<void>> = [
+    async () => {
+      const cut = await closePool(pool, Math.min(config.SHUTDOWN_GRACE_MS, POOL_SETTLE_MS));
+      if (cut > 0) logger.warn({ cut }, 'database sessions still in use at shutdown were terminated');
+    },
+  ];
   const shutdownHooks: Array<() => Promise<void>> = [];
   const consumers: RunningConsumer[] = [];
   let draining = false;

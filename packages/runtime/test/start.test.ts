@@ -2,11 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSandbox, databaseUrl, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
+import { sql } from 'drizzle-orm';
+import { createSandbox, databaseUrl, PG_ADMIN_URL, sampleEvent, waitFor, type Sandbox } from '@cairn/testing';
 import { startService } from '../src/index.js';
 
 let sandbox: Sandbox;
 let migrationsFolder: string;
+/** Just what a consumer needs: the service's processed_events table (packages/db events.ts). */
+let serviceMigrations: string;
 
 beforeAll(async () => {
   sandbox = await createSandbox();
@@ -15,6 +18,22 @@ beforeAll(async () => {
   await writeFile(
     join(migrationsFolder, 'meta', '_journal.json'),
     JSON.stringify({ version: '7', dialect: 'postgresql', entries: [] }),
+  );
+  serviceMigrations = await mkdtemp(join(tmpdir(), 'cairn-consumer-mig-'));
+  await mkdir(join(serviceMigrations, 'meta'));
+  await writeFile(
+    join(serviceMigrations, 'meta', '_journal.json'),
+    JSON.stringify({
+      version: '7',
+      dialect: 'postgresql',
+      entries: [{ idx: 0, version: '7', when: 1, tag: '0000_events', breakpoints: true }],
+    }),
+  );
+  await writeFile(
+    join(serviceMigrations, '0000_events.sql'),
+    'CREATE SCHEMA IF NOT EXISTS "webhook";\n--> statement-breakpoint\n' +
+      'CREATE TABLE "webhook"."processed_events" ("consumer" text NOT NULL, "event_id" text NOT NULL, ' +
+      '"processed_at" timestamptz DEFAULT now() NOT NULL, PRIMARY KEY ("consumer", "event_id"));\n',
   );
 });
 afterAll(() => sandbox.dispose());
@@ -112,4 +131,55 @@ describe('startService', () => {
     await stopping;
     await expect(fetch(`${ops}/readyz`)).rejects.toThrow();
   });
+
+  it('stops past the grace with a handler stuck in the database: the event is handed back, its session cut, and the next instance applies it', async () => {
+    // A handler waiting on Postgres for good (a lock, a runaway query): its transaction holds the event's dedupe
+    // row. Before the fence the stop waited for its pool connection forever, and had it not, the open transaction
+    // would have blocked the next instance's claim of the same event until the ack wait brought it back.
+    let entered!: () => void;
+    const stuckIn = new Promise<void>((resolve) => (entered = resolve));
+    const env = { ...sandbox.env, SHUTDOWN_GRACE_MS: '300' };
+    const durable = 'fence-test';
+    const first = await startService({
+      name: 'webhook',
+      configShape: {},
+      migrationsFolder: serviceMigrations,
+      env,
+      register: (ctx) =>
+        ctx.consume(durable, ['asset.signed'], async (_event, tx) => {
+          entered();
+          await tx.execute(sql`select pg_sleep(3600)`);
+        }),
+    });
+    const event = sampleEvent('asset.signed', 't_fence', { asset_id: 'a_fence' });
+    await first.context.bus.publish(event);
+    await stuckIn;
+    await first.stop();
+
+    const admin = await sandbox.adminClient();
+    try {
+      const sleeping = await admin.query(
+        "select pid from pg_stat_activity where query like '%pg_sleep(3600)%' and pid <> pg_backend_pid()",
+      );
+      expect(sleeping.rows).toEqual([]);
+    } finally {
+      await admin.end();
+    }
+
+    const applied: string[] = [];
+    const second = await startService({
+      name: 'webhook',
+      configShape: {},
+      migrationsFolder: serviceMigrations,
+      env,
+      register: (ctx) => ctx.consume(durable, ['asset.signed'], async (handled) => void applied.push(handled.event_id)),
+    });
+    try {
+      // Within 20 s, where the consumer's ack wait is 30 s: only the stop's hand-back brings it this soon.
+      await waitFor('the event applied by the next instance', () => applied.includes(event.event_id), 20_000);
+      expect(applied).toEqual([event.event_id]);
+    } finally {
+      await second.stop();
+    }
+  }, 60_000);
 });
