@@ -6,6 +6,8 @@ import { readdir } from 'node:fs/promises';
 import sharp from 'sharp';
 import { Bus } from '@cairn/bus';
 import { type AnyEvent } from '@cairn/events';
+import { newId } from '@cairn/ids';
+import { verifierV1 } from '@cairn/proto';
 import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
@@ -146,7 +148,16 @@ describe('asynchronous verify', () => {
     const res = await verifyWithKey(signedBytes, { prefer: 'respond-async' });
     const { job_id } = (await res.json()) as { job_id: string };
     const other = await onboard(stack);
-    expect((await job(job_id, other.api_key)).status).toBe(404);
+    const refused = await job(job_id, other.api_key);
+    expect(refused.status).toBe(404);
+    expect(await refused.json()).toMatchObject({ code: 'cairn.not_found' });
+    // The verifier itself says NOT_FOUND (as the signer's GetJob does), for another tenant's job and an unknown id.
+    const verifier = stack.services.get('gateway')!.context.client(verifierV1.VerifierService, 'verifier');
+    for (const [tenantId, jobId] of [
+      [other.tenant_id, job_id],
+      [tenant.tenant_id, newId('job')],
+    ])
+      await expect(verifier.getVerifyJob({ tenantId, jobId })).rejects.toMatchObject({ code: 'cairn.not_found' });
   }, 60_000);
 
   it('the public verify stays synchronous and takes files up to PUBLIC_VERIFY_MAX_BYTES', async () => {

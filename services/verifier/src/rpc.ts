@@ -82,7 +82,8 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       if (!isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const row = isId('job', request.jobId) ? await deps.verifyJobs.get(request.tenantId, request.jobId) : null;
-      if (!row) return {};
+      // As the signer's GetJob: absent is NOT_FOUND, never an empty answer a caller could take for a job.
+      if (!row) throw new CairnError('cairn.not_found', `Job ${request.jobId} not found.`);
       return {
         job: {
           jobId: row.jobId,

@@ -27,7 +27,9 @@ export function jobRoutes(deps: {
     const jobId = String(req.params.job_id);
     // The signer answers not_found for a job that is not one of its signs; the verifier then looks among its verifies.
     const signJob = await deps.signer.getJob({ tenantId, jobId }).then((r) => r.job, absentAsUndefined);
-    const verifyJob = signJob ? undefined : (await deps.verifier.getVerifyJob({ tenantId, jobId })).job;
+    const verifyJob = signJob
+      ? undefined
+      : await deps.verifier.getVerifyJob({ tenantId, jobId }).then((r) => r.job, absentAsUndefined);
     const job = signJob ?? verifyJob;
     if (!job) throw new CairnError('cairn.not_found', `Job ${jobId} not found.`);
     // A done sign job carries the Sign result's fields (the spec's Job); a done verify job carries the Verification
