@@ -18,8 +18,9 @@ export function verifierResultEvents(deps: StoredVerdictDeps & { results: Result
     if (event.type === 'certificate.revoked') await deps.results.markStale('all');
     else if (event.type === 'anchor.confirmed') await deps.results.markStale('anchor_pending');
     else {
-      // Best effort: a verdict not made now is made on its first read.
-      await storedVerdict(deps, event.data.manifest_id).catch((error: unknown) =>
+      // Best effort: a verdict not made now is made on its first read. Nobody waits on this one: its watermark
+      // detection runs in the watermark service's background lane, yielding the CPU to the next signs.
+      await storedVerdict(deps, event.data.manifest_id, { background: true }).catch((error: unknown) =>
         deps.logger.warn(
           { err: error, manifest_id: event.data.manifest_id },
           'could not compute the stored verdict of a new asset',

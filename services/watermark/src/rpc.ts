@@ -36,7 +36,11 @@ export function watermarkHandlers(deps: WatermarkDeps): ServiceImpl<Methods> {
       return embedImage(deps, { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'image') });
     },
     detectImage: async (request) =>
-      detectImage(deps, { encoded: requireFile(request.encoded, 'image'), cairnCopy: request.cairnCopy }),
+      detectImage(deps, {
+        encoded: requireFile(request.encoded, 'image'),
+        cairnCopy: request.cairnCopy,
+        lane: request.background ? 'background' : 'foreground',
+      }),
     embedAudio: async (request) => {
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
       const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');

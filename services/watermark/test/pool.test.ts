@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
@@ -20,6 +21,15 @@ function gradientImage(width: number, height: number): RawImage {
     }
   }
   return { pixels, width, height, channels: 3 };
+}
+
+/** The scheduling priority (nice) of each thread of this process, from Linux's /proc. */
+function threadNiceValues(): number[] {
+  return readdirSync('/proc/self/task').map((task) => {
+    const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
+    // Fields after the command name's closing parenthesis start at field 3 (state); nice is field 19.
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
 }
 
 let pool: ImageWorkerPool;
@@ -81,6 +91,37 @@ describe('image worker pool', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it('runs background detections on one worker at the lowest priority, with the answer a foreground one gives', async () => {
+    const photo = await loadPhoto('coffee.png');
+    const marked = (await pool.embed(photo, payload)).image;
+    const copy = (): RawImage => ({ ...marked, pixels: marked.pixels.slice() });
+    const [foreground, background] = await Promise.all([
+      pool.detect(copy()),
+      pool.detect(copy(), [], undefined, 'background'),
+    ]);
+    expect(background.detection?.payload).toEqual(payload);
+    expect(background).toEqual(foreground);
+    // Of this process's threads, exactly one runs at nice 19: the pool's background worker.
+    expect(threadNiceValues().filter((nice) => nice === 19)).toHaveLength(1);
+  });
+
+  it('runs an embed while background detections wait, instead of queueing it behind them', async () => {
+    const key = { kid: 'k_pool_test', secret: new Uint8Array(32).fill(9) };
+    const photo = await loadPhoto('coffee.png');
+    const copy = (): RawImage => ({ ...photo, pixels: photo.pixels.slice() });
+    const finished: string[] = [];
+    // Keyed detections of an unmarked photo: every algorithm's full search, the slowest detection there is.
+    const backgrounds = [1, 2, 3].map((n) =>
+      pool.detect(copy(), [key], undefined, 'background').then(() => finished.push(`background ${n}`)),
+    );
+    const embed = pool.embed(copy(), payload).then(() => finished.push('embed'));
+    await Promise.all([...backgrounds, embed]);
+    // One queue for both would have run the embed last (the pool has one foreground worker, and the detections
+    // came first); the background lane runs its own one at a time.
+    expect(finished.indexOf('embed')).toBeLessThan(finished.indexOf('background 3'));
+    expect(pool.pending).toBe(0);
   });
 
   it('queues work beyond its size and answers every task', async () => {

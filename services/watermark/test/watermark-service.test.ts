@@ -92,6 +92,8 @@ describe('EmbedImage → DetectImage over gRPC', () => {
     });
     expect(detected.confidence).toBeGreaterThan(0.5);
     expect(detected.confidence).toBeLessThanOrEqual(1);
+    // Asked as background work (the verifier's stored verdict), the same file gets exactly the same answer.
+    await expect(client.detectImage({ encoded: await png(published), background: true })).resolves.toEqual(detected);
   });
 
   it('answers detected=false for an unmarked photo', async () => {

@@ -104,8 +104,23 @@ export class SignAssets {
       metadata,
       ...(credentialId ? { credential: credentialId } : {}),
     });
-    // A short transaction claims the key; none is open while the sign runs (docs/design.md, "No starvation").
-    const claim = await inSpan('gateway.sign.claim', () => deps.requests.claim(tenant.tenantId, idempotencyKey, hash));
+    // The key's claim (Postgres) and the metered unit (billing) are independent round trips, asked together; the
+    // claim decides. A replay or a busy key gives the unit back without waiting for it, as a takeover the signer
+    // answers `replayed` does (docs/design.md, "Billing of a replayed sign"). A short transaction claims the key;
+    // none is open while the sign runs (docs/design.md, "No starvation").
+    const claimed = inSpan('gateway.sign.claim', () => deps.requests.claim(tenant.tenantId, idempotencyKey, hash));
+    const reserved = inSpan('gateway.sign.reserve', () => reserveUnit(deps.billing, tenant, recipe.meter));
+    // A refusal (quota, billing down) may arrive while the claim is awaited: it is read below, never unhandled.
+    reserved.catch(() => undefined);
+    const giveBackUnit = () => void releaseUnit(reserved);
+    let claim: Awaited<typeof claimed>;
+    try {
+      claim = await claimed;
+    } catch (error) {
+      giveBackUnit();
+      throw error;
+    }
+    if (claim.kind !== 'run') giveBackUnit();
     if (claim.kind === 'busy')
       return {
         kind: 'retry_later',
@@ -125,10 +140,17 @@ export class SignAssets {
         ? deps.requests.release(tenant.tenantId, idempotencyKey, claim.claimId)
         : deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
 
-    const slot = await inSpan('gateway.sign.slot', () =>
-      deps.slots.tryAcquire(`tenant:${tenant.tenantId}`, deps.concurrencyPerTenant),
-    );
+    let slot: Awaited<ReturnType<typeof deps.slots.tryAcquire>>;
+    try {
+      slot = await inSpan('gateway.sign.slot', () =>
+        deps.slots.tryAcquire(`tenant:${tenant.tenantId}`, deps.concurrencyPerTenant),
+      );
+    } catch (error) {
+      giveBackUnit();
+      throw error;
+    }
     if (!slot) {
+      giveBackUnit();
       await endClaim();
       return {
         kind: 'retry_later',
@@ -139,8 +161,8 @@ export class SignAssets {
         ),
       };
     }
-    // Metered only when the sign really runs (never for a replay): reserved before, committed by billing from
-    // asset.signed (or the job's end), released when anything fails.
+    // Billed only when the sign really runs (a replay's unit was released above): reserved before, committed by
+    // billing from asset.signed (or the job's end), released when anything fails.
     let metered: MeteredUnit | undefined;
     // A BYOK sign is metered as byok_sign on top of its modality meter.
     let byok: MeteredUnit | undefined;
@@ -148,7 +170,7 @@ export class SignAssets {
     // The signer answered a sign (or job) of this asset id that was already recorded: billed by that one.
     let replayed = false;
     try {
-      metered = await inSpan('gateway.sign.reserve', () => reserveUnit(deps.billing, tenant, recipe.meter));
+      metered = await reserved;
       if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
       const { assetId } = claim;
       const sign = {
@@ -253,4 +275,11 @@ export class SignAssets {
       throw error;
     }
   }
+}
+
+/** A unit reserved for a request that will not run: released once reserved (a refused reserve holds nothing). */
+async function releaseUnit(reserved: Promise<MeteredUnit>): Promise<void> {
+  // A refused reserve holds no unit, and the request answered without it: nothing to release, nothing to report.
+  const unit = await reserved.catch(() => undefined);
+  await unit?.release();
 }

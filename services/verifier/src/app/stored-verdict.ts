@@ -18,7 +18,11 @@ export interface StoredVerdictDeps extends VerifyDeps {
  * own copy. An upload never writes here. It is first computed when the asset is signed (events.ts), so it
  * outlives the file: after the file's retention the last verdict stays. Null when Cairn knows no such manifest.
  */
-export async function storedVerdict(deps: StoredVerdictDeps, manifestId: string): Promise<StoredResult | null> {
+export async function storedVerdict(
+  deps: StoredVerdictDeps,
+  manifestId: string,
+  options: { background?: boolean } = {},
+): Promise<StoredResult | null> {
   const now = Date.now();
   const kept = await deps.results.get(manifestId);
   const trust = await deps.trust.defaultDigest();
@@ -31,7 +35,7 @@ export async function storedVerdict(deps: StoredVerdictDeps, manifestId: string)
   let outcome: Awaited<ReturnType<typeof verify>>;
   try {
     outcome = await verify(
-      deps,
+      options.background ? withBackgroundDetection(deps) : deps,
       create(verifierV1.VerifyRequestSchema, { tenantId: '', input: { case: 'manifestUri', value: manifestUri } }),
     );
   } catch (error) {
@@ -56,6 +60,22 @@ export async function storedVerdict(deps: StoredVerdictDeps, manifestId: string)
     .save(result, { expiresAt, trustDigest: trust, anchorSettled: !outcome.anchorPending })
     .catch((error: unknown) => deps.logger.warn({ err: error, manifest_id: manifestId }, 'could not keep the verdict'));
   return result;
+}
+
+/**
+ * The same verify, its image watermark detection asked as background work: the watermark service runs it on its
+ * low-priority worker (same algorithm, same answer), so a verdict computed ahead of any reader (asset.signed)
+ * yields the CPU to the signs and verifies that callers wait on.
+ */
+function withBackgroundDetection(deps: StoredVerdictDeps): StoredVerdictDeps {
+  const { watermark } = deps;
+  return {
+    ...deps,
+    watermark: {
+      ...watermark,
+      detectImage: (request, callOptions) => watermark.detectImage({ ...request, background: true }, callOptions),
+    },
+  };
 }
 
 function isFresh(kept: KeptVerdict, trustDigest: string, now: number, freshForMs: number): boolean {

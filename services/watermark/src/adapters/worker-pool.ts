@@ -75,6 +75,15 @@ export function defaultPoolSize(): number {
   return Math.max(1, availableParallelism());
 }
 
+/** Which of the pool's workers a task runs on: the foreground ones, or the one low-priority background worker. */
+export type Lane = 'foreground' | 'background';
+
+/** What the pool tells a worker when it starts it (worker.ts reads it as workerData). */
+export interface WorkerSetup {
+  /** Lower the worker thread's own scheduling priority (nice 19) before it takes work. */
+  readonly lowPriority: boolean;
+}
+
 /** The pool no longer takes work (the service is draining). */
 export class PoolClosedError extends Error {
   constructor() {
@@ -92,6 +101,7 @@ interface Task {
 
 interface Slot {
   readonly worker: Worker;
+  readonly lane: Lane;
   readonly ready: Promise<void>;
   task: Task | null;
 }
@@ -106,12 +116,16 @@ export interface PoolOptions {
  * large images: on the main thread they would stall every other call, health checks included. One task per
  * worker at a time, the rest queued in arrival order. A worker that dies fails only its own task and is
  * replaced when the next task needs it.
+ *
+ * Besides the `size` foreground workers, one background worker runs at the lowest scheduling priority (nice 19)
+ * and takes only background detections, one at a time: work nobody waits on (the verifier's stored verdict of
+ * each new asset, a whole detection per sign) then neither queues ahead of an embed nor takes the CPU from one.
  */
 export class ImageWorkerPool {
   readonly size: number;
   private readonly entry: WorkerEntry;
   private readonly slots = new Set<Slot>();
-  private readonly queue: Task[] = [];
+  private readonly queues: Record<Lane, Task[]> = { foreground: [], background: [] };
   private nextId = 1;
   private closed = false;
   private idleWaiters: Array<() => void> = [];
@@ -122,7 +136,8 @@ export class ImageWorkerPool {
     this.size = options.size;
     this.entry = options.entry ?? resolveWorkerEntry();
     // Started up front: a missing or broken worker shows at start-up, and the first request pays no start.
-    for (let i = 0; i < this.size; i++) this.spawn();
+    for (let i = 0; i < this.size; i++) this.spawn('foreground');
+    this.spawn('background');
   }
 
   /** Resolves once every worker has loaded its code (rejects if one fails to). */
@@ -155,20 +170,25 @@ export class ImageWorkerPool {
 
   /**
    * Reads the mark of `image` under each of `keys`, then keyless, with the same buffer hand-over as embed;
-   * cairn-sync-v2 on each of `syncGridAreas` (an image's grid when not named).
+   * cairn-sync-v2 on each of `syncGridAreas` (an image's grid when not named). In the background lane it runs on
+   * the low-priority worker (same algorithm, same answer), after the background detections before it.
    */
   async detect(
     image: RawImage,
     keys: ReadonlyArray<WatermarkKey> = [],
     syncGridAreas?: ReadonlyArray<number>,
+    lane: Lane = 'foreground',
   ): Promise<DetectOutcome> {
-    const response = await this.run((id) => ({
-      id,
-      op: 'detect',
-      image: { ...image, pixels: owned(image.pixels) },
-      keys,
-      ...(syncGridAreas ? { syncGridAreas } : {}),
-    }));
+    const response = await this.run(
+      (id) => ({
+        id,
+        op: 'detect',
+        image: { ...image, pixels: owned(image.pixels) },
+        keys,
+        ...(syncGridAreas ? { syncGridAreas } : {}),
+      }),
+      lane,
+    );
     if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }
@@ -221,11 +241,11 @@ export class ImageWorkerPool {
     return response.outcome;
   }
 
-  /** Tasks waiting or running. */
+  /** Tasks waiting or running, in both lanes. */
   get pending(): number {
     let running = 0;
     for (const slot of this.slots) if (slot.task) running++;
-    return running + this.queue.length;
+    return running + this.queues.foreground.length + this.queues.background.length;
   }
 
   /**
@@ -242,16 +262,20 @@ export class ImageWorkerPool {
       ]);
       clearTimeout(timer);
     }
-    for (const task of this.queue.splice(0)) task.reject(new PoolClosedError());
+    for (const queue of Object.values(this.queues))
+      for (const task of queue.splice(0)) task.reject(new PoolClosedError());
     await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
   }
 
-  private run<R extends AnyRequest>(build: (id: number) => R): Promise<Extract<ResponseTo<R>, { ok: true }>> {
+  private run<R extends AnyRequest>(
+    build: (id: number) => R,
+    lane: Lane = 'foreground',
+  ): Promise<Extract<ResponseTo<R>, { ok: true }>> {
     if (this.closed) return Promise.reject(new PoolClosedError());
     const request = build(this.nextId++);
     const transfer = transferable(bytesOfRequest(request));
     return new Promise<AnyResponse>((resolve, reject) => {
-      this.queue.push({ request, transfer, resolve, reject });
+      this.queues[lane].push({ request, transfer, resolve, reject });
       this.dispatch();
     }).then((response) => {
       if (!response.ok) throw workerFailure(response.error);
@@ -260,11 +284,18 @@ export class ImageWorkerPool {
   }
 
   private dispatch(): void {
-    while (this.queue.length > 0) {
-      let slot = [...this.slots].find((s) => s.task === null);
-      if (!slot && this.slots.size < this.size && !this.closed) slot = this.spawn();
+    for (const lane of ['foreground', 'background'] as const) this.dispatchLane(lane);
+  }
+
+  private dispatchLane(lane: Lane): void {
+    const queue = this.queues[lane];
+    const workers = lane === 'foreground' ? this.size : 1;
+    while (queue.length > 0) {
+      const own = [...this.slots].filter((s) => s.lane === lane);
+      let slot = own.find((s) => s.task === null);
+      if (!slot && own.length < workers && !this.closed) slot = this.spawn(lane);
       if (!slot) return;
-      const task = this.queue.shift()!;
+      const task = queue.shift()!;
       slot.task = task;
       slot.worker.ref();
       try {
@@ -277,8 +308,13 @@ export class ImageWorkerPool {
     }
   }
 
-  private spawn(): Slot {
-    const worker = new Worker(this.entry.code, { eval: this.entry.eval, name: 'cairn-watermark' });
+  private spawn(lane: Lane): Slot {
+    const setup: WorkerSetup = { lowPriority: lane === 'background' };
+    const worker = new Worker(this.entry.code, {
+      eval: this.entry.eval,
+      name: lane === 'background' ? 'cairn-watermark-background' : 'cairn-watermark',
+      workerData: setup,
+    });
     let loaded: () => void = () => undefined;
     let failed: (error: Error) => void = () => undefined;
     const ready = new Promise<void>((resolve, reject) => {
@@ -286,7 +322,7 @@ export class ImageWorkerPool {
       failed = reject;
     });
     ready.catch(() => undefined); // observed through ready() or the task that fails; never unhandled
-    const slot: Slot = { worker, ready, task: null };
+    const slot: Slot = { worker, lane, ready, task: null };
     this.slots.add(slot);
     // Idle workers do not keep the process alive; a busy one does until its answer is in.
     worker.unref();

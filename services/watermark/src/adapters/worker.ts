@@ -3,7 +3,9 @@
  * file into dist/worker.js next to dist/main.js. It imports only the algorithm, never the service's
  * infrastructure, so a worker starts in milliseconds and holds no connections.
  */
-import { parentPort } from 'node:worker_threads';
+import { readFileSync } from 'node:fs';
+import { constants, setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
 import { AudioAlgorithms, runAudioTask } from '../domain/audio-tasks.js';
 import { ImageAlgorithms, runImageTask } from '../domain/image-tasks.js';
 import { runVideoTask, VideoMarkers } from '../domain/video-tasks.js';
@@ -18,6 +20,21 @@ import {
 
 const port = parentPort;
 if (!port) throw new Error('src/adapters/worker.ts must run as a worker thread');
+
+/**
+ * The pool's background worker (worker-pool.ts, WorkerSetup) yields the CPU to every other thread: this thread
+ * only, at nice 19. Linux schedules threads, and setpriority names one by its thread id (the process id would be
+ * the main thread's). Where /proc is missing the lane still keeps background work off the foreground workers.
+ */
+function lowerOwnPriority(): void {
+  try {
+    const threadId = Number(readFileSync('/proc/thread-self/stat', 'utf8').split(' ', 1)[0]);
+    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, constants.priority.PRIORITY_LOW);
+  } catch {
+    // Not Linux: no per-thread priority to set.
+  }
+}
+if ((workerData as { lowPriority?: boolean } | null)?.lowPriority === true) lowerOwnPriority();
 
 const algorithms = new ImageAlgorithms();
 const audio = new AudioAlgorithms();

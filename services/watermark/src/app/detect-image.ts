@@ -1,5 +1,6 @@
 import { inSpan } from '@cairn/telemetry';
 import { decodeForDetection } from '../adapters/image-codec.js';
+import type { Lane } from '../adapters/worker-pool.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { contentConsistent } from './content-check.js';
 import { inWorker, type WatermarkDeps } from './deps.js';
@@ -14,6 +15,8 @@ export interface DetectImageInput {
   encoded: Uint8Array;
   /** The file is Cairn's own copy of a signed asset: its reading is kept for the same bytes (app/detection-memo.ts). */
   cairnCopy: boolean;
+  /** Nobody waits on the answer (the stored verdict): the search runs on the pool's low-priority worker. */
+  lane?: Lane;
 }
 
 /**
@@ -25,7 +28,7 @@ export interface DetectImageInput {
 export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) {
   const memoKey = DetectionMemo.keyOf(input.encoded);
   const kept = deps.detections.get(memoKey);
-  const reading = kept ?? (await readImage(deps, input.encoded));
+  const reading = kept ?? (await readImage(deps, input.encoded, input.lane));
   if (!kept && input.cairnCopy) deps.detections.set(memoKey, reading);
   if (!reading.applicable) return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
   const { detection, algorithm: name, keyId, registered } = reading.outcome;
@@ -38,12 +41,16 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
 }
 
 /** The decode and the search (every key, then keyless), in a worker. */
-async function readImage(deps: WatermarkDeps, encoded: Uint8Array): Promise<ImageReading> {
+async function readImage(
+  deps: WatermarkDeps,
+  encoded: Uint8Array,
+  lane: Lane = 'foreground',
+): Promise<ImageReading> {
   const image = await inSpan('watermark.decode', () => decodeForDetection(encoded, deps.mediaLimits));
   // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
   if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { applicable: false };
   const outcome = await inSpan('watermark.detect', () =>
-    inWorker(deps.logger, 'detection', () => deps.pool.detect(image, deps.keyring.all)),
+    inWorker(deps.logger, 'detection', () => deps.pool.detect(image, deps.keyring.all, undefined, lane)),
   );
   return { applicable: true, outcome };
 }
