@@ -107,4 +107,18 @@ describe('the c2pa-rs corpus through POST /v1/verify', () => {
     });
     expect(res.status).toBe(400);
   });
+
+  // Last: it removes the list the tests above use.
+  it('DELETE /v1/trust-list puts the tenant back on the default list', async () => {
+    const cleared = await stack.request('/v1/trust-list', { method: 'DELETE', key: enterprise.api_key });
+    expect(cleared.status).toBe(204);
+    const list = (await (await stack.request('/v1/trust-list', { key: enterprise.api_key })).json()) as {
+      source: string;
+    };
+    expect(list.source).toBe('default');
+    for (const [file, expected] of EXPECTED)
+      expect([file, (await verify(file, enterprise.api_key)).status]).toEqual([file, expected]);
+    // Idempotent: nothing left to remove is done all the same.
+    expect((await stack.request('/v1/trust-list', { method: 'DELETE', key: enterprise.api_key })).status).toBe(204);
+  });
 });

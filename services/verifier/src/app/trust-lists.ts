@@ -5,6 +5,7 @@ import { validateTrustEntries, type TrustEntry } from '../domain/trust-entries.j
 export interface TrustListRows {
   get(tenantId: string): Promise<TrustEntry[] | undefined>;
   put(tenantId: string, entries: TrustEntry[], updatedAt: Date): Promise<void>;
+  remove(tenantId: string): Promise<void>;
 }
 
 /** Why a certificate is on the default list. */
@@ -54,9 +55,14 @@ export class TrustLists {
     return this.rows.get(tenantId);
   }
 
+  /** Replaces the tenant's own list; no entries removes it, so its verifies use the default list again. */
   async set(tenantId: string, entries: TrustEntry[]): Promise<{ count: number; updatedAt: Date }> {
-    const valid = validateTrustEntries(entries);
     const updatedAt = new Date();
+    if (entries.length === 0) {
+      await this.rows.remove(tenantId);
+      return { count: 0, updatedAt };
+    }
+    const valid = validateTrustEntries(entries);
     await this.rows.put(tenantId, valid, updatedAt);
     return { count: valid.length, updatedAt };
   }

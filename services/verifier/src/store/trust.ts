@@ -25,4 +25,8 @@ export class TrustListStore implements TrustListRows {
         .onConflictDoUpdate({ target: trustLists.tenantId, set: { entries, updatedAt } }),
     );
   }
+
+  async remove(tenantId: string): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) => tx.delete(trustLists).where(eq(trustLists.tenantId, tenantId)));
+  }
 }

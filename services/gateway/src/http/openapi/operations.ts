@@ -477,6 +477,16 @@ export const OPERATIONS: OperationDoc[] = [
     errors: ['cairn.auth.forbidden'],
   },
   {
+    method: 'delete',
+    path: '/v1/trust-list',
+    operationId: 'clearTrustList',
+    summary: 'Remove the custom trust list: verification uses the default list again',
+    tag: 'Verification',
+    auth: { kind: 'key', scope: 'admin' },
+    answers: [noContent],
+    errors: [],
+  },
+  {
     method: 'get',
     path: '/v1/usage',
     operationId: 'getUsage',

@@ -252,5 +252,17 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     },
   );
 
+  // Back to the default list. Any plan: a tenant that left Enterprise must still be able to drop the list it set.
+  router.delete(
+    '/v1/trust-list',
+    authenticate(deps.tenants),
+    tenantRateLimit(deps.limiter),
+    requireScope('admin'),
+    async (req, res) => {
+      await deps.verifier.setTrustList({ tenantId: req.auth!.tenant.tenantId, entries: [] });
+      res.status(204).end();
+    },
+  );
+
   return router;
 }
