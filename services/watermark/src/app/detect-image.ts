@@ -41,11 +41,7 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
 }
 
 /** The decode and the search (every key, then keyless), in a worker. */
-async function readImage(
-  deps: WatermarkDeps,
-  encoded: Uint8Array,
-  lane: Lane = 'foreground',
-): Promise<ImageReading> {
+async function readImage(deps: WatermarkDeps, encoded: Uint8Array, lane: Lane = 'foreground'): Promise<ImageReading> {
   const image = await inSpan('watermark.decode', () => decodeForDetection(encoded, deps.mediaLimits));
   // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
   if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { applicable: false };
