@@ -1,6 +1,6 @@
 // OCSP client (RFC 6960): what the verifier uses to ask a certificate's responder about it. Depends only on
 // ./common.js (pkijs, asn1js, node builtins).
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
@@ -80,8 +80,43 @@ function messageOf(error: unknown): string {
 
 /** The OCSP URLs in a certificate's Authority Information Access extension (empty when it has none). */
 export function ocspUrlsOfCertificate(pem: string): string[] {
+  const cert = certificateOf(pem);
+  return cert ? ocspUrlsOf(cert) : [];
+}
+
+/**
+ * What a verifier learns about the same few certificates on every check and that never changes: their parsed form
+ * (by PEM), and which delegated responder certificates their CA signed for OCSP signing. Nothing about an answer
+ * is kept: every check asks the responder. Bounded (oldest out): files name whatever certificates they like.
+ */
+const KNOWN_LIMIT = 256;
+const parsedCertificates = new Map<string, pkijs.Certificate>();
+const delegatedResponders = new Set<string>();
+
+function remember<K, V>(known: Map<K, V> | Set<K>, key: K, value?: V): void {
+  if (known instanceof Map) known.set(key, value as V);
+  else known.add(key);
+  if (known.size > KNOWN_LIMIT) known.delete(known.keys().next().value as K);
+}
+
+/** The first certificate of a PEM, parsed once; undefined when there is none. A parse error throws (as before). */
+function certificateOf(pem: string): pkijs.Certificate | undefined {
+  const known = parsedCertificates.get(pem);
+  if (known) return known;
   const der = pemCertificatesToDer(pem)[0];
-  return der ? ocspUrlsOf(parseCertificate(der)) : [];
+  if (!der) return undefined;
+  const cert = parseCertificate(der);
+  remember(parsedCertificates, pem, cert);
+  return cert;
+}
+
+/** Identifies a certificate issued by `issuer` by its signed parts (the signature covers everything else). */
+function delegationKey(candidate: pkijs.Certificate, issuer: pkijs.Certificate): string {
+  return createHash('sha256')
+    .update(Buffer.from(candidate.tbsView))
+    .update(Buffer.from(candidate.signatureValue.valueBlock.valueHexView))
+    .update(Buffer.from(issuer.tbsView))
+    .digest('hex');
 }
 
 async function check(
@@ -91,11 +126,9 @@ async function check(
   timeoutMs: number,
   options: OcspCheckOptions,
 ): Promise<OcspCheckResult> {
-  const leafDer = pemCertificatesToDer(leafPem)[0];
-  const issuerDer = pemCertificatesToDer(issuerPem)[0];
-  if (!leafDer || !issuerDer) return unavailable('certificate PEM missing');
-  const leaf = parseCertificate(leafDer);
-  const issuer = parseCertificate(issuerDer);
+  const leaf = certificateOf(leafPem);
+  const issuer = certificateOf(issuerPem);
+  if (!leaf || !issuer) return unavailable('certificate PEM missing');
   const crypto = ocspCrypto();
 
   const request = new pkijs.OCSPRequest();
@@ -205,10 +238,15 @@ async function responderCertificate(
   // A delegated responder: issued by the same CA for exactly this purpose (RFC 6960 §4.2.2.2).
   const candidate = (basic.certs ?? []).find(matches);
   if (!candidate) return 'responder is neither the issuer nor a delegate it certified';
-  if (!(await candidate.verify(issuer, crypto))) return 'delegated responder certificate is not signed by the issuer';
-  const eku = candidate.extensions?.find((e) => e.extnID === OID.extKeyUsage)?.parsedValue as
-    pkijs.ExtKeyUsage | undefined;
-  if (!eku?.keyPurposes.includes(OID.ocspSigning)) return 'delegated responder certificate lacks the OCSPSigning EKU';
+  // The signature and the EKU of a delegate never change: checked once per delegate; its validity every time.
+  const delegation = delegationKey(candidate, issuer);
+  if (!delegatedResponders.has(delegation)) {
+    if (!(await candidate.verify(issuer, crypto))) return 'delegated responder certificate is not signed by the issuer';
+    const eku = candidate.extensions?.find((e) => e.extnID === OID.extKeyUsage)?.parsedValue as
+      pkijs.ExtKeyUsage | undefined;
+    if (!eku?.keyPurposes.includes(OID.ocspSigning)) return 'delegated responder certificate lacks the OCSPSigning EKU';
+    remember(delegatedResponders, delegation);
+  }
   const now = (options.now ?? (() => new Date()))().getTime();
   if (candidate.notBefore.value.getTime() > now || candidate.notAfter.value.getTime() < now)
     return 'delegated responder certificate is expired';

@@ -52,3 +52,27 @@ describe('DetectionMemo', () => {
     expect(DetectionMemo.keyOf(changed)).not.toBe(DetectionMemo.keyOf(bytes));
   });
 });
+
+describe('DetectionMemo.contentCheck', () => {
+  it('checks a kept reading once per description, again for another description, and never keeps an unkept one', () => {
+    const memo = new DetectionMemo(1 << 20);
+    memo.set('kept', reading(10));
+    let checks = 0;
+    const check = (answer: boolean) => () => {
+      checks += 1;
+      return answer;
+    };
+    const description = Uint8Array.from([0, 4, 0, 3, 9, 9, 9]);
+    expect(memo.contentCheck('kept', description, check(true))).toBe(true);
+    expect(memo.contentCheck('kept', Uint8Array.from(description), check(false))).toBe(true);
+    expect(checks).toBe(1);
+    // Another description (another mark's row) is compared again.
+    expect(memo.contentCheck('kept', Uint8Array.from([0, 4, 0, 3, 1, 1, 1]), check(false))).toBe(false);
+    expect(checks).toBe(2);
+    // No description, or a reading not kept: checked every time.
+    expect(memo.contentCheck('kept', null, check(true))).toBe(true);
+    expect(memo.contentCheck('other', description, check(false))).toBe(false);
+    expect(memo.contentCheck('other', description, check(true))).toBe(true);
+    expect(checks).toBe(5);
+  });
+});

@@ -36,7 +36,9 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
   const { answer, mark } = await inSpan('watermark.registry.find', () => registeredMark(deps, detection, name, keyId));
   // A registered v2 mark is also checked against what it was embedded in (the payload alone can be copied).
   if (!mark || !registered) return answer;
-  const consistent = contentConsistent(deps.logger, mark, registered);
+  const consistent = deps.detections.contentCheck(memoKey, mark.content, () =>
+    contentConsistent(deps.logger, mark, registered),
+  );
   return consistent === undefined ? answer : { ...answer, contentConsistent: consistent };
 }
 

@@ -12,8 +12,15 @@ export type ImageReading =
  * (DetectImageRequest.cairn_copy): an upload's reading is never kept, so how fast an answer comes says nothing about
  * what others verified. Bounded by the bytes the readings hold (a cairn-sync-v2 reading keeps its registered points).
  */
+interface Entry {
+  readonly reading: ImageReading;
+  bytes: number;
+  /** The last content check of this reading: against which description (a registry row's), with what outcome. */
+  checked?: { readonly content: Uint8Array; readonly consistent: boolean | undefined };
+}
+
 export class DetectionMemo {
-  readonly #entries = new Map<string, { readonly reading: ImageReading; readonly bytes: number }>();
+  readonly #entries = new Map<string, Entry>();
   #bytes = 0;
 
   constructor(private readonly maxBytes: number) {}
@@ -29,6 +36,23 @@ export class DetectionMemo {
     this.#entries.delete(key);
     this.#entries.set(key, entry);
     return entry.reading;
+  }
+
+  /**
+   * The content check of a kept reading against a mark's description: a pure function of the two, so computed
+   * once per kept file and description (the description is compared byte for byte; a registry row's never
+   * changes once written). Anything not kept is checked every time.
+   */
+  contentCheck(key: string, content: Uint8Array | null, check: () => boolean | undefined): boolean | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry || !content) return check();
+    if (entry.checked && Buffer.from(entry.checked.content).equals(content)) return entry.checked.consistent;
+    const consistent = check();
+    const grown = content.byteLength - (entry.checked?.content.byteLength ?? 0);
+    entry.checked = { content: Uint8Array.from(content), consistent };
+    entry.bytes += grown;
+    this.#bytes += grown;
+    return consistent;
   }
 
   set(key: string, reading: ImageReading): void {
