@@ -10,8 +10,9 @@ export interface UsageBody {
 }
 
 /**
- * GET /v1/usage once no meter holds a reservation: a synchronous sign's reservation is committed by billing from
- * asset.signed after the answer (docs/design.md), so usage read right after a sign must wait for that event.
+ * GET /v1/usage once no meter holds a reservation: a synchronous sign's (a verify's) reservation is committed by
+ * billing from asset.signed (asset.verified) after the answer (docs/design.md), so usage read right after one must
+ * wait for that event.
  */
 export async function settledUsage(stack: Stack, key: string): Promise<UsageBody> {
   return waitFor('usage settled (no reservation open)', async () => {

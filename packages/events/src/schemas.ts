@@ -55,6 +55,12 @@ export const EVENT_DATA = {
     asset_id: id.nullable(),
     media_type: z.string().min(1),
     'billing.meter': meter.optional(),
+    /**
+     * The billing reservation the verify consumes (an authenticated upload's, reserved by the gateway before the
+     * work): billing commits it from this event, written in the verify's own transaction, so the answer does not
+     * wait for a commit round trip.
+     */
+    reservation_id: z.string().optional(),
   }),
   /** A soft-binding lookup (softbinding). */
   'asset.lookup': z.object({ matches: z.number().int().nonnegative(), 'billing.meter': meter }),

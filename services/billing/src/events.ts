@@ -13,7 +13,7 @@ export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends G
 /** Durable consumer metering facts that carry `billing.meter` after the work is done (anchor.confirmed). */
 export const EVENT_METER_CONSUMER = 'billing-event-meter';
 
-/** Event types metered from the bus; signs and verifies are metered synchronously (reserve/commit). */
+/** Event types metered from the bus; signs and verifies reserve synchronously, and are committed from their events. */
 export const METERED_EVENT_TYPES = ['anchor.confirmed'] as const;
 type MeteredEventType = (typeof METERED_EVENT_TYPES)[number];
 
@@ -55,16 +55,27 @@ export const SIGN_SETTLEMENT_CONSUMER = 'billing-sign-settlement';
 
 export const SIGN_RECORDED_EVENT_TYPES = ['asset.signed'] as const;
 
+/** Durable consumer committing the reservation a synchronous verify names (asset.verified); one type per consumer. */
+export const VERIFY_SETTLEMENT_CONSUMER = 'billing-verify-settlement';
+
+export const VERIFY_RECORDED_EVENT_TYPES = ['asset.verified'] as const;
+
 /**
- * Commits the reservation(s) an asset.signed names. The signer writes the event in the transaction that records
- * the sign, so this is the durable half of a sign's metering: the gateway commits as soon as the sign answers,
- * but billing may be down then (killed, restarting) and that commit lost; this one arrives once billing is back.
- * Commit is idempotent (a repeat, or the gateway's own, is a no-op) and bills a reservation the expiry sweep or
- * the gateway released meanwhile (the work was done), so each recorded sign is counted exactly once.
+ * Commits the reservation(s) an asset.signed or asset.verified names. The signer (the verifier) writes the event
+ * in the transaction that records the sign (the verify), so this is the half of their metering that survives
+ * anything: the gateway answers without committing, and billing may be down then (killed, restarting); the event
+ * arrives once billing is back. Commit is idempotent (a repeat is a no-op) and bills a reservation the expiry sweep
+ * or the gateway released meanwhile (the work was done), so each recorded sign or verify is counted exactly once.
  */
-export function commitSignedReservations(metering: Metering, logger: Logger) {
-  return async (event: EventOf<(typeof SIGN_RECORDED_EVENT_TYPES)[number]>): Promise<void> => {
-    for (const id of [event.data.reservation_id, event.data.byok_reservation_id]) {
+export function commitRecordedReservations(metering: Metering, logger: Logger) {
+  return async (
+    event: EventOf<(typeof SIGN_RECORDED_EVENT_TYPES)[number] | (typeof VERIFY_RECORDED_EVENT_TYPES)[number]>,
+  ): Promise<void> => {
+    const ids =
+      event.type === 'asset.signed'
+        ? [event.data.reservation_id, event.data.byok_reservation_id]
+        : [event.data.reservation_id];
+    for (const id of ids) {
       if (!id) continue;
       try {
         await metering.commit(event.tenant_id, id);
@@ -72,7 +83,7 @@ export function commitSignedReservations(metering: Metering, logger: Logger) {
         if (!(isCairnError(error) && error.code === 'cairn.not_found')) throw error;
         logger.warn(
           { reservation_id: id, event_id: event.event_id },
-          'signed reservation not found; nothing to commit',
+          'recorded reservation not found; nothing to commit',
         );
       }
     }

@@ -6,12 +6,14 @@ import {
   EVENT_METER_CONSUMER,
   JOB_END_EVENT_TYPES,
   JOB_SETTLEMENT_CONSUMER,
-  commitSignedReservations,
+  commitRecordedReservations,
   meterEvent,
   METERED_EVENT_TYPES,
   settleJobReservation,
   SIGN_RECORDED_EVENT_TYPES,
   SIGN_SETTLEMENT_CONSUMER,
+  VERIFY_RECORDED_EVENT_TYPES,
+  VERIFY_SETTLEMENT_CONSUMER,
 } from './events.js';
 import { Metering } from './app/metering.js';
 import { PriceTable } from './domain/prices.js';
@@ -37,11 +39,9 @@ export function billingService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       ctx.rpc.add(billingV1.BillingService, billingHandlers(metering));
       const settle = settleJobReservation(metering, ctx.logger);
       await ctx.consume(JOB_SETTLEMENT_CONSUMER, JOB_END_EVENT_TYPES, (event) => settle(event));
-      await ctx.consume(
-        SIGN_SETTLEMENT_CONSUMER,
-        SIGN_RECORDED_EVENT_TYPES,
-        commitSignedReservations(metering, ctx.logger),
-      );
+      const commitRecorded = commitRecordedReservations(metering, ctx.logger);
+      await ctx.consume(SIGN_SETTLEMENT_CONSUMER, SIGN_RECORDED_EVENT_TYPES, commitRecorded);
+      await ctx.consume(VERIFY_SETTLEMENT_CONSUMER, VERIFY_RECORDED_EVENT_TYPES, commitRecorded);
       await ctx.consume(
         EVENT_METER_CONSUMER,
         METERED_EVENT_TYPES,

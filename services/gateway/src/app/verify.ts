@@ -46,8 +46,8 @@ function verifyMeter(modality: string): string | undefined {
 
 /**
  * POST /v1/verify as a use case. Authenticated verifies are metered by modality: an upload's is known up front
- * (reserved before the work, so a tenant out of quota is refused before it runs); an asset_id / manifest_uri's
- * only from the verifier's answer. Public verify is never metered; a failed verify (internal error) never is. A
+ * (reserved before the work, so a tenant out of quota is refused before it runs, and committed by billing from the
+ * verify's asset.verified event); an asset_id / manifest_uri's only from the verifier's answer. Public verify is never metered; a failed verify (internal error) never is. A
  * large authenticated upload, or one whose client asked for it, is verified as a job that owns the upload and the
  * reservation.
  */
@@ -82,7 +82,7 @@ export class VerifyFiles {
     let modality: verifierV1.VerifyResponse['modality'];
     try {
       const verified = await deps.verifier.verify(
-        { tenantId: tenant?.tenantId ?? '', input: request.input },
+        { tenantId: tenant?.tenantId ?? '', input: request.input, reservationId: metered?.reservationId ?? '' },
         { deadlineMs: 60_000 },
       );
       if (!verified.result) throw new CairnError('cairn.internal_error');
@@ -91,7 +91,9 @@ export class VerifyFiles {
       await metered?.release();
       throw error;
     }
-    if (metered) await metered.commit();
+    // Billing commits the reservation from asset.verified, which the verifier wrote with the verdict: the answer
+    // does not wait for a Commit round trip (a verify that failed above released it).
+    if (metered) metered.handOver();
     else if (tenant) {
       const meter = verifyMeter(modalities.fromProto(modality));
       if (meter) await (await reserveUnit(deps.billing, tenant, meter)).commit();

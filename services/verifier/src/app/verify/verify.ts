@@ -161,6 +161,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
             asset_id: assetId ?? null,
             media_type: sniffed.mediaType,
             ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
+            ...(request.reservationId ? { reservation_id: request.reservationId } : {}),
           }),
         ),
       ),
