@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
+import { verifyWebhookSignature } from '../packages/sdk/src/index.js';
 import { startReceiver, verifySignature, waitFor, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import pg from 'pg';
@@ -183,21 +184,62 @@ describe('/v1/webhooks', () => {
 
     const rotated = await stack.request(`/v1/webhooks/${webhookId}/rotate-secret`, { method: 'POST', key: a.api_key });
     expect(rotated.status).toBe(200);
-    const newSecret = String((await json(rotated)).secret);
+    const rotatedBody = await json(rotated);
+    const newSecret = String(rotatedBody.secret);
     expect(newSecret).toMatch(/^whsec_/);
     expect(newSecret).not.toBe(secret);
+    // A day's overlap by default: the replaced secret still signs, so a receiver not yet switched keeps working.
+    expect(Date.parse(String(rotatedBody.previous_secret_expires_at)) - Date.now()).toBeGreaterThan(23 * 3600_000);
 
-    const again = await stack.request(
-      `/v1/webhooks/${webhookId}/deliveries/${String(list[0]!.delivery_id)}/redeliver`,
-      { method: 'POST', key: a.api_key },
-    );
-    expect(again.status).toBe(202);
-    const second = await waitFor(
-      'redelivery',
-      () => receiver.received.filter((r) => r.headers['cairn-event-id'] === event.event_id)[1],
-    );
-    expect(verifySignature(second.body, second.headers['x-cairn-signature'], newSecret)).toBe(true);
-    expect(verifySignature(second.body, second.headers['x-cairn-signature'], secret)).toBe(false);
+    // Once the last attempt is recorded: a delivery still being delivered is not started again.
+    const redeliver = async () => {
+      await waitFor('the last attempt recorded', async () => {
+        const l = (await json(await stack.request(`/v1/webhooks/${webhookId}/deliveries?limit=10`, { key: a.api_key })))
+          .data as Json[];
+        return l[0]?.status === 'delivered';
+      });
+      return stack.request(`/v1/webhooks/${webhookId}/deliveries/${String(list[0]!.delivery_id)}/redeliver`, {
+        method: 'POST',
+        key: a.api_key,
+      });
+    };
+    const nth = (n: number) =>
+      waitFor(
+        `delivery ${n}`,
+        () => receiver.received.filter((r) => r.headers['cairn-event-id'] === event.event_id)[n],
+      );
+    expect((await redeliver()).status).toBe(202);
+    const second = await nth(1);
+    // Both signatures, the new secret's first; either receiver accepts the delivery, a wrong secret does not.
+    const both = String(second.headers['x-cairn-signature']).split(',');
+    expect(both).toHaveLength(2);
+    expect(verifySignature(second.body, both[0], newSecret)).toBe(true);
+    expect(verifySignature(second.body, both[1], secret)).toBe(true);
+    for (const key of [secret, newSecret])
+      expect(await verifyWebhookSignature(second.body, second.headers, key)).toBe(true);
+    expect(await verifyWebhookSignature(second.body, second.headers, 'whsec_wrong')).toBe(false);
+
+    // A secret that leaked is replaced with no overlap: only the newest signs, as the one value the spec writes.
+    const refused = await stack.request(`/v1/webhooks/${webhookId}/rotate-secret`, {
+      method: 'POST',
+      key: a.api_key,
+      json: { overlap_seconds: -1 },
+    });
+    expect(refused.status).toBe(400);
+    const immediate = await stack.request(`/v1/webhooks/${webhookId}/rotate-secret`, {
+      method: 'POST',
+      key: a.api_key,
+      json: { overlap_seconds: 0 },
+    });
+    expect(immediate.status).toBe(200);
+    const immediateBody = await json(immediate);
+    expect(immediateBody.previous_secret_expires_at).toBeUndefined();
+    const newest = String(immediateBody.secret);
+    expect((await redeliver()).status).toBe(202);
+    const third = await nth(2);
+    expect(verifySignature(third.body, third.headers['cairn-signature'], newest)).toBe(true);
+    for (const key of [secret, newSecret])
+      expect(await verifyWebhookSignature(third.body, third.headers, key)).toBe(false);
   });
 
   it('emits key.expiring once for a key that expires within 7 days', async () => {

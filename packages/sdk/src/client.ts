@@ -381,11 +381,16 @@ export class CairnClient {
         idempotent: true,
       });
     },
-    rotateSecret: async (webhookId: string): Promise<Webhook> =>
+    /**
+     * A new secret; the replaced one keeps signing beside it for `overlapSeconds` (default a day, 0 for a secret
+     * that leaked), so receivers keep accepting deliveries while they switch.
+     */
+    rotateSecret: async (webhookId: string, options: { overlapSeconds?: number } = {}): Promise<Webhook> =>
       (
         await this.request<Webhook>(`/v1/webhooks/${encodeURIComponent(webhookId)}/rotate-secret`, {
           method: 'POST',
           idempotent: false,
+          ...(options.overlapSeconds === undefined ? {} : { json: { overlap_seconds: options.overlapSeconds } }),
         })
       ).body,
     deliveries: async (webhookId: string, limit = 20): Promise<WebhookDelivery[]> =>

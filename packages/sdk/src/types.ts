@@ -121,6 +121,8 @@ export interface Webhook {
   /** Shown once: on create and on rotate-secret. */
   secret?: string;
   created_at: string;
+  /** After a rotation, until when the replaced secret still signs deliveries beside the new one. */
+  previous_secret_expires_at?: string;
 }
 
 export interface WebhookDelivery {

@@ -17,7 +17,8 @@ function hexToBytes(hex: string): Uint8Array | undefined {
 
 /**
  * Whether a webhook delivery is Cairn's: `Cairn-Signature` (or `X-Cairn-Signature`) is
- * `sha256=<hex HMAC-SHA256(raw body, secret)>`. Pass the raw body exactly as received, before any JSON parsing.
+ * `sha256=<hex HMAC-SHA256(raw body, secret)>`, or during a secret rotation's overlap several such values,
+ * comma-separated (one per secret, the new first): true when any is this secret's. Pass the raw body exactly as received, before any JSON parsing.
  * The comparison is WebCrypto's HMAC verify, which is constant-time, so the answer's timing tells an attacker
  * nothing about how close a forged signature came. Works in Node 20 and browsers/edge runtimes.
  */
@@ -27,13 +28,20 @@ export async function verifyWebhookSignature(
   secret: string,
 ): Promise<boolean> {
   const value = header(headers, 'cairn-signature') ?? header(headers, 'x-cairn-signature');
-  const match = value?.trim().match(/^sha256=([0-9a-fA-F]+)$/);
-  const signature = match?.[1] ? hexToBytes(match[1]) : undefined;
-  if (!signature || !secret) return false;
+  // During a secret rotation's overlap the header lists one signature per secret, comma-separated.
+  if (!value || !secret) return false;
+  const signatures: Uint8Array[] = [];
+  for (const part of value.split(',')) {
+    const match = part.trim().match(/^sha256=([0-9a-fA-F]+)$/);
+    const signature = match?.[1] ? hexToBytes(match[1]) : undefined;
+    if (!signature) return false;
+    signatures.push(signature);
+  }
   const encoder = new TextEncoder();
   const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
     'verify',
   ]);
   const body = typeof rawBody === 'string' ? encoder.encode(rawBody) : rawBody;
-  return crypto.subtle.verify('HMAC', key, signature, body);
+  for (const signature of signatures) if (await crypto.subtle.verify('HMAC', key, signature, body)) return true;
+  return false;
 }

@@ -15,6 +15,9 @@ function presentEndpoint(row: EndpointRow) {
     description: row.description ?? '',
     payloadFormat: row.payloadFormat,
     createdAt: toTimestamp(row.createdAt),
+    ...(row.previousSecretExpiresAt && row.previousSecretExpiresAt > new Date()
+      ? { previousSecretExpiresAt: toTimestamp(row.previousSecretExpiresAt) }
+      : {}),
   };
 }
 
@@ -79,7 +82,11 @@ export function webhookHandlers(endpoints: Endpoints): ServiceImpl<Methods> {
     }),
 
     rotateSecret: async (request) => {
-      const { endpoint, secret } = await endpoints.rotateSecret(requireTenant(request.tenantId), request.webhookId);
+      const { endpoint, secret } = await endpoints.rotateSecret(
+        requireTenant(request.tenantId),
+        request.webhookId,
+        request.overlapSeconds,
+      );
       return { endpoint: presentEndpoint(endpoint), secret };
     },
 

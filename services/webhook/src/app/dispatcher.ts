@@ -132,9 +132,16 @@ export class Dispatcher {
       );
       return;
     }
-    const secret = this.sealer.open(endpoint.sealedSecret, endpoint.webhookId);
+    const secrets = [this.sealer.open(endpoint.sealedSecret, endpoint.webhookId)];
+    // A rotation's overlap: the replaced secret signs too, so a receiver not yet switched still accepts this.
+    if (
+      endpoint.previousSealedSecret &&
+      endpoint.previousSecretExpiresAt &&
+      endpoint.previousSecretExpiresAt > new Date()
+    )
+      secrets.push(this.sealer.open(endpoint.previousSealedSecret, endpoint.webhookId));
     const body = renderBody(delivery.payload);
-    const signature = signatureHeader(body, secret);
+    const signature = signatureHeader(body, secrets);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': this.options.userAgent,

@@ -9,6 +9,9 @@ import type { Tx } from '@cairn/db';
 
 export type { AttemptRow, DeliveryRow, EndpointRow };
 
+/** How long a replaced signing secret keeps signing when the rotation does not say: a day to deploy the new one. */
+export const DEFAULT_SECRET_OVERLAP_SECONDS = 86_400;
+export const MAX_SECRET_OVERLAP_SECONDS = 7 * 86_400;
 const MAX_ENDPOINT_PAGE = 100;
 const MAX_DELIVERY_PAGE = 100;
 
@@ -84,11 +87,30 @@ export class Endpoints {
     });
   }
 
-  async rotateSecret(tenantId: string, webhookId: string): Promise<{ endpoint: EndpointRow; secret: string }> {
+  /**
+   * A new secret. The replaced one keeps signing beside it for `overlapSeconds` (deliveries carry both
+   * signatures), so a receiver keeps accepting deliveries until it has switched; 0 ends it at once (a leaked
+   * secret). A rotation during an overlap drops the older secret: only the one just replaced overlaps.
+   */
+  async rotateSecret(
+    tenantId: string,
+    webhookId: string,
+    overlapSeconds: number = DEFAULT_SECRET_OVERLAP_SECONDS,
+  ): Promise<{ endpoint: EndpointRow; secret: string }> {
+    if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_SECRET_OVERLAP_SECONDS)
+      throw new CairnError(
+        'cairn.validation.invalid_body',
+        `overlap_seconds must be a whole number from 0 to ${MAX_SECRET_OVERLAP_SECONDS} (7 days).`,
+      );
     const secret = newWebhookSecret();
     const endpoint = await this.store.inTenant(tenantId, async (tx) => {
-      await this.live(tx, tenantId, webhookId);
-      return this.store.setSealedSecret(tx, webhookId, this.sealer.seal(secret, webhookId));
+      const current = await this.live(tx, tenantId, webhookId);
+      // Sealed with the endpoint's id as context, so the replaced secret moves over as it is.
+      const previous =
+        overlapSeconds > 0
+          ? { sealedSecret: current.sealedSecret, expiresAt: new Date(Date.now() + overlapSeconds * 1000) }
+          : null;
+      return this.store.setSealedSecret(tx, webhookId, this.sealer.seal(secret, webhookId), previous);
     });
     return { endpoint, secret };
   }

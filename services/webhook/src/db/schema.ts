@@ -33,6 +33,9 @@ export const endpoints = webhook.table(
     description: text('description'),
     payloadFormat: text('payload_format').$type<PayloadFormat>().notNull().default('a'),
     sealedSecret: text('sealed_secret').notNull(),
+    // The secret a rotation replaced, still signing beside the new one until the overlap ends (RotateSecret).
+    previousSealedSecret: text('previous_sealed_secret'),
+    previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     deletedAt: timestamp('deleted_at', { withTimezone: true }),
   },

@@ -54,7 +54,11 @@ export function renderBody(payload: Record<string, unknown>): string {
   return JSON.stringify(ordered);
 }
 
-/** `sha256=<hex HMAC-SHA256(raw body, secret)>`, sent in Cairn-Signature and X-Cairn-Signature. */
-export function signatureHeader(body: string | Buffer, secret: string): string {
-  return 'sha256=' + createHmac('sha256', secret).update(body).digest('hex');
+/**
+ * `sha256=<hex HMAC-SHA256(raw body, secret)>`, sent in Cairn-Signature and X-Cairn-Signature: one value, as the
+ * spec writes it, except during a secret rotation's overlap, when each secret's signature is given, comma-separated,
+ * the current secret's first. A receiver accepts the request when any of them is its secret's.
+ */
+export function signatureHeader(body: string | Buffer, secrets: readonly string[]): string {
+  return secrets.map((secret) => 'sha256=' + createHmac('sha256', secret).update(body).digest('hex')).join(',');
 }

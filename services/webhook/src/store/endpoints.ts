@@ -60,10 +60,20 @@ export class EndpointStore {
     return deleted!;
   }
 
-  async setSealedSecret(tx: Tx, webhookId: string, sealedSecret: string): Promise<EndpointRow> {
+  /** The new secret, and the one it replaces while it keeps signing (none: null, null). */
+  async setSealedSecret(
+    tx: Tx,
+    webhookId: string,
+    sealedSecret: string,
+    previous: { sealedSecret: string; expiresAt: Date } | null,
+  ): Promise<EndpointRow> {
     const [rotated] = await tx
       .update(endpoints)
-      .set({ sealedSecret })
+      .set({
+        sealedSecret,
+        previousSealedSecret: previous?.sealedSecret ?? null,
+        previousSecretExpiresAt: previous?.expiresAt ?? null,
+      })
       .where(eq(endpoints.webhookId, webhookId))
       .returning();
     return rotated!;

@@ -9,7 +9,12 @@ import { createUploadBody, uploadContentQuery } from '../routes/upload-sessions.
 import { jsonInput, trustListBody } from '../routes/verify.js';
 import { bindingBody } from '../routes/lookup.js';
 import { auditQuery, exportBody } from '../routes/audit.js';
-import { createBody as webhookBody, deliveriesQuery, listQuery as webhookListQuery } from '../routes/webhooks.js';
+import {
+  createBody as webhookBody,
+  deliveriesQuery,
+  listQuery as webhookListQuery,
+  rotateBody as webhookRotateBody,
+} from '../routes/webhooks.js';
 import {
   byBindingBody,
   byBindingPostQuery,
@@ -693,13 +698,18 @@ export const OPERATIONS: OperationDoc[] = [
     method: 'post',
     path: '/v1/webhooks/:webhook_id/rotate-secret',
     operationId: 'rotateWebhookSecret',
-    summary: "Rotate a webhook's signing secret",
+    summary: "Rotate a webhook's signing secret (the replaced one keeps signing for overlap_seconds, default a day)",
     tag: 'Webhooks',
     auth: { kind: 'key', scope: 'admin' },
+    body: { kind: 'json', schema: webhookRotateBody, example: { overlap_seconds: 3600 } },
     answers: [
-      json(200, 'The new secret, shown once', { webhook_id: 'wh_01JBZ3Q8M6V4W2X9Y7T5R3N1PK', secret: 'whsec_…' }),
+      json(200, 'The new secret, shown once', {
+        webhook_id: 'wh_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        secret: 'whsec_…',
+        previous_secret_expires_at: TIME,
+      }),
     ],
-    errors: ['cairn.not_found'],
+    errors: ['cairn.not_found', 'cairn.validation.invalid_body'],
   },
   {
     method: 'get',

@@ -17,6 +17,9 @@ export const createBody = z
   })
   .strict();
 
+/** Optional: a rotation without a body keeps the replaced secret signing for a day (the webhook service's default). */
+export const rotateBody = z.object({ overlap_seconds: z.number().int().min(0).max(604_800).optional() }).strict();
+
 export const deliveriesQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) });
 export const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) });
 
@@ -31,6 +34,9 @@ export function presentWebhook(endpoint: webhookV1.Endpoint | undefined, secret?
     payload_format: endpoint.payloadFormat,
     ...(secret ? { secret } : {}),
     created_at: isoTimestamp(endpoint.createdAt),
+    ...(endpoint.previousSecretExpiresAt
+      ? { previous_secret_expires_at: isoTimestamp(endpoint.previousSecretExpiresAt) }
+      : {}),
   };
 }
 
@@ -102,7 +108,14 @@ export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
   });
 
   router.post('/v1/webhooks/:webhook_id/rotate-secret', requireScope('admin'), async (req, res) => {
-    const rotated = await webhooks.rotateSecret({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id') });
+    // An empty body is a plain rotation; any other must be the JSON object.
+    const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+    const { overlap_seconds } = hasBody ? jsonBody(req, rotateBody) : {};
+    const rotated = await webhooks.rotateSecret({
+      tenantId: tenantOf(req),
+      webhookId: id(req, 'webhook_id'),
+      ...(overlap_seconds === undefined ? {} : { overlapSeconds: overlap_seconds }),
+    });
     res.json(presentWebhook(rotated.endpoint, rotated.secret));
   });
 
