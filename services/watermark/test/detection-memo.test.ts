@@ -53,26 +53,30 @@ describe('DetectionMemo', () => {
   });
 });
 
-describe('DetectionMemo.contentCheck', () => {
-  it('checks a kept reading once per description, again for another description, and never keeps an unkept one', () => {
-    const memo = new DetectionMemo(1 << 20);
-    memo.set('kept', reading(10));
-    let checks = 0;
-    const check = (answer: boolean) => () => {
-      checks += 1;
-      return answer;
-    };
-    const description = Uint8Array.from([0, 4, 0, 3, 9, 9, 9]);
-    expect(memo.contentCheck('kept', description, check(true))).toBe(true);
-    expect(memo.contentCheck('kept', Uint8Array.from(description), check(false))).toBe(true);
-    expect(checks).toBe(1);
-    // Another description (another mark's row) is compared again.
-    expect(memo.contentCheck('kept', Uint8Array.from([0, 4, 0, 3, 1, 1, 1]), check(false))).toBe(false);
-    expect(checks).toBe(2);
-    // No description, or a reading not kept: checked every time.
-    expect(memo.contentCheck('kept', null, check(true))).toBe(true);
-    expect(memo.contentCheck('other', description, check(false))).toBe(false);
-    expect(memo.contentCheck('other', description, check(true))).toBe(true);
-    expect(checks).toBe(5);
+describe('DetectionMemo answers', () => {
+  it('keeps an answer only beside a kept reading, and drops it with the reading', () => {
+    const memo = new DetectionMemo(3 * 12_264);
+    const answer = {
+      detected: true,
+      applicable: true,
+      payloadHex: '00'.repeat(8),
+      confidence: 0.9,
+      registered: true,
+      watermarkId: 'w_1',
+      assetId: 'a_1',
+      tenantId: 't_1',
+      algorithm: 'cairn-sync-v2',
+      keyId: 'k1',
+      keyless: false,
+      contentConsistent: true,
+    } as const;
+    memo.keepAnswer('unkept', answer);
+    expect(memo.answerOf('unkept')).toBeUndefined();
+    memo.set('kept', reading(1000));
+    expect(memo.answerOf('kept')).toBeUndefined();
+    memo.keepAnswer('kept', answer);
+    expect(memo.answerOf('kept')).toBe(answer);
+    for (const key of ['b', 'c', 'd']) memo.set(key, reading(1000));
+    expect(memo.answerOf('kept')).toBeUndefined();
   });
 });

@@ -139,13 +139,15 @@ describe('EmbedImage → DetectImage over gRPC', () => {
 });
 
 describe('a reading of Cairn’s own signed file is kept for the very same bytes', () => {
-  /** How many image searches (decode and worker) the service ran since the call. */
-  function searches(): { count: () => number; stop: () => void } {
+  /** How many image searches (decode and worker) and registry lookups the service ran since the call. */
+  function searches(): { count: () => number; lookups: () => number; stop: () => void } {
     let count = 0;
+    let lookups = 0;
     const stop = onSpanEnd((span) => {
       if (span.name === 'watermark.detect') count += 1;
+      if (span.name === 'watermark.registry.find') lookups += 1;
     });
-    return { count: () => count, stop };
+    return { count: () => count, lookups: () => lookups, stop };
   }
 
   it('answers a verify of a Cairn copy’s bytes exactly as the full search did, without searching again', async () => {
@@ -161,10 +163,12 @@ describe('a reading of Cairn’s own signed file is kept for the very same bytes
         tenantId: mark.tenantId,
         contentConsistent: true,
       });
-      // An upload of the same bytes (cairn_copy unset) gets the kept reading, resolved in the registry again.
+      // An upload of the same bytes (cairn_copy unset) gets the kept reading, and the kept answer: the mark's row
+      // was final (found, its description written), so neither the search nor the lookup runs again.
       const again = await client.detectImage({ encoded: embedded.encoded });
       expect(again).toEqual(first);
       expect(seen.count()).toBe(1);
+      expect(seen.lookups()).toBe(1);
     } finally {
       seen.stop();
     }
@@ -180,6 +184,7 @@ describe('a reading of Cairn’s own signed file is kept for the very same bytes
       expect(first).toMatchObject({ detected: true, registered: true, assetId: mark.assetId });
       expect(await client.detectImage({ encoded: upload })).toEqual(first);
       expect(seen.count()).toBe(2);
+      expect(seen.lookups()).toBe(2);
     } finally {
       seen.stop();
     }

@@ -1,10 +1,11 @@
 import { inSpan } from '@cairn/telemetry';
 import { decodeForDetection } from '../adapters/image-codec.js';
 import type { Lane } from '../adapters/worker-pool.js';
+import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { contentConsistent } from './content-check.js';
 import { inWorker, type WatermarkDeps } from './deps.js';
-import { DetectionMemo, type ImageReading } from './detection-memo.js';
+import { DetectionMemo, type ImageReading, type ResolvedMark } from './detection-memo.js';
 import { registeredMark } from './marks.js';
 
 /** Below this side no algorithm has a grid to read (callers skipped such images before detection moved here). */
@@ -22,8 +23,8 @@ export interface DetectImageInput {
 /**
  * Looks for a mark in an image file (every key, current first, then the keyless code) and resolves it in the
  * registry; a registered cairn-sync-v2 mark is also checked against the content it was embedded in. The search's
- * reading of a file Cairn signed is kept, so a verify of those very bytes skips the decode and the search; the
- * registry and the content check run on every call.
+ * reading of a file Cairn signed is kept, so a verify of those very bytes skips the decode and the search, and,
+ * once the registry row it resolved to is final, the lookup and the content check (app/detection-memo.ts).
  */
 export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) {
   const memoKey = DetectionMemo.keyOf(input.encoded);
@@ -33,13 +34,17 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
   if (!reading.applicable) return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
   const { detection, algorithm: name, keyId, registered } = reading.outcome;
   if (!detection) return { detected: false, applicable: true, algorithm: name };
+  const known = deps.detections.answerOf(memoKey);
+  if (known) return known;
   const { answer, mark } = await inSpan('watermark.registry.find', () => registeredMark(deps, detection, name, keyId));
   // A registered v2 mark is also checked against what it was embedded in (the payload alone can be copied).
-  if (!mark || !registered) return answer;
-  const consistent = deps.detections.contentCheck(memoKey, mark.content, () =>
-    contentConsistent(deps.logger, mark, registered),
-  );
-  return consistent === undefined ? answer : { ...answer, contentConsistent: consistent };
+  const consistent = mark && registered ? contentConsistent(deps.logger, mark, registered) : undefined;
+  const resolved: ResolvedMark = consistent === undefined ? answer : { ...answer, contentConsistent: consistent };
+  // The row is final once found with what it will ever hold (a cairn-sync-v2 row's description is set once, after
+  // the embedding); a payload not found yet, or a description still to come, is looked up again next time.
+  if (mark && (mark.content !== null || mark.algorithm !== CAIRN_SYNC_V2_NAME))
+    deps.detections.keepAnswer(memoKey, resolved);
+  return resolved;
 }
 
 /** The decode and the search (every key, then keyless), in a worker. */

@@ -1,24 +1,29 @@
 import { createHash } from 'node:crypto';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
+import type { DetectedMark } from './marks.js';
 
 /** What the search read in an image file, before the registry: too small to carry a mark, or the worker's outcome. */
 export type ImageReading =
   { readonly applicable: false } | { readonly applicable: true; readonly outcome: DetectOutcome };
 
+/** A mark read and resolved in the registry, with its content check (DetectImage's answer). */
+export type ResolvedMark = DetectedMark & { readonly contentConsistent?: boolean };
+
+interface Entry {
+  readonly reading: ImageReading;
+  readonly bytes: number;
+  /** The answer for this reading once the registry row it resolved to is final (see keepAnswer). */
+  answer?: ResolvedMark;
+}
+
 /**
  * The readings of Cairn's own signed files, by SHA-256 of the file, least recently used first out. A reading is a
  * pure function of the bytes and the keyring (which changes only with a restart, and this lives in the process), so
- * a later detection of the same bytes gets exactly the answer the search would give. Only Cairn's copies are kept
+ * a later detection of the same bytes gets exactly the answer the search would give. With it, once the registry's
+ * side can no longer change, the whole answer (see keepAnswer). Only Cairn's copies are kept
  * (DetectImageRequest.cairn_copy): an upload's reading is never kept, so how fast an answer comes says nothing about
  * what others verified. Bounded by the bytes the readings hold (a cairn-sync-v2 reading keeps its registered points).
  */
-interface Entry {
-  readonly reading: ImageReading;
-  bytes: number;
-  /** The last content check of this reading: against which description (a registry row's), with what outcome. */
-  checked?: { readonly content: Uint8Array; readonly consistent: boolean | undefined };
-}
-
 export class DetectionMemo {
   readonly #entries = new Map<string, Entry>();
   #bytes = 0;
@@ -38,21 +43,19 @@ export class DetectionMemo {
     return entry.reading;
   }
 
+  /** The answer kept for these bytes, if any (see keepAnswer). */
+  answerOf(key: string): ResolvedMark | undefined {
+    return this.#entries.get(key)?.answer;
+  }
+
   /**
-   * The content check of a kept reading against a mark's description: a pure function of the two, so computed
-   * once per kept file and description (the description is compared byte for byte; a registry row's never
-   * changes once written). Anything not kept is checked every time.
+   * Keeps the answer of a kept reading whose registry row is final: rows are only ever added and a row's content
+   * description only ever set once (store/marks.ts), so the lookup and the content check would answer the same for
+   * these bytes from now on. The caller says when a row is final; a reading not kept keeps nothing.
    */
-  contentCheck(key: string, content: Uint8Array | null, check: () => boolean | undefined): boolean | undefined {
+  keepAnswer(key: string, answer: ResolvedMark): void {
     const entry = this.#entries.get(key);
-    if (!entry || !content) return check();
-    if (entry.checked && Buffer.from(entry.checked.content).equals(content)) return entry.checked.consistent;
-    const consistent = check();
-    const grown = content.byteLength - (entry.checked?.content.byteLength ?? 0);
-    entry.checked = { content: Uint8Array.from(content), consistent };
-    entry.bytes += grown;
-    this.#bytes += grown;
-    return consistent;
+    if (entry) entry.answer = answer;
   }
 
   set(key: string, reading: ImageReading): void {
