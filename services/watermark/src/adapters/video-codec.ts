@@ -27,16 +27,26 @@ import {
 const EMBEDDABLE: ReadonlySet<string> = new Set(['video/mp4', 'video/webm']);
 
 /**
- * x264's speed/size trade-off: "veryfast" (about twice "fast"'s speed) keeps decode + mark + encode of 720p within
- * real time on two cores (the bench measures CPU); the measured CRF makes up for its bits.
+ * x264's speed/size trade-off, measured on the bench's 720p clips as marked (x264 on the marked frames, luma PSNR
+ * against them at the CRF the probe picks): "veryfast" with the diamond motion search and the fastest subpixel
+ * refinement (me=dia, subme=1) spends 14–40 % less CPU than plain "veryfast" (the larger part of the embed's CPU is
+ * this encode) for about the same bits and quality: mandelbrot +1 % bits and +0.4 dB, the photo zoom +0.5 % and
+ * +0.5 dB, testsrc2's moving pattern +9 % and −0.3 dB. "superfast" (a third less again) drops the p8×8 partitions:
+ * at the bit rate the probe gives it, the answer's luma fell from 40.3 to 39.6 dB against the upload on mandelbrot
+ * (issue #14 asks 40), so not that. The CRF probe encodes with the same settings, so the bit rate still follows the
+ * upload's.
  */
-const X264_PRESET = 'veryfast';
+const X264_ARGS = ['-preset', 'veryfast', '-x264-params', 'me=dia:subme=1'];
 /** CRF the probe encode runs at; the answer is moved from here by the bit-rate ratio (6 CRF steps ≈ 2× bits). */
 const PROBE_CRF = 23;
 const MIN_CRF = 14;
 const MAX_CRF = 36;
-/** Seconds of the upload the CRF probe encodes (its first ones). */
-const PROBE_SECONDS = 2;
+/**
+ * Seconds of the upload the CRF probe encodes (its first ones). Measured on the bench's 720p clips: 0.5 s lands
+ * within 1 CRF step of 2 s (testsrc2 17.7 / 17.9, mandelbrot 16.4 / 16.4, photo 14.5 / 13.4) for a quarter of the
+ * encode, which was a fifth of a 3 s clip's whole CPU.
+ */
+const PROBE_SECONDS = 0.5;
 /** Frames may not be smaller than this on a side: the v2 grid would hold less than a chip per pixel. */
 export const MIN_VIDEO_SIDE = 128;
 
@@ -138,14 +148,15 @@ export async function probeVideoForEmbedding(
   return { ...stream, mediaType: sniffed.mediaType as VideoFormat['mediaType'], seconds };
 }
 
-function videoEncoderArgs(format: VideoFormat, crf: number): string[] {
+/** The video encoder EmbedVideo answers with: the upload's codec family at `crf` (the bench's baseline uses it too). */
+export function videoEncoderArgs(format: Pick<VideoFormat, 'mediaType'>, crf: number): string[] {
   return format.mediaType === 'video/webm'
     ? ['-c:v', 'libvpx-vp9', '-crf', String(crf), '-b:v', '0', '-deadline', 'good', '-cpu-used', '4', '-row-mt', '1']
-    : ['-c:v', 'libx264', '-preset', X264_PRESET, '-crf', String(crf), '-pix_fmt', 'yuv420p'];
+    : ['-c:v', 'libx264', ...X264_ARGS, '-crf', String(crf), '-pix_fmt', 'yuv420p'];
 }
 
 /**
- * The CRF that gives about the upload's video bit rate, measured: the first seconds are encoded once at PROBE_CRF
+ * The CRF that gives about the upload's video bit rate, measured: the first PROBE_SECONDS are encoded once at PROBE_CRF
  * and compared with the same seconds of the upload's own stream; each 2× in bits is about 6 CRF steps (x264 and
  * libvpx alike). Clamped to MIN_CRF–MAX_CRF.
  */
@@ -205,9 +216,17 @@ function startRawDecoder(file: VideoFile, seconds: number, timing: string[], pix
   );
 }
 
-/** Raw frames of exactly `frameBytes` from a stream, each in its own buffer (handed to a worker, then encoded). */
-async function* rawFrames(stream: Readable, frameBytes: number): AsyncGenerator<Uint8Array> {
-  let frame = new Uint8Array(frameBytes);
+/**
+ * Raw frames of exactly `frameBytes` from a stream, each in its own buffer (handed to a worker, then encoded).
+ * Buffers put back in `spare` are filled again: at 720p a frame is 1.4 MB, and a new one per frame kept the
+ * garbage collector busy for a tenth of the process's time.
+ */
+async function* rawFrames(stream: Readable, frameBytes: number, spare: Uint8Array[] = []): AsyncGenerator<Uint8Array> {
+  const next = () => {
+    const reused = spare.pop();
+    return reused && reused.length === frameBytes ? reused : new Uint8Array(frameBytes);
+  };
+  let frame = next();
   let filled = 0;
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     let offset = 0;
@@ -218,15 +237,16 @@ async function* rawFrames(stream: Readable, frameBytes: number): AsyncGenerator<
       offset += take;
       if (filled === frameBytes) {
         yield frame;
-        frame = new Uint8Array(frameBytes);
+        frame = next();
         filled = 0;
       }
     }
   }
 }
 
-async function write(child: ChildProcess, bytes: Uint8Array): Promise<void> {
-  if (!child.stdin!.write(bytes)) await once(child.stdin!, 'drain');
+/** Writes `bytes` to the child's stdin, waiting while its pipe is full; `written` once ffmpeg holds them all. */
+async function write(child: ChildProcess, bytes: Uint8Array, written?: () => void): Promise<void> {
+  if (!child.stdin!.write(bytes, written && ((error) => error || written()))) await once(child.stdin!, 'drain');
 }
 
 export interface Transcoded {
@@ -236,13 +256,14 @@ export interface Transcoded {
 
 /**
  * Decodes the upload's first video stream frame by frame (YUV 4:2:0 at its frame rate), passes each frame through
- * `mark` (at most `inFlight` at once, in order), and encodes the results like the upload (see videoEncoderArgs) with
- * the upload's first audio stream copied. Stops both processes on failure or after `timeoutMs`.
+ * `mark` (at most `inFlight` at once, in order), and encodes the results like the upload (see videoEncoderArgs) at
+ * the CRF `crf` settles on, with the upload's first audio stream copied: the encoder starts once it is known, the
+ * decoder and the marking at once. Stops both processes on failure or after `timeoutMs`.
  */
 export async function transcodeFrames(
   file: VideoFile,
   format: VideoFormat,
-  crf: number,
+  crf: Promise<number>,
   mark: (frame: Uint8Array) => Promise<Uint8Array>,
   options: { timeoutMs: number; maxSeconds: number; inFlight?: number; onProgress?: (frames: number) => void },
 ): Promise<Transcoded> {
@@ -250,37 +271,29 @@ export async function transcodeFrames(
   const output = join(file.dir, format.mediaType === 'video/webm' ? 'marked.webm' : 'marked.mp4');
   // Frames as they are (no duplicates, none dropped): the encoder stamps them at the stream's rate.
   const decoder = startRawDecoder(file, options.maxSeconds, ['-vsync', 'passthrough'], 'yuv420p');
-  const encoder = startFfmpeg(
-    [
-      '-f',
-      'rawvideo',
-      '-pix_fmt',
-      'yuv420p',
-      '-s',
-      `${width}x${height}`,
-      '-framerate',
-      frameRate,
-      '-i',
-      'pipe:0',
-      '-i',
-      file.path,
-      '-map',
-      '0:v:0',
-      '-map',
-      '1:a:0?',
-      '-c:a',
-      'copy',
-      ...videoEncoderArgs(format, crf),
-      ...(format.mediaType === 'video/webm' ? ['-f', 'webm'] : ['-movflags', '+faststart', '-f', 'mp4']),
-      '-y',
-      output,
-    ],
-    ['pipe', 'ignore'],
-  );
-  encoder.child.stdin!.on('error', () => undefined); // a failed encoder shows in its exit
+  let encoder: ReturnType<typeof startFfmpeg> | undefined;
+  let stopped = false;
+  // Started once the CRF is known; until then the first frames are decoded and marked.
+  const encoderReady = crf.then((value) => {
+    if (stopped) throw new Error('the video transcode was stopped');
+    encoder = startFfmpeg(
+      [
+        ...['-f', 'rawvideo', '-pix_fmt', 'yuv420p', '-s', `${width}x${height}`, '-framerate', frameRate],
+        ...['-i', 'pipe:0', '-i', file.path, '-map', '0:v:0', '-map', '1:a:0?', '-c:a', 'copy'],
+        ...videoEncoderArgs(format, value),
+        ...(format.mediaType === 'video/webm' ? ['-f', 'webm'] : ['-movflags', '+faststart', '-f', 'mp4']),
+        ...['-y', output],
+      ],
+      ['pipe', 'ignore'],
+    );
+    encoder.child.stdin!.on('error', () => undefined); // a failed encoder shows in its exit
+    return encoder;
+  });
+  encoderReady.catch(() => undefined); // observed where a frame is encoded
   const stop = () => {
+    stopped = true;
     decoder.child.kill('SIGKILL');
-    encoder.child.kill('SIGKILL');
+    encoder?.child.kill('SIGKILL');
   };
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -291,23 +304,23 @@ export async function transcodeFrames(
     let frames = 0;
     const inFlight = options.inFlight ?? 2;
     const pending: Array<Promise<Uint8Array>> = [];
-    for await (const frame of rawFrames(decoder.child.stdout!, yuv420FrameBytes(width, height))) {
-      pending.push(mark(frame));
-      if (pending.length >= inFlight) {
-        await write(encoder.child, await pending.shift()!);
-        frames++;
-        options.onProgress?.(frames);
-      }
-    }
-    for (const next of pending.splice(0)) {
-      await write(encoder.child, await next);
+    // A frame's buffer, once the encoder holds its bytes, takes the next frame the decoder gives.
+    const spare: Uint8Array[] = [];
+    const encode = async (marked: Uint8Array) => {
+      await write((await encoderReady).child, marked, () => spare.push(marked));
       frames++;
       options.onProgress?.(frames);
+    };
+    for await (const frame of rawFrames(decoder.child.stdout!, yuv420FrameBytes(width, height), spare)) {
+      pending.push(mark(frame));
+      if (pending.length >= inFlight) await encode(await pending.shift()!);
     }
+    for (const next of pending.splice(0)) await encode(await next);
     await decoder.exited;
-    encoder.child.stdin!.end();
-    await encoder.exited;
     if (frames === 0) throw invalid('no video frames could be decoded');
+    const { child, exited } = await encoderReady;
+    child.stdin!.end();
+    await exited;
     return { encoded: await readFile(output), frames };
   } catch (error) {
     stop();
@@ -347,8 +360,11 @@ export async function visitLumaWindows(
       inWindow = 0;
       return visit({ luma, width, height, atSeconds: window++ });
     };
-    for await (const frame of rawFrames(decoder.child.stdout!, width * height)) {
+    // Each frame is added to the window's sum at once, so one buffer serves them all.
+    const spare: Uint8Array[] = [];
+    for await (const frame of rawFrames(decoder.child.stdout!, width * height, spare)) {
       for (let i = 0; i < frame.length; i++) sum[i]! += frame[i]!;
+      spare.push(frame);
       if (++inWindow === fps && !(await flush())) return 'visited';
     }
     // A tail of at least half a window is read too (a short excerpt may hold one and a half windows).

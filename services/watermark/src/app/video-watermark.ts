@@ -61,7 +61,8 @@ export async function markVideo(
   try {
     const format = await probeVideoForEmbedding(encoded, file, mediaLimits);
     await accepted?.();
-    const crf = await measureCrf(file, format);
+    // Measured while the first frames are decoded and marked (the encoder waits for it).
+    const crf = measureCrf(file, format);
     const lumaBytes = format.width * format.height;
     let squaredError = 0;
     const expectedFrames = Math.max(1, Math.round(format.seconds * format.fps));
@@ -79,6 +80,9 @@ export async function markVideo(
         // so the bound is generous and only catches a stuck pipeline.
         timeoutMs: 120_000 + format.seconds * 30_000,
         maxSeconds: mediaLimits.videoSeconds,
+        // Two frames per worker: each has the next frame waiting when it answers, so every core marks while the
+        // encoder takes the frames in order.
+        inFlight: 2 * pool.size,
         onProgress: onProgress ? (n) => onProgress(Math.min(1, n / expectedFrames)) : undefined,
       },
     );
@@ -89,7 +93,7 @@ export async function markVideo(
       width: format.width,
       height: format.height,
       frames,
-      crf,
+      crf: await crf,
       psnrDb: mse > 0 ? 10 * Math.log10((255 * 255) / mse) : 99,
     };
   } finally {

@@ -1,5 +1,13 @@
 import type { RawImage } from './raw-image.js';
-import { denseKernel, resampleRowDense, scatterKernel, tentKernel, type Kernel1D } from './resample.js';
+import {
+  denseKernel,
+  resampleRowDense,
+  scatterKernel,
+  tentKernel,
+  type DenseKernel1D,
+  type Kernel1D,
+  type ScatterKernel1D,
+} from './resample.js';
 
 /**
  * The luma plane (ITU-R BT.601 weights, the ones JPEG uses) is where the mark lives: JPEG keeps luma at full
@@ -28,25 +36,7 @@ export function lumaRow(image: RawImage, y: number, out: Float32Array): void {
  * float32 accumulators either way).
  */
 export function lumaGrid(image: RawImage, gridWidth: number, gridHeight: number): Float32Array {
-  const { width, height } = image;
-  const kx = denseKernel(tentKernel(width, gridWidth));
-  const { start, output, weight } = scatterKernel(tentKernel(height, gridHeight));
-  const row = new Float32Array(width);
-  const reduced = new Float32Array(gridWidth);
-  const grid = new Float32Array(gridWidth * gridHeight);
-  for (let y = 0; y < height; y++) {
-    const end = start[y + 1]!;
-    if (start[y]! === end) continue;
-    lumaRow(image, y, row);
-    resampleRowDense(row, 0, kx, reduced, 0);
-    for (let k = start[y]!; k < end; k++) accumulate(grid, output[k]! * gridWidth, weight[k]!, reduced, gridWidth);
-  }
-  return grid;
-}
-
-/** into[offset + i] += w · from[i] for i < n. */
-function accumulate(into: Float32Array, offset: number, w: number, from: Float32Array, n: number): void {
-  for (let i = 0; i < n; i++) into[offset + i]! += w * from[i]!;
+  return new LumaResampler(image.width, image.height, gridWidth, gridHeight).grid(image);
 }
 
 /**
@@ -55,42 +45,175 @@ function accumulate(into: Float32Array, offset: number, w: number, from: Float32
  * full-resolution float plane is ever allocated.
  */
 export function addLumaDelta(image: RawImage, delta: Float32Array, gridWidth: number, gridHeight: number): void {
-  const { pixels, width, height, channels } = image;
-  const kx = denseKernel(tentKernel(gridWidth, width));
-  const ky: Kernel1D = tentKernel(gridHeight, height);
-  const wide = new Float32Array(width * gridHeight);
-  for (let gy = 0; gy < gridHeight; gy++) resampleRowDense(delta, gy * gridWidth, kx, wide, gy * width);
-  // Writing through a clamped view rounds and clamps to 0..255 without a Math call per sample.
-  const clamped = new Uint8ClampedArray(pixels.buffer, pixels.byteOffset, pixels.byteLength);
-  const row = new Float32Array(width);
-  for (let y = 0; y < height; y++) {
-    const first = ky.start[y]!;
-    const taps = ky.start[y + 1]! - first;
-    const offset = y * width * channels;
-    if (taps === 2 && channels !== 1) {
-      // Bilinear between two enlarged rows (the case of every row but the edges), added as it is interpolated.
-      addInterpolatedRow(
-        pixels,
-        clamped,
-        offset,
-        wide,
-        ky.index[first]! * width,
-        ky.weight[first]!,
-        ky.index[first + 1]! * width,
-        ky.weight[first + 1]!,
-        width,
-        channels,
-      );
-      continue;
+  new LumaResampler(image.width, image.height, gridWidth, gridHeight).addDelta(image, delta);
+}
+
+/**
+ * The kernels between one image size and one grid size (lumaGrid's reduction, addLumaDelta's bilinear
+ * enlargement) and their working rows, made once: a video's frames all share a size, so its marker keeps one
+ * of these instead of building the kernels and buffers again for every frame. Results are lumaGrid's and
+ * addLumaDelta's exactly.
+ */
+export class LumaResampler {
+  private readonly reduceX: DenseKernel1D;
+  private readonly reduceY: ScatterKernel1D;
+  private readonly enlargeX: DenseKernel1D;
+  private readonly enlargeY: Kernel1D;
+  private readonly row: Float32Array;
+  private readonly reduced: Float32Array;
+  private readonly wide: Float32Array;
+
+  constructor(
+    readonly width: number,
+    readonly height: number,
+    readonly gridWidth: number,
+    readonly gridHeight: number,
+  ) {
+    this.reduceX = denseKernel(tentKernel(width, gridWidth));
+    this.reduceY = scatterKernel(tentKernel(height, gridHeight));
+    this.enlargeX = denseKernel(tentKernel(gridWidth, width));
+    this.enlargeY = tentKernel(gridHeight, height);
+    this.row = new Float32Array(width);
+    this.reduced = new Float32Array(gridWidth);
+    this.wide = new Float32Array(width * gridHeight);
+  }
+
+  /** lumaGrid of `image` (which must be width × height). */
+  grid(image: RawImage): Float32Array {
+    this.check(image);
+    const { height, gridWidth, row, reduced } = this;
+    const { start, output, weight } = this.reduceY;
+    const grid = new Float32Array(gridWidth * this.gridHeight);
+    for (let y = 0; y < height; y++) {
+      const end = start[y + 1]!;
+      if (start[y]! === end) continue;
+      lumaRow(image, y, row);
+      resampleRowDense(row, 0, this.reduceX, reduced, 0);
+      for (let k = start[y]!; k < end; k++) accumulate(grid, output[k]! * gridWidth, weight[k]!, reduced, gridWidth);
     }
+    return grid;
+  }
+
+  /** addLumaDelta of `delta` (gridWidth × gridHeight) to `image`. */
+  addDelta(image: RawImage, delta: Float32Array): void {
+    this.check(image);
+    const { pixels, width, height, channels } = image;
+    const { wide, row, enlargeY: ky } = this;
+    this.enlargeRows(delta);
+    // Writing through a clamped view rounds and clamps to 0..255 without a Math call per sample.
+    const clamped = new Uint8ClampedArray(pixels.buffer, pixels.byteOffset, pixels.byteLength);
+    for (let y = 0; y < height; y++) {
+      const first = ky.start[y]!;
+      const taps = ky.start[y + 1]! - first;
+      const offset = y * width * channels;
+      if (taps === 2 && channels !== 1) {
+        // Bilinear between two enlarged rows (the case of every row but the edges), added as it is interpolated.
+        addInterpolatedRow(
+          pixels,
+          clamped,
+          offset,
+          wide,
+          ky.index[first]! * width,
+          ky.weight[first]!,
+          ky.index[first + 1]! * width,
+          ky.weight[first + 1]!,
+          width,
+          channels,
+        );
+        continue;
+      }
+      this.interpolatedRow(y, row);
+      addRow(pixels, clamped, offset, row, width, channels);
+    }
+  }
+
+  /**
+   * addDelta to an 8-bit plane (one channel, width × height bytes from `plane`'s start), answering the sum of
+   * the squared changes as they were written (after rounding and clamping), for a PSNR without a copy of the plane.
+   */
+  addPlaneDelta(plane: Uint8Array, delta: Float32Array): number {
+    const { width, height, wide, row, enlargeY: ky } = this;
+    if (plane.length < width * height) throw new Error(`a ${width}×${height} plane needs ${width * height} bytes`);
+    this.enlargeRows(delta);
+    const clamped = new Uint8ClampedArray(plane.buffer, plane.byteOffset, width * height);
+    let squaredError = 0;
+    for (let y = 0; y < height; y++) {
+      const first = ky.start[y]!;
+      const offset = y * width;
+      if (ky.start[y + 1]! - first === 2) {
+        squaredError += addInterpolatedPlaneRow(
+          plane,
+          clamped,
+          offset,
+          wide,
+          ky.index[first]! * width,
+          ky.weight[first]!,
+          ky.index[first + 1]! * width,
+          ky.weight[first + 1]!,
+          width,
+        );
+        continue;
+      }
+      this.interpolatedRow(y, row);
+      for (let x = 0, p = offset; x < width; x++, p++) {
+        const before = plane[p]!;
+        clamped[p] = before + row[x]!;
+        const e = plane[p]! - before;
+        squaredError += e * e;
+      }
+    }
+    return squaredError;
+  }
+
+  /** The grid's rows enlarged horizontally into `wide` (gridHeight rows of width). */
+  private enlargeRows(delta: Float32Array): void {
+    const { gridWidth, gridHeight, width, wide } = this;
+    if (delta.length < gridWidth * gridHeight) throw new Error('the change does not cover the grid');
+    for (let gy = 0; gy < gridHeight; gy++) resampleRowDense(delta, gy * gridWidth, this.enlargeX, wide, gy * width);
+  }
+
+  /** Image row y of the enlarged change, accumulated in float32 tap by tap. */
+  private interpolatedRow(y: number, row: Float32Array): void {
+    const { width, wide, enlargeY: ky } = this;
     row.fill(0);
-    for (let k = first; k < first + taps; k++) {
+    for (let k = ky.start[y]!; k < ky.start[y + 1]!; k++) {
       const w = ky.weight[k]!;
       const from = ky.index[k]! * width;
       for (let x = 0; x < width; x++) row[x]! += w * wide[from + x]!;
     }
-    addRow(pixels, clamped, offset, row, width, channels);
   }
+
+  private check(image: RawImage): void {
+    if (image.width !== this.width || image.height !== this.height)
+      throw new Error(`a ${this.width}×${this.height} resampler was given a ${image.width}×${image.height} image`);
+  }
+}
+
+/** into[offset + i] += w · from[i] for i < n. */
+function accumulate(into: Float32Array, offset: number, w: number, from: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) into[offset + i]! += w * from[i]!;
+}
+
+/** addInterpolatedRow on one 8-bit plane, answering the sum of the squared changes written. */
+function addInterpolatedPlaneRow(
+  plane: Uint8Array,
+  clamped: Uint8ClampedArray,
+  offset: number,
+  wide: Float32Array,
+  a: number,
+  w0: number,
+  b: number,
+  w1: number,
+  width: number,
+): number {
+  let squaredError = 0;
+  for (let x = 0, p = offset; x < width; x++, p++) {
+    const before = plane[p]!;
+    clamped[p] = before + Math.fround(Math.fround(w0 * wide[a + x]!) + w1 * wide[b + x]!);
+    const e = plane[p]! - before;
+    squaredError += e * e;
+  }
+  return squaredError;
 }
 
 /** One row of the change added to the colour samples. */

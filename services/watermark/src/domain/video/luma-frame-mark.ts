@@ -5,7 +5,7 @@ import {
   gridSize,
   maskingWeights,
 } from '../image/cairn-sync-v2.js';
-import { addLumaDelta, lumaGrid } from '../image/luma.js';
+import { LumaResampler } from '../image/luma.js';
 import { resampleRow, tentKernel } from '../image/resample.js';
 import type { RawImage } from '../image/raw-image.js';
 
@@ -75,6 +75,15 @@ export class LumaFrameMarker {
   /** RMS of an enlarged grid change over its RMS on the grid (bilinear enlargement smooths the chips). */
   private readonly enlargement: number;
   private readonly delta: Float32Array;
+  /** The frame size's resampling kernels and rows, made once for the video. */
+  private readonly resampler: LumaResampler;
+  /**
+   * The mask's picture: every other pixel of every other row, when that still has at least a pixel per grid
+   * sample (always, for the sizes videoGridArea picks: 1.9 pixels per sample at worst). The mask is a local
+   * contrast, clamped to 0.5–1.5× its mean, so a quarter of the pixels measure it as well as all; reducing all of
+   * them to the grid was a third of a frame's marking.
+   */
+  private readonly maskSource: { readonly plane: Uint8Array; readonly resampler: LumaResampler } | null;
 
   constructor(
     tile: Int8Array,
@@ -94,19 +103,22 @@ export class LumaFrameMarker {
         this.pattern[y * gw + x] = tile[(y % SYNC_TILE_SIDE) * SYNC_TILE_SIDE + (x % SYNC_TILE_SIDE)]!;
     this.enlargement = enlargedRms(this.pattern, gw, gh, width, height);
     this.delta = new Float32Array(gw * gh);
+    this.resampler = new LumaResampler(width, height, gw, gh);
+    const [hw, hh] = [width >> 1, height >> 1];
+    this.maskSource =
+      hw >= gw && hh >= gh ? { plane: new Uint8Array(hw * hh), resampler: new LumaResampler(hw, hh, gw, gh) } : null;
   }
 
   /**
    * Marks the 8-bit luma plane `luma` (width × height, row-major) in place, as v2 marks an image: the tile times
-   * v2's own perceptual mask (maskingWeights: 5×5 local deviation over its mean, clamped), scaled so the change reaching the
-   * pixels has RMS `strengthRms`, enlarged bilinearly and added. Answers the squared error it added (for PSNR).
+   * v2's own perceptual mask (maskingWeights: 5×5 local deviation over its mean, clamped; measured on maskGrid),
+   * scaled so the change reaching the pixels has RMS `strengthRms`, enlarged bilinearly and added. Answers the
+   * squared error it added (for PSNR).
    */
   mark(luma: Uint8Array): number {
-    const { width, height, gridWidth: gw, gridHeight: gh } = this;
+    const { width, height } = this;
     if (luma.length < width * height) throw new Error(`a ${width}×${height} luma plane needs ${width * height} bytes`);
-    const frame: RawImage = { pixels: luma.subarray(0, width * height), width, height, channels: 1 };
-    const grid = lumaGrid(frame, gw, gh);
-    const weight = maskingWeights(grid, gw, gh);
+    const weight = maskingWeights(this.maskGrid(luma), this.gridWidth, this.gridHeight);
     let energy = 0;
     for (let i = 0; i < this.delta.length; i++) {
       const d = this.pattern[i]! * weight[i]!;
@@ -115,14 +127,18 @@ export class LumaFrameMarker {
     }
     const gain = this.strengthRms / Math.max(1e-9, Math.sqrt(energy / this.delta.length) * this.enlargement);
     for (let i = 0; i < this.delta.length; i++) this.delta[i]! *= gain;
-    const before = Uint8Array.from(frame.pixels);
-    addLumaDelta(frame, this.delta, gw, gh);
-    let squaredError = 0;
-    for (let i = 0; i < before.length; i++) {
-      const e = frame.pixels[i]! - before[i]!;
-      squaredError += e * e;
-    }
-    return squaredError;
+    return this.resampler.addPlaneDelta(luma, this.delta);
+  }
+
+  /** The luma grid the mask is measured on: of the frame, or of its every other pixel (see maskSource). */
+  private maskGrid(luma: Uint8Array): Float32Array {
+    const { width, height } = this;
+    if (!this.maskSource) return this.resampler.grid({ pixels: luma, width, height, channels: 1 });
+    const { plane, resampler } = this.maskSource;
+    const hw = resampler.width;
+    const hh = resampler.height;
+    for (let y = 0, i = 0; y < hh; y++) for (let x = 0, p = 2 * y * width; x < hw; x++, p += 2) plane[i++] = luma[p]!;
+    return resampler.grid({ pixels: plane, width: hw, height: hh, channels: 1 });
   }
 }
 
