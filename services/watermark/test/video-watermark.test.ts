@@ -44,9 +44,14 @@ describe('video watermark (cairn-sync-v2 on every frame)', () => {
     const photo = await loadPhoto('coffee.png', { gray: true });
     const { width, height } = photo;
     const luma = Uint8Array.from(photo.pixels);
-    new LumaFrameMarker(syncTile(key.secret, payload), width, height).mark(luma);
+    const squaredError = new LumaFrameMarker(syncTile(key.secret, payload), width, height).mark(luma);
     const found = createSyncImageWatermark(key.secret).detect({ pixels: luma, width, height, channels: 1 });
     expect(found && payloadHex(found.payload)).toBe(payloadHex(payload));
+    // The squared error the answer's psnr_db is made of is the change the pixels got, counted as they were written.
+    let changed = 0;
+    for (let i = 0; i < luma.length; i++) changed += (luma[i]! - photo.pixels[i]!) ** 2;
+    expect(changed).toBeGreaterThan(0);
+    expect(squaredError).toBe(changed);
   });
 
   it('keeps container, codec, size, frame rate and audio, with luma PSNR ≥ 40 dB', async () => {

@@ -58,11 +58,12 @@ export async function markVideo(
 ): Promise<MarkedVideo> {
   const { accepted, onProgress } = hooks;
   const file = await VideoFile.write(encoded);
+  let crf: Promise<number> | undefined;
   try {
     const format = await probeVideoForEmbedding(encoded, file, mediaLimits);
     await accepted?.();
     // Measured while the first frames are decoded and marked (the encoder waits for it).
-    const crf = measureCrf(file, format);
+    crf = measureCrf(file, format);
     const lumaBytes = format.width * format.height;
     let squaredError = 0;
     const expectedFrames = Math.max(1, Math.round(format.seconds * format.fps));
@@ -97,6 +98,8 @@ export async function markVideo(
       psnrDb: mse > 0 ? 10 * Math.log10((255 * 255) / mse) : 99,
     };
   } finally {
+    // A failed transcode leaves no probe reading the file after it is gone (the probe's own failure is not the news).
+    await crf?.catch(() => undefined);
     await file.remove();
   }
 }
