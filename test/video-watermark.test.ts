@@ -4,24 +4,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runFfmpeg, sniffMediaType } from '@cairn/media';
 import { clip, transcoded } from '../services/watermark/test/support/video.js';
-import { lookupFile, untilIndexed } from './support/lookup.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';
 
 let stack: Stack;
 let owner: { tenant_id: string; api_key: string };
-let signed: { asset_id: string; manifest_id: string; watermark_id: string; media_type: string };
+let signed: SignedAsset;
 let signedBytes: Buffer;
 
-interface Verification {
-  status: string;
-  asset_id?: string;
-  confidence: number | null;
-  developer_explanation: string;
-  signals: Record<string, unknown>;
-  matches: Array<{ asset_id?: string; via?: string }>;
-}
-
+/** Signs `bytes` under `recipe` and fetches the signed file (not waiting for its fingerprint: nothing looks it up). */
 async function signVideo(bytes: Buffer, recipe: string): Promise<{ asset_id: string; bytes: Buffer }> {
   const res = await stack.request('/v1/sign', {
     method: 'POST',
@@ -51,38 +43,19 @@ async function remuxed(bytes: Buffer): Promise<Buffer> {
   }
 }
 
-async function verifyFile(bytes: Buffer, name: string): Promise<Verification> {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    body: multipart({}, { field: 'file', bytes, name }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Verification;
-}
-
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
     PUBLIC_VERIFY_PER_MINUTE: '1000',
   });
   owner = await onboard(stack);
-  // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4, made here with ffmpeg.
-  const upload = await clip('testsrc2', { seconds: 2, width: 1280, height: 720, audio: true });
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: owner.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart(
-      { recipe: 'video-genai-v1', metadata: JSON.stringify({ generator: 'ClipGen', model: 'v1' }) },
-      { field: 'asset', bytes: upload, name: 'clip.mp4' },
-    ),
-  });
-  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
-  signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
-  );
-  // A watermark-only lead is checked against the content's fingerprint: wait until the signed clip is indexed.
-  await untilIndexed(() => lookupFile(stack, owner.api_key, { bytes: signedBytes, name: 'a.mp4' }));
+  // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4, made here with ffmpeg. A
+  // watermark-only lead is checked against the content's fingerprint: signAndIndex waits until it is indexed.
+  ({ signed, signedBytes } = await signAndIndex(stack, owner.api_key, {
+    recipe: 'video-genai-v1',
+    metadata: { generator: 'ClipGen', model: 'v1' },
+    bytes: await clip('testsrc2', { seconds: 2, width: 1280, height: 720, audio: true }),
+    name: 'clip.mp4',
+  }));
 }, 240_000);
 afterAll(() => stack?.stop());
 
@@ -99,14 +72,14 @@ describe('video watermark through HTTP (video-genai-v1)', () => {
   });
 
   it('the signed file verifies verified_manifest_and_watermark_match', async () => {
-    const result = await verifyFile(signedBytes, 'clip.mp4');
+    const result = await verifyFile(stack, signedBytes, 'clip.mp4');
     expect(result.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true });
     expect(result.status).toBe('verified_manifest_and_watermark_match');
   }, 60_000);
 
   it('the same re-encoded with H.264 CRF 28 (manifest gone) verifies watermark_only, naming its asset', async () => {
     const copy = await transcoded(signedBytes, ['-c:v', 'libx264', '-crf', '28', '-c:a', 'aac', '-b:a', '96k']);
-    const result = await verifyFile(copy, 'copy.mp4');
+    const result = await verifyFile(stack, copy, 'copy.mp4');
     expect(result.signals.c2pa_manifest_present).toBe(false);
     expect(result.status).toBe('watermark_only');
     expect(result.matches[0]).toMatchObject({ asset_id: signed.asset_id, via: 'watermark' });
@@ -115,11 +88,13 @@ describe('video watermark through HTTP (video-genai-v1)', () => {
   it('manifest_watermark_conflict: a video whose frames carry asset B’s mark, signed again as captured asset A', async () => {
     // B is the clip signed above. Its frames without its manifest: a remux drops the C2PA box, keeps every frame.
     const stripped = await remuxed(signedBytes);
-    expect((await verifyFile(stripped, 'stripped.mp4')).matches.map((m) => m.asset_id)).toContain(signed.asset_id);
+    expect((await verifyFile(stack, stripped, 'stripped.mp4')).matches.map((m) => m.asset_id)).toContain(
+      signed.asset_id,
+    );
     // Signed as captured footage: a valid Cairn manifest of A, the frames (and so B's mark) left as they are.
     const a = await signVideo(stripped, 'video-capture-v1');
     expect(a.asset_id).not.toBe(signed.asset_id);
-    const result = await verifyFile(a.bytes, 'a.mp4');
+    const result = await verifyFile(stack, a.bytes, 'a.mp4');
     expect(result.signals).toMatchObject({ c2pa_manifest_present: true, c2pa_signature_valid: true });
     expect(result.status).toBe('manifest_watermark_conflict');
     expect(result.asset_id).toBe(a.asset_id);
@@ -129,7 +104,7 @@ describe('video watermark through HTTP (video-genai-v1)', () => {
 
   it('an unmarked clip of the same kind verifies no_provenance (the detector does not invent a mark)', async () => {
     const other = await clip('mandelbrot', { seconds: 2, width: 1280, height: 720 });
-    const result = await verifyFile(other, 'other.mp4');
+    const result = await verifyFile(stack, other, 'other.mp4');
     expect(result.status).toBe('no_provenance');
   }, 60_000);
 });

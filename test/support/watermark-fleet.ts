@@ -5,6 +5,9 @@ import { multipart, type Stack } from './stack.js';
 /** What the audio and video watermark tests read of `POST /v1/verify`. */
 export interface Verification {
   status: string;
+  asset_id?: string;
+  confidence: number | null;
+  developer_explanation: string;
   signals: Record<string, unknown>;
   warnings: string[];
   matches: Array<{ asset_id?: string; via?: string }>;
