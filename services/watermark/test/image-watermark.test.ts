@@ -151,3 +151,26 @@ describe('cairn-dct-v1 false positives', () => {
     expect(detection?.payload).not.toEqual(payload);
   });
 });
+
+describe('psnr (what EmbedImage reports)', () => {
+  const image = (channels: 1 | 3 | 4, samples: number[]): RawImage => ({
+    pixels: Uint8Array.from(samples),
+    width: samples.length / channels,
+    height: 1,
+    channels,
+  });
+  const expected = (squaredErrors: number, colourSamples: number) =>
+    10 * Math.log10((255 * 255) / (squaredErrors / colourSamples));
+
+  it('is 10·log10(255² / MSE) over the colour samples, alpha left out', () => {
+    // RGB: errors 1, 2, 3 on the first pixel, none on the second: 14 over 6 samples.
+    expect(psnr(image(3, [10, 20, 30, 40, 50, 60]), image(3, [11, 22, 33, 40, 50, 60]))).toBe(expected(14, 6));
+    // The same colours with alpha that differs by 100: the alpha is not counted.
+    expect(psnr(image(4, [10, 20, 30, 255, 40, 50, 60, 255]), image(4, [11, 22, 33, 155, 40, 50, 60, 155]))).toBe(
+      expected(14, 6),
+    );
+    // Gray: errors 3 and 4, 25 over 2 samples.
+    expect(psnr(image(1, [100, 100]), image(1, [103, 96]))).toBe(expected(25, 2));
+    expect(psnr(image(3, [1, 2, 3]), image(3, [1, 2, 3]))).toBe(Infinity);
+  });
+});
