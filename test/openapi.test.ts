@@ -3,7 +3,8 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir } from 'node:fs/promises';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium, watchedPage } from './support/browser.js';
 import { createApp, type GatewayDeps } from '../services/gateway/src/http/app.js';
 import { OPERATIONS, STATIC_PATHS, type OperationDoc } from '../services/gateway/src/http/openapi/operations.js';
 import { openApiPath } from '../services/gateway/src/http/openapi/document.js';
@@ -16,7 +17,6 @@ type Express = ReturnType<typeof createApp>;
 const isSchema = (value: unknown): value is Schema =>
   typeof value === 'object' && value !== null && '_zod' in value && 'safeParse' in value;
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
 // Every route module, found on disk: a new one cannot escape the schema check by not being listed here.
 const ROUTES_DIR = new URL('../services/gateway/src/http/routes/', import.meta.url);
@@ -266,29 +266,9 @@ describe('GET /openapi.json', () => {
 
 describe('GET /docs', () => {
   it('renders the operations in Chromium from assets the gateway serves', async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const page = await (await browser.newContext({ viewport: { width: 1200, height: 1600 } })).newPage();
-    const errors: string[] = [];
+    browser = await launchChromium();
+    const { page, errors } = await watchedPage(browser, { viewport: { width: 1200, height: 1600 } });
     const foreign: string[] = [];
-    // Script errors, CSP violations, and any failed load but the favicon a browser asks for on its own.
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
-    });
-    page.on('response', (r) => {
-      if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`${r.status()} ${r.url()}`);
-    });
-    page.on('pageerror', (e) => errors.push(e.message));
     page.on('request', (r) => {
       if (!r.url().startsWith(stack.baseUrl) && !r.url().startsWith('data:')) foreign.push(r.url());
     });

@@ -3,12 +3,12 @@ import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 import sharp from 'sharp';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './support/browser.js';
 import { REPO_ROOT } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let stack: Stack;
 let browser: Browser;
 let bundle: string;
@@ -27,19 +27,7 @@ beforeAll(async () => {
   });
   bundle = result.outputFiles[0]!.text;
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
-  });
+  browser = await launchChromium();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

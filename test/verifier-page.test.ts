@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import sharp from 'sharp';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './support/browser.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { createBlobStore } from '../packages/blob/src/index.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
@@ -118,20 +116,7 @@ describe('the public verifier page /v/{asset_id}', () => {
   });
 
   it('renders in a real browser with JavaScript disabled (screenshot saved under tools/out/)', async () => {
-    expect(existsSync(CHROMIUM)).toBe(true);
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-        '--disable-quic',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 900, height: 1100 } });
       const page = await context.newPage();

@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, watchedPage } from './support/browser.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { recording } from '../services/watermark/test/support/audio.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = new URL('../tools/out/', import.meta.url);
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
@@ -65,20 +64,7 @@ beforeAll(async () => {
     await writeFile(path, bytes);
     files[name as keyof typeof files] = path;
   }
-  expect(existsSync(CHROMIUM)).toBe(true);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
-  });
+  browser = await launchChromium();
   await mkdir(OUT, { recursive: true });
 }, 180_000);
 afterAll(async () => {
@@ -86,21 +72,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function newPage(javaScriptEnabled: boolean): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ javaScriptEnabled, viewport: { width: 900, height: 1200 } });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  // Script errors, CSP violations, and any failed load but the favicon a browser asks for on its own.
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
-      errors.push(message.text());
-  });
-  page.on('response', (response) => {
-    if (response.status() >= 400 && !response.url().endsWith('/favicon.ico'))
-      errors.push(`${response.status()} ${response.url()}`);
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  return { page, errors };
+function newPage(javaScriptEnabled: boolean): Promise<{ page: Page; errors: string[] }> {
+  return watchedPage(browser, { javaScriptEnabled, viewport: { width: 900, height: 1200 } });
 }
 
 /** Drops a file on the form the way a browser does: a `drop` event carrying a DataTransfer with the file. */
