@@ -48,8 +48,7 @@ beforeAll(async () => {
     OPS_PORT: '0',
   });
   await waitFor('the watermark process listening', () => listening(watermarkPort), 60_000, 100);
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
   photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
     .jpeg({ quality: 85 })
     .toBuffer();
@@ -64,6 +63,30 @@ afterAll(async () => {
   await admin?.end();
   await stack?.stop();
 });
+
+/**
+ * Freezes the watermark service, starts a sign with `key` and waits until it has claimed the key: the window in
+ * which a retry meets that sign still running. Thaws when `body` ends, whatever it did (it may thaw earlier).
+ */
+async function whileFirstSignRuns(
+  apiKey: string,
+  key: string,
+  body: (first: Promise<Response>) => Promise<void>,
+): Promise<void> {
+  freeze();
+  try {
+    const first = sign(apiKey, key);
+    await waitFor(
+      'the first sign to claim its key',
+      async () => (await signState(key)) === 'in_progress' || undefined,
+      60_000,
+      50,
+    );
+    await body(first);
+  } finally {
+    thaw();
+  }
+}
 
 function sign(key: string, idempotencyKey: string, recipe = 'image-genai-v1', metadata?: Record<string, string>) {
   const fields: Record<string, string> = { recipe, ...(metadata ? { metadata: JSON.stringify(metadata) } : {}) };
@@ -139,16 +162,7 @@ describe('slow signs of one tenant', () => {
   it('a duplicate Idempotency-Key answers 409 in_progress while the first runs, then the stored answer', async () => {
     const a = await onboard(stack);
     const key = crypto.randomUUID();
-    freeze();
-    try {
-      const first = sign(a.api_key, key);
-      await waitFor(
-        'the first sign to claim its key',
-        async () => (await signState(key)) === 'in_progress' || undefined,
-        60_000,
-        50,
-      );
-
+    await whileFirstSignRuns(a.api_key, key, async (first) => {
       const duplicate = await sign(a.api_key, key);
       expect(duplicate.status).toBe(409);
       expect(Number(duplicate.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -166,9 +180,7 @@ describe('slow signs of one tenant', () => {
       expect(replay.status).toBe(200);
       expect(replay.headers.get('idempotent-replayed')).toBe('true');
       expect(((await replay.json()) as { asset_id: string }).asset_id).toBe(body.asset_id);
-    } finally {
-      thaw();
-    }
+    });
   }, 120_000);
 
   it('a sign whose gateway died mid-sign (its claim past its lease) is taken over by a retry with the same key', async () => {
@@ -244,15 +256,7 @@ describe('a gateway that died mid-sign (issue #11: kill -9 must not sign twice)'
   it('a retry while the first sign still runs in the signer is told in_progress, then gets that sign', async () => {
     const a = await onboard(stack);
     const key = crypto.randomUUID();
-    freeze();
-    try {
-      const first = sign(a.api_key, key);
-      await waitFor(
-        'the first sign to claim its key',
-        async () => (await signState(key)) === 'in_progress' || undefined,
-        60_000,
-        50,
-      );
+    await whileFirstSignRuns(a.api_key, key, async (first) => {
       // Its gateway "dies": the lease runs out while the signer still works on the sign (watermark frozen).
       await admin.query(
         `update gateway.sign_requests set claim_id = 'dead-gateway', lease_expires_at = now() - interval '1 second'
@@ -275,9 +279,7 @@ describe('a gateway that died mid-sign (issue #11: kill -9 must not sign twice)'
       expect(await assetsOf(a.tenant_id)).toEqual([asset_id]);
       await waitFor('the sign billed', async () => (await reservations(a.tenant_id)).committed === 1, 30_000, 100);
       expect((await reservations(a.tenant_id)).committed).toBe(1);
-    } finally {
-      thaw();
-    }
+    });
   }, 120_000);
 });
 
