@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import sharp from 'sharp';
 import { newId } from '@cairn/ids';
-import { freePort, type HardhatNode, PG_ADMIN_URL, startHardhat, waitFor } from '@cairn/testing';
+import { freePort, type HardhatNode, startHardhat, waitFor } from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../tools/anchor/verify-proof.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
@@ -31,8 +31,7 @@ beforeAll(async () => {
   image = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
     .jpeg({ quality: 85 })
     .toBuffer();
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 120_000);
 
 afterAll(async () => {
@@ -97,10 +96,7 @@ describe('anchoring through the API', () => {
     const signed = await sign();
     expect(signed.anchor).toBeUndefined();
     await stack.restart('anchor');
-    const admin = new pg.Client({
-      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
-    });
-    await admin.connect();
+    const admin = await stack.sandbox.adminClient();
     try {
       const batchId = await waitFor(
         'the manifest in a batch',

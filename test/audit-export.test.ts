@@ -13,7 +13,7 @@ import {
 import S3rver from 's3rver';
 import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
-import { PG_ADMIN_URL, waitFor, sampleEvent } from '@cairn/testing';
+import { waitFor, sampleEvent } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
 // Continuous export: 2-second windows, written as soon as they close, to s3rver and to a directory.
@@ -53,8 +53,7 @@ beforeAll(async () => {
     stream: String(stack.env.NATS_STREAM),
     subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
   });
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 120_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { PG_ADMIN_URL, waitFor, sampleEvent } from '@cairn/testing';
+import { waitFor, sampleEvent } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
 // The scheduled retention purge: the audit service asks the gateway for each tenant's retention and purges on its own.
@@ -20,8 +20,7 @@ beforeAll(async () => {
     stream: String(stack.env.NATS_STREAM),
     subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
   });
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
   audit = createClient(auditV1.AuditService, String(stack.env.AUDIT_GRPC_ADDR));
 }, 120_000);
 

@@ -3,9 +3,7 @@ import { createHmac, sign as ecdsaSign, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import sharp from 'sharp';
-import { PG_ADMIN_URL } from '@cairn/testing';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { settledUsage } from './support/usage.js';
@@ -65,8 +63,7 @@ async function signingEndpoint(key: string): Promise<typeof endpoint> {
 
 async function makeEnterprise(): Promise<{ tenant_id: string; api_key: string }> {
   const tenant = await onboard(stack, 'free');
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  const admin = await stack.sandbox.adminClient();
   try {
     await admin.query(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
       tenant.tenant_id,

@@ -3,10 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Builder } from '@contentauth/c2pa-node';
-import pg from 'pg';
 import sharp from 'sharp';
 import { newId } from '@cairn/ids';
-import { PG_ADMIN_URL } from '@cairn/testing';
 import { createBlobStore } from '../packages/blob/src/index.js';
 import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
 import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.js';
@@ -353,10 +351,7 @@ describe(`GET ${API}/manifests/{manifestId}`, () => {
     const peerId = newId('manifest');
     const blobKey = `manifests/test/${peerId}.c2pa`;
     await createBlobStore(String(stack.env.BLOB_STORE_URL)).put(blobKey, store, { contentType: 'application/c2pa' });
-    const admin = new pg.Client({
-      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
-    });
-    await admin.connect();
+    const admin = await stack.sandbox.adminClient();
     try {
       const inserted = await admin.query(
         'insert into signer.manifests (manifest_id, asset_id, tenant_id, blob_key, label, size_bytes) select $1, asset_id, tenant_id, $2, $3, $4 from signer.manifests where manifest_id = $5',

@@ -8,11 +8,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { healthV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { databaseRole, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '@cairn/config';
-import { createSandbox, databaseUrl, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
+import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -126,8 +125,7 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
   );
 
   it('runs every service as its own database role, each owning its schema (migrations ran as it)', async () => {
-    const admin = new pg.Client({ connectionString: databaseUrl(PG_ADMIN_URL, sandbox.databaseName) });
-    await admin.connect();
+    const admin = await sandbox.adminClient();
     try {
       const owners = await admin.query<{ schema: string; owner: string }>(
         'select nspname as schema, nspowner::regrole::text as owner from pg_namespace where nspname = any($1) order by 1',

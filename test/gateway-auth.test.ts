@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import pg from 'pg';
-import { PG_ADMIN_URL } from '@cairn/testing';
 import { problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
 
 let gw: GatewayHarness;
@@ -99,10 +97,7 @@ describe('API keys at rest', () => {
       { key_id: onboarded.key_id, api_key: onboarded.api_key },
     ];
     // A superuser connection: row-level security must not hide a row that might leak.
-    const db = new pg.Client({
-      connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${gw.sandbox.databaseName}` }).toString(),
-    });
-    await db.connect();
+    const db = await gw.sandbox.adminClient();
     try {
       const { rows: tables } = await db.query<{ schema: string; name: string }>(
         "select table_schema as schema, table_name as name from information_schema.tables where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')",

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
-import pg from 'pg';
 import sharp from 'sharp';
 import { auditV1, billingV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { settledUsage, type UsageBody } from './support/usage.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
@@ -168,10 +167,7 @@ describe('audit log through the API', () => {
     expect(intact).toMatchObject({ intact: true, entries_checked: 6 });
 
     // Tamper with entry 3 as someone with database access would (superuser bypasses RLS).
-    const admin = new pg.Client({
-      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
-    });
-    await admin.connect();
+    const admin = await stack.sandbox.adminClient();
     try {
       await admin.query(
         `update audit.entries set data = jsonb_set(data, '{scope}', '"admin"') where tenant_id = $1 and seq = 3`,

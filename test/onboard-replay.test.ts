@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { waitFor } from '@cairn/testing';
 import { startStack, type Stack } from './support/stack.js';
 
 // The replay window shortened to 2 s; the sweep that drops sealed answers runs at the gateway's start and then
@@ -16,8 +16,7 @@ beforeAll(async () => {
     ONBOARD_REPLAY_SWEEP_INTERVAL_MS: '3600000',
     ONBOARD_RATE_LIMIT_PER_MINUTE: '1000',
   });
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 });
 
 afterAll(async () => {

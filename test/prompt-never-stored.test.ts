@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import { newId } from '@cairn/ids';
 import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { waitFor } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
@@ -24,8 +24,7 @@ let large: Buffer;
 
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'gateway'], { SYNC_SIGN_MAX_BYTES: String(SYNC_MAX) });
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
   signer = signerClient(String(stack.env.SIGNER_GRPC_ADDR));
   tenant = await onboard(stack, 'developer');
   const photo = await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`);

@@ -10,8 +10,7 @@ let admin: pg.Client;
 
 beforeAll(async () => {
   stack = await startStack(['audit', 'webhook']);
-  admin = new pg.Client({ connectionString: databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
 }, 120_000);
 
 afterAll(async () => {

@@ -5,10 +5,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
-import pg from 'pg';
 import { billingV1, healthV1 } from '@cairn/proto';
 import { createClient, ServingStatus } from '@cairn/rpc';
-import { createSandbox, freePort, PG_ADMIN_URL, waitFor, type Sandbox } from '@cairn/testing';
+import { createSandbox, freePort, waitFor, type Sandbox } from '@cairn/testing';
 import { spawnService, type ServiceProcess } from './support/process.js';
 
 let sandbox: Sandbox;
@@ -63,10 +62,7 @@ describe('a service process on SIGTERM', () => {
     const health = createClient(healthV1.Health, address);
     // Two superuser connections: one holds a lock, the other watches (activity statistics are a snapshot per
     // transaction, so the holder itself would never see the call arrive).
-    const adminUrl = Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${sandbox.databaseName}` }).toString();
-    const locker = new pg.Client({ connectionString: adminUrl });
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await Promise.all([locker.connect(), admin.connect()]);
+    const [locker, admin] = await Promise.all([sandbox.adminClient(), sandbox.adminClient()]);
     try {
       const statuses = health.watch({ service: '' })[Symbol.asyncIterator]();
       expect((await statuses.next()).value).toMatchObject({ status: ServingStatus.SERVING });

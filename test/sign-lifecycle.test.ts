@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
-import pg from 'pg';
 import sharp from 'sharp';
 import { Bus, type RunningConsumer } from '@cairn/bus';
 import { type AnyEvent } from '@cairn/events';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { waitFor } from '@cairn/testing';
 import { closePkcs11 } from '../services/signer/src/pki/index.js';
 import { setupSoftHsm, USER_PIN, type SoftHsm } from '../services/signer/test/fixtures/softhsm.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
@@ -174,10 +173,7 @@ describe('metering of asynchronous signs', () => {
 describe('retention', () => {
   it('deletes the derived asset and its page thumbnail after its retention: 410 and 404, while the manifest stays', async () => {
     // Age an asset signed above past its retention (the recipe keeps image assets 30 days).
-    const admin = new pg.Client({
-      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`),
-    });
-    await admin.connect();
+    const admin = await stack.sandbox.adminClient();
     const blobs = createBlobStore(String(stack.env.BLOB_STORE_URL));
     let assetId: string;
     let manifestId: string;

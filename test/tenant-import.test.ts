@@ -8,7 +8,6 @@ import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { createPool, migrateService } from '../packages/db/src/index.js';
 import { newApiKey, newId } from '../packages/ids/src/index.js';
 import type { RunningService } from '@cairn/runtime';
@@ -114,8 +113,7 @@ describe('moving tenants from the gateway schema to the tenant service', () => {
       rate_limits: { rps: 50, daily: 100000 },
     });
     // Nothing is left in the gateway's schema (a superuser sees through row-level security).
-    const admin = new pg.Client({ connectionString: databaseUrl(PG_ADMIN_URL, sandbox.databaseName) });
-    await admin.connect();
+    const admin = await sandbox.adminClient();
     try {
       const { rows } = await admin.query<{ n: number }>(
         'select (select count(*) from gateway.tenants) + (select count(*) from gateway.api_keys)::int as n',

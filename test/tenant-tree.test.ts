@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { billingV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { PG_ADMIN_URL } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
 // A lookup (by binding value, the cheapest metered call) costs $1 of overage on growth here, so spend is easy to read.
@@ -18,8 +17,7 @@ beforeAll(async () => {
     ONBOARD_RATE_LIMIT_PER_MINUTE: '1000',
     BILLING_PRICES_JSON: JSON.stringify({ growth: { lookup: LOOKUP_USD } }),
   });
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await stack.sandbox.adminClient();
   billing = billingClient(String(stack.env.BILLING_GRPC_ADDR));
 });
 

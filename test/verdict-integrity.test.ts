@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import sharp from 'sharp';
 import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { PG_ADMIN_URL, waitFor } from '@cairn/testing';
+import { waitFor } from '@cairn/testing';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
@@ -128,8 +127,7 @@ async function listener(
 /** An enterprise tenant whose custom trust list holds `caPem`. */
 async function enterpriseTrusting(caPem: string): Promise<{ tenant_id: string; api_key: string }> {
   const tenant = await onboard(stack, 'free');
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${stack.sandbox.databaseName}`) });
-  await admin.connect();
+  const admin = await stack.sandbox.adminClient();
   try {
     await admin.query(`update tenant.tenants set plan = 'enterprise' where tenant_id = $1`, [tenant.tenant_id]);
   } finally {

@@ -4,8 +4,7 @@ import { newId } from '@cairn/ids';
 import { verifyWebhookSignature } from '../packages/sdk/src/index.js';
 import { startReceiver, verifySignature, waitFor, type Receiver } from '../services/webhook/test/support/receiver.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
-import pg from 'pg';
-import { PG_ADMIN_URL, sampleEvent } from '@cairn/testing';
+import { sampleEvent } from '@cairn/testing';
 
 let stack: Stack;
 let bus: Bus;
@@ -322,10 +321,7 @@ describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
   it('drops the pending deliveries of a deleted endpoint: they are never sent', async () => {
     // Never answers: the first delivery stays in flight and, one in flight per endpoint, the others wait.
     const stuck = await startReceiver(() => 'hang');
-    const admin = new pg.Client({
-      connectionString: Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${stack.sandbox.databaseName}` }).toString(),
-    });
-    await admin.connect();
+    const admin = await stack.sandbox.adminClient();
     try {
       const { tenant, webhookId } = await endpointFor(stuck.url);
       const events = Array.from({ length: 3 }, () =>

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { createSandbox, PG_ADMIN_URL, REPO_ROOT, type Sandbox } from '@cairn/testing';
+import { createSandbox, REPO_ROOT, type Sandbox } from '@cairn/testing';
 import { createPool, migrateService } from '../src/index.js';
 
 /**
@@ -56,8 +56,7 @@ beforeAll(async () => {
   } finally {
     await pool.end();
   }
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await sandbox.adminClient();
   app = new pg.Client({ connectionString: sandbox.databaseUrl });
   await app.connect();
   tables = await tenantTables();

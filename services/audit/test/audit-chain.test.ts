@@ -5,7 +5,7 @@ import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, PG_ADMIN_URL, type Sandbox, sampleEvent } from '@cairn/testing';
+import { createSandbox, type Sandbox, sampleEvent } from '@cairn/testing';
 import { entryHash, type ChainedFields } from '../src/domain/chain.js';
 import { auditService } from '../src/service.js';
 
@@ -25,8 +25,7 @@ beforeAll(async () => {
     subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
   });
   audit = auditClient(`127.0.0.1:${service.grpcPort}`);
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await sandbox.adminClient();
 });
 
 afterAll(async () => {

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
 import { Bus } from '@cairn/bus';
 import { type AnyEvent } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient, type ServiceClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, PG_ADMIN_URL, type Sandbox, waitFor, sampleEvent } from '@cairn/testing';
+import { createSandbox, type Sandbox, waitFor, sampleEvent } from '@cairn/testing';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { AUDIT_LOG_CONSUMER } from '../src/events.js';
 import { auditService } from '../src/service.js';
@@ -74,8 +73,7 @@ describe('audit log consumer', () => {
   it('applies an event exactly once when its first delivery fails and it is redelivered', async () => {
     const tenantId = newId('tenant');
     const event = sampleEvent('settings.changed', tenantId, { changes: { spending_cap_usd: { from: null, to: 10 } } });
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
-    await admin.connect();
+    const admin = await sandbox.adminClient();
     try {
       // The service's role loses INSERT on the log: the handler fails, its transaction (and event claim) rolls back.
       await admin.query('revoke insert on audit.entries from cairn');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { isoTimestamp } from '@cairn/proto';
 import { newId } from '@cairn/ids';
-import { PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
+import { type Sandbox } from '@cairn/testing';
 import { codeOf, startBilling, type BillingFleet } from './support/billing.js';
 
 let fleet: BillingFleet;
@@ -13,8 +13,7 @@ let admin: pg.Client;
 beforeAll(async () => {
   fleet = await startBilling();
   ({ sandbox, billing } = fleet);
-  admin = new pg.Client({ connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${sandbox.databaseName}`) });
-  await admin.connect();
+  admin = await sandbox.adminClient();
 });
 
 afterAll(async () => {

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { anchorV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
-import { createSandbox, freePort, type HardhatNode, PG_ADMIN_URL, type Sandbox, startHardhat } from '@cairn/testing';
+import { createSandbox, freePort, type HardhatNode, type Sandbox, startHardhat } from '@cairn/testing';
 import { anchorService } from '../../src/service.js';
 
 const anchorClient = (address: string) => createClient(anchorV1.AnchorService, address);
@@ -29,10 +29,7 @@ export async function startAnchorFleet(env: Record<string, string>): Promise<Anc
       anchorService({ ...parts.sandbox.env, ANCHOR_RPC_URL: parts.chain.url, ...env }),
     );
     parts.anchor = anchorClient(`127.0.0.1:${parts.service.grpcPort}`);
-    parts.admin = new pg.Client({
-      connectionString: PG_ADMIN_URL.replace(/\/[^/]*$/, `/${parts.sandbox.databaseName}`),
-    });
-    await parts.admin.connect();
+    parts.admin = await parts.sandbox.adminClient();
     return parts as AnchorFleet;
   } catch (error) {
     await stopAnchorFleet(parts);
