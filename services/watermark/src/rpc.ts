@@ -16,6 +16,7 @@ import { requireId } from './domain/validation.js';
 type Methods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
 const PAYLOAD_HEX = new RegExp(`^[0-9a-f]{${PAYLOAD_BYTES * 2}}$`);
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** The file a request carries: required, never empty. */
 function requireFile(encoded: Uint8Array, what: 'image' | 'audio' | 'video'): Uint8Array {
@@ -35,12 +36,18 @@ export function watermarkHandlers(deps: WatermarkDeps): ServiceImpl<Methods> {
       const assetId = requireId('asset', request.assetId, 'asset_id');
       return embedImage(deps, { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'image') });
     },
-    detectImage: async (request) =>
-      detectImage(deps, {
-        encoded: requireFile(request.encoded, 'image'),
-        cairnCopy: request.cairnCopy,
-        lane: request.background ? 'background' : 'foreground',
-      }),
+    detectImage: async (request) => {
+      const how = { cairnCopy: request.cairnCopy, lane: request.background ? 'background' : 'foreground' } as const;
+      // A file named by its digest instead of sent: answered from a kept reading, or reading_missing.
+      if (request.encoded.length === 0 && request.sha256 !== '') {
+        if (!SHA256_HEX.test(request.sha256))
+          throw new CairnError('cairn.validation.invalid_body', 'sha256 must be 64 lower-case hex digits', {
+            errors: [{ path: 'sha256', message: 'not a SHA-256' }],
+          });
+        return detectImage(deps, { sha256: request.sha256, ...how });
+      }
+      return detectImage(deps, { encoded: requireFile(request.encoded, 'image'), ...how });
+    },
     embedAudio: async (request) => {
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
       const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');

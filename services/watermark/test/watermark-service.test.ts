@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { sql } from 'drizzle-orm';
@@ -167,11 +168,26 @@ describe('a reading of Cairn’s own signed file is kept for the very same bytes
       // was final (found, its description written), so neither the search nor the lookup runs again.
       const again = await client.detectImage({ encoded: embedded.encoded });
       expect(again).toEqual(first);
+      // Named by its SHA-256 instead of sent: the same answer, from the same kept reading.
+      const sha256 = createHash('sha256').update(embedded.encoded).digest('hex');
+      expect(await client.detectImage({ sha256 })).toEqual(first);
       expect(seen.count()).toBe(1);
       expect(seen.lookups()).toBe(1);
     } finally {
       seen.stop();
     }
+  });
+
+  it('answers reading_missing for a digest it keeps no reading of, and refuses one that is no SHA-256', async () => {
+    const unknown = createHash('sha256').update(chelseaPng).digest('hex');
+    await client.detectImage({ encoded: chelseaPng }); // an upload: searched, never kept
+    expect(await client.detectImage({ sha256: unknown })).toMatchObject({
+      readingMissing: true,
+      detected: false,
+      registered: false,
+      payloadHex: '',
+    });
+    expect((await failure(client.detectImage({ sha256: 'not-a-digest' }))).code).toBe('cairn.validation.invalid_body');
   });
 
   it('never keeps an upload’s reading: the same uploaded bytes are searched each time', async () => {

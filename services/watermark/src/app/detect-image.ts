@@ -11,14 +11,13 @@ import { registeredMark } from './marks.js';
 /** Below this side no algorithm has a grid to read (callers skipped such images before detection moved here). */
 const MIN_DETECT_SIDE = 64;
 
-export interface DetectImageInput {
-  /** The image file as the caller has it. */
-  encoded: Uint8Array;
+/** The image file as the caller has it, or its SHA-256 when the caller expects a kept reading of it. */
+export type DetectImageInput = ({ encoded: Uint8Array } | { sha256: string }) & {
   /** The file is Cairn's own copy of a signed asset: its reading is kept for the same bytes (app/detection-memo.ts). */
   cairnCopy: boolean;
   /** Nobody waits on the answer (the stored verdict): the search runs on the pool's low-priority worker. */
   lane?: Lane;
-}
+};
 
 /**
  * Looks for a mark in an image file (every key, current first, then the keyless code) and resolves it in the
@@ -27,10 +26,14 @@ export interface DetectImageInput {
  * once the registry row it resolved to is final, the lookup and the content check (app/detection-memo.ts).
  */
 export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) {
-  const memoKey = DetectionMemo.keyOf(input.encoded);
-  const kept = deps.detections.get(memoKey);
-  const reading = kept ?? (await readImage(deps, input.encoded, input.lane));
-  if (!kept && input.cairnCopy) deps.detections.set(memoKey, reading);
+  const memoKey = 'encoded' in input ? DetectionMemo.keyOf(input.encoded) : input.sha256;
+  let reading = deps.detections.get(memoKey);
+  if (!reading) {
+    // Named by digest and not kept: nothing to read; the caller sends the file.
+    if (!('encoded' in input)) return { readingMissing: true, detected: false, applicable: false, algorithm: '' };
+    reading = await readImage(deps, input.encoded, input.lane);
+    if (input.cairnCopy) deps.detections.set(memoKey, reading);
+  }
   if (!reading.applicable) return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
   const { detection, algorithm: name, keyId, registered } = reading.outcome;
   if (!detection) return { detected: false, applicable: true, algorithm: name };

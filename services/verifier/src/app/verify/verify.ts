@@ -22,6 +22,12 @@ import { contentMatchesAsset, detectAudioWatermark, detectVideoWatermark, detect
  * (app/stored-verdict.ts computes that from Cairn's own copy).
  */
 export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<VerifyOutcome> {
+  // The trust list in force depends only on who asks: read while the file is fetched and checked, and awaited
+  // after, so a refused file still answers its own error first.
+  const trustInForce = inSpan('verify.trust', () => deps.trust.forTenant(request.tenantId || undefined));
+  // Dropped on this branch only: the promise itself is awaited below; this keeps its failure from going
+  // unobserved (an unhandled rejection) when the file's own error ends the verify first.
+  trustInForce.catch(() => undefined);
   const subject = await inSpan('verify.subject', () => resolveSubject(deps, request));
   const sniffed = sniffMediaType(subject.bytes.subarray(0, SNIFF_BYTES));
   if (!sniffed) {
@@ -32,7 +38,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   }
   // A file declaring more than the limits (a decompression bomb) is refused before anything decodes it.
   await inSpan('verify.limits', () => checkMediaLimits(subject.bytes, sniffed, deps.mediaLimits));
-  const trust = await inSpan('verify.trust', () => deps.trust.forTenant(request.tenantId || undefined));
+  const trust = await trustInForce;
   // Text, OGG and WebM carry no manifest: Cairn's sidecar is validated against the file when the input names the
   // asset or manifest; an uploaded one has none to read and goes to the fingerprint lookup.
   const sidecarType = isSidecarMediaType(sniffed.mediaType);
@@ -45,9 +51,25 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   // Cairn's own signed file (read by asset or manifest id, as the stored verdict does): its C2PA reading and its
   // watermark reading are kept for a verify of the very same bytes (reading-memo.ts, the watermark service's memo).
   const cairnCopy = subject.uploadBlobKey === undefined;
+  const readingInput: ReadManifestInput | undefined =
+    sidecarType && !sidecar
+      ? undefined
+      : {
+          asset: subject.bytes,
+          mimeType: sniffed.mediaType,
+          trustAnchorsPem: trust.pems,
+          allowRemoteFetch: false,
+          ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
+        };
+  const readingKey = readingInput ? ReadingMemo.keyOf(readingInput) : undefined;
+  const keptReading = readingKey ? deps.readings.get(readingKey, Date.now()) : undefined;
+  // A kept reading means Cairn signed these bytes and read them lately: the watermark service most likely keeps
+  // its reading too, and is asked by digest first (no file on the wire, no header probe).
   const watermarkDetection: Promise<WatermarkEvidence> =
     sniffed.modality === 'image'
-      ? inSpan('verify.watermark', () => detectWatermark(deps, subject.bytes, cairnCopy))
+      ? inSpan('verify.watermark', () =>
+          detectWatermark(deps, subject.bytes, { cairnCopy, byDigest: keptReading !== undefined }),
+        )
       : sniffed.modality === 'audio'
         ? detectAudioWatermark(deps, subject.bytes)
         : sniffed.modality === 'video'
@@ -58,21 +80,9 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   // mark, so a verify takes about as long as its slowest signal rather than the sum of both chains.
   const fromManifest = (async () => {
     const reading: C2paReading =
-      sidecarType && !sidecar
+      !readingInput || !readingKey
         ? { kind: 'none' }
-        : await inSpan('verify.c2pa', () =>
-            readC2pa(
-              deps,
-              {
-                asset: subject.bytes,
-                mimeType: sniffed.mediaType,
-                trustAnchorsPem: trust.pems,
-                allowRemoteFetch: false,
-                ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
-              },
-              cairnCopy,
-            ),
-          );
+        : (keptReading ?? (await inSpan('verify.c2pa', () => readC2pa(deps, readingInput, readingKey, cairnCopy))));
     // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
     // by Cairn itself (by id or by the file's exact hash), so it names its record.
     const linked =
@@ -179,11 +189,13 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   };
 }
 
-/** The C2PA reading of the file: kept for Cairn's own copies, reused for the very same inputs (reading-memo.ts). */
-async function readC2pa(deps: VerifyDeps, input: ReadManifestInput, cairnCopy: boolean): Promise<C2paReading> {
-  const key = ReadingMemo.keyOf(input);
-  const kept = deps.readings.get(key, Date.now());
-  if (kept) return kept;
+/** The C2PA reading of the file, in the isolated reader; kept for Cairn's own copies (reading-memo.ts). */
+async function readC2pa(
+  deps: VerifyDeps,
+  input: ReadManifestInput,
+  key: string,
+  cairnCopy: boolean,
+): Promise<C2paReading> {
   const reading = await deps.reader.readManifest(input);
   if (cairnCopy) deps.readings.set(key, reading, Date.now());
   return reading;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { probeImage } from '@cairn/media';
 import type { WatermarkEvidence } from '../../domain/evidence.js';
 import type { VerifyDeps } from './deps.js';
@@ -50,8 +51,16 @@ async function detectMark(
 /**
  * The image watermark. `cairnCopy`: the bytes are Cairn's own signed file (read by asset or manifest id, as the
  * stored verdict does), whose reading the watermark service keeps for a later verify of the very same bytes.
+ * `byDigest`: the service most likely keeps a reading of these bytes; they are named by SHA-256 first, and sent
+ * only when it keeps none.
  */
-export async function detectWatermark(deps: VerifyDeps, bytes: Buffer, cairnCopy: boolean): Promise<WatermarkEvidence> {
+export async function detectWatermark(
+  deps: VerifyDeps,
+  bytes: Buffer,
+  { cairnCopy, byDigest }: { cairnCopy: boolean; byDigest: boolean },
+): Promise<WatermarkEvidence> {
+  const kept = byDigest ? await keptAnswer(deps, bytes) : undefined;
+  if (kept) return detectMark(deps, 'image', () => Promise.resolve(kept), 'image too small');
   // Header only, to tell an image from bytes that merely look like one.
   if (!(await probeImage(bytes))) return { ran: false, reason: 'not_applicable', detail: 'image could not be decoded' };
   return detectMark(
@@ -60,6 +69,19 @@ export async function detectWatermark(deps: VerifyDeps, bytes: Buffer, cairnCopy
     () => deps.watermark.detectImage({ encoded: bytes, cairnCopy }, { deadlineMs: 30_000 }),
     'image too small',
   );
+}
+
+/** The watermark service's answer from the reading it keeps of these bytes, or undefined when it keeps none. */
+async function keptAnswer(deps: VerifyDeps, bytes: Buffer): Promise<DetectAnswer | undefined> {
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  try {
+    const answer = await deps.watermark.detectImage({ sha256 }, { deadlineMs: 30_000 });
+    return answer.readingMissing ? undefined : answer;
+  } catch (error) {
+    // The file is sent next: an outage shows there, as a failed signal.
+    deps.logger.warn({ err: error }, 'image watermark detection by digest failed; sending the file');
+    return undefined;
+  }
 }
 
 /** The audio watermark (cairn-audio-wm-v1). */
