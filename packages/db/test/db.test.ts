@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, writeFile, mkdir } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import type pg from 'pg';
-import { createSandbox, type Sandbox } from '@cairn/testing';
+import { createSandbox, writeMigrations, type Sandbox } from '@cairn/testing';
 import { createDb, createPool, migrateService, withTenant, type Database } from '../src/index.js';
 
 let sandbox: Sandbox;
@@ -50,20 +47,9 @@ describe('withTenant', () => {
 
 describe('migrateService', () => {
   it('applies a service’s migrations once even when replicas start together', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'cairn-mig-'));
-    await mkdir(join(folder, 'meta'));
-    await writeFile(
-      join(folder, '0000_init.sql'),
+    const folder = await writeMigrations([
       'CREATE SCHEMA "probe";--> statement-breakpoint\nCREATE TABLE "probe"."things" ("id" text PRIMARY KEY);',
-    );
-    await writeFile(
-      join(folder, 'meta', '_journal.json'),
-      JSON.stringify({
-        version: '7',
-        dialect: 'postgresql',
-        entries: [{ idx: 0, version: '7', when: 1763700000000, tag: '0000_init', breakpoints: true }],
-      }),
-    );
+    ]);
     const pools = [
       createPool(sandbox.databaseUrl, 1),
       createPool(sandbox.databaseUrl, 1),

@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import { createSandbox, databaseUrl, PG_ADMIN_URL, sampleEvent, waitFor, type Sandbox } from '@cairn/testing';
+import {
+  createSandbox,
+  databaseUrl,
+  PG_ADMIN_URL,
+  sampleEvent,
+  waitFor,
+  writeMigrations,
+  type Sandbox,
+} from '@cairn/testing';
 import { startService } from '../src/index.js';
 
 let sandbox: Sandbox;
@@ -13,28 +18,12 @@ let serviceMigrations: string;
 
 beforeAll(async () => {
   sandbox = await createSandbox();
-  migrationsFolder = await mkdtemp(join(tmpdir(), 'cairn-empty-mig-'));
-  await mkdir(join(migrationsFolder, 'meta'));
-  await writeFile(
-    join(migrationsFolder, 'meta', '_journal.json'),
-    JSON.stringify({ version: '7', dialect: 'postgresql', entries: [] }),
-  );
-  serviceMigrations = await mkdtemp(join(tmpdir(), 'cairn-consumer-mig-'));
-  await mkdir(join(serviceMigrations, 'meta'));
-  await writeFile(
-    join(serviceMigrations, 'meta', '_journal.json'),
-    JSON.stringify({
-      version: '7',
-      dialect: 'postgresql',
-      entries: [{ idx: 0, version: '7', when: 1, tag: '0000_events', breakpoints: true }],
-    }),
-  );
-  await writeFile(
-    join(serviceMigrations, '0000_events.sql'),
+  migrationsFolder = await writeMigrations();
+  serviceMigrations = await writeMigrations([
     'CREATE SCHEMA IF NOT EXISTS "webhook";\n--> statement-breakpoint\n' +
       'CREATE TABLE "webhook"."processed_events" ("consumer" text NOT NULL, "event_id" text NOT NULL, ' +
       '"processed_at" timestamptz DEFAULT now() NOT NULL, PRIMARY KEY ("consumer", "event_id"));\n',
-  );
+  ]);
 });
 afterAll(() => sandbox.dispose());
 

@@ -15,3 +15,4 @@ export { listening, startPrivateNats, startPrivateRedis, type PrivateServer } fr
 export { makeDevPki, type TlsFiles } from './tls.js';
 export { SHARED_DIR } from './shared.js';
 export { sampleEvent } from './events.js';
+export { writeMigrations } from './migrations.js';
