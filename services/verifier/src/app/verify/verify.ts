@@ -85,13 +85,17 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
         : (keptReading ?? (await inSpan('verify.c2pa', () => readC2pa(deps, readingInput, readingKey, cairnCopy))));
     // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
     // by Cairn itself (by id or by the file's exact hash), so it names its record.
+    // OCSP needs the reading only (the slowest of these calls): asked before the record link is worked out.
+    const revocation = inSpan('verify.ocsp', () => checkRevocation(deps, reading));
+    // Dropped on this branch only: awaited below; this keeps a failure from going unobserved if the link fails first.
+    revocation.catch(() => undefined);
     const linked =
       sidecarManifestId && reading.kind === 'manifest'
         ? await sidecarRecord(deps, sidecarManifestId)
         : await inSpan('verify.linked', () => linkedRecord(deps, reading));
     const knownAssetId = subject.assetId ?? linked?.assetId;
     const [ocsp, anchor, knownRecord] = await Promise.all([
-      inSpan('verify.ocsp', () => checkRevocation(deps, reading)),
+      revocation,
       inSpan('verify.anchor', () => checkAnchor(deps, reading, linked?.assetId)),
       // The manifest names the asset: its public record is needed whatever the watermark says.
       knownAssetId ? inSpan('verify.record', () => publicAsset(deps, knownAssetId)) : Promise.resolve(undefined),
