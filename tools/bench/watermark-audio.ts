@@ -1,8 +1,9 @@
 /**
- * bench:watermark-audio: cairn-audio-wm-v1 measured on recordings made here (espeak-ng speech; ffmpeg: a
- * speech-like voice and a music-like mix; stereo 44.1 kHz) and the c2pa-rs sample WAV (8 kHz stereo): SNR against the upload, detection
- * after each transform a copy goes through, false positives on unmarked audio, and speed on one core (CPU
- * time, so a busy machine does not flatter or spoil it). Ends with `ratio <name> <value>` lines.
+ * bench:watermark-audio: cairn-audio-wm-v2 (what new audio marks carry) with cairn-audio-wm-v1 as the same-run
+ * baseline, measured on recordings made here (espeak-ng speech; ffmpeg: a speech-like voice and a music-like mix;
+ * stereo 44.1 kHz) and the c2pa-rs sample WAV (8 kHz stereo): SNR against the upload, detection after each
+ * transform a copy goes through, false positives on unmarked audio, and speed on one core (CPU time, so a busy
+ * machine does not flatter or spoil it). Ends with `ratio <name> <value>` lines.
  *
  *   pnpm bench:watermark-audio            (SECONDS_OF_AUDIO=20 by default; KEYS=3 keys for the false-positive run)
  */
@@ -11,12 +12,9 @@ import { readFile } from 'node:fs/promises';
 import { DEFAULT_MEDIA_LIMITS, runFfmpeg } from '@cairn/media';
 import { decodeAudioForEmbedding, encodeMarkedAudio } from '../../services/watermark/src/adapters/audio-codec.js';
 import { embedAudioMark, snrDb } from '../../services/watermark/src/domain/audio/apply.js';
-import {
-  analyseAudio,
-  AUDIO_WM,
-  audioPayloadFor,
-  AudioWatermark,
-} from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
+import { audioPayloadFor, AudioWatermark } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
+import { AudioWatermarkV2 } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v2.js';
+import { ContrastAnalysis, type ContrastQimMark } from '../../services/watermark/src/domain/audio/contrast-qim.js';
 import {
   attacked,
   AUDIO_ATTACKS,
@@ -31,34 +29,37 @@ const SECONDS = Number(process.env.SECONDS_OF_AUDIO ?? 20);
 const SAMPLE = `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`;
 
 const key = Uint8Array.from(randomBytes(32));
-const watermark = new AudioWatermark(key);
+const algorithms: ReadonlyArray<ContrastQimMark> = [new AudioWatermarkV2(key), new AudioWatermark(key)];
 
 const cpu = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1e6;
 };
 
-/** Transforms beyond the shared list: noise is added to the decoded samples, speed by resampling the playback rate. */
-const TRANSFORMS = [...Object.keys(AUDIO_ATTACKS), 'noise 20 dB SNR', 'speed +5%'] as const;
+/** Transforms beyond the shared list: noise is added to the decoded samples, speed by changing the playback rate. */
+const TRANSFORMS = [...Object.keys(AUDIO_ATTACKS), 'noise 20 dB SNR', 'speed +5%', 'speed −5%'] as const;
 
-async function transformed(marked: Buffer, name: string): Promise<Float32Array> {
+async function transformed(marked: Buffer, name: string, rate: number): Promise<Float32Array> {
   if (name === 'noise 20 dB SNR') return withNoise(await mono16k(marked), 20);
-  if (name === 'speed +5%')
-    return mono16k(await attacked(marked, ['-af', 'asetrate=44100*1.05,aresample=44100', '-f', 'wav']));
+  // Pitch and tempo together (a tape or a sample-rate mix-up), the rate kept.
+  if (name === 'speed +5%' || name === 'speed −5%') {
+    const factor = name === 'speed +5%' ? 1.05 : 0.95;
+    return mono16k(await attacked(marked, ['-af', `asetrate=${rate}*${factor},aresample=${rate}`, '-f', 'wav']));
+  }
   return mono16k(await attacked(marked, AUDIO_ATTACKS[name]!));
 }
 
 interface Row {
+  readonly algorithm: string;
   readonly name: string;
   readonly snr: number;
   readonly cells: Map<string, number | null>;
 }
 
 const rows: Row[] = [];
-let embedCpu = 0;
-let detectCpu = 0;
-let embedSeconds = 0;
-let detectSeconds = 0;
+const speed = new Map(
+  algorithms.map((a) => [a.name, { embedCpu: 0, embedSeconds: 0, detectCpu: 0, detectSeconds: 0 }]),
+);
 
 const inputs: Array<{ name: string; bytes: Buffer }> = [
   { name: `espeak-ng speech ${SECONDS} s stereo 44.1k`, bytes: await espeakSpeech(SECONDS, 2) },
@@ -67,43 +68,47 @@ const inputs: Array<{ name: string; bytes: Buffer }> = [
   { name: 'c2pa-rs sample1.wav 33.5 s stereo 8k', bytes: await readFile(SAMPLE) },
 ];
 
-for (const input of inputs) {
-  const payload = audioPayloadFor(key, `w_bench_${input.name}`);
-  const decoded = await decodeAudioForEmbedding(input.bytes, DEFAULT_MEDIA_LIMITS);
-  const original = decoded.samples.slice();
-  const started = cpu();
-  embedAudioMark(
-    watermark,
-    { samples: decoded.samples, sampleRate: decoded.format.sampleRate, channels: decoded.format.channels },
-    payload,
-  );
-  embedCpu += cpu() - started;
-  embedSeconds += decoded.format.seconds;
-  const snr = snrDb(original, decoded.samples);
-  const marked = await encodeMarkedAudio(decoded.samples, decoded.format);
-  const cells = new Map<string, number | null>();
-  for (const name of ['none', ...TRANSFORMS]) {
-    const samples = name === 'none' ? await mono16k(marked) : await transformed(marked, name);
-    const t = cpu();
-    const found = watermark.detect(samples);
-    detectCpu += cpu() - t;
-    detectSeconds += Math.min(samples.length / AUDIO_WM.sampleRate, AUDIO_WM.detectMaxSeconds);
-    cells.set(name, found && Buffer.from(found.payload).equals(Buffer.from(payload)) ? found.confidence : null);
+for (const watermark of algorithms) {
+  const timing = speed.get(watermark.name)!;
+  for (const input of inputs) {
+    const payload = audioPayloadFor(key, `w_bench_${input.name}`);
+    const decoded = await decodeAudioForEmbedding(input.bytes, DEFAULT_MEDIA_LIMITS);
+    const original = decoded.samples.slice();
+    const started = cpu();
+    embedAudioMark(
+      watermark,
+      { samples: decoded.samples, sampleRate: decoded.format.sampleRate, channels: decoded.format.channels },
+      payload,
+    );
+    timing.embedCpu += cpu() - started;
+    timing.embedSeconds += decoded.format.seconds;
+    const snr = snrDb(original, decoded.samples);
+    const marked = await encodeMarkedAudio(decoded.samples, decoded.format);
+    const cells = new Map<string, number | null>();
+    for (const name of ['none', ...TRANSFORMS]) {
+      const samples =
+        name === 'none' ? await mono16k(marked) : await transformed(marked, name, decoded.format.sampleRate);
+      const t = cpu();
+      const found = watermark.detect(samples);
+      timing.detectCpu += cpu() - t;
+      timing.detectSeconds += Math.min(samples.length / 16_000, watermark.spec.detectMaxSeconds);
+      cells.set(name, found && Buffer.from(found.payload).equals(Buffer.from(payload)) ? found.confidence : null);
+    }
+    rows.push({ algorithm: watermark.name, name: input.name, snr, cells });
+    process.stderr.write(`${watermark.name} ${input.name}: done\n`);
   }
-  rows.push({ name: input.name, snr, cells });
-  process.stderr.write(`${input.name}: done\n`);
 }
 
 // False positives: unmarked audio (the recordings, the sample, synthetic tones and noises, and their
-// transforms), each read under several keys. A report needs the 32-bit keyed check to pass on one of
-// `candidates` decodes per key.
+// transforms), each read under several keys by each algorithm. A report needs the 32-bit keyed check to pass
+// on one of `candidates` decodes per scale per key.
 const KEYS = Number(process.env.KEYS ?? 3);
-const keys = Array.from({ length: KEYS }, () => new AudioWatermark(Uint8Array.from(randomBytes(32))));
 const unmarked: Float32Array[] = [];
 for (const input of inputs) {
   unmarked.push(await mono16k(input.bytes));
   for (const name of ['MP3 128k', 'resample 16 kHz', '3 s excerpt'])
     unmarked.push(await mono16k(await attacked(input.bytes, AUDIO_ATTACKS[name]!)));
+  unmarked.push(withNoise(await mono16k(input.bytes), 20));
 }
 for (const source of [
   'sine=f=1000',
@@ -119,48 +124,64 @@ for (const source of [
     ),
   );
 }
-let falseReports = 0;
-let decodes = 0;
-let unmarkedSeconds = 0;
-for (const samples of unmarked) {
-  const analysis = analyseAudio(samples);
-  unmarkedSeconds += samples.length / AUDIO_WM.sampleRate;
-  for (const k of keys) {
-    decodes += AUDIO_WM.candidates;
-    if (k.decode(analysis)) falseReports++;
+const unmarkedSeconds = unmarked.reduce((sum, s) => sum + s.length / 16_000, 0);
+const falsePositives = algorithms.map((algorithm) => {
+  const keyed = Array.from({ length: KEYS }, () =>
+    algorithm.name === algorithms[0]!.name
+      ? new AudioWatermarkV2(Uint8Array.from(randomBytes(32)))
+      : new AudioWatermark(Uint8Array.from(randomBytes(32))),
+  );
+  let reports = 0;
+  let decodes = 0;
+  for (const samples of unmarked) {
+    const analysis = new ContrastAnalysis(algorithm.spec, samples);
+    for (const k of keyed) {
+      decodes += algorithm.spec.candidates * algorithm.spec.scales.length;
+      if (k.decode(analysis)) reports++;
+    }
   }
-}
-// A detection over a file of up to detectMaxSeconds is one fold: `candidates` decodes per key. Counted per
-// 3 s window instead (20 a minute), as if every excerpt of a minute were read on its own: an upper bound.
-const fpPerMinute = 20 * AUDIO_WM.candidates * 2 ** -AUDIO_WM.checkBits;
+  // A detection over a file of up to detectMaxSeconds is one fold per scale: `candidates` decodes per scale per
+  // key. Counted per 3 s window instead (20 a minute), as if every excerpt of a minute were read on its own.
+  const perMinute = 20 * algorithm.spec.candidates * algorithm.spec.scales.length * 2 ** -algorithm.spec.checkBits;
+  return { name: algorithm.name, reports, decodes, perMinute };
+});
 
 const cell = (v: number | null | undefined) => (v === null || v === undefined ? 'miss' : v.toFixed(2));
-const header = ['audio', 'SNR dB', 'none', ...TRANSFORMS];
+const header = ['algorithm', 'audio', 'SNR dB', 'none', ...TRANSFORMS];
 console.log(`| ${header.join(' | ')} |`);
 console.log(`|${header.map(() => '---').join('|')}|`);
 for (const row of rows)
   console.log(
-    `| ${row.name} | ${row.snr.toFixed(1)} | ${['none', ...TRANSFORMS].map((t) => cell(row.cells.get(t))).join(' | ')} |`,
+    `| ${row.algorithm} | ${row.name} | ${row.snr.toFixed(1)} | ${['none', ...TRANSFORMS].map((t) => cell(row.cells.get(t))).join(' | ')} |`,
   );
 console.log();
-console.log(
-  `false positives: ${falseReports} reports in ${decodes} decodes (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fpPerMinute.toExponential(1)} per minute`,
-);
-console.log(
-  `speed (CPU, one core): embed ${(embedSeconds / embedCpu).toFixed(0)}× real time, detect ${(detectSeconds / detectCpu).toFixed(0)}× real time`,
-);
+for (const fp of falsePositives)
+  console.log(
+    `${fp.name} false positives: ${fp.reports} reports in ${fp.decodes} decodes (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fp.perMinute.toExponential(1)} per minute`,
+  );
+for (const [name, t] of speed)
+  console.log(
+    `${name} speed (CPU, one core): embed ${(t.embedSeconds / t.embedCpu).toFixed(0)}× real time, detect ${(t.detectSeconds / t.detectCpu).toFixed(0)}× real time`,
+  );
 console.log();
-console.log(`ratio snr_min_db ${Math.min(...rows.map((r) => r.snr)).toFixed(1)}`);
-for (const t of ['none', ...TRANSFORMS]) {
-  const detected = rows.filter((r) => r.cells.get(t) !== null).length;
-  const name = t
+const slug = (t: string) =>
+  t
     .replace('−', 'minus ')
     .replace('+', 'plus ')
     .replace(/[^A-Za-z0-9]+/g, '_')
     .replace(/_$/, '');
-  console.log(`ratio detected_${name} ${(detected / rows.length).toFixed(2)}`);
+for (const algorithm of algorithms) {
+  const tag = algorithm.name === algorithms[0]!.name ? 'v2' : 'v1';
+  const mine = rows.filter((r) => r.algorithm === algorithm.name);
+  const fp = falsePositives.find((f) => f.name === algorithm.name)!;
+  const t = speed.get(algorithm.name)!;
+  console.log(`ratio ${tag}_snr_min_db ${Math.min(...mine.map((r) => r.snr)).toFixed(1)}`);
+  for (const transform of ['none', ...TRANSFORMS]) {
+    const detected = mine.filter((r) => r.cells.get(transform) !== null).length;
+    console.log(`ratio ${tag}_detected_${slug(transform)} ${(detected / mine.length).toFixed(2)}`);
+  }
+  console.log(`ratio ${tag}_false_reports ${fp.reports}`);
+  console.log(`ratio ${tag}_false_positives_per_minute ${fp.perMinute.toExponential(2)}`);
+  console.log(`ratio ${tag}_embed_x_realtime ${(t.embedSeconds / t.embedCpu).toFixed(1)}`);
+  console.log(`ratio ${tag}_detect_x_realtime ${(t.detectSeconds / t.detectCpu).toFixed(1)}`);
 }
-console.log(`ratio false_reports ${falseReports}`);
-console.log(`ratio false_positives_per_minute ${fpPerMinute.toExponential(2)}`);
-console.log(`ratio embed_x_realtime ${(embedSeconds / embedCpu).toFixed(1)}`);
-console.log(`ratio detect_x_realtime ${(detectSeconds / detectCpu).toFixed(1)}`);

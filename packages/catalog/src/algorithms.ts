@@ -10,7 +10,9 @@ export const WATERMARK_ALG = {
   dctKeyedV1: 'cairn-dct-keyed-v1',
   /** Keyless DCT/QIM image mark: its layout is public, so anyone with the code can stamp it. */
   dctV1: 'cairn-dct-v1',
-  /** Keyed audio mark. */
+  /** Keyed audio mark, v1's construction retuned for codecs, noise and speed changes. */
+  audioV2: 'cairn-audio-wm-v2',
+  /** Keyed QIM audio mark (the audio mark before cairn-audio-wm-v2), still read. */
   audioV1: 'cairn-audio-wm-v1',
 } as const;
 export type WatermarkAlg = (typeof WATERMARK_ALG)[keyof typeof WATERMARK_ALG];

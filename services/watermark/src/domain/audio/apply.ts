@@ -1,5 +1,11 @@
-import { AUDIO_WM, scaleTo, type AudioWatermark } from './cairn-audio-wm-v1.js';
+import { AUDIO_WM } from './cairn-audio-wm-v1.js';
+import { scaleTo } from './contrast-qim.js';
 import { resampleSignal } from './resample.js';
+
+/** What an audio algorithm gives the embedding glue: its mark for a 16 kHz mono host (v1 and v2 alike). */
+export interface AudioMarker {
+  markSignal(host: Float32Array, payload: Uint8Array, minSnrDb?: number): { mark: Float32Array; snrDb: number };
+}
 
 /** Interleaved float samples at their own rate and channel count. */
 export interface PcmAudio {
@@ -26,7 +32,7 @@ export function analysisMix(audio: PcmAudio): Float32Array {
  * against the upload itself (all channels, full band) is at least `minSnrDb`. Answers that SNR.
  */
 export function embedAudioMark(
-  watermark: AudioWatermark,
+  watermark: AudioMarker,
   audio: PcmAudio,
   payload: Uint8Array,
   minSnrDb: number = AUDIO_WM.targetSnrDb,
