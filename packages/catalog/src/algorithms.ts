@@ -10,9 +10,9 @@ export const WATERMARK_ALG = {
   dctKeyedV1: 'cairn-dct-keyed-v1',
   /** Keyless DCT/QIM image mark: its layout is public, so anyone with the code can stamp it. */
   dctV1: 'cairn-dct-v1',
-  /** Keyed audio mark, v1's construction retuned for codecs, noise and speed changes. */
+  /** Keyed audio mark, v1's construction retuned for codecs, noise and speed changes; measured, not written yet. */
   audioV2: 'cairn-audio-wm-v2',
-  /** Keyed QIM audio mark (the audio mark before cairn-audio-wm-v2), still read. */
+  /** Keyed QIM audio mark; what new audio marks and a video's audio track carry. */
   audioV1: 'cairn-audio-wm-v1',
 } as const;
 export type WatermarkAlg = (typeof WATERMARK_ALG)[keyof typeof WATERMARK_ALG];

@@ -51,7 +51,7 @@ export function audioPayloadFor(key: Uint8Array, watermarkId: string): Uint8Arra
 /**
  * cairn-audio-wm-v1 under one key. Each 64 ms frame's 812–3 800 Hz band is split in twelve bands; a band carries
  * one symbol, the keyed contrast of its four groups' log-energies, quantised with dither modulation; 24 frames
- * make one repetition. Still read (marks written before cairn-audio-wm-v2); new marks are v2.
+ * make one repetition. What EmbedAudio and a video's audio track write (cairn-audio-wm-v2 is measured, not written).
  */
 export class AudioWatermark extends ContrastQimMark {
   constructor(key: Uint8Array) {
