@@ -382,8 +382,8 @@ export class CairnClient {
       });
     },
     /**
-     * A new secret; the replaced one keeps signing beside it for `overlapSeconds` (default a day, 0 for a secret
-     * that leaked), so receivers keep accepting deliveries while they switch.
+     * A new secret; the replaced one keeps signing beside it for `overlapSeconds` (default 0: the spec's single
+     * signature at once), so receivers that accept a list keep accepting deliveries while they switch.
      */
     rotateSecret: async (webhookId: string, options: { overlapSeconds?: number } = {}): Promise<Webhook> =>
       (

@@ -10,7 +10,7 @@ import type { Tx } from '@cairn/db';
 export type { AttemptRow, DeliveryRow, EndpointRow };
 
 /** How long a replaced signing secret keeps signing when the rotation does not say: a day to deploy the new one. */
-export const DEFAULT_SECRET_OVERLAP_SECONDS = 86_400;
+export const DEFAULT_SECRET_OVERLAP_SECONDS = 0;
 export const MAX_SECRET_OVERLAP_SECONDS = 7 * 86_400;
 const MAX_ENDPOINT_PAGE = 100;
 const MAX_DELIVERY_PAGE = 100;
@@ -89,8 +89,8 @@ export class Endpoints {
 
   /**
    * A new secret. The replaced one keeps signing beside it for `overlapSeconds` (deliveries carry both
-   * signatures), so a receiver keeps accepting deliveries until it has switched; 0 ends it at once (a leaked
-   * secret). A rotation during an overlap drops the older secret: only the one just replaced overlaps.
+   * signatures), so a receiver that accepts a list keeps accepting deliveries until it has switched; 0 (the
+   * default: the spec writes one value) ends it at once, as for a leaked secret. A rotation during an overlap drops the older secret: only the one just replaced overlaps.
    */
   async rotateSecret(
     tenantId: string,

@@ -698,7 +698,7 @@ export const OPERATIONS: OperationDoc[] = [
     method: 'post',
     path: '/v1/webhooks/:webhook_id/rotate-secret',
     operationId: 'rotateWebhookSecret',
-    summary: "Rotate a webhook's signing secret (the replaced one keeps signing for overlap_seconds, default a day)",
+    summary: "Rotate a webhook's signing secret (the replaced one keeps signing for overlap_seconds, default 0)",
     tag: 'Webhooks',
     auth: { kind: 'key', scope: 'admin' },
     body: { kind: 'json', schema: webhookRotateBody, example: { overlap_seconds: 3600 } },
