@@ -103,7 +103,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         logger,
         handler: (item, job) => jobs.run(item, job.attempt, config.SIGN_JOB_MAX_ATTEMPTS),
       });
-      ctx.onShutdown(() => worker.stop());
+      ctx.onShutdown(() => worker.stop(config.SHUTDOWN_GRACE_MS));
 
       const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);
       const stopPki = every(

@@ -91,7 +91,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         logger: ctx.logger,
         handler: (item, job) => verifyJobs.run(item, job.attempt, config.VERIFY_JOB_MAX_ATTEMPTS),
       });
-      ctx.onShutdown(() => worker.stop());
+      ctx.onShutdown(() => worker.stop(config.SHUTDOWN_GRACE_MS));
       await ctx.consume(RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents(deps));
     },
   };
