@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ByteBoundedLru } from '@cairn/runtime';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
 import type { DetectedMark } from './marks.js';
 
@@ -11,7 +12,6 @@ export type ResolvedMark = DetectedMark & { readonly contentConsistent?: boolean
 
 interface Entry {
   readonly reading: ImageReading;
-  readonly bytes: number;
   /** The answer for this reading once the registry row it resolved to is final (see keepAnswer). */
   answer?: ResolvedMark;
 }
@@ -25,27 +25,23 @@ interface Entry {
  * what others verified. Bounded by the bytes the readings hold (a cairn-sync-v2 reading keeps its registered points).
  */
 export class DetectionMemo {
-  readonly #entries = new Map<string, Entry>();
-  #bytes = 0;
+  readonly #entries: ByteBoundedLru<Entry>;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(maxBytes: number) {
+    this.#entries = new ByteBoundedLru(maxBytes);
+  }
 
   static keyOf(encoded: Uint8Array): string {
     return createHash('sha256').update(encoded).digest('hex');
   }
 
   get(key: string): ImageReading | undefined {
-    const entry = this.#entries.get(key);
-    if (!entry) return undefined;
-    // Touched: moves to the young end of the map's insertion order.
-    this.#entries.delete(key);
-    this.#entries.set(key, entry);
-    return entry.reading;
+    return this.#entries.get(key)?.reading;
   }
 
   /** The answer kept for these bytes, if any (see keepAnswer). */
   answerOf(key: string): ResolvedMark | undefined {
-    return this.#entries.get(key)?.answer;
+    return this.#entries.peek(key)?.answer;
   }
 
   /**
@@ -54,25 +50,12 @@ export class DetectionMemo {
    * these bytes from now on. The caller says when a row is final; a reading not kept keeps nothing.
    */
   keepAnswer(key: string, answer: ResolvedMark): void {
-    const entry = this.#entries.get(key);
+    const entry = this.#entries.peek(key);
     if (entry) entry.answer = answer;
   }
 
   set(key: string, reading: ImageReading): void {
-    const bytes = sizeOf(reading);
-    if (bytes > this.maxBytes) return;
-    const known = this.#entries.get(key);
-    if (known) {
-      this.#entries.delete(key);
-      this.#bytes -= known.bytes;
-    }
-    this.#entries.set(key, { reading, bytes });
-    this.#bytes += bytes;
-    for (const [oldest, entry] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break;
-      this.#entries.delete(oldest);
-      this.#bytes -= entry.bytes;
-    }
+    this.#entries.set(key, { reading }, sizeOf(reading));
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHash, X509Certificate, type Hash } from 'node:crypto';
+import { ByteBoundedLru } from '@cairn/runtime';
 import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
 
 /**
@@ -12,16 +13,14 @@ import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js'
  * an answer comes says nothing about what others verified. Bounded by the bytes the readings hold.
  */
 export class ReadingMemo {
-  readonly #entries = new Map<
-    string,
-    { readonly reading: C2paReading; readonly until: number; readonly bytes: number }
-  >();
-  #bytes = 0;
+  readonly #entries: ByteBoundedLru<{ readonly reading: C2paReading; readonly until: number }>;
 
   constructor(
-    private readonly maxBytes: number,
+    maxBytes: number,
     private readonly freshForMs: number,
-  ) {}
+  ) {
+    this.#entries = new ByteBoundedLru(maxBytes);
+  }
 
   static keyOf(input: ReadManifestInput): string {
     const hash = createHash('sha256');
@@ -35,33 +34,17 @@ export class ReadingMemo {
   get(key: string, now: number): C2paReading | undefined {
     const entry = this.#entries.get(key);
     if (!entry) return undefined;
-    this.#entries.delete(key);
     if (now >= entry.until) {
-      this.#bytes -= entry.bytes;
+      this.#entries.delete(key);
       return undefined;
     }
-    // Touched: moves to the young end of the map's insertion order.
-    this.#entries.set(key, entry);
     return entry.reading;
   }
 
   set(key: string, reading: C2paReading, now: number): void {
     const validUntil = keepableUntil(reading, now);
     if (validUntil === undefined) return;
-    const bytes = sizeOf(reading);
-    if (bytes > this.maxBytes) return;
-    const known = this.#entries.get(key);
-    if (known) {
-      this.#entries.delete(key);
-      this.#bytes -= known.bytes;
-    }
-    this.#entries.set(key, { reading, until: Math.min(validUntil, now + this.freshForMs), bytes });
-    this.#bytes += bytes;
-    for (const [oldest, entry] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break;
-      this.#entries.delete(oldest);
-      this.#bytes -= entry.bytes;
-    }
+    this.#entries.set(key, { reading, until: Math.min(validUntil, now + this.freshForMs) }, sizeOf(reading));
   }
 }
 
