@@ -297,19 +297,26 @@ describe('@cairn/sdk against the running fleet', () => {
       return res;
     };
     const noRetry = new CairnClient({ baseUrl: stack.baseUrl, maxRetries: 0 });
-    // Burn this address's public verify budget (30 a minute) with cheap refused verifies.
-    let refused: unknown;
-    for (let i = 0; i < 40 && !refused; i++) {
-      refused = await noRetry.verify({ manifestUri: 'http://127.0.0.1:1/none' }).then(
-        () => undefined,
-        (e: unknown) => (e instanceof CairnApiError && e.status === 429 ? e : undefined),
-      );
-    }
-    expect(refused).toMatchObject({ code: 'cairn.ratelimit.exceeded', status: 429 });
     const retrying = new CairnClient({ baseUrl: stack.baseUrl, maxRetries: 5, fetch: recordingFetch });
-    const result = await retrying.verify({ manifestUri: signed.manifest_uri });
+    let result: Awaited<ReturnType<CairnClient['verify']>> | undefined;
+    // The bucket refills one verify every 2 s: a token can come back between the refusal below and the retrying
+    // client's first request (a slow turnaround on a loaded machine), and then that run never met a 429. Such a
+    // run proves nothing and the budget is burnt again; the assertions below hold for the run that met one.
+    for (let run = 0; run < 5 && statuses[0] !== 429; run++) {
+      statuses.length = 0;
+      // Burn this address's public verify budget (30 a minute) with cheap refused verifies.
+      let refused: unknown;
+      for (let i = 0; i < 40 && !refused; i++) {
+        refused = await noRetry.verify({ manifestUri: 'http://127.0.0.1:1/none' }).then(
+          () => undefined,
+          (e: unknown) => (e instanceof CairnApiError && e.status === 429 ? e : undefined),
+        );
+      }
+      expect(refused).toMatchObject({ code: 'cairn.ratelimit.exceeded', status: 429 });
+      result = await retrying.verify({ manifestUri: signed.manifest_uri });
+    }
     expect(statuses[0]).toBe(429);
     expect(statuses.at(-1)).toBe(200);
-    expect(result.manifest_id).toBe(signed.manifest_id);
+    expect(result?.manifest_id).toBe(signed.manifest_id);
   }, 90_000);
 });
