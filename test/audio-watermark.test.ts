@@ -27,14 +27,14 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 describe('audio watermark through HTTP (audio-genai-v1)', () => {
-  it('signs a WAV as WAV with a watermark the manifest names (cairn-audio-wm-v1 and its payload)', async () => {
+  it('signs a WAV as WAV with a watermark the manifest names (cairn-audio-wm-v3 and its payload)', async () => {
     expect(signed.media_type).toBe('audio/wav');
     expect(signed.watermark_id).toMatch(/^w_/);
     expect(sniffMediaType(signedBytes)?.mediaType).toBe('audio/wav');
     const binding = watermarkBindingOf(
       Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer()),
     );
-    expect(binding.alg).toBe('cairn-audio-wm-v1');
+    expect(binding.alg).toBe('cairn-audio-wm-v3');
     expect(binding.payloadHex).toMatch(/^[0-9a-f]{16}$/);
   });
 

@@ -245,7 +245,13 @@ describe('upload sessions on the filesystem store', () => {
       409,
       'cairn.upload.already_used',
     ]);
-    expect(await uploadFiles()).toEqual([]);
+    // The gateway deletes the upload once the answer is sent (the blob, then its .meta): gone, not at once.
+    await waitFor(
+      'the upload to be deleted',
+      async () => ((await uploadFiles()).length === 0 ? true : undefined),
+      30_000,
+      200,
+    );
   }, 60_000);
 
   it('a session not yet uploaded is 409; a tampered signature or expiry is 403; a body past the declared size is 413 and leaves nothing', async () => {

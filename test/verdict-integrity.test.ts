@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +8,7 @@ import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { waitFor } from '@cairn/testing';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
+import { answerOcspRequest } from '../services/signer/src/pki/ocsp-responder.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
@@ -268,6 +270,60 @@ describe('no request on behalf of an untrusted file', () => {
     } finally {
       await responder.close();
       await target.close();
+    }
+  });
+
+  it('a tenant’s own CA’s OCSP answers are never kept: no event announces its revocations, so every verify asks', async () => {
+    // A real responder for the partner's CA (the signer's own OCSP code, signing as the CA), whose answer we flip.
+    let revokedAt: Date | undefined;
+    let hits = 0;
+    // Made once the responder's address is known (it goes into the certificate); asked only after that.
+    let partner: TestCredential | undefined;
+    const server: Server = createServer((req, res) => {
+      hits += 1;
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const credential = partner!;
+        const ca = new X509Certificate(credential.caCertPem);
+        answerOcspRequest(Buffer.concat(chunks), {
+          issuers: () =>
+            Promise.resolve([
+              { serialHex: ca.serialNumber, certificateDer: ca.raw, privateKey: credential.caPrivateKey },
+            ]),
+          lookup: () => Promise.resolve(revokedAt ? { status: 'revoked', revokedAt } : { status: 'good' }),
+        }).then(
+          (body) => res.writeHead(200, { 'content-type': 'application/ocsp-response' }).end(body),
+          () => res.writeHead(500).end(),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ocsp`;
+      partner = await makeTestCredential({ commonName: 'Partner With Responder', ocspUrl: url });
+      const enterprise = await enterpriseTrusting(partner.caCertPem);
+      const file = (
+        await buildAndSign({
+          asset: otherPhoto,
+          mimeType: 'image/jpeg',
+          signer: localSignerFor(partner),
+          claimGenerator: { name: 'cairn', version: 'test' },
+          metadata: {},
+        })
+      ).signed;
+      const first = await verifyAs(enterprise.api_key, file);
+      expect(first.signals.ocsp_status).toBe('good');
+      expect(hits).toBe(1);
+      // The CA revokes its certificate; Cairn hears of it only by asking, and the next verify asks.
+      revokedAt = new Date();
+      const second = await verifyAs(enterprise.api_key, file);
+      expect(second.signals.ocsp_status).toBe('revoked');
+      expect(second.status).toBe('manifest_signer_revoked');
+      expect(hits).toBe(2);
+      await expectVictimUnchanged();
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 

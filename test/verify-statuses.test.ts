@@ -3,9 +3,10 @@ import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
+import { waitFor } from '@cairn/testing';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { collectGarbage, localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -21,16 +22,7 @@ beforeAll(async () => {
   photo = await sharp(await readFile(`${PHOTOS}/coffee.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
-  });
-  signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
-  );
+  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, tenant.api_key, signPhoto()));
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
@@ -66,6 +58,9 @@ async function signElsewhere(options: Parameters<typeof makeTestCredential>[0]) 
   });
   return result.signed;
 }
+
+/** The photo signed as the tests here sign it. */
+const signPhoto = () => ({ recipe: 'image-genai-v1', bytes: photo, name: 'c.jpg' });
 
 describe('verification statuses from real assets', () => {
   it('pixels edited after signing: manifest_content_modified', async () => {
@@ -120,6 +115,11 @@ describe('verification statuses from real assets', () => {
   }, 30_000);
 
   it('OCSP responder down: still verified, with the warning ocsp_unavailable', async () => {
+    // A verifier that keeps no answer about Cairn's certificate (just started; kept answers are the last test's
+    // subject). One verify of a file outside Cairn's chains loads the trust list, which needs the signer.
+    await stack.stopService('verifier');
+    await stack.restart('verifier');
+    expect((await verify(await signElsewhere({ commonName: 'Warm Up' }))).status).toBe('manifest_signer_untrusted');
     await stack.stopService('signer');
     try {
       const result = await verify(signedBytes);
@@ -143,20 +143,41 @@ describe('verification statuses from real assets', () => {
     expect(result.status).toBe('manifest_signer_revoked');
     expect(result.confidence).toBeNull();
     expect(result.signals.ocsp_status).toBe('revoked');
-    const fresh = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
-    });
-    expect(fresh.status).toBe(200);
-    const freshBytes = Buffer.from(
-      await (
-        await stack.request(`/v1/assets/${((await fresh.json()) as { asset_id: string }).asset_id}/content`, {
-          key: tenant.api_key,
-        })
-      ).arrayBuffer(),
-    );
+    const { signedBytes: freshBytes } = await signAndFetch(stack, tenant.api_key, signPhoto());
     expect((await verify(freshBytes)).status).toBe('verified_manifest_and_watermark_match');
   }, 30_000);
+
+  it('a kept OCSP answer outlives a responder outage and ends with certificate.revoked: the next verify after the event says revoked', async () => {
+    const { signed: asset, signedBytes: bytes } = await signAndFetch(stack, tenant.api_key, signPhoto());
+    expect((await verify(bytes)).signals.ocsp_status).toBe('good');
+    // The answer is kept: with the responder (the signer) down, the next verify still has it.
+    await stack.stopService('signer');
+    try {
+      const kept = await verify(bytes);
+      expect(kept.status).toBe('verified_manifest_and_watermark_match');
+      expect(kept.signals.ocsp_status).toBe('good');
+      expect(kept.warnings).not.toContain('ocsp_unavailable');
+    } finally {
+      await stack.restart('signer');
+    }
+    const signer = createClient(signerV1.SignerService, String(stack.env.SIGNER_GRPC_ADDR));
+    try {
+      await signer.revokeCertificate({ serialHex: '', reason: 'keyCompromise' });
+    } finally {
+      signer.close();
+    }
+    // The event is delivered once the asset's page shows it: the verifier replaces the kept answers' token before
+    // it marks the stored verdicts for recomputation, and the page recomputes from Cairn's copy.
+    await waitFor(
+      'the page to show the revocation',
+      async () =>
+        /data-status="manifest_signer_revoked"/.test(await (await stack.request(`/v/${asset.asset_id}`)).text()),
+      20_000,
+      200,
+    );
+    const next = await verify(bytes);
+    expect(next.status).toBe('manifest_signer_revoked');
+    expect(next.signals.ocsp_status).toBe('revoked');
+    expect(next.confidence).toBeNull();
+  }, 60_000);
 });

@@ -192,6 +192,29 @@ export async function onboard(
   return (await res.json()) as { tenant_id: string; api_key: string };
 }
 
+/** Signs `bytes` under `recipe` through `POST /v1/sign` (it must answer 200) and downloads the signed content. */
+export async function signAndFetch<Signed extends { asset_id: string } = { asset_id: string }>(
+  stack: Stack,
+  apiKey: string,
+  upload: { recipe: string; metadata?: Record<string, string>; bytes: Buffer; name: string },
+): Promise<{ signed: Signed; signedBytes: Buffer }> {
+  const res = await stack.request('/v1/sign', {
+    method: 'POST',
+    key: apiKey,
+    headers: { 'idempotency-key': crypto.randomUUID() },
+    body: multipart(
+      { recipe: upload.recipe, ...(upload.metadata ? { metadata: JSON.stringify(upload.metadata) } : {}) },
+      { field: 'asset', bytes: upload.bytes, name: upload.name },
+    ),
+  });
+  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
+  const signed = (await res.json()) as Signed;
+  const signedBytes = Buffer.from(
+    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: apiKey })).arrayBuffer(),
+  );
+  return { signed, signedBytes };
+}
+
 export function multipart(
   fields: Record<string, string>,
   file?: { field: string; bytes: Buffer; name: string; type?: string },

@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import { lookupFile, untilIndexed } from './lookup.js';
-import { multipart, type Stack } from './stack.js';
+import { multipart, signAndFetch, type Stack } from './stack.js';
 
 /** What the audio and video watermark tests read of `POST /v1/verify`. */
 export interface Verification {
@@ -39,20 +39,7 @@ export async function signAndIndex(
   apiKey: string,
   upload: { recipe: string; metadata: Record<string, string>; bytes: Buffer; name: string },
 ): Promise<{ signed: SignedAsset; signedBytes: Buffer }> {
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: apiKey,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart(
-      { recipe: upload.recipe, metadata: JSON.stringify(upload.metadata) },
-      { field: 'asset', bytes: upload.bytes, name: upload.name },
-    ),
-  });
-  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
-  const signed = (await res.json()) as SignedAsset;
-  const signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: apiKey })).arrayBuffer(),
-  );
+  const { signed, signedBytes } = await signAndFetch<SignedAsset>(stack, apiKey, upload);
   const extension = upload.name.slice(upload.name.lastIndexOf('.'));
   await untilIndexed(() => lookupFile(stack, apiKey, { bytes: signedBytes, name: `a${extension}` }));
   return { signed, signedBytes };

@@ -1,6 +1,7 @@
 /**
- * bench:watermark-audio: cairn-audio-wm-v2 (what new audio marks carry) with cairn-audio-wm-v1 as the same-run
- * baseline, measured on recordings made here (espeak-ng speech; ffmpeg: a speech-like voice and a music-like mix;
+ * bench:watermark-audio: cairn-audio-wm-v3 (what new audio marks carry) and cairn-audio-wm-v2 (built and
+ * measured, never written) with cairn-audio-wm-v1 (what audio marks carried before v3) as the same-run baseline,
+ * measured on recordings made here (espeak-ng speech; ffmpeg: a speech-like voice and a music-like mix;
  * stereo 44.1 kHz) and the c2pa-rs sample WAV (8 kHz stereo): SNR against the upload, detection after each
  * transform a copy goes through, false positives on unmarked audio, and speed on one core (CPU time, so a busy
  * machine does not flatter or spoil it). Ends with `ratio <name> <value>` lines.
@@ -14,7 +15,12 @@ import { decodeAudioForEmbedding, encodeMarkedAudio } from '../../services/water
 import { embedAudioMark, snrDb } from '../../services/watermark/src/domain/audio/apply.js';
 import { audioPayloadFor, AudioWatermark } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
 import { AudioWatermarkV2 } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v2.js';
-import { ContrastAnalysis, type ContrastQimMark } from '../../services/watermark/src/domain/audio/contrast-qim.js';
+import { AudioWatermarkV3 } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v3.js';
+import {
+  checksPerRead,
+  ContrastAnalysis,
+  type ContrastQimMark,
+} from '../../services/watermark/src/domain/audio/contrast-qim.js';
 import {
   attacked,
   AUDIO_ATTACKS,
@@ -29,7 +35,21 @@ const SECONDS = Number(process.env.SECONDS_OF_AUDIO ?? 20);
 const SAMPLE = `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`;
 
 const key = Uint8Array.from(randomBytes(32));
-const algorithms: ReadonlyArray<ContrastQimMark> = [new AudioWatermarkV2(key), new AudioWatermark(key)];
+const algorithms: ReadonlyArray<ContrastQimMark> = [
+  new AudioWatermarkV3(key),
+  new AudioWatermarkV2(key),
+  new AudioWatermark(key),
+];
+/** Each algorithm under another key (the false-positive run) and its tag in the ratio lines. */
+const anotherKey = (name: string): ContrastQimMark => {
+  const k = Uint8Array.from(randomBytes(32));
+  return name === algorithms[0]!.name
+    ? new AudioWatermarkV3(k)
+    : name === algorithms[1]!.name
+      ? new AudioWatermarkV2(k)
+      : new AudioWatermark(k);
+};
+const tagOf = (name: string) => name.replace('cairn-audio-wm-', '');
 
 const cpu = () => {
   const { user, system } = process.cpuUsage();
@@ -101,7 +121,8 @@ for (const watermark of algorithms) {
 
 // False positives: unmarked audio (the recordings, the sample, synthetic tones and noises, and their
 // transforms), each read under several keys by each algorithm. A report needs the 32-bit keyed check to pass
-// on one of `candidates` decodes per scale per key.
+// on one of the checks a read makes per key (`candidates` decodes per scale and weight, each trying listPaths
+// Viterbi paths at scale 1).
 const KEYS = Number(process.env.KEYS ?? 3);
 const unmarked: Float32Array[] = [];
 for (const input of inputs) {
@@ -124,15 +145,12 @@ for (const source of [
     ),
   );
 }
+const checksPerReadOf = (algorithm: ContrastQimMark) => checksPerRead(algorithm.spec);
 const unmarkedSeconds = unmarked.reduce((sum, s) => sum + s.length / 16_000, 0);
 const falsePositives = algorithms.map((algorithm) => {
-  const keyed = Array.from({ length: KEYS }, () =>
-    algorithm.name === algorithms[0]!.name
-      ? new AudioWatermarkV2(Uint8Array.from(randomBytes(32)))
-      : new AudioWatermark(Uint8Array.from(randomBytes(32))),
-  );
+  const keyed = Array.from({ length: KEYS }, () => anotherKey(algorithm.name));
   let reports = 0;
-  let decodes = 0;
+  let checks = 0;
   // Unmarked audio is what most reads see, and it pays for every scale: its detection (analysis and the first
   // key's decode) is timed apart from the marked copies'.
   let cpuSeconds = 0;
@@ -141,7 +159,7 @@ const falsePositives = algorithms.map((algorithm) => {
     const started = cpu();
     const analysis = new ContrastAnalysis(algorithm.spec, samples);
     for (const [i, k] of keyed.entries()) {
-      decodes += algorithm.spec.candidates * algorithm.spec.scales.length;
+      checks += checksPerReadOf(algorithm);
       if (k.decode(analysis)) reports++;
       if (i === 0) {
         cpuSeconds += cpu() - started;
@@ -149,10 +167,10 @@ const falsePositives = algorithms.map((algorithm) => {
       }
     }
   }
-  // A detection over a file of up to detectMaxSeconds is one fold per scale: `candidates` decodes per scale per
-  // key. Counted per 3 s window instead (20 a minute), as if every excerpt of a minute were read on its own.
-  const perMinute = 20 * algorithm.spec.candidates * algorithm.spec.scales.length * 2 ** -algorithm.spec.checkBits;
-  return { name: algorithm.name, reports, decodes, perMinute, unmarkedRealtime: audioSeconds / cpuSeconds };
+  // A detection over a file of up to detectMaxSeconds is one fold per scale and weight: `candidates` decodes each
+  // (listPaths checks each at scale 1), per key. Counted per 3 s window instead (20 a minute), as if every excerpt of a minute were read on its own.
+  const perMinute = 20 * checksPerReadOf(algorithm) * 2 ** -algorithm.spec.checkBits;
+  return { name: algorithm.name, reports, checks, perMinute, unmarkedRealtime: audioSeconds / cpuSeconds };
 });
 
 const cell = (v: number | null | undefined) => (v === null || v === undefined ? 'miss' : v.toFixed(2));
@@ -166,7 +184,7 @@ for (const row of rows)
 console.log();
 for (const fp of falsePositives)
   console.log(
-    `${fp.name} false positives: ${fp.reports} reports in ${fp.decodes} decodes (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fp.perMinute.toExponential(1)} per minute`,
+    `${fp.name} false positives: ${fp.reports} reports in ${fp.checks} keyed checks (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fp.perMinute.toExponential(1)} per minute`,
   );
 for (const [name, t] of speed)
   console.log(
@@ -180,7 +198,7 @@ const slug = (t: string) =>
     .replace(/[^A-Za-z0-9]+/g, '_')
     .replace(/_$/, '');
 for (const algorithm of algorithms) {
-  const tag = algorithm.name === algorithms[0]!.name ? 'v2' : 'v1';
+  const tag = tagOf(algorithm.name);
   const mine = rows.filter((r) => r.algorithm === algorithm.name);
   const fp = falsePositives.find((f) => f.name === algorithm.name)!;
   const t = speed.get(algorithm.name)!;

@@ -10,9 +10,14 @@ export const WATERMARK_ALG = {
   dctKeyedV1: 'cairn-dct-keyed-v1',
   /** Keyless DCT/QIM image mark: its layout is public, so anyone with the code can stamp it. */
   dctV1: 'cairn-dct-v1',
-  /** Keyed audio mark, v1's construction retuned for codecs, noise and speed changes; measured, not written yet. */
+  /**
+   * Keyed audio mark, v2's retuning with a water-level budget and a larger step; what new audio marks and a video's
+   * audio track carry.
+   */
+  audioV3: 'cairn-audio-wm-v3',
+  /** Keyed audio mark, v1's construction retuned for codecs, noise and speed changes; measured, never written. */
   audioV2: 'cairn-audio-wm-v2',
-  /** Keyed QIM audio mark; what new audio marks and a video's audio track carry. */
+  /** Keyed QIM audio mark; what audio marks carried before v3 (still read, and written again for an id recorded with it). */
   audioV1: 'cairn-audio-wm-v1',
 } as const;
 export type WatermarkAlg = (typeof WATERMARK_ALG)[keyof typeof WATERMARK_ALG];

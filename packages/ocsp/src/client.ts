@@ -26,6 +26,11 @@ export interface OcspCheckResult {
   readonly revocationReason?: RevocationReason;
   /** Why the answer is `unavailable` (for logs; not for end users). */
   readonly detail?: string;
+  /**
+   * Until when the responder vouches for a `good`, `revoked` or `unknown` answer (its nextUpdate); absent when it
+   * gave none, which RFC 6960 reads as "newer information is always available": not to be kept.
+   */
+  readonly nextUpdate?: Date;
 }
 
 export interface OcspCheckOptions {
@@ -187,7 +192,8 @@ async function check(
     return unavailable('response is too old');
   }
 
-  return certStatusOf(single.certStatus as asn1js.BaseBlock);
+  const answer = certStatusOf(single.certStatus as asn1js.BaseBlock);
+  return answer.status === 'unavailable' || !single.nextUpdate ? answer : { ...answer, nextUpdate: single.nextUpdate };
 }
 
 /** One exchange with the responder: no redirects, one deadline, a capped answer (see @cairn/outbound). */

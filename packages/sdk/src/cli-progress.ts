@@ -46,22 +46,31 @@ export function uploadBar(sink: ProgressSink, label: string): (progress: UploadP
   };
 }
 
-/** A listener for a job's polls: its state and how long it has been waited on. */
+/** A running job's step and share done, e.g. ` watermarking 42%`; empty when it has not reported any. */
+function progressText(job: Job): string {
+  if (job.status !== 'running' || !job.progress) return '';
+  return ` ${job.progress.stage} ${Math.floor(Math.min(1, Math.max(0, job.progress.fraction)) * 100)}%`;
+}
+
+/** A listener for a job's polls: its state, how far it is, and how long it has been waited on. */
 export function jobLine(sink: ProgressSink, label: string): (job: Job) => void {
   const started = Date.now();
-  let lastStatus = '';
+  let lastState = '';
   const spinner = ['|', '/', '-', '\\'];
   let tick = 0;
   return (job) => {
     const seconds = Math.round((Date.now() - started) / 1000);
     const finished = job.status === 'done' || job.status === 'failed';
+    const state = `${job.status}${progressText(job)}`;
     if (sink.live) {
       const mark = finished ? ' ' : spinner[tick++ % spinner.length];
-      sink.write(`\r${label} ${mark} job ${job.job_id} ${job.status} (${seconds} s)\u001b[K${finished ? '\n' : ''}`);
+      sink.write(`\r${label} ${mark} job ${job.job_id} ${state} (${seconds} s)\u001b[K${finished ? '\n' : ''}`);
       return;
     }
-    if (job.status === lastStatus) return;
-    lastStatus = job.status;
-    sink.write(`${label}: job ${job.job_id} ${job.status} (${seconds} s)\n`);
+    // A log gets a line when the status or the step changes (not every percent).
+    const step = `${job.status} ${job.status === 'running' ? (job.progress?.stage ?? '') : ''}`;
+    if (step === lastState) return;
+    lastState = step;
+    sink.write(`${label}: job ${job.job_id} ${state} (${seconds} s)\n`);
   };
 }

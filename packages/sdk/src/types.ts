@@ -40,7 +40,17 @@ export interface Job {
   poll_url: string;
   problem?: Problem;
   result?: Verification;
+  /** A sign job: how far its current run is (written at most every 500 ms); absent before it reports. */
+  progress?: JobProgress;
   [field: string]: unknown;
+}
+
+export interface JobProgress {
+  /** reading, watermarking, signing or storing; a newer server may add steps. */
+  stage: 'reading' | 'watermarking' | 'signing' | 'storing' | (string & {});
+  /** 0..1, never falling within a run: frames marked / frames expected while a video is watermarked. */
+  fraction: number;
+  updated_at: string;
 }
 
 export interface VerificationMatch {

@@ -7,6 +7,7 @@ import { anchorBatchStates, jobStates, signerV1, toTimestamp } from '@cairn/prot
 import type { ServiceImpl } from '@cairn/rpc';
 import { signAsset, type PipelineDeps, type SignResult } from './app/sign/index.js';
 import { storedSignResult, type SignJobs } from './app/jobs.js';
+import { storedJobProgress } from './app/job-progress.js';
 import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
 import type { CredentialRow, Credentials } from './app/credentials.js';
 import type { AssetRow, Assets } from './app/assets.js';
@@ -96,6 +97,7 @@ export function signerHandlers(
     },
     getJob: async (request) => {
       const job = await deps.assets.job(request.tenantId, request.jobId);
+      const progress = storedJobProgress(job.progress);
       return {
         job: {
           jobId: job.jobId,
@@ -105,6 +107,7 @@ export function signerHandlers(
           createdAt: toTimestamp(job.createdAt),
           updatedAt: toTimestamp(job.updatedAt),
           attempts: job.attempts,
+          ...(progress ? { progress: { ...progress, updatedAt: toTimestamp(progress.updatedAt) } } : {}),
         },
       };
     },

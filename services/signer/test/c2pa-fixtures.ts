@@ -24,6 +24,8 @@ export interface TestCredential {
   /** PKCS#8 PEM of the leaf's private key. */
   privateKeyPem: string;
   leafSerialHex: string;
+  /** The CA's key, for a test that answers OCSP about the leaf as its issuer. */
+  caPrivateKey: webcrypto.CryptoKey;
 }
 
 export interface TestCredentialOptions {
@@ -101,6 +103,7 @@ export async function makeTestCredential(options: TestCredentialOptions = {}): P
     certChainPem: leafCertPem + caCertPem,
     privateKeyPem: pemOf('PRIVATE KEY', pkcs8),
     leafSerialHex,
+    caPrivateKey: caKeys.privateKey,
   };
 }
 

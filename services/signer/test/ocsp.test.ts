@@ -103,6 +103,7 @@ describe('OCSP responder and client over HTTP', () => {
     expect(ocspUrlsOfCertificate(overview.signing.pem)).toEqual([url]);
     expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
       status: 'good',
+      nextUpdate: expect.any(Date),
     });
 
     const revoked = await ca.revoke(overview.signing.serialHex, 'keyCompromise');
@@ -124,7 +125,7 @@ describe('OCSP responder and client over HTTP', () => {
           hashAlgorithm: 'SHA-256',
           ...LOOPBACK,
         }),
-      ).toEqual({ status: 'good' });
+      ).toEqual({ status: 'good', nextUpdate: expect.any(Date) });
     }
   });
 
@@ -136,6 +137,7 @@ describe('OCSP responder and client over HTTP', () => {
     expect(rotation.rotated).toBe(true);
     expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
       status: 'good',
+      nextUpdate: expect.any(Date),
     });
   });
 
@@ -151,6 +153,7 @@ describe('OCSP responder and client over HTTP', () => {
     );
     expect(await checkOcsp(fake.certificatePem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
       status: 'unknown',
+      nextUpdate: expect.any(Date),
     });
 
     const raw = await post(await requestFor(randomBytes(16).toString('hex'), overview.intermediate.pem));
@@ -253,6 +256,7 @@ describe('OCSP responder and client over HTTP', () => {
     });
     expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
       status: 'good',
+      nextUpdate: expect.any(Date),
     });
     const { basic } = parseResponse(
       await post(await requestFor(overview.signing.serialHex, overview.intermediate.pem)).then((r) => r.body),

@@ -8,14 +8,20 @@ import { anchorsFile, parseTrustSource, PublishedTrustList } from './adapters/tr
 import { createManifestReader } from './adapters/c2pa/index.js';
 import { TrustLists } from './app/trust-lists.js';
 import { ReadingMemo } from './app/verify/reading-memo.js';
+import { SignalCache } from './app/verify/signal-cache.js';
+import { RedisSignalEpochs } from './adapters/signal-epochs.js';
 import { verifierConfigShape } from './config.js';
-import type { StoredVerdictDeps } from './app/stored-verdict.js';
+import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
+import { NewVerdicts } from './app/new-verdicts.js';
 import { VerifyJobs, type VerifyJobItem } from './app/verify-jobs.js';
 import { VerifyJobStore } from './store/jobs.js';
 import { RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents } from './events.js';
 import { verifierHandlers } from './rpc.js';
 import { ResultStore } from './store/results.js';
 import { TrustListStore } from './store/trust.js';
+
+/** New assets' verdicts waiting for a pause in signing, at most; past it the oldest are computed at once. */
+const NEW_VERDICTS_MAX_PENDING = 256;
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 /** The C2PA trust lists shipped with the verifier (data; see trust-lists/README.md). */
@@ -65,6 +71,11 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
           config.C2PA_READING_MEMO_MIB * 1024 * 1024,
           config.VERIFY_RESULT_FRESH_SECONDS * 1000,
         ),
+        signals: new SignalCache(
+          config.VERIFY_SIGNAL_CACHE_MIB * 1024 * 1024,
+          config.VERIFY_SIGNAL_CACHE_SECONDS * 1000,
+        ),
+        signalEpochs: new RedisSignalEpochs(ctx.redis),
         signer,
         watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
         softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
@@ -92,7 +103,17 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         handler: (item, job) => verifyJobs.run(item, job.attempt, config.VERIFY_JOB_MAX_ATTEMPTS),
       });
       ctx.onShutdown(() => worker.stop(config.SHUTDOWN_GRACE_MS));
-      await ctx.consume(RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents(deps));
+      // 0 (the default): each new asset's verdict is computed as its event is handled, as before this setting.
+      let newVerdicts: NewVerdicts | undefined;
+      if (config.VERIFY_NEW_VERDICT_QUIET_MS > 0) {
+        const queue = new NewVerdicts(
+          async (manifestId) => void (await storedVerdict(deps, manifestId, { background: true })),
+          { quietMs: config.VERIFY_NEW_VERDICT_QUIET_MS, maxPending: NEW_VERDICTS_MAX_PENDING, logger: ctx.logger },
+        );
+        ctx.onShutdown(() => queue.close());
+        newVerdicts = queue;
+      }
+      await ctx.consume(RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents(deps, newVerdicts));
     },
   };
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import type { watermarkV1 } from '@cairn/proto';
@@ -8,7 +9,7 @@ import { detectImage } from './app/detect-image.js';
 import { detectVideo } from './app/detect-video.js';
 import { embedAudio } from './app/embed-audio.js';
 import { embedImage } from './app/embed-image.js';
-import { embedVideo } from './app/embed-video.js';
+import { embedVideo, type EmbedVideoInput } from './app/embed-video.js';
 import { resolvePayload } from './app/resolve-payload.js';
 import { PAYLOAD_BYTES } from './domain/payload.js';
 import { requireId } from './domain/validation.js';
@@ -25,6 +26,53 @@ function requireFile(encoded: Uint8Array, what: 'image' | 'audio' | 'video'): Ui
       errors: [{ path: 'encoded', message: 'required' }],
     });
   return encoded;
+}
+
+/** The video of an EmbedVideo request, its ids and file checked. */
+function videoInput(request: watermarkV1.EmbedVideoRequest): EmbedVideoInput {
+  const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
+  const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
+  const assetId = requireId('asset', request.assetId, 'asset_id');
+  return { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'video') };
+}
+
+interface VideoProgress {
+  framesMarked: number;
+  framesExpected: number;
+  fraction: number;
+}
+
+/** A progress message at most this often: a 720p30 video reports 30 frames a second, its caller needs far fewer. */
+const PROGRESS_INTERVAL_MS = 500;
+
+/**
+ * The messages of a streamed use case: the latest progress it reported, at most one every `intervalMs` and only
+ * when it moved, then its result. Holds one progress value, however fast the use case reports.
+ */
+async function* withProgress<P, R>(
+  intervalMs: number,
+  run: (report: (progress: P) => void) => Promise<R>,
+): AsyncGenerator<{ update: { case: 'progress'; value: P } | { case: 'result'; value: R } }> {
+  let latest: P | undefined;
+  let sent: P | undefined;
+  const work = run((progress) => {
+    latest = progress;
+  });
+  const finished = work.then(
+    () => true,
+    () => true,
+  );
+  for (;;) {
+    const ticker = new AbortController();
+    const done = await Promise.race([finished, sleep(intervalMs, false, { signal: ticker.signal }).catch(() => false)]);
+    ticker.abort();
+    if (done) break;
+    if (latest !== undefined && latest !== sent) {
+      sent = latest;
+      yield { update: { case: 'progress', value: latest } };
+    }
+  }
+  yield { update: { case: 'result', value: await work } };
 }
 
 /** cairn.watermark.v1.WatermarkService: the wire onto the use cases of app/ (embed, detect, resolve). */
@@ -55,11 +103,18 @@ export function watermarkHandlers(deps: WatermarkDeps): ServiceImpl<Methods> {
       return embedAudio(deps, { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'audio') });
     },
     detectAudio: async (request) => detectAudio(deps, requireFile(request.encoded, 'audio')),
-    embedVideo: async (request) => {
-      const tenantId = requireId('tenant', request.tenantId, 'tenant_id');
-      const watermarkId = requireId('watermark', request.watermarkId, 'watermark_id');
-      const assetId = requireId('asset', request.assetId, 'asset_id');
-      return embedVideo(deps, { tenantId, watermarkId, assetId, encoded: requireFile(request.encoded, 'video') });
+    embedVideo: async (request) => embedVideo(deps, videoInput(request)),
+    embedVideoWithProgress: (request) => {
+      if (!request.video)
+        throw new CairnError('cairn.validation.invalid_body', 'video (the EmbedVideoRequest) is required', {
+          errors: [{ path: 'video', message: 'required' }],
+        });
+      const input = videoInput(request.video);
+      return withProgress<VideoProgress, Awaited<ReturnType<typeof embedVideo>>>(PROGRESS_INTERVAL_MS, (report) =>
+        embedVideo(deps, input, ({ framesMarked, framesExpected }) =>
+          report({ framesMarked, framesExpected, fraction: Math.min(1, framesMarked / framesExpected) }),
+        ),
+      );
     },
     detectVideo: async (request) => detectVideo(deps, requireFile(request.encoded, 'video')),
     resolvePayload: async (request) => {

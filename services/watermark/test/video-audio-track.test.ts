@@ -47,7 +47,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => pool?.close(0));
 
-describe('the audio track of a video carries cairn-audio-wm-v1 with the frame mark payload', () => {
+describe('the audio track of a video carries cairn-audio-wm-v3 with the frame mark payload', () => {
   it('MP4: AAC again at about the track bit rate, rate and channels kept, video stream copied; read after a heavy re-encode', async () => {
     const video = await withSoundtrack(await clip('testsrc2', { seconds: 8, width: 320, height: 180 }), speech);
     const marked = await markAudioTrack(deps, video, 'video/mp4', payload, key);

@@ -15,6 +15,8 @@ import type { RawImage } from '../src/domain/image/raw-image.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../src/domain/payload.js';
 import { watermarkService } from '../src/service.js';
 import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
+import { recording } from './support/audio.js';
+import { audioPayloadFor } from '../src/domain/audio/cairn-audio-wm-v1.js';
 
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
@@ -241,6 +243,47 @@ describe('configured keys and rotation', () => {
       await running.stop();
     }
   });
+
+  it('writes new audio marks as cairn-audio-wm-v3, and still writes (and reads) cairn-audio-wm-v1 for an id recorded with it', async () => {
+    const running = await start({ ...env, WATERMARK_KEYS: `k1:${k1}` });
+    try {
+      const speech = await recording('speech', 8);
+      const fresh = ids();
+      const embedded = await running.client.embedAudio({ ...fresh, encoded: speech });
+      expect(embedded).toMatchObject({ algorithm: 'cairn-audio-wm-v3', keyId: 'k1' });
+      const read = await running.client.detectAudio({ encoded: embedded.encoded });
+      expect(read).toMatchObject({
+        detected: true,
+        registered: true,
+        assetId: fresh.assetId,
+        payloadHex: embedded.payloadHex,
+        algorithm: 'cairn-audio-wm-v3',
+        keyId: 'k1',
+      });
+
+      // Recorded as signs did before the switch: v1 under k1. A retry of that id writes v1 again, which is read.
+      const old = ids();
+      const payload = audioPayloadFor(Buffer.from(k1, 'hex'), old.watermarkId);
+      await new MarkRegistry(running.service.context.db).record({
+        ...old,
+        payloadHex: payloadHex(payload),
+        algorithm: 'cairn-audio-wm-v1',
+        keyId: 'k1',
+      });
+      const again = await running.client.embedAudio({ ...old, encoded: speech });
+      expect(again).toMatchObject({ payloadHex: payloadHex(payload), algorithm: 'cairn-audio-wm-v1', keyId: 'k1' });
+      const reread = await running.client.detectAudio({ encoded: again.encoded });
+      expect(reread).toMatchObject({
+        detected: true,
+        registered: true,
+        assetId: old.assetId,
+        algorithm: 'cairn-audio-wm-v1',
+        keyId: 'k1',
+      });
+    } finally {
+      await running.stop();
+    }
+  }, 60_000);
 
   it('no longer detects a mark once its key is dropped from WATERMARK_KEYS', async () => {
     const running = await start({ ...env, WATERMARK_KEYS: `k2:${k2}` });

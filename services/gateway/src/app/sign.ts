@@ -161,6 +161,10 @@ export class SignAssets {
         ),
       };
     }
+    // Released once, as soon as the signer has answered (beside the claim's finish: a Redis and a Postgres round
+    // trip, independent) or, whatever happened, before this request ends.
+    let slotReleased: Promise<void> | undefined;
+    const releaseSlot = () => (slotReleased ??= inSpan('gateway.sign.slot_release', () => slot.release()));
     // Billed only when the sign really runs (a replay's unit was released above): reserved before, committed by
     // billing from asset.signed (or the job's end), released when anything fails.
     let metered: MeteredUnit | undefined;
@@ -218,6 +222,8 @@ export class SignAssets {
       // False only when this claim's lease ran out and another request took it over: both asked the signer for
       // the same asset id, which signs it once, so both clients get the same asset.
       const finished = answer;
+      // A failed release is thrown where it always was (below, in finally), never taken for a failed sign.
+      releaseSlot().catch(() => undefined);
       await inSpan('gateway.sign.finish', () =>
         deps.requests.finish(tenant.tenantId, idempotencyKey, claim.claimId, finished),
       );
@@ -239,7 +245,7 @@ export class SignAssets {
         };
       throw error;
     } finally {
-      await inSpan('gateway.sign.slot_release', () => slot.release());
+      await releaseSlot();
     }
     if (replayed) {
       // The recorded sign named its own reservations in asset.signed (or its job settles them): these are spare.

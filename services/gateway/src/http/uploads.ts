@@ -3,6 +3,7 @@ import multer, { type StorageEngine } from 'multer';
 import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { CairnError, type ErrorCode } from '@cairn/errors';
 import { newId } from '@cairn/ids';
+import { inSpan } from '@cairn/telemetry';
 import type { StoredUpload, UploadSessions } from '../app/upload-sessions.js';
 
 declare global {
@@ -88,8 +89,14 @@ export function singleUpload(options: {
     },
   }).single(options.field);
   const limitText = `${Math.round(options.maxBytes / (1024 * 1024))} MB`;
+  // The multipart parse and the file's streaming into the blob store, timed as one span (gateway.upload).
+  const parse = (req: Request, res: Parameters<RequestHandler>[1]) =>
+    inSpan(
+      'gateway.upload',
+      () => new Promise<unknown>((resolve) => upload(req, res, (error: unknown) => resolve(error ?? undefined))),
+    );
   return (req, res, next) => {
-    upload(req, res, (error: unknown) => {
+    void parse(req, res).then((error: unknown) => {
       if (!error) {
         const uploadId = (req.body as Record<string, unknown> | undefined)?.upload_id;
         if (!options.sessions || uploadId === undefined) return next();

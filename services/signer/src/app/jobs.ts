@@ -8,7 +8,9 @@ import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { anchorBatchStates, signerV1, type AnchorBatchStateName } from '@cairn/proto';
 import { parseSignMetadata } from '../domain/metadata.js';
+import type { StoredJobProgress } from '../db/assets-schema.js';
 import type { JobRow } from '../store/assets.js';
+import { JobProgressWriter } from './job-progress.js';
 import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './sign/index.js';
 
 /**
@@ -40,6 +42,11 @@ export function storedSignResult(stored: unknown): SignResult {
     throw new CairnError('cairn.internal_error', `stored sign result unreadable: ${parsed.error.message}`);
   const { anchor, ...fields } = parsed.data;
   return { ...fields, ...(anchor ? { anchor } : {}) };
+}
+
+/** A done job's progress: all of it (the writer stops before the end, so its last write may be a step short). */
+function finalProgress(): StoredJobProgress {
+  return { stage: 'storing', fraction: 1, updatedAt: new Date().toISOString() };
 }
 
 export interface SignJobItem {
@@ -132,35 +139,49 @@ export class SignJobs {
       return;
     }
     await withTenant(this.deps.db, item.tenantId, (tx) =>
-      this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt }),
+      this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt, progress: null }),
     );
     const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
     // The upload is the job's input until the job ends, either way.
     const finished = () => this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
+    // How far the run is, on the job row at most every 500 ms (GET /v1/jobs shows it); stopped before the job ends.
+    const progress = new JobProgressWriter(
+      (value) => this.deps.store.markJobProgress(item.tenantId, item.jobId, value),
+      (error) => this.logger.warn({ err: error, job_id: item.jobId }, 'sign job progress not written'),
+    );
     try {
-      const result = await signAsset(this.deps, request, async (tx, result) => {
-        await this.deps.store.markJob(tx, item.jobId, {
-          status: 'done',
-          result,
-        });
-        await this.deps.outbox.enqueue(
-          tx,
-          newEvent(
-            'job.completed',
-            item.tenantId,
-            jobCompletedData(
-              item.jobId,
-              request.recipe?.recipeId ?? '',
-              result,
-              request.reservationId,
-              request.byokReservationId,
+      const result = await signAsset(
+        this.deps,
+        request,
+        async (tx, result) => {
+          await progress.close();
+          await this.deps.store.markJob(tx, item.jobId, {
+            status: 'done',
+            result,
+            progress: finalProgress(),
+          });
+          await this.deps.outbox.enqueue(
+            tx,
+            newEvent(
+              'job.completed',
+              item.tenantId,
+              jobCompletedData(
+                item.jobId,
+                request.recipe?.recipeId ?? '',
+                result,
+                request.reservationId,
+                request.byokReservationId,
+              ),
             ),
-          ),
-        );
-      });
+          );
+        },
+        progress.report,
+      );
+      await progress.close();
       if (result.replayed) await this.completeReplayed(item, request, result);
       await finished();
     } catch (error) {
+      await progress.close();
       const known = asCairnError(error, 'The sign failed unexpectedly.');
       if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
       this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'sign job failed');
@@ -177,7 +198,7 @@ export class SignJobs {
   private async completeReplayed(item: SignJobItem, request: signerV1.SignRequest, result: SignResult): Promise<void> {
     const { replayed: _replayed, ...stored } = result;
     await withTenant(this.deps.db, item.tenantId, async (tx) => {
-      await this.deps.store.markJob(tx, item.jobId, { status: 'done', result: stored });
+      await this.deps.store.markJob(tx, item.jobId, { status: 'done', result: stored, progress: finalProgress() });
       await this.deps.outbox.enqueue(
         tx,
         newEvent(

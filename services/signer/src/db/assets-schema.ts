@@ -87,6 +87,14 @@ export const manifests = signer.table(
   ],
 );
 
+/** A running job's progress as its row keeps it. */
+export interface StoredJobProgress {
+  stage: string;
+  fraction: number;
+  /** ISO 8601. */
+  updatedAt: string;
+}
+
 /** Asynchronous signs (large uploads). */
 export const jobs = signer.table(
   'jobs',
@@ -100,6 +108,8 @@ export const jobs = signer.table(
     attempts: integer('attempts').notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    /** How far the running attempt is (app/job-progress.ts); null until it reports, cleared when an attempt starts. */
+    progress: jsonb('progress').$type<StoredJobProgress>(),
   },
   (t) => [
     index('jobs_tenant_created_idx').on(t.tenantId, t.createdAt),

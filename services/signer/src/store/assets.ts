@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
-import { assets, jobs, manifests, signClaims } from '../db/assets-schema.js';
+import { assets, jobs, manifests, signClaims, type StoredJobProgress } from '../db/assets-schema.js';
 
 export type AssetRow = typeof assets.$inferSelect;
 export type ManifestRow = typeof manifests.$inferSelect;
@@ -223,11 +223,24 @@ export class AssetStore {
   async markJob(
     tx: Tx,
     jobId: string,
-    fields: Partial<Pick<JobRow, 'status' | 'result' | 'problem' | 'attempts'>>,
+    fields: Partial<Pick<JobRow, 'status' | 'result' | 'problem' | 'attempts' | 'progress'>>,
   ): Promise<void> {
     await tx
       .update(jobs)
       .set({ ...fields, updatedAt: new Date() })
       .where(eq(jobs.jobId, jobId));
+  }
+
+  /**
+   * A running job's progress. Only while it runs: a write that lands after the job ended (done or failed in another
+   * transaction) changes nothing. Leaves updated_at (the job's last change of state) alone.
+   */
+  async markJobProgress(tenantId: string, jobId: string, progress: StoredJobProgress): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) =>
+      tx
+        .update(jobs)
+        .set({ progress })
+        .where(and(eq(jobs.jobId, jobId), eq(jobs.tenantId, tenantId), eq(jobs.status, 'running'))),
+    );
   }
 }

@@ -44,7 +44,7 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
     recipe_id: 'audio-genai-v1',
     name: 'AI-generated audio',
     description:
-      'Keyed audio watermark (cairn-audio-wm-v1, 812–3 800 Hz, repeated every 1.5 s: survives MP3/AAC/Opus re-encodes, resampling, gain and trims), the file kept in its container and quality; C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor.',
+      'Keyed audio watermark (cairn-audio-wm-v3, 312–3 625 Hz, repeated every 1.5 s: survives MP3/AAC/Opus/Vorbis re-encodes, resampling, gain, trims and ±5 % speed changes), the file kept in its container and quality; C2PA manifest embedded in WAV, MP3 and FLAC, a sidecar manifest bound to the file for OGG; spectral-peak fingerprint, chain anchor.',
     media_types: ['audio/wav', 'audio/mpeg', 'audio/flac', 'audio/ogg'],
     layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },
@@ -55,7 +55,7 @@ export const SEEDED_RECIPES: readonly Recipe[] = [
     recipe_id: 'video-genai-v1',
     name: 'AI-generated video',
     description:
-      'Keyed image watermark (cairn-sync-v2) on every frame, read from averaged frames: survives H.264 CRF 28 (360p and up: frames below 720p carry a coarser grid), a 0.5× downscale of 720p, crops, frame-rate changes and VP9 transcodes; the first audio track carries the keyed audio watermark (cairn-audio-wm-v1) with the same payload, read when the frames give nothing; the file re-encoded in its codec family (H.264/AAC in MP4, VP9/Opus in WebM) at the measured quality and the audio track bit rate; C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; frame fingerprints, chain anchor.',
+      'Keyed image watermark (cairn-sync-v2) on every frame, read from averaged frames: survives H.264 CRF 28 (360p and up: frames below 720p carry a coarser grid), a 0.5× downscale of 720p, crops, frame-rate changes and VP9 transcodes; the first audio track carries the keyed audio watermark (cairn-audio-wm-v3) with the same payload, read when the frames give nothing; the file re-encoded in its codec family (H.264/AAC in MP4, VP9/Opus in WebM) at the measured quality and the audio track bit rate; C2PA manifest embedded in MP4, a sidecar manifest bound to the file for WebM; frame fingerprints, chain anchor.',
     media_types: ['video/mp4', 'video/webm'],
     layers: { c2pa: true, watermark: true, soft_binding: true, anchor: true },
     ai: { digital_source_type: TRAINED_ALGORITHMIC_MEDIA, ai_generated: true },

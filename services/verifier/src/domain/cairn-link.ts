@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import type { C2paReading } from './c2pa/types.js';
 
 /**
@@ -38,6 +38,28 @@ export function cairnLinkOf(reading: C2paReading, cairnRootsPem: readonly string
  */
 export function chainsToOneOf(chainPem: readonly string[], rootsPem: readonly string[]): boolean {
   if (chainPem.length === 0 || rootsPem.length === 0) return false;
+  // A function of the certificates alone (no clock): every verify of a Cairn file asks it about the same few.
+  const key = chainKey(chainPem, rootsPem);
+  const known = chainAnswers.get(key);
+  if (known !== undefined) return known;
+  const answer = chainsToOneOfUncached(chainPem, rootsPem);
+  chainAnswers.set(key, answer);
+  if (chainAnswers.size > CHAIN_ANSWERS_LIMIT) chainAnswers.delete(chainAnswers.keys().next().value as string);
+  return answer;
+}
+
+/** Bounded (oldest out): a file names whatever chain it likes. */
+const CHAIN_ANSWERS_LIMIT = 256;
+const chainAnswers = new Map<string, boolean>();
+
+function chainKey(chainPem: readonly string[], rootsPem: readonly string[]): string {
+  // Counts first and every certificate length-prefixed, so no two different pairs of lists hash alike.
+  const hash = createHash('sha256').update(`${chainPem.length}:${rootsPem.length}:`);
+  for (const pem of [...chainPem, ...rootsPem]) hash.update(`${pem.length}:`).update(pem);
+  return hash.digest('hex');
+}
+
+function chainsToOneOfUncached(chainPem: readonly string[], rootsPem: readonly string[]): boolean {
   let chain: X509Certificate[];
   let roots: X509Certificate[];
   try {

@@ -20,7 +20,7 @@ import {
  * re-encode at the bit rate the upload declares.
  */
 
-/** The rate every audio algorithm works at (cairn-audio-wm-v1's band is under its Nyquist). */
+/** The rate every audio algorithm works at (every cairn-audio-wm band is under its Nyquist). */
 export const ANALYSIS_RATE = 16_000;
 
 const EMBEDDABLE: ReadonlySet<string> = new Set(['audio/wav', 'audio/flac', 'audio/mpeg', 'audio/ogg']);

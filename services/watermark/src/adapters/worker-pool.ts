@@ -24,6 +24,8 @@ import type {
   VideoWorkerResponse,
 } from '../domain/worker-protocol.js';
 import type { PcmAudio } from '../domain/audio/apply.js';
+import type { AudioMarkAlgorithm } from '../domain/audio-tasks.js';
+import { CAIRN_AUDIO_WM_V3_NAME } from '../domain/audio/cairn-audio-wm-v3.js';
 
 /** Where a worker's code is: a module file, or (eval) a bootstrap script that loads one. */
 export interface WorkerEntry {
@@ -194,22 +196,28 @@ export class ImageWorkerPool {
   }
 
   /**
-   * Marks `audio` with cairn-audio-wm-v1 under `key`; its sample buffer is handed over (or copied once) like
-   * pixels, and the marked samples come back the same way.
+   * Marks `audio` with `algorithm` (new marks: cairn-audio-wm-v3) under `key`; its sample buffer is handed over (or
+   * copied once) like pixels, and the marked samples come back the same way.
    */
-  async embedAudio(audio: PcmAudio, payload: Uint8Array, key: WatermarkKey): Promise<AudioEmbedOutcome> {
+  async embedAudio(
+    audio: PcmAudio,
+    payload: Uint8Array,
+    key: WatermarkKey,
+    algorithm: AudioMarkAlgorithm = CAIRN_AUDIO_WM_V3_NAME,
+  ): Promise<AudioEmbedOutcome> {
     const response = await this.run((id) => ({
       id,
       op: 'embed-audio',
       audio: { ...audio, samples: ownedFloats(audio.samples) },
       payload: Uint8Array.from(payload),
       key,
+      algorithm,
     }));
     if (response.op !== 'embed-audio') throw new Error('watermark worker answered the wrong operation');
     return response.outcome;
   }
 
-  /** Reads a cairn-audio-wm-v1 mark from the 16 kHz mono mix under each of `keys`, in order. */
+  /** Reads a cairn-audio-wm-v3 or v1 mark from the 16 kHz mono mix under each of `keys`, in order. */
   async detectAudio(samples: Float32Array, keys: ReadonlyArray<WatermarkKey>): Promise<DetectOutcome> {
     const response = await this.run((id) => ({ id, op: 'detect-audio', samples: ownedFloats(samples), keys }));
     if (response.op !== 'detect-audio') throw new Error('watermark worker answered the wrong operation');

@@ -5,7 +5,7 @@ import { keyedPayloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
 import { keyOf } from './marks.js';
 import { markAudioTrack } from './video-audio-track.js';
-import { markVideo } from './video-watermark.js';
+import { markVideo, type VideoMarkProgress } from './video-watermark.js';
 
 export interface EmbedVideoInput {
   tenantId: string;
@@ -20,7 +20,11 @@ export interface EmbedVideoInput {
  * scheme) and answers the file re-encoded like the upload: probed under the media limits, the mark recorded
  * (idempotent on its id) once the upload is accepted, frames marked in the worker pool as they stream through.
  */
-export async function embedVideo(deps: WatermarkDeps, input: EmbedVideoInput) {
+export async function embedVideo(
+  deps: WatermarkDeps,
+  input: EmbedVideoInput,
+  onProgress?: (progress: VideoMarkProgress) => void,
+) {
   const { registry, keyring, mediaLimits, pool, logger } = deps;
   const { tenantId, watermarkId, assetId } = input;
   // A retry of a recorded id writes the same mark under the key it was recorded with.
@@ -37,6 +41,7 @@ export async function embedVideo(deps: WatermarkDeps, input: EmbedVideoInput) {
   const marked = await inWorker(logger, 'video embedding', async () => {
     try {
       return await markVideo({ pool, mediaLimits }, input.encoded, payload, key, {
+        onProgress,
         // Probed (and refused for its format or size) before the registry is touched.
         accepted: async () => {
           await registry.record({
@@ -56,7 +61,7 @@ export async function embedVideo(deps: WatermarkDeps, input: EmbedVideoInput) {
       throw error;
     }
   });
-  // The sound carries the same payload (cairn-audio-wm-v1): a copy whose frames lost the mark still names the asset.
+  // The sound carries the same payload (cairn-audio-wm-v3): a copy whose frames lost the mark still names the asset.
   const withAudio = await inWorker(logger, 'video audio track embedding', () =>
     markAudioTrack(deps, marked.encoded, marked.mediaType, payload, key),
   );

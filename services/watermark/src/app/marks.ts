@@ -27,7 +27,7 @@ export interface DetectedMark {
  * A detected mark and the registry entry it resolves to. An entry counts only for a mark read the way it was
  * written: a keyed mark's payload is public (manifests carry it), so the keyless code stamping it, or a key that
  * is not the mark's, is not that mark. The one exception is a video's: its frames (cairn-sync-v2) and its audio
- * track (cairn-audio-wm-v1) carry the same payload under the same key, and the row records the frames' algorithm.
+ * track (cairn-audio-wm-v3, or v1 before it) carry the same payload under the same key, and the row records the frames' algorithm.
  */
 export async function registeredMark(
   { registry, logger }: Pick<WatermarkDeps, 'registry' | 'logger'>,

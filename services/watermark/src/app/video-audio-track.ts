@@ -4,7 +4,7 @@ import { VideoFile } from '../adapters/video-codec.js';
 import type { WatermarkDeps } from './deps.js';
 
 /**
- * The audio track of a video carries cairn-audio-wm-v1 with the frame mark's payload (one payload per asset, the
+ * The audio track of a video carries cairn-audio-wm-v3 (v1 before it) with the frame mark's payload (one payload per asset, the
  * one its manifest names and its registry row records as cairn-sync-v2), under the same key. A copy whose frames
  * lost the mark (downscaled, heavily re-encoded, or just its sound) still names the asset through its audio.
  */

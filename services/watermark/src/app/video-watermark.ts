@@ -31,6 +31,12 @@ export interface VideoMarkDeps {
   readonly mediaLimits: MediaLimits;
 }
 
+/** How far a video's marking is: frames the encoder took, of those the probe expects (duration × frame rate). */
+export interface VideoMarkProgress {
+  readonly framesMarked: number;
+  readonly framesExpected: number;
+}
+
 export interface MarkedVideo {
   readonly encoded: Buffer;
   readonly mediaType: string;
@@ -53,7 +59,8 @@ export async function markVideo(
   hooks: {
     /** After the upload is probed and accepted, before any frame is marked (the registry records the mark here). */
     readonly accepted?: () => Promise<void>;
-    readonly onProgress?: (share: number) => void;
+    /** After each frame the encoder took: how many so far, of the frames the probe expects. */
+    readonly onProgress?: (progress: VideoMarkProgress) => void;
   } = {},
 ): Promise<MarkedVideo> {
   const { accepted, onProgress } = hooks;
@@ -84,7 +91,7 @@ export async function markVideo(
         // Two frames per worker: each has the next frame waiting when it answers, so every core marks while the
         // encoder takes the frames in order.
         inFlight: 2 * pool.size,
-        onProgress: onProgress ? (n) => onProgress(Math.min(1, n / expectedFrames)) : undefined,
+        onProgress: onProgress ? (n) => onProgress({ framesMarked: n, framesExpected: expectedFrames }) : undefined,
       },
     );
     const mse = squaredError / (frames * lumaBytes);

@@ -1,5 +1,6 @@
 import type { KeyedImageWatermarkAlg } from '@cairn/catalog';
 import type { PcmAudio } from './audio/apply.js';
+import type { AudioMarkAlgorithm } from './audio-tasks.js';
 import type { RegisteredPoints } from './image/content-registration.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
@@ -57,7 +58,7 @@ export type WorkerResponse =
 /** Sent once by a worker when its modules have loaded. */
 export const WORKER_READY = 'cairn-watermark-worker-ready';
 
-/** Audio work (cairn-audio-wm-v1, always keyed): sample buffers travel as transfers, like pixels. */
+/** Audio work (cairn-audio-wm-v3 and v1, always keyed): sample buffers travel as transfers, like pixels. */
 export type AudioWorkerRequest =
   | {
       readonly id: number;
@@ -65,6 +66,7 @@ export type AudioWorkerRequest =
       readonly audio: PcmAudio;
       readonly payload: Uint8Array;
       readonly key: WatermarkKey;
+      readonly algorithm: AudioMarkAlgorithm;
     }
   // Every key in order; the 16 kHz mono mix is analysed once for all of them.
   | {

@@ -73,6 +73,18 @@ export const jobSchema = z
     result: verificationSchema.optional().describe('A done verify job: the Verification result'),
     problem: problemSchema.optional().describe('A failed job: why'),
     attempts: z.number().int(),
+    progress: z
+      .object({
+        stage: z.enum(['reading', 'watermarking', 'signing', 'storing']),
+        fraction: z
+          .number()
+          .min(0)
+          .max(1)
+          .describe('Never falls within a run: frames marked / frames expected while a video is watermarked'),
+        updated_at: z.string(),
+      })
+      .optional()
+      .describe('A sign job: how far its current run is, written at most every 500 ms; absent before it reports'),
     created_at: z.string(),
     updated_at: z.string(),
   })

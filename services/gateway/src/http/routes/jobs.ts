@@ -51,6 +51,16 @@ export function jobRoutes(deps: {
       ...done,
       ...(status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
       attempts: job.attempts,
+      // How far a sign's current run is (its worker writes it at most every 500 ms); absent before it reports.
+      ...(signJob?.progress
+        ? {
+            progress: {
+              stage: signJob.progress.stage,
+              fraction: signJob.progress.fraction,
+              updated_at: isoTimestamp(signJob.progress.updatedAt),
+            },
+          }
+        : {}),
       created_at: isoTimestamp(job.createdAt),
       updated_at: isoTimestamp(job.updatedAt),
     });

@@ -67,6 +67,15 @@ export interface PipelineDeps {
 
 export type SignStage = 'read' | 'decode' | 'watermark' | 'encode' | 'c2pa' | 'store' | 'record' | 'anchor';
 
+/** The steps a sign job's progress names (JobProgress.stage): reading, watermarking, signing, storing. */
+export type SignProgressStage = 'reading' | 'watermarking' | 'signing' | 'storing';
+
+/**
+ * Told how far a sign is: the step it entered, and 0..1 of the whole (frames marked / expected while a video is
+ * watermarked, 1 from signing on). A sign job's worker passes one; a synchronous sign does not.
+ */
+export type SignProgress = (stage: SignProgressStage, fraction: number) => void;
+
 /** Runs one stage of a sign in a span of its own (sign.<stage>) and reports its duration. */
 export async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () => Promise<T>): Promise<T> {
   const started = process.hrtime.bigint();

@@ -4,7 +4,9 @@ import { isEmbeddableMimeType, isSidecarMimeType } from '../../adapters/c2pa/ind
 import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from '../../domain/image.js';
 import type { AcceptedUpload } from './accept.js';
 import { signAsUploaded, type SignWithC2pa } from './c2pa.js';
-import { timed, type EmbeddedWatermark, type PipelineDeps, type SignedBytes } from './deps.js';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { watermarkV1 } from '@cairn/proto';
+import { timed, type EmbeddedWatermark, type PipelineDeps, type SignedBytes, type SignProgress } from './deps.js';
 
 const IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp']);
 /** A text generation event is text, not a document archive: larger uploads are refused. */
@@ -37,10 +39,12 @@ export async function produceSigned(
   target: Target,
   accepted: AcceptedUpload,
   sign: SignWithC2pa,
+  progress?: SignProgress,
 ): Promise<Produced> {
   if (accepted.sniffed.modality === 'text') return { signed: await signText(accepted, sign) };
   if (accepted.sniffed.modality === 'audio' || accepted.sniffed.modality === 'video')
-    return signAudioOrVideo(deps, target, accepted, sign);
+    return signAudioOrVideo(deps, target, accepted, sign, progress);
+  if (accepted.recipe.watermark) progress?.('watermarking', 0);
   return signImage(deps, target, accepted, sign);
 }
 
@@ -64,13 +68,14 @@ async function signText({ upload, sniffed }: AcceptedUpload, sign: SignWithC2pa)
 /**
  * Audio and video are signed in their own container: the manifest is embedded in it, or, for OGG and WebM, kept
  * beside it as a sidecar bound to the file's bytes. Both carry the watermark when the recipe asks: audio
- * cairn-audio-wm-v1, video frames cairn-sync-v2 (the image mark on every frame).
+ * cairn-audio-wm-v3, video frames cairn-sync-v2 (the image mark on every frame) and its sound cairn-audio-wm-v3.
  */
 async function signAudioOrVideo(
   deps: PipelineDeps,
   target: Target,
   { recipe, upload, sniffed }: AcceptedUpload,
   sign: SignWithC2pa,
+  progress?: SignProgress,
 ): Promise<Produced> {
   const mimeType = sniffed.mediaType;
   if (!(AS_UPLOADED_TYPES.has(mimeType) && isEmbeddableMimeType(mimeType)) && !isSidecarMimeType(mimeType)) {
@@ -84,10 +89,13 @@ async function signAudioOrVideo(
   // and answers the file re-encoded in the same container and quality; that file is what gets signed.
   const watermarkId = newId('watermark');
   const request = { tenantId: target.tenantId, watermarkId, assetId: target.assetId, encoded: upload };
+  progress?.('watermarking', 0);
   const marked: { encoded: Uint8Array; mediaType: string; payloadHex: string; algorithm: string } =
     sniffed.modality === 'video'
       ? await timed(deps, 'watermark', () =>
-          deps.watermark.embedVideo(request, { deadlineMs: videoDeadlineMs(upload.length) }),
+          progress
+            ? embedVideoWithProgress(deps, request, videoDeadlineMs(upload.length), progress)
+            : deps.watermark.embedVideo(request, { deadlineMs: videoDeadlineMs(upload.length) }),
         )
       : await timed(deps, 'watermark', () => deps.watermark.embedAudio(request, { deadlineMs: 120_000 }));
   if (marked.encoded.length === 0 || marked.mediaType !== mimeType)
@@ -97,6 +105,23 @@ async function signAudioOrVideo(
     );
   const watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
   return { signed: await signAsUploaded({ asset: Buffer.from(marked.encoded), mimeType, watermark }, sign), watermark };
+}
+
+/**
+ * EmbedVideo for a caller that shows progress (a sign job): the watermark service streams how far the frames are
+ * (at most every 500 ms), then the marked video.
+ */
+async function embedVideoWithProgress(
+  deps: PipelineDeps,
+  video: MessageInitShape<typeof watermarkV1.EmbedVideoRequestSchema>,
+  deadlineMs: number,
+  progress: SignProgress,
+): Promise<watermarkV1.EmbedVideoResponse> {
+  for await (const { update } of deps.watermark.embedVideoWithProgress({ video }, { deadlineMs })) {
+    if (update.case === 'progress') progress('watermarking', update.value.fraction);
+    else if (update.case === 'result') return update.value;
+  }
+  throw new CairnError('cairn.unavailable', 'The watermark service ended the video stream without the marked video.');
 }
 
 /**

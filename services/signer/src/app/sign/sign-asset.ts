@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
-import { acceptUpload } from './accept.js';
+import { inSpan } from '@cairn/telemetry';
+import { acceptUpload, type AcceptedUpload } from './accept.js';
 import { enqueueAnchor } from './anchor.js';
-import { c2paStep } from './c2pa.js';
-import type { PipelineDeps, SignRequest, SignResult } from './deps.js';
+import { c2paStep, type SignWithC2pa } from './c2pa.js';
+import type { PipelineDeps, SignProgress, SignRequest, SignResult } from './deps.js';
 import type { AssetRow } from '../../store/assets.js';
 import { produceSigned } from './produce.js';
 import { recordSigned, storeBlobs } from './record.js';
@@ -34,15 +35,24 @@ export async function signAsset(
   deps: PipelineDeps,
   request: SignRequest,
   onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
+  progress?: SignProgress,
 ): Promise<SignResult> {
   const { tenantId, assetId } = request;
+  progress?.('reading', 0);
+  // The upload is read, sniffed and held to the limits while the claim is asked: independent round trips (blob
+  // store, Postgres) that used to run in series. The claim decides: a replayed, busy or foreign id drops what was
+  // read, and any error reading it.
+  const accepting = acceptUpload(deps, request);
+  accepting.catch(() => undefined); // awaited (and thrown) in signClaimed when the claim says run; dropped otherwise
   // Idempotent by asset id (the caller chooses it, and keeps it across its retries: docs/design.md). A job claims
   // under its own id, so its next attempt (the signer running it died) takes its claim over at once.
-  const claim = await deps.store.claimAsset(
-    tenantId,
-    assetId,
-    deps.assetClaimLeaseSeconds ?? ASSET_CLAIM_LEASE_SECONDS,
-    ...(request.jobId ? [`job:${request.jobId}`] : []),
+  const claim = await inSpan('sign.claim', () =>
+    deps.store.claimAsset(
+      tenantId,
+      assetId,
+      deps.assetClaimLeaseSeconds ?? ASSET_CLAIM_LEASE_SECONDS,
+      ...(request.jobId ? [`job:${request.jobId}`] : []),
+    ),
   );
   if (claim.kind === 'recorded') return { ...recordedResult(deps, claim.asset), replayed: true };
   if (claim.kind === 'busy')
@@ -53,7 +63,7 @@ export async function signAsset(
   if (claim.kind === 'foreign')
     throw new CairnError('cairn.sign.idempotency_conflict', `Asset id ${assetId} belongs to another sign.`);
   try {
-    return await signClaimed(deps, request, claim.claimId, onCommitted);
+    return await signClaimed(deps, request, claim.claimId, accepting, onCommitted, progress);
   } catch (error) {
     // Nothing was recorded: a retry with this asset id may run at once. (Recording dropped the claim otherwise;
     // if this fails too, the lease runs out instead.)
@@ -89,18 +99,22 @@ async function signClaimed(
   deps: PipelineDeps,
   request: SignRequest,
   claimId: string,
+  accepting: Promise<AcceptedUpload>,
   onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
+  progress?: SignProgress,
 ): Promise<SignResult> {
-  const accepted = await acceptUpload(deps, request);
+  const accepted = await accepting;
   const { recipe, metadata, sniffed } = accepted;
   const { tenantId, assetId } = request;
   // Known before signing: the manifest names its own id and asset in the signed com.cairn.record assertion.
   const manifestId = newId('manifest');
   // Bring your own key: the tenant's chain, signed by its own endpoint; otherwise Cairn's active key.
-  const active = request.signingCredentialId
-    ? await (deps.credentials ?? noCredentials()).activeKey(tenantId, request.signingCredentialId)
-    : await deps.authority.activeSigningKey();
-  const sign = c2paStep(deps, {
+  const active = await inSpan('sign.key', () =>
+    request.signingCredentialId
+      ? (deps.credentials ?? noCredentials()).activeKey(tenantId, request.signingCredentialId)
+      : deps.authority.activeSigningKey(),
+  );
+  const c2paSign = c2paStep(deps, {
     recipe,
     metadata,
     title: `${assetId}.${sniffed.extension}`,
@@ -108,7 +122,12 @@ async function signClaimed(
     manifestId,
     active,
   });
-  const { signed, watermark } = await produceSigned(deps, { tenantId, assetId }, accepted, sign);
+  const sign: SignWithC2pa = (input) => {
+    progress?.('signing', 1);
+    return c2paSign(input);
+  };
+  const { signed, watermark } = await produceSigned(deps, { tenantId, assetId }, accepted, sign, progress);
+  progress?.('storing', 1);
   const mediaType = sniffed.mediaType;
   // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
   const manifestDigest = createHash('sha256').update(signed.manifestStore).digest('hex');

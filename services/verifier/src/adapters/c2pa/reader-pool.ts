@@ -57,6 +57,8 @@ export class ReaderPool {
   private readonly dir: string;
   private nextId = 1;
   private closed = false;
+  /** Settles when the latest read has joined the pool's queue: reads join it in the order they were asked. */
+  private lastQueued: Promise<void> = Promise.resolve();
 
   constructor(options: ReaderPoolOptions = {}) {
     try {
@@ -102,8 +104,15 @@ export class ReaderPool {
   ): Promise<C2paReading> {
     if (this.closed) throw new C2paReaderUnavailableError('C2PA reader pool is closed');
     const path = join(this.dir, `${this.nextId++}.asset`);
-    await writeFile(path, asset, { mode: 0o600 });
+    // The asset files are written concurrently and their writes can finish in any order; each read still joins
+    // the queue after the one asked before it, so a read never overtakes an earlier one (whose budget it could
+    // otherwise outwait behind a stuck child).
+    const written = writeFile(path, asset, { mode: 0o600 });
+    const queued = this.lastQueued.then(() => written);
+    // The failed write is this read's to answer (below); the next read only waits for its turn.
+    this.lastQueued = queued.catch(() => undefined);
     try {
+      await queued;
       const task: ReadTask = { path, mimeType, settings, ...(sidecar ? { sidecar } : {}) };
       const answer = await this.pool.run(task, timeoutMs !== undefined ? { timeoutMs } : {});
       if (!isReading(answer)) return { kind: 'malformed', detail: 'reader answered something else than a reading' };

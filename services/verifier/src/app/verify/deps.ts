@@ -11,6 +11,7 @@ import type { ManifestReader } from '../../adapters/c2pa/index.js';
 import type { Verdict } from '../../domain/verdict.js';
 import type { TrustLists } from '../trust-lists.js';
 import type { ReadingMemo } from './reading-memo.js';
+import type { SignalCache, SignalEpochs } from './signal-cache.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
@@ -24,6 +25,10 @@ export interface VerifyDeps {
   reader: ManifestReader;
   /** The C2PA readings of Cairn's own signed files, for a verify of the very same bytes (reading-memo.ts). */
   readings: ReadingMemo;
+  /** Answers of OCSP, the anchor check and the public record, until an event or their age ends them (signal-cache.ts). */
+  signals: SignalCache;
+  /** The tokens of the events those answers depend on, shared by the replicas. */
+  signalEpochs: SignalEpochs;
   signer: ServiceClient<SignerMethods>;
   watermark: ServiceClient<WatermarkMethods>;
   softbinding: ServiceClient<SoftBindingMethods>;

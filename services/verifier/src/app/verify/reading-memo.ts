@@ -9,7 +9,7 @@ import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js'
  * inputs and the clock (certificate validity, "now" when the signature has no time-stamp): only a reading whose
  * whole chain is valid now and carries no stapled OCSP answer (whose age would matter) is kept, and only until the
  * first certificate of the chain expires or `freshForMs` passes, whichever comes first. Revocation is not part of
- * a reading (OCSP is asked on every verify, app/verify/signals.ts). An upload's reading is never kept: how fast
+ * a reading (OCSP is asked by the verify and kept only until `certificate.revoked`, app/verify/signals.ts). An upload's reading is never kept: how fast
  * an answer comes says nothing about what others verified. Bounded by the bytes the readings hold.
  */
 export class ReadingMemo {

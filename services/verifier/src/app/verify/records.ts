@@ -20,17 +20,33 @@ export async function signedWithTheseBytes(deps: VerifyDeps, bytes: Buffer): Pro
   }
 }
 
+/**
+ * What a verify reads of an asset's public record: fields written once, when the asset is signed (so they may be
+ * kept, signal-cache.ts). Its retention state is not among them: that is the subject's business (subject.ts).
+ */
+export type PublicRecord = Pick<signerV1.Asset, 'assetId' | 'manifestId' | 'createdAt'>;
+
 /** Cairn's public record of an asset (when it was signed, its manifest), or undefined when unknown. */
-export async function publicAsset(deps: VerifyDeps, assetId: string | undefined): Promise<signerV1.Asset | undefined> {
+export async function publicAsset(deps: VerifyDeps, assetId: string | undefined): Promise<PublicRecord | undefined> {
   if (!assetId) return undefined;
+  const kept = deps.signals.getRecord(assetId, Date.now());
+  if (kept) return kept;
   try {
-    return (await deps.signer.getPublicAsset({ assetId })).asset;
+    const { asset } = await deps.signer.getPublicAsset({ assetId });
+    if (!asset) return undefined;
+    const record: PublicRecord = {
+      assetId: asset.assetId,
+      manifestId: asset.manifestId,
+      ...(asset.createdAt ? { createdAt: asset.createdAt } : {}),
+    };
+    deps.signals.setRecord(record, Date.now());
+    return record;
   } catch {
     return undefined;
   }
 }
 
-export function matchOf(deps: VerifyDeps, asset: signerV1.Asset, via: SoftMatch['via'], similarity: number): SoftMatch {
+export function matchOf(deps: VerifyDeps, asset: PublicRecord, via: SoftMatch['via'], similarity: number): SoftMatch {
   const base = deps.publicBaseUrl.replace(/\/$/, '');
   return {
     assetId: asset.assetId,

@@ -5,20 +5,33 @@ import { anchorBatchStates, isoTimestamp } from '@cairn/proto';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { AnchorEvidence, FingerprintEvidence, OcspEvidence } from '../../domain/evidence.js';
 import type { VerifyDeps } from './deps.js';
+import { chainsToOneOf } from '../../domain/cairn-link.js';
+import { SignalCache, type Epochs } from './signal-cache.js';
 
 /**
  * OCSP is asked only about a chain that already validates to a trust anchor in force: the responder's address
  * comes from the certificate, so for any other file it is an address an uploader chose. The request goes
  * through the outbound address policy (no internal addresses, no redirects, short timeout, capped answer).
  */
-export async function checkRevocation(deps: VerifyDeps, reading: C2paReading): Promise<OcspEvidence> {
+export async function checkRevocation(
+  deps: VerifyDeps,
+  reading: C2paReading,
+  epochs: Promise<Epochs>,
+): Promise<OcspEvidence> {
   if (reading.kind !== 'manifest' || !reading.signatureValid || !reading.trusted) return 'not_checked';
   const [leaf, issuer] = reading.signer.certChainPem;
   if (!leaf || !issuer) return 'not_checked';
   const [url] = ocspUrlsOfCertificate(leaf);
   if (!url) return 'not_checked';
+  // A kept answer is only ever about a Cairn certificate (below), whose revocation announces itself.
+  const key = SignalCache.ocspKey(leaf, issuer, url);
+  const inForce = await epochs;
+  const kept = deps.signals.getOcsp(key, inForce, Date.now());
+  if (kept) return kept;
   const answer = await checkOcsp(leaf, issuer, url, deps.ocspTimeoutMs, { policy: deps.outboundPolicy });
   if (answer.status === 'unavailable') deps.logger.info({ detail: answer.detail }, 'OCSP answer unavailable');
+  else if (chainsToOneOf(reading.signer.certChainPem, await deps.trust.cairnRoots()))
+    deps.signals.setOcsp(key, answer.status, answer.nextUpdate, inForce, Date.now());
   return answer.status;
 }
 

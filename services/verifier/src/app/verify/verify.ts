@@ -28,6 +28,8 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   // Dropped on this branch only: the promise itself is awaited below; this keeps its failure from going
   // unobserved (an unhandled rejection) when the file's own error ends the verify first.
   trustInForce.catch(() => undefined);
+  // The event tokens kept answers are checked against: read before any of those calls is asked (signal-cache.ts).
+  const epochs = inSpan('verify.epochs', () => deps.signalEpochs.current());
   const subject = await inSpan('verify.subject', () => resolveSubject(deps, request));
   const sniffed = sniffMediaType(subject.bytes.subarray(0, SNIFF_BYTES));
   if (!sniffed) {
@@ -86,7 +88,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     // The asset and manifest the file's own manifest belongs to, under Cairn's signature only. A sidecar was found
     // by Cairn itself (by id or by the file's exact hash), so it names its record.
     // OCSP needs the reading only (the slowest of these calls): asked before the record link is worked out.
-    const revocation = inSpan('verify.ocsp', () => checkRevocation(deps, reading));
+    const revocation = inSpan('verify.ocsp', () => checkRevocation(deps, reading, epochs));
     // Dropped on this branch only: awaited below; this keeps a failure from going unobserved if the link fails first.
     revocation.catch(() => undefined);
     const linked =

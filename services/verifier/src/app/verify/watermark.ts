@@ -84,7 +84,7 @@ async function keptAnswer(deps: VerifyDeps, bytes: Buffer): Promise<DetectAnswer
   }
 }
 
-/** The audio watermark (cairn-audio-wm-v1). */
+/** The audio watermark (cairn-audio-wm-v3, or v1 on audio marked before it). */
 export function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
   return detectMark(
     deps,

@@ -38,6 +38,10 @@ export const AUDIO_WM = {
   minConfidence: 0.2,
   targetSnrDb: 36,
   detectMaxSeconds: 60,
+  waterLevel: false,
+  weightPowers: [1],
+  /** The best Viterbi path only. */
+  listPaths: 1,
 } as const satisfies ContrastQimSpec;
 
 /** The 64-bit payload of a watermark id under `key`: the first 8 bytes of its keyed MAC, as the keyed image mark. */
@@ -51,7 +55,8 @@ export function audioPayloadFor(key: Uint8Array, watermarkId: string): Uint8Arra
 /**
  * cairn-audio-wm-v1 under one key. Each 64 ms frame's 812–3 800 Hz band is split in twelve bands; a band carries
  * one symbol, the keyed contrast of its four groups' log-energies, quantised with dither modulation; 24 frames
- * make one repetition. What EmbedAudio and a video's audio track write (cairn-audio-wm-v2 is measured, not written).
+ * make one repetition. What EmbedAudio and a video's audio track wrote before cairn-audio-wm-v3; still read, and written
+ * again for a watermark id recorded with it (cairn-audio-wm-v2 was never written).
  */
 export class AudioWatermark extends ContrastQimMark {
   constructor(key: Uint8Array) {

@@ -64,6 +64,10 @@ export const AUDIO_WM_V2 = {
   targetSnrDb: 36,
   /** Detection reads at most this much audio (from the start): more copies add little, and the cost is linear. */
   detectMaxSeconds: 60,
+  waterLevel: false,
+  weightPowers: [1],
+  /** The best Viterbi path only. */
+  listPaths: 1,
 } as const satisfies ContrastQimSpec;
 
 /**

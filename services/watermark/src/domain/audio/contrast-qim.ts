@@ -1,13 +1,13 @@
 import { createHmac } from 'node:crypto';
-import { convEncode, codedLength, viterbiDecode } from '../image/conv-code.js';
+import { convEncode, codedLength, listViterbiDecode, viterbiDecode } from '../image/conv-code.js';
 import { keyedRandom, permutation } from '../image/prng.js';
 import { Fft } from './fft.js';
 
 /**
  * The audio marks' engine: dither modulation (QIM) of keyed log-energy contrasts in 64 ms frames of the 16 kHz
- * mono mix, repeated every `period` frames, read by folding every repetition onto one period. cairn-audio-wm-v1
- * and cairn-audio-wm-v2 are two frozen parameter sets of it (services/watermark/README.md explains both): a
- * spec that alters marks is a new name.
+ * mono mix, repeated every `period` frames, read by folding every repetition onto one period. cairn-audio-wm-v1,
+ * v2 and v3 are frozen parameter sets of it (services/watermark/README.md explains them): a spec that alters marks
+ * is a new name.
  */
 export interface ContrastQimSpec {
   /** The algorithm's name: it keys the layout and the check, so two specs never read each other's marks. */
@@ -52,6 +52,30 @@ export interface ContrastQimSpec {
   readonly targetSnrDb: number;
   /** Detection reads at most this much audio (from the start): more copies add little, and the cost is linear. */
   readonly detectMaxSeconds: number;
+  /**
+   * How the SNR budget is spent when the full moves would exceed it. false: every symbol's move is scaled alike
+   * afterwards (v1, v2). true: a water level on each symbol's mark energy, measured on the host before embedding:
+   * symbols cheaper than the level move all the way onto their lattice, dearer ones (loud frames) part of it.
+   */
+  readonly waterLevel: boolean;
+  /**
+   * The powers of the reliability weight (1 − floor/power) detection tries, in order, each a full sync search and
+   * `candidates` decodes: 1 suits a host with a high floor of its own (music), a sharper weight mutes the symbols
+   * that added noise covers (speech under white noise).
+   */
+  readonly weightPowers: ReadonlyArray<number>;
+  /**
+   * Paths of the list Viterbi decoder tried against the keyed check at scale 1, best first (1: the best path only).
+   * When noise makes a wrong path win by a little the right one is usually among the next few; each path tried is
+   * one more 2⁻³² chance for noise to pass the check. The other scales read copies with margin to spare (a speed
+   * change is no noise) and keep the best path, which keeps the false-positive bound low.
+   */
+  readonly listPaths: number;
+}
+
+/** Keyed checks one read makes under one key when nothing is found (every scale and weight): the false-positive count. */
+export function checksPerRead(spec: ContrastQimSpec): number {
+  return spec.candidates * spec.weightPowers.length * (spec.listPaths + spec.scales.length - 1);
 }
 
 /** A group whose mean bin power (of the Hann-windowed, 1/N-scaled spectrum) is under this is silence and never votes. */
@@ -221,6 +245,96 @@ export class ContrastQimMark {
     );
   }
 
+  /** Whether a decoded message's last checkBits are the keyed check of its payload. */
+  private checkPasses(message: Uint8Array): boolean {
+    const { payloadBits } = this.spec;
+    const payload = bytesOf(message.subarray(0, payloadBits));
+    return Buffer.from(bytesOf(message.subarray(payloadBits))).equals(Buffer.from(this.checkOf(payload)));
+  }
+
+  /** The lattice point nearest `feature` for the bit slot (j, b) carries. */
+  private latticeTarget(j: number, b: number, feature: number, code: Uint8Array): number {
+    const { period, bands, step } = this.spec;
+    const slot = (j % period) * bands + b;
+    const role = this.layout.role[slot]!;
+    const bit = role >= 0 ? code[role]! : this.layout.sync[-1 - role]!;
+    const lattice = this.layout.dither[slot]! + (bit * step) / 2;
+    return lattice + step * Math.round((feature - lattice) / step);
+  }
+
+  /** Each group's amplitude gain − 1 that moves band b's contrast by `move`. */
+  private bandGains(logs: Float64Array, b: number, move: number, gains: Float64Array): void {
+    const { groups, spread } = this.spec;
+    // The band's contrast moves by `move` when group g's log-energy moves by δ_g with Σ sign_g δ_g = groups·move.
+    // Moving a group costs about its energy × δ_g², so louder groups take less of the move (δ_g ∝ E_g^−γ):
+    // the same symbol for less mark energy, without leaving it all to the quietest (most fragile) group.
+    let norm = 0;
+    for (let g = 0; g < groups; g++) norm += Math.exp(-2 * spread * logs[b * groups + g]!);
+    for (let g = 0; g < groups; g++) {
+      const share = (groups * Math.exp(-2 * spread * logs[b * groups + g]!)) / norm;
+      // Group g's log-energy moves by move·sign·share: its bins' amplitudes scale by e^{that}.
+      gains[b * groups + g] = Math.exp(move * share * this.layout.signs[b * groups + g]!) - 1;
+    }
+  }
+
+  /**
+   * The share of its full move each (frame, band) symbol gets under a water level on its mark energy: the energy
+   * of the first pass's change, measured on the host, Σ over the level ≤ the budget of targetSnrDb. Symbols cheaper
+   * than the level move all the way onto their lattice, dearer ones (loud frames, loud bands) by √(level/cost) of it.
+   * The later passes roughly double what the first pass costs (the windowed analysis sees a windowed change), so
+   * the mark still ends above the budget and the SNR scaling that follows brings it down; what the level changes is
+   * which symbols carry the budget.
+   */
+  private symbolShares(host: Float32Array, code: Uint8Array): Float64Array {
+    const { frame, bands, groups, targetSnrDb } = this.spec;
+    const { features, start, width } = this.geometry;
+    const frames = Math.floor(host.length / frame);
+    const cost = new Float64Array(frames * bands);
+    const re = new Float64Array(frame);
+    const im = new Float64Array(frame);
+    const logs = new Float64Array(features);
+    const gains = new Float64Array(features);
+    let hostEnergy = 0;
+    for (let i = 0; i < host.length; i++) hostEnergy += host[i]! * host[i]!;
+    for (let j = 0; j < frames; j++) {
+      for (let i = 0; i < frame; i++) {
+        re[i] = HANN[i]! * host[j * frame + i]!;
+        im[i] = 0;
+      }
+      this.fft.transform(re, im);
+      groupLogs(this.geometry, frame, re, im, logs, 0);
+      for (let b = 0; b < bands; b++) {
+        const feature = this.feature(logs, 0, b);
+        if (feature === null) continue;
+        this.bandGains(logs, b, this.latticeTarget(j, b, feature, code) - feature, gains);
+        let e = 0;
+        for (let g = b * groups; g < (b + 1) * groups; g++)
+          for (let k = start[g]!; k < start[g]! + width[g]!; k++)
+            e += (re[k]! * re[k]! + im[k]! * im[k]!) * gains[g]! ** 2;
+        cost[j * bands + b] = (2 * e) / frame;
+      }
+    }
+    const budget = hostEnergy / 10 ** (targetSnrDb / 10);
+    const share = new Float64Array(frames * bands).fill(1);
+    let total = 0;
+    let hi = 0;
+    for (const c of cost) {
+      total += c;
+      hi = Math.max(hi, c);
+    }
+    if (total <= budget) return share;
+    let lo = 0;
+    for (let it = 0; it < 50; it++) {
+      const mid = (lo + hi) / 2;
+      let used = 0;
+      for (const c of cost) used += Math.min(c, mid);
+      if (used > budget) hi = mid;
+      else lo = mid;
+    }
+    for (let i = 0; i < cost.length; i++) if (cost[i]! > lo) share[i] = Math.sqrt(lo / cost[i]!);
+    return share;
+  }
+
   /** The symbol of band `b` from group log-energies; null when a group is silent. */
   private feature(logs: Float64Array | Float32Array, at: number, b: number): number | null {
     const { groups } = this.spec;
@@ -242,7 +356,7 @@ export class ContrastQimMark {
     payload: Uint8Array,
     minSnrDb: number = this.spec.targetSnrDb,
   ): { mark: Float32Array; snrDb: number } {
-    const { frame, bands, groups, step, period, passes, spread, payloadBits } = this.spec;
+    const { frame, bands, groups, passes, payloadBits } = this.spec;
     if (payload.length * 8 !== payloadBits) throw new Error(`payload must be ${payloadBits / 8} bytes`);
     const { features, lastBin, groupOfBin } = this.geometry;
     const message = new Uint8Array(this.messageBits);
@@ -256,6 +370,7 @@ export class ContrastQimMark {
     const gains = new Float64Array(features);
     const marked = new Float64Array(frame);
     const mark = new Float32Array(host.length);
+    const share = this.spec.waterLevel ? this.symbolShares(host, code) : null;
     for (let j = 0; (j + 1) * frame <= host.length; j++) {
       const start = j * frame;
       for (let i = 0; i < frame; i++) marked[i] = host[start + i]!;
@@ -276,24 +391,15 @@ export class ContrastQimMark {
             continue;
           }
           if (pass === 0) {
-            const slot = (j % period) * bands + b;
-            const role = this.layout.role[slot]!;
-            const bit = role >= 0 ? code[role]! : this.layout.sync[-1 - role]!;
-            const lattice = this.layout.dither[slot]! + (bit * step) / 2;
-            targets[b] = lattice + step * Math.round((feature - lattice) / step);
+            const full = this.latticeTarget(j, b, feature, code);
+            targets[b] = share ? feature + share[j * bands + b]! * (full - feature) : full;
           }
           if (Number.isNaN(targets[b]!)) continue;
           const move = targets[b]! - feature;
           // The band's contrast moves by `move` when group g's log-energy moves by δ_g with Σ sign_g δ_g = groups·move.
           // Moving a group costs about its energy × δ_g², so louder groups take less of the move (δ_g ∝ E_g^−γ):
           // the same symbol for less mark energy, without leaving it all to the quietest (most fragile) group.
-          let norm = 0;
-          for (let g = 0; g < groups; g++) norm += Math.exp(-2 * spread * logs[b * groups + g]!);
-          for (let g = 0; g < groups; g++) {
-            const share = (groups * Math.exp(-2 * spread * logs[b * groups + g]!)) / norm;
-            // Group g's log-energy moves by move·sign·share: its bins' amplitudes scale by e^{that}.
-            gains[b * groups + g] = Math.exp(move * share * this.layout.signs[b * groups + g]!) - 1;
-          }
+          this.bandGains(logs, b, move, gains);
           moved = true;
         }
         if (!moved) break;
@@ -331,13 +437,15 @@ export class ContrastQimMark {
   decode(analysis: ContrastAnalysis): AudioDetection | null {
     if (analysis.spec !== this.spec) throw new Error(`an analysis for ${analysis.spec.name} read as ${this.name}`);
     for (let s = 0; s < this.spec.scales.length; s++) {
-      const found = this.decodeScale(analysis.at(s));
-      if (found) return found;
+      for (const power of this.spec.weightPowers) {
+        const found = this.decodeScale(analysis.at(s), power);
+        if (found) return found;
+      }
     }
     return null;
   }
 
-  private decodeScale(analysis: ScaleAnalysis): AudioDetection | null {
+  private decodeScale(analysis: ScaleAnalysis, power: number): AudioDetection | null {
     const { period, bands, step, candidates, payloadBits, minConfidence } = this.spec;
     const { features } = this.geometry;
     const offsets = analysis.offsets.length;
@@ -353,7 +461,7 @@ export class ContrastQimMark {
       const frames = logs.length / features;
       for (let j = 0; j < frames; j++) {
         for (let b = 0; b < bands; b++) {
-          const w = weights ? weights[j * bands + b]! : 1;
+          const w = weights ? (power === 1 ? weights[j * bands + b]! : weights[j * bands + b]! ** power) : 1;
           if (w <= 0) continue;
           const f = this.feature(logs, j * features, b);
           if (f === null) continue;
@@ -404,9 +512,12 @@ export class ContrastQimMark {
           soft[role] = vote(cell, this.layout.dither[slot]!);
         }
       }
-      const message = viterbiDecode(soft, this.messageBits);
+      const list = analysis.scale === 1 ? this.spec.listPaths : 1;
+      const paths =
+        list > 1 ? listViterbiDecode(soft, this.messageBits, list) : [viterbiDecode(soft, this.messageBits)];
+      const message = paths.find((path) => this.checkPasses(path));
+      if (!message) continue;
       const payload = bytesOf(message.subarray(0, payloadBits));
-      if (!Buffer.from(bytesOf(message.subarray(payloadBits))).equals(Buffer.from(this.checkOf(payload)))) continue;
       const recoded = convEncode(message);
       let agree = 0;
       let total = 0;

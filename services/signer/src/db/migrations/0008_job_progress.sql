@@ -1,0 +1,1 @@
+ALTER TABLE "signer"."jobs" ADD COLUMN "progress" jsonb;
