@@ -143,8 +143,12 @@ describe('audio: sign, then find a re-encoded copy', () => {
       json: { asset_id: result.asset_id },
     });
     const verdict = (await verify.json()) as { status: string; signals: Record<string, unknown> };
-    expect(verdict.status).toBe('verified_manifest');
     expect(verdict.signals.c2pa_signature_valid).toBe(true);
+    // The signer's own Vorbis q3 re-encode of this 8 kHz music clip keeps cairn-audio-wm-v3 under most keys, not
+    // all (the watermark README): either way the sidecar binds the file, and a mark that is read agrees with it.
+    expect(verdict.status).toBe(
+      verdict.signals.watermark_present === true ? 'verified_manifest_and_watermark_match' : 'verified_manifest',
+    );
   });
 
   it('finds the signed clip from an MP3 re-encode that lost the manifest', async () => {
