@@ -1,4 +1,4 @@
-import { createHash, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import type { C2paReading } from './c2pa/types.js';
 
 /**
@@ -22,11 +22,14 @@ export type CairnLink =
 
 const LEGACY_TITLE = /^(a_[0-9A-HJKMNP-TV-Z]{26})\.[a-z0-9]{1,8}$/;
 
-export function cairnLinkOf(reading: C2paReading, cairnRootsPem: readonly string[]): CairnLink | undefined {
+/**
+ * `signedByCairn`: whether the signer's chain leads to one of Cairn's roots (`chainsToOneOf`, asked and remembered
+ * by the caller, app/verify/chain-answers.ts); it matters only for a manifest whose signature and assertions hold.
+ */
+export function cairnLinkOf(reading: C2paReading, signedByCairn: boolean): CairnLink | undefined {
   if (reading.kind !== 'manifest' || !reading.signatureValid || !reading.assertionsValid) return undefined;
   const record = reading.claims.cairnRecord;
-  if (!chainsToOneOf(reading.signer.certChainPem, cairnRootsPem))
-    return record ? { kind: 'claimed_record', ...record } : undefined;
+  if (!signedByCairn) return record ? { kind: 'claimed_record', ...record } : undefined;
   if (record) return { kind: 'record', ...record };
   const legacy = LEGACY_TITLE.exec(reading.claims.title ?? '')?.[1];
   return legacy ? { kind: 'legacy_title', assetId: legacy } : undefined;
@@ -38,28 +41,6 @@ export function cairnLinkOf(reading: C2paReading, cairnRootsPem: readonly string
  */
 export function chainsToOneOf(chainPem: readonly string[], rootsPem: readonly string[]): boolean {
   if (chainPem.length === 0 || rootsPem.length === 0) return false;
-  // A function of the certificates alone (no clock): every verify of a Cairn file asks it about the same few.
-  const key = chainKey(chainPem, rootsPem);
-  const known = chainAnswers.get(key);
-  if (known !== undefined) return known;
-  const answer = chainsToOneOfUncached(chainPem, rootsPem);
-  chainAnswers.set(key, answer);
-  if (chainAnswers.size > CHAIN_ANSWERS_LIMIT) chainAnswers.delete(chainAnswers.keys().next().value as string);
-  return answer;
-}
-
-/** Bounded (oldest out): a file names whatever chain it likes. */
-const CHAIN_ANSWERS_LIMIT = 256;
-const chainAnswers = new Map<string, boolean>();
-
-function chainKey(chainPem: readonly string[], rootsPem: readonly string[]): string {
-  // Counts first and every certificate length-prefixed, so no two different pairs of lists hash alike.
-  const hash = createHash('sha256').update(`${chainPem.length}:${rootsPem.length}:`);
-  for (const pem of [...chainPem, ...rootsPem]) hash.update(`${pem.length}:`).update(pem);
-  return hash.digest('hex');
-}
-
-function chainsToOneOfUncached(chainPem: readonly string[], rootsPem: readonly string[]): boolean {
   let chain: X509Certificate[];
   let roots: X509Certificate[];
   try {

@@ -4,6 +4,7 @@ import type { signerV1 } from '@cairn/proto';
 import { cairnLinkOf } from '../../domain/cairn-link.js';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { SoftMatch } from '../../domain/evidence.js';
+import { chainLeadsToOneOf } from './chain-answers.js';
 import type { VerifyDeps } from './deps.js';
 
 /**
@@ -66,7 +67,9 @@ export async function linkedRecord(
   deps: VerifyDeps,
   reading: C2paReading,
 ): Promise<{ assetId: string; manifestId: string } | undefined> {
-  const link = cairnLinkOf(reading, await deps.trust.cairnRoots());
+  const signedByCairn =
+    reading.kind === 'manifest' && chainLeadsToOneOf(reading.signer.certChainPem, await deps.trust.cairnRoots());
+  const link = cairnLinkOf(reading, signedByCairn);
   if (!link) return undefined;
   if (link.kind === 'record') return { assetId: link.assetId, manifestId: link.manifestId };
   if (reading.kind !== 'manifest' || !reading.manifestStore) return undefined;

@@ -4,8 +4,8 @@ import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
 import { anchorBatchStates, isoTimestamp } from '@cairn/proto';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { AnchorEvidence, FingerprintEvidence, OcspEvidence } from '../../domain/evidence.js';
+import { chainLeadsToOneOf } from './chain-answers.js';
 import type { VerifyDeps } from './deps.js';
-import { chainsToOneOf } from '../../domain/cairn-link.js';
 import { SignalCache, type Epochs } from './signal-cache.js';
 
 /**
@@ -30,7 +30,7 @@ export async function checkRevocation(
   if (kept) return kept;
   const answer = await checkOcsp(leaf, issuer, url, deps.ocspTimeoutMs, { policy: deps.outboundPolicy });
   if (answer.status === 'unavailable') deps.logger.info({ detail: answer.detail }, 'OCSP answer unavailable');
-  else if (chainsToOneOf(reading.signer.certChainPem, await deps.trust.cairnRoots()))
+  else if (chainLeadsToOneOf(reading.signer.certChainPem, await deps.trust.cairnRoots()))
     deps.signals.setOcsp(key, answer.status, answer.nextUpdate, inForce, Date.now());
   return answer.status;
 }
