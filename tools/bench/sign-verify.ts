@@ -4,13 +4,17 @@
 // the signed file, both measured in this run on this machine. At concurrency 1 it also prints where the time
 // goes: the mean milliseconds per request of every span the fleet ends (stages, gRPC hops), read in-process.
 //
-//   pnpm bench:sign-verify [--n 24] [--concurrency 1,8] [--set KEY=VALUE ...]
+//   pnpm bench:sign-verify [--n 24] [--concurrency 1,8] [--set KEY=VALUE ...] [--cpu-prof DIR]
+//
+// --cpu-prof DIR writes a V8 CPU profile of this process's main thread (where the whole fleet's JavaScript runs,
+// the watermark workers aside) for each sign row, `DIR/sign-c<level>.cpuprofile`, to rank where a sign's CPU goes.
 //
 // Ends with `ratio sign-c1 …` (gateway sign p50 ÷ bare sign p50), `ratio verify-c1 …` (gateway verify p50 ÷ bare
 // read + decode p50), `ratio sign-c1-quiet-fleet …` (the same as sign-c1, each sign started once the previous one's
 // stored verdict is done) and `ratio sign-throughput-c8/c1 …` (signs per second at the highest level ÷ at 1).
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
+import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
@@ -28,6 +32,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '1,8' },
     // KEY=VALUE, repeatable: a setting of the fleet for this run (e.g. --set WATERMARK_WORKERS=1), to compare sizes.
     set: { type: 'string', multiple: true, default: [] },
+    'cpu-prof': { type: 'string' },
   },
 });
 const settings: Record<string, string> = Object.fromEntries(
@@ -68,10 +73,11 @@ async function runPool<T>(
   items: T[],
   concurrency: number,
   task: (item: T) => Promise<number>,
-): Promise<{ latencies: number[]; wallMs: number }> {
+): Promise<{ latencies: number[]; wallMs: number; cpuMs: number }> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const pausedBefore = baselineMs;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -82,17 +88,24 @@ async function runPool<T>(
     }),
   );
   // Time spent on interleaved baseline work is no time of the fleet's.
+  const cpu = process.cpuUsage(cpuBefore);
   return {
     latencies: latencies.sort((a, b) => a - b),
     wallMs: performance.now() - started - (baselineMs - pausedBefore),
+    cpuMs: (cpu.user + cpu.system) / 1000,
   };
 }
 
-function report(label: string, result: { latencies: number[]; wallMs: number }): { p50: number; perSecond: number } {
+function report(
+  label: string,
+  result: { latencies: number[]; wallMs: number; cpuMs?: number },
+): { p50: number; perSecond: number } {
   const p50 = quantile(result.latencies, 0.5);
   const perSecond = (result.latencies.length / result.wallMs) * 1000;
+  // The process's CPU per request (main thread, workers, sharp's threads; not the C2PA children), baselines included.
+  const cpu = result.cpuMs === undefined ? '' : `   CPU ${ms(result.cpuMs / result.latencies.length)} per request`;
   console.log(
-    `  ${label.padEnd(26)} p50 ${ms(p50).padStart(10)}   p95 ${ms(quantile(result.latencies, 0.95)).padStart(10)}   ${perSecond.toFixed(1).padStart(6)} /s`,
+    `  ${label.padEnd(26)} p50 ${ms(p50).padStart(10)}   p95 ${ms(quantile(result.latencies, 0.95)).padStart(10)}   ${perSecond.toFixed(1).padStart(6)} /s${cpu}`,
   );
   return { p50, perSecond };
 }
@@ -141,6 +154,24 @@ async function spanProfile<T>(requests: number, run: () => Promise<T>): Promise<
  * computes the new asset's stored verdict from asset.signed), and a phase measured on top of the last one's
  * backlog, or a shutdown in the middle of it, would measure or break on that instead.
  */
+/** Runs `run` under the main thread's V8 CPU profiler when --cpu-prof names a directory, writing `<name>.cpuprofile`. */
+async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const dir = values['cpu-prof'];
+  if (!dir) return run();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await run();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    await mkdir(dir, { recursive: true });
+    await writeFile(`${dir}/${name}.cpuprofile`, JSON.stringify(profile));
+  }
+}
+
 let lastSpanEnd = performance.now();
 // Request work only (stages and gRPC calls), not the fleet's periodic pollers.
 const requestSpan = /^(\/cairn\.|sign\.|verify\.|watermark\.|gateway\.)/;
@@ -247,8 +278,19 @@ try {
   console.log('\nPOST /v1/sign through the gateway (watermark + thumbnail + C2PA + storage + events, over gRPC)');
   for (const level of LEVELS) {
     await settle();
-    const run = () => runPool(images, level, level === 1 ? withBaseline(sign, (image) => image) : sign);
+    const run = () =>
+      profiled(`sign-c${level}`, () =>
+        runPool(images, level, level === 1 ? withBaseline(sign, (image) => image) : sign),
+      );
+    const cpuBefore = process.cpuUsage();
     signAt[level] = report(`concurrency ${level}`, level === 1 ? await spanProfile(N, run) : await run());
+    // A sign leaves work behind (its stored verdict, the anchor batch, the soft-binding index): its whole CPU is
+    // counted until the fleet is quiet again (a burst's verdicts queue past the burst's end).
+    await settle();
+    const cpu = process.cpuUsage(cpuBefore);
+    console.log(
+      `  ${''.padEnd(26)} process CPU ${ms((cpu.user + cpu.system) / 1000 / N)} per sign until the fleet is quiet${level === 1 ? ' (baselines included)' : ''}`,
+    );
   }
   // Concurrency 1 again, each sign (and its bare baseline) started only once the fleet is quiet, so the previous
   // sign's stored verdict (a whole verify, from asset.signed) no longer runs beside it: the difference between this
