@@ -282,6 +282,17 @@ describe('settings', () => {
     expect((JSON.parse(readerSettingsJson([])) as { trust?: unknown }).trust).toEqual({});
   });
 
+  it('is made once per list: a repeat of a list answers its settings, another list its own, a bad one fails again', () => {
+    const first = readerSettingsJson([ANCHORS]);
+    expect(readerSettingsJson([ANCHORS])).toBe(first);
+    const one = ANCHORS.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/)![0];
+    const narrowed = JSON.parse(readerSettingsJson([one])) as { trust: { trust_anchors: string } };
+    expect(narrowed.trust.trust_anchors).toBe(one);
+    expect(readerSettingsJson([ANCHORS])).toBe(first);
+    expect(() => readerSettingsJson([ANCHORS, 'hello'])).toThrow(TrustListError);
+    expect(() => readerSettingsJson([ANCHORS, 'hello'])).toThrow(TrustListError);
+  });
+
   it('rejects a list entry that is not a certificate', () => {
     expect(() => trustBundle(['hello'])).toThrow(TrustListError);
     expect(() => trustBundle(['-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----'])).toThrow(TrustListError);
