@@ -5,6 +5,7 @@ import { embedAudioMark, snrDb, type AudioMarker } from '../src/domain/audio/app
 import { audioPayloadFor, AudioWatermark } from '../src/domain/audio/cairn-audio-wm-v1.js';
 import { AudioWatermarkV2 } from '../src/domain/audio/cairn-audio-wm-v2.js';
 import { AudioWatermarkV3 } from '../src/domain/audio/cairn-audio-wm-v3.js';
+import type { ContrastQimMark } from '../src/domain/audio/contrast-qim.js';
 import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
 import { payloadHex } from '../src/domain/payload.js';
 import { attacked, AUDIO_ATTACKS, mono16k, recording, withNoise } from './support/audio.js';
@@ -102,44 +103,45 @@ describe('cairn-audio-wm-v1', () => {
   });
 });
 
-describe('cairn-audio-wm-v2', () => {
-  // A fixed key: the recordings are deterministic too, so a result here is reproducible, not a draw.
-  const keyV2 = Uint8Array.from(createHash('sha256').update('cairn-audio-wm-v2 test key').digest());
-  const payloadV2 = audioPayloadFor(keyV2, 'w_01JAUDIOTESTV2000000000000');
+type MarkClass = new (key: Uint8Array) => ContrastQimMark;
+
+/**
+ * The 10 s speech and music recordings (stereo 44.1 kHz 16-bit) marked under a fixed key as the service does
+ * (decode, mark, encode as WAV): the recordings are deterministic too, so a result here is reproducible, not a draw.
+ * Call inside a `describe`: the marking runs in its beforeAll.
+ */
+function fixedKeyMarks(algorithm: string, Mark: MarkClass, watermarkId: string) {
+  const key = Uint8Array.from(createHash('sha256').update(`${algorithm} test key`).digest());
+  const payload = audioPayloadFor(key, watermarkId);
   const marks: Record<'speech' | 'music', { original: Buffer; marked: Buffer; snr: number }> = {} as never;
 
   beforeAll(async () => {
-    // 10 s of each recording, stereo 44.1 kHz 16-bit, marked as the service does (decode, mark, encode as WAV).
     for (const name of ['speech', 'music'] as const) {
       const original = await recording(name, 10, 2);
-      marks[name] = { original, ...(await markLikeTheService(new AudioWatermarkV2(keyV2), original, payloadV2)) };
+      marks[name] = { original, ...(await markLikeTheService(new Mark(key), original, payload)) };
     }
   }, 120_000);
 
-  const readV2 = async (samples: Float32Array, withKey: Uint8Array = keyV2) => {
-    const found = new AudioWatermarkV2(withKey).detect(samples);
+  const read = async (samples: Float32Array, withKey: Uint8Array = key) => {
+    const found = new Mark(withKey).detect(samples);
     return found ? payloadHex(found.payload) : null;
   };
 
+  return { key, payload, expected: payloadHex(payload), marks, read };
+}
+
+type FixedKeyMarks = ReturnType<typeof fixedKeyMarks>;
+
+function itMarksAndReadsBack({ marks, read, expected }: FixedKeyMarks): void {
   it('marks speech and music at an SNR of at least 35 dB against the upload and reads the payload back', async () => {
     for (const name of ['speech', 'music'] as const) {
       expect(marks[name].snr).toBeGreaterThanOrEqual(35);
-      expect(await readV2(await mono16k(marks[name].marked))).toBe(payloadHex(payloadV2));
+      expect(await read(await mono16k(marks[name].marked))).toBe(expected);
     }
   });
+}
 
-  // What v2 reads on these 10 s recordings under this key; the README's table has the rest (speech through Opus,
-  // music through the low-rate codecs and speech's 3 s excerpts are not read reliably: why v1 still writes new marks).
-  it.each([
-    ['speech', 'MP3 64k mono'],
-    ['speech', 'AAC 96k (M4A)'],
-    ['music', '3 s excerpt'],
-  ] as const)('reads the payload from %s after %s', async (recordingName, name) => {
-    expect(await readV2(await mono16k(await attacked(marks[recordingName].marked, AUDIO_ATTACKS[name]!)))).toBe(
-      payloadHex(payloadV2),
-    );
-  });
-
+function itReadsAfterASpeedChange({ marks, read, expected }: FixedKeyMarks): void {
   it.each([1.05, 0.95])('reads the payload from speech played at %s× speed (pitch and tempo)', async (factor) => {
     const faster = await attacked(marks.speech.marked, [
       '-af',
@@ -147,8 +149,34 @@ describe('cairn-audio-wm-v2', () => {
       '-f',
       'wav',
     ]);
-    expect(await readV2(await mono16k(faster))).toBe(payloadHex(payloadV2));
+    expect(await read(await mono16k(faster))).toBe(expected);
   });
+}
+
+function itReadsAfter(
+  { marks, read, expected }: FixedKeyMarks,
+  cases: readonly (readonly ['speech' | 'music', string])[],
+): void {
+  it.each(cases)('reads the payload from %s after %s', async (recordingName, name) => {
+    expect(await read(await mono16k(await attacked(marks[recordingName].marked, AUDIO_ATTACKS[name]!)))).toBe(expected);
+  });
+}
+
+describe('cairn-audio-wm-v2', () => {
+  const v2 = fixedKeyMarks('cairn-audio-wm-v2', AudioWatermarkV2, 'w_01JAUDIOTESTV2000000000000');
+  const { marks, read: readV2 } = v2;
+
+  itMarksAndReadsBack(v2);
+
+  // What v2 reads on these 10 s recordings under this key; the README's table has the rest (speech through Opus,
+  // music through the low-rate codecs and speech's 3 s excerpts are not read reliably: why v1 still writes new marks).
+  itReadsAfter(v2, [
+    ['speech', 'MP3 64k mono'],
+    ['speech', 'AAC 96k (M4A)'],
+    ['music', '3 s excerpt'],
+  ]);
+
+  itReadsAfterASpeedChange(v2);
 
   it('finds nothing under another key, nothing in the unmarked recordings, and v1 does not read a v2 mark', async () => {
     expect(await readV2(await mono16k(marks.speech.marked), Uint8Array.from(randomBytes(32)))).toBeNull();
@@ -156,40 +184,20 @@ describe('cairn-audio-wm-v2', () => {
       expect(await readV2(await mono16k(marks[name].original))).toBeNull();
       expect(await readV2(withNoise(await mono16k(marks[name].original), 20))).toBeNull();
     }
-    expect(new AudioWatermark(keyV2).detect(await mono16k(marks.speech.marked))).toBeNull();
+    expect(new AudioWatermark(v2.key).detect(await mono16k(marks.speech.marked))).toBeNull();
   }, 120_000);
 });
 
 describe('cairn-audio-wm-v3', () => {
-  // A fixed key: the recordings are deterministic too, so a result here is reproducible, not a draw.
-  const keyV3 = Uint8Array.from(createHash('sha256').update('cairn-audio-wm-v3 test key').digest());
-  const payloadV3 = audioPayloadFor(keyV3, 'w_01JAUDIOTESTV3000000000000');
-  const marks: Record<'speech' | 'music', { original: Buffer; marked: Buffer; snr: number }> = {} as never;
+  const v3 = fixedKeyMarks('cairn-audio-wm-v3', AudioWatermarkV3, 'w_01JAUDIOTESTV3000000000000');
+  const { expected, marks, read: readV3 } = v3;
 
-  beforeAll(async () => {
-    // 10 s of each recording, stereo 44.1 kHz 16-bit, marked as the service does (decode, mark, encode as WAV).
-    for (const name of ['speech', 'music'] as const) {
-      const original = await recording(name, 10, 2);
-      marks[name] = { original, ...(await markLikeTheService(new AudioWatermarkV3(keyV3), original, payloadV3)) };
-    }
-  }, 120_000);
-
-  const readV3 = async (samples: Float32Array, withKey: Uint8Array = keyV3) => {
-    const found = new AudioWatermarkV3(withKey).detect(samples);
-    return found ? payloadHex(found.payload) : null;
-  };
-
-  it('marks speech and music at an SNR of at least 35 dB against the upload and reads the payload back', async () => {
-    for (const name of ['speech', 'music'] as const) {
-      expect(marks[name].snr).toBeGreaterThanOrEqual(35);
-      expect(await readV3(await mono16k(marks[name].marked))).toBe(payloadHex(payloadV3));
-    }
-  });
+  itMarksAndReadsBack(v3);
 
   // What v3 reads on these 10 s recordings under this key, Vorbis q3 included (v1 and v2 miss it); the README's table
   // has the rest (on 10 s the music through MP3 64k mono and Vorbis q3 is not read, on 20 s it is; speech under
   // white noise at 20 dB is read under most keys and noise draws, not all).
-  it.each([
+  itReadsAfter(v3, [
     ['speech', 'Vorbis q3'],
     ['speech', 'Opus 64k'],
     ['speech', 'MP3 64k mono'],
@@ -197,33 +205,21 @@ describe('cairn-audio-wm-v3', () => {
     ['music', 'AAC 96k (M4A)'],
     ['music', 'Opus 64k'],
     ['music', '3 s excerpt'],
-  ] as const)('reads the payload from %s after %s', async (recordingName, name) => {
-    expect(await readV3(await mono16k(await attacked(marks[recordingName].marked, AUDIO_ATTACKS[name]!)))).toBe(
-      payloadHex(payloadV3),
-    );
-  });
+  ]);
 
   it.each([1, 2])('reads the payload from music under white noise at 20 dB SNR (noise draw %s)', async (seed) => {
-    expect(await readV3(withNoise(await mono16k(marks.music.marked), 20, seed))).toBe(payloadHex(payloadV3));
+    expect(await readV3(withNoise(await mono16k(marks.music.marked), 20, seed))).toBe(expected);
   });
 
   // Draws of noise where the best Viterbi path fails the keyed check and a later one of the 8 passes it (with
   // listPaths 1 neither copy is read): 12 s of the speech-like voice, its own mark.
   it('reads the payload from speech under white noise at 20 dB SNR when the best decoded path is wrong', async () => {
     const speech = await recording('speech', 12, 2);
-    const marked = await mono16k((await markLikeTheService(new AudioWatermarkV3(keyV3), speech, payloadV3)).marked);
-    for (const seed of [5, 12]) expect(await readV3(withNoise(marked, 20, seed))).toBe(payloadHex(payloadV3));
+    const marked = await mono16k((await markLikeTheService(new AudioWatermarkV3(v3.key), speech, v3.payload)).marked);
+    for (const seed of [5, 12]) expect(await readV3(withNoise(marked, 20, seed))).toBe(expected);
   }, 60_000);
 
-  it.each([1.05, 0.95])('reads the payload from speech played at %s× speed (pitch and tempo)', async (factor) => {
-    const faster = await attacked(marks.speech.marked, [
-      '-af',
-      `asetrate=44100*${factor},aresample=44100`,
-      '-f',
-      'wav',
-    ]);
-    expect(await readV3(await mono16k(faster))).toBe(payloadHex(payloadV3));
-  });
+  itReadsAfterASpeedChange(v3);
 
   it('finds nothing under another key, nothing in the unmarked recordings, and v1 and v2 do not read a v3 mark', async () => {
     expect(await readV3(await mono16k(marks.speech.marked), Uint8Array.from(randomBytes(32)))).toBeNull();
@@ -231,7 +227,7 @@ describe('cairn-audio-wm-v3', () => {
       expect(await readV3(await mono16k(marks[name].original))).toBeNull();
       expect(await readV3(withNoise(await mono16k(marks[name].original), 20))).toBeNull();
     }
-    expect(new AudioWatermark(keyV3).detect(await mono16k(marks.speech.marked))).toBeNull();
-    expect(new AudioWatermarkV2(keyV3).detect(await mono16k(marks.speech.marked))).toBeNull();
+    expect(new AudioWatermark(v3.key).detect(await mono16k(marks.speech.marked))).toBeNull();
+    expect(new AudioWatermarkV2(v3.key).detect(await mono16k(marks.speech.marked))).toBeNull();
   }, 120_000);
 });
