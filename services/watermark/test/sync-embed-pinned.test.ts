@@ -188,5 +188,20 @@ describe('cairn-sync-v2 embed output', () => {
       dctKeyed: c.dctKeyed,
     });
     expect(outcome.image).toMatchObject({ width: image.width, height: image.height, channels: image.channels });
+    // A worker marks the pixels it was handed in place: the same mark and PSNR.
+    const owned = runImageTask(
+      algorithms,
+      {
+        id: 2,
+        op: 'embed',
+        image: { ...image, pixels: image.pixels.slice() },
+        payload,
+        key,
+        algorithm: 'cairn-sync-v2',
+      },
+      { pixelsOwned: true },
+    ).response;
+    if (!owned.ok || owned.op !== 'embed') throw new Error('embed failed');
+    expect([sha256(owned.outcome.image.pixels), owned.outcome.psnrDb]).toEqual([c.marked, c.psnrDb]);
   });
 });

@@ -40,11 +40,12 @@ const algorithms = new ImageAlgorithms();
 const audio = new AudioAlgorithms();
 const video = new VideoMarkers();
 port.on('message', (request: WorkerRequest | AudioWorkerRequest | VideoWorkerRequest) => {
+  // An image's pixels arrive as a transfer or a structured copy, this thread's alone: an embed marks them in place.
   const { response, transfer } = isVideoRequest(request)
     ? runVideoTask(video, request)
     : isAudioRequest(request)
       ? runAudioTask(audio, request)
-      : runImageTask(algorithms, request);
+      : runImageTask(algorithms, request, { pixelsOwned: true });
   port.postMessage(response, transfer);
 });
 port.postMessage(WORKER_READY);

@@ -89,22 +89,29 @@ export class ImageAlgorithms {
 
 /**
  * Runs one request and says which buffers the answer may hand over. Kept apart from the worker's message loop
- * so that it can be tested without threads.
+ * so that it can be tested without threads. `pixelsOwned`: the request's pixels are the caller's to give up (a
+ * worker's, which received them as a transfer or a copy), so an embed may write the mark into them.
  */
 export function runImageTask(
   algorithms: ImageAlgorithms,
   request: WorkerRequest,
+  { pixelsOwned = false }: { pixelsOwned?: boolean } = {},
 ): { response: WorkerResponse; transfer: ArrayBuffer[] } {
   try {
     if (request.op === 'embed') {
       const algorithm = algorithms.forEmbed(request.key, request.algorithm);
-      const { image: marked, content } =
-        algorithm instanceof SyncTileWatermark
-          ? algorithm.embedDescribed(request.image, request.payload)
-          : { image: algorithm.embed(request.image, request.payload), content: undefined };
+      // cairn-sync-v2 measures its PSNR as it writes the samples, so it may mark the request's own buffer when the
+      // caller no longer needs it (a worker's copy); the others are compared with the original afterwards.
+      const {
+        image: marked,
+        content,
+        psnrDb,
+      } = algorithm instanceof SyncTileWatermark
+        ? algorithm.embedDescribed(request.image, request.payload, { inPlace: pixelsOwned })
+        : withPsnr(request.image, algorithm.embed(request.image, request.payload));
       const outcome = {
         image: marked,
-        psnrDb: psnr(request.image, marked),
+        psnrDb,
         algorithm: algorithm.name,
         keyId: request.key?.kid ?? null,
         ...(content ? { content } : {}),
@@ -117,6 +124,10 @@ export function runImageTask(
     const { name, message } = error instanceof Error ? error : new Error(String(error));
     return { response: { id: request.id, ok: false, error: { name, message } }, transfer: [] };
   }
+}
+
+function withPsnr(original: RawImage, marked: RawImage): { image: RawImage; content: undefined; psnrDb: number } {
+  return { image: marked, content: undefined, psnrDb: psnr(original, marked) };
 }
 
 /** The buffer behind `bytes` when handing it over loses nothing else (it is exactly that view). */

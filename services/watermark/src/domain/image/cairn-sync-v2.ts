@@ -5,10 +5,11 @@ import { codedLength, convEncode, listViterbiDecode, viterbiDecode } from './con
 import { fft2d, nextPowerOfTwo } from './fft.js';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
 import { describeContent, type SyncGeometry } from './content-registration.js';
-import { addLumaDelta, lumaGrid } from './luma.js';
+import { LumaResampler, lumaGrid } from './luma.js';
+import { psnrOfSquaredError } from './psnr.js';
 import { keyedRandom, permutation } from './prng.js';
 import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
-import { tentKernel, type Kernel1D } from './resample.js';
+import type { Kernel1D } from './resample.js';
 
 /**
  * cairn-sync-v2: a keyed spread-spectrum tile repeated over the picture, found again by its own periodicity.
@@ -315,9 +316,14 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
   /**
    * Embeds, and describes the content the mark was put on (a coarse luma map of the embedding grid, see
    * content-registration.ts): the registry keeps it, so a detection can tell the asset's content from other
-   * content carrying a copied mark.
+   * content carrying a copied mark. Answers the marked image's PSNR too (measured as the samples are written).
+   * With `inPlace` the caller hands `image`'s buffer over and gets it back marked (no copy of the pixels).
    */
-  embedDescribed(image: RawImage, payload: Uint8Array): { image: RawImage; content: Uint8Array } {
+  embedDescribed(
+    image: RawImage,
+    payload: Uint8Array,
+    { inPlace = false }: { inPlace?: boolean } = {},
+  ): { image: RawImage; content: Uint8Array; psnrDb: number } {
     assertWellFormed(image);
     const { width, height } = image;
     if (width < this.minEmbedSize || height < this.minEmbedSize) {
@@ -326,7 +332,8 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
       );
     }
     const [gw, gh] = gridSize(width, height);
-    const luma = lumaGrid(image, gw, gh);
+    const resampler = new LumaResampler(width, height, gw, gh);
+    const luma = resampler.grid(image);
     const weight = maskingWeights(luma, gw, gh);
     const code = convEncode(frameBits(payload));
     const { reference, spread, bitOf } = this.layout;
@@ -341,11 +348,15 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
       for (let x = 0; x < gw; x++) delta[o + x] = tile[row + (x & (TILE - 1))]! * weight[o + x]!;
     }
     // The strength is set on what reaches the pixels (after enlargement), so PSNR is the same at every size.
-    const gain = calibratedGain(image, delta, this.params.strengthRms, this.params.psnrDb, gw, gh);
+    const gain = calibratedGain(image, delta, this.params.strengthRms, this.params.psnrDb, resampler);
     for (let i = 0; i < delta.length; i++) delta[i]! *= gain;
-    const marked: RawImage = { ...image, pixels: image.pixels.slice() };
-    addLumaDelta(marked, delta, gw, gh);
-    return { image: marked, content: describeContent(luma, gw, gh) };
+    const marked: RawImage = inPlace ? image : { ...image, pixels: image.pixels.slice() };
+    const squaredError = resampler.addDelta(marked, delta);
+    return {
+      image: marked,
+      content: describeContent(luma, gw, gh),
+      psnrDb: psnrOfSquaredError(squaredError, width * height * (image.channels === 1 ? 1 : 3)),
+    };
   }
 
   detect(image: RawImage): Detection | null {
@@ -639,13 +650,12 @@ function calibratedGain(
   delta: Float32Array,
   strength: number,
   psnrDb: number,
-  gw: number,
-  gh: number,
+  resampler: LumaResampler,
 ): number {
   const { width, height, channels, pixels } = image;
-  const start = strength / Math.max(1e-9, enlargedRms(delta, gw, gh, width, height));
-  const kx = tentKernel(gw, width);
-  const ky = tentKernel(gh, height);
+  const { gridWidth: gw, gridHeight: gh } = resampler;
+  const { x: kx, y: ky } = resampler.enlargement;
+  const start = strength / Math.max(1e-9, enlargedRms(delta, gw, gh, width, height, kx, ky));
   const colours = channels === 1 ? 1 : 3;
   // The sampled colour samples and the enlarged unit-gain change at each (what addLumaDelta interpolates there).
   const rows = Math.ceil(height / SAMPLE_ROWS);
@@ -700,9 +710,17 @@ function calibratedGain(
  * Ky · D · Kxᵀ (addLumaDelta's bilinear kernels), so its sum of squares is Σ Gy[i, i'] · Gx[j, j'] · D[i, j] · D[i', j']
  * with the Gram matrices G = Kᵀ · K, which are banded (bilinear taps are neighbours). Grid-sized work at any image size.
  */
-function enlargedRms(delta: Float32Array, gw: number, gh: number, width: number, height: number): number {
-  const gx = gram(tentKernel(gw, width));
-  const gy = gram(tentKernel(gh, height));
+function enlargedRms(
+  delta: Float32Array,
+  gw: number,
+  gh: number,
+  width: number,
+  height: number,
+  kx: Kernel1D,
+  ky: Kernel1D,
+): number {
+  const gx = gram(kx);
+  const gy = gram(ky);
   // T = D · Gx, row by row.
   const t = new Float64Array(gw * gh);
   const bx = gx.band;

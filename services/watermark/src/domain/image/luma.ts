@@ -42,10 +42,10 @@ export function lumaGrid(image: RawImage, gridWidth: number, gridHeight: number)
 /**
  * Adds the grid-resolution luma change `delta`, enlarged to the image by bilinear interpolation, to every
  * colour channel of `image` in place (rounded, clamped to 0..255; alpha untouched). Row by row, so no
- * full-resolution float plane is ever allocated.
+ * full-resolution float plane is ever allocated. Answers LumaResampler.addDelta's sum of squared changes.
  */
-export function addLumaDelta(image: RawImage, delta: Float32Array, gridWidth: number, gridHeight: number): void {
-  new LumaResampler(image.width, image.height, gridWidth, gridHeight).addDelta(image, delta);
+export function addLumaDelta(image: RawImage, delta: Float32Array, gridWidth: number, gridHeight: number): number {
+  return new LumaResampler(image.width, image.height, gridWidth, gridHeight).addDelta(image, delta);
 }
 
 /**
@@ -58,7 +58,8 @@ export class LumaResampler {
   private readonly reduceX: DenseKernel1D;
   private readonly reduceY: ScatterKernel1D;
   private readonly enlargeX: DenseKernel1D;
-  private readonly enlargeY: Kernel1D;
+  /** addDelta's bilinear enlargement from the grid to the image, horizontal and vertical (tentKernel's). */
+  readonly enlargement: { readonly x: Kernel1D; readonly y: Kernel1D };
   private readonly row: Float32Array;
   private readonly reduced: Float32Array;
   private readonly wide: Float32Array;
@@ -71,8 +72,8 @@ export class LumaResampler {
   ) {
     this.reduceX = denseKernel(tentKernel(width, gridWidth));
     this.reduceY = scatterKernel(tentKernel(height, gridHeight));
-    this.enlargeX = denseKernel(tentKernel(gridWidth, width));
-    this.enlargeY = tentKernel(gridHeight, height);
+    this.enlargement = { x: tentKernel(gridWidth, width), y: tentKernel(gridHeight, height) };
+    this.enlargeX = denseKernel(this.enlargement.x);
     this.row = new Float32Array(width);
     this.reduced = new Float32Array(gridWidth);
     this.wide = new Float32Array(width * gridHeight);
@@ -94,21 +95,30 @@ export class LumaResampler {
     return grid;
   }
 
-  /** addLumaDelta of `delta` (gridWidth × gridHeight) to `image`. */
-  addDelta(image: RawImage, delta: Float32Array): void {
+  /**
+   * addLumaDelta of `delta` (gridWidth × gridHeight) to `image`, answering the sum of the squared changes of its
+   * colour samples as they were written (after rounding and clamping): the mark's PSNR without a second pass over
+   * the pixels or a copy of the original to compare with.
+   */
+  addDelta(image: RawImage, delta: Float32Array): number {
     this.check(image);
     const { pixels, width, height, channels } = image;
-    const { wide, row, enlargeY: ky } = this;
+    const {
+      wide,
+      row,
+      enlargement: { y: ky },
+    } = this;
     this.enlargeRows(delta);
     // Writing through a clamped view rounds and clamps to 0..255 without a Math call per sample.
     const clamped = new Uint8ClampedArray(pixels.buffer, pixels.byteOffset, pixels.byteLength);
+    let squaredError = 0;
     for (let y = 0; y < height; y++) {
       const first = ky.start[y]!;
       const taps = ky.start[y + 1]! - first;
       const offset = y * width * channels;
       if (taps === 2 && channels !== 1) {
         // Bilinear between two enlarged rows (the case of every row but the edges), added as it is interpolated.
-        addInterpolatedRow(
+        squaredError += addInterpolatedRow(
           pixels,
           clamped,
           offset,
@@ -123,8 +133,9 @@ export class LumaResampler {
         continue;
       }
       this.interpolatedRow(y, row);
-      addRow(pixels, clamped, offset, row, width, channels);
+      squaredError += addRow(pixels, clamped, offset, row, width, channels);
     }
+    return squaredError;
   }
 
   /**
@@ -132,7 +143,13 @@ export class LumaResampler {
    * the squared changes as they were written (after rounding and clamping), for a PSNR without a copy of the plane.
    */
   addPlaneDelta(plane: Uint8Array, delta: Float32Array): number {
-    const { width, height, wide, row, enlargeY: ky } = this;
+    const {
+      width,
+      height,
+      wide,
+      row,
+      enlargement: { y: ky },
+    } = this;
     if (plane.length < width * height) throw new Error(`a ${width}×${height} plane needs ${width * height} bytes`);
     this.enlargeRows(delta);
     const clamped = new Uint8ClampedArray(plane.buffer, plane.byteOffset, width * height);
@@ -174,7 +191,11 @@ export class LumaResampler {
 
   /** Image row y of the enlarged change, accumulated in float32 tap by tap. */
   private interpolatedRow(y: number, row: Float32Array): void {
-    const { width, wide, enlargeY: ky } = this;
+    const {
+      width,
+      wide,
+      enlargement: { y: ky },
+    } = this;
     row.fill(0);
     for (let k = ky.start[y]!; k < ky.start[y + 1]!; k++) {
       const w = ky.weight[k]!;
@@ -216,7 +237,7 @@ function addInterpolatedPlaneRow(
   return squaredError;
 }
 
-/** One row of the change added to the colour samples. */
+/** One row of the change added to the colour samples, answering the sum of the squared changes written. */
 function addRow(
   pixels: Uint8Array,
   clamped: Uint8ClampedArray,
@@ -224,17 +245,25 @@ function addRow(
   row: Float32Array,
   width: number,
   channels: number,
-): void {
+): number {
   const colours = channels === 1 ? 1 : 3;
+  let squaredError = 0;
   for (let x = 0, p = offset; x < width; x++, p += channels) {
     const d = row[x]!;
-    for (let c = 0; c < colours; c++) clamped[p + c] = pixels[p + c]! + d;
+    for (let c = 0; c < colours; c++) {
+      const before = pixels[p + c]!;
+      clamped[p + c] = before + d;
+      const e = pixels[p + c]! - before;
+      squaredError += e * e;
+    }
   }
+  return squaredError;
 }
 
 /**
  * addRow of w0 · wide[a + x] + w1 · wide[b + x], rounded to float32 after each term as the accumulating row
- * would be (so the pixels are the same as through it).
+ * would be (so the pixels are the same as through it). The squared changes are read back from the bytes just
+ * written (about 1 ms per megapixel, against 4 for a separate PSNR pass over two copies).
  */
 function addInterpolatedRow(
   pixels: Uint8Array,
@@ -247,11 +276,20 @@ function addInterpolatedRow(
   w1: number,
   width: number,
   channels: number,
-): void {
+): number {
+  let squaredError = 0;
   for (let x = 0, p = offset; x < width; x++, p += channels) {
     const d = Math.fround(Math.fround(w0 * wide[a + x]!) + w1 * wide[b + x]!);
-    clamped[p] = pixels[p]! + d;
-    clamped[p + 1] = pixels[p + 1]! + d;
-    clamped[p + 2] = pixels[p + 2]! + d;
+    const r = pixels[p]!;
+    const g = pixels[p + 1]!;
+    const u = pixels[p + 2]!;
+    clamped[p] = r + d;
+    clamped[p + 1] = g + d;
+    clamped[p + 2] = u + d;
+    const er = pixels[p]! - r;
+    const eg = pixels[p + 1]! - g;
+    const eu = pixels[p + 2]! - u;
+    squaredError += er * er + eg * eg + eu * eu;
   }
+  return squaredError;
 }

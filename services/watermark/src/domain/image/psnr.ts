@@ -28,7 +28,11 @@ export function psnr(original: RawImage, marked: RawImage): number {
       sum += d * d;
     }
   }
-  if (sum === 0) return Infinity;
-  const mse = sum / ((a.length / channels) * colours);
-  return 10 * Math.log10((255 * 255) / mse);
+  return psnrOfSquaredError(sum, (a.length / channels) * colours);
+}
+
+/** The PSNR of a change whose squared differences over `samples` colour samples sum to `squaredError`. */
+export function psnrOfSquaredError(squaredError: number, samples: number): number {
+  if (squaredError === 0) return Infinity;
+  return 10 * Math.log10((255 * 255) / (squaredError / samples));
 }
