@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { hamming, HASH_BYTES } from '../src/domain/pdq.js';
 import { hashImageBytes, pdqFingerprinter } from '../src/adapters/image-hash.js';
-import { indexHashes } from '../src/adapters/image-variants.js';
+import sharp from 'sharp';
+import { CROP_FRACTION, indexHashes } from '../src/adapters/image-variants.js';
 import { LOOKUP_RADIUS } from '../src/domain/threshold.js';
 import { loadPhotos, TRANSFORMS } from './support/variants.js';
 
@@ -26,6 +27,38 @@ describe('PDQ-class image hash', () => {
     for (const byte of a.bits) for (let i = 0; i < 8; i++) ones += (byte >> i) & 1;
     expect(ones).toBeGreaterThanOrEqual(120);
     expect(ones).toBeLessThanOrEqual(136);
+  });
+
+  it('indexes each variant as the hash of a lossless file of it (an 8-bit file is cut and shrunk as raw pixels)', async () => {
+    const [photo] = await loadPhotos();
+    // A signed photo: EXIF-rotated 8-bit JPEG, as the signer may deliver it.
+    const signed = await sharp(photo!.bytes)
+      .resize(640, 480)
+      .jpeg({ quality: 90 })
+      .withMetadata({ orientation: 6 })
+      .toBuffer();
+    const indexed = new Map((await indexHashes(pdqFingerprinter, signed)).map((h) => [h.variant, h]));
+    const lossless = await sharp(signed).rotate().png({ compressionLevel: 0 }).toBuffer({ resolveWithObject: true });
+    const { width, height } = lossless.info;
+    const [w, h] = [Math.round(width * (1 - CROP_FRACTION)), Math.round(height * (1 - CROP_FRACTION))];
+    const crop = await sharp(lossless.data)
+      .extract({ left: width - w, top: height - h, width: w, height: h })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
+    const quarter = await sharp(crop)
+      .resize(Math.round(w / 4), Math.round(h / 4), { fit: 'fill' })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
+    const expected = {
+      full: await hashImageBytes(lossless.data),
+      'crop5-br': await hashImageBytes(crop),
+      'crop5-br@quarter': await hashImageBytes(quarter),
+    };
+    expect(indexed.size).toBe(12);
+    for (const [variant, hash] of Object.entries(expected)) {
+      expect(Buffer.from(indexed.get(variant)!.bits).toString('hex')).toBe(Buffer.from(hash.bits).toString('hex'));
+      expect(indexed.get(variant)!.quality).toBe(hash.quality);
+    }
   });
 
   it('finds every transformed copy within the lookup radius of its nearest indexed variant, and no different photo', async () => {

@@ -3,8 +3,22 @@ import { hashPixels, PDQ_ALG, WORK_SIDE, type ImageFingerprinter, type Perceptua
 
 /** Decodes any image sharp reads (EXIF orientation applied, brought to WORK_SIDE × WORK_SIDE) and hashes it. */
 export async function hashImageBytes(bytes: Buffer): Promise<PerceptualHash> {
-  const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: 100_000_000 })
-    .rotate()
+  return hashOf(sharp(bytes, { failOn: 'error', limitInputPixels: 100_000_000 }).rotate());
+}
+
+/**
+ * The same hash of pixels already decoded (8 bits per channel, rows top to bottom): what hashImageBytes gives for a
+ * lossless file of these pixels, without writing and decoding one.
+ */
+export async function hashRawPixels(
+  pixels: Buffer,
+  raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 },
+): Promise<PerceptualHash> {
+  return hashOf(sharp(pixels, { raw }));
+}
+
+async function hashOf(image: sharp.Sharp): Promise<PerceptualHash> {
+  const { data, info } = await image
     .removeAlpha()
     .toColourspace('srgb')
     .resize(WORK_SIDE, WORK_SIDE, { fit: 'fill', kernel: 'mitchell' })
@@ -13,4 +27,8 @@ export async function hashImageBytes(bytes: Buffer): Promise<PerceptualHash> {
   return hashPixels(data, info.width, info.height, info.channels);
 }
 
-export const pdqFingerprinter: ImageFingerprinter = { alg: PDQ_ALG, hashImage: hashImageBytes };
+export const pdqFingerprinter: ImageFingerprinter = {
+  alg: PDQ_ALG,
+  hashImage: hashImageBytes,
+  hashPixels: hashRawPixels,
+};

@@ -22,6 +22,8 @@ export interface PerceptualHash {
 export interface ImageFingerprinter {
   readonly alg: string;
   hashImage(bytes: Buffer): Promise<PerceptualHash>;
+  /** The same hash of decoded 8-bit pixels (as a lossless file of them would hash). */
+  hashPixels(pixels: Buffer, raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 }): Promise<PerceptualHash>;
 }
 
 const GRID = 64;
