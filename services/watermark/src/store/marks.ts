@@ -93,12 +93,31 @@ export class MarkRegistry {
   /**
    * The mark carrying `payloadHex`, whoever's it is (public verification). The payload setting opens that
    * one row and nothing else: `withRlsSettings` knows only the fleet's common settings, so it is set here.
+   * One statement, outside a transaction (one round trip, not BEGIN, set, select, COMMIT): the setting is
+   * transaction-local, so it ends with the statement's own transaction; the mark is a LATERAL join on the
+   * setting's value, so the row is read only after the setting is made.
    */
   async findByPayload(payloadHex: string): Promise<MarkRecord | null> {
-    return this.db.transaction(async (tx) => {
-      await tx.execute(sql`select set_config('cairn.watermark_payload', ${payloadHex}, true)`);
-      const [row] = await tx.select().from(marks).where(eq(marks.payloadHex, payloadHex)).limit(1);
-      return row ?? null;
-    });
+    const presented = sql`(select set_config('cairn.watermark_payload', ${payloadHex}, true) as payload_hex) as presented`;
+    const mark = this.db
+      .select()
+      .from(marks)
+      .where(eq(marks.payloadHex, sql`presented.payload_hex`))
+      .limit(1)
+      .as('mark');
+    const [row] = await this.db
+      .select({
+        watermarkId: mark.watermarkId,
+        payloadHex: mark.payloadHex,
+        tenantId: mark.tenantId,
+        assetId: mark.assetId,
+        algorithm: mark.algorithm,
+        keyId: mark.keyId,
+        content: mark.content,
+        createdAt: mark.createdAt,
+      })
+      .from(presented)
+      .crossJoinLateral(mark);
+    return row ?? null;
   }
 }
