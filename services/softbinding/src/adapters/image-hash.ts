@@ -7,14 +7,16 @@ export async function hashImageBytes(bytes: Buffer): Promise<PerceptualHash> {
 }
 
 /**
- * The same hash of pixels already decoded (8 bits per channel, rows top to bottom): what hashImageBytes gives for a
- * lossless file of these pixels, without writing and decoding one.
+ * The same hash of pixels already decoded (8 bits per channel, rows top to bottom), or of a region of them: what
+ * hashImageBytes gives for a lossless file of these pixels (of that region), without writing and decoding one.
  */
 export async function hashRawPixels(
   pixels: Buffer,
   raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 },
+  region?: { left: number; top: number; width: number; height: number },
 ): Promise<PerceptualHash> {
-  return hashOf(sharp(pixels, { raw }));
+  const image = sharp(pixels, { raw });
+  return hashOf(region ? image.extract(region) : image);
 }
 
 async function hashOf(image: sharp.Sharp): Promise<PerceptualHash> {

@@ -18,32 +18,54 @@ export interface IndexedHash extends PerceptualHash {
   variant: string;
 }
 
+/** Where a crop lies in the picture it is cut from. */
+interface Region {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
 /** A picture between two steps (the decoded file, a crop, a quarter), to cut, shrink or hash. */
 interface Kept {
   readonly width: number;
   readonly height: number;
   open(): sharp.Sharp;
   hash(): Promise<PerceptualHash>;
+  cut(region: Region): Promise<Kept>;
 }
 
 export async function indexHashes(fingerprinter: ImageFingerprinter, bytes: Buffer): Promise<IndexedHash[]> {
   // Each step's picture was a lossless PNG that the next step decoded again: about 100 ms of CPU for a 1 MP photo,
   // twenty times a decode. A file of 8 bits per channel (every watermarked output) is kept as its raw pixels
-  // instead, the very values that PNG held, so every hash is the same; a deeper file keeps the PNG steps.
+  // instead, the very values that PNG held, and a crop is a region of them read in place (cutting is copying), so
+  // every hash is the same; a deeper file keeps the PNG steps.
   const eightBit = (await sharp(bytes, INPUT).metadata()).depth === 'uchar';
+  const inPlace = (
+    data: Buffer,
+    raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 },
+    region?: Region,
+  ): Kept => ({
+    width: region?.width ?? raw.width,
+    height: region?.height ?? raw.height,
+    open: () => (region ? sharp(data, { raw }).extract(region) : sharp(data, { raw })),
+    hash: () => fingerprinter.hashPixels(data, raw, region),
+    cut: (inner) => Promise.resolve(inPlace(data, raw, inner)),
+  });
   const keep = async (image: sharp.Sharp): Promise<Kept> => {
     if (eightBit) {
       const { data, info } = await image.raw().toBuffer({ resolveWithObject: true });
-      const raw = { width: info.width, height: info.height, channels: info.channels };
-      return { ...raw, open: () => sharp(data, { raw }), hash: () => fingerprinter.hashPixels(data, raw) };
+      return inPlace(data, { width: info.width, height: info.height, channels: info.channels });
     }
     const { data, info } = await image.png({ compressionLevel: 0 }).toBuffer({ resolveWithObject: true });
-    return {
+    const kept: Kept = {
       width: info.width,
       height: info.height,
       open: () => sharp(data),
       hash: () => fingerprinter.hashImage(data),
+      cut: (region) => keep(kept.open().extract(region)),
     };
+    return kept;
   };
   const out: IndexedHash[] = [];
   const both = async (kept: Kept, variant: string, source = kept.open()) => {
@@ -62,11 +84,12 @@ export async function indexHashes(fingerprinter: ImageFingerprinter, bytes: Buff
   const w = Math.round(width * (1 - CROP_FRACTION));
   const h = Math.round(height * (1 - CROP_FRACTION));
   for (const [name, [ax, ay]] of Object.entries(ANCHORS)) {
-    const crop = await keep(
-      whole
-        .open()
-        .extract({ left: Math.round((width - w) * ax), top: Math.round((height - h) * ay), width: w, height: h }),
-    );
+    const crop = await whole.cut({
+      left: Math.round((width - w) * ax),
+      top: Math.round((height - h) * ay),
+      width: w,
+      height: h,
+    });
     await both(crop, `crop5-${name}`);
   }
   return out;

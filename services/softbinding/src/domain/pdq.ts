@@ -22,8 +22,12 @@ export interface PerceptualHash {
 export interface ImageFingerprinter {
   readonly alg: string;
   hashImage(bytes: Buffer): Promise<PerceptualHash>;
-  /** The same hash of decoded 8-bit pixels (as a lossless file of them would hash). */
-  hashPixels(pixels: Buffer, raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 }): Promise<PerceptualHash>;
+  /** The same hash of decoded 8-bit pixels, or of a region of them (as a lossless file of it would hash). */
+  hashPixels(
+    pixels: Buffer,
+    raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 },
+    region?: { left: number; top: number; width: number; height: number },
+  ): Promise<PerceptualHash>;
 }
 
 const GRID = 64;
