@@ -560,8 +560,10 @@ export function maskingWeights(luma: Float32Array, gw: number, gh: number): Floa
   for (let i = 0; i < deviation.length; i++) mean += deviation[i]!;
   mean /= deviation.length;
   const weight = new Float32Array(gw * gh);
-  for (let i = 0; i < weight.length; i++)
-    weight[i] = Math.min(MASK_MAX, Math.max(MASK_MIN, (deviation[i]! + 1) / (mean + 1)));
+  for (let i = 0; i < weight.length; i++) {
+    const relative = (deviation[i]! + 1) / (mean + 1);
+    weight[i] = relative < MASK_MIN ? MASK_MIN : relative > MASK_MAX ? MASK_MAX : relative;
+  }
   return weight;
 }
 
@@ -572,11 +574,12 @@ export function maskingWeights(luma: Float32Array, gw: number, gh: number): Floa
 function localDeviation(plane: Float32Array, w: number, h: number, radius: number): Float32Array {
   const rowSum = new Float64Array(w * h);
   const rowSquares = new Float64Array(w * h);
+  const lead = Math.min(radius, w);
   for (let y = 0; y < h; y++) {
     const o = y * w;
     let s = 0;
     let q = 0;
-    for (let x = 0; x < Math.min(radius, w); x++) {
+    for (let x = 0; x < lead; x++) {
       s += plane[o + x]!;
       q += plane[o + x]! * plane[o + x]!;
     }
@@ -595,6 +598,9 @@ function localDeviation(plane: Float32Array, w: number, h: number, radius: numbe
       rowSquares[o + x] = q;
     }
   }
+  // The window's width at each column, once (it was two Math calls per sample).
+  const columns = new Float64Array(w);
+  for (let x = 0; x < w; x++) columns[x] = Math.min(w, x + radius + 1) - Math.max(0, x - radius);
   const out = new Float32Array(w * h);
   const sum = new Float64Array(w);
   const squares = new Float64Array(w);
@@ -604,26 +610,30 @@ function localDeviation(plane: Float32Array, w: number, h: number, radius: numbe
       squares[x]! += rowSquares[y * w + x]!;
     }
   }
+  // The row entering and the row leaving the window are added and taken off in the pass that reads the column
+  // sums (one pass over the row instead of three; each sum sees the same operations in the same order).
   for (let y = 0; y < h; y++) {
-    if (y + radius < h) {
-      const o = (y + radius) * w;
-      for (let x = 0; x < w; x++) {
-        sum[x]! += rowSum[o + x]!;
-        squares[x]! += rowSquares[o + x]!;
-      }
-    }
-    if (y - radius - 1 >= 0) {
-      const o = (y - radius - 1) * w;
-      for (let x = 0; x < w; x++) {
-        sum[x]! -= rowSum[o + x]!;
-        squares[x]! -= rowSquares[o + x]!;
-      }
-    }
+    const entering = y + radius < h ? (y + radius) * w : -1;
+    const leaving = y - radius - 1 >= 0 ? (y - radius - 1) * w : -1;
     const rows = Math.min(h, y + radius + 1) - Math.max(0, y - radius);
+    const o = y * w;
     for (let x = 0; x < w; x++) {
-      const area = rows * (Math.min(w, x + radius + 1) - Math.max(0, x - radius));
-      const mean = sum[x]! / area;
-      out[y * w + x] = Math.sqrt(Math.max(0, squares[x]! / area - mean * mean));
+      let s = sum[x]!;
+      let q = squares[x]!;
+      if (entering >= 0) {
+        s += rowSum[entering + x]!;
+        q += rowSquares[entering + x]!;
+      }
+      if (leaving >= 0) {
+        s -= rowSum[leaving + x]!;
+        q -= rowSquares[leaving + x]!;
+      }
+      sum[x] = s;
+      squares[x] = q;
+      const area = rows * columns[x]!;
+      const mean = s / area;
+      const variance = q / area - mean * mean;
+      out[o + x] = Math.sqrt(variance > 0 ? variance : 0);
     }
   }
   return out;
