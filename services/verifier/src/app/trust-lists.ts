@@ -34,6 +34,8 @@ export interface PublishedList {
  */
 export class TrustLists {
   private roots: { pems: string[]; loadedAt: number } | undefined;
+  /** The default list as last assembled, and what it was assembled from. */
+  private assembled: { inputs: string[][]; list: DefaultTrustList } | undefined;
 
   constructor(
     private readonly rows: TrustListRows,
@@ -80,7 +82,11 @@ export class TrustLists {
     return this.loadDefaults();
   }
 
-  /** Assembled on every call from sources that cache themselves, so a refreshed published list is in force at once. */
+  /**
+   * Assembled from sources that cache themselves, so a refreshed published list is in force at once. A verify asks
+   * for it three or four times, and assembling it (whitespace-blind de-duplication and the digest over some 50
+   * certificates) is redone only when a source answered something else than the last time.
+   */
   private async loadDefaults(): Promise<DefaultTrustList> {
     const [cairn, c2pa, tsa, configured] = await Promise.all([
       this.cairnRootsCached(),
@@ -88,6 +94,15 @@ export class TrustLists {
       this.published.tsa.pems(),
       this.configured(),
     ]);
+    const inputs = [cairn, c2pa, tsa, configured, [this.published.c2pa.origin(), this.published.tsa.origin()]];
+    const last = this.assembled;
+    if (last && inputs.every((list, i) => sameStrings(list, last.inputs[i] ?? []))) return last.list;
+    const list = this.assemble(cairn, c2pa, tsa, configured);
+    this.assembled = { inputs, list };
+    return list;
+  }
+
+  private assemble(cairn: string[], c2pa: string[], tsa: string[], configured: string[]): DefaultTrustList {
     const entries: DefaultTrustList['entries'] = [];
     const seen = new Set<string>();
     const add = (pems: string[], origin: TrustOrigin) => {
@@ -125,4 +140,8 @@ export class TrustLists {
       this.roots = { pems: await this.loadCairnRoots(), loadedAt: Date.now() };
     return this.roots.pems;
   }
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  return a === b || (a.length === b.length && a.every((value, i) => value === b[i]));
 }
