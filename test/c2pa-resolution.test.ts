@@ -11,7 +11,7 @@ import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.
 import { localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // The C2PA Soft Binding Resolution API (/c2pa/v1): public, no key anywhere in this file except to sign.
@@ -118,18 +118,12 @@ beforeAll(async () => {
     .resize(1024, 1024)
     .jpeg({ quality: 90 })
     .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: owner.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg' }),
-  });
-  expect(res.status).toBe(200);
-  signed = (await res.json()) as typeof signed;
+  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, owner.api_key, {
+    recipe: 'image-genai-v1',
+    bytes: photo,
+    name: 'a.jpg',
+  }));
   manifestId = signed.manifest_uri.split('/').at(-1)!;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
-  );
   copy = await degrade(signedBytes);
   // Indexing follows asset.signed asynchronously: wait until the public lookup sees it.
   const deadline = Date.now() + 20_000;

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { runFfmpeg, sniffMediaType } from '@cairn/media';
 import { sonify } from '../services/softbinding/test/support/audio.js';
 import { lookupFile, matchesOf, untilIndexed } from './support/lookup.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const WAV = `${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`;
@@ -25,17 +25,11 @@ beforeAll(async () => {
   });
   owner = await onboard(stack);
   other = await onboard(stack);
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: owner.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'audio-genai-v1' }, { field: 'asset', bytes: await readFile(WAV), name: 'clip.wav' }),
-  });
-  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
-  signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
-  );
+  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, owner.api_key, {
+    recipe: 'audio-genai-v1',
+    bytes: await readFile(WAV),
+    name: 'clip.wav',
+  }));
   mp3Copy = await runFfmpeg({
     args: ['-i', 'pipe:0', '-codec:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1'],
     input: signedBytes,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFfmpeg } from '@cairn/media';
 import { lookupFile, matchesOf, untilIndexed } from './support/lookup.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -74,17 +74,11 @@ beforeAll(async () => {
     'a.mp4',
   );
   unsigned = video;
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: owner.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: video, name: 'a.mp4' }),
-  });
-  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
-  signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
-  );
+  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, owner.api_key, {
+    recipe: 'video-genai-v1',
+    bytes: video,
+    name: 'a.mp4',
+  }));
   await untilIndexed(() => lookup(signedBytes, owner.api_key));
 }, 120_000);
 afterAll(async () => {

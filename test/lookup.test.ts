@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -49,16 +49,11 @@ beforeAll(async () => {
     .resize(1024, 1024)
     .jpeg({ quality: 90 })
     .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: owner.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'a.jpg' }),
-  });
-  signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key })).arrayBuffer(),
-  );
+  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, owner.api_key, {
+    recipe: 'image-genai-v1',
+    bytes: photo,
+    name: 'a.jpg',
+  }));
   copy = await degrade(signedBytes);
   // Indexing follows asset.signed asynchronously.
   const deadline = Date.now() + 20_000;

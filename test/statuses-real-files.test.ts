@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { createImageWatermark } from '../services/watermark/src/domain/image/cairn-dct-v1.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #18: two statuses that only hand-built evidence used to produce, made here from real files through HTTP.
@@ -30,20 +30,8 @@ afterAll(async () => {
 });
 
 async function sign(bytes: Buffer, recipe: string): Promise<{ asset_id: string; bytes: Buffer }> {
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe }, { field: 'asset', bytes, name: 'p.jpg' }),
-  });
-  expect(res.status).toBe(200);
-  const { asset_id } = (await res.json()) as { asset_id: string };
-  return {
-    asset_id,
-    bytes: Buffer.from(
-      await (await stack.request(`/v1/assets/${asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
-    ),
-  };
+  const { signed, signedBytes } = await signAndFetch(stack, tenant.api_key, { recipe, bytes, name: 'p.jpg' });
+  return { asset_id: signed.asset_id, bytes: signedBytes };
 }
 
 async function publicVerify(bytes: Buffer): Promise<Result> {

@@ -10,7 +10,7 @@ import { waitFor } from '@cairn/testing';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { answerOcspRequest } from '../services/signer/src/pki/ocsp-responder.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #10: what anyone is told about an asset Cairn signed cannot be rewritten by an upload, and an untrusted file
@@ -43,20 +43,12 @@ beforeAll(async () => {
   otherPhoto = await sharp(await readFile(`${PHOTOS}/chelsea.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: victim.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart(
-      { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Victim Studio', model: 'honest-1' }) },
-      { field: 'asset', bytes: photo, name: 'c.jpg' },
-    ),
-  });
-  expect(res.status).toBe(200);
-  signed = (await res.json()) as typeof signed;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: victim.api_key })).arrayBuffer(),
-  );
+  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, victim.api_key, {
+    recipe: 'image-genai-v1',
+    metadata: { generator: 'Victim Studio', model: 'honest-1' },
+    bytes: photo,
+    name: 'c.jpg',
+  }));
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();

@@ -9,7 +9,7 @@ import { type AnyEvent } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { verifierV1 } from '@cairn/proto';
 import { waitFor } from '@cairn/testing';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Issue #15 item 3: an authenticated verify of a large file (or one sent with Prefer: respond-async) answers 202 with
@@ -36,17 +36,11 @@ beforeAll(async () => {
     .resize(1024, 1024)
     .jpeg({ quality: 97 })
     .toBuffer();
-  const signed = (await (
-    await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'p.jpg' }),
-    })
-  ).json()) as { asset_id: string };
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
-  );
+  ({ signedBytes } = await signAndFetch(stack, tenant.api_key, {
+    recipe: 'image-genai-v1',
+    bytes: photo,
+    name: 'p.jpg',
+  }));
   bus = await Bus.connect({
     url: String(stack.env.NATS_URL),
     stream: String(stack.env.NATS_STREAM),

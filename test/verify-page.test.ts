@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, watchedPage } from './support/browser.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { recording } from '../services/watermark/test/support/audio.js';
 
@@ -32,20 +32,13 @@ beforeAll(async () => {
   const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart(
-      { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Orbit Studio', model: 'orbit-xl-2' }) },
-      { field: 'asset', bytes: photo, name: 'a.jpg' },
-    ),
-  });
-  expect(res.status).toBe(200);
-  signed = (await res.json()) as typeof signed;
-  const signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
-  );
+  let signedBytes: Buffer;
+  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, tenant.api_key, {
+    recipe: 'image-genai-v1',
+    metadata: { generator: 'Orbit Studio', model: 'orbit-xl-2' },
+    bytes: photo,
+    name: 'a.jpg',
+  }));
   // Re-encoding drops the JUMBF manifest store; the watermark in the pixels survives.
   const reencoded = await sharp(signedBytes).jpeg({ quality: 90 }).toBuffer();
   // Flipped bytes in the COSE signature near the end of the manifest store.

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runFfmpeg, sniffMediaType } from '@cairn/media';
 import { clip, transcoded } from '../services/watermark/test/support/video.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';
 
 let stack: Stack;
@@ -15,16 +15,8 @@ let signedBytes: Buffer;
 
 /** Signs `bytes` under `recipe` and fetches the signed file (not waiting for its fingerprint: nothing looks it up). */
 async function signVideo(bytes: Buffer, recipe: string): Promise<{ asset_id: string; bytes: Buffer }> {
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: owner.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe }, { field: 'asset', bytes, name: 'clip.mp4' }),
-  });
-  if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
-  const { asset_id } = (await res.json()) as { asset_id: string };
-  const content = await stack.request(`/v1/assets/${asset_id}/content`, { key: owner.api_key });
-  return { asset_id, bytes: Buffer.from(await content.arrayBuffer()) };
+  const { signed, signedBytes } = await signAndFetch(stack, owner.api_key, { recipe, bytes, name: 'clip.mp4' });
+  return { asset_id: signed.asset_id, bytes: signedBytes };
 }
 
 /** The same streams in a new MP4 (ffmpeg copies no C2PA box): the frames, and so their mark, bit for bit. */

@@ -6,7 +6,7 @@ import { createKeyedImageWatermark } from '../services/watermark/src/domain/imag
 import { createImageWatermark } from '../services/watermark/src/domain/image/cairn-dct-v1.js';
 import { SyncTileWatermark } from '../services/watermark/src/domain/image/cairn-sync-v2.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -51,20 +51,12 @@ beforeAll(async () => {
   const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
     .jpeg({ quality: 90 })
     .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart(
-      { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'ImageGen', model: 'v3' }) },
-      { field: 'asset', bytes: photo, name: 'a.jpg' },
-    ),
-  });
-  expect(res.status).toBe(200);
-  victim = (await res.json()) as typeof victim;
-  signedBytes = Buffer.from(
-    await (await stack.request(`/v1/assets/${victim.asset_id}/content`, { key: tenant.api_key })).arrayBuffer(),
-  );
+  ({ signed: victim, signedBytes } = await signAndFetch<typeof victim>(stack, tenant.api_key, {
+    recipe: 'image-genai-v1',
+    metadata: { generator: 'ImageGen', model: 'v3' },
+    bytes: photo,
+    name: 'a.jpg',
+  }));
   // The victim's payload is public: its manifest names it.
   const binding = watermarkBindingOf(
     Buffer.from(await (await stack.request(`/v1/manifests/${victim.manifest_id}`)).arrayBuffer()),
@@ -123,21 +115,13 @@ describe('cairn-sync-v2 through HTTP: crops and rotations', () => {
       .resize(1225, 816)
       .jpeg({ quality: 92 })
       .toBuffer();
-    const res = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenantKey,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart(
-        { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'ImageGen', model: 'v3' }) },
-        { field: 'asset', bytes: original, name: 'cat.jpg' },
-      ),
+    const { signed: cat, signedBytes } = await signAndFetch(stack, tenantKey, {
+      recipe: 'image-genai-v1',
+      metadata: { generator: 'ImageGen', model: 'v3' },
+      bytes: original,
+      name: 'cat.jpg',
     });
-    expect(res.status).toBe(200);
-    const { asset_id } = (await res.json()) as { asset_id: string };
-    const bytes = Buffer.from(
-      await (await stack.request(`/v1/assets/${asset_id}/content`, { key: tenantKey })).arrayBuffer(),
-    );
-    signed = { asset_id, bytes };
+    signed = { asset_id: cat.asset_id, bytes: signedBytes };
   }, 120_000);
 
   /** Rotates by `degrees` and keeps the centre without the filled corners, then re-encodes as JPEG q85. */
