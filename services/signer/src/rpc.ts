@@ -129,7 +129,10 @@ export function signerHandlers(
         bytes: store,
         row,
         asset,
-      } = await deps.assets.manifest(request.manifestId, request.label, request.activeManifestOnly);
+      } = await deps.assets.manifest(request.manifestId, request.label, {
+        activeOnly: request.activeManifestOnly,
+        withoutStore: request.withoutStore,
+      });
       return {
         manifestStore: store,
         assetId: row.assetId,

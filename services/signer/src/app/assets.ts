@@ -47,13 +47,21 @@ export class Assets {
     return this.store.findByContent(contentSha256);
   }
 
-  /** A manifest store by its id, or (no id) by its C2PA label; only its active manifest when `activeOnly`. */
-  async manifest(manifestId: string, label: string, activeOnly = false): Promise<ServedManifest> {
+  /**
+   * A manifest store by its id, or (no id) by its C2PA label; only its active manifest when `activeOnly`; with
+   * `withoutStore` its row and asset only (the bytes empty, the store not read).
+   */
+  async manifest(
+    manifestId: string,
+    label: string,
+    { activeOnly = false, withoutStore = false }: { activeOnly?: boolean; withoutStore?: boolean } = {},
+  ): Promise<ServedManifest> {
     const row = isId('manifest', manifestId)
       ? await this.store.getManifest(manifestId)
       : !manifestId && isManifestLabel(label)
         ? await this.store.getManifestByLabel(label)
         : null;
+    if (row && withoutStore) return { bytes: Buffer.alloc(0), row, asset: await this.store.getPublic(row.assetId) };
     const bytes = row ? await this.blobs.getBuffer(row.blobKey) : null;
     if (!row || !bytes) throw new CairnError('cairn.not_found', `Manifest ${manifestId || label} not found.`);
     const served = activeOnly ? activeManifestOnly(bytes) : bytes;

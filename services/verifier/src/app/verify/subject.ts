@@ -71,7 +71,8 @@ async function manifestFile(deps: VerifyDeps, uri: string): Promise<Subject> {
       },
     );
   }
-  const manifest = await deps.signer.getManifest({ manifestId });
+  // The file carries its manifest (the C2PA reader reads it there): the store's own bytes are not fetched.
+  const manifest = await deps.signer.getManifest({ manifestId, withoutStore: true });
   const bytes = manifest.assetBlobKey ? await deps.blobs.getBuffer(manifest.assetBlobKey) : null;
   if (!bytes)
     throw new CairnError(
