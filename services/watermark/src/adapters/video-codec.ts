@@ -312,7 +312,11 @@ export async function transcodeFrames(
       options.onProgress?.(frames);
     };
     for await (const frame of rawFrames(decoder.child.stdout!, yuv420FrameBytes(width, height), spare)) {
-      pending.push(mark(frame));
+      const marking = mark(frame);
+      // Awaited in order below; one still in flight when an earlier frame failed (the pool closing for a restart)
+      // rejects with nobody left to await it, which must not be an unhandled rejection.
+      marking.catch(() => undefined);
+      pending.push(marking);
       if (pending.length >= inFlight) await encode(await pending.shift()!);
     }
     for (const next of pending.splice(0)) await encode(await next);
