@@ -17,6 +17,13 @@ export interface CallOptions {
   /** Per-call deadline; the client default applies when absent. */
   deadlineMs?: number;
   metadata?: grpc.Metadata;
+  /**
+   * Server streams only: how long after the peer went away (UNAVAILABLE; see streamRetrySafe) the call keeps
+   * opening the stream again, waiting for the peer to be reachable between tries, within the call's deadline.
+   * Each outage gets its own window (a message from the peer ends it). The caller then reads the new stream: an
+   * idempotent method's run again from its start. Absent or 0: a stream is never opened again.
+   */
+  retryWithinMs?: number;
 }
 
 export interface ClientOptions {
@@ -83,6 +90,25 @@ export function retrySafe(error: grpc.ServiceError, idempotent: boolean): boolea
   if (error.metadata?.get(CODE_METADATA_KEY).length) return false;
   return idempotent || NOT_SENT.test(error.details ?? '');
 }
+
+/**
+ * Whether a server stream cut by `error` may be opened again (CallOptions.retryWithinMs). A method declared
+ * idempotent may be run again however far the cut one got: after a dropped connection, after its handler's own
+ * `cairn.unavailable` (a peer draining for a restart ends its streams with it: the work did not finish), and after
+ * CANCELLED, which a caller still reading never sends itself (grpc-js reports a peer's forced shutdown at the end of
+ * its drain grace so). Any other handler answer is final, as for unary calls; a method with effects is opened again
+ * only when the stream never reached a handler.
+ */
+export function streamRetrySafe(error: grpc.ServiceError, idempotent: boolean): boolean {
+  if (!idempotent) return retrySafe(error, false);
+  if (error.code === grpc.status.CANCELLED) return true;
+  if (error.code !== grpc.status.UNAVAILABLE) return false;
+  const sent = error.metadata?.get(CODE_METADATA_KEY) ?? [];
+  return sent.length === 0 || sent[0] === 'cairn.unavailable';
+}
+
+/** Pauses between two openings of a stream whose peer refuses it: 100 ms, doubling, at most the reconnect wait. */
+const STREAM_RETRY_MAX_PAUSE_MS = 2000;
 
 /**
  * A typed client for a generated service. Unary calls get a deadline, a client span whose context travels in
@@ -167,21 +193,44 @@ export function createClient<M extends GenServiceMethods>(
         );
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: MessageInitShape<DescMessage>, callOptions: CallOptions = {}) => {
-        const stream = channel.makeServerStreamRequest(
-          path,
-          serialize,
-          deserialize,
-          request,
-          outgoingMetadata(callOptions.metadata),
-          {
-            deadline: callOptions.deadlineMs ? new Date(Date.now() + callOptions.deadlineMs) : Infinity,
-          },
-        );
+        // One deadline for the whole call, reopenings included, as a unary call's retries.
+        const deadlineAt = callOptions.deadlineMs ? Date.now() + callOptions.deadlineMs : Infinity;
+        const deadline = deadlineAt === Infinity ? Infinity : new Date(deadlineAt);
+        const retryWithinMs = callOptions.retryWithinMs ?? 0;
+        const open = () =>
+          channel.makeServerStreamRequest(
+            path,
+            serialize,
+            deserialize,
+            request,
+            outgoingMetadata(callOptions.metadata),
+            { deadline },
+          );
         return (async function* () {
-          try {
-            for await (const message of stream) yield message as MessageShape<DescMessage>;
-          } catch (error) {
-            throw fromServiceError(error as grpc.ServiceError);
+          // When the current outage began (the first cut since the peer's last message), and how often it refused.
+          let outageSince: number | undefined;
+          let refusals = 0;
+          for (;;) {
+            try {
+              for await (const message of open()) {
+                outageSince = undefined;
+                refusals = 0;
+                yield message as MessageShape<DescMessage>;
+              }
+              return;
+            } catch (error) {
+              const serviceError = error as grpc.ServiceError;
+              outageSince ??= Date.now();
+              const until = Math.min(outageSince + retryWithinMs, deadlineAt);
+              const pause = Math.min(STREAM_RETRY_MAX_PAUSE_MS, 100 * 2 ** refusals);
+              if (!(retryWithinMs > 0 && streamRetrySafe(serviceError, idempotent) && Date.now() + pause < until))
+                throw fromServiceError(serviceError);
+              refusals += 1;
+              // A draining peer refuses at once while its connection is still up: pause, then wait (bounded by the
+              // window) for the channel to reach the peer again, which after a restart is the new process.
+              await sleep(pause);
+              await channelReady(channel, new Date(until));
+            }
           }
         })();
       };

@@ -1,5 +1,12 @@
 export { RpcServer, type ServiceImpl, type CallContext } from './server.js';
-export { createClient, retrySafe, type ServiceClient, type CallOptions, type ClientOptions } from './client.js';
+export {
+  createClient,
+  retrySafe,
+  streamRetrySafe,
+  type ServiceClient,
+  type CallOptions,
+  type ClientOptions,
+} from './client.js';
 export { HealthState, ServingStatus } from './health.js';
 export { toServiceError, fromServiceError, grpcStatusForCode, CODE_METADATA_KEY } from './status.js';
 export { grpcServiceDefinition } from './definition.js';

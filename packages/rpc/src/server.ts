@@ -118,7 +118,9 @@ export class RpcServer {
             }
           }).then(
             () => call.end(),
-            (error: unknown) => call.destroy(Object.assign(new Error(), toServiceError(error))),
+            // grpc-js sends a stream's status from its own 'error' listener; destroy() would skip it, leaving the
+            // caller waiting for its deadline instead of reading the handler's error.
+            (error: unknown) => call.emit('error', Object.assign(new Error(), toServiceError(error))),
           );
         };
       } else {

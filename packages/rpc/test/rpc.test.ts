@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { trace } from '@opentelemetry/api';
 import { CairnError } from '@cairn/errors';
-import { healthV1 } from '@cairn/proto';
+import { healthV1, watermarkV1 } from '@cairn/proto';
 import { startTelemetry } from '@cairn/telemetry';
-import { createClient, HealthState, RpcServer, ServingStatus } from '../src/index.js';
+import { createClient, HealthState, RpcServer, ServingStatus, type ServiceImpl } from '../src/index.js';
 
 const telemetry = startTelemetry('rpc-test', {});
 let server: RpcServer;
@@ -167,5 +167,134 @@ describe('rpc client and server', () => {
     await expect(client.check({ service: '' })).resolves.toMatchObject({ status: ServingStatus.SERVING });
     client.close();
     await replacement.shutdown(100);
+  });
+
+  describe('a server stream whose peer goes away (CallOptions.retryWithinMs)', () => {
+    type WatermarkImpl = ServiceImpl<(typeof watermarkV1.WatermarkService)['method']>;
+    type StreamHandler = WatermarkImpl['embedVideoWithProgress'];
+    const video = { tenantId: 't_1', watermarkId: 'w_1', assetId: 'a_1', encoded: new Uint8Array([1]) };
+    /**
+     * A watermark server whose EmbedVideoWithProgress (declared IDEMPOTENT) is `stream`; its other methods are
+     * never called here. Answers the server and its port.
+     */
+    const serveStream = async (stream: StreamHandler, port = 0) => {
+      const impl = Object.fromEntries(
+        watermarkV1.WatermarkService.methods.map((m) => [
+          m.localName,
+          () => {
+            throw new CairnError('cairn.internal_error', `${m.name} is not served here`);
+          },
+        ]),
+      ) as unknown as WatermarkImpl;
+      const server = new RpcServer();
+      server.add(watermarkV1.WatermarkService, { ...impl, embedVideoWithProgress: stream });
+      return { server, port: await server.listen('127.0.0.1', port) };
+    };
+    const progress = (fraction: number) => ({ update: { case: 'progress' as const, value: { fraction } } });
+    const result = { update: { case: 'result' as const, value: { payloadHex: 'ab', mediaType: 'video/mp4' } } };
+    const read = async (stream: AsyncIterable<watermarkV1.EmbedVideoWithProgressResponse>) => {
+      const seen: string[] = [];
+      for await (const { update } of stream)
+        seen.push(update.case === 'progress' ? `progress ${update.value.fraction}` : `${update.case}`);
+      return seen;
+    };
+
+    it('opens an idempotent stream again when its draining peer answered cairn.unavailable mid-stream', async () => {
+      let calls = 0;
+      const { server, port } = await serveStream(async function* () {
+        calls++;
+        yield progress(0.25);
+        if (calls === 1) throw new CairnError('cairn.unavailable', 'shutting down; retry');
+        yield progress(0.5);
+        yield result;
+      });
+      const client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${port}`);
+      // The caller reads the cut stream, then the new one from its start.
+      await expect(
+        read(client.embedVideoWithProgress({ video }, { deadlineMs: 5000, retryWithinMs: 3000 })),
+      ).resolves.toEqual(['progress 0.25', 'progress 0.25', 'progress 0.5', 'result']);
+      expect(calls).toBe(2);
+      // Without a window, the cut is the caller's.
+      calls = 0;
+      await expect(read(client.embedVideoWithProgress({ video }, { deadlineMs: 5000 }))).rejects.toMatchObject({
+        code: 'cairn.unavailable',
+      });
+      expect(calls).toBe(1);
+      client.close();
+      await server.shutdown(100);
+    });
+
+    it('waits for a peer that restarted on the same address, then reads the new stream', async () => {
+      const cut: RpcServer[] = [];
+      const first = await serveStream(async function* () {
+        yield progress(0.1);
+        // The process goes away mid-stream (a restart): its connections are cut.
+        setImmediate(() => void cut[0]?.shutdown(0));
+        await new Promise(() => undefined);
+      });
+      cut.push(first.server);
+      const client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${first.port}`);
+      const reading = read(client.embedVideoWithProgress({ video }, { deadlineMs: 10_000, retryWithinMs: 8000 }));
+      await new Promise((r) => setTimeout(r, 500));
+      const second = await serveStream(async function* () {
+        yield progress(0.2);
+        yield result;
+      }, first.port);
+      await expect(reading).resolves.toEqual(['progress 0.1', 'progress 0.2', 'result']);
+      client.close();
+      await second.server.shutdown(100);
+    });
+
+    it('gives up once the window has passed without the peer', async () => {
+      const probe = new RpcServer();
+      const nobody = await probe.listen('127.0.0.1', 0);
+      await probe.shutdown(100);
+      const client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${nobody}`);
+      await expect(
+        read(client.embedVideoWithProgress({ video }, { deadlineMs: 10_000, retryWithinMs: 600 })),
+      ).rejects.toMatchObject({ code: 'cairn.unavailable' });
+      client.close();
+    });
+
+    it('carries a stream handler’s error to the caller at once, its cairn code and detail included', async () => {
+      const { server, port } = await serveStream(async function* () {
+        yield progress(0.5);
+        throw new CairnError('cairn.validation.invalid_body', 'the video could not be decoded');
+      });
+      const client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${port}`);
+      // No deadline: an error that never reached the caller would hang it (the test's timeout), not pass.
+      await expect(read(client.embedVideoWithProgress({ video }, { retryWithinMs: 3000 }))).rejects.toMatchObject({
+        code: 'cairn.validation.invalid_body',
+        message: 'the video could not be decoded',
+      });
+      client.close();
+      await server.shutdown(100);
+    });
+
+    it('never opens again a stream of a method with effects that its handler answered', async () => {
+      let calls = 0;
+      const answered = new RpcServer();
+      answered.add(healthV1.Health, {
+        check: async () => ({ status: ServingStatus.SERVING }),
+        // Health.Watch declares no idempotency level.
+        watch: async function* () {
+          calls++;
+          yield { status: ServingStatus.SERVING };
+          throw new CairnError('cairn.unavailable', 'shutting down; retry');
+        },
+      });
+      const answeredPort = await answered.listen('127.0.0.1', 0);
+      const client = createClient(healthV1.Health, `127.0.0.1:${answeredPort}`);
+      const seen: ServingStatus[] = [];
+      await expect(
+        (async () => {
+          for await (const message of client.watch({ service: '' }, { retryWithinMs: 3000 })) seen.push(message.status);
+        })(),
+      ).rejects.toMatchObject({ code: 'cairn.unavailable' });
+      expect(seen).toEqual([ServingStatus.SERVING]);
+      expect(calls).toBe(1);
+      client.close();
+      await answered.shutdown(100);
+    });
   });
 });

@@ -18,6 +18,11 @@ export const signerConfigShape = {
   /** Attempts of an async sign before it ends `failed` with job.failed (a crash or timeout each counts as one). */
   SIGN_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   /**
+   * How long a sign job's video marking waits for the watermark service to come back when it goes away mid-stream
+   * (a restart, a rollout): the stream is opened again, same watermark id, when it does; past this, the attempt fails.
+   */
+  SIGN_JOB_WATERMARK_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
+  /**
    * How long a sign's claim on its asset id lives: a retried Sign of the same asset id meanwhile answers 409
    * cairn.idempotency.in_progress; past it (the signer died mid-sign) the retry takes the claim over.
    */

@@ -85,6 +85,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         publicBaseUrl: config.PUBLIC_BASE_URL,
         assetClaimLeaseSeconds: config.ASSET_CLAIM_LEASE_SECONDS,
         mediaLimits: mediaLimitsOf(config),
+        watermarkWaitMs: config.SIGN_JOB_WATERMARK_WAIT_MS,
         version: VERSION,
         observeStage: (stage, seconds) => stageSeconds.observe({ stage }, seconds),
       };

@@ -139,7 +139,8 @@ export class SignJobs {
       return;
     }
     await withTenant(this.deps.db, item.tenantId, (tx) =>
-      this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt, progress: null }),
+      // The progress an earlier attempt reached stays: what GET /v1/jobs shows never falls (markJobProgress).
+      this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt }),
     );
     const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
     // The upload is the job's input until the job ends, either way.

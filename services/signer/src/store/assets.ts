@@ -233,14 +233,23 @@ export class AssetStore {
 
   /**
    * A running job's progress. Only while it runs: a write that lands after the job ended (done or failed in another
-   * transaction) changes nothing. Leaves updated_at (the job's last change of state) alone.
+   * transaction) changes nothing. Never below the fraction already shown: a retried attempt starts again from 0, and
+   * the row holds the earlier attempt's stage and fraction until the new one passes it. Leaves updated_at (the job's
+   * last change of state) alone.
    */
   async markJobProgress(tenantId: string, jobId: string, progress: StoredJobProgress): Promise<void> {
     await withTenant(this.db, tenantId, (tx) =>
       tx
         .update(jobs)
         .set({ progress })
-        .where(and(eq(jobs.jobId, jobId), eq(jobs.tenantId, tenantId), eq(jobs.status, 'running'))),
+        .where(
+          and(
+            eq(jobs.jobId, jobId),
+            eq(jobs.tenantId, tenantId),
+            eq(jobs.status, 'running'),
+            sql`coalesce((${jobs.progress} ->> 'fraction')::float8, 0) <= ${progress.fraction}`,
+          ),
+        ),
     );
   }
 }

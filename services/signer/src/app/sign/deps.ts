@@ -60,6 +60,11 @@ export interface PipelineDeps {
   assetClaimLeaseSeconds?: number;
   /** What a sign decodes at most; refused from the headers (cairn.media.too_large) before anything is decoded. */
   mediaLimits: MediaLimits;
+  /**
+   * How long a sign job's video marking waits for the watermark service to come back mid-stream
+   * (SIGN_JOB_WATERMARK_WAIT_MS). Unset: not at all (the job's next attempt is its retry).
+   */
+  watermarkWaitMs?: number;
   version: string;
   /** Seconds spent per pipeline stage (decode, watermark, encode, c2pa, store, record, anchor), for /metrics. */
   observeStage?: (stage: SignStage, seconds: number) => void;

@@ -109,7 +109,10 @@ async function signAudioOrVideo(
 
 /**
  * EmbedVideo for a caller that shows progress (a sign job): the watermark service streams how far the frames are
- * (at most every 500 ms), then the marked video.
+ * (at most every 500 ms), then the marked video. A watermark service that goes away mid-stream (a restart, a
+ * rollout) is waited for up to `deps.watermarkWaitMs` and asked again with the same watermark id (the method is
+ * idempotent on it: the same key and payload); its frames are marked again from the first, and the caller's
+ * progress holds until the new run passes it (JobProgressWriter).
  */
 async function embedVideoWithProgress(
   deps: PipelineDeps,
@@ -117,9 +120,22 @@ async function embedVideoWithProgress(
   deadlineMs: number,
   progress: SignProgress,
 ): Promise<watermarkV1.EmbedVideoResponse> {
-  for await (const { update } of deps.watermark.embedVideoWithProgress({ video }, { deadlineMs })) {
-    if (update.case === 'progress') progress('watermarking', update.value.fraction);
-    else if (update.case === 'result') return update.value;
+  const waitMs = deps.watermarkWaitMs ?? 0;
+  const started = Date.now();
+  try {
+    const stream = deps.watermark.embedVideoWithProgress({ video }, { deadlineMs, retryWithinMs: waitMs });
+    for await (const { update } of stream) {
+      if (update.case === 'progress') progress('watermarking', update.value.fraction);
+      else if (update.case === 'result') return update.value;
+    }
+  } catch (error) {
+    if (!(error instanceof CairnError) || error.code !== 'cairn.unavailable') throw error;
+    // Said for the job's problem: which peer, and how long it was given.
+    const detail =
+      Date.now() - started >= deadlineMs
+        ? `The watermark service did not finish marking the video within ${Math.round(deadlineMs / 1000)} s.`
+        : `The watermark service was unavailable while marking the video and did not come back within ${Math.round(waitMs / 1000)} s.`;
+    throw new CairnError('cairn.unavailable', detail, {}, { cause: error });
   }
   throw new CairnError('cairn.unavailable', 'The watermark service ended the video stream without the marked video.');
 }
