@@ -3,6 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
 import { gridSize } from '../src/domain/image/cairn-sync-v2.js';
 import { lumaGrid } from '../src/domain/image/luma.js';
+import { psnr } from '../src/domain/image/psnr.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
 import { ImageAlgorithms, runImageTask } from '../src/domain/image-tasks.js';
 import type { WatermarkKey } from '../src/domain/keys.js';
@@ -203,5 +204,21 @@ describe('cairn-sync-v2 embed output', () => {
     ).response;
     if (!owned.ok || owned.op !== 'embed') throw new Error('embed failed');
     expect([sha256(owned.outcome.image.pixels), owned.outcome.psnrDb]).toEqual([c.marked, c.psnrDb]);
+    // cairn-dct-keyed-v1 the same way: its mark, and the PSNR a comparison with the original gives.
+    const dct = runImageTask(
+      algorithms,
+      {
+        id: 3,
+        op: 'embed',
+        image: { ...image, pixels: image.pixels.slice() },
+        payload,
+        key,
+        algorithm: 'cairn-dct-keyed-v1',
+      },
+      { pixelsOwned: true },
+    ).response;
+    if (!dct.ok || dct.op !== 'embed') throw new Error('embed failed');
+    expect(sha256(dct.outcome.image.pixels)).toBe(c.dctKeyed);
+    expect(dct.outcome.psnrDb).toBe(psnr(image, dct.outcome.image));
   });
 });

@@ -1,10 +1,9 @@
-import type { Detection, ImageWatermarkAlgorithm } from './image/algorithm.js';
+import type { Detection } from './image/algorithm.js';
 import { createKeyedImageWatermark } from './image/cairn-dct-keyed-v1.js';
 import { analyseSync, CAIRN_SYNC_V2_NAME, SyncTileWatermark } from './image/cairn-sync-v2.js';
 import { CAIRN_DCT_V1, CAIRN_DCT_V1_NAME } from './image/cairn-dct-v1.js';
 import { registeredPoints } from './image/content-registration.js';
 import { DctQimWatermark } from './image/dct-qim.js';
-import { psnr } from './image/psnr.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
 import type { DetectOutcome, KeyedAlgorithmName, WorkerRequest, WorkerResponse } from './worker-protocol.js';
@@ -32,7 +31,10 @@ export class ImageAlgorithms {
   }
 
   /** The algorithm an embed request names (keyed ones under its key). */
-  forEmbed(key: WatermarkKey | undefined, algorithm: KeyedAlgorithmName | undefined): ImageWatermarkAlgorithm {
+  forEmbed(
+    key: WatermarkKey | undefined,
+    algorithm: KeyedAlgorithmName | undefined,
+  ): DctQimWatermark | SyncTileWatermark {
     if (!key) return this.keyless;
     return algorithm === CAIRN_SYNC_V2_NAME ? this.syncForKey(key) : this.forKey(key);
   }
@@ -100,15 +102,16 @@ export function runImageTask(
   try {
     if (request.op === 'embed') {
       const algorithm = algorithms.forEmbed(request.key, request.algorithm);
-      // cairn-sync-v2 measures its PSNR as it writes the samples, so it may mark the request's own buffer when the
-      // caller no longer needs it (a worker's copy); the others are compared with the original afterwards.
+      // Every image mark measures its PSNR as it writes the samples, so it may mark the request's own buffer when
+      // the caller no longer needs it (a worker's copy) instead of a copy compared with the original afterwards.
+      const inPlace = { inPlace: pixelsOwned };
       const {
         image: marked,
         content,
         psnrDb,
       } = algorithm instanceof SyncTileWatermark
-        ? algorithm.embedDescribed(request.image, request.payload, { inPlace: pixelsOwned })
-        : withPsnr(request.image, algorithm.embed(request.image, request.payload));
+        ? algorithm.embedDescribed(request.image, request.payload, inPlace)
+        : { ...algorithm.embedMeasured(request.image, request.payload, inPlace), content: undefined };
       const outcome = {
         image: marked,
         psnrDb,
@@ -124,10 +127,6 @@ export function runImageTask(
     const { name, message } = error instanceof Error ? error : new Error(String(error));
     return { response: { id: request.id, ok: false, error: { name, message } }, transfer: [] };
   }
-}
-
-function withPsnr(original: RawImage, marked: RawImage): { image: RawImage; content: undefined; psnrDb: number } {
-  return { image: marked, content: undefined, psnrDb: psnr(original, marked) };
 }
 
 /** The buffer behind `bytes` when handing it over loses nothing else (it is exactly that view). */

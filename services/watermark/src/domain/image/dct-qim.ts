@@ -4,6 +4,7 @@ import { addBasis, basis, BLOCK, project, type Frequency } from './dct.js';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
 import { addLumaDelta, lumaGrid } from './luma.js';
 import { keyedRandom, permutation, seededRandom } from './prng.js';
+import { psnrOfSquaredError } from './psnr.js';
 import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
 import { composeKernels, resamplePlane, tentKernel } from './resample.js';
 
@@ -100,6 +101,18 @@ export class DctQimWatermark implements ImageWatermarkAlgorithm {
   }
 
   embed(image: RawImage, payload: Uint8Array): RawImage {
+    return this.embedMeasured(image, payload).image;
+  }
+
+  /**
+   * embed, answering the marked image's PSNR too (measured as the samples are written). With `inPlace` the caller
+   * hands `image`'s buffer over and gets it back marked (no copy of the pixels).
+   */
+  embedMeasured(
+    image: RawImage,
+    payload: Uint8Array,
+    { inPlace = false }: { inPlace?: boolean } = {},
+  ): { image: RawImage; psnrDb: number } {
     assertWellFormed(image);
     const { width, height } = image;
     if (width < this.minEmbedSize || height < this.minEmbedSize) {
@@ -132,9 +145,9 @@ export class DctQimWatermark implements ImageWatermarkAlgorithm {
       });
     }
 
-    const marked: RawImage = { ...image, pixels: Uint8Array.from(image.pixels) };
-    addLumaDelta(marked, delta, grid, grid);
-    return marked;
+    const marked: RawImage = inPlace ? image : { ...image, pixels: Uint8Array.from(image.pixels) };
+    const squaredError = addLumaDelta(marked, delta, grid, grid);
+    return { image: marked, psnrDb: psnrOfSquaredError(squaredError, width * height * (image.channels === 1 ? 1 : 3)) };
   }
 
   detect(image: RawImage): Detection | null {
