@@ -219,6 +219,23 @@ describe('cairn-audio-wm-v3', () => {
     for (const seed of [5, 12]) expect(await readV3(withNoise(marked, 20, seed))).toBe(expected);
   }, 60_000);
 
+  // Keys of bench:watermark-audio-keys (SHA-256 of "cairn bench audio key i") under which the synthetic music's 3 s
+  // excerpt was missed before the sync-calibrated decodes (with `calibrated: []` neither is read; v1 reads such
+  // excerpts): the excerpt folds under two repetitions, and the plain weight trusts its loudest symbols most, the
+  // ones the water level moved only part of the way.
+  it.each([73, 159])(
+    'reads the music’s 3 s excerpt under bench key %s',
+    async (i) => {
+      const benchKey = Uint8Array.from(createHash('sha256').update(`cairn bench audio key ${i}`).digest());
+      const benchPayload = audioPayloadFor(benchKey, 'w_bench_music');
+      const music = await recording('music', 20, 2);
+      const { marked } = await markLikeTheService(new AudioWatermarkV3(benchKey), music, benchPayload);
+      const excerpt = await mono16k(await attacked(marked, AUDIO_ATTACKS['3 s excerpt']!));
+      expect(await readV3(excerpt, benchKey)).toBe(payloadHex(benchPayload));
+    },
+    180_000,
+  );
+
   itReadsAfterASpeedChange(v3);
 
   it('finds nothing under another key, nothing in the unmarked recordings, and v1 and v2 do not read a v3 mark', async () => {

@@ -42,6 +42,8 @@ export const AUDIO_WM = {
   weightPowers: [1],
   /** The best Viterbi path only. */
   listPaths: 1,
+  /** No sync-calibrated decodes (v3 detection added them; this spec reads as it was measured). */
+  calibrated: [],
 } as const satisfies ContrastQimSpec;
 
 /** The 64-bit payload of a watermark id under `key`: the first 8 bytes of its keyed MAC, as the keyed image mark. */

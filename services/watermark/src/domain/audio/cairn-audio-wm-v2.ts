@@ -68,6 +68,8 @@ export const AUDIO_WM_V2 = {
   weightPowers: [1],
   /** The best Viterbi path only. */
   listPaths: 1,
+  /** No sync-calibrated decodes (v3 detection added them; this spec reads as it was measured). */
+  calibrated: [],
 } as const satisfies ContrastQimSpec;
 
 /**

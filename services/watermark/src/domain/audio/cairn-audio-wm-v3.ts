@@ -63,6 +63,13 @@ export const AUDIO_WM_V3 = {
    * 2 × 3 × (8 + 2) = 60 checks a read per key.
    */
   listPaths: 8,
+  /**
+   * Then, per candidate of power 1 at scale 1, two sync-calibrated decodes (detection only; marks unchanged): the
+   * plain contrasts, which read the music's 3 s excerpt under the keys the fixed weights missed, and the contrasts
+   * with each group's floor taken off, which read speech and the c2pa-rs sample under white noise at 20 dB.
+   * 2 × (3 × (8 + 2) + 2 × 8) = 92 checks a read per key.
+   */
+  calibrated: [0, 1],
 } as const satisfies ContrastQimSpec;
 
 /** cairn-audio-wm-v3 under one key: what EmbedAudio and a video's audio track write. */

@@ -71,15 +71,39 @@ export interface ContrastQimSpec {
    * change is no noise) and keep the best path, which keeps the false-positive bound low.
    */
   readonly listPaths: number;
+  /**
+   * Sync-calibrated decodes (detection only): after the plain decode of each candidate of the first weight at
+   * scale 1, its code votes again, each symbol weighted by how well the sync symbols of its class (its level over
+   * the band's floor, in 3 dB steps) agree with their known lattice at that candidate, once per entry here: the
+   * share of each group's floor power taken off before the log (0: none; 1: all of it, which undoes the contrast
+   * that added noise squeezes toward 0). Each entry tried is `candidates` × listPaths more checks. Empty: none.
+   */
+  readonly calibrated: ReadonlyArray<number>;
 }
 
 /** Keyed checks one read makes under one key when nothing is found (every scale and weight): the false-positive count. */
 export function checksPerRead(spec: ContrastQimSpec): number {
-  return spec.candidates * spec.weightPowers.length * (spec.listPaths + spec.scales.length - 1);
+  const plain = spec.weightPowers.length * (spec.listPaths + spec.scales.length - 1);
+  return spec.candidates * (plain + spec.calibrated.length * spec.listPaths);
 }
 
 /** A group whose mean bin power (of the Hann-windowed, 1/N-scaled spectrum) is under this is silence and never votes. */
 const GROUP_POWER_FLOOR = 1e-11;
+
+/**
+ * Sync-calibrated decodes sort symbols by their level over the band's floor in steps of this many dB, the last
+ * class open-ended: 0–3 dB (noise read as a mark) … 21 dB and more (the loudest frames, which the water level moves
+ * only part of the way).
+ */
+const CLASS_DB = 3;
+const CLASSES = 8;
+/**
+ * A class's agreement is its sync votes' summed cosine over (count + this): a class with few sync symbols (a 3 s
+ * excerpt has about 170 in all) is pulled toward 0 rather than trusted on a handful.
+ */
+const CLASS_PRIOR = 5;
+/** A group's power after its floor is taken off keeps at least this share of what was measured (never below 0). */
+const FLOOR_KEEP = 0.1;
 
 /** Periodic Hann window of one frame. */
 const HANN = Float64Array.from({ length: 1024 }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / 1024));
@@ -445,6 +469,66 @@ export class ContrastQimMark {
     return null;
   }
 
+  /**
+   * The code bits' votes at candidate (offset o, shift r), each symbol weighted by its class's reliability as the
+   * sync symbols measure it there: the concentration κ whose von Mises mean cosine is the class's sync agreement
+   * (the log-likelihood ratio of a bit is 2κ cos of its phase). One weighting does not suit every copy: the plain
+   * one (1 − floor/power) gives a clean excerpt's loudest symbols, which the water level moved only part of the
+   * way, the most weight, and under added noise no power of it mutes the near-floor symbols as much as they
+   * deserve; the sync pattern measures both on the copy at hand. `subtract`: the share of each group's floor
+   * power taken off before the log (added noise squeezes every contrast toward 0; a music host's floor is its own
+   * sound and wants none).
+   */
+  private calibratedSoft(analysis: ScaleAnalysis, o: number, r: number, subtract: number): Float64Array {
+    const { period, bands, step } = this.spec;
+    const { features } = this.geometry;
+    const logs = subtract > 0 ? floorSubtracted(analysis, o, subtract) : analysis.offsets[o]!;
+    const weights = analysis.weights[o];
+    const frames = logs.length / features;
+    const agree = new Float64Array(CLASSES);
+    const count = new Float64Array(CLASSES);
+    // Per (frame, band) code symbol: its class (−1: none) and its phase against the lattice of a 0.
+    const classOf = new Int8Array(frames * bands).fill(-1);
+    const phase = new Float64Array(frames * bands);
+    for (let j = 0; j < frames; j++) {
+      const embedded = ((j % period) + r) % period;
+      for (let b = 0; b < bands; b++) {
+        const f = this.feature(logs, j * features, b);
+        if (f === null) continue;
+        const reliability = weights ? weights[j * bands + b]! : 1;
+        const db = -10 * Math.log10(Math.max(1e-6, 1 - reliability));
+        const c = Math.min(CLASSES - 1, Math.floor(db / CLASS_DB));
+        const slot = embedded * bands + b;
+        const role = this.layout.role[slot]!;
+        if (role >= 0) {
+          classOf[j * bands + b] = c;
+          phase[j * bands + b] = (2 * Math.PI * (f - this.layout.dither[slot]!)) / step;
+        } else {
+          const target = this.layout.dither[slot]! + (this.layout.sync[-1 - role]! * step) / 2;
+          agree[c] = agree[c]! + Math.cos((2 * Math.PI * (f - target)) / step);
+          count[c] = count[c]! + 1;
+        }
+      }
+    }
+    const kappa = new Float64Array(CLASSES);
+    for (let c = 0; c < CLASSES; c++) {
+      // A class that disagrees (or is mere noise) gets no vote; R is capped where κ would run away.
+      const mean = Math.min(0.95, Math.max(0, agree[c]! / (count[c]! + CLASS_PRIOR)));
+      kappa[c] = (mean * (2 - mean * mean)) / (1 - mean * mean);
+    }
+    const soft = new Float64Array(this.codeBits);
+    for (let j = 0; j < frames; j++) {
+      const embedded = ((j % period) + r) % period;
+      for (let b = 0; b < bands; b++) {
+        const c = classOf[j * bands + b]!;
+        if (c < 0) continue;
+        const role = this.layout.role[embedded * bands + b]!;
+        soft[role] = soft[role]! + kappa[c]! * Math.cos(phase[j * bands + b]!);
+      }
+    }
+    return soft;
+  }
+
   private decodeScale(analysis: ScaleAnalysis, power: number): AudioDetection | null {
     const { period, bands, step, candidates, payloadBits, minConfidence } = this.spec;
     const { features } = this.geometry;
@@ -513,17 +597,25 @@ export class ContrastQimMark {
         }
       }
       const list = analysis.scale === 1 ? this.spec.listPaths : 1;
-      const paths =
-        list > 1 ? listViterbiDecode(soft, this.messageBits, list) : [viterbiDecode(soft, this.messageBits)];
-      const message = paths.find((path) => this.checkPasses(path));
-      if (!message) continue;
+      // The calibrated decodes are built only when the plain one fails (most reads of a marked copy stop at it).
+      const calibrated = analysis.scale === 1 && power === this.spec.weightPowers[0] ? this.spec.calibrated : [];
+      let read: { message: Uint8Array; soft: Float64Array } | null = null;
+      for (let attempt = 0; attempt <= calibrated.length && !read; attempt++) {
+        const votes = attempt === 0 ? soft : this.calibratedSoft(analysis, o, r, calibrated[attempt - 1]!);
+        const paths =
+          list > 1 ? listViterbiDecode(votes, this.messageBits, list) : [viterbiDecode(votes, this.messageBits)];
+        const message = paths.find((path) => this.checkPasses(path));
+        if (message) read = { message, soft: votes };
+      }
+      if (!read) continue;
+      const { message } = read;
       const payload = bytesOf(message.subarray(0, payloadBits));
       const recoded = convEncode(message);
       let agree = 0;
       let total = 0;
       for (let i = 0; i < this.codeBits; i++) {
-        agree += recoded[i] ? -soft[i]! : soft[i]!;
-        total += Math.abs(soft[i]!);
+        agree += recoded[i] ? -read.soft[i]! : read.soft[i]!;
+        total += Math.abs(read.soft[i]!);
       }
       const confidence = total > 0 ? Math.max(0, agree / total) : 0;
       if (confidence < minConfidence) continue;
@@ -535,6 +627,7 @@ export class ContrastQimMark {
 
 /** The group log-energies of every frame at each candidate offset, for one playback-rate scale. */
 interface ScaleAnalysis {
+  readonly spec: ContrastQimSpec;
   readonly scale: number;
   readonly offsets: ReadonlyArray<Float32Array>;
   /** Per offset, per (frame, band): the symbol's reliability, 0..1; absent when every symbol votes alike. */
@@ -569,6 +662,42 @@ export class ContrastAnalysis {
     this.scales[index] = analysis;
     return analysis;
   }
+}
+
+const subtracted = new WeakMap<Float32Array, Map<number, Float32Array>>();
+
+/**
+ * The group log-energies at offset o with `share` of each group's floor power (its 10 % quantile over the frames)
+ * taken off, made once per offset and share and kept with the analysis (they do not depend on the key).
+ */
+function floorSubtracted(analysis: ScaleAnalysis, o: number, share: number): Float32Array {
+  const logs = analysis.offsets[o]!;
+  let known = subtracted.get(logs);
+  if (!known) subtracted.set(logs, (known = new Map<number, Float32Array>()));
+  const cached = known.get(share);
+  if (cached) return cached;
+  const features = geometryOf(analysis.spec).features;
+  const quantile = analysis.spec.floorQuantile ?? 0.1;
+  const frames = logs.length / features;
+  const out = new Float32Array(logs.length);
+  const column = new Float64Array(frames);
+  for (let g = 0; g < features; g++) {
+    for (let j = 0; j < frames; j++) {
+      const l = logs[j * features + g]!;
+      column[j] = Number.isNaN(l) ? 0 : Math.exp(2 * l);
+    }
+    column.sort();
+    const floor = share * (column[Math.min(frames - 1, Math.floor(quantile * frames))] ?? 0);
+    for (let j = 0; j < frames; j++) {
+      const l = logs[j * features + g]!;
+      const power = Math.exp(2 * l);
+      out[j * features + g] = Number.isNaN(l)
+        ? Number.NaN
+        : 0.5 * Math.log(Math.max(power - floor, FLOOR_KEEP * power));
+    }
+  }
+  known.set(share, out);
+  return out;
 }
 
 /**
@@ -627,7 +756,7 @@ function analyseScale(spec: ContrastQimSpec, samples: Float32Array, scale: numbe
     );
     offsetSamples.push(o);
   }
-  return { scale, offsets, weights, offsetSamples };
+  return { spec, scale, offsets, weights, offsetSamples };
 }
 
 /**
