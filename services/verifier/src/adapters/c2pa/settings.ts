@@ -2,7 +2,9 @@
 // to each Reader (neon_reader.rs → utils::parse_settings), so the trust list travels with the read and two
 // reads with different lists cannot see each other's. The string goes to c2pa-rs as is: keys are snake_case,
 // and c2pa-rs ignores unknown keys silently, so a misspelt key here would quietly fall back to a default.
-import { createHash, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
+import { ByteBoundedLru } from '@cairn/runtime';
+import { framedDigest } from '../../domain/framed-digest.js';
 
 export class TrustListError extends Error {
   override readonly name = 'TrustListError';
@@ -34,29 +36,23 @@ export function trustBundle(trustAnchorsPem: readonly string[]): string {
 /**
  * The settings string of a read under this trust list. Every read passes the list in force (the default one is about
  * 50 certificates), and checking each of them as X.509 took several milliseconds of CPU per read, about the whole
- * bare read: the string is a function of the list alone, so it is made once per list. Keyed by SHA-256 over the
- * length-prefixed entries (no two different lists alike); a list that fails the check is not kept and fails again.
+ * bare read: the string is a function of the list alone, so it is made once per list (keyed by its framedDigest);
+ * a list that fails the check is not kept and fails again.
  */
 export function readerSettingsJson(trustAnchorsPem: readonly string[]): string {
-  const hash = createHash('sha256').update(`${trustAnchorsPem.length}:`);
-  for (const pem of trustAnchorsPem) hash.update(`${pem.length}:`).update(pem);
-  const key = hash.digest('hex');
+  const key = framedDigest(trustAnchorsPem);
   const known = settingsByList.get(key);
-  if (known !== undefined) {
-    // Most recently used last, so the bound below drops the list unused the longest.
-    settingsByList.delete(key);
-    settingsByList.set(key, known);
-    return known;
-  }
+  if (known !== undefined) return known;
   const settings = settingsFor(trustAnchorsPem);
-  settingsByList.set(key, settings);
-  if (settingsByList.size > SETTINGS_LIMIT) settingsByList.delete(settingsByList.keys().next().value as string);
+  settingsByList.set(key, settings, settings.length * 2);
   return settings;
 }
 
-/** Bounded: the default list and each enterprise tenant's own list (a list changes rarely; a changed one is new). */
-const SETTINGS_LIMIT = 64;
-const settingsByList = new Map<string, string>();
+/**
+ * Bounded by the strings it keeps (the default list's is about 100 KB): the default list and each enterprise
+ * tenant's own, least recently used out (a list changes rarely; a changed one is a new key).
+ */
+const settingsByList = new ByteBoundedLru<string>(8 * 1024 * 1024);
 
 function settingsFor(trustAnchorsPem: readonly string[]): string {
   const bundle = trustBundle(trustAnchorsPem);

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { ByteBoundedLru } from '@cairn/runtime';
 import { chainsToOneOf } from '../../domain/cairn-link.js';
+import { framedDigest } from '../../domain/framed-digest.js';
 
 /** What one answer keeps alive: its key (64 hex characters, two bytes each) and the Map entry around it. */
 const ANSWER_BYTES = 64 * 2 + 64;
@@ -23,8 +23,6 @@ export function chainLeadsToOneOf(chainPem: readonly string[], rootsPem: readonl
 }
 
 function chainKey(chainPem: readonly string[], rootsPem: readonly string[]): string {
-  // Counts first and every certificate length-prefixed, so no two different pairs of lists hash alike.
-  const hash = createHash('sha256').update(`${chainPem.length}:${rootsPem.length}:`);
-  for (const pem of [...chainPem, ...rootsPem]) hash.update(`${pem.length}:`).update(pem);
-  return hash.digest('hex');
+  // The chain's length first, so no certificate can move from one list to the other under the same key.
+  return framedDigest([String(chainPem.length), ...chainPem, ...rootsPem]);
 }

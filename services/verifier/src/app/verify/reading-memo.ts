@@ -1,6 +1,7 @@
-import { createHash, X509Certificate, type Hash } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { ByteBoundedLru } from '@cairn/runtime';
 import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
+import { framedDigest } from '../../domain/framed-digest.js';
 
 /**
  * The C2PA readings of Cairn's own signed files (read by asset or manifest id, as the stored verdict does), so a
@@ -23,12 +24,7 @@ export class ReadingMemo {
   }
 
   static keyOf(input: ReadManifestInput): string {
-    const hash = createHash('sha256');
-    part(hash, input.mimeType);
-    part(hash, input.asset);
-    part(hash, input.sidecar ?? '');
-    for (const pem of input.trustAnchorsPem) part(hash, pem);
-    return hash.digest('hex');
+    return framedDigest([input.mimeType, input.asset, input.sidecar ?? '', ...input.trustAnchorsPem]);
   }
 
   get(key: string, now: number): C2paReading | undefined {
@@ -49,12 +45,6 @@ export class ReadingMemo {
 }
 
 /** One length-prefixed field of the key, so that no two different inputs hash alike. */
-function part(hash: Hash, value: string | Buffer): void {
-  const bytes = typeof value === 'string' ? Buffer.from(value) : value;
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64BE(BigInt(bytes.length));
-  hash.update(length).update(bytes);
-}
 
 /** When the first certificate of a kept reading's chain stops being valid; undefined for a reading not to keep. */
 function keepableUntil(reading: C2paReading, now: number): number | undefined {
