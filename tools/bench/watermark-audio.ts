@@ -184,7 +184,7 @@ for (const row of rows)
 console.log();
 for (const fp of falsePositives)
   console.log(
-    `${fp.name} false positives: ${fp.reports} reports in ${fp.checks} keyed checks (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fp.perMinute.toExponential(1)} per minute`,
+    `${fp.name} false positives: ${fp.reports} reports in ${fp.checks.toFixed(0)} keyed checks (${unmarked.length} unmarked clips, ${unmarkedSeconds.toFixed(0)} s, ${KEYS} keys); estimate ≤ ${fp.perMinute.toExponential(1)} per minute`,
   );
 for (const [name, t] of speed)
   console.log(

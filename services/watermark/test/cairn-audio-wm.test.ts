@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { decodeAudioForEmbedding, encodeMarkedAudio } from '../src/adapters/audio-codec.js';
 import { embedAudioMark, snrDb, type AudioMarker } from '../src/domain/audio/apply.js';
@@ -9,6 +10,7 @@ import type { ContrastQimMark } from '../src/domain/audio/contrast-qim.js';
 import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
 import { payloadHex } from '../src/domain/payload.js';
 import { attacked, AUDIO_ATTACKS, mono16k, recording, withNoise } from './support/audio.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 /** Marks a recording as the service does (decode, mark, encode as WAV); the SNR is against the upload's samples. */
 async function markLikeTheService(
@@ -235,6 +237,16 @@ describe('cairn-audio-wm-v3', () => {
     },
     180_000,
   );
+
+  // A noisy copy of the 8 kHz c2pa-rs sample whose right path is beyond the 8 best (with `closeSyncZ: Infinity` it is
+  // not read): its grid's sync z-score, about 5–6, opens the 64-path list (bench key 36, noise draw 2).
+  it('reads the c2pa-rs sample under white noise at 20 dB SNR when the right path is beyond the 8 best', async () => {
+    const benchKey = Uint8Array.from(createHash('sha256').update('cairn bench audio key 36').digest());
+    const benchPayload = audioPayloadFor(benchKey, 'w_bench_sample');
+    const sample = await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`);
+    const { marked } = await markLikeTheService(new AudioWatermarkV3(benchKey), sample, benchPayload);
+    expect(await readV3(withNoise(await mono16k(marked), 20, 2), benchKey)).toBe(payloadHex(benchPayload));
+  }, 180_000);
 
   itReadsAfterASpeedChange(v3);
 

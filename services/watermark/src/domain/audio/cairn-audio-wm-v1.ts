@@ -44,6 +44,8 @@ export const AUDIO_WM = {
   listPaths: 1,
   /** No sync-calibrated decodes (v3 detection added them; this spec reads as it was measured). */
   calibrated: [],
+  closeSyncZ: Infinity,
+  closeListPaths: 1,
 } as const satisfies ContrastQimSpec;
 
 /** The 64-bit payload of a watermark id under `key`: the first 8 bytes of its keyed MAC, as the keyed image mark. */

@@ -70,6 +70,8 @@ export const AUDIO_WM_V2 = {
   listPaths: 1,
   /** No sync-calibrated decodes (v3 detection added them; this spec reads as it was measured). */
   calibrated: [],
+  closeSyncZ: Infinity,
+  closeListPaths: 1,
 } as const satisfies ContrastQimSpec;
 
 /**

@@ -79,12 +79,27 @@ export interface ContrastQimSpec {
    * that added noise squeezes toward 0). Each entry tried is `candidates` × listPaths more checks. Empty: none.
    */
   readonly calibrated: ReadonlyArray<number>;
+  /**
+   * At scale 1 a candidate whose sync z-score (its sync votes over their spread) reaches closeSyncZ is decoded with
+   * closeListPaths paths instead of listPaths, plain and calibrated alike. Without a mark z ≥ a has odds under
+   * exp(−a²/2) per candidate (the keyed dither makes each sync cell's vote an independent bounded term), so the
+   * longer lists add their checks to a read only that rarely (checksPerRead counts it). Infinity: never.
+   */
+  readonly closeSyncZ: number;
+  readonly closeListPaths: number;
 }
 
 /** Keyed checks one read makes under one key when nothing is found (every scale and weight): the false-positive count. */
 export function checksPerRead(spec: ContrastQimSpec): number {
   const plain = spec.weightPowers.length * (spec.listPaths + spec.scales.length - 1);
-  return spec.candidates * (plain + spec.calibrated.length * spec.listPaths);
+  const always = spec.candidates * (plain + spec.calibrated.length * spec.listPaths);
+  // The longer lists, paid only when some scale-1 candidate of some weight reaches closeSyncZ: union bound over
+  // every (offset, shift) candidate of every weight, each at most exp(−z²/2), times the checks they add.
+  const grids = (spec.frame / spec.offsetStep) * spec.period * spec.weightPowers.length;
+  const opens = Math.min(1, grids * Math.exp(-(spec.closeSyncZ ** 2) / 2));
+  const longer =
+    spec.candidates * (spec.weightPowers.length + spec.calibrated.length) * (spec.closeListPaths - spec.listPaths);
+  return always + opens * Math.max(0, longer);
 }
 
 /** A group whose mean bin power (of the Hann-windowed, 1/N-scaled spectrum) is under this is silence and never votes. */
@@ -562,11 +577,12 @@ export class ContrastQimMark {
       const angle = (2 * Math.PI * target) / step;
       return Math.cos(angle) * foldRe[cell]! + Math.sin(angle) * foldIm[cell]!;
     };
-    const ranked: Array<{ score: number; offset: number; shift: number }> = [];
+    const ranked: Array<{ score: number; offset: number; shift: number; z: number }> = [];
     for (let o = 0; o < offsets; o++) {
       for (let r = 0; r < period; r++) {
         let agree = 0;
         let total = 0;
+        let spread = 0;
         for (let p = 0; p < period; p++) {
           const embedded = (p + r) % period;
           for (let b = 0; b < bands; b++) {
@@ -576,13 +592,16 @@ export class ContrastQimMark {
             if (role >= 0 || mass[cell] === 0) continue;
             agree += vote(cell, this.layout.dither[slot]! + (this.layout.sync[-1 - role]! * step) / 2);
             total += mass[cell]!;
+            spread += foldRe[cell]! ** 2 + foldIm[cell]! ** 2;
           }
         }
-        if (total > 0) ranked.push({ score: agree / total, offset: o, shift: r });
+        // z: the sync votes over their spread. With no mark each cell's vote is |F| cos of a keyed uniform phase,
+        // independent across cells, so by Hoeffding P(z ≥ a) ≤ exp(−a²/2) whatever the audio.
+        if (total > 0) ranked.push({ score: agree / total, offset: o, shift: r, z: agree / Math.sqrt(spread) });
       }
     }
     ranked.sort((a, b) => b.score - a.score);
-    for (const { offset: o, shift: r } of ranked.slice(0, candidates)) {
+    for (const { offset: o, shift: r, z } of ranked.slice(0, candidates)) {
       // Each code bit's summed vote: positive for 0 (the lattice at the dither), negative for 1, as viterbiDecode
       // reads it; a cell's vote mass is its reliability, so a well-heard bit outweighs a faint one.
       const soft = new Float64Array(this.codeBits);
@@ -596,7 +615,10 @@ export class ContrastQimMark {
           soft[role] = vote(cell, this.layout.dither[slot]!);
         }
       }
-      const list = analysis.scale === 1 ? this.spec.listPaths : 1;
+      // A grid the sync pattern vouches for (a z that unmarked audio reaches with odds under e^−z²/2) is worth a
+      // longer list: under noise its right path is sometimes past the 8th.
+      const list =
+        analysis.scale !== 1 ? 1 : z >= this.spec.closeSyncZ ? this.spec.closeListPaths : this.spec.listPaths;
       // The calibrated decodes are built only when the plain one fails (most reads of a marked copy stop at it).
       const calibrated = analysis.scale === 1 && power === this.spec.weightPowers[0] ? this.spec.calibrated : [];
       let read: { message: Uint8Array; soft: Float64Array } | null = null;
