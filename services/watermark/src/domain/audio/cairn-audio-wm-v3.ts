@@ -71,13 +71,13 @@ export const AUDIO_WM_V3 = {
    */
   calibrated: [0, 1],
   /**
-   * 64 paths for a candidate whose sync z-score reaches 4.5 (the 8 kHz c2pa-rs sample under white noise at 20 dB:
-   * 231 → 237 of 240 copies, the true grid at z 5–6.4; unmarked audio's best candidates stayed under 3 in 2,160).
-   * The gate opens on unmarked audio at most 1,152 × e^−10.1 ≈ 0.046 times a read, for at most 2 × 5 × 56 checks:
-   * ≤ 26 more a read on average, ≤ 118 in all.
+   * 128 paths for a candidate whose sync z-score reaches 4.5 (the 8 kHz c2pa-rs sample under white noise at 20 dB:
+   * 231 → 240 of 240 copies, 237 with 64 paths; the true grid at z 5–6.4; unmarked audio's best candidates stayed
+   * under 3 in 2,160). The gate opens on unmarked audio at most 1,152 × e^−10.1 ≈ 0.046 times a read, for at most
+   * 2 × 5 × 120 checks: ≤ 56 more a read on average, ≤ 148 in all.
    */
   closeSyncZ: 4.5,
-  closeListPaths: 64,
+  closeListPaths: 128,
 } as const satisfies ContrastQimSpec;
 
 /** cairn-audio-wm-v3 under one key: what EmbedAudio and a video's audio track write. */
