@@ -230,7 +230,7 @@ await pool.close(0);
 console.log(lines.join('\n'));
 console.log(
   `\nfalse positives: ${falsePositives} of ${unmarkedReads} unmarked files (each up to 12 one-second windows read, ` +
-    `each on both grid areas)`,
+    `each on every grid area)`,
 );
 const videoSeconds = speedClips * SECONDS;
 // Speed is over the 720p clips; a run without them prints none.

@@ -116,10 +116,11 @@ describe('video watermark (cairn-sync-v2 on every frame)', () => {
   }, 120_000);
 
   it('marks frames below 720p on a coarser grid that H.264 CRF 28 keeps: a 360p clip reads after it', async () => {
-    // At 640×360 the image grid's chips would be 1.9 pixels; the coarse grid's are 3.75, as at 720p.
+    // At 640×360 the image grid's chips would be 1.9 pixels and the 480p grid's 3.75; the small grid's are 4.7, so
+    // even a copy halved to 320×180 keeps chips of 2.3 pixels.
     expect(videoGridArea(1280, 720)).toBe(GRID_AREA);
     expect(videoGridArea(854, 480)).toBe(GRID_AREA / 4);
-    expect(videoGridArea(640, 360)).toBe(GRID_AREA / 4);
+    expect(videoGridArea(640, 360)).toBe(GRID_AREA / 6.25);
     const small = await clip('testsrc2', { seconds: 2, width: 640, height: 360 });
     const smallMarked = await markVideo({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, small, payload, key);
     expect(smallMarked.psnrDb).toBeGreaterThanOrEqual(40);

@@ -1,6 +1,6 @@
 import { payloadHex } from './payload.js';
 import { transferable } from './image-tasks.js';
-import { LumaFrameMarker, syncTile, videoGridArea } from './video/luma-frame-mark.js';
+import { LumaFrameMarker, syncTile, videoGridArea, videoMarkStrength } from './video/luma-frame-mark.js';
 import type { VideoWorkerRequest, VideoWorkerResponse } from './worker-protocol.js';
 
 /**
@@ -21,12 +21,13 @@ export class VideoMarkers {
     ].join('|');
     let marker = this.markers.get(id);
     if (!marker) {
+      const gridArea = videoGridArea(request.width, request.height);
       marker = new LumaFrameMarker(
         syncTile(request.key.secret, request.payload),
         request.width,
         request.height,
-        request.strengthRms,
-        videoGridArea(request.width, request.height),
+        videoMarkStrength(request.strengthRms, gridArea),
+        gridArea,
       );
       if (this.markers.size >= MAX_MARKERS) this.markers.delete(this.markers.keys().next().value!);
       this.markers.set(id, marker);

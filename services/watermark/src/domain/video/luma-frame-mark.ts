@@ -54,17 +54,37 @@ export function syncTile(key: Uint8Array, payload: Uint8Array): Int8Array {
  * The embedding grid's area for a frame size. cairn-sync-v2 puts an image on about 256² samples whatever its size,
  * so a chip is 1/341 of a 16:9 frame's width: 3.75 pixels at 720p, which H.264 CRF 28 keeps, but 2.5 at 480p and
  * 1.9 at 360p, which it smooths away. Frames whose chip would be under CHIP_PIXELS get a grid a quarter the area
- * (chips twice as wide: 5 pixels at 480p, 3.75 at 360p); the detector tries both areas (VIDEO_GRID_AREAS).
+ * (chips twice as wide: 5 pixels at 480p); frames where even those would be under SMALL_CHIP_PIXELS (360p: 3.75) get
+ * one 6.25 times smaller (chips 2.5 times the image's: 4.7 pixels at 360p, so a copy halved to 180p still has
+ * chips of 2.3 pixels, about what a halved 480p copy keeps). A coarser grid holds fewer tiles (a 640×360 frame:
+ * 4.3 × 2.4), hence fewer chips to read; 2.5 read more halved 360p copies than 2.25 or 3 (measured: README "Grid by
+ * frame size"). The detector tries every area (VIDEO_GRID_AREAS).
  */
 export function videoGridArea(width: number, height: number): number {
-  return (width * height) / GRID_AREA >= CHIP_PIXELS * CHIP_PIXELS ? GRID_AREA : COARSE_GRID_AREA;
+  const area = width * height;
+  if (area / GRID_AREA >= CHIP_PIXELS * CHIP_PIXELS) return GRID_AREA;
+  return area / COARSE_GRID_AREA >= SMALL_CHIP_PIXELS * SMALL_CHIP_PIXELS ? COARSE_GRID_AREA : SMALL_GRID_AREA;
 }
 
 /** A chip's side in pixels at 720p (1280 / 341.3), the smallest measured to survive H.264 CRF 28. */
 const CHIP_PIXELS = 3.75;
+/** Below this a coarse chip is too small to outlive halving and CRF 28 (480p's 5 pixels do, 360p's 3.75 do not). */
+const SMALL_CHIP_PIXELS = 4.5;
 const COARSE_GRID_AREA = GRID_AREA / 4;
+const SMALL_GRID_AREA = GRID_AREA / 6.25;
 /** The grid areas a video mark can be on, most common first: what the detector tries. */
-export const VIDEO_GRID_AREAS: ReadonlyArray<number> = [GRID_AREA, COARSE_GRID_AREA];
+export const VIDEO_GRID_AREAS: ReadonlyArray<number> = [GRID_AREA, COARSE_GRID_AREA, SMALL_GRID_AREA];
+
+/**
+ * The mark's RMS on a frame of this grid area: the small grid's chips are wide enough to outlive the signing encode
+ * itself, so at the strength of the others the answer lands about 0.1 dB lower against the upload (the photo at
+ * 360p: 39.9–40.0 dB); 3 % weaker puts it back at 40.2 and read 11 of 16 halved copies where full strength read 12
+ * (README "Grid by frame size").
+ */
+export function videoMarkStrength(strengthRms: number, gridArea: number): number {
+  return gridArea === SMALL_GRID_AREA ? strengthRms * SMALL_GRID_STRENGTH : strengthRms;
+}
+const SMALL_GRID_STRENGTH = 0.97;
 
 /** Per-frame marking of one video's luma planes with one tile: everything frame-independent is made once. */
 export class LumaFrameMarker {
@@ -79,7 +99,7 @@ export class LumaFrameMarker {
   private readonly resampler: LumaResampler;
   /**
    * The mask's picture: every other pixel of every other row, when that still has at least a pixel per grid
-   * sample (always, for the sizes videoGridArea picks: 1.9 pixels per sample at worst). The mask is a local
+   * sample (for every size of 360p and up videoGridArea picks: 1.9 pixels per sample at worst). The mask is a local
    * contrast, clamped to 0.5–1.5× its mean, so a quarter of the pixels measure it as well as all; reducing all of
    * them to the grid was a third of a frame's marking.
    */
