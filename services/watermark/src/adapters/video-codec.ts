@@ -337,20 +337,21 @@ export async function transcodeFrames(
 }
 
 /**
- * The luma of the first `maxSeconds`, sampled at up to `sampleFps` frames a second and averaged over windows of one
- * second (the mark is the same in every frame, the picture is not: averaging keeps the one and blurs the other).
+ * The luma of the first `maxSeconds`, sampled at up to `sampleFps(width, height)` frames a second (the stream's size)
+ * and averaged over windows of one second (the mark is the same in every frame, the picture is not: averaging keeps
+ * the one and blurs the other).
  * `visit` gets each window's mean luma plane as 8-bit gray and its start time, and answers whether to go on.
  */
 export async function visitLumaWindows(
   file: VideoFile,
-  options: { maxSeconds: number; sampleFps: number; timeoutMs: number },
+  options: { maxSeconds: number; sampleFps: (width: number, height: number) => number; timeoutMs: number },
   visit: (window: { luma: Uint8Array; width: number; height: number; atSeconds: number }) => Promise<boolean>,
 ): Promise<'visited' | 'not_video'> {
   const text = await probeFfmpeg(file.path);
   const stream = parseVideoStream(text);
   if (!stream) return 'not_video';
   const { width, height } = stream;
-  const fps = Math.max(1, Math.round(Math.min(options.sampleFps, stream.fps)));
+  const fps = Math.max(1, Math.round(Math.min(options.sampleFps(width, height), stream.fps)));
   const decoder = startRawDecoder(file, options.maxSeconds, ['-vf', `fps=${fps}`], 'gray');
   const timer = setTimeout(() => decoder.child.kill('SIGKILL'), options.timeoutMs);
   try {

@@ -4,7 +4,7 @@ import type { RawImage } from '../domain/image/raw-image.js';
 import type { WatermarkKey } from '../domain/keys.js';
 import type { ImageWorkerPool } from '../adapters/worker-pool.js';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
-import { VIDEO_GRID_AREAS } from '../domain/video/luma-frame-mark.js';
+import { detectionSampleFps, VIDEO_GRID_AREAS } from '../domain/video/luma-frame-mark.js';
 import {
   measureCrf,
   MIN_VIDEO_SIDE,
@@ -24,13 +24,6 @@ import {
 export const VIDEO_MARK_STRENGTH_RMS = 2.2;
 /** Detection reads windows of the first seconds only: any excerpt of at least a window holds the whole mark. */
 const DETECT_SECONDS = 12;
-/**
- * Frames a second averaged into a window: every frame of a video up to 30 fps. Each one adds its own encoding noise,
- * which the mean averages down (against 15 a second: halved 360p copies at CRF 28 read under more keys, measured in
- * the README's "Grid by frame size"); decoding costs the same either way, the extra frames only their summing.
- */
-const DETECT_SAMPLE_FPS = 30;
-
 export interface VideoMarkDeps {
   readonly pool: ImageWorkerPool;
   readonly mediaLimits: MediaLimits;
@@ -160,7 +153,7 @@ export async function detectVideoMark(
     let lastSeconds = 0;
     const visited = await visitLumaWindows(
       file,
-      { maxSeconds: DETECT_SECONDS, sampleFps: DETECT_SAMPLE_FPS, timeoutMs: 60_000 },
+      { maxSeconds: DETECT_SECONDS, sampleFps: detectionSampleFps, timeoutMs: 60_000 },
       async ({ luma, width, height, atSeconds }) => {
         if (Math.min(width, height) < MIN_DETECT_SIDE) return false;
         windows++;
