@@ -44,8 +44,6 @@ export class ReadingMemo {
   }
 }
 
-/** One length-prefixed field of the key, so that no two different inputs hash alike. */
-
 /** When the first certificate of a kept reading's chain stops being valid; undefined for a reading not to keep. */
 function keepableUntil(reading: C2paReading, now: number): number | undefined {
   if (reading.kind !== 'manifest' || reading.certificateExpired || reading.ocspStatus !== 'not_checked')
