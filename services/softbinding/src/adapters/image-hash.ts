@@ -1,5 +1,13 @@
 import sharp from 'sharp';
-import { hashPixels, PDQ_ALG, WORK_SIDE, type ImageFingerprinter, type PerceptualHash } from '../domain/pdq.js';
+import {
+  hashPixels,
+  PDQ_ALG,
+  WORK_SIDE,
+  type ImageFingerprinter,
+  type PerceptualHash,
+  type PixelRegion,
+  type RawPixelLayout,
+} from '../domain/pdq.js';
 
 /** Decodes any image sharp reads (EXIF orientation applied, brought to WORK_SIDE × WORK_SIDE) and hashes it. */
 export async function hashImageBytes(bytes: Buffer): Promise<PerceptualHash> {
@@ -12,8 +20,8 @@ export async function hashImageBytes(bytes: Buffer): Promise<PerceptualHash> {
  */
 export async function hashRawPixels(
   pixels: Buffer,
-  raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 },
-  region?: { left: number; top: number; width: number; height: number },
+  raw: RawPixelLayout,
+  region?: PixelRegion,
 ): Promise<PerceptualHash> {
   const image = sharp(pixels, { raw });
   return hashOf(region ? image.extract(region) : image);

@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import type { ImageFingerprinter, PerceptualHash } from '../domain/pdq.js';
+import type { ImageFingerprinter, PerceptualHash, PixelRegion, RawPixelLayout } from '../domain/pdq.js';
 
 /**
  * The hashes indexed for one signed image. A DCT hash moves a lot under cropping (a 5% crop shifts the
@@ -18,21 +18,13 @@ export interface IndexedHash extends PerceptualHash {
   variant: string;
 }
 
-/** Where a crop lies in the picture it is cut from. */
-interface Region {
-  left: number;
-  top: number;
-  width: number;
-  height: number;
-}
-
 /** A picture between two steps (the decoded file, a crop, a quarter), to cut, shrink or hash. */
 interface Kept {
   readonly width: number;
   readonly height: number;
   open(): sharp.Sharp;
   hash(): Promise<PerceptualHash>;
-  cut(region: Region): Promise<Kept>;
+  cut(region: PixelRegion): Promise<Kept>;
 }
 
 export async function indexHashes(fingerprinter: ImageFingerprinter, bytes: Buffer): Promise<IndexedHash[]> {
@@ -41,11 +33,7 @@ export async function indexHashes(fingerprinter: ImageFingerprinter, bytes: Buff
   // instead, the very values that PNG held, and a crop is a region of them read in place (cutting is copying), so
   // every hash is the same; a deeper file keeps the PNG steps.
   const eightBit = (await sharp(bytes, INPUT).metadata()).depth === 'uchar';
-  const inPlace = (
-    data: Buffer,
-    raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 },
-    region?: Region,
-  ): Kept => ({
+  const inPlace = (data: Buffer, raw: RawPixelLayout, region?: PixelRegion): Kept => ({
     width: region?.width ?? raw.width,
     height: region?.height ?? raw.height,
     open: () => (region ? sharp(data, { raw }).extract(region) : sharp(data, { raw })),

@@ -19,15 +19,26 @@ export interface PerceptualHash {
 }
 
 /** The soft-binding fingerprint of an image: one module behind this interface. */
+/** Decoded 8-bit pixels' shape: interleaved channels, rows top to bottom. */
+export interface RawPixelLayout {
+  readonly width: number;
+  readonly height: number;
+  readonly channels: 1 | 2 | 3 | 4;
+}
+
+/** A rectangle of a picture, in its pixels. */
+export interface PixelRegion {
+  readonly left: number;
+  readonly top: number;
+  readonly width: number;
+  readonly height: number;
+}
+
 export interface ImageFingerprinter {
   readonly alg: string;
   hashImage(bytes: Buffer): Promise<PerceptualHash>;
   /** The same hash of decoded 8-bit pixels, or of a region of them (as a lossless file of it would hash). */
-  hashPixels(
-    pixels: Buffer,
-    raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 },
-    region?: { left: number; top: number; width: number; height: number },
-  ): Promise<PerceptualHash>;
+  hashPixels(pixels: Buffer, raw: RawPixelLayout, region?: PixelRegion): Promise<PerceptualHash>;
 }
 
 const GRID = 64;

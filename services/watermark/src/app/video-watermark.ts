@@ -24,6 +24,7 @@ import {
 export const VIDEO_MARK_STRENGTH_RMS = 2.2;
 /** Detection reads windows of the first seconds only: any excerpt of at least a window holds the whole mark. */
 const DETECT_SECONDS = 12;
+
 export interface VideoMarkDeps {
   readonly pool: ImageWorkerPool;
   readonly mediaLimits: MediaLimits;

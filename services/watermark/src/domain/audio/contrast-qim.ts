@@ -497,7 +497,10 @@ export class ContrastQimMark {
   private calibratedSoft(analysis: ScaleAnalysis, o: number, r: number, subtract: number): Float64Array {
     const { period, bands, step } = this.spec;
     const { features } = this.geometry;
-    const logs = subtract > 0 ? floorSubtracted(analysis, o, subtract) : analysis.offsets[o]!;
+    const logs =
+      subtract > 0
+        ? floorSubtracted(analysis, o, subtract, features, this.spec.floorQuantile ?? 0.1)
+        : analysis.offsets[o]!;
     const weights = analysis.weights[o];
     const frames = logs.length / features;
     const agree = new Float64Array(CLASSES);
@@ -649,12 +652,13 @@ export class ContrastQimMark {
 
 /** The group log-energies of every frame at each candidate offset, for one playback-rate scale. */
 interface ScaleAnalysis {
-  readonly spec: ContrastQimSpec;
   readonly scale: number;
   readonly offsets: ReadonlyArray<Float32Array>;
   /** Per offset, per (frame, band): the symbol's reliability, 0..1; absent when every symbol votes alike. */
   readonly weights: ReadonlyArray<Float32Array | undefined>;
   readonly offsetSamples: ReadonlyArray<number>;
+  /** floorSubtracted's log-energies, by "offset|share": made when a calibrated decode first asks, shared by every key. */
+  readonly floorSubtracted: Map<string, Float32Array>;
 }
 
 /**
@@ -686,20 +690,21 @@ export class ContrastAnalysis {
   }
 }
 
-const subtracted = new WeakMap<Float32Array, Map<number, Float32Array>>();
-
 /**
- * The group log-energies at offset o with `share` of each group's floor power (its 10 % quantile over the frames)
- * taken off, made once per offset and share and kept with the analysis (they do not depend on the key).
+ * The group log-energies at offset o with `share` of each group's floor power (its `quantile` over the frames) taken
+ * off, made once per offset and share and kept with the analysis (they do not depend on the key).
  */
-function floorSubtracted(analysis: ScaleAnalysis, o: number, share: number): Float32Array {
-  const logs = analysis.offsets[o]!;
-  let known = subtracted.get(logs);
-  if (!known) subtracted.set(logs, (known = new Map<number, Float32Array>()));
-  const cached = known.get(share);
+function floorSubtracted(
+  analysis: ScaleAnalysis,
+  o: number,
+  share: number,
+  features: number,
+  quantile: number,
+): Float32Array {
+  const id = `${o}|${share}`;
+  const cached = analysis.floorSubtracted.get(id);
   if (cached) return cached;
-  const features = geometryOf(analysis.spec).features;
-  const quantile = analysis.spec.floorQuantile ?? 0.1;
+  const logs = analysis.offsets[o]!;
   const frames = logs.length / features;
   const out = new Float32Array(logs.length);
   const column = new Float64Array(frames);
@@ -718,7 +723,7 @@ function floorSubtracted(analysis: ScaleAnalysis, o: number, share: number): Flo
         : 0.5 * Math.log(Math.max(power - floor, FLOOR_KEEP * power));
     }
   }
-  known.set(share, out);
+  analysis.floorSubtracted.set(id, out);
   return out;
 }
 
@@ -778,7 +783,7 @@ function analyseScale(spec: ContrastQimSpec, samples: Float32Array, scale: numbe
     );
     offsetSamples.push(o);
   }
-  return { spec, scale, offsets, weights, offsetSamples };
+  return { scale, offsets, weights, offsetSamples, floorSubtracted: new Map() };
 }
 
 /**

@@ -6,7 +6,7 @@ import { fft2d, nextPowerOfTwo } from './fft.js';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
 import { describeContent, type SyncGeometry } from './content-registration.js';
 import { LumaResampler, lumaGrid } from './luma.js';
-import { psnrOfSquaredError } from './psnr.js';
+import { psnrOfChange } from './psnr.js';
 import { keyedRandom, permutation } from './prng.js';
 import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
 import type { Kernel1D } from './resample.js';
@@ -355,7 +355,7 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     return {
       image: marked,
       content: describeContent(luma, gw, gh),
-      psnrDb: psnrOfSquaredError(squaredError, width * height * (image.channels === 1 ? 1 : 3)),
+      psnrDb: psnrOfChange(image, squaredError),
     };
   }
 

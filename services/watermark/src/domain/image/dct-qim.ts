@@ -4,7 +4,7 @@ import { addBasis, basis, BLOCK, project, type Frequency } from './dct.js';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
 import { addLumaDelta, lumaGrid } from './luma.js';
 import { keyedRandom, permutation, seededRandom } from './prng.js';
-import { psnrOfSquaredError } from './psnr.js';
+import { psnrOfChange } from './psnr.js';
 import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
 import { composeKernels, resamplePlane, tentKernel } from './resample.js';
 
@@ -147,7 +147,7 @@ export class DctQimWatermark implements ImageWatermarkAlgorithm {
 
     const marked: RawImage = inPlace ? image : { ...image, pixels: Uint8Array.from(image.pixels) };
     const squaredError = addLumaDelta(marked, delta, grid, grid);
-    return { image: marked, psnrDb: psnrOfSquaredError(squaredError, width * height * (image.channels === 1 ? 1 : 3)) };
+    return { image: marked, psnrDb: psnrOfChange(image, squaredError) };
   }
 
   detect(image: RawImage): Detection | null {

@@ -107,6 +107,8 @@ export class LumaResampler {
   addDelta(image: RawImage, delta: Float32Array): number {
     this.check(image);
     const { pixels, width, height, channels } = image;
+    // A gray image is one plane: the same samples, the same sums.
+    if (channels === 1) return this.addPlaneDelta(pixels, delta);
     const {
       wide,
       row,
@@ -120,7 +122,7 @@ export class LumaResampler {
       const first = ky.start[y]!;
       const taps = ky.start[y + 1]! - first;
       const offset = y * width * channels;
-      if (taps === 2 && channels !== 1) {
+      if (taps === 2) {
         // Bilinear between two enlarged rows (the case of every row but the edges), added as it is interpolated.
         squaredError += addInterpolatedRow(
           pixels,
@@ -175,12 +177,7 @@ export class LumaResampler {
         continue;
       }
       this.interpolatedRow(y, row);
-      for (let x = 0, p = offset; x < width; x++, p++) {
-        const before = plane[p]!;
-        clamped[p] = before + row[x]!;
-        const e = plane[p]! - before;
-        squaredError += e * e;
-      }
+      squaredError += addRow(plane, clamped, offset, row, width, 1);
     }
     return squaredError;
   }

@@ -28,11 +28,12 @@ export function psnr(original: RawImage, marked: RawImage): number {
       sum += d * d;
     }
   }
-  return psnrOfSquaredError(sum, (a.length / channels) * colours);
+  return psnrOfChange(original, sum);
 }
 
-/** The PSNR of a change whose squared differences over `samples` colour samples sum to `squaredError`. */
-export function psnrOfSquaredError(squaredError: number, samples: number): number {
+/** The PSNR of a change to `image` whose squared differences over its colour samples sum to `squaredError`. */
+export function psnrOfChange(image: RawImage, squaredError: number): number {
   if (squaredError === 0) return Infinity;
+  const samples = image.width * image.height * (image.channels === 1 ? 1 : 3);
   return 10 * Math.log10((255 * 255) / (squaredError / samples));
 }

@@ -76,16 +76,15 @@ const SMALL_GRID_AREA = GRID_AREA / 6.25;
 export const VIDEO_GRID_AREAS: ReadonlyArray<number> = [GRID_AREA, COARSE_GRID_AREA, SMALL_GRID_AREA];
 
 /**
- * Frames a second the detector averages into a window, by the received frame's size: 15 at 720p and above, every
- * frame up to 30 below. Each frame's encoding noise is its own, so more frames average it down; small frames need
- * that (their marks have fewer chips: a 360p clip halved and re-encoded at CRF 28 read under more keys at 30, README
- * "Grid by frame size") and cost little (a 360p frame is a quarter of a 720p one), while at 720p every key already
- * reads at 15 and 30 would add about half of detection's CPU.
+ * Frames a second the detector averages into a window, by the received frame's size: 15 for frames the image grid
+ * marks (720p and above), every frame up to 30 below. Each frame's encoding noise is its own, so more frames average
+ * it down; small frames need that (their marks have fewer chips: a 360p clip halved and re-encoded at CRF 28 read
+ * under more keys at 30, README "Grid by frame size") and cost little (a 360p frame is a quarter of a 720p one),
+ * while at 720p every key already reads at 15 and 30 would add about half of detection's CPU.
  */
 export function detectionSampleFps(width: number, height: number): number {
-  return width * height >= LARGE_FRAME_AREA ? 15 : 30;
+  return videoGridArea(width, height) === GRID_AREA ? 15 : 30;
 }
-const LARGE_FRAME_AREA = 1280 * 720;
 
 /**
  * The mark's RMS on a frame of this grid area: the small grid's chips are wide enough to outlive the signing encode
