@@ -149,11 +149,6 @@ async function spanProfile<T>(requests: number, run: () => Promise<T>): Promise<
   }
 }
 
-/**
- * Waits until the fleet has been quiet (no span ended) for `quietMs`: each sign leaves work behind (the verifier
- * computes the new asset's stored verdict from asset.signed), and a phase measured on top of the last one's
- * backlog, or a shutdown in the middle of it, would measure or break on that instead.
- */
 /** Runs `run` under the main thread's V8 CPU profiler when --cpu-prof names a directory, writing `<name>.cpuprofile`. */
 async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
   const dir = values['cpu-prof'];
@@ -172,6 +167,11 @@ async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Waits until the fleet has been quiet (no span ended) for `quietMs`: each sign leaves work behind (the verifier
+ * computes the new asset's stored verdict from asset.signed), and a phase measured on top of the last one's
+ * backlog, or a shutdown in the middle of it, would measure or break on that instead.
+ */
 let lastSpanEnd = performance.now();
 // Request work only (stages and gRPC calls), not the fleet's periodic pollers.
 const requestSpan = /^(\/cairn\.|sign\.|verify\.|watermark\.|gateway\.)/;
