@@ -40,6 +40,26 @@ export const gatewayConfigShape = {
     .positive()
     .max(7 * 86_400)
     .default(3600),
+  /**
+   * On the filesystem blob store: an upload session (its creation and its PUT) that would leave less than this free
+   * where blobs are kept is refused (507), so uploads cannot fill the disk the signed assets live on.
+   */
+  UPLOAD_MIN_FREE_BYTES: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .default(1024 * 1024 * 1024),
+  /** Every request's body must have arrived within this from its headers (an upload PUT gets more, below). */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
+  /**
+   * An upload PUT may take as long as its declared size needs at this rate, plus the usual request timeout: a 5 GiB
+   * file at the default 1 MiB/s has 87 minutes. Other requests keep the 120 s timeout.
+   */
+  UPLOAD_MIN_BYTES_PER_SECOND: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** How often expired upload sessions' files are deleted. */
   UPLOAD_SESSION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   /** Authenticated verifies of uploads above this size answer 202 with a job (so does Prefer: respond-async). */
