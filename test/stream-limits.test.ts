@@ -30,7 +30,13 @@ beforeAll(async () => {
     subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
   });
   photo = await sharp({
-    create: { width: 400, height: 300, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 40 } },
+    create: {
+      width: 400,
+      height: 300,
+      channels: 3,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 40 },
+    },
   })
     .jpeg()
     .toBuffer();

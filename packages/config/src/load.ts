@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { publicUrlProblems } from './public-url.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -93,13 +94,16 @@ export function identityProblems(config: CommonEnv): string[] {
 
 /**
  * Parses the environment with a zod shape and reports every bad variable at once, so a misconfigured
- * deployment fails at start with one readable message instead of at first use.
+ * deployment fails at start with one readable message instead of at first use. In production, the shape's public
+ * URL settings (publicUrlSetting) must be public https URLs.
  */
 export function loadConfig<S extends z.ZodRawShape>(
   shape: S,
   env: NodeJS.ProcessEnv = process.env,
 ): z.output<z.ZodObject<S>> {
   const result = z.object(shape).safeParse(env);
-  if (result.success) return result.data;
-  throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  const production = publicUrlProblems(shape, result.data);
+  if (production.length) throw new ConfigError(production);
+  return result.data;
 }
