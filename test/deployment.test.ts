@@ -1,142 +1,37 @@
 /**
- * The deployment files (the root Dockerfile, charts/cairn, skaffold.yaml) must cover exactly the
- * fleet of packages/config/src/fleet.ts: every service, with its default ports, and nothing else.
- * No YAML library: values.yaml is kept to plain two-space mappings that the small reader below
- * understands, and skaffold.yaml is read line by line.
+ * The deployment files (the root Dockerfile, charts/cairn, skaffold.yaml) against the fleet of
+ * packages/config/src/fleet.ts and against Kubernetes itself: the chart is rendered by real helm (the pinned binary
+ * of tools/dev/helm.mjs) with its default values, with values-production.example.yaml (keys in existing Secrets),
+ * with the keys given in values and with existingSecret, and every rendered object is validated against the
+ * Kubernetes schemas with unknown fields as errors (test/support/kubernetes.ts). No API server can run on these
+ * machines: server-side dry runs and admission are out of reach, so this is the check.
  */
-import { describe, it, expect } from '@jest/globals';
+import { beforeAll, describe, it, expect } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
 // '@cairn/config' is not a dependency of the workspace root, so import its source directly.
 import {
   commonEnvShape,
   DEFAULT_GATEWAY_HTTP_PORT,
   DEFAULT_PORTS,
+  grpcAddrVar,
   identityProblems,
   loadConfig,
   SERVICE_NAMES,
   type ServiceName,
 } from '../packages/config/src/index.js';
+import { serviceTlsName } from '../packages/rpc/src/tls.js';
+import { gatewayConfigShape } from '../services/gateway/src/config.js';
+import { helm, installHelm, render, template } from './support/helm.js';
+import { unknownFields, validateObject, type KubeObject } from './support/kubernetes.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (rel: string): string => readFileSync(join(ROOT, rel), 'utf8');
 const sorted = (xs: Iterable<string>): string[] => [...xs].sort();
-
-// ---------------------------------------------------------------------------------------------------
-// A reader for the YAML subset values.yaml keeps to: nested `key: value` mappings by indentation, with
-// scalar values (plain or quoted, `{}`/`[]` kept as text). A list or block scalar is skipped whole and
-// its key set to the marker '[list]' or '[block]', so adding one elsewhere in the file does not break this.
-
-type YamlMap = { [key: string]: YamlValue };
-type YamlValue = string | YamlMap;
-
-function stripComment(line: string): string {
-  let quote: string | null = null;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (quote) {
-      if (c === quote) quote = null;
-    } else if (c === '"' || c === "'") {
-      quote = c;
-    } else if (c === '#' && (i === 0 || /\s/.test(line[i - 1]!))) {
-      return line.slice(0, i);
-    }
-  }
-  return line;
-}
-
-function unquote(value: string): string {
-  if (/^".*"$/.test(value)) return JSON.parse(value) as string;
-  if (/^'.*'$/.test(value)) return value.slice(1, -1).replace(/''/g, "'");
-  return value;
-}
-
-function parseSimpleYaml(text: string): YamlMap {
-  const root: YamlMap = {};
-  const stack: { indent: number; map: YamlMap }[] = [{ indent: -1, map: root }];
-  let skipDeeperThan: number | null = null; // inside a skipped list or block scalar
-  let skipListAt: number | null = null; // further `- ` items of a skipped list at this indent
-
-  text.split(/\r?\n/).forEach((raw, index) => {
-    const line = stripComment(raw).replace(/\s+$/, '');
-    if (line.trim() === '' || line === '---') return;
-    const indent = line.length - line.trimStart().length;
-    const content = line.trim();
-
-    if (skipDeeperThan !== null) {
-      if (indent > skipDeeperThan || (indent === skipListAt && content.startsWith('-'))) return;
-      skipDeeperThan = null;
-      skipListAt = null;
-    }
-
-    if (content === '-' || content.startsWith('- ')) {
-      // A list under the key just opened (indented or not): mark that key and skip the whole list.
-      while (stack.length > 1 && stack[stack.length - 1]!.indent > indent) stack.pop();
-      const opened = stack[stack.length - 1]!;
-      if (stack.length < 2 || Object.keys(opened.map).length > 0)
-        throw new Error(`line ${index + 1}: list item without a key`);
-      const owner = stack[stack.length - 2]!.map;
-      const key = Object.keys(owner).find((k) => owner[k] === opened.map)!;
-      owner[key] = '[list]';
-      stack.pop();
-      skipDeeperThan = indent;
-      skipListAt = indent;
-      return;
-    }
-
-    while (stack.length > 1 && stack[stack.length - 1]!.indent >= indent) stack.pop();
-    const parent = stack[stack.length - 1]!;
-
-    const m = /^("[^"]*"|'[^']*'|[^\s:][^:]*?)\s*:(?:\s+(.*))?$/.exec(content);
-    if (!m) throw new Error(`line ${index + 1}: not a 'key: value' line: ${raw}`);
-    const key = unquote(m[1]!);
-    const value = (m[2] ?? '').trim();
-    if (value === '') {
-      const child: YamlMap = {};
-      parent.map[key] = child;
-      stack.push({ indent, map: child });
-    } else if (/^[|>][-+0-9]*$/.test(value)) {
-      parent.map[key] = '[block]';
-      skipDeeperThan = indent;
-    } else {
-      parent.map[key] = unquote(value);
-    }
-  });
-  return root;
-}
-
-function mapAt(value: YamlValue | undefined, where: string): YamlMap {
-  if (value === undefined || typeof value === 'string') throw new Error(`${where} is not a mapping`);
-  return value;
-}
-
-function scalarAt(value: YamlValue | undefined, where: string): string {
-  if (typeof value !== 'string') throw new Error(`${where} is not a scalar`);
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------------
-
-describe('the reader of values.yaml', () => {
-  it('reads nested mappings, quoted scalars and comments, and skips lists', () => {
-    const doc = parseSimpleYaml(
-      [
-        '# comment',
-        'a:',
-        '  b: "x # y"   # trailing',
-        "  c: 'it''s'",
-        '  list:',
-        '    - one',
-        '    - two: 2',
-        '      three: 3',
-        '  d: 4',
-        'e: {}',
-      ].join('\n'),
-    );
-    expect(doc).toEqual({ a: { b: 'x # y', c: "it's", list: '[list]', d: '4' }, e: '{}' });
-  });
-});
+const hex = (bytes: number): string => randomBytes(bytes).toString('hex');
 
 describe('the service image: one Dockerfile, the build argument SERVICE selects the service', () => {
   const text = read('Dockerfile');
@@ -187,169 +82,438 @@ describe('the service image: one Dockerfile, the build argument SERVICE selects 
   });
 });
 
-describe('Helm chart: charts/cairn', () => {
-  const values = parseSimpleYaml(read('charts/cairn/values.yaml'));
-  const services = mapAt(values.services, 'services');
+// ---------------------------------------------------------------------------------------------------
+// Rendered objects
 
-  it('Chart.yaml names the chart and versions', () => {
-    const chart = parseSimpleYaml(read('charts/cairn/Chart.yaml'));
-    expect(chart).toMatchObject({ apiVersion: 'v2', name: 'cairn', version: '0.1.0', appVersion: '0.1.0' });
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: {
+    secretKeyRef?: { name: string; key: string; optional?: boolean };
+    resourceFieldRef?: { containerName?: string; resource: string; divisor?: string };
+  };
+}
+interface Container {
+  name: string;
+  image: string;
+  env?: EnvVar[];
+  envFrom?: Array<{ configMapRef?: { name: string } }>;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
+}
+interface PodSpec {
+  containers: Container[];
+  volumes?: Array<{ name: string; emptyDir?: { sizeLimit?: string }; secret?: { secretName: string } }>;
+  topologySpreadConstraints?: Array<{
+    topologyKey: string;
+    maxSkew: number;
+    whenUnsatisfiable: string;
+    labelSelector: { matchLabels: Record<string, string> };
+  }>;
+}
+interface Deployment extends KubeObject {
+  spec: {
+    replicas: number;
+    selector: { matchLabels: Record<string, string> };
+    strategy: { rollingUpdate: { maxSurge: number; maxUnavailable: number } };
+    template: { metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: PodSpec };
+  };
+}
+interface Service extends KubeObject {
+  spec: {
+    clusterIP?: string;
+    publishNotReadyAddresses?: boolean;
+    selector: Record<string, string>;
+    ports: Array<{ name: string; port: number }>;
+  };
+}
+
+const ofKind = <T extends KubeObject>(objects: KubeObject[], kind: string): T[] =>
+  objects.filter((o) => o.kind === kind) as T[];
+function named<T extends KubeObject>(objects: KubeObject[], kind: string, name: string): T {
+  const found = ofKind<T>(objects, kind).find((o) => o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name} rendered`);
+  return found;
+}
+const deploymentOf = (objects: KubeObject[], service: string): Deployment =>
+  named<Deployment>(objects, 'Deployment', `cairn-${service}`);
+const containerOf = (objects: KubeObject[], service: string): Container =>
+  deploymentOf(objects, service).spec.template.spec.containers[0]!;
+const envOf = (objects: KubeObject[], service: string): Map<string, EnvVar> =>
+  new Map((containerOf(objects, service).env ?? []).map((e) => [e.name, e]));
+function configMapData(objects: KubeObject[]): Record<string, string> {
+  return named<KubeObject & { data: Record<string, string> }>(objects, 'ConfigMap', 'cairn-env').data;
+}
+function secretData(objects: KubeObject[], name: string): Record<string, string> {
+  const secret = named<KubeObject & { data: Record<string, string> }>(objects, 'Secret', name);
+  return Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+}
+
+/** Kubernetes quantities in base units (bytes, cores). */
+function quantity(text: string | number): number {
+  const m = /^([0-9.]+)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/.exec(String(text));
+  if (!m) throw new Error(`not a quantity: ${text}`);
+  const scale: Record<string, number> = {
+    m: 1e-3,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+    Ki: 2 ** 10,
+    Mi: 2 ** 20,
+    Gi: 2 ** 30,
+    Ti: 2 ** 40,
+  };
+  return Number(m[1]) * (m[2] ? scale[m[2]]! : 1);
+}
+
+const PRODUCTION_FILE = 'charts/cairn/values-production.example.yaml';
+
+/** Every key production needs, given in values (random each run), with the example file's existing Secrets off. */
+function productionKeys(): Record<string, string> {
+  const keys: Record<string, string> = {
+    dataKey: hex(32),
+    signerKek: hex(32),
+    webhookSecretKey: hex(32),
+    watermarkKeys: `k2:${hex(32)},k1:${hex(32)}`,
+    paymentProcessorSecretKey: `sk_live_${hex(12)}`,
+    anchorPrivateKey: `0x${hex(32)}`,
+  };
+  for (const service of SERVICE_NAMES) keys[`nats.passwords.${service}`] = `p${hex(16)}`;
+  return keys;
+}
+const setStrings = (values: Record<string, string>): string[] =>
+  Object.entries(values).flatMap(([k, v]) => ['--set-string', `${k}=${v.replace(/,/g, '\\,')}`]); // helm splits --set on commas
+const KEYS_IN_VALUES = [
+  '-f',
+  PRODUCTION_FILE,
+  '--set-string',
+  'existingSecret=',
+  '--set-string',
+  'nats.existingSecret=',
+];
+
+const values = parseYaml(read('charts/cairn/values.yaml')) as {
+  services: Record<string, { ports: Record<string, number>; image: { repository: string; tag: string } }>;
+  database: { urls: Record<string, string> };
+  postgres: { maxConnections: number; reservedConnections: number };
+  nats: { url: string };
+};
+const productionValues = parseYaml(read(PRODUCTION_FILE)) as {
+  postgres: { maxConnections: number; reservedConnections: number };
+};
+
+let helmVersion = '';
+const renders: Record<'default' | 'production' | 'keysInValues' | 'existingSecret', KubeObject[]> = {
+  default: [],
+  production: [],
+  keysInValues: [],
+  existingSecret: [],
+};
+let givenKeys: Record<string, string> = {};
+
+beforeAll(() => {
+  helmVersion = installHelm();
+  givenKeys = productionKeys();
+  renders.default = render([]);
+  renders.production = render(['-f', PRODUCTION_FILE]);
+  renders.keysInValues = render([...KEYS_IN_VALUES, ...setStrings(givenKeys)]);
+  renders.existingSecret = render(['--set', 'existingSecret=ops-cairn', '--set', 'nats.existingSecret=ops-cairn-nats']);
+}, 120_000);
+
+const RENDERS = ['default', 'production', 'keysInValues', 'existingSecret'] as const;
+
+describe('strict validation of Kubernetes objects (test/support/kubernetes.ts)', () => {
+  const deployment = (): KubeObject => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'x' },
+    spec: {
+      selector: { matchLabels: { a: 'b' } },
+      template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'x', image: 'x:1' }] } },
+    },
   });
 
-  it('values.yaml `services:` has exactly the fleet (no drift either way)', () => {
-    expect(sorted(Object.keys(services))).toEqual(sorted(SERVICE_NAMES));
+  it('passes a valid Deployment', () => {
+    expect(validateObject(deployment())).toEqual([]);
   });
 
-  it.each([...SERVICE_NAMES])('values.yaml services.%s has the default ports and the expected fields', (service) => {
-    const entry = mapAt(services[service], `services.${service}`);
-    const ports = mapAt(entry.ports, `services.${service}.ports`);
-    expect(Number(scalarAt(ports.grpc, 'ports.grpc'))).toBe(DEFAULT_PORTS[service].grpc);
-    expect(Number(scalarAt(ports.ops, 'ports.ops'))).toBe(DEFAULT_PORTS[service].ops);
-    if (service === 'gateway') expect(Number(scalarAt(ports.http, 'ports.http'))).toBe(DEFAULT_GATEWAY_HTTP_PORT);
-    else expect(ports.http).toBeUndefined();
+  it('reports an unknown field at any depth, a wrong type, a missing required field and an unknown kind', () => {
+    const unknown = deployment();
+    (unknown.spec as { template: { spec: { volumes: unknown[] } } }).template.spec.volumes = [
+      { name: 'tmp', emptyDir: { sizeLimt: '1Gi' } },
+    ];
+    expect(validateObject(unknown)).toEqual([
+      'Deployment/x.spec.template.spec.volumes[0].emptyDir.sizeLimt: unknown field of V1EmptyDirVolumeSource',
+    ]);
+    const wrongType = deployment();
+    (wrongType.spec as { replicas: unknown }).replicas = 'two';
+    expect(validateObject(wrongType).join('\n')).toMatch(/replicas must be integer/);
+    const missing = deployment();
+    delete (missing.spec as { selector?: unknown }).selector;
+    expect(validateObject(missing).join('\n')).toMatch(/must have required property '?selector'?/);
+    expect(validateObject({ apiVersion: 'v1', kind: 'Nonsense', metadata: { name: 'x' } })).toEqual([
+      'Nonsense/x: v1 Nonsense is not a kind this chart may render',
+    ]);
+    expect(unknownFields({ metadata: { labelz: {} } }, 'V1Service', 'S')).toEqual([
+      'S.metadata.labelz: unknown field of V1ObjectMeta',
+    ]);
+  });
+});
 
-    expect(['true', 'false']).toContain(scalarAt(entry.enabled, 'enabled'));
-    expect(Number(scalarAt(entry.replicas, 'replicas'))).toBeGreaterThanOrEqual(0);
-    const image = mapAt(entry.image, `services.${service}.image`);
-    expect(scalarAt(image.repository, 'image.repository')).toBe(`cairn-${service}`);
-    expect(scalarAt(image.tag, 'image.tag')).not.toBe('');
-    expect(entry.resources).toBeDefined();
-    expect(entry.env).toBeDefined();
+describe('Helm chart: rendered by real helm and validated strictly', () => {
+  it('helm is the pinned v4 binary', () => {
+    expect(helmVersion).toMatch(/^v4\.1\.4\b/);
   });
 
-  it('global values: production env, connection URLs, public URL, gateway Service type, Ingress off', () => {
-    const global = mapAt(values.global, 'global');
-    expect(mapAt(global.env, 'global.env').CAIRN_ENV).toBe('production');
-    for (const k of ['redis', 'nats']) expect(mapAt(values[k], k).url).toMatch(/^\w+:\/\//);
-    // One database URL per service, each naming the service's own role.
-    const urls = mapAt(mapAt(values.database, 'database').urls, 'database.urls');
-    expect(sorted(Object.keys(urls))).toEqual(sorted(SERVICE_NAMES));
+  it.each(RENDERS)('%s render: every object is a valid Kubernetes object, no unknown field', (which) => {
+    const objects = renders[which];
+    expect(objects.length).toBeGreaterThan(40);
+    expect(objects.flatMap(validateObject)).toEqual([]);
+    const ids = objects.map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(ids.length).toBe(new Set(ids).size);
+  });
+
+  it.each(RENDERS)('%s render: per service a Deployment, a Service, a headless Service and a PDB', (which) => {
+    const objects = renders[which];
+    const names = (kind: string) => sorted(ofKind(objects, kind).map((o) => o.metadata.name));
+    expect(names('Deployment')).toEqual(sorted(SERVICE_NAMES.map((s) => `cairn-${s}`)));
+    expect(names('PodDisruptionBudget')).toEqual(sorted(SERVICE_NAMES.map((s) => `cairn-${s}`)));
+    expect(names('Service')).toEqual(sorted(SERVICE_NAMES.flatMap((s) => [`cairn-${s}`, `cairn-${s}-headless`])));
+  });
+
+  it('with existingSecret (and nats.existingSecret) the chart makes no Secret and every pod reads the named ones', () => {
+    for (const which of ['existingSecret', 'production'] as const) {
+      const objects = renders[which];
+      expect(ofKind(objects, 'Secret')).toEqual([]);
+      const [main, nats] =
+        which === 'production' ? ['cairn-secrets', 'cairn-nats-auth'] : ['ops-cairn', 'ops-cairn-nats'];
+      for (const service of SERVICE_NAMES)
+        for (const env of envOf(objects, service).values()) {
+          const ref = env.valueFrom?.secretKeyRef;
+          if (ref)
+            expect({ env: env.name, secret: ref.name }).toEqual({
+              env: env.name,
+              secret: env.name === 'NATS_PASSWORD' ? nats : main,
+            });
+        }
+    }
+  });
+
+  it('helm lint --strict passes on the default and the production values', () => {
+    for (const args of [[], ['-f', PRODUCTION_FILE], [...KEYS_IN_VALUES, ...setStrings(givenKeys)]]) {
+      const lint = helm(['lint', '--strict', join(ROOT, 'charts/cairn'), ...args]);
+      expect({ args, status: lint.status, out: lint.stdout }).toEqual({
+        args,
+        status: 0,
+        out: expect.stringContaining('1 chart(s) linted, 0 chart(s) failed'),
+      });
+      expect(lint.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    }
+  });
+
+  it('values.schema.json refuses a value of the wrong type, an unknown mode and an unknown key', () => {
+    const refused = (args: string[], message: RegExp) => {
+      const run = template(args);
+      expect({ args, status: run.status, stderr: run.stderr }).toEqual({
+        args,
+        status: 1,
+        stderr: expect.stringMatching(message),
+      });
+    };
+    refused(['--set', 'services.gateway.replicas=two'], /\/services\/gateway\/replicas': got string, want integer/);
+    refused(['--set', 'mode=staging'], /\/mode': value must be one of 'development', 'production'/);
+    refused(['--set', 'replicaCount=3'], /additional properties 'replicaCount' not allowed/);
+    refused(['--set-string', 'dataKey=not-hex'], /\/dataKey'/);
+    refused(['--set', 'services.gateway.ports.grpc=70000'], /\/services\/gateway\/ports\/grpc'/);
+    const schema = JSON.parse(read('charts/cairn/values.schema.json')) as {
+      properties: { services: { properties: Record<string, unknown> } };
+    };
+    expect(sorted(Object.keys(schema.properties.services.properties))).toEqual(sorted(SERVICE_NAMES));
+  });
+});
+
+describe('Helm chart: keys are never generated blind', () => {
+  const keyNames = ['CAIRN_DATA_KEY', 'SIGNER_KEK', 'WEBHOOK_SECRET_KEY', 'WATERMARK_KEYS'];
+
+  it('the templates call no random or clock function: a render cannot make a key up', () => {
+    const dir = join(ROOT, 'charts/cairn/templates');
+    const impure =
+      /\b(randAlphaNum|randAlpha|randNumeric|randAscii|randBytes|randInt|shuffle|uuidv4|genPrivateKey|genCA\w*|genSelfSignedCert\w*|genSignedCert\w*|htpasswd|now|unixEpoch|date\w*)\b/;
+    for (const file of readdirSync(dir)) {
+      const actions = (read(`charts/cairn/templates/${file}`).match(/\{\{[\s\S]*?\}\}/g) ?? [])
+        .filter((action) => !/^\{\{-?\s*\/\*/.test(action))
+        .map((action) => action.replace(/"(?:[^"\\]|\\.)*"|`[^`]*`/g, '""'));
+      expect({ file, calls: actions.filter((a) => impure.test(a)) }).toEqual({ file, calls: [] });
+    }
+    // The check sees a call where there is one.
+    expect(impure.test('{{ randAlphaNum 64 | sha256sum }}')).toBe(true);
+  });
+
+  it('development: two renders without lookup give the same keys and passwords, shaped as the services read them', () => {
+    const again = render([]);
+    for (const secret of ['cairn-secrets', 'cairn-nats-auth'])
+      expect(secretData(again, secret)).toEqual(secretData(renders.default, secret));
+    const keys = secretData(renders.default, 'cairn-secrets');
+    for (const name of ['CAIRN_DATA_KEY', 'SIGNER_KEK', 'WEBHOOK_SECRET_KEY'])
+      expect(keys[name]).toMatch(/^[0-9a-f]{64}$/);
+    expect(keys.WATERMARK_KEYS).toMatch(/^dev:[0-9a-f]{64}$/);
+    expect(new Set(keyNames.map((k) => keys[k]!.replace(/^dev:/, ''))).size).toBe(keyNames.length);
+    for (const password of Object.values(secretData(renders.default, 'cairn-nats-auth')))
+      expect(password).toMatch(/^[A-Za-z][A-Za-z0-9]{11,}$/);
+    // Labelled as what they are.
+    for (const secret of ['cairn-secrets', 'cairn-nats-auth'])
+      expect(named(renders.default, 'Secret', secret).metadata.annotations).toMatchObject({
+        'helm.sh/resource-policy': 'keep',
+        'cairn.dev/keys': 'development-only',
+      });
+  });
+
+  it('development: the derived keys belong to the release (namespace, name, keySeed); a given key is used as given', () => {
+    const base = secretData(renders.default, 'cairn-secrets');
+    const otherRelease = secretData(render([], 'other'), 'cairn-secrets');
+    const otherNamespace = secretData(render([], 'cairn', 'other'), 'cairn-secrets');
+    const seeded = secretData(render(['--set-string', 'development.keySeed=s3cret']), 'cairn-secrets');
+    for (const name of keyNames) {
+      expect(otherRelease[name]).not.toBe(base[name]);
+      expect(otherNamespace[name]).not.toBe(base[name]);
+      expect(seeded[name]).not.toBe(base[name]);
+    }
+    const dataKey = hex(32);
+    expect(secretData(render(['--set-string', `dataKey=${dataKey}`]), 'cairn-secrets').CAIRN_DATA_KEY).toBe(dataKey);
+  });
+
+  it('production: the Secrets hold exactly the keys given, unlabelled as development, and are kept on uninstall', () => {
+    const keys = secretData(renders.keysInValues, 'cairn-secrets');
+    expect(keys).toMatchObject({
+      CAIRN_DATA_KEY: givenKeys.dataKey,
+      SIGNER_KEK: givenKeys.signerKek,
+      WEBHOOK_SECRET_KEY: givenKeys.webhookSecretKey,
+      WATERMARK_KEYS: givenKeys.watermarkKeys,
+      PAYMENT_PROCESSOR_SECRET_KEY: givenKeys.paymentProcessorSecretKey,
+      ANCHOR_PRIVATE_KEY: givenKeys.anchorPrivateKey,
+    });
+    const passwords = secretData(renders.keysInValues, 'cairn-nats-auth');
     for (const service of SERVICE_NAMES)
-      expect(new URL(scalarAt(urls[service], `database.urls.${service}`)).username).toBe(`cairn_${service}`);
-    expect(values.publicBaseUrl).toMatch(/^https?:\/\//);
-    expect(mapAt(values.gatewayService, 'gatewayService').type).toBe('ClusterIP');
-    expect(mapAt(values.ingress, 'ingress').enabled).toBe('false');
-    expect(values).toHaveProperty('existingSecret');
+      expect(passwords[`CAIRN_NATS_PASSWORD_${service.toUpperCase()}`]).toBe(givenKeys[`nats.passwords.${service}`]);
+    for (const secret of ['cairn-secrets', 'cairn-nats-auth']) {
+      const annotations = named(renders.keysInValues, 'Secret', secret).metadata.annotations ?? {};
+      expect(annotations['helm.sh/resource-policy']).toBe('keep');
+      expect(annotations['cairn.dev/keys']).toBeUndefined();
+    }
   });
 
-  const templates = [
-    '_helpers.tpl',
-    'deployment.yaml',
-    'service.yaml',
-    'configmap.yaml',
-    'secret.yaml',
-    'ingress.yaml',
-    'NOTES.txt',
-    'networkpolicy.yaml',
-    'nats-auth.yaml',
+  const required: Array<[string, RegExp]> = [
+    ['dataKey', /mode: production requires dataKey \(CAIRN_DATA_KEY\): set it, or existingSecret/],
+    ['signerKek', /mode: production requires signerKek \(SIGNER_KEK\)/],
+    ['webhookSecretKey', /mode: production requires webhookSecretKey \(WEBHOOK_SECRET_KEY\)/],
+    ['watermarkKeys', /mode: production requires watermarkKeys \(WATERMARK_KEYS\)/],
+    [
+      'nats.passwords.webhook',
+      /mode: production requires nats\.passwords\.webhook \(CAIRN_NATS_PASSWORD_WEBHOOK\): set it, or nats\.existingSecret/,
+    ],
+    [
+      'paymentProcessorSecretKey',
+      /mode: production requires paymentProcessorSecretKey \(PAYMENT_PROCESSOR_SECRET_KEY\)/,
+    ],
+    ['anchorPrivateKey', /mode: production requires anchorPrivateKey \(ANCHOR_PRIVATE_KEY/],
   ];
 
-  it.each(templates)('templates/%s has balanced template actions', (file) => {
-    const text = read(`charts/cairn/templates/${file}`).replace(/\{\{-?\s*\/\*[\s\S]*?\*\/\s*-?\}\}/g, '');
-    expect((text.match(/\{\{/g) ?? []).length).toBe((text.match(/\}\}/g) ?? []).length);
-    const opens = (text.match(/\{\{-?\s*(if|range|with|define)\b/g) ?? []).length;
-    const ends = (text.match(/\{\{-?\s*end\b/g) ?? []).length;
-    expect(ends).toBe(opens);
+  it.each(required)('production without %s (and no existingSecret) fails to render, naming it', (value, message) => {
+    const keys = { ...givenKeys };
+    delete keys[value];
+    const run = template([...KEYS_IN_VALUES, ...setStrings(keys)]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(message);
+    expect(run.stdout).toBe('');
   });
 
-  it('the Deployment template ranges over .Values.services, with probes, security and peer addresses', () => {
-    const t = read('charts/cairn/templates/deployment.yaml');
-    expect(t).toMatch(/range\s+\$name,\s*\$svc\s*:=\s*\.Values\.services\b/);
-    expect(t).toMatch(/readinessProbe:\s*\n\s*httpGet:\s*\n\s*path: \/readyz\s*\n\s*port: ops/);
-    expect(t).toMatch(/livenessProbe:\s*\n\s*httpGet:\s*\n\s*path: \/healthz\s*\n\s*port: ops/);
-    expect(t).toMatch(/terminationGracePeriodSeconds:/);
-    expect(t).toMatch(/runAsNonRoot: true/);
-    expect(t).toMatch(/runAsUser: 1000/);
-    expect(t).toMatch(/readOnlyRootFilesystem: true/);
-    expect(t).toMatch(/allowPrivilegeEscalation: false/);
-    expect(t).toMatch(/mountPath: \/tmp/);
-    expect(t).toMatch(/emptyDir: \{\}/);
-    expect(t).toMatch(/prometheus\.io\/scrape: "true"/);
-    expect(t).toMatch(/prometheus\.io\/port: \{\{ \$svc\.ports\.ops \| quote \}\}/);
-    expect(t).toMatch(/configMapRef:/);
-    expect(t).toMatch(/secretKeyRef:/);
-    expect(t).toMatch(/name: GRPC_HOST\s*\n\s*value: "0\.0\.0\.0"/);
-    expect(t).toMatch(/range\s+\$peer,\s*\$peerSvc\s*:=\s*\$\.Values\.services[\s\S]*cairn\.grpcAddrVar/);
-    expect(read('charts/cairn/templates/_helpers.tpl')).toMatch(/printf "%s_GRPC_ADDR" \(upper \.\)/);
+  it('production with no key at all fails, and a development render of the same values succeeds', () => {
+    expect(template(KEYS_IN_VALUES).stderr).toMatch(/mode: production requires/);
+    expect(
+      template([...KEYS_IN_VALUES, '--set', 'mode=development', '--set-string', 'publicBaseUrl=http://localhost:8080'])
+        .status,
+    ).toBe(0);
   });
 
-  it('the Service template ranges over .Values.services with ports grpc, ops and http', () => {
-    const t = read('charts/cairn/templates/service.yaml');
-    expect(t).toMatch(/range\s+\$name,\s*\$svc\s*:=\s*\.Values\.services\b/);
-    for (const port of ['grpc', 'ops', 'http']) expect(t).toMatch(new RegExp(`- name: ${port}\\n`));
-    expect(read('charts/cairn/templates/_helpers.tpl')).toMatch(/printf "cairn-%s" \./);
+  it('the pod templates carry checksums of the ConfigMap, the Secret and the NATS Secret: a change rolls exactly the pods it concerns', () => {
+    const checksums = (objects: KubeObject[]) =>
+      Object.fromEntries(
+        ofKind<Deployment>(objects, 'Deployment').map((d) => {
+          const a = d.spec.template.metadata.annotations;
+          return [d.metadata.name, [a['checksum/config'], a['checksum/secret'], a['checksum/nats-auth']]];
+        }),
+      );
+    const base = checksums(renders.default);
+    for (const sums of Object.values(base)) for (const sum of sums) expect(sum).toMatch(/^[0-9a-f]{64}$/);
+    expect(checksums(render([]))).toEqual(base);
+    const changed = (args: string[]) => {
+      const after = checksums(render(args));
+      return Object.keys(base).map((name) => after[name]!.map((sum, i) => sum !== base[name]![i]));
+    };
+    const everywhere = (flags: boolean[]) => SERVICE_NAMES.map(() => flags);
+    expect(changed(['--set', 'global.env.LOG_LEVEL=debug'])).toEqual(everywhere([true, false, false]));
+    expect(changed(['--set-string', `signerKek=${hex(32)}`])).toEqual(everywhere([false, true, false]));
+    expect(changed(['--set-string', `nats.passwords.audit=p${hex(16)}`])).toEqual(everywhere([false, false, true]));
+  });
+});
+
+describe('Helm chart: production mode refuses unsafe values', () => {
+  const refusedUrls = [
+    'http://cairn.example.com',
+    'https://localhost:8080',
+    'https://127.0.0.1',
+    'https://[::1]:8443',
+    'https://10.1.2.3',
+    'https://192.168.1.10',
+    'https://169.254.169.254',
+    'https://cairn',
+    'https://cairn-gateway.cairn.svc',
+    'https://cairn-signer.cairn.svc.cluster.local',
+    'https://printer.local',
+    'https://api.corp.internal',
+  ];
+  const cases = ['publicBaseUrl', 'ocspPublicUrl'].flatMap((value) => refusedUrls.map((url) => [value, url] as const));
+
+  it.each(cases)('%s %s fails the render', (value, url) => {
+    const run = template(['-f', PRODUCTION_FILE, '--set-string', `${value}=${url}`]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(`mode: production: ${value} "${url}"`);
   });
 
-  it('the Secret is skipped when existingSecret is set', () => {
-    const t = read('charts/cairn/templates/secret.yaml');
-    expect(t).toMatch(/\{\{- if not \.Values\.existingSecret \}\}/);
-    for (const key of ['DATABASE_URL_{{ upper $name }}', 'REDIS_URL', 'NATS_URL', 'CAIRN_DATA_KEY'])
-      expect(t).toContain(`${key}:`);
+  it('public https names pass, and development takes the default loopback URLs', () => {
+    expect(
+      template(['-f', PRODUCTION_FILE, '--set-string', 'publicBaseUrl=https://provenance.news-org.example:8443'])
+        .status,
+    ).toBe(0);
+    expect(configMapData(renders.default).CAIRN_ENV).toBe('development');
+    expect(envOf(renders.default, 'gateway').get('PUBLIC_BASE_URL')?.value).toBe('http://localhost:8080');
+  });
+
+  it('the filesystem audit export sink, a file:// blob store, an unset chain URL and CAIRN_ENV in global.env fail the render', () => {
+    const refused = (args: string[], message: string) => {
+      const run = template(['-f', PRODUCTION_FILE, ...args]);
+      expect({ args, status: run.status, refused: run.stderr.includes(message) }).toEqual({
+        args,
+        status: 1,
+        refused: true,
+      });
+    };
+    refused(
+      ['--set-string', 'services.audit.env.AUDIT_EXPORT_DIR=/data/audit'],
+      'mode: production refuses AUDIT_EXPORT_DIR',
+    );
+    refused(['--set-string', 'global.env.AUDIT_EXPORT_DIR=/data/audit'], 'mode: production refuses AUDIT_EXPORT_DIR');
+    refused(['--set-string', 'global.env.BLOB_STORE_URL=file:///tmp/blobs'], 'mode: production refuses BLOB_STORE_URL');
+    refused(['--set-string', 'anchorRpcUrl='], 'mode: production requires anchorRpcUrl');
+    refused(['--set-string', 'global.env.CAIRN_ENV=production'], 'global.env.CAIRN_ENV: set `mode');
+    // Development keeps the filesystem sink available (the local fleet's default).
+    expect(template(['--set-string', 'services.audit.env.AUDIT_EXPORT_DIR=/tmp/audit']).status).toBe(0);
   });
 });
 
 // ---------------------------------------------------------------------------------------------------
-// What production mode requires of each service, against what the chart gives each service's container.
-
-const chartValues = parseSimpleYaml(read('charts/cairn/values.yaml'));
-const chartServices = mapAt(chartValues.services, 'services');
-
-/** Each `- name: X` of the Deployment's container env, with the template conditions around it. */
-interface ChartEnvEntry {
-  name: string;
-  only?: string;
-  port?: string;
-  optional?: boolean;
-  secret?: { name: string; key: string };
-}
-
-function deploymentEnv(): ChartEnvEntry[] {
-  const lines = read('charts/cairn/templates/deployment.yaml').split('\n');
-  const start = lines.findIndex((l) => /^\s+env:\s*$/.test(l));
-  const end = lines.findIndex((l, i) => i > start && /^\s+startupProbe:\s*$/.test(l));
-  const stack: Array<{ only?: string; port?: string; optional?: boolean }> = [];
-  const entries: ChartEnvEntry[] = [];
-  for (let i = start + 1; i < end; i++) {
-    const line = lines[i]!.trim();
-    const only = /^\{\{-?\s*if eq \$name "(\w+)"\s*-?\}\}$/.exec(line);
-    const port = /^\{\{-?\s*if \$svc\.ports\.(\w+)\s*-?\}\}$/.exec(line);
-    if (only) stack.push({ only: only[1]! });
-    else if (port) stack.push({ port: port[1]! });
-    // Any other condition (with, if not, range over values) may render nothing: what it holds is not counted.
-    else if (/^\{\{-?\s*(if|with|range)\b/.test(line)) stack.push({ optional: true });
-    else if (/^\{\{-?\s*end\b/.test(line)) stack.pop();
-    const named = /^- name: ([A-Z][A-Z0-9_]*)$/.exec(line);
-    if (!named) continue;
-    const entry: ChartEnvEntry = { name: named[1]!, ...(Object.assign({}, ...stack) as Omit<ChartEnvEntry, 'name'>) };
-    if (/^valueFrom:/.test(lines[i + 1]?.trim() ?? '')) {
-      const block = lines.slice(i + 2, i + 7).map((l) => l.trim());
-      const secretName = block.find((l) => l.startsWith('name: '))?.slice(6);
-      const key = block.find((l) => l.startsWith('key: '))?.slice(5);
-      if (block.includes('optional: true')) entry.optional = true;
-      if (secretName && key) entry.secret = { name: secretName, key };
-    }
-    entries.push(entry);
-  }
-  return entries;
-}
-
-/** The environment variables the chart gives `service`'s container (the shared ConfigMap, its env, its own values env). */
-function chartEnvFor(service: ServiceName): Map<string, ChartEnvEntry | 'configmap' | 'values'> {
-  const provided = new Map<string, ChartEnvEntry | 'configmap' | 'values'>();
-  const globalEnv = mapAt(mapAt(chartValues.global, 'global').env, 'global.env');
-  for (const [key, value] of Object.entries(globalEnv)) if (value !== '') provided.set(key, 'configmap');
-  const entry = mapAt(chartServices[service], `services.${service}`);
-  const ports = mapAt(entry.ports, 'ports');
-  for (const env of deploymentEnv()) {
-    if (env.optional) continue;
-    if (env.only !== undefined && env.only !== service) continue;
-    if (env.port !== undefined && ports[env.port] === undefined) continue;
-    provided.set(env.name, env);
-  }
-  const own = entry.env;
-  if (own !== undefined && typeof own !== 'string') for (const key of Object.keys(own)) provided.set(key, 'values');
-  return provided;
-}
+// What production mode requires of each service, against what the rendered chart gives each container.
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((name) => {
@@ -367,15 +531,12 @@ const ENV_NAME = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g;
  * code refuses to start without in production (`throw new Error('X is required…')`, or the anchor's refusal
  * of the public development key), and the connection URLs whose loopback defaults mean nothing in a cluster.
  */
-function requiredInProduction(service: ServiceName): string[] {
-  const chartGrpcHost = (/name: GRPC_HOST\s*\n\s*value: "([^"]+)"/.exec(
-    read('charts/cairn/templates/deployment.yaml'),
-  ) ?? [])[1]!;
+function requiredInProduction(service: ServiceName, grpcHost: string): string[] {
   const common = identityProblems({
     ...loadConfig(commonEnvShape, {}),
     CAIRN_ENV: 'production',
-    GRPC_HOST: chartGrpcHost,
-    NATS_URL: scalarAt(mapAt(chartValues.nats, 'nats').url, 'nats.url'),
+    GRPC_HOST: grpcHost,
+    NATS_URL: values.nats.url,
   });
   const fromCommon = common.flatMap(
     (problem) =>
@@ -394,10 +555,17 @@ function requiredInProduction(service: ServiceName): string[] {
   return sorted(new Set(['DATABASE_URL', 'REDIS_URL', 'NATS_URL', ...fromCommon, ...fromService]));
 }
 
+/** Every variable a container gets: its env and the ConfigMap it reads whole. */
+function providedEnv(objects: KubeObject[], service: ServiceName): Set<string> {
+  const container = containerOf(objects, service);
+  expect(container.envFrom).toEqual([{ configMapRef: { name: 'cairn-env' } }]);
+  return new Set([...Object.keys(configMapData(objects)), ...envOf(objects, service).keys()]);
+}
+
 describe('Helm chart: production mode has what it requires', () => {
   it("the requirements are read from the code: the identity checks and each service's own refusals", () => {
     // Not a list kept here: if a check is renamed away, this notices before the per-service tests pass vacuously.
-    expect(requiredInProduction('gateway')).toEqual(
+    expect(requiredInProduction('gateway', '0.0.0.0')).toEqual(
       expect.arrayContaining([
         'GRPC_TLS_CA',
         'GRPC_TLS_CERT',
@@ -407,59 +575,86 @@ describe('Helm chart: production mode has what it requires', () => {
         'CAIRN_DATA_KEY',
       ]),
     );
-    expect(SERVICE_NAMES.flatMap((s) => requiredInProduction(s)).length).toBeGreaterThan(SERVICE_NAMES.length * 8);
+    expect(SERVICE_NAMES.flatMap((s) => requiredInProduction(s, '0.0.0.0')).length).toBeGreaterThan(
+      SERVICE_NAMES.length * 8,
+    );
   });
 
-  it.each([...SERVICE_NAMES])('%s: every variable production requires is provided by the chart', (service) => {
-    const provided = chartEnvFor(service);
-    expect(requiredInProduction(service).filter((name) => !provided.has(name))).toEqual([]);
-    expect(provided.get('CAIRN_ENV')).toBe('configmap');
-    expect(mapAt(mapAt(chartValues.global, 'global').env, 'global.env').CAIRN_ENV).toBe('production');
+  it.each([...SERVICE_NAMES])('%s: every variable production requires is in the production render', (service) => {
+    for (const which of ['production', 'keysInValues'] as const) {
+      const objects = renders[which];
+      const grpcHost = envOf(objects, service).get('GRPC_HOST')?.value ?? '127.0.0.1';
+      expect(grpcHost).toBe('0.0.0.0');
+      const provided = providedEnv(objects, service);
+      expect({ which, missing: requiredInProduction(service, grpcHost).filter((name) => !provided.has(name)) }).toEqual(
+        {
+          which,
+          missing: [],
+        },
+      );
+      expect(configMapData(objects).CAIRN_ENV).toBe('production');
+    }
   });
 
   it.each([...SERVICE_NAMES])(
-    "%s: each secret it reads is a key the chart's Secrets hold, and its database URL is its own role",
+    "%s: each secret it reads is a key of a rendered Secret, none optional in production, its database URL its own role's",
     (service) => {
-      const secretTemplates =
-        read('charts/cairn/templates/secret.yaml') + read('charts/cairn/templates/nats-auth.yaml');
-      for (const entry of chartEnvFor(service).values()) {
-        if (typeof entry === 'string' || !entry.secret) continue;
-        // The Secret templates write per-service keys as PREFIX_{{ upper $name }} inside a range over the services.
-        const key = entry.secret.key.replace('{{ upper $name }}', '{{ upper $name }}');
-        expect({
-          env: entry.name,
-          key,
-          held:
-            secretTemplates.includes(`${key}:`) ||
-            (secretTemplates.includes(`{{ $key }}:`) && /CAIRN_NATS_PASSWORD_/.test(key)),
-        }).toEqual({ env: entry.name, key, held: true });
+      for (const which of ['keysInValues', 'default'] as const) {
+        const objects = renders[which];
+        for (const env of envOf(objects, service).values()) {
+          const ref = env.valueFrom?.secretKeyRef;
+          if (!ref) continue;
+          const held = Object.keys(secretData(objects, ref.name)).includes(ref.key);
+          // Development leaves the payment and anchor keys out when not given: those references are optional.
+          expect({ which, env: env.name, held: held || (which === 'default' && ref.optional === true) }).toEqual({
+            which,
+            env: env.name,
+            held: true,
+          });
+          if (which === 'keysInValues') expect(ref.optional).toBeUndefined();
+        }
+        const database = envOf(objects, service).get('DATABASE_URL')!.valueFrom!.secretKeyRef!;
+        expect(database.key).toBe(`DATABASE_URL_${service.toUpperCase()}`);
+        expect(new URL(secretData(objects, database.name)[database.key]!).username).toBe(`cairn_${service}`);
       }
-      const database = chartEnvFor(service).get('DATABASE_URL');
-      expect(typeof database === 'object' && database.secret?.key).toBe('DATABASE_URL_{{ upper $name }}');
     },
   );
 
-  it('TRUST_PROXY is set for the gateway (the ingress), gRPC binds 0.0.0.0 only with the TLS files, and the certificates come from a Secret', () => {
-    expect(chartEnvFor('gateway').has('TRUST_PROXY')).toBe(true);
-    expect(chartValues.trustProxy).not.toBe('');
-    const t = read('charts/cairn/templates/deployment.yaml');
-    expect(t).toMatch(/secretName: \{\{ \$\.Values\.grpcTls\.secretName \}\}/);
-    for (const service of SERVICE_NAMES)
-      for (const name of ['GRPC_HOST', 'GRPC_TLS_CA', 'GRPC_TLS_CERT', 'GRPC_TLS_KEY', 'NATS_USER', 'NATS_PASSWORD'])
-        expect(chartEnvFor(service).has(name)).toBe(true);
+  it('TRUST_PROXY is set for the gateway (the ingress), and gRPC binds 0.0.0.0 only with the TLS files from the Secret', () => {
+    const objects = renders.production;
+    expect(envOf(objects, 'gateway').get('TRUST_PROXY')?.value).toBe('uniquelocal');
+    for (const service of SERVICE_NAMES) {
+      const env = envOf(objects, service);
+      expect(env.get('GRPC_HOST')?.value).toBe('0.0.0.0');
+      for (const name of ['GRPC_TLS_CA', 'GRPC_TLS_CERT', 'GRPC_TLS_KEY'])
+        expect(env.get(name)?.value).toMatch(/^\/etc\/cairn\/tls\//);
+      expect(env.get('NATS_USER')?.value).toBe(`cairn-${service}`);
+      const tls = deploymentOf(objects, service).spec.template.spec.volumes!.find((v) => v.name === 'grpc-tls');
+      expect(tls?.secret?.secretName).toBe('cairn-grpc-tls');
+    }
   });
 
-  it("the NetworkPolicy denies ingress to the chart's pods but gRPC among them, the gateway's HTTP and the signer's OCSP", () => {
-    const t = read('charts/cairn/templates/networkpolicy.yaml');
-    const docs = t.split(/^---$/m);
-    expect(docs[0]).toMatch(/policyTypes:\s*\n\s*- Ingress\s*\n\s*ingress: \[\]/);
-    expect(t).toMatch(
-      /- from:\s*\n\s*- podSelector:\s*\n\s*matchLabels:\s*\n\s*app\.kubernetes\.io\/part-of: cairn\s*\n\s*ports:\s*\n\s*- port: grpc/,
-    );
+  it("the NetworkPolicy denies ingress to the chart's pods but gRPC among them, the ops port, the gateway's HTTP and the signer's OCSP", () => {
+    type Policy = KubeObject & {
+      spec: {
+        podSelector: { matchLabels?: Record<string, string> };
+        ingress: Array<{ from?: unknown[]; ports?: Array<{ port: string }> }>;
+      };
+    };
+    const policies = ofKind<Policy>(renders.default, 'NetworkPolicy');
+    expect(named<Policy>(renders.default, 'NetworkPolicy', 'cairn-default-deny-ingress').spec.ingress).toEqual([]);
+    const grpc = named<Policy>(renders.default, 'NetworkPolicy', 'cairn-grpc-and-ops').spec.ingress;
+    expect(grpc[0]).toEqual({
+      from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/part-of': 'cairn' } } }],
+      ports: [{ port: 'grpc', protocol: 'TCP' }],
+    });
     // Open from anywhere (no `from:`): exactly the gateway's http and the signer's ocsp.
-    const open = docs
-      .filter((d) => /ingress:\s*\n\s*- ports:/.test(d))
-      .map((d) => [/"name" "(\w+)"/.exec(d)?.[1], /- port: (\w+)/.exec(d)?.[1]]);
+    const open = policies
+      .filter((p) => p.spec.ingress.some((rule) => rule.from === undefined))
+      .map((p) => [
+        p.spec.podSelector.matchLabels?.['app.kubernetes.io/component'],
+        p.spec.ingress[0]!.ports![0]!.port,
+      ]);
     expect(open).toEqual([
       ['gateway', 'http'],
       ['signer', 'ocsp'],
@@ -467,80 +662,252 @@ describe('Helm chart: production mode has what it requires', () => {
   });
 
   it("ships the NATS authorization file the services' users and permissions come from", () => {
-    expect(read('charts/cairn/templates/nats-auth.yaml')).toContain('.Files.Get "files/nats-authorization.conf"');
-    const conf = read('charts/cairn/files/nats-authorization.conf');
+    const conf = named<KubeObject & { data: Record<string, string> }>(
+      renders.default,
+      'ConfigMap',
+      'cairn-nats-authorization',
+    ).data['nats-authorization.conf']!;
+    expect(conf.trim()).toBe(read('charts/cairn/files/nats-authorization.conf').trim());
     for (const service of SERVICE_NAMES) expect(conf).toContain(`user: "cairn-${service}"`);
   });
 });
 
-describe('skaffold.yaml', () => {
-  const lines = read('skaffold.yaml').split('\n');
+describe('Helm chart: a fleet that scales out', () => {
+  it.each(RENDERS)('%s render: every service runs >= 2 replicas, spread over nodes and zones, under a PDB', (which) => {
+    const objects = renders[which];
+    for (const service of SERVICE_NAMES) {
+      const deployment = deploymentOf(objects, service);
+      const labels = deployment.spec.template.metadata.labels;
+      expect(deployment.spec.replicas).toBeGreaterThanOrEqual(2);
+      expect(deployment.spec.selector.matchLabels).toEqual(
+        expect.objectContaining({ 'app.kubernetes.io/component': service }),
+      );
+      const spread = deployment.spec.template.spec.topologySpreadConstraints ?? [];
+      expect(sorted(spread.map((c) => c.topologyKey))).toEqual([
+        'kubernetes.io/hostname',
+        'topology.kubernetes.io/zone',
+      ]);
+      for (const constraint of spread) {
+        expect(constraint.maxSkew).toBe(1);
+        expect(labels).toMatchObject(constraint.labelSelector.matchLabels);
+      }
+      const pdb = named<
+        KubeObject & {
+          spec: { maxUnavailable?: number; minAvailable?: number; selector: { matchLabels: Record<string, string> } };
+        }
+      >(objects, 'PodDisruptionBudget', `cairn-${service}`);
+      expect(pdb.spec.maxUnavailable).toBe(1);
+      expect(pdb.spec.selector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
+      expect(labels).toMatchObject(pdb.spec.selector.matchLabels);
+    }
+  });
 
+  it('every peer address is the headless Service of every ready pod, in the release namespace; the TLS name stays the ClusterIP Service name', () => {
+    const objects = render([], 'cairn', 'media-team');
+    for (const peer of SERVICE_NAMES) {
+      const headless = named<Service>(objects, 'Service', `cairn-${peer}-headless`);
+      expect(headless.spec.clusterIP).toBe('None');
+      expect(headless.spec.publishNotReadyAddresses).toBe(false);
+      expect(headless.spec.ports).toEqual([
+        expect.objectContaining({ name: 'grpc', port: DEFAULT_PORTS[peer].grpc, targetPort: 'grpc' }),
+      ]);
+      expect(deploymentOf(objects, peer).spec.template.metadata.labels).toMatchObject(headless.spec.selector);
+      // Clients check the certificate name serviceTlsName(peer) whatever they dial: the Service of that name exists.
+      expect(named<Service>(objects, 'Service', serviceTlsName(peer)).spec.selector).toEqual(headless.spec.selector);
+      const address = `dns:///cairn-${peer}-headless.media-team.svc.cluster.local:${DEFAULT_PORTS[peer].grpc}`;
+      for (const caller of SERVICE_NAMES) expect(envOf(objects, caller).get(grpcAddrVar(peer))?.value).toBe(address);
+    }
+    expect(read('charts/cairn/values.yaml')).toMatch(/check the name cairn-<service> \(packages\/rpc serviceTlsName\)/);
+  });
+
+  it('connection age, JetStream replicas and size limits are in the shared environment (3 stream replicas in the production example)', () => {
+    for (const which of RENDERS) {
+      const env = configMapData(renders[which]);
+      expect(Number(env.GRPC_MAX_CONNECTION_AGE_MS)).toBeGreaterThan(0);
+      expect(Number(env.GRPC_MAX_CONNECTION_AGE_GRACE_MS)).toBeGreaterThan(0);
+      expect(Number(env.NATS_STREAM_MAX_BYTES)).toBeGreaterThan(0);
+      expect(Number(env.NATS_STREAM_REPLICAS)).toBe(which === 'production' || which === 'keysInValues' ? 3 : 1);
+    }
+  });
+
+  /** Postgres connections the fleet can hold: per Deployment (replicas + surge pods) x its DATABASE_POOL_MAX. */
+  function connectionBudget(objects: KubeObject[]): number {
+    return ofKind<Deployment>(objects, 'Deployment').reduce((sum, d) => {
+      const pool = Number(envOf(objects, d.metadata.name.replace(/^cairn-/, '')).get('DATABASE_POOL_MAX')?.value);
+      expect(pool).toBeGreaterThanOrEqual(1);
+      expect(configMapData(objects).DATABASE_POOL_MAX).toBeUndefined();
+      return sum + (d.spec.replicas + d.spec.strategy.rollingUpdate.maxSurge) * pool;
+    }, 0);
+  }
+
+  it('the connection budget fits Postgres max_connections less the reserved ones, as values.yaml documents it', () => {
+    const budget = connectionBudget(renders.default);
+    expect(budget).toBeLessThanOrEqual(values.postgres.maxConnections - values.postgres.reservedConnections);
+    expect(values.postgres.maxConnections).toBe(100); // Postgres's default max_connections
+    expect(read('charts/cairn/values.yaml')).toContain(`= ${budget}, within Postgres's default max_connections = 100`);
+    const production = connectionBudget(renders.production);
+    expect(production).toBeLessThanOrEqual(
+      productionValues.postgres.maxConnections - productionValues.postgres.reservedConnections,
+    );
+    expect(read(PRODUCTION_FILE)).toContain(`= ${production} connections`);
+    // Scaling out past the budget is refused in production, with the figure.
+    const run = template(['-f', PRODUCTION_FILE, '--set', 'services.verifier.replicas=60']);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/the fleet may open \d+ Postgres connections/);
+  });
+
+  it("WATERMARK_WORKERS follows the watermark container's CPU limit, and only where one is set", () => {
+    const watermark = containerOf(renders.default, 'watermark');
+    expect(quantity(watermark.resources!.limits!.cpu!)).toBeGreaterThanOrEqual(1);
+    expect(envOf(renders.default, 'watermark').get('WATERMARK_WORKERS')?.valueFrom?.resourceFieldRef).toEqual({
+      containerName: 'watermark',
+      resource: 'limits.cpu',
+      divisor: '1',
+    });
+    for (const service of SERVICE_NAMES.filter((s) => s !== 'watermark'))
+      expect(envOf(renders.default, service).has('WATERMARK_WORKERS')).toBe(false);
+    const unlimited = render(['--set', 'services.watermark.resources.limits.cpu=null']);
+    expect(containerOf(unlimited, 'watermark').resources!.limits!.cpu).toBeUndefined();
+    expect(envOf(unlimited, 'watermark').has('WATERMARK_WORKERS')).toBe(false);
+  });
+
+  it('every pod has a bounded /tmp and ephemeral-storage requests and limits that hold it', () => {
+    for (const service of SERVICE_NAMES) {
+      const deployment = deploymentOf(renders.default, service);
+      const container = containerOf(renders.default, service);
+      expect(container.volumeMounts).toEqual(expect.arrayContaining([{ name: 'tmp', mountPath: '/tmp' }]));
+      const tmp = deployment.spec.template.spec.volumes!.find((v) => v.name === 'tmp')!;
+      const sizeLimit = quantity(tmp.emptyDir!.sizeLimit!);
+      expect(sizeLimit).toBeGreaterThan(0);
+      const request = quantity(container.resources!.requests!['ephemeral-storage']!);
+      const limit = quantity(container.resources!.limits!['ephemeral-storage']!);
+      expect({ service, fits: request > 0 && limit > sizeLimit }).toEqual({ service, fits: true });
+    }
+  });
+
+  it("the ingress lets the gateway's own upload limit through (body size, timeouts, no request buffering); your annotations win", () => {
+    const uploadMax = loadConfig(gatewayConfigShape, {}).UPLOAD_MAX_BYTES;
+    const annotations = (args: string[]) =>
+      named(render(['--set', 'ingress.enabled=true', ...args]), 'Ingress', 'cairn-gateway').metadata.annotations ?? {};
+    const nginx = annotations([]);
+    const bodySize = quantity(nginx['nginx.ingress.kubernetes.io/proxy-body-size']!.replace(/m$/, 'Mi'));
+    expect(bodySize).toBeGreaterThan(uploadMax);
+    expect(bodySize).toBeLessThanOrEqual(uploadMax + 2 * 2 ** 20);
+    expect(Number(nginx['nginx.ingress.kubernetes.io/proxy-read-timeout'])).toBeGreaterThanOrEqual(300);
+    expect(Number(nginx['nginx.ingress.kubernetes.io/proxy-send-timeout'])).toBeGreaterThanOrEqual(300);
+    expect(nginx['nginx.ingress.kubernetes.io/proxy-request-buffering']).toBe('off');
+    const bigger = annotations(['--set-string', `services.gateway.env.UPLOAD_MAX_BYTES=${200 * 2 ** 20}`]);
+    expect(bigger['nginx.ingress.kubernetes.io/proxy-body-size']).toBe('201m');
+    const own = annotations([
+      '--set-string',
+      'ingress.annotations.nginx\\.ingress\\.kubernetes\\.io/proxy-read-timeout=900',
+    ]);
+    expect(own['nginx.ingress.kubernetes.io/proxy-read-timeout']).toBe('900');
+    expect(Object.keys(annotations(['--set', 'ingress.nginx.enabled=false']))).toEqual([]);
+  });
+});
+
+describe('Helm chart: values.yaml and the fleet', () => {
+  it('Chart.yaml names the chart and versions', () => {
+    expect(parseYaml(read('charts/cairn/Chart.yaml'))).toMatchObject({
+      apiVersion: 'v2',
+      name: 'cairn',
+      version: '0.1.0',
+      appVersion: '0.1.0',
+    });
+  });
+
+  it('values.yaml `services:` has exactly the fleet (no drift either way), with its default ports and images', () => {
+    expect(sorted(Object.keys(values.services))).toEqual(sorted(SERVICE_NAMES));
+    for (const service of SERVICE_NAMES) {
+      const entry = values.services[service]!;
+      const ports: Record<string, number> = { grpc: DEFAULT_PORTS[service].grpc, ops: DEFAULT_PORTS[service].ops };
+      if (service === 'gateway') ports.http = DEFAULT_GATEWAY_HTTP_PORT;
+      if (service === 'signer') ports.ocsp = 9471;
+      expect({ service, ports: entry.ports }).toEqual({ service, ports });
+      expect(entry.image.repository).toBe(`cairn-${service}`);
+      expect(new URL(values.database.urls[service]!).username).toBe(`cairn_${service}`);
+    }
+  });
+
+  it('the default render is development mode, with the gateway on ClusterIP and no Ingress', () => {
+    expect(parseYaml(read('charts/cairn/values.yaml'))).toMatchObject({ mode: 'development' });
+    expect(named<Service>(renders.default, 'Service', 'cairn-gateway').spec).toMatchObject({ type: 'ClusterIP' });
+    expect(ofKind(renders.default, 'Ingress')).toEqual([]);
+    expect(ofKind(renders.production, 'Ingress')).toHaveLength(1);
+  });
+});
+
+describe('skaffold.yaml', () => {
   interface Artifact {
     image: string;
-    context?: string;
-    dockerfile?: string;
-    service?: string;
+    context: string;
+    docker: { dockerfile: string; buildArgs: Record<string, string> };
   }
-  const artifacts: Artifact[] = [];
-  let inArtifacts = false;
-  for (const line of lines) {
-    if (/^\s*artifacts:\s*$/.test(line)) {
-      inArtifacts = true;
-      continue;
-    }
-    if (!inArtifacts) continue;
-    if (/^\S/.test(line)) break; // the next top-level key ends build:
-    const image = /^\s*- image:\s*(\S+)\s*$/.exec(line);
-    if (image) {
-      artifacts.push({ image: image[1]! });
-      continue;
-    }
-    const current = artifacts[artifacts.length - 1];
-    const context = /^\s+context:\s*(\S+)\s*$/.exec(line);
-    if (current && context) current.context = context[1]!;
-    const dockerfile = /^\s+dockerfile:\s*(\S+)\s*$/.exec(line);
-    if (current && dockerfile) current.dockerfile = dockerfile[1]!;
-    const service = /^\s+SERVICE:\s*(\S+)\s*$/.exec(line);
-    if (current && service) current.service = service[1]!;
+  interface HelmRelease {
+    name: string;
+    chartPath: string;
+    setValues?: Record<string, string | number | boolean>;
+    setValueTemplates?: Record<string, string>;
   }
+  const skaffold = parseYaml(read('skaffold.yaml')) as {
+    apiVersion: string;
+    kind: string;
+    build: { artifacts: Artifact[] };
+    profiles: Array<{
+      name: string;
+      activation?: Array<{ command?: string }>;
+      deploy: { helm: { releases: HelmRelease[] } };
+    }>;
+    portForward: Array<{ resourceType: string; resourceName: string; port: number; localPort: number }>;
+  };
+  const dev = skaffold.profiles.find((p) => p.name === 'dev')!;
+  const release = dev.deploy.helm.releases[0]!;
 
-  const setValueTemplates = lines
-    .map((l) =>
-      /^\s*services\.([^.\s]+)\.image\.(repository|tag):\s*(["'])\{\{\s*\.IMAGE_(REPO|TAG)_(\w+)\s*\}\}\3\s*$/.exec(l),
-    )
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ service: m[1]!, field: m[2]!, kind: m[4]!, artifact: m[5]! }));
-
-  it('starts with the v4beta11 Config header', () => {
-    expect(lines).toContain('apiVersion: skaffold/v4beta11');
-    expect(lines).toContain('kind: Config');
+  it('is a v4beta11 Config with one artifact per service from the Dockerfile (its SERVICE build argument)', () => {
+    expect(skaffold).toMatchObject({ apiVersion: 'skaffold/v4beta11', kind: 'Config' });
+    expect(sorted(skaffold.build.artifacts.map((a) => a.image))).toEqual(
+      sorted(SERVICE_NAMES.map((s) => `cairn-${s}`)),
+    );
+    for (const service of SERVICE_NAMES)
+      expect(skaffold.build.artifacts.find((a) => a.image === `cairn-${service}`)).toEqual({
+        image: `cairn-${service}`,
+        context: '.',
+        docker: { dockerfile: 'Dockerfile', buildArgs: { SERVICE: service } },
+      });
   });
 
-  it('has one artifact per service and none other (no drift either way)', () => {
-    expect(sorted(artifacts.map((a) => a.image))).toEqual(sorted(SERVICE_NAMES.map((s) => `cairn-${s}`)));
+  it('the dev profile (active under `skaffold dev`) deploys charts/cairn in development mode with every built image', () => {
+    expect(dev.activation).toEqual([{ command: 'dev' }]);
+    expect(dev.deploy.helm.releases).toHaveLength(1);
+    expect(release).toMatchObject({ name: 'cairn', chartPath: 'charts/cairn', setValues: { mode: 'development' } });
+    const expected = Object.fromEntries(
+      SERVICE_NAMES.flatMap((s) => [
+        [`services.${s}.image.repository`, `{{.IMAGE_REPO_cairn_${s}}}`],
+        [`services.${s}.image.tag`, `{{.IMAGE_TAG_cairn_${s}}}`],
+      ]),
+    );
+    expect(release.setValueTemplates).toEqual(expected);
+    expect(skaffold.portForward).toEqual([
+      { resourceType: 'service', resourceName: 'cairn-gateway', port: 8080, localPort: 8080 },
+    ]);
   });
 
-  it.each([...SERVICE_NAMES])(
-    'builds cairn-%s from the Dockerfile (its SERVICE build argument) and sets its image in the chart',
-    (service) => {
-      const artifact = artifacts.find((a) => a.image === `cairn-${service}`);
-      expect(artifact).toEqual({ image: `cairn-${service}`, context: '.', dockerfile: 'Dockerfile', service });
-      const mine = setValueTemplates.filter((s) => s.service === service);
-      expect(mine).toEqual(
-        expect.arrayContaining([
-          { service, field: 'repository', kind: 'REPO', artifact: `cairn_${service}` },
-          { service, field: 'tag', kind: 'TAG', artifact: `cairn_${service}` },
-        ]),
+  it('renders with helm as skaffold would set it (the images it built), and every object validates strictly', () => {
+    // skaffold fills IMAGE_REPO_<artifact> / IMAGE_TAG_<artifact> from its build; stand-ins of the same shape.
+    const fill = (text: string) =>
+      text.replace(/\{\{\.IMAGE_(REPO|TAG)_(\w+)\}\}/g, (_, kind: string, artifact: string) =>
+        kind === 'REPO' ? `registry.dev.example/${artifact.replace(/_/g, '-')}` : `dev-${artifact.slice(6)}-1a2b3c`,
       );
-      expect(mine).toHaveLength(2);
-    },
-  );
-
-  it('sets image values only for services of the fleet, and deploys charts/cairn with the gateway forwarded', () => {
-    expect(sorted(new Set(setValueTemplates.map((s) => s.service)))).toEqual(sorted(SERVICE_NAMES));
-    expect(lines.some((l) => /^\s+chartPath:\s*charts\/cairn\s*$/.test(l))).toBe(true);
-    const forward = lines.slice(lines.findIndex((l) => /^portForward:/.test(l)));
-    expect(forward.join('\n')).toMatch(/resourceName: cairn-gateway\s*\n\s*port: 8080\b/);
+    const args = [
+      ...Object.entries(release.setValues ?? {}).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
+      ...Object.entries(release.setValueTemplates ?? {}).flatMap(([k, v]) => ['--set', `${k}=${fill(v)}`]),
+    ];
+    const objects = render(args, release.name, 'default');
+    expect(objects.flatMap(validateObject)).toEqual([]);
+    expect(configMapData(objects).CAIRN_ENV).toBe('development');
+    for (const service of SERVICE_NAMES)
+      expect(containerOf(objects, service).image).toBe(`registry.dev.example/cairn-${service}:dev-${service}-1a2b3c`);
+    expect(existsSync(join(ROOT, release.chartPath, 'Chart.yaml'))).toBe(true);
   });
 });

@@ -86,6 +86,16 @@ describe('every error is RFC 7807 Problem+JSON with a cairn code and the request
     expect((await problemOf(b)).request_id).not.toBe(pa.request_id);
   });
 
+  it('no answer may be sniffed into another type: nosniff on JSON, problems and the error catalogue page alike', async () => {
+    const answers = await Promise.all([
+      gw.request('/v1/recipes', { key: admin.api_key }),
+      gw.request('/v1/no-such-thing'),
+      gw.request('/v1/recipes'),
+      gw.request('/docs/api/errors'),
+    ]);
+    for (const res of answers) expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
   it('successful answers carry X-Request-Id too', async () => {
     const res = await gw.request('/v1/recipes', { key: admin.api_key });
     expect(res.status).toBe(200);

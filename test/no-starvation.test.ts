@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import pg from 'pg';
 import sharp from 'sharp';
+import { newApiKey, parseApiKey } from '@cairn/ids';
 import { databaseUrl, freePort, PG_ADMIN_URL, waitFor } from '@cairn/testing';
 import { databaseRole } from '../packages/config/src/index.js';
 import { spawnService, type ServiceProcess } from './support/process.js';
@@ -289,7 +290,7 @@ describe('failed authentications', () => {
     const attacker = { 'x-forwarded-for': '203.0.113.7' };
     // Malformed keys (refused without the database) and well-formed unknown ones count alike.
     for (let i = 0; i < AUTH_FAILURES; i += 1) {
-      const key = i % 2 === 0 ? 'not-a-cairn-key' : tenant.api_key.slice(0, -4) + 'AAAA';
+      const key = i % 2 === 0 ? 'not-a-cairn-key' : newApiKey().apiKey;
       const res = await stack.request('/v1/usage', { key, headers: attacker });
       expect(res.status).toBe(401);
     }
@@ -297,7 +298,8 @@ describe('failed authentications', () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(await code(refused)).toBe('cairn.ratelimit.exceeded');
-    // From that address even a valid key waits: it cannot be told apart from a guess without the database.
+    expect((await stack.request('/v1/usage', { key: newApiKey().apiKey, headers: attacker })).status).toBe(429);
+    // A key never seen from that address waits: it cannot be told apart from a guess without the database.
     expect((await stack.request('/v1/usage', { key: tenant.api_key, headers: attacker })).status).toBe(429);
     // The optional-key verify is guarded the same way.
     expect(
@@ -314,6 +316,31 @@ describe('failed authentications', () => {
     ).toBe(200);
     // Requests without a key are not this limit's business.
     expect((await stack.request('/v1/recipes', { headers: attacker })).status).toBe(401);
+  });
+
+  it("one client's guesses do not lock out a key already working behind the same address, only guesses at its id do", async () => {
+    const working = await onboard(stack);
+    const egress = { 'x-forwarded-for': '203.0.113.9' };
+    // The company's integration authenticates from its egress before a compromised machine behind it starts guessing.
+    expect((await stack.request('/v1/usage', { key: working.api_key, headers: egress })).status).toBe(200);
+    for (let i = 0; i < AUTH_FAILURES; i += 1)
+      expect((await stack.request('/v1/usage', { key: newApiKey().apiKey, headers: egress })).status).toBe(401);
+    expect((await stack.request('/v1/usage', { key: newApiKey().apiKey, headers: egress })).status).toBe(429);
+    expect((await stack.request('/v1/usage', { key: working.api_key, headers: egress })).status).toBe(200);
+
+    // Guessing the secret behind that very key id is limited per key id: then the key itself waits there too.
+    const { keyId } = parseApiKey(working.api_key)!;
+    const guess = `cairn_sk_${keyId}_${newApiKey().secret}`;
+    for (let i = 0; i < AUTH_FAILURES; i += 1)
+      expect((await stack.request('/v1/usage', { key: guess, headers: egress })).status).toBe(401);
+    const locked = await stack.request('/v1/usage', { key: working.api_key, headers: egress });
+    expect(locked.status).toBe(429);
+    expect(await code(locked)).toBe('cairn.ratelimit.exceeded');
+    // Elsewhere the key is untouched.
+    expect(
+      (await stack.request('/v1/usage', { key: working.api_key, headers: { 'x-forwarded-for': '203.0.113.10' } }))
+        .status,
+    ).toBe(200);
   });
 });
 

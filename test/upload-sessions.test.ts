@@ -157,11 +157,11 @@ function put(
   });
 }
 
-const sign = (key: string, uploadId: string) =>
+const sign = (key: string, uploadId: string, idempotencyKey: string = crypto.randomUUID()) =>
   stack.request('/v1/sign', {
     method: 'POST',
     key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
+    headers: { 'idempotency-key': idempotencyKey },
     body: multipart({ recipe: 'video-genai-v1', upload_id: uploadId }),
   });
 const verify = (on: Stack, key: string, uploadId: string) =>
@@ -230,6 +230,30 @@ describe('upload sessions on the filesystem store', () => {
       'cairn.upload.already_used',
     ]);
   }, 400_000);
+
+  it('a sign by upload_id retried with its Idempotency-Key answers the recorded sign; any other request is refused', async () => {
+    const session = await createSession(stack, owner.api_key, smallMp4.length);
+    expect((await put(session.upload_url, smallMp4, smallMp4.length)).status).toBe(204);
+    const idempotencyKey = crypto.randomUUID();
+    const first = await sign(owner.api_key, session.upload_id, idempotencyKey);
+    expect(first.status).toBe(200);
+    const signed = (await first.json()) as { asset_id: string };
+
+    // The client lost the answer and retries the very same request: the recorded sign, not a refusal or a second asset.
+    const retried = await sign(owner.api_key, session.upload_id, idempotencyKey);
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await retried.json()) as { asset_id: string }).asset_id).toBe(signed.asset_id);
+
+    const reused = await sign(owner.api_key, session.upload_id);
+    expect([reused.status, ((await reused.json()) as { code: string }).code]).toEqual([
+      409,
+      'cairn.upload.already_used',
+    ]);
+    // The replay deleted nothing of the first sign's: its asset still downloads.
+    const content = await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: owner.api_key });
+    expect(content.status).toBe(200);
+  }, 120_000);
 
   it('verify by upload_id; another tenant cannot name it (404); used once', async () => {
     const session = await createSession(stack, owner.api_key, smallMp4.length);

@@ -321,6 +321,46 @@ describe('/v1/webhooks: slow receivers and deleted endpoints', () => {
     }
   });
 
+  it("tells the tenant a failed attempt's status, never the body its target answered", async () => {
+    // The body an internal service would answer is what a server-side request forgery wants to read back.
+    const failing = await startReceiver((_request, nth) => (nth === 1 ? 500 : 200));
+    try {
+      const { tenant, webhookId } = await endpointFor(failing.url);
+      const event = sampleEvent('job.completed', tenant.tenant_id, { job_id: newId('job') });
+      await bus.publish(event);
+      const answer = await waitFor('the retry delivered', async () => {
+        const res = await stack.request(`/v1/webhooks/${webhookId}/deliveries`, { key: tenant.api_key });
+        const text = await res.text();
+        return (JSON.parse(text) as { data: Json[] }).data[0]?.status === 'delivered' ? text : undefined;
+      });
+      const [delivery] = (JSON.parse(answer) as { data: Json[] }).data;
+      expect((delivery!.attempt_log as Json[])[0]).toMatchObject({ n: 1, status_code: 500, error: 'HTTP 500' });
+      expect(answer).not.toContain('nope');
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it('refuses, in development too, receivers at private, metadata and embedded-IPv4 addresses', async () => {
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.5/hook',
+      'http://[::a9fe:a9fe]/hook',
+      'http://[64:ff9b:1::a9fe:a9fe]/hook',
+    ]) {
+      const res = await stack.request('/v1/webhooks', {
+        method: 'POST',
+        key: a.api_key,
+        json: { url, events: ['job.completed'] },
+      });
+      expect([url, res.status, (await json(res)).type]).toEqual([
+        url,
+        400,
+        expect.stringMatching(/#cairn\.webhook\.invalid_url$/),
+      ]);
+    }
+  });
+
   it('drops the pending deliveries of a deleted endpoint: they are never sent', async () => {
     // Never answers: the first delivery stays in flight and, one in flight per endpoint, the others wait.
     const stuck = await startReceiver(() => 'hang');

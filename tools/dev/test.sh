@@ -13,6 +13,8 @@ step "format (prettier --check; fix with pnpm format)"
 pnpm exec prettier --check . --log-level warn
 step "lint (buf lint: proto style and doc comments; eslint: typescript-eslint and the service interior boundaries)"
 pnpm lint
+step "helm (test/deployment.test.ts renders charts/cairn with it; cached in .cairn/bin)"
+node tools/dev/helm.mjs
 step "jest"
 mkdir -p tools/out
 status=0

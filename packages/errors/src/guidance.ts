@@ -69,7 +69,7 @@ const GUIDANCE: Readonly<Record<string, string>> = {
   'cairn.upload.not_uploaded':
     'PUT the file to the session’s upload_url before naming its upload_id in a sign or verify.',
   'cairn.upload.already_used':
-    'An upload is signed or verified once and then deleted: upload the file again in a new session.',
+    'An upload is signed or verified once and then deleted: upload the file again in a new session (a sign retried with its own Idempotency-Key gets its recorded answer instead).',
   'cairn.upload.expired':
     'The session passed its expires_at and its file was deleted: create a new session and upload again.',
   'cairn.asset.expired':

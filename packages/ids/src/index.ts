@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
+import { ulid } from 'ulid';
 
 /** The id prefixes of docs/design.md; every public identifier is one of these followed by a ULID. */
 export const ID_PREFIXES = {
@@ -22,10 +22,14 @@ export const ID_PREFIXES = {
 export type IdKind = keyof typeof ID_PREFIXES;
 
 const ULID_PATTERN = '[0-9A-HJKMNP-TV-Z]{26}';
-const nextUlid = monotonicFactory();
-
+/**
+ * Public ids are capabilities (an asset id opens its /v/ page and thumbnail), so each one draws 80 fresh random bits
+ * after its millisecond timestamp. A monotonic ULID would mint ids within one millisecond as increments of one
+ * another, so a caller holding one id could guess its neighbours. Ids therefore sort by millisecond only: nothing
+ * may order by id within a millisecond (chains and pages use their own sequence columns).
+ */
 export function newId(kind: IdKind): string {
-  return ID_PREFIXES[kind] + nextUlid();
+  return ID_PREFIXES[kind] + ulid();
 }
 
 export function isId(kind: IdKind, value: string): boolean {

@@ -1,14 +1,32 @@
 import { describe, expect, it } from '@jest/globals';
 import { isId, newApiKey, newId, newWebhookSecret, parseApiKey } from '../src/index.js';
 
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const crockford = (c: string) => CROCKFORD.indexOf(c).toString(2).padStart(5, '0');
+
 describe('ids', () => {
-  it('prefixes ULIDs and sorts by creation order', () => {
+  it('prefixes ULIDs', () => {
     const a = newId('asset');
-    const b = newId('asset');
     expect(a).toMatch(/^a_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(isId('asset', a)).toBe(true);
     expect(isId('tenant', a)).toBe(false);
-    expect(a < b).toBe(true);
+  });
+
+  it('draws fresh randomness for every id, so one id does not give away the next', () => {
+    // Minted back to back, most share their millisecond: a monotonic generator would make each the previous + 1.
+    const ids = Array.from({ length: 2000 }, () => newId('asset').slice(2));
+    const random = (id: string) => BigInt(`0b${[...id.slice(10)].map(crockford).join('')}`);
+    let successors = 0;
+    let sameMillisecond = 0;
+    for (let i = 1; i < ids.length; i += 1) {
+      if (ids[i]!.slice(0, 10) !== ids[i - 1]!.slice(0, 10)) continue;
+      sameMillisecond += 1;
+      const gap = random(ids[i]!) - random(ids[i - 1]!);
+      if (gap > 0n && gap < 1n << 16n) successors += 1;
+    }
+    expect(sameMillisecond).toBeGreaterThan(100);
+    expect(successors).toBe(0);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 
   it('round-trips an API key to its key id and secret', () => {

@@ -13,6 +13,20 @@ export interface DestinationPolicy {
   allowLoopback?: boolean;
 }
 
+/**
+ * The one policy for every request a tenant or a file can aim (webhooks, BYOK endpoints, OCSP responders, trust
+ * lists, audit export endpoints): never an internal address; loopback only in development, where the peers and
+ * test receivers run on the same machine; https only in production.
+ */
+export function outboundPolicy(env: 'development' | 'production', overrides: { allowLoopback?: boolean } = {}) {
+  const production = env === 'production';
+  return {
+    httpsOnly: production,
+    blockInternal: true,
+    allowLoopback: overrides.allowLoopback ?? !production,
+  } satisfies DestinationPolicy;
+}
+
 const V4_BLOCKS: Array<[string, number, string]> = [
   ['0.0.0.0', 8, 'unspecified'],
   ['10.0.0.0', 8, 'private'],
@@ -51,17 +65,51 @@ const v6 = V6_BLOCKS.map(([net, prefix, reason]) => {
   return { list, reason };
 });
 
-/** An IPv4 address embedded in an IPv6 one (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, IPv4-compatible). */
-function embeddedV4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:(?:0:)?|64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:(?:0:)?|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const hi = parseInt(hex[1]!, 16);
-    const lo = parseInt(hex[2]!, 16);
-    return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+/** The 16 bytes of an IPv6 literal (any spelling isIP accepts: `::` anywhere, a trailing dotted quad), or undefined. */
+function ipv6Bytes(address: string): number[] | undefined {
+  let text = address.toLowerCase();
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
+  const halves = text.split('::');
+  if (halves.length > 2) return undefined;
+  const groups = (part: string | undefined) => (part ? part.split(':') : []);
+  const head = groups(halves[0]);
+  const tail = groups(halves[1]);
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 0) return undefined;
+  const words = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail].map((g) =>
+    parseInt(g, 16),
+  );
+  if (words.some((w) => !Number.isInteger(w) || w < 0 || w > 0xffff)) return undefined;
+  return words.flatMap((w) => [w >> 8, w & 255]);
+}
+
+const zero = (bytes: number[], from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+const dottedQuad = (bytes: number[], at: number) => bytes.slice(at, at + 4).join('.');
+
+/**
+ * IPv6 forms that carry an IPv4 address: the ones whose IPv4 part decides (IPv4-mapped ::ffff:0:0/96, SIIT
+ * ::ffff:0:0:0/96, well-known NAT64 64:ff9b::/96) answer `{ v4 }`; the ones never to be reached at all (the
+ * deprecated IPv4-compatible ::/96, NAT64 local-use 64:ff9b:1::/48, 6to4 2002::/16, Teredo 2001::/32, each of
+ * which a gateway or tunnel may turn into an internal IPv4 address) answer `{ refused }`.
+ */
+function embeddedV4(bytes: number[]): { v4: string } | { refused: string } | undefined {
+  if (zero(bytes, 0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return { v4: dottedQuad(bytes, 12) };
+  if (zero(bytes, 0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zero(bytes, 10, 12))
+    return { v4: dottedQuad(bytes, 12) };
+  // :: and ::1 are the v6 table's (unspecified, loopback); every other ::/96 address is IPv4-compatible.
+  if (zero(bytes, 0, 12) && !(zero(bytes, 12, 15) && (bytes[15] ?? 0) <= 1))
+    return { refused: 'IPv4-compatible (embeds an IPv4 address)' };
+  const word = (i: number) => ((bytes[2 * i] ?? 0) << 8) | (bytes[2 * i + 1] ?? 0);
+  if (word(0) === 0x64 && word(1) === 0xff9b) {
+    if (zero(bytes, 4, 12)) return { v4: dottedQuad(bytes, 12) };
+    if (word(2) === 1) return { refused: 'NAT64 local-use (embeds an IPv4 address)' };
+  }
+  if (word(0) === 0x2002) return { refused: '6to4 (embeds an IPv4 address)' };
+  if (word(0) === 0x2001 && word(1) === 0) return { refused: 'Teredo (embeds an IPv4 address)' };
   return undefined;
 }
 
@@ -71,8 +119,10 @@ export function disallowedReason(address: string): string | undefined {
   const family = isIP(bare);
   if (family === 4) return v4.find((b) => b.list.check(bare, 'ipv4'))?.reason;
   if (family === 6) {
-    const inner = embeddedV4(bare);
-    if (inner) return disallowedReason(inner);
+    const bytes = ipv6Bytes(bare);
+    if (!bytes) return 'not an IP address';
+    const inner = embeddedV4(bytes);
+    if (inner) return 'v4' in inner ? disallowedReason(inner.v4) : inner.refused;
     return v6.find((b) => b.list.check(bare, 'ipv6'))?.reason;
   }
   return 'not an IP address';

@@ -1,6 +1,7 @@
 export {
   BlockedAddressError,
   disallowedReason,
+  outboundPolicy,
   refusedReason,
   systemResolveAll,
   vetLiteralHost,
@@ -9,3 +10,4 @@ export {
   type ResolveAll,
 } from './address-policy.js';
 export { boundedRequest, type BoundedRequest, type BoundedResponse } from './request.js';
+export { publicFailure } from './failure.js';

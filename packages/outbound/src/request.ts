@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { vetLiteralHost, vettedLookup, type DestinationPolicy, type ResolveAll } from './address-policy.js';
+import { publicFailure } from './failure.js';
 
 export interface BoundedRequest {
   method: 'GET' | 'POST';
@@ -21,7 +22,8 @@ export type BoundedResponse =
  * One HTTP(S) request to an address someone else named (a certificate's OCSP responder, say): the address is
  * vetted at connect time against the policy (after DNS resolution, so rebinding cannot slip an internal address
  * in), redirects are never followed (a 3xx is returned as it is), the exchange has one deadline and the answer a
- * size cap. Never throws: every failure is `{ ok: false, error }`.
+ * size cap. Never throws: every failure is `{ ok: false, error }`, whose text names the class of failure only
+ * (publicFailure), never the address it met: callers pass it on to tenants.
  */
 export function boundedRequest(rawUrl: string, options: BoundedRequest): Promise<BoundedResponse> {
   return new Promise<BoundedResponse>((resolve) => {
@@ -68,12 +70,10 @@ export function boundedRequest(rawUrl: string, options: BoundedRequest): Promise
           res.on('error', (error) => finish({ ok: false, error: error.message }));
         },
       );
-      req.on('error', (error: NodeJS.ErrnoException) =>
-        finish({ ok: false, error: error.message || error.code || 'request failed' }),
-      );
+      req.on('error', (error: NodeJS.ErrnoException) => finish({ ok: false, error: publicFailure(error) }));
       req.end(options.body);
     } catch (error) {
-      finish({ ok: false, error: error instanceof Error ? error.message : String(error) });
+      finish({ ok: false, error: publicFailure(error) });
     }
   });
 }

@@ -44,7 +44,8 @@ describe('boundedRequest', () => {
   it('refuses loopback under the public-only policy without connecting', async () => {
     hits = [];
     const answer = await get('/ok', PUBLIC_ONLY);
-    expect(answer).toEqual({ ok: false, error: expect.stringContaining('loopback') });
+    // The tenant who named it is told the class of refusal, not the address.
+    expect(answer).toEqual({ ok: false, error: 'refused by the outbound address policy' });
     expect(hits).toEqual([]);
   });
 
@@ -54,7 +55,15 @@ describe('boundedRequest', () => {
   });
 
   it('vets resolved addresses: a name that resolves to a private or metadata address is refused', async () => {
-    for (const address of ['10.0.0.7', '169.254.169.254', '::ffff:192.168.1.1']) {
+    for (const address of [
+      '10.0.0.7',
+      '169.254.169.254',
+      '::ffff:192.168.1.1',
+      '::a9fe:a9fe',
+      '64:ff9b:1::a9fe:a9fe',
+      '2002:a9fe:a9fe::1',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    ]) {
       const resolveAll: ResolveAll = async () => [{ address, family: address.includes(':') ? 6 : 4 }];
       const answer = await boundedRequest('http://responder.example/ocsp', {
         method: 'GET',
@@ -63,8 +72,35 @@ describe('boundedRequest', () => {
         policy: LOOPBACK_OK,
         resolveAll,
       });
-      expect(answer).toEqual({ ok: false, error: expect.stringContaining('refused') });
+      expect(answer).toEqual({ ok: false, error: 'refused by the outbound address policy' });
     }
+  });
+
+  it('tells a caller why a connection failed without naming the host or address', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer();
+      probe.listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const answer = await boundedRequest(`http://127.0.0.1:${closed}/`, {
+      method: 'GET',
+      timeoutMs: 2000,
+      maxBytes: 1024,
+      policy: LOOPBACK_OK,
+    });
+    expect(answer).toEqual({ ok: false, error: 'connection refused' });
+    const unresolved = await boundedRequest('http://internal-billing.example/', {
+      method: 'GET',
+      timeoutMs: 2000,
+      maxBytes: 1024,
+      policy: LOOPBACK_OK,
+      resolveAll: async () => {
+        throw Object.assign(new Error('getaddrinfo ENOTFOUND internal-billing.example'), { code: 'ENOTFOUND' });
+      },
+    });
+    expect(unresolved).toEqual({ ok: false, error: 'the host name does not resolve' });
   });
 
   it('never follows a redirect', async () => {

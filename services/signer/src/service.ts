@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Histogram } from 'prom-client';
 import { blobKeys, createBlobStore } from '@cairn/blob';
 import { WorkQueue } from '@cairn/bus';
+import { outboundPolicy } from '@cairn/outbound';
 import { Sealer } from '@cairn/sealing';
 import { Assets } from './app/assets.js';
 import { Credentials } from './app/credentials.js';
@@ -59,16 +60,14 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
         registers: [ctx.metrics.registry],
       });
-      const production = config.CAIRN_ENV === 'production';
       const credentials = new Credentials({
         store: new CredentialStore(ctx.db),
         // The KEK that seals the CA's keys also seals the BYOK endpoints' HMAC secrets (bound to their rows).
         sealer: new Sealer(pkiSettingsFromConfig(config).kek.toString('hex'), 'SIGNER_KEK'),
-        policy: {
-          httpsOnly: production,
-          blockInternal: true,
-          allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK ? config.OUTBOUND_ALLOW_LOOPBACK === 'true' : !production,
-        },
+        policy: outboundPolicy(
+          config.CAIRN_ENV,
+          config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
+        ),
         timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
       });
       const deps: PipelineDeps = {

@@ -1,6 +1,7 @@
 import { mediaLimitsOf } from '@cairn/media';
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
+import { outboundPolicy as sharedOutboundPolicy } from '@cairn/outbound';
 import { WorkQueue } from '@cairn/bus';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
@@ -42,10 +43,14 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
       await reader.ready();
       ctx.onShutdown(() => reader.close());
       const signer = ctx.client(signerV1.SignerService, 'signer');
-      const allowLoopback = config.OUTBOUND_ALLOW_LOOPBACK
-        ? config.OUTBOUND_ALLOW_LOOPBACK === 'true'
-        : config.CAIRN_ENV !== 'production';
-      const outboundPolicy = { httpsOnly: false, blockInternal: true, allowLoopback };
+      // OCSP responders answer over plain http (RFC 6960 A.1), so only the trust lists take https-only below.
+      const outboundPolicy = {
+        ...sharedOutboundPolicy(
+          config.CAIRN_ENV,
+          config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
+        ),
+        httpsOnly: false,
+      };
       const published = (setting: string, builtin: URL) =>
         new PublishedTrustList(parseTrustSource(setting, builtin), {
           builtin,

@@ -14,15 +14,18 @@ export interface AuthFailureLimitOptions {
 }
 
 /**
- * Failed authentications per subject (a hashed client address) in a fixed window that starts at the first
- * failure. `check` is one Redis read and runs before any database work; `recordFailure` counts a 401. With
- * Redis unreachable both run in this process, as the rate limiter does (docs/design.md).
+ * Failed authentications per subject (a hashed client address, or an address and key id) in a fixed window that
+ * starts at the first failure. `check` is one Redis read and runs before any database work; `recordFailure` counts
+ * a 401. `trust` marks a subject that authenticated (an address and key id) for `trustSeconds`, so that key keeps
+ * working from an address another client's guesses have locked. With Redis unreachable all of it runs in this
+ * process, as the rate limiter does (docs/design.md).
  */
 export class AuthFailureLimit {
   readonly #redis: Redis;
   readonly #keyPrefix: string;
   readonly #limit: number;
   readonly #windowMs: number;
+  readonly #trustMs: number;
   readonly #onFallback: (error: unknown) => void;
   readonly #maxLocal: number;
   readonly #local = new Map<string, { count: number; resetAt: number }>();
@@ -30,12 +33,14 @@ export class AuthFailureLimit {
   constructor(
     redis: Redis,
     keyPrefix: string,
-    policy: { limit: number; windowSeconds: number },
+    policy: { limit: number; windowSeconds: number; trustSeconds?: number },
     options: AuthFailureLimitOptions = {},
   ) {
+    const trustSeconds = policy.trustSeconds ?? 3600;
     for (const [field, value] of [
       ['limit', policy.limit],
       ['windowSeconds', policy.windowSeconds],
+      ['trustSeconds', trustSeconds],
     ] as const) {
       if (!Number.isSafeInteger(value) || value < 1)
         throw new RangeError(`auth failure limit: ${field} must be a positive integer, got ${value}`);
@@ -44,6 +49,7 @@ export class AuthFailureLimit {
     this.#keyPrefix = keyPrefix;
     this.#limit = policy.limit;
     this.#windowMs = policy.windowSeconds * 1000;
+    this.#trustMs = trustSeconds * 1000;
     this.#onFallback = options.onFallback ?? (() => undefined);
     this.#maxLocal = options.fallbackMaxSubjects ?? 100_000;
   }
@@ -82,19 +88,50 @@ export class AuthFailureLimit {
       const now = Date.now();
       const local = this.#liveLocal(key, now) ?? { count: 0, resetAt: now + this.#windowMs };
       local.count += 1;
-      this.#local.delete(key);
-      this.#local.set(key, local);
-      while (this.#local.size > this.#maxLocal) {
-        const oldest = this.#local.keys().next().value;
-        if (oldest === undefined) break;
-        this.#local.delete(oldest);
-      }
+      this.#remember(key, local);
+    }
+  }
+
+  /** Whether `subject` authenticated within the last trustSeconds. */
+  async isTrusted(subject: string): Promise<boolean> {
+    const key = this.#trustKey(subject);
+    try {
+      return (await this.#redis.exists(key)) === 1;
+    } catch (error) {
+      this.#onFallback(error);
+      return this.#liveLocal(key, Date.now()) !== undefined;
+    }
+  }
+
+  /** Marks `subject` as having authenticated; each success restarts its trustSeconds. */
+  async trust(subject: string): Promise<void> {
+    const key = this.#trustKey(subject);
+    try {
+      await this.#redis.set(key, '1', 'PX', this.#trustMs);
+    } catch (error) {
+      this.#onFallback(error);
+      this.#remember(key, { count: 1, resetAt: Date.now() + this.#trustMs });
     }
   }
 
   #key(subject: string): string {
     if (subject.length === 0) throw new RangeError('auth failure subject must not be empty');
     return `${this.#keyPrefix}${subject}:${this.#limit}/${this.#windowMs}ms`;
+  }
+
+  #trustKey(subject: string): string {
+    if (subject.length === 0) throw new RangeError('auth failure subject must not be empty');
+    return `${this.#keyPrefix}trusted:${subject}`;
+  }
+
+  #remember(key: string, entry: { count: number; resetAt: number }): void {
+    this.#local.delete(key);
+    this.#local.set(key, entry);
+    while (this.#local.size > this.#maxLocal) {
+      const oldest = this.#local.keys().next().value;
+      if (oldest === undefined) break;
+      this.#local.delete(oldest);
+    }
   }
 
   #liveLocal(key: string, now: number): { count: number; resetAt: number } | undefined {

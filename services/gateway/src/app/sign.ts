@@ -32,7 +32,8 @@ export interface SignDeps {
 export interface SignRequest {
   tenant: Tenant;
   idempotencyKey: string;
-  upload: { key: string; size: number; sha256: string };
+  /** `spent`: a used upload session named again, answerable only from this key's recorded answer. */
+  upload: { key: string; size: number; sha256: string; spent?: true };
   recipe: string;
   metadata: Record<string, string>;
   signingCredential?: string;
@@ -139,6 +140,15 @@ export class SignAssets {
       maybeSigned
         ? deps.requests.release(tenant.tenantId, idempotencyKey, claim.claimId)
         : deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
+    if (upload.spent) {
+      // No recorded answer for this key and request: the session's file was another request's.
+      giveBackUnit();
+      await endClaim();
+      throw new CairnError(
+        'cairn.upload.already_used',
+        "This upload was already used; an upload is signed or verified once (a retry with the first sign's Idempotency-Key gets its answer).",
+      );
+    }
 
     let slot: Awaited<ReturnType<typeof deps.slots.tryAcquire>>;
     try {

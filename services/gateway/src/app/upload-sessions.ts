@@ -13,6 +13,11 @@ import { uploadHead } from '../adapters/upload-head.js';
 export interface StoredUpload extends BlobInfo {
   fieldname: string;
   originalname: string;
+  /**
+   * A session an earlier request already used (take's `describeSpent`): its size and hash as that request saw them,
+   * so an idempotent retry can find its recorded answer, but no file to use: the blob belongs to that request.
+   */
+  spent?: true;
 }
 
 export interface UploadSessionAnswer {
@@ -146,12 +151,16 @@ export class UploadSessions {
    * A sign's or verify's `upload_id`: the caller's tenant's session, uploaded, unexpired and unused, becomes the
    * request's upload and is marked used (the consumer deletes the file afterwards). On S3 the PUT never passed
    * through Cairn, so the session is confirmed here by a HEAD (the object must be there at the declared size).
+   * With `describeSpent`, a session already used is described instead of refused (StoredUpload.spent): a sign
+   * retried with its Idempotency-Key answers what the first one recorded.
    */
-  async take(tenantId: string, uploadId: string): Promise<StoredUpload> {
+  async take(tenantId: string, uploadId: string, options: { describeSpent?: boolean } = {}): Promise<StoredUpload> {
     const notFound = new CairnError('cairn.not_found', `No upload ${uploadId} in this tenant.`);
     if (!/^up_[0-9A-HJKMNP-TV-Z]{26}$/.test(uploadId)) throw notFound;
     const session = await this.deps.store.forTenant(tenantId, uploadId);
     if (!session) throw notFound;
+    if (options.describeSpent && session.state === 'used')
+      return { ...this.describe(session, session.size ?? 0, session.sha256 ?? ''), spent: true };
     this.assertUsable(session);
     let size = session.size ?? 0;
     let sha256 = session.sha256 ?? '';
@@ -178,20 +187,25 @@ export class UploadSessions {
         `Upload ${uploadId} has not received its file yet: PUT it to the session's upload_url first.`,
       );
     }
-    if (!(await this.deps.store.transition(uploadId, ['pending', 'uploaded'], 'used'))) {
+    // Size and hash are kept with the used session, so a retry of the same request is described as this one was.
+    if (!(await this.deps.store.transition(uploadId, ['pending', 'uploaded'], 'used', { size, sha256 }))) {
       // Lost a race (another request took it, or it expired just now): answer what it is now.
       const now = await this.deps.store.forTenant(tenantId, uploadId);
       if (now) this.assertUsable(now);
       throw new CairnError('cairn.upload.already_used', `Upload ${uploadId} was already used.`);
     }
-    // The presigned PUT carried no hash: the request hash of an idempotent sign then binds the session instead.
+    return this.describe(session, size, sha256);
+  }
+
+  private describe(session: UploadSessionRow, size: number, sha256: string): StoredUpload {
     return {
       key: session.blobKey,
       size,
-      sha256: sha256 || `upload:${uploadId}`,
+      // The presigned PUT carried no hash: the request hash of an idempotent sign then binds the session instead.
+      sha256: sha256 || `upload:${session.uploadId}`,
       contentType: 'application/octet-stream',
       fieldname: 'upload_id',
-      originalname: uploadId,
+      originalname: session.uploadId,
     };
   }
 

@@ -102,6 +102,11 @@ export function createApp(deps: GatewayDeps): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', deps.trustProxy);
   app.set('etag', false);
+  // Every answer: a browser must never sniff a manifest, thumbnail or JSON body into HTML or script.
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
   app.use(requestContext(deps.logger, deps.metrics));
   // Before the JSON parser: an upload PUT's body is the file, streamed whatever its Content-Type.
   app.use(uploadSessionRoutes({ sessions: deps.uploadSessions, tenants: deps.tenants, limiter: deps.limiter }));

@@ -12,7 +12,7 @@ const DETAIL = {
   expired: 'The API key has expired.',
 } as const;
 
-function bearerToken(header: string | undefined): string | null {
+export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match?.[1] ?? null;

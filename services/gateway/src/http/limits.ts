@@ -1,9 +1,11 @@
 import type { Request, RequestHandler } from 'express';
 import { createHash } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
+import { parseApiKey } from '@cairn/ids';
 import type { AuthFailureLimit } from '../adapters/auth-failures.js';
 import { rateLimitHeaders } from '../domain/rate-limit.js';
 import type { RedisRateLimiter } from '../adapters/rate-limit.js';
+import { bearerToken } from './auth.js';
 import './types.js';
 
 /** Per-tenant limits from the tenant's row (sub-tenants have their own), with RateLimit-* headers always. */
@@ -63,26 +65,38 @@ function clientAddressHash(req: Request): string {
 
 /**
  * Failed authentications per client address. Every request that carries an Authorization header is checked
- * first, with one Redis read and no database work, so a client guessing keys costs no transaction once over
- * the limit, and a valid key from that address waits too (it cannot be told apart before the database).
- * A 401 answered to it (any route, the optional-key verifies included) counts one failure.
+ * first, with Redis reads and no database work, so a client guessing keys costs no transaction once over the
+ * limit. Many clients may share one address (a company's egress, a carrier's NAT): a key that authenticated from
+ * this address within the trust period is held only to its own failures there, so another client's guesses do
+ * not lock it out; a key not yet seen from a locked address waits out the window, since it cannot be told apart
+ * from a guess without the database. A 401 answered to it (any route, the optional-key verifies included) counts
+ * one failure for the address and, for a well-formed key, one for that key id from the address.
  */
 export function authFailureLimit(failures: AuthFailureLimit): RequestHandler {
   return async (req, res, next) => {
-    if (req.header('authorization') === undefined) return next();
-    const subject = `ip:${clientAddressHash(req)}`;
-    const check = await failures.check(subject);
+    const header = req.header('authorization');
+    if (header === undefined) return next();
+    const address = `ip:${clientAddressHash(req)}`;
+    const keyId = parseApiKey(bearerToken(header) ?? '')?.keyId;
+    const keySubject = keyId ? `${address}:${keyId}` : undefined;
+    const trusted = keySubject !== undefined && (await failures.isTrusted(keySubject));
+    const check = await failures.check(trusted ? keySubject : address);
     if (check.blocked) {
       res.set('Retry-After', String(check.retryAfterSeconds));
       return next(
         new CairnError(
           'cairn.ratelimit.exceeded',
-          `Too many failed authentications from this address; retry after ${check.retryAfterSeconds} s.`,
+          trusted
+            ? `Too many failed authentications with this key id from this address; retry after ${check.retryAfterSeconds} s.`
+            : `Too many failed authentications from this address; retry after ${check.retryAfterSeconds} s.`,
         ),
       );
     }
     res.once('finish', () => {
-      if (res.statusCode === 401) void failures.recordFailure(subject);
+      if (res.statusCode === 401) {
+        void failures.recordFailure(address);
+        if (keySubject) void failures.recordFailure(keySubject);
+      } else if (keySubject && req.auth) void failures.trust(keySubject);
     });
     next();
   };

@@ -75,6 +75,8 @@ export function singleUpload(options: {
    * (POST /v1/uploads): the caller's tenant's uploaded, unused session becomes `req.upload` and is used up.
    */
   sessions?: UploadSessions;
+  /** With sessions: a session already used becomes a `spent` req.upload instead of a refusal (an idempotent retry). */
+  describeSpentSessions?: boolean;
 }): RequestHandler {
   const upload = multer({
     storage: new BlobStorage(options.blobs, options.maxBytes),
@@ -121,7 +123,7 @@ export function singleUpload(options: {
         // The fields are checked before the session is used up: a refusable request must not cost the upload.
         Promise.resolve()
           .then(() => options.checkFieldsBeforeFile?.((req.body ?? {}) as Record<string, unknown>))
-          .then(() => sessions.take(tenantId, uploadId))
+          .then(() => sessions.take(tenantId, uploadId, { describeSpent: options.describeSpentSessions === true }))
           .then((taken) => {
             req.upload = taken;
             next();
@@ -154,5 +156,6 @@ export function singleUpload(options: {
 /** Removes the stored upload once the request no longer needs it (its content now lives elsewhere). */
 export async function discardUpload(blobs: BlobStore, req: Request): Promise<void> {
   // Best effort: the answer does not depend on it; a failed delete leaves an unreferenced upload blob behind.
-  if (req.upload) await blobs.delete(req.upload.key).catch(() => undefined);
+  // A spent session's file is the earlier request's, which may still be signing it.
+  if (req.upload && !req.upload.spent) await blobs.delete(req.upload.key).catch(() => undefined);
 }

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { CairnError } from '@cairn/errors';
-import { disallowedReason, type DestinationPolicy } from '@cairn/outbound';
+import { outboundPolicy, refusedReason, type DestinationPolicy } from '@cairn/outbound';
 
 export {
   disallowedReason,
@@ -12,9 +12,12 @@ export {
   type ResolveAll,
 } from '@cairn/outbound';
 
-/** Where webhooks may go. Production: https only, and no internal address. Development: http and loopback receivers are fine. */
+/**
+ * Where webhooks may go: Cairn's one outbound policy. Production: https only, no internal address. Development:
+ * http, and loopback receivers on the same machine, but still no private, link-local or metadata address.
+ */
 export function policyFor(env: 'development' | 'production'): DestinationPolicy {
-  return env === 'production' ? { httpsOnly: true, blockInternal: true } : { httpsOnly: false, blockInternal: false };
+  return outboundPolicy(env);
 }
 
 const INTERNAL_NAMES = /(^|\.)(localhost|local|internal|localdomain|home\.arpa)$/i;
@@ -37,13 +40,16 @@ export function checkEndpointUrl(raw: string, policy: DestinationPolicy): URL {
   if (policy.blockInternal) {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
-      const reason = disallowedReason(host);
+      const reason = refusedReason(host, policy);
       if (reason)
         throw new CairnError(
           'cairn.webhook.invalid_url',
           `url points to a ${reason} address, which webhooks may not reach.`,
         );
-    } else if (INTERNAL_NAMES.test(host) || !host.includes('.')) {
+    } else if (
+      !(policy.allowLoopback && host.toLowerCase() === 'localhost') &&
+      (INTERNAL_NAMES.test(host) || !host.includes('.'))
+    ) {
       throw new CairnError(
         'cairn.webhook.invalid_url',
         `url host "${host}" is an internal name, which webhooks may not reach.`,

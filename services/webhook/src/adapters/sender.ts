@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { publicFailure } from '@cairn/outbound';
 import { vetLiteralHost, vettedLookup, type DestinationPolicy, type ResolveAll } from './address-policy.js';
 
 /** What an attempt produced: an HTTP status (any), or an error when no answer came. */
@@ -90,15 +91,13 @@ export class Sender {
           res.on('error', () => finish({ statusCode: statusCode! }));
         });
         req.on('error', (error: NodeJS.ErrnoException) =>
-          finish(
-            statusCode !== undefined ? { statusCode } : { error: error.message || error.code || 'request failed' },
-          ),
+          finish(statusCode !== undefined ? { statusCode } : { error: publicFailure(error) }),
         );
         if (signal?.aborted) return onAbort();
         signal?.addEventListener('abort', onAbort, { once: true });
         req.end(body);
       } catch (error) {
-        finish({ error: error instanceof Error ? error.message : String(error) });
+        finish({ error: publicFailure(error) });
       }
     });
   }

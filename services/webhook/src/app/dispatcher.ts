@@ -170,9 +170,9 @@ export class Dispatcher {
   ): Promise<void> {
     const ok = outcome.statusCode !== undefined && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const n = delivery.attempts + 1;
-    const error = ok
-      ? null
-      : (outcome.error ?? `HTTP ${outcome.statusCode ?? 0}${outcome.body ? `: ${outcome.body.slice(0, 500)}` : ''}`);
+    // What the tenant reads (last_error, webhook.failed): a status or a class of failure, never the answer's body,
+    // which is kept with the attempt only.
+    const error = ok ? null : (outcome.error ?? `HTTP ${outcome.statusCode ?? 0}`);
     const delay = how.final ? undefined : retryDelayMs(n, this.options.retryScale);
     let emitted = false;
     await inTenantTx(this.db, delivery.tenantId, async (tx) => {

@@ -87,6 +87,7 @@ export function signRoutes(deps: SignRouteDeps): Router {
       maxBytes: deps.uploadMaxBytes,
       tooLarge: 'cairn.sign.file_too_large',
       sessions: deps.uploadSessions,
+      describeSpentSessions: true,
       checkFieldsBeforeFile: (fields) => {
         if (typeof fields.metadata === 'string') parseMetadataField(fields.metadata);
       },
