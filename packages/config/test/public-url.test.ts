@@ -25,6 +25,8 @@ describe('publicUrlProblem', () => {
     ['https://[::1]:8080', /loopback/],
     ['https://[::ffff:127.0.0.1]/', /loopback/], // IPv4-mapped IPv6
     ['https://[::ffff:10.0.0.5]/', /private/],
+    ['https://[64:ff9b::7f00:1]/', /loopback/], // NAT64 carrying 127.0.0.1: judged by @cairn/outbound's table
+    ['https://[2002:a00:1::1]/', /6to4/],
     ['https://10.1.2.3', /private/],
     ['https://172.20.0.1', /private/],
     ['https://192.168.1.10', /private/],
