@@ -71,6 +71,15 @@ describe('stream limits', () => {
     const changed = lines.find((l) => l.msg === 'stream settings changed to the configured ones');
     expect(changed).toMatchObject({ stream: names.stream, changes: { max_bytes: { from: -1, to: 2 * 1024 ** 2 } } });
 
+    // A work queue made without limits likewise, its discard policy included (a full queue refuses new items).
+    const before = await WorkQueue.open<{ n: number }>(buses.at(-2)!, 'jobs');
+    expect((await (await jsm()).streams.info(before.stream)).config).toMatchObject({ max_bytes: -1, discard: 'old' });
+    await WorkQueue.open<{ n: number }>(buses.at(-1)!, 'jobs');
+    expect((await (await jsm()).streams.info(before.stream)).config).toMatchObject({
+      max_bytes: 2 * 1024 ** 2,
+      discard: DiscardPolicy.New,
+    });
+
     // Unchanged settings: nothing to update, nothing logged.
     lines.length = 0;
     await open({ ...names, logger, limits: { replicas: 1, maxBytes: 2 * 1024 ** 2 } });
