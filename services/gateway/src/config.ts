@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { publicUrlSetting } from '@cairn/config';
 
 /** Gateway-only settings (the common ones come from @cairn/config). */
 export const gatewayConfigShape = {
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Defaults to GRPC_HOST. */
   HTTP_HOST: z.string().optional(),
-  PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
+  /** Builds manifest_uri and verifier_url, upload URLs and the docs links: what clients are told to open. */
+  PUBLIC_BASE_URL: publicUrlSetting('http://127.0.0.1:8080', 'the gateway address given to clients'),
   /** 32-byte key (64 hex) signing upload URLs. Required in production. */
   CAIRN_DATA_KEY: z
     .string()
