@@ -153,6 +153,7 @@ export function signerHandlers(
         chainPem: request.certificateChainPem,
         endpointUrl: request.endpointUrl,
         description: request.description.slice(0, 200),
+        proofOfPossession: request.proofOfPossession,
       });
       return { credential: credentialMessage(registered.row), hmacSecret: registered.hmacSecret };
     },
