@@ -77,11 +77,30 @@ function traced<T>(path: string, metadata: grpc.Metadata, fn: () => Promise<T>):
   );
 }
 
+export interface ServerOptions {
+  /**
+   * Closes each client connection this long after it opened (GOAWAY; calls in flight keep running for
+   * `maxConnectionAgeGraceMs`), so clients reconnect and re-resolve: a replica started after them gets their calls.
+   */
+  maxConnectionAgeMs?: number;
+  maxConnectionAgeGraceMs?: number;
+}
+
+/** GRPC_MAX_CONNECTION_AGE_MS / GRPC_MAX_CONNECTION_AGE_GRACE_MS's defaults (packages/config). */
+export const DEFAULT_MAX_CONNECTION_AGE_MS = 300_000;
+export const DEFAULT_MAX_CONNECTION_AGE_GRACE_MS = 30_000;
+
 export class RpcServer {
-  readonly server = new grpc.Server({
-    'grpc.max_receive_message_length': 128 * 1024 * 1024,
-    'grpc.max_send_message_length': 128 * 1024 * 1024,
-  });
+  readonly server: grpc.Server;
+
+  constructor(options: ServerOptions = {}) {
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': 128 * 1024 * 1024,
+      'grpc.max_send_message_length': 128 * 1024 * 1024,
+      'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
+      'grpc.max_connection_age_grace_ms': options.maxConnectionAgeGraceMs ?? DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
+    });
+  }
 
   /** Fully qualified names of the services added, e.g. cairn.audit.v1.AuditService. */
   readonly serviceNames: string[] = [];
