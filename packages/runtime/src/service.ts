@@ -207,6 +207,7 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     const rpc = new RpcServer({
       maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
       maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+      onHandled: (method, outcome) => metrics.grpcHandled.inc({ method, outcome }),
     });
     rpc.add(healthV1.Health, health.impl());
     const clients: Array<{ close(): void }> = [];
