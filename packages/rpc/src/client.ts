@@ -79,7 +79,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** grpc-js details of an UNAVAILABLE whose request was never handed to a server handler. */
 const NOT_SENT =
-  /^(No connection established|Stream refused by server|Channel closed before call started)|ECONNREFUSED|Connect Failed|Failed to connect/;
+  /^(round_robin: )?(No connection established|Stream refused by server|Channel closed before call started)|ECONNREFUSED|Connect Failed|Failed to connect/;
 
 /**
  * Whether an UNAVAILABLE may be retried without risking a second effect. An answer the handler gave itself
