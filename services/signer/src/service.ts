@@ -69,6 +69,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
           config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
         ),
         timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
+        outbox: ctx.outbox,
       });
       const deps: PipelineDeps = {
         db: ctx.db,

@@ -1,5 +1,6 @@
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
+import type { Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { refusedReason, type DestinationPolicy } from '@cairn/outbound';
@@ -8,6 +9,7 @@ import { remoteKeyBackend } from '../adapters/remote-signer.js';
 import { checkCredentialChain } from '../domain/credential-chain.js';
 import type { ActiveSigningKey } from '../pki/index.js';
 import type { CredentialRow, CredentialStore } from '../store/credentials.js';
+import { credentialChanged, credentialSettings, type AdminAuditOutbox } from './credential-audit.js';
 export type { CredentialRow };
 
 export interface CredentialDeps {
@@ -15,6 +17,8 @@ export interface CredentialDeps {
   sealer: Sealer;
   policy: DestinationPolicy;
   timeoutMs: number;
+  /** Every register and delete leaves an admin.changed audit event, written in the same transaction. */
+  outbox: AdminAuditOutbox;
 }
 
 export interface RegisteredCredential {
@@ -56,13 +60,22 @@ export class Credentials {
   async register(
     tenantId: string,
     input: { chainPem: string; endpointUrl: string; description: string },
+    actorKeyId: string | null = null,
   ): Promise<RegisteredCredential> {
     const chain = checkCredentialChain(input.chainPem);
     if (typeof chain === 'string') throw invalid(`${chain}.`, 'certificate_chain_pem');
     const endpointUrl = await checkEndpoint(input.endpointUrl, this.deps.policy);
     const credentialId = newId('credential');
     const hmacSecret = `bks_${randomBytes(32).toString('base64url')}`;
-    const row = await this.deps.store.insert({
+    const audit = (tx: Tx, inserted: CredentialRow) =>
+      this.deps.outbox.enqueue(
+        tx,
+        credentialChanged('signing_credential.registered', inserted, actorKeyId, {
+          before: null,
+          after: credentialSettings(inserted, hmacSecret),
+        }),
+      );
+    const row = await this.deps.store.insert(audit, {
       credentialId,
       tenantId,
       description: input.description,
@@ -72,6 +85,7 @@ export class Credentials {
       endpointUrl,
       hmacSecretSealed: this.deps.sealer.seal(hmacSecret, `${tenantId}/${credentialId}`),
     });
+    void this.deps.outbox.flush();
     return { row, hmacSecret };
   }
 
@@ -79,8 +93,18 @@ export class Credentials {
     return this.deps.store.list(tenantId);
   }
 
-  delete(tenantId: string, credentialId: string): Promise<boolean> {
-    return this.deps.store.delete(tenantId, credentialId);
+  async delete(tenantId: string, credentialId: string, actorKeyId: string | null = null): Promise<boolean> {
+    const deleted = await this.deps.store.delete(tenantId, credentialId, (tx, row) =>
+      this.deps.outbox.enqueue(
+        tx,
+        credentialChanged('signing_credential.deleted', row, actorKeyId, {
+          before: credentialSettings(row),
+          after: null,
+        }),
+      ),
+    );
+    if (deleted) void this.deps.outbox.flush();
+    return deleted;
   }
 
   /** The signing key of a sign that names this credential: the tenant's chain, its endpoint as the backend. */

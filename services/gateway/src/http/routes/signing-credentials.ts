@@ -58,6 +58,7 @@ export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMeth
         certificateChainPem: body.certificate_chain_pem,
         endpointUrl: body.endpoint_url,
         description: body.description ?? '',
+        actorKeyId: req.auth!.keyId,
       },
       { deadlineMs: 15_000 },
     );
@@ -72,7 +73,11 @@ export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMeth
 
   router.delete('/v1/signing-credentials/:credential_id', requireScope('admin'), async (req, res) => {
     const tenantId = enterpriseTenant(req);
-    await deps.signer.deleteCredential({ tenantId, credentialId: String(req.params.credential_id) });
+    await deps.signer.deleteCredential({
+      tenantId,
+      credentialId: String(req.params.credential_id),
+      actorKeyId: req.auth!.keyId,
+    });
     res.status(204).end();
   });
 
