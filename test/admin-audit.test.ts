@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sign as ecdsaSign } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { webhookV1 } from '@cairn/proto';
+import { createClient } from '@cairn/rpc';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
@@ -272,6 +274,24 @@ describe('every admin change made with a stolen admin key is in the audit log', 
     // Nor the private key of the credential, nor the stolen key itself.
     expect(log).not.toContain(victim.api_key);
     expect(log).not.toContain(credential.privateKeyPem.split('\n')[1]!);
+  });
+
+  it('an actor that is not an API key id is refused by the service, and nothing changes', async () => {
+    // Whoever reaches a service's gRPC port directly cannot write an entry naming something else as its actor.
+    const webhooks = createClient(webhookV1.WebhookService, String(stack.env.WEBHOOK_GRPC_ADDR));
+    try {
+      const forged = webhooks.createEndpoint({
+        tenantId: victim.tenant_id,
+        url: 'http://127.0.0.1:9/forged',
+        events: ['job.completed'],
+        actorKeyId: 'someone-else',
+      });
+      await expect(forged).rejects.toMatchObject({ code: 'cairn.validation.invalid_body' });
+      const listed = await webhooks.listEndpoints({ tenantId: victim.tenant_id, limit: 100 });
+      expect(listed.endpoints.map((e) => e.url)).not.toContain('http://127.0.0.1:9/forged');
+    } finally {
+      webhooks.close();
+    }
   });
 
   it('the chain holding these entries still verifies', async () => {
