@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { sign as ecdsaSign } from 'node:crypto';
+import { createHash, sign as ecdsaSign, X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { webhookV1 } from '@cairn/proto';
@@ -52,6 +52,13 @@ async function signingEndpoint(key: string): Promise<typeof signer> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sign`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** The attacker holds the leaf key it registers, so it proves possession as any tenant would (README's bytes). */
+function proofOfPossession(tenantId: string, leafCertPem: string, privateKeyPem: string): string {
+  const leafSha256 = createHash('sha256').update(new X509Certificate(leafCertPem).raw).digest('hex');
+  const message = Buffer.from(`cairn-byok-registration\n${tenantId}\n${leafSha256}`, 'utf8');
+  return ecdsaSign('sha256', message, { key: privateKeyPem, dsaEncoding: 'ieee-p1363' }).toString('base64');
 }
 
 async function call(
@@ -123,7 +130,12 @@ describe('every admin change made with a stolen admin key is in the audit log', 
   it('the attacker changes everything an admin key can change', async () => {
     const registered = await call('/v1/signing-credentials', {
       method: 'POST',
-      json: { certificate_chain_pem: credential.certChainPem, endpoint_url: signer.url, description: 'hijack' },
+      json: {
+        certificate_chain_pem: credential.certChainPem,
+        endpoint_url: signer.url,
+        description: 'hijack',
+        proof_of_possession: proofOfPossession(victim.tenant_id, credential.leafCertPem, credential.privateKeyPem),
+      },
     });
     expect(registered.status).toBe(201);
     ids.credential = String(registered.body.credential_id);

@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHmac, sign as ecdsaSign, timingSafeEqual } from 'node:crypto';
+import {
+  createHash,
+  createHmac,
+  createPrivateKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign as ecdsaSign,
+  timingSafeEqual,
+  X509Certificate,
+} from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +21,9 @@ import { SHARED_DIR } from '../packages/testing/src/shared.js';
 // Issue #15 item 4: an Enterprise tenant signs with a key it holds (BYOK). Cairn sends the bytes to be signed to
 // the tenant's endpoint with an HMAC, never sees the key, meters byok_sign on top of the modality meter, and a
 // failing endpoint is a 503 within a bounded time.
+// Issue #28 item 1, tried as the attacker: a tenant that does not hold the key (another organisation's published
+// chain, an endpoint answering with another key, a proof made for another tenant) gets nothing signed, stored or
+// billed, a chain passing for Cairn's own signing identity is refused, and pages say whose key signed.
 
 let stack: Stack;
 let enterprise: { tenant_id: string; api_key: string };
@@ -23,12 +35,15 @@ let endpoint: {
   requests: number;
   badMacs: number;
   secret: string;
-  mode: 'sign' | 'fail';
+  mode: EndpointMode;
 };
+/** 'wrong_key': a well-formed ES256 signature, by a key that is not the registered certificate's. */
+type EndpointMode = 'sign' | 'fail' | 'wrong_key';
 
 /** The tenant's own signing service: checks Cairn's HMAC, signs ES256 with the key only it holds. */
 async function signingEndpoint(key: string): Promise<typeof endpoint> {
-  const state = { requests: 0, badMacs: 0, secret: '', mode: 'sign' as 'sign' | 'fail' };
+  const state = { requests: 0, badMacs: 0, secret: '', mode: 'sign' as EndpointMode };
+  const otherKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -48,7 +63,10 @@ async function signingEndpoint(key: string): Promise<typeof endpoint> {
       }
       if (state.mode === 'fail') return void res.writeHead(500).end();
       const { to_be_signed } = JSON.parse(body.toString('utf8')) as { to_be_signed: string };
-      const signature = ecdsaSign('sha256', Buffer.from(to_be_signed, 'base64'), { key, dsaEncoding: 'ieee-p1363' });
+      const signature = ecdsaSign('sha256', Buffer.from(to_be_signed, 'base64'), {
+        key: state.mode === 'wrong_key' ? otherKey : createPrivateKey(key),
+        dsaEncoding: 'ieee-p1363',
+      });
       res
         .writeHead(200, { 'content-type': 'application/json' })
         .end(JSON.stringify({ signature: signature.toString('base64') }));
@@ -59,6 +77,44 @@ async function signingEndpoint(key: string): Promise<typeof endpoint> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sign`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   });
+}
+
+/**
+ * What a tenant that holds the leaf key signs to register it: ES256 over
+ * `cairn-byok-registration\n<tenant_id>\n<hex SHA-256 of the leaf DER>` (the README's bytes, spelled out here).
+ */
+function proofOfPossession(
+  tenantId: string,
+  leafCertPem: string,
+  privateKeyPem: string,
+  encoding: 'ieee-p1363' | 'der' = 'ieee-p1363',
+): string {
+  const leafSha256 = createHash('sha256').update(new X509Certificate(leafCertPem).raw).digest('hex');
+  const message = Buffer.from(`cairn-byok-registration\n${tenantId}\n${leafSha256}`, 'utf8');
+  return ecdsaSign('sha256', message, { key: privateKeyPem, dsaEncoding: encoding }).toString('base64');
+}
+
+/** The fields a 400 problem names. */
+async function refusedFields(res: Response): Promise<string[]> {
+  const problem = (await res.json()) as { errors?: Array<{ path: string }> };
+  return (problem.errors ?? []).map((e) => e.path);
+}
+
+/** The ids of a tenant's registered credentials. */
+async function credentialsOf(key: string): Promise<string[]> {
+  const res = await stack.request('/v1/signing-credentials', { key });
+  return ((await res.json()) as { data: Array<{ credential_id: string }> }).data.map((c) => c.credential_id);
+}
+
+/** Rows a query counts in the sandbox's database (the signer's and watermark service's own records). */
+async function count(sql: string, params: unknown[]): Promise<number> {
+  const admin = await stack.sandbox.adminClient();
+  try {
+    const { rows } = await admin.query<{ n: string }>(sql, params);
+    return Number(rows[0]!.n);
+  } finally {
+    await admin.end();
+  }
 }
 
 async function makeEnterprise(): Promise<{ tenant_id: string; api_key: string }> {
@@ -114,11 +170,23 @@ afterAll(async () => {
 describe('bring your own key', () => {
   let credentialId: string;
 
-  it('registers a credential: its chain and endpoint, the HMAC secret shown once', async () => {
+  it('registers a credential only with proof of possession: its chain and endpoint, the HMAC secret shown once', async () => {
+    const fields = { certificate_chain_pem: credential.certChainPem, endpoint_url: endpoint.url };
+    const missing = await register(enterprise.api_key, fields);
+    expect(missing.status).toBe(400);
+    const missingProblem = (await missing.json()) as { detail: string; errors: Array<{ path: string }> };
+    expect(missingProblem.errors.map((e) => e.path)).toContain('proof_of_possession');
+    expect(missingProblem.detail).toContain('cairn-byok-registration');
     const res = await register(enterprise.api_key, {
-      certificate_chain_pem: credential.certChainPem,
-      endpoint_url: endpoint.url,
+      ...fields,
       description: 'newsroom HSM',
+      // DER, as many HSMs answer it; the signs below get raw r‖s.
+      proof_of_possession: proofOfPossession(
+        enterprise.tenant_id,
+        credential.leafCertPem,
+        credential.privateKeyPem,
+        'der',
+      ),
     });
     expect(res.status).toBe(201);
     const body = (await res.json()) as {
@@ -139,7 +207,7 @@ describe('bring your own key', () => {
     expect(listed.data[0]).not.toHaveProperty('hmac_secret');
   });
 
-  it('signs with the tenant’s key: the verifier names the tenant as signer, and byok_sign is metered on top', async () => {
+  it('signs with the tenant’s key: the verdict and the public page say it was the tenant’s own key, and byok_sign is metered on top', async () => {
     const before = await usage(enterprise.api_key);
     const res = await signWith(enterprise.api_key, { signing_credential: credentialId });
     expect(res.status).toBe(200);
@@ -155,13 +223,67 @@ describe('bring your own key', () => {
         key: enterprise.api_key,
         body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }),
       })
-    ).json()) as { status: string; asset_id?: string; claims: { signed_by: string } };
+    ).json()) as {
+      status: string;
+      asset_id?: string;
+      claims: { signed_by: string; signing_key?: string };
+      does_not_prove: string[];
+    };
     expect(verified.status).toBe('verified_manifest_and_watermark_match');
-    expect(verified.claims.signed_by).toContain('Acme Newsroom');
+    expect(verified.claims.signed_by).toBe("Acme Newsroom — Newsroom Signer (the tenant's own key)");
+    expect(verified.claims.signing_key).toBe('tenant');
+    expect(verified.does_not_prove.join(' ')).toContain('signing tenant’s own key');
+    // The public page (default trust list: the tenant's CA is unknown there) says whose key it was, as page text.
+    const page = await (await stack.request(`/v/${asset_id}`)).text();
+    expect(page).toContain('Acme Newsroom — Newsroom Signer (the tenant&#39;s own key)');
+    expect(page).toContain('Signed with the tenant’s own key (bring your own key), not Cairn’s.');
+    expect(page).not.toContain('data-status="manifest_tampered"');
     // The tenant-signed record names the asset because the store is byte for byte the one Cairn kept.
     expect(verified.asset_id).toBe(asset_id);
     const after = await usage(enterprise.api_key);
     expect(after).toEqual({ byok_sign: before.byok_sign + 1, image_sign: before.image_sign + 1 });
+  }, 60_000);
+
+  it('an endpoint answering with another key: 503, no asset recorded or served, nothing metered', async () => {
+    const before = await usage(enterprise.api_key);
+    const assetsBefore = await count('select count(*) as n from signer.assets where tenant_id = $1', [
+      enterprise.tenant_id,
+    ]);
+    endpoint.mode = 'wrong_key';
+    const requests = endpoint.requests;
+    const forged = await signWith(enterprise.api_key, { signing_credential: credentialId });
+    endpoint.mode = 'sign';
+    expect(forged.status).toBe(503);
+    const problem = (await forged.json()) as { code: string; detail: string };
+    expect(problem.code).toBe('cairn.signer.unavailable');
+    expect(problem.detail).toMatch(
+      /signature your endpoint returned does not verify against the registered certificate/i,
+    );
+    expect(endpoint.requests).toBeGreaterThan(requests);
+    expect(await usage(enterprise.api_key)).toEqual(before);
+    expect(await count('select count(*) as n from signer.assets where tenant_id = $1', [enterprise.tenant_id])).toBe(
+      assetsBefore,
+    );
+    // The watermark is embedded before the signature is asked for: whatever asset a mark names that was never
+    // recorded has neither a page nor content.
+    const admin = await stack.sandbox.adminClient();
+    let unrecorded: string[];
+    try {
+      unrecorded = (
+        await admin.query<{ asset_id: string }>(
+          `select m.asset_id from watermark.marks m where m.tenant_id = $1
+             and not exists (select 1 from signer.assets a where a.asset_id = m.asset_id)`,
+          [enterprise.tenant_id],
+        )
+      ).rows.map((r) => r.asset_id);
+    } finally {
+      await admin.end();
+    }
+    for (const assetId of unrecorded) {
+      expect([assetId, (await stack.request(`/v/${assetId}`)).status]).toEqual([assetId, 404]);
+      const content = await stack.request(`/v1/assets/${assetId}/content`, { key: enterprise.api_key });
+      expect([assetId, content.status]).toEqual([assetId, 404]);
+    }
   }, 60_000);
 
   it('an endpoint that fails or is gone: 503 cairn.signer.unavailable, nothing metered', async () => {
@@ -176,6 +298,7 @@ describe('bring your own key', () => {
   }, 60_000);
 
   it('refuses endpoints at internal addresses and chains that cannot sign ES256', async () => {
+    const proof = proofOfPossession(enterprise.tenant_id, credential.leafCertPem, credential.privateKeyPem);
     for (const url of [
       'http://10.1.2.3/sign',
       'http://169.254.169.254/latest',
@@ -185,21 +308,109 @@ describe('bring your own key', () => {
       const res = await register(enterprise.api_key, {
         certificate_chain_pem: credential.certChainPem,
         endpoint_url: url,
+        proof_of_possession: proof,
       });
-      expect([url, res.status]).toEqual([url, 400]);
+      expect([url, res.status, await refusedFields(res)]).toEqual([url, 400, ['endpoint_url']]);
     }
     const caAsLeaf = await register(enterprise.api_key, {
       certificate_chain_pem: credential.caCertPem,
       endpoint_url: endpoint.url,
+      proof_of_possession: proof,
     });
-    expect(caAsLeaf.status).toBe(400);
+    expect([caAsLeaf.status, await refusedFields(caAsLeaf)]).toEqual([400, ['certificate_chain_pem']]);
     const broken = await makeTestCredential();
     const mismatched = await register(enterprise.api_key, {
       certificate_chain_pem: credential.leafCertPem + broken.caCertPem,
       endpoint_url: endpoint.url,
+      proof_of_possession: proof,
     });
-    expect(mismatched.status).toBe(400);
+    expect([mismatched.status, await refusedFields(mismatched)]).toEqual([400, ['certificate_chain_pem']]);
   });
+
+  it('refuses another organisation’s published chain registered without its key', async () => {
+    const attacker = await makeEnterprise();
+    // The victim's certificates are public (every manifest it signs carries them); its key is not.
+    const victim = await makeTestCredential({ commonName: 'Photo Desk', organization: 'Northwind Press Agency' });
+    const ownKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+    }) as string;
+    const attempts: Record<string, string> = {
+      'signed with the attacker’s own key': proofOfPossession(attacker.tenant_id, victim.leafCertPem, ownKey),
+      'random bytes': randomBytes(64).toString('base64'),
+      'not base64': 'MEUCIQ!!not-a-signature',
+    };
+    for (const [what, proof] of Object.entries(attempts)) {
+      const res = await register(attacker.api_key, {
+        certificate_chain_pem: victim.certChainPem,
+        endpoint_url: endpoint.url,
+        proof_of_possession: proof,
+      });
+      expect([what, res.status]).toEqual([what, 400]);
+      const problem = (await res.json()) as { code: string; detail: string; errors: Array<{ path: string }> };
+      expect(problem.code).toBe('cairn.validation.invalid_body');
+      expect(problem.errors.map((e) => e.path)).toEqual(['proof_of_possession']);
+      // The exact bytes to sign, for this tenant and this leaf.
+      const leafSha256 = createHash('sha256').update(new X509Certificate(victim.leafCertPem).raw).digest('hex');
+      expect(problem.detail).toContain(JSON.stringify(`cairn-byok-registration\n${attacker.tenant_id}\n${leafSha256}`));
+    }
+    expect(await credentialsOf(attacker.api_key)).toEqual([]);
+  }, 60_000);
+
+  it('refuses a proof made for another tenant: a registration cannot be replayed elsewhere', async () => {
+    const attacker = await makeEnterprise();
+    // The proof the honest tenant registered with (seen in a log, a proxy, a leaked request) names that tenant.
+    const replayed = proofOfPossession(enterprise.tenant_id, credential.leafCertPem, credential.privateKeyPem);
+    const res = await register(attacker.api_key, {
+      certificate_chain_pem: credential.certChainPem,
+      endpoint_url: endpoint.url,
+      proof_of_possession: replayed,
+    });
+    expect([res.status, await refusedFields(res)]).toEqual([400, ['proof_of_possession']]);
+    expect(await credentialsOf(attacker.api_key)).toEqual([]);
+  }, 60_000);
+
+  it('refuses chains that pass for Cairn’s own signing identity, not every name with “cairn” in it', async () => {
+    const impostors: Array<{ organization: string; commonName: string }> = [
+      { organization: 'Cairn', commonName: 'Cairn Signing 1' },
+      { organization: 'Acme Newsroom', commonName: 'Cairn Signing 1' },
+      { organization: 'Cairn', commonName: 'Newsroom Signer' },
+      { organization: 'CAIRN', commonName: 'Newsroom Signer' },
+      // A Cyrillic а, read as "Cairn" by anyone looking at the page (and a zero-width space below).
+      { organization: 'C\u0430irn', commonName: 'Newsroom Signer' },
+      { organization: 'Acme Newsroom', commonName: 'cairn  root-ca' },
+      { organization: 'Acme Newsroom', commonName: 'Cairn Intermediate\u200b CA' },
+      { organization: 'Acme Newsroom', commonName: 'Cairn OCSP Responder 3' },
+    ];
+    for (const name of impostors) {
+      const impostor = await makeTestCredential(name);
+      const res = await register(enterprise.api_key, {
+        certificate_chain_pem: impostor.certChainPem,
+        endpoint_url: endpoint.url,
+        // The impostor holds its own key: possession is not the question here, the name is.
+        proof_of_possession: proofOfPossession(enterprise.tenant_id, impostor.leafCertPem, impostor.privateKeyPem),
+      });
+      expect([name, res.status, await refusedFields(res)]).toEqual([name, 400, ['certificate_chain_pem']]);
+    }
+    const before = (await credentialsOf(enterprise.api_key)).length;
+    // Names Cairn's own certificates do not use are the tenant's business.
+    const neighbour = await makeTestCredential({
+      organization: 'Cairn Valley Gazette',
+      commonName: 'Cairnhill Photo Desk',
+    });
+    const res = await register(enterprise.api_key, {
+      certificate_chain_pem: neighbour.certChainPem,
+      endpoint_url: endpoint.url,
+      proof_of_possession: proofOfPossession(enterprise.tenant_id, neighbour.leafCertPem, neighbour.privateKeyPem),
+    });
+    expect(res.status).toBe(201);
+    const { credential_id } = (await res.json()) as { credential_id: string };
+    expect((await credentialsOf(enterprise.api_key)).length).toBe(before + 1);
+    expect(
+      (await stack.request(`/v1/signing-credentials/${credential_id}`, { method: 'DELETE', key: enterprise.api_key }))
+        .status,
+    ).toBe(204);
+  }, 60_000);
 
   it('is Enterprise only, and one tenant cannot sign with another’s credential', async () => {
     const developer = await onboard(stack, 'developer');
@@ -208,6 +419,7 @@ describe('bring your own key', () => {
         await register(developer.api_key, {
           certificate_chain_pem: credential.certChainPem,
           endpoint_url: endpoint.url,
+          proof_of_possession: proofOfPossession(developer.tenant_id, credential.leafCertPem, credential.privateKeyPem),
         })
       ).status,
     ).toBe(403);

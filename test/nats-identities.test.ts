@@ -149,7 +149,7 @@ describe('NATS identities (the chart authorization file)', () => {
       await sandbox.dispose();
     });
 
-    it('starts with its own NATS identity (stream and consumers set up under its permissions)', async () => {
+    it('starts with its own NATS identity (stream limits and consumers set up under its permissions)', async () => {
       running = await startFleetService('webhook', {
         ...sandbox.env,
         NATS_URL: url,
@@ -159,6 +159,10 @@ describe('NATS identities (the chart authorization file)', () => {
       });
       const ready = await fetch(`http://127.0.0.1:${running.opsPort}/readyz`);
       expect(await ready.json()).toMatchObject({ status: 'ready', checks: { nats: 'ok' } });
+      // The stream, made earlier without limits, now has the service's NATS_STREAM_MAX_BYTES: the update is
+      // within its permissions.
+      const info = await buses[0]!.jsm.streams.info(CHART_STREAM_NAMES.stream);
+      expect(info.config.max_bytes).toBe(Number(sandbox.env.NATS_STREAM_MAX_BYTES));
     }, 30_000);
   });
 });

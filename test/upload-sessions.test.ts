@@ -173,6 +173,14 @@ async function uploadFiles(): Promise<string[]> {
   return entries.filter((e) => e.includes('/uploads/up_'));
 }
 
+/** The short MP4 followed by a top-level `free` box (ISO BMFF padding any reader skips), `size` bytes in all. */
+async function paddedMp4(size: number): Promise<Buffer> {
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(size - smallMp4.length, 0);
+  header.write('free', 4, 'latin1');
+  return Buffer.concat([smallMp4, header, Buffer.alloc(size - smallMp4.length - 8)]);
+}
+
 describe('upload sessions on the filesystem store', () => {
   it('a 120 MiB video: session, signed-URL PUT (gateway memory does not grow by the file), sign by upload_id as a job, upload deleted', async () => {
     expect(bigSize).toBeGreaterThan(120 * MiB);
@@ -344,6 +352,115 @@ describe('upload sessions on the filesystem store', () => {
     const late = await put(session.upload_url, smallMp4, smallMp4.length);
     expect([late.status, late.body.code]).toEqual([403, 'cairn.upload.invalid_url']);
   }, 90_000);
+});
+
+describe('upload sessions held to the plan, the disk and the clock (issue #28 item 2)', () => {
+  const openSession = (on: Stack, key: string, size: number) =>
+    on.request('/v1/uploads', { method: 'POST', key, json: { size } });
+  const codeOf = async (res: Response) => [res.status, ((await res.json()) as { code: string }).code];
+
+  it('a free tenant: sessions no larger than a direct upload, two open at once, 150 MiB declared together', async () => {
+    const free = await onboard(stack, 'free');
+    expect(await codeOf(await openSession(stack, free.api_key, 100 * MiB + 1))).toEqual([
+      413,
+      'cairn.upload.too_large',
+    ]);
+    // Asked for at once: counted under one lock, so concurrent creates cannot each slip under the limit.
+    const answers = await Promise.all([1, 2, 3, 4].map(() => openSession(stack, free.api_key, 1024)));
+    expect(answers.map((r) => r.status).sort()).toEqual([201, 201, 429, 429]);
+    for (const refused of answers.filter((r) => r.status === 429))
+      expect(((await refused.json()) as { code: string }).code).toBe('cairn.upload.quota_exceeded');
+
+    const another = await onboard(stack, 'free');
+    expect((await openSession(stack, another.api_key, 100 * MiB)).status).toBe(201);
+    expect(await codeOf(await openSession(stack, another.api_key, 60 * MiB))).toEqual([
+      429,
+      'cairn.upload.quota_exceeded',
+    ]);
+    expect((await openSession(stack, another.api_key, 50 * MiB)).status).toBe(201);
+  });
+
+  it('a PUT is refused from its first bytes when they are of no known type, before the rest is even sent', async () => {
+    const session = await createSession(stack, owner.api_key, 2 * MiB);
+    const url = new URL(session.upload_url);
+    // 64 KiB of a declared 2 MiB, and the rest held back: only a gateway that sniffs first can answer now.
+    const answer = await new Promise<{ status: number; code: string }>((resolve, reject) => {
+      const req = httpRequest(url, { method: 'PUT', headers: { 'content-length': String(2 * MiB) } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            code: (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { code: string }).code,
+          }),
+        );
+      });
+      req.on('error', reject);
+      req.write(Buffer.alloc(64 * 1024));
+    });
+    expect(answer).toEqual({ status: 415, code: 'cairn.verify.unsupported_file_type' });
+    expect((await uploadFiles()).filter((f) => f.includes(session.upload_id))).toEqual([]);
+    // The session is still open for the right file.
+    const mp4 = await paddedMp4(2 * MiB);
+    expect((await put(session.upload_url, mp4, mp4.length)).status).toBe(204);
+  });
+
+  it('refuses a session (507) when the file would leave less free disk than UPLOAD_MIN_FREE_BYTES', async () => {
+    const full = await startStack(['gateway'], { UPLOAD_MIN_FREE_BYTES: String(2 ** 52), LOG_LEVEL: 'warn' });
+    try {
+      const tenant = await onboard(full, 'developer');
+      expect(await codeOf(await openSession(full, tenant.api_key, MiB))).toEqual([
+        507,
+        'cairn.upload.insufficient_storage',
+      ]);
+    } finally {
+      await full.stop();
+    }
+  }, 120_000);
+
+  it('an upload PUT has as long as its size needs at UPLOAD_MIN_BYTES_PER_SECOND; other requests keep REQUEST_TIMEOUT_MS', async () => {
+    // A 1 s request deadline; a 256 KiB PUT at 64 KiB/s gets 1 + 4 s. Both bodies below trickle in over ~2.5 s.
+    const slow = await startStack(['gateway'], {
+      REQUEST_TIMEOUT_MS: '1000',
+      UPLOAD_MIN_BYTES_PER_SECOND: String(64 * 1024),
+      LOG_LEVEL: 'warn',
+    });
+    try {
+      const tenant = await onboard(slow, 'developer');
+      const mp4 = await paddedMp4(256 * 1024);
+      const session = await createSession(slow, tenant.api_key, mp4.length);
+      const trickle = (target: URL, method: string, body: Buffer, headers: Record<string, string>) =>
+        new Promise<number | string>((resolve) => {
+          const req = httpRequest(target, { method, headers: { ...headers, 'content-length': String(body.length) } });
+          req.on('response', (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+          const pieces = 10;
+          const step = Math.ceil(body.length / pieces);
+          let sent = 0;
+          const timer = setInterval(() => {
+            if (req.destroyed) return clearInterval(timer);
+            req.write(body.subarray(sent, sent + step));
+            sent += step;
+            if (sent >= body.length) {
+              clearInterval(timer);
+              req.end();
+            }
+          }, 250);
+        });
+      expect(await trickle(new URL(session.upload_url), 'PUT', mp4, {})).toBe(204);
+      const json = Buffer.from(JSON.stringify({ size: 1024, filename: 'x'.repeat(200) }));
+      const cut = await trickle(new URL('/v1/uploads', slow.baseUrl), 'POST', json, {
+        authorization: `Bearer ${tenant.api_key}`,
+        'content-type': 'application/json',
+      });
+      expect([408, 'ECONNRESET', 'EPIPE']).toContain(cut);
+    } finally {
+      await slow.stop();
+    }
+  }, 120_000);
 });
 
 describe('upload sessions on an S3-compatible store', () => {

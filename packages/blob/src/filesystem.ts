@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat, writeFile, access } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat, statfs, writeFile, access } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -78,6 +78,12 @@ export class FilesystemBlobStore implements BlobStore {
     const path = this.path(key);
     await rm(path, { force: true });
     await rm(`${path}.meta`, { force: true });
+  }
+
+  async freeBytes(): Promise<number> {
+    await mkdir(this.root, { recursive: true });
+    const fs = await statfs(this.root);
+    return fs.bavail * fs.bsize;
   }
 
   async ping(): Promise<void> {

@@ -32,6 +32,8 @@ export interface BlobStore {
    * `expiresInSeconds`. The filesystem store has none: its uploads come through the service itself.
    */
   presignPut?(key: string, options: { size: number; contentType?: string; expiresInSeconds: number }): Promise<string>;
+  /** Filesystem only: bytes still free to an unprivileged writer where blobs are kept (S3 has no such bound). */
+  freeBytes?(): Promise<number>;
   ping(): Promise<void>;
 }
 

@@ -14,6 +14,7 @@ import type { Logger } from '@cairn/logging';
 import { parseEvent, type AnyEvent, type EventOf, type EventType } from '@cairn/events';
 import { backoffMs, handBack, serve, type RunningConsumer } from './serve.js';
 import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
+import { ensureStream, type EnsureStreamOptions, type StreamLimits, type StreamRole } from './streams.js';
 
 export { DEFAULT_STOP_GRACE_MS, type RunningConsumer } from './serve.js';
 
@@ -31,6 +32,12 @@ export interface BusOptions {
   token?: string;
   /** Where request replies arrive; a service's user may subscribe only to its own (permissions.ts inboxPrefix). */
   inboxPrefix?: string;
+  /**
+   * Replicas and size of every stream this bus creates (the event stream, the work queues), applied to existing
+   * ones too. Services always give them (NATS_STREAM_REPLICAS, NATS_STREAM_MAX_BYTES); absent, streams get the
+   * server's defaults and existing ones are left alone (tests and tools joining a service's stream).
+   */
+  limits?: StreamLimits;
 }
 
 export interface ConsumerOptions<T extends EventType = EventType> {
@@ -65,37 +72,46 @@ export class Bus {
       ...(options.token ? { token: options.token } : {}),
       ...(options.inboxPrefix ? { inboxPrefix: options.inboxPrefix } : {}),
     });
-    const jsm = await jetstreamManager(nc);
-    const bus = new Bus(nc, jetstream(nc), jsm, options);
-    await bus.ensureStream();
-    return bus;
+    try {
+      const jsm = await jetstreamManager(nc);
+      const bus = new Bus(nc, jetstream(nc), jsm, options);
+      await bus.ensureStream();
+      return bus;
+    } catch (error) {
+      // A refused stream ends the start-up: the connection must not keep the process alive.
+      await nc.close().catch(() => undefined); // closing after a failure: the first error is the one to report
+      throw error;
+    }
   }
 
   subject(type: EventType): string {
     return `${this.options.subjectPrefix}.${type}`;
   }
 
-  /** Creates the event stream if missing. Safe to call from every replica of every service. */
+  /**
+   * Creates the event stream if missing, else brings its replicas and size to the configured ones. Safe to call
+   * from every replica of every service.
+   */
   async ensureStream(): Promise<void> {
-    const config = {
+    await this.ensureStreamOf('events', {
       name: this.options.stream,
       subjects: [`${this.options.subjectPrefix}.>`],
       retention: RetentionPolicy.Limits,
       max_age: 7 * 24 * 3600 * SECOND_NS,
       duplicate_window: 120 * SECOND_NS,
-    };
-    try {
-      await this.jsm.streams.info(this.options.stream);
-    } catch {
-      try {
-        await this.jsm.streams.add(config);
-      } catch (error) {
-        // Another replica created it between our look and our add.
-        await this.jsm.streams.info(this.options.stream).catch(() => {
-          throw error;
-        });
-      }
-    }
+    });
+  }
+
+  /** A stream of this bus (the event stream or a work queue's), with the bus's limits. */
+  async ensureStreamOf(role: StreamRole, config: EnsureStreamOptions['config']): Promise<void> {
+    await ensureStream({
+      jsm: this.jsm,
+      config,
+      role,
+      ...(this.options.limits ? { limits: this.options.limits } : {}),
+      clustered: Boolean(this.nc.info?.cluster),
+      ...(this.options.logger ? { logger: this.options.logger } : {}),
+    });
   }
 
   /**

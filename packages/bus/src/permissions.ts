@@ -63,6 +63,8 @@ export function natsPermissions(service: string, names: StreamNames): NatsPermis
     ...streams.flatMap((stream) => [
       `$JS.API.STREAM.INFO.${stream}`,
       `$JS.API.STREAM.CREATE.${stream}`,
+      // Brings an existing stream to NATS_STREAM_REPLICAS / NATS_STREAM_MAX_BYTES at start (streams.ts).
+      `$JS.API.STREAM.UPDATE.${stream}`,
       `$JS.API.CONSUMER.CREATE.${stream}.>`,
       `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
       `$JS.API.CONSUMER.INFO.${stream}.>`,

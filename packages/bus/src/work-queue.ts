@@ -1,11 +1,25 @@
 import { context } from '@opentelemetry/api';
-import { AckPolicy, DeliverPolicy, RetentionPolicy, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, JetStreamApiError, RetentionPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from '@cairn/logging';
 import type { Bus, RunningConsumer } from './bus.js';
 import { backoffMs, handBack } from './serve.js';
 import { extractTraceContext, injectTraceHeaders, newHeaders } from './tracing.js';
 
 const SECOND_NS = 1_000_000_000;
+
+/** A work queue at its NATS_STREAM_MAX_BYTES: the item was not queued (nothing queued before was dropped). */
+export class WorkQueueFullError extends Error {
+  constructor(
+    readonly stream: string,
+    options?: ErrorOptions,
+  ) {
+    super(`work queue ${stream} is full (NATS_STREAM_MAX_BYTES)`, options);
+    this.name = 'WorkQueueFullError';
+  }
+}
+
+// JetStream's "maximum bytes exceeded" / "maximum messages exceeded" (a store failure of a stream discarding new).
+const STORE_FULL = 10077;
 
 export interface WorkHandlerContext {
   /** 1 on the first delivery. */
@@ -29,32 +43,34 @@ export class WorkQueue<T> {
     const stream = `${bus.options.stream}_WORK_${name.toUpperCase()}`;
     // Outside the event stream's subject space (`<prefix>.>`): JetStream streams may not overlap.
     const subject = `work.${bus.options.subjectPrefix}.${name}`;
-    try {
-      await bus.jsm.streams.info(stream);
-    } catch {
-      await bus.jsm.streams
-        .add({
-          name: stream,
-          subjects: [subject],
-          retention: RetentionPolicy.Workqueue,
-          duplicate_window: 120 * SECOND_NS,
-          max_age: 7 * 24 * 3600 * SECOND_NS,
-        })
-        .catch(async (error: unknown) => {
-          await bus.jsm.streams.info(stream).catch(() => {
-            throw error;
-          });
-        });
-    }
+    await bus.ensureStreamOf('work', {
+      name: stream,
+      subjects: [subject],
+      retention: RetentionPolicy.Workqueue,
+      duplicate_window: 120 * SECOND_NS,
+      max_age: 7 * 24 * 3600 * SECOND_NS,
+    });
     return new WorkQueue<T>(bus, stream, subject);
   }
 
-  /** Queues an item; `id` dedupes a retried enqueue within two minutes. */
+  /**
+   * Queues an item; `id` dedupes a retried enqueue within two minutes. Throws when JetStream does not store it: a
+   * full queue (NATS_STREAM_MAX_BYTES, discard new) refuses new items rather than dropping queued ones.
+   */
   async enqueue(item: T, id: string): Promise<void> {
-    await this.bus.js.publish(this.subject, JSON.stringify(item), {
-      msgID: id,
-      headers: injectTraceHeaders(newHeaders()),
-    });
+    try {
+      await this.bus.js.publish(this.subject, JSON.stringify(item), {
+        msgID: id,
+        headers: injectTraceHeaders(newHeaders()),
+      });
+    } catch (error) {
+      if (
+        error instanceof JetStreamApiError &&
+        (error.code === STORE_FULL || /maximum (bytes|messages)/.test(error.message))
+      )
+        throw new WorkQueueFullError(this.stream, { cause: error });
+      throw error;
+    }
   }
 
   async consume(options: {

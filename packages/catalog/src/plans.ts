@@ -40,7 +40,16 @@ export interface Plan {
    * pays nothing (or little) could otherwise multiply its included units by making children.
    */
   subTenants: boolean;
+  /**
+   * Upload sessions (POST /v1/uploads): the largest file one takes ('direct': no larger than a direct upload,
+   * UPLOAD_MAX_BYTES), how many may be open (created, not yet used or expired) at once, and how many declared bytes
+   * those may add up to. The operator's UPLOAD_SESSION_MAX_BYTES caps every plan.
+   */
+  uploads: { maxSessionBytes: number | 'direct'; maxOpenSessions: number; maxOutstandingBytes: number };
 }
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
 
 const notOffered = null;
 
@@ -65,6 +74,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     requiresPaymentMethod: false,
     rank: 0,
     subTenants: false,
+    uploads: { maxSessionBytes: 'direct', maxOpenSessions: 2, maxOutstandingBytes: 150 * MiB },
   },
   developer: {
     name: 'developer',
@@ -86,6 +96,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     requiresPaymentMethod: true,
     rank: 1,
     subTenants: false,
+    uploads: { maxSessionBytes: 1 * GiB, maxOpenSessions: 5, maxOutstandingBytes: 2 * GiB },
   },
   growth: {
     name: 'growth',
@@ -107,6 +118,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     requiresPaymentMethod: true,
     rank: 2,
     subTenants: true,
+    uploads: { maxSessionBytes: 5 * GiB, maxOpenSessions: 20, maxOutstandingBytes: 20 * GiB },
   },
   enterprise: {
     name: 'enterprise',
@@ -128,6 +140,7 @@ export const PLANS: Readonly<Record<PlanName, Plan>> = {
     requiresPaymentMethod: false,
     rank: 3,
     subTenants: true,
+    uploads: { maxSessionBytes: 5 * GiB, maxOpenSessions: 50, maxOutstandingBytes: 100 * GiB },
   },
 };
 

@@ -1,4 +1,5 @@
 export { loadConfig, commonEnvShape, ConfigError, identityProblems, isLoopbackHost, type CommonEnv } from './load.js';
+export { publicUrlProblem, publicUrlSetting, publicUrlProblems } from './public-url.js';
 export {
   SERVICE_NAMES,
   DEFAULT_PORTS,

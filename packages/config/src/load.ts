@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { publicUrlProblems } from './public-url.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -26,6 +27,20 @@ export const commonEnvShape = {
     .string()
     .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
     .default('cairn'),
+  /**
+   * Copies of every JetStream stream the services create (the event stream, the work queues): above 1 needs a
+   * clustered JetStream with at least that many servers. Existing streams are brought to it at start.
+   */
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /**
+   * Bytes each of those streams may hold (NATS reserves it, × replicas, at creation); -1 = unlimited. Full, the
+   * event stream drops its oldest events and a work queue refuses new items (the request answers 503).
+   */
+  NATS_STREAM_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .refine((bytes) => bytes === -1 || bytes > 0, 'must be a positive number of bytes, or -1 for unlimited')
+    .default(1024 ** 3),
   /** The service's own NATS user (cairn-<service>) and password, or a token: required in production off loopback. */
   NATS_USER: z.string().min(1).optional(),
   NATS_PASSWORD: z.string().min(1).optional(),
@@ -79,13 +94,16 @@ export function identityProblems(config: CommonEnv): string[] {
 
 /**
  * Parses the environment with a zod shape and reports every bad variable at once, so a misconfigured
- * deployment fails at start with one readable message instead of at first use.
+ * deployment fails at start with one readable message instead of at first use. In production, the shape's public
+ * URL settings (publicUrlSetting) must be public https URLs.
  */
 export function loadConfig<S extends z.ZodRawShape>(
   shape: S,
   env: NodeJS.ProcessEnv = process.env,
 ): z.output<z.ZodObject<S>> {
   const result = z.object(shape).safeParse(env);
-  if (result.success) return result.data;
-  throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  const production = publicUrlProblems(shape, result.data);
+  if (production.length) throw new ConfigError(production);
+  return result.data;
 }

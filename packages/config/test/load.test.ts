@@ -28,3 +28,26 @@ describe('loadConfig', () => {
     expect(names).toEqual(['CAIRN_ENV', 'DATABASE_URL', 'KEK']);
   });
 });
+
+describe('JetStream stream settings', () => {
+  it('default to one replica and 1 GiB per stream', () => {
+    const cfg = loadConfig(commonEnvShape, {});
+    expect(cfg.NATS_STREAM_REPLICAS).toBe(1);
+    expect(cfg.NATS_STREAM_MAX_BYTES).toBe(1073741824);
+  });
+
+  it('take 1..5 replicas and a positive size or -1 (unlimited)', () => {
+    expect(loadConfig(commonEnvShape, { NATS_STREAM_REPLICAS: '3', NATS_STREAM_MAX_BYTES: '-1' })).toMatchObject({
+      NATS_STREAM_REPLICAS: 3,
+      NATS_STREAM_MAX_BYTES: -1,
+    });
+    for (const env of [
+      { NATS_STREAM_REPLICAS: '0' },
+      { NATS_STREAM_REPLICAS: '6' },
+      { NATS_STREAM_MAX_BYTES: '0' },
+      { NATS_STREAM_MAX_BYTES: '-2' },
+      { NATS_STREAM_MAX_BYTES: '1.5' },
+    ])
+      expect(() => loadConfig(commonEnvShape, env)).toThrow(ConfigError);
+  });
+});

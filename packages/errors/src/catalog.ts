@@ -43,6 +43,8 @@ export const ERROR_CATALOG = {
   'cairn.upload.not_uploaded': { status: 409, title: 'Upload not received yet' },
   'cairn.upload.already_used': { status: 409, title: 'Upload already used' },
   'cairn.upload.expired': { status: 410, title: 'Upload session expired' },
+  'cairn.upload.quota_exceeded': { status: 429, title: 'Too many open upload sessions' },
+  'cairn.upload.insufficient_storage': { status: 507, title: 'No room for this upload now' },
   'cairn.asset.expired': { status: 410, title: 'Asset no longer kept' },
   // 422, not 413: the upload's bytes were accepted; what its headers declare (pixels, duration) is refused (docs/design.md).
   'cairn.media.too_large': { status: 422, title: 'Media exceeds the decoding limits' },

@@ -72,6 +72,10 @@ const GUIDANCE: Readonly<Record<string, string>> = {
     'An upload is signed or verified once and then deleted: upload the file again in a new session (a sign retried with its own Idempotency-Key gets its recorded answer instead).',
   'cairn.upload.expired':
     'The session passed its expires_at and its file was deleted: create a new session and upload again.',
+  'cairn.upload.quota_exceeded':
+    'Your plan keeps a bounded number of upload sessions (and declared bytes) open at once: sign or verify the uploads you have, or let them expire, then create the next.',
+  'cairn.upload.insufficient_storage':
+    'Cairn has no room for a file of this size at the moment: retry later, or upload a smaller file.',
   'cairn.asset.expired':
     'The signed file is past its retention period and no longer kept; its manifest and verdict may still be available.',
   'cairn.media.too_large':

@@ -10,3 +10,4 @@ export { Outbox } from './outbox.js';
 export { createOpsServer, listen, closeServer, type ReadinessReport } from './ops-server.js';
 export { every } from './every.js';
 export { ByteBoundedLru } from './byte-bounded-lru.js';
+export { unqueued } from './unqueued.js';

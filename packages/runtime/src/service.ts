@@ -3,7 +3,7 @@ import type { DestinationStream } from 'pino';
 import { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { Bus, idempotentHandler, inboxPrefix, type RunningConsumer } from '@cairn/bus';
+import { Bus, idempotentHandler, inboxPrefix, StreamSettingsError, type RunningConsumer } from '@cairn/bus';
 import type { AnyEvent, EventOf, EventType } from '@cairn/events';
 import {
   commonEnvShape,
@@ -195,10 +195,13 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
         password: config.NATS_PASSWORD,
         token: config.NATS_TOKEN,
         inboxPrefix: inboxPrefix(definition.name),
+        limits: { replicas: config.NATS_STREAM_REPLICAS, maxBytes: config.NATS_STREAM_MAX_BYTES },
       }),
       5000,
       'NATS',
     ).catch((error: unknown) => {
+      // NATS answered, and refused the stream as configured: that, not reachability, is what to fix.
+      if (error instanceof StreamSettingsError) throw error;
       throw new Error(`Cannot reach NATS JetStream at ${config.NATS_URL}: ${String(error)}`);
     });
     closers.push(() => bus.close(config.SHUTDOWN_GRACE_MS));

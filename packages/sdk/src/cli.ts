@@ -151,6 +151,7 @@ function describeVerification(v: Verification, o: Output): string {
   ];
   const c = v.claims ?? {};
   if (c.signed_by) lines.push(`Signed by:     ${c.signed_by}`);
+  if (c.signing_key === 'tenant') lines.push(`Signing key:   the tenant's own key (bring your own key), not Cairn's`);
   if (c.signed_at) lines.push(`Signed on:     ${c.signed_at}`);
   if (c.ai_generated !== undefined)
     lines.push(`AI-generated:  ${c.ai_generated ? 'yes (declared by the signer)' : 'not declared'}`);

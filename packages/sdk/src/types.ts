@@ -74,6 +74,8 @@ export interface Verification {
     created_at?: string;
     signed_by?: string;
     signed_at?: string;
+    /** Whose key signed a Cairn asset's manifest: Cairn's own, or the signing tenant's (bring your own key). */
+    signing_key?: 'cairn' | 'tenant';
   };
   matches: VerificationMatch[];
   warnings: string[];

@@ -53,6 +53,8 @@ export async function createSandbox(overrides: NodeJS.ProcessEnv = {}): Promise<
     NATS_URL,
     NATS_STREAM: `TEST_${id}`,
     NATS_SUBJECT_PREFIX: `t_${id}`,
+    // NATS reserves each stream's size at creation: many sandboxes at once must fit the server's storage.
+    NATS_STREAM_MAX_BYTES: String(64 * 1024 ** 2),
     GRPC_HOST: '127.0.0.1',
     GRPC_PORT: '0',
     OPS_PORT: '0',
@@ -84,11 +86,15 @@ export async function createSandbox(overrides: NodeJS.ProcessEnv = {}): Promise<
   };
 }
 
+/** The event stream and its work queues (`<stream>_WORK_<NAME>`, packages/bus work-queue.ts). */
 async function dropStream(stream: string): Promise<void> {
   const nc = await connect({ servers: NATS_URL });
   try {
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.delete(stream);
+    const names: string[] = [];
+    for await (const name of jsm.streams.names())
+      if (name === stream || name.startsWith(`${stream}_WORK_`)) names.push(name);
+    for (const name of names) await jsm.streams.delete(name);
   } finally {
     await nc.close();
   }

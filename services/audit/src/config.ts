@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError } from '@cairn/config';
 
 /** audit-only settings (the common ones come from @cairn/config). */
 export const auditConfigShape = {
@@ -10,6 +11,24 @@ export const auditConfigShape = {
   AUDIT_EXPORT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
   /** How long after a window closes before it is written, so entries recorded in its last instants are in it. */
   AUDIT_EXPORT_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
-  /** Base directory of the filesystem export sink (a tenant writes under <dir>/<tenant_id>/<path>). */
-  AUDIT_EXPORT_DIR: z.string().default('/tmp/cairn/audit-export'),
+  /**
+   * Base directory of the filesystem export sink (a tenant writes under <dir>/<tenant_id>/<path>). Development only:
+   * production refuses the filesystem sink, and refuses to start with this set (auditExportDir).
+   */
+  AUDIT_EXPORT_DIR: z.string().min(1).optional(),
 };
+
+export const DEFAULT_AUDIT_EXPORT_DIR = '/tmp/cairn/audit-export';
+
+/** Where the filesystem sink writes; in production there is none, and setting one is a configuration error. */
+export function auditExportDir(config: {
+  CAIRN_ENV: 'development' | 'production';
+  AUDIT_EXPORT_DIR?: string | undefined;
+}): string {
+  if (config.CAIRN_ENV !== 'production') return config.AUDIT_EXPORT_DIR ?? DEFAULT_AUDIT_EXPORT_DIR;
+  if (config.AUDIT_EXPORT_DIR)
+    throw new ConfigError([
+      'AUDIT_EXPORT_DIR: the filesystem export sink is refused in production (a pod-local directory); tenants export to s3',
+    ]);
+  return '';
+}

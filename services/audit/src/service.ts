@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { auditV1, tenantV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
-import { auditConfigShape } from './config.js';
+import { auditConfigShape, auditExportDir } from './config.js';
 import { credentialsFromEnv } from './adapters/sinks.js';
 import { AuditLog } from './app/audit-log.js';
 import { exportDueWindows } from './app/export.js';
@@ -20,6 +20,7 @@ export function auditService(env: NodeJS.ProcessEnv = process.env): ServiceDefin
     register: async (ctx) => {
       const { config, logger } = ctx;
       const production = config.CAIRN_ENV === 'production';
+      const exportDir = auditExportDir(config);
       const log = new AuditLog(ctx.db, { production, exportWindowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS });
       ctx.rpc.add(auditV1.AuditService, auditHandlers(log));
       await ctx.consume(AUDIT_LOG_CONSUMER, AUDIT_LOG_TYPES, auditLogHandler());
@@ -39,7 +40,7 @@ export function auditService(env: NodeJS.ProcessEnv = process.env): ServiceDefin
             logger,
             windowSeconds: config.AUDIT_EXPORT_WINDOW_SECONDS,
             graceSeconds: config.AUDIT_EXPORT_GRACE_SECONDS,
-            sinks: { exportDir: config.AUDIT_EXPORT_DIR, production, credentials: credentialsFromEnv(env) },
+            sinks: { exportDir, production, credentials: credentialsFromEnv(env) },
           }),
         onError('audit export'),
       );

@@ -1,11 +1,30 @@
 import { describe, expect, it } from '@jest/globals';
 import { windowKey, windowStart } from '../src/domain/export-window.js';
 import { validateSettings } from '../src/domain/export-settings.js';
-import { assertEndpointAllowed } from '../src/adapters/sinks.js';
+import { assertEndpointAllowed, openSink } from '../src/adapters/sinks.js';
+import { auditExportDir } from '../src/config.js';
 
 const blank = { sink: 's3', bucket: 'audit-bucket', prefix: '', region: '', endpoint: '', roleArn: '', path: '' };
 
 describe('export settings', () => {
+  it('refuses the filesystem sink in production: at configuration, at export time, and AUDIT_EXPORT_DIR at start', async () => {
+    const filesystem = { ...blank, sink: 'filesystem', bucket: '', path: 'exports' };
+    expect(validateSettings(filesystem, false).sink).toBe('filesystem');
+    expect(() => validateSettings(filesystem, true)).toThrow(
+      /sink: the filesystem sink is not available in production/,
+    );
+    // A destination stored while the deployment ran in development is never written in production.
+    const stored = validateSettings(filesystem, false);
+    await expect(openSink('t_1', stored, { exportDir: '/tmp/cairn-never', production: true })).rejects.toThrow(
+      /filesystem export sink is not available in production/,
+    );
+    expect(auditExportDir({ CAIRN_ENV: 'development' })).toBe('/tmp/cairn/audit-export');
+    expect(auditExportDir({ CAIRN_ENV: 'development', AUDIT_EXPORT_DIR: '/srv/audit' })).toBe('/srv/audit');
+    expect(() => auditExportDir({ CAIRN_ENV: 'production', AUDIT_EXPORT_DIR: '/srv/audit' })).toThrow(
+      /AUDIT_EXPORT_DIR: the filesystem export sink is refused in production/,
+    );
+  });
+
   it('allows a plain-http endpoint in development only', () => {
     expect(validateSettings({ ...blank, endpoint: 'http://127.0.0.1:9000' }, false).endpoint).toBe(
       'http://127.0.0.1:9000',

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { publicUrlSetting } from '@cairn/config';
 
 /** Gateway-only settings (the common ones come from @cairn/config). */
 export const gatewayConfigShape = {
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Defaults to GRPC_HOST. */
   HTTP_HOST: z.string().optional(),
-  PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
+  /** Builds manifest_uri and verifier_url, upload URLs and the docs links: what clients are told to open. */
+  PUBLIC_BASE_URL: publicUrlSetting('http://127.0.0.1:8080', 'the gateway address given to clients'),
   /** 32-byte key (64 hex) signing upload URLs. Required in production. */
   CAIRN_DATA_KEY: z
     .string()
@@ -40,6 +42,26 @@ export const gatewayConfigShape = {
     .positive()
     .max(7 * 86_400)
     .default(3600),
+  /**
+   * On the filesystem blob store: an upload session (its creation and its PUT) that would leave less than this free
+   * where blobs are kept is refused (507), so uploads cannot fill the disk the signed assets live on.
+   */
+  UPLOAD_MIN_FREE_BYTES: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .default(1024 * 1024 * 1024),
+  /** Every request's body must have arrived within this from its headers (an upload PUT gets more, below). */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
+  /**
+   * An upload PUT may take as long as its declared size needs at this rate, plus the usual request timeout: a 5 GiB
+   * file at the default 1 MiB/s has 87 minutes. Other requests keep the 120 s timeout.
+   */
+  UPLOAD_MIN_BYTES_PER_SECOND: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** How often expired upload sessions' files are deleted. */
   UPLOAD_SESSION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   /** Authenticated verifies of uploads above this size answer 202 with a job (so does Prefer: respond-async). */

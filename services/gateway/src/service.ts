@@ -53,6 +53,8 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         urls: new UploadUrlSigner(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY)),
         publicBaseUrl: config.PUBLIC_BASE_URL,
         maxBytes: config.UPLOAD_SESSION_MAX_BYTES,
+        directMaxBytes: config.UPLOAD_MAX_BYTES,
+        minFreeBytes: config.UPLOAD_MIN_FREE_BYTES,
         ttlSeconds: config.UPLOAD_SESSION_TTL_SECONDS,
         logger: ctx.logger,
       });
@@ -100,6 +102,11 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         signing,
         publicBaseUrl: config.PUBLIC_BASE_URL,
         uploadMaxBytes: config.UPLOAD_MAX_BYTES,
+        requestDeadlineMs: config.REQUEST_TIMEOUT_MS,
+        uploadDeadline: {
+          maxSessionBytes: config.UPLOAD_SESSION_MAX_BYTES,
+          minBytesPerSecond: config.UPLOAD_MIN_BYTES_PER_SECOND,
+        },
         publicVerifyPerMinute: config.PUBLIC_VERIFY_PER_MINUTE,
         verifying,
         publicVerifyMaxBytes: config.PUBLIC_VERIFY_MAX_BYTES,
@@ -113,7 +120,8 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         uploadSessions,
       });
       const server = createServer(app);
-      server.requestTimeout = 120_000;
+      // Each request's body deadline is the app's (http/request-deadline.ts): an upload PUT's follows its size.
+      server.requestTimeout = 0;
       server.headersTimeout = 30_000;
       const port = await listen(server, config.HTTP_HOST ?? config.GRPC_HOST, config.HTTP_PORT);
       ctx.expose('http', port);

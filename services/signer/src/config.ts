@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { publicUrlSetting } from '@cairn/config';
 import { mediaLimitsConfigShape } from '@cairn/media';
 import { pkiConfigShape } from './pki/index.js';
 
@@ -8,7 +9,7 @@ export const signerConfigShape = {
   /** What a sign decodes at most (MEDIA_MAX_*), checked from the upload's headers first. */
   ...mediaLimitsConfigShape,
   /** Builds manifest_uri, verifier_url and asset_url. */
-  PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
+  PUBLIC_BASE_URL: publicUrlSetting('http://127.0.0.1:8080', 'written into every manifest_uri and verifier_url'),
   /** file:///path (embedded default) or s3://bucket/prefix. Shared with the gateway and verifier. */
   BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
   /** How often derived assets past their retention are deleted. */

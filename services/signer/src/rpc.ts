@@ -163,6 +163,7 @@ export function signerHandlers(
           chainPem: request.certificateChainPem,
           endpointUrl: request.endpointUrl,
           description: request.description.slice(0, 200),
+          proofOfPossession: request.proofOfPossession,
         },
         actorKeyIdOf(request.actorKeyId),
       );

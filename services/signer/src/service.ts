@@ -6,7 +6,7 @@ import { WorkQueue } from '@cairn/bus';
 import { outboundPolicy } from '@cairn/outbound';
 import { Sealer } from '@cairn/sealing';
 import { Assets } from './app/assets.js';
-import { Credentials } from './app/credentials.js';
+import { cairnIdentity, Credentials } from './app/credentials.js';
 import { CredentialStore } from './store/credentials.js';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
@@ -69,6 +69,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
           config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
         ),
         timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
+        cairnIdentity: () => cairnIdentity(authority, pkiSettingsFromConfig(config).org),
         outbox: ctx.outbox,
       });
       const deps: PipelineDeps = {

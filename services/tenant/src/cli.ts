@@ -50,6 +50,8 @@ async function bootstrap(argv: string[]): Promise<number> {
     password: config.NATS_PASSWORD,
     token: config.NATS_TOKEN,
     inboxPrefix: inboxPrefix('tenant'),
+    // Same limits as the services: the first to start (this tool, at bootstrap) creates the stream for them.
+    limits: { replicas: config.NATS_STREAM_REPLICAS, maxBytes: config.NATS_STREAM_MAX_BYTES },
   });
   try {
     await migrateService(pool, 'tenant', migrationsFolder);

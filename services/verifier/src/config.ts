@@ -1,11 +1,13 @@
 import { z } from 'zod';
+import { publicUrlSetting } from '@cairn/config';
 import { mediaLimitsConfigShape } from '@cairn/media';
 
 /** Verifier settings (the common ones come from @cairn/config). */
 export const verifierConfigShape = {
   /** What a verify decodes at most (MEDIA_MAX_*), checked from the file's headers first. */
   ...mediaLimitsConfigShape,
-  PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:8080'),
+  /** The gateway's public address, for the links in verdicts. */
+  PUBLIC_BASE_URL: publicUrlSetting('http://127.0.0.1:8080', 'the links in verdicts'),
   BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
   /** PEM bundle of further trust anchors added to the default trust list. */
   TRUST_ANCHORS_FILE: z.string().optional(),

@@ -270,6 +270,31 @@ describe('ordering and details', () => {
   });
 });
 
+describe('a Cairn asset signed with its tenant’s own key (BYOK)', () => {
+  it('says so in the claims, the sentences and what is not proved; Cairn’s own key is named as such', () => {
+    const tenant = decide(
+      base({
+        manifest: validManifest({
+          signerName: "Acme Newsroom — Newsroom Signer (the tenant's own key)",
+          signingKey: 'tenant',
+          trusted: false,
+        }),
+      }),
+    );
+    expect(tenant.status).toBe('manifest_signer_untrusted');
+    expect(tenant.claims).toMatchObject({
+      signed_by: "Acme Newsroom — Newsroom Signer (the tenant's own key)",
+      signing_key: 'tenant',
+    });
+    expect(tenant.user_explanation).toContain("(the tenant's own key)");
+    expect(tenant.does_not_prove.join(' ')).toContain('signing tenant’s own key');
+    const cairn = decide(base({ manifest: validManifest({ signingKey: 'cairn' }) }));
+    expect(cairn.claims?.signing_key).toBe('cairn');
+    expect(cairn.does_not_prove.join(' ')).not.toContain('tenant');
+    expect(decide(base()).claims).not.toHaveProperty('signing_key');
+  });
+});
+
 /** The signals that, present, agree with the result: a Cairn manifest and what independently confirms it. */
 const AGREEING = ['manifest', 'ocsp_good', 'watermark', 'fingerprint', 'anchor'] as const;
 type Agreeing = (typeof AGREEING)[number];

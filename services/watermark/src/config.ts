@@ -1,14 +1,16 @@
 import { z } from 'zod';
 import { mediaLimitsConfigShape } from '@cairn/media';
 import { parseWatermarkKeys, type WatermarkKey } from './domain/keys.js';
-import { defaultPoolSize } from './adapters/worker-pool.js';
 
 /** watermark-only settings (the common ones come from @cairn/config). */
 export const watermarkConfigShape = {
   /** What the service decodes at most (MEDIA_MAX_*): callers send files, the service decodes them. */
   ...mediaLimitsConfigShape,
-  /** Worker threads for embedding and detection; by default one per core but one, which serves gRPC. */
-  WATERMARK_WORKERS: z.coerce.number().int().min(1).max(64).default(defaultPoolSize()),
+  /**
+   * Worker threads for embedding and detection. Unset: as many as the container's CPU limit allows (cgroup
+   * cpu.max or the v1 CFS quota, rounded up), else one per core (adapters/cpu-limit.ts).
+   */
+  WATERMARK_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   /**
    * Memory for the image search's readings of Cairn's own signed files (about 0.2 MiB per megapixel), so a verify of
    * the very bytes Cairn signed skips the decode and the search; 0 keeps none.

@@ -7,6 +7,7 @@ import { DetectionMemo } from './app/detection-memo.js';
 import { resolveKeyring } from './app/keyring.js';
 import { CAIRN_DCT_V1 } from './domain/image/cairn-dct-v1.js';
 import { ImageWorkerPool } from './adapters/worker-pool.js';
+import { poolSizeFromCgroup } from './adapters/cpu-limit.js';
 import { watermarkHandlers } from './rpc.js';
 import { GeneratedKeyStore } from './store/generated-keys.js';
 import { MarkRegistry } from './store/marks.js';
@@ -27,7 +28,11 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
         store: new GeneratedKeyStore(ctx.db),
         logger: ctx.logger,
       });
-      const pool = new ImageWorkerPool({ size: ctx.config.WATERMARK_WORKERS });
+      const sizing =
+        ctx.config.WATERMARK_WORKERS !== undefined
+          ? { size: ctx.config.WATERMARK_WORKERS, source: 'WATERMARK_WORKERS' }
+          : poolSizeFromCgroup();
+      const pool = new ImageWorkerPool({ size: sizing.size });
       // A worker that cannot load fails start-up here rather than the first request.
       await pool.ready().catch(async (error: unknown) => {
         await pool.close(0);
@@ -46,7 +51,12 @@ export function watermarkService(env: NodeJS.ProcessEnv = process.env): ServiceD
       });
       ctx.rpc.add(watermarkV1.WatermarkService, handlers);
       ctx.logger.info(
-        { workers: pool.size, key_id: keyring.current.kid, detected_key_ids: keyring.all.map((k) => k.kid) },
+        {
+          workers: pool.size,
+          workers_source: sizing.source,
+          key_id: keyring.current.kid,
+          detected_key_ids: keyring.all.map((k) => k.kid),
+        },
         'image worker pool started',
       );
     },

@@ -101,8 +101,12 @@ export async function openSink(
   settings: ExportSettings,
   environment: SinkEnvironment,
 ): Promise<ExportSink> {
-  if (settings.sink === 'filesystem')
+  if (settings.sink === 'filesystem') {
+    // A destination stored before the deployment ran in production: refused (recorded as the tenant's export
+    // error) rather than written into the pod's disk.
+    if (environment.production) throw new Error('the filesystem export sink is not available in production; use s3');
     return new FilesystemSink(join(environment.exportDir, tenantId, settings.path ?? ''));
+  }
   assertEndpointAllowed(settings.endpoint, environment.production);
   const region = settings.region ?? 'us-east-1';
   let credentials = environment.credentials;

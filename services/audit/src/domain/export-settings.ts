@@ -47,6 +47,8 @@ export interface ExportSettingsInput {
 export function validateSettings(input: ExportSettingsInput, production: boolean): ExportSettings {
   const prefix = relativePath(input.prefix, 'prefix');
   if (input.sink === 'filesystem') {
+    // The service's own disk: in a cluster, a pod's ephemeral volume, gone with the pod and out of the tenant's reach.
+    if (production) invalid('sink', 'the filesystem sink is not available in production; use "s3"');
     if (input.bucket || input.endpoint || input.roleArn || input.region)
       invalid('sink', 'bucket, region, endpoint and role_arn are for the s3 sink');
     return {

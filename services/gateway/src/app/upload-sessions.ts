@@ -1,10 +1,11 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { isPlanName, PLANS, type PlanName } from '@cairn/catalog';
 import { BlobTooLargeError, blobKeys, type BlobInfo, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { every } from '@cairn/runtime';
-import { sniffMediaType } from '@cairn/sniff';
+import { SNIFF_BYTES, sniffMediaType } from '@cairn/sniff';
 import type { UploadUrlSigner } from '../domain/upload-url.js';
 import type { UploadSessionRow, UploadSessionStore } from '../store/upload-sessions.js';
 import { uploadHead } from '../adapters/upload-head.js';
@@ -40,32 +41,59 @@ export class UploadSessions {
       blobs: BlobStore;
       urls: UploadUrlSigner;
       publicBaseUrl: string;
+      /** UPLOAD_SESSION_MAX_BYTES: no plan's session takes more. */
       maxBytes: number;
+      /** UPLOAD_MAX_BYTES, the direct upload limit: a plan whose sessions take no more than a direct upload. */
+      directMaxBytes: number;
+      /** UPLOAD_MIN_FREE_BYTES: on the filesystem store, a session whose file would leave less free is refused. */
+      minFreeBytes: number;
       ttlSeconds: number;
       logger: Logger;
     },
   ) {}
 
+  /** The largest file a session of `plan` takes. */
+  maxSessionBytes(plan: PlanName): number {
+    const planMax = PLANS[plan].uploads.maxSessionBytes;
+    return Math.min(planMax === 'direct' ? this.deps.directMaxBytes : planMax, this.deps.maxBytes);
+  }
+
   async create(
-    tenantId: string,
+    tenant: { tenantId: string; plan: string },
     request: { size: number; filename?: string; content_type?: string },
   ): Promise<UploadSessionAnswer> {
-    const { maxBytes } = this.deps;
+    const { tenantId } = tenant;
+    // A plan name this gateway does not know yet gets the narrowest limits rather than none.
+    const plan: PlanName = isPlanName(tenant.plan) ? tenant.plan : 'free';
+    const maxBytes = this.maxSessionBytes(plan);
     if (request.size > maxBytes)
       throw new CairnError(
         'cairn.upload.too_large',
-        `An upload session takes files up to ${maxBytes} bytes; this one declares ${request.size}.`,
+        `An upload session on the ${plan} plan takes files up to ${maxBytes} bytes; this one declares ${request.size}.`,
       );
+    await this.assertRoomFor(request.size);
     const uploadId = newId('upload');
-    const row = await this.deps.store.create({
-      uploadId,
-      tenantId,
-      blobKey: blobKeys.upload(tenantId, uploadId),
-      declaredSize: request.size,
-      ttlSeconds: this.deps.ttlSeconds,
-      ...(request.filename ? { filename: request.filename } : {}),
-      ...(request.content_type ? { contentType: request.content_type } : {}),
-    });
+    const limits = PLANS[plan].uploads;
+    const outcome = await this.deps.store.create(
+      {
+        uploadId,
+        tenantId,
+        blobKey: blobKeys.upload(tenantId, uploadId),
+        declaredSize: request.size,
+        ttlSeconds: this.deps.ttlSeconds,
+        ...(request.filename ? { filename: request.filename } : {}),
+        ...(request.content_type ? { contentType: request.content_type } : {}),
+      },
+      { maxOpen: limits.maxOpenSessions, maxOutstandingBytes: limits.maxOutstandingBytes },
+    );
+    if ('refused' in outcome)
+      throw new CairnError(
+        'cairn.upload.quota_exceeded',
+        outcome.refused === 'sessions'
+          ? `The ${plan} plan keeps at most ${limits.maxOpenSessions} upload sessions open; ${outcome.open} are. Use or let one expire first.`
+          : `The ${plan} plan's open upload sessions may declare ${limits.maxOutstandingBytes} bytes together; ${outcome.outstandingBytes} are declared and this one asks ${request.size} more.`,
+      );
+    const row = outcome.created;
     const expiresUnix = Math.floor(row.expiresAt.getTime() / 1000);
     const presign = this.deps.blobs.presignPut?.bind(this.deps.blobs);
     const uploadUrl = presign
@@ -114,9 +142,17 @@ export class UploadSessions {
     }
     let kept = false;
     try {
+      await this.assertRoomFor(session.declaredSize);
+      // The type is read from the first bytes before anything is stored: bytes of no known type are not kept at all.
+      const { head, stream } = await splitHead(body, SNIFF_BYTES);
+      if (!sniffMediaType(head))
+        throw new CairnError(
+          'cairn.verify.unsupported_file_type',
+          'The uploaded file is of no type Cairn signs or verifies (read from its first bytes).',
+        );
       let info;
       try {
-        info = await this.deps.blobs.put(session.blobKey, body, {
+        info = await this.deps.blobs.put(session.blobKey, stream, {
           contentType: 'application/octet-stream',
           maxBytes: session.declaredSize,
         });
@@ -128,7 +164,6 @@ export class UploadSessions {
           );
         throw error;
       }
-      await this.assertKnownType(session.blobKey);
       kept = await this.deps.store.transition(uploadId, ['receiving'], 'uploaded', {
         size: info.size,
         sha256: info.sha256,
@@ -238,6 +273,16 @@ export class UploadSessions {
       );
   }
 
+  /** Refuses (507) a file the filesystem store could keep only by eating into UPLOAD_MIN_FREE_BYTES. */
+  private async assertRoomFor(bytes: number): Promise<void> {
+    const free = await this.deps.blobs.freeBytes?.();
+    if (free !== undefined && free - bytes < this.deps.minFreeBytes)
+      throw new CairnError(
+        'cairn.upload.insufficient_storage',
+        'Cairn cannot take a file of this size right now; retry later, or upload a smaller file.',
+      );
+  }
+
   /** The hostile-input rule for uploads: the type is read from the bytes, and bytes of no known type go no further. */
   private async assertKnownType(blobKey: string): Promise<void> {
     const head = await uploadHead(this.deps.blobs, blobKey);
@@ -247,4 +292,23 @@ export class UploadSessions {
         'The uploaded file is of no type Cairn signs or verifies (read from its bytes).',
       );
   }
+}
+
+/** The first `bytes` of a stream (fewer if it ends sooner) and a stream of the whole, head included, read once. */
+async function splitHead(body: Readable, bytes: number): Promise<{ head: Buffer; stream: Readable }> {
+  const iterator = (body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  while (size < bytes) {
+    const next = await iterator.next();
+    if (next.done) break;
+    chunks.push(next.value);
+    size += next.value.length;
+  }
+  const first = Buffer.concat(chunks);
+  async function* whole(): AsyncGenerator<Buffer> {
+    if (first.length > 0) yield first;
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+  }
+  return { head: first.subarray(0, bytes), stream: Readable.from(whole(), { objectMode: false }) };
 }

@@ -10,6 +10,8 @@ export interface PageModel {
   confidence: number | null;
   userExplanation: string;
   signedBy?: string;
+  /** The verdict's signing_key claim: 'tenant' when a Cairn asset was signed with its tenant's own key (BYOK). */
+  signingKey?: string;
   signedAt?: string;
   aiGenerated?: boolean;
   generator?: string;
@@ -70,6 +72,10 @@ function formatDate(iso: string | undefined): string | undefined {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? undefined : date.toUTCString().replace(' GMT', ' UTC');
 }
+
+/** Cairn hosts the page, so it says plainly when the key was not Cairn's and what Cairn did check. */
+const TENANT_KEY =
+  'Signed with the tenant’s own key (bring your own key), not Cairn’s. Cairn checked that the tenant holds this key; the name above is from the tenant’s certificate.';
 
 function row(label: string, value: string | undefined): string {
   return value ? `<tr><th scope="row">${escape(label)}</th><td>${escape(value)}</td></tr>` : '';
@@ -139,6 +145,7 @@ function renderVerdict(model: PageModel): string {
   </section>
   <table>
     ${row('Signed by', model.signedBy)}
+    ${row('Signing key', model.signingKey === 'tenant' ? TENANT_KEY : undefined)}
     ${row('Signed on', formatDate(model.signedAt))}
     ${row('AI-generated', ai)}
     ${row('Generator', model.generator)}

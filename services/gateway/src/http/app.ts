@@ -12,6 +12,7 @@ import type { SignAssets } from '../app/sign.js';
 import type { VerifyFiles } from '../app/verify.js';
 import type { TenantDirectory } from '../adapters/tenant-directory.js';
 import { authenticate } from './auth.js';
+import { isUploadPut, requestDeadline, uploadPutDeadlineMs } from './request-deadline.js';
 import { addressRateLimit, authFailureLimit, tenantRateLimit } from './limits.js';
 import { errorHandler, notFound } from './problem.js';
 import { requestContext } from './request-context.js';
@@ -55,6 +56,10 @@ export interface GatewayDeps {
   signing: SignAssets;
   publicBaseUrl: string;
   uploadMaxBytes: number;
+  /** REQUEST_TIMEOUT_MS: every request's body arrives within this; an upload PUT's deadline adds its size's worth. */
+  requestDeadlineMs: number;
+  /** UPLOAD_SESSION_MAX_BYTES and UPLOAD_MIN_BYTES_PER_SECOND. */
+  uploadDeadline: { maxSessionBytes: number; minBytesPerSecond: number };
   publicVerifyPerMinute: number;
   /** POST /v1/verify: metering, sync or job, the verifier call. */
   verifying: VerifyFiles;
@@ -107,6 +112,13 @@ export function createApp(deps: GatewayDeps): Express {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   });
+  app.use(
+    requestDeadline((req) =>
+      isUploadPut(req)
+        ? uploadPutDeadlineMs(req, { baseMs: deps.requestDeadlineMs, ...deps.uploadDeadline })
+        : deps.requestDeadlineMs,
+    ),
+  );
   app.use(requestContext(deps.logger, deps.metrics));
   // Before the JSON parser: an upload PUT's body is the file, streamed whatever its Content-Type.
   app.use(uploadSessionRoutes({ sessions: deps.uploadSessions, tenants: deps.tenants, limiter: deps.limiter }));

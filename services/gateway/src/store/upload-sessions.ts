@@ -42,16 +42,47 @@ const columns = {
 export class UploadSessionStore {
   constructor(private readonly db: Database) {}
 
-  async create(row: {
-    uploadId: string;
-    tenantId: string;
-    blobKey: string;
-    filename?: string;
-    declaredSize: number;
-    contentType?: string;
-    ttlSeconds: number;
-  }): Promise<UploadSessionRow> {
+  /**
+   * A new session, unless the tenant's open sessions (not used, not expired) would then number more than
+   * `limits.maxOpen` or declare more than `limits.maxOutstandingBytes` together. Counted and inserted under a
+   * per-tenant transaction lock, so concurrent creates cannot each slip under the limit.
+   */
+  async create(
+    row: {
+      uploadId: string;
+      tenantId: string;
+      blobKey: string;
+      filename?: string;
+      declaredSize: number;
+      contentType?: string;
+      ttlSeconds: number;
+    },
+    limits: { maxOpen: number; maxOutstandingBytes: number },
+  ): Promise<
+    { created: UploadSessionRow } | { refused: 'sessions' | 'bytes'; open: number; outstandingBytes: number }
+  > {
     return withTenant(this.db, row.tenantId, async (tx) => {
+      await tx.execute(
+        sql`select pg_advisory_xact_lock(hashtextextended(${`cairn.upload-sessions:${row.tenantId}`}, 0))`,
+      );
+      const [usage] = await tx
+        .select({
+          open: sql<number>`count(*)::int`,
+          outstandingBytes: sql<number>`coalesce(sum(${uploadSessions.declaredSize}), 0)::bigint`,
+        })
+        .from(uploadSessions)
+        .where(
+          and(
+            eq(uploadSessions.tenantId, row.tenantId),
+            inArray(uploadSessions.state, ['pending', 'receiving', 'uploaded']),
+            sql`${uploadSessions.expiresAt} > now()`,
+          ),
+        );
+      const open = Number(usage?.open ?? 0);
+      const outstandingBytes = Number(usage?.outstandingBytes ?? 0);
+      if (open + 1 > limits.maxOpen) return { refused: 'sessions' as const, open, outstandingBytes };
+      if (outstandingBytes + row.declaredSize > limits.maxOutstandingBytes)
+        return { refused: 'bytes' as const, open, outstandingBytes };
       const [created] = await tx
         .insert(uploadSessions)
         .values({
@@ -64,7 +95,7 @@ export class UploadSessionStore {
           expiresAt: sql`date_trunc('second', now()) + make_interval(secs => ${row.ttlSeconds})`,
         })
         .returning(columns);
-      return created as UploadSessionRow;
+      return { created: created as UploadSessionRow };
     });
   }
 

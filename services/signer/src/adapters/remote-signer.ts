@@ -1,12 +1,15 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, type KeyObject } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
 import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
+import { es256Raw, verifiesEs256 } from '../domain/es256.js';
 import type { KeyBackend } from '../pki/index.js';
 
 export interface RemoteSignerOptions {
   url: string;
   credentialId: string;
   hmacSecret: string;
+  /** The registered leaf's key: every signature the endpoint answers must verify under it. */
+  leafPublicKey: KeyObject;
   timeoutMs: number;
   policy: DestinationPolicy;
 }
@@ -20,6 +23,11 @@ const MAX_ANSWER_BYTES = 16 * 1024;
  * `{"signature": <base64 raw r‖s, 64 bytes, or DER>}`. The address passed the outbound policy when it was
  * registered and is checked again at connect time; no redirect is followed; one deadline. Any failure is
  * 503 cairn.signer.unavailable, as for Cairn's own key backends.
+ *
+ * The answer is verified against the registered leaf certificate before c2pa-rs gets it: an endpoint that does not
+ * hold that key (a tenant that registered someone else's published chain) fails the sign here, before anything is
+ * stored, anchored or billed, instead of yielding a manifest whose signature fails ("Tampered") under the name of
+ * the certificate's owner.
  */
 export function remoteKeyBackend(options: RemoteSignerOptions): KeyBackend {
   return {
@@ -57,26 +65,14 @@ export function remoteKeyBackend(options: RemoteSignerOptions): KeyBackend {
       } catch {
         throw refuse('its answer is not {"signature": <base64>}');
       }
-      const raw = signature.length === 64 ? signature : derToRaw(signature);
+      const raw = es256Raw(signature);
       if (!raw) throw refuse('its signature is neither 64 raw bytes nor a DER ECDSA signature');
+      if (!verifiesEs256(options.leafPublicKey, tbs, raw))
+        throw new CairnError(
+          'cairn.signer.unavailable',
+          `The signature your endpoint returned does not verify against the registered certificate of ${options.credentialId}: it was not made with that certificate's key. The sign was refused: no asset was recorded, anchored or billed. Fix the endpoint, or register the certificate of the key it holds.`,
+        );
       return raw;
     },
   };
-}
-
-/** An ECDSA-Sig-Value (SEQUENCE of two INTEGERs) as the 64-byte r‖s COSE carries; undefined when malformed. */
-function derToRaw(der: Buffer): Buffer | undefined {
-  if (der.length < 8 || der[0] !== 0x30) return undefined;
-  let at = 2;
-  const parts: Buffer[] = [];
-  for (let i = 0; i < 2; i++) {
-    if (der[at] !== 0x02) return undefined;
-    const length = der[at + 1]!;
-    let value = der.subarray(at + 2, at + 2 + length);
-    at += 2 + length;
-    while (value.length > 32 && value[0] === 0) value = value.subarray(1);
-    if (value.length > 32) return undefined;
-    parts.push(Buffer.concat([Buffer.alloc(32 - value.length), value]));
-  }
-  return Buffer.concat(parts);
 }

@@ -6,8 +6,15 @@ import { newId } from '@cairn/ids';
 import { refusedReason, type DestinationPolicy } from '@cairn/outbound';
 import type { Sealer } from '@cairn/sealing';
 import { remoteKeyBackend } from '../adapters/remote-signer.js';
-import { checkCredentialChain } from '../domain/credential-chain.js';
-import type { ActiveSigningKey } from '../pki/index.js';
+import {
+  checkCredentialChain,
+  impersonatesCairn,
+  registrationProofMessage,
+  type CairnIdentity,
+} from '../domain/credential-chain.js';
+import { es256Raw, verifiesEs256 } from '../domain/es256.js';
+import type { ActiveSigningKey, CertificateAuthority } from '../pki/index.js';
+import { x509 } from '../pki/x509.js';
 import type { CredentialRow, CredentialStore } from '../store/credentials.js';
 import { credentialChanged, credentialSettings, type AdminAuditOutbox } from './credential-audit.js';
 export type { CredentialRow };
@@ -17,6 +24,8 @@ export interface CredentialDeps {
   sealer: Sealer;
   policy: DestinationPolicy;
   timeoutMs: number;
+  /** Cairn's own certificates and organisation names, which a tenant's chain may not pass for. */
+  cairnIdentity: () => Promise<CairnIdentity>;
   /** Every register and delete leaves an admin.changed audit event, written in the same transaction. */
   outbox: AdminAuditOutbox;
 }
@@ -53,17 +62,48 @@ async function checkEndpoint(raw: string, policy: DestinationPolicy): Promise<st
   return url.toString();
 }
 
+/** Cairn's identity from its own hierarchy: every certificate it has issued, and their organisations. */
+export async function cairnIdentity(
+  authority: Pick<CertificateAuthority, 'listCertificates'>,
+  configuredOrg: string,
+): Promise<CairnIdentity> {
+  const certificatesPem = (await authority.listCertificates()).map((c) => c.pem);
+  const organizations = new Set([configuredOrg]);
+  for (const pem of certificatesPem)
+    for (const o of new x509.X509Certificate(pem).subjectName.getField('O')) organizations.add(o);
+  return { organizations: [...organizations], certificatesPem };
+}
+
+/**
+ * The registering tenant holds the leaf's key: `proof` is its ES256 signature (base64, raw r‖s or DER) over
+ * registrationProofMessage. Certificates are public; without this anyone could register another organisation's.
+ */
+function checkProofOfPossession(tenantId: string, leaf: X509Certificate, proof: string): void {
+  const message = registrationProofMessage(tenantId, leaf);
+  const howTo = `Sign with the leaf certificate's key (ES256: ECDSA P-256 over SHA-256) the UTF-8 bytes ${JSON.stringify(message)} (no trailing newline) and send the signature, base64 (64 bytes raw r‖s, or DER), as proof_of_possession.`;
+  if (!proof.trim()) throw invalid(`proof_of_possession is required. ${howTo}`, 'proof_of_possession');
+  const raw = /^[A-Za-z0-9+/_-]+={0,2}$/.test(proof.trim()) ? es256Raw(Buffer.from(proof.trim(), 'base64')) : undefined;
+  if (!raw || !verifiesEs256(leaf.publicKey, Buffer.from(message, 'utf8'), raw))
+    throw invalid(
+      `proof_of_possession does not verify under the leaf certificate's key for this tenant. ${howTo}`,
+      'proof_of_possession',
+    );
+}
+
 /** Bring-your-own-key credentials: registered by an Enterprise tenant, used when a sign names one. */
 export class Credentials {
   constructor(private readonly deps: CredentialDeps) {}
 
   async register(
     tenantId: string,
-    input: { chainPem: string; endpointUrl: string; description: string },
+    input: { chainPem: string; endpointUrl: string; description: string; proofOfPossession: string },
     actorKeyId: string | null = null,
   ): Promise<RegisteredCredential> {
     const chain = checkCredentialChain(input.chainPem);
     if (typeof chain === 'string') throw invalid(`${chain}.`, 'certificate_chain_pem');
+    const impersonation = impersonatesCairn(chain.chainPem, await this.deps.cairnIdentity());
+    if (impersonation) throw invalid(`${impersonation}.`, 'certificate_chain_pem');
+    checkProofOfPossession(tenantId, chain.leaf, input.proofOfPossession);
     const endpointUrl = await checkEndpoint(input.endpointUrl, this.deps.policy);
     const credentialId = newId('credential');
     const hmacSecret = `bks_${randomBytes(32).toString('base64url')}`;
@@ -126,10 +166,12 @@ export class Credentials {
       certificatePem: row.chainPem[0]!,
       chainPem: row.chainPem,
       notAfter: row.notAfter,
+      credentialId,
       backend: remoteKeyBackend({
         url: row.endpointUrl,
         credentialId,
         hmacSecret: this.deps.sealer.open(row.hmacSecretSealed, `${tenantId}/${credentialId}`),
+        leafPublicKey: leaf.publicKey,
         timeoutMs: this.deps.timeoutMs,
         policy: this.deps.policy,
       }),

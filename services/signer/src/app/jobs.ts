@@ -4,6 +4,7 @@ import { type WorkQueue } from '@cairn/bus';
 import { newEvent, type EventDataInput } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { asCairnError, CairnError, toJobProblem } from '@cairn/errors';
+import { unqueued } from '@cairn/runtime';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { anchorBatchStates, signerV1, type AnchorBatchStateName } from '@cairn/proto';
@@ -118,7 +119,13 @@ export class SignJobs {
     if (!job)
       throw new CairnError('cairn.sign.idempotency_conflict', `Asset id ${request.assetId} belongs to another sign.`);
     if (!job.created) return { jobId: job.row.jobId, status: job.row.status, replayed: true };
-    await this.queue.enqueue({ jobId, tenantId: request.tenantId }, jobId);
+    try {
+      await this.queue.enqueue({ jobId, tenantId: request.tenantId }, jobId);
+    } catch (error) {
+      // Without its row gone, a retry of this asset id would find the job, answer it as replayed and queue nothing:
+      // a job `queued` forever. Gone, the retry creates and queues it afresh.
+      throw await unqueued('sign', error, () => this.deps.store.deleteQueuedJob(request.tenantId, jobId), this.logger);
+    }
     return { jobId, status: 'queued', replayed: false };
   }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { publicUrlSetting } from '@cairn/config';
 import type { Pkcs11Config } from './keys.js';
 
 /**
@@ -30,7 +31,7 @@ export const pkiConfigShape = {
   /** How often a replica re-reads which signing key is active (another replica may have rotated or revoked). */
   SIGNER_ACTIVE_KEY_RECHECK_MS: z.coerce.number().int().min(0).default(1000),
   /** The OCSP URL written into signing certificates (AIA): must be reachable by verifiers. */
-  OCSP_PUBLIC_URL: z.string().url().default('http://127.0.0.1:9471/ocsp'),
+  OCSP_PUBLIC_URL: publicUrlSetting('http://127.0.0.1:9471/ocsp', 'written into every signing certificate'),
   /** Listen address of the OCSP responder; the wiring defaults it to GRPC_HOST. */
   OCSP_HOST: z.string().optional(),
   OCSP_PORT: z.coerce.number().int().min(0).max(65535).default(9471),

@@ -22,6 +22,8 @@ export interface ActiveSigningKey {
   readonly chainPem: readonly string[];
   readonly notAfter: Date;
   readonly backend: KeyBackend;
+  /** Set when the key is a tenant's own (BYOK): the credential (sc_…) it was registered as. */
+  readonly credentialId?: string;
 }
 
 const UNAVAILABLE_DETAIL = 'The signing key is temporarily unavailable; retry later.';

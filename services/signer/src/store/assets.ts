@@ -206,6 +206,13 @@ export class AssetStore {
     });
   }
 
+  /** Removes a job nobody was told about (its queue item was refused), while it is still only queued. */
+  async deleteQueuedJob(tenantId: string, jobId: string): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) =>
+      tx.delete(jobs).where(and(eq(jobs.jobId, jobId), eq(jobs.tenantId, tenantId), eq(jobs.status, 'queued'))),
+    );
+  }
+
   getJob(tenantId: string, jobId: string): Promise<JobRow | null> {
     return withTenant(
       this.db,

@@ -3,6 +3,7 @@ import { type WorkQueue } from '@cairn/bus';
 import { newEvent } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { asCairnError, CairnError, toJobProblem } from '@cairn/errors';
+import { unqueued } from '@cairn/runtime';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { verifierV1 } from '@cairn/proto';
@@ -34,7 +35,11 @@ export class VerifyJobs {
   async enqueue(tenantId: string, uploadBlobKey: string, reservationId: string): Promise<string> {
     const jobId = newId('job');
     await this.deps.jobs.create(tenantId, jobId, uploadBlobKey, reservationId);
-    await this.queue.enqueue({ jobId, tenantId }, jobId);
+    try {
+      await this.queue.enqueue({ jobId, tenantId }, jobId);
+    } catch (error) {
+      throw await unqueued('verify', error, () => this.deps.jobs.deleteQueued(tenantId, jobId), this.logger);
+    }
     return jobId;
   }
 

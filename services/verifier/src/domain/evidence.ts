@@ -1,4 +1,9 @@
 /**
+ * Whose key signed the manifest Cairn kept for an asset: Cairn's own, or the signing tenant's (BYOK).
+ */
+export type SigningKey = 'cairn' | 'tenant';
+
+/**
  * Everything the verifier learned about a file, signal by signal, before any judgement. Each signal says
  * whether it ran, failed (its service was down: the verdict may be inconclusive) or was not applicable.
  */
@@ -14,6 +19,8 @@ export type ManifestEvidence =
       certificateExpired: boolean;
       timestamped: boolean;
       signerName?: string;
+      /** Set when the manifest is the one Cairn kept for an asset (app/verify/records.ts). */
+      signingKey?: SigningKey;
       signedAt?: string;
       claims: {
         generator?: string;

@@ -1,10 +1,21 @@
 import type { C2paReading } from './c2pa/types.js';
-import type { ManifestEvidence } from './evidence.js';
+import type { ManifestEvidence, SigningKey } from './evidence.js';
 
-/** The signer as people should read it: organisation and name from the leaf certificate. */
-function signerName(reading: Extract<C2paReading, { kind: 'manifest' }>): string | undefined {
+/** Said after the signer's name when a tenant signed with its own key: the name is its certificate's, not Cairn's. */
+export const TENANT_KEY_NOTE = "(the tenant's own key)";
+
+/**
+ * The signer as people should read it: organisation and name from the leaf certificate; for a Cairn asset signed
+ * with the tenant's own key (BYOK), said so, since pages hosted by Cairn show it.
+ */
+function signerName(
+  reading: Extract<C2paReading, { kind: 'manifest' }>,
+  signingKey: SigningKey | undefined,
+): string | undefined {
   const { organization, commonName } = reading.signer;
-  return [organization, commonName].filter(Boolean).join(' — ') || undefined;
+  const name = [organization, commonName].filter(Boolean).join(' — ') || undefined;
+  if (signingKey !== 'tenant') return name;
+  return name ? `${name} ${TENANT_KEY_NOTE}` : `the signing tenant ${TENANT_KEY_NOTE.slice(1, -1)}`;
 }
 
 /**
@@ -14,7 +25,7 @@ function signerName(reading: Extract<C2paReading, { kind: 'manifest' }>): string
  */
 export function manifestEvidence(
   reading: C2paReading,
-  ids: { manifestId?: string; assetId?: string } = {},
+  ids: { manifestId?: string; assetId?: string; signingKey?: SigningKey } = {},
 ): ManifestEvidence {
   switch (reading.kind) {
     case 'none':
@@ -33,7 +44,8 @@ export function manifestEvidence(
         hardBindingValid: reading.hardBindingValid,
         certificateExpired: reading.certificateExpired,
         timestamped: reading.timestamped && reading.timestampTrusted,
-        signerName: signerName(reading),
+        signerName: signerName(reading, ids.signingKey),
+        ...(ids.signingKey ? { signingKey: ids.signingKey } : {}),
         // Only a trusted time-stamp dates a signature; created_at is the signer's claim about generation.
         signedAt: reading.signedAt,
         claims: {

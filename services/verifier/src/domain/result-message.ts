@@ -45,6 +45,7 @@ export function toResultMessage(
             createdAt: c.created_at ?? '',
             signedBy: c.signed_by ?? '',
             signedAt: c.signed_at ?? '',
+            signingKey: c.signing_key ?? '',
           },
         }
       : {}),

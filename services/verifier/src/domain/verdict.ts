@@ -1,4 +1,4 @@
-import type { Evidence, SoftMatch } from './evidence.js';
+import type { Evidence, SigningKey, SoftMatch } from './evidence.js';
 
 /** The closed set of 16 statuses (docs/design.md). */
 export const STATUSES = [
@@ -43,6 +43,8 @@ export interface Claims {
   created_at?: string;
   signed_by?: string;
   signed_at?: string;
+  /** Whose key signed a Cairn asset's manifest: Cairn's ('cairn') or the signing tenant's own ('tenant', BYOK). */
+  signing_key?: SigningKey;
 }
 
 export interface Verdict {
@@ -130,6 +132,7 @@ function claimsOf(e: Evidence): Claims | undefined {
     created_at: claims.createdAt,
     signed_by: signerName,
     signed_at: signedAt,
+    ...(e.manifest.signingKey ? { signing_key: e.manifest.signingKey } : {}),
   };
 }
 
@@ -167,6 +170,10 @@ function anchorNote(anchor: Evidence['anchor']): string {
   return '';
 }
 
+/** Cairn checked that the tenant holds its key (at registration and on every signature), not who the tenant is. */
+const TENANT_KEY_UNPROVEN =
+  'That Cairn vouches for the name in the signer’s certificate: the file was signed with the signing tenant’s own key, which Cairn checked the tenant holds, not Cairn’s.';
+
 const ALWAYS_UNPROVEN = [
   'That what the file shows actually happened.',
   'Who wrote the prompt or requested the content.',
@@ -200,7 +207,11 @@ export function decide(e: Evidence): Verdict {
     developer_explanation: text.developer + anchorNote(e.anchor),
     user_explanation: text.user,
     proves: text.proves ?? [],
-    does_not_prove: [...(text.doesNotProve ?? []), ...ALWAYS_UNPROVEN],
+    does_not_prove: [
+      ...(text.doesNotProve ?? []),
+      ...(m.kind === 'manifest' && m.signingKey === 'tenant' ? [TENANT_KEY_UNPROVEN] : []),
+      ...ALWAYS_UNPROVEN,
+    ],
   });
 
   if (m.kind === 'malformed') {

@@ -14,6 +14,15 @@ export class VerifyJobStore {
     );
   }
 
+  /** Removes a job nobody was told about (its queue item was refused), while it is still only queued. */
+  async deleteQueued(tenantId: string, jobId: string): Promise<void> {
+    await withTenant(this.db, tenantId, (tx) =>
+      tx
+        .delete(verifyJobs)
+        .where(and(eq(verifyJobs.jobId, jobId), eq(verifyJobs.tenantId, tenantId), eq(verifyJobs.status, 'queued'))),
+    );
+  }
+
   get(tenantId: string, jobId: string): Promise<VerifyJobRow | null> {
     return withTenant(
       this.db,

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { poolSizeFromCgroup } from './cpu-limit.js';
 import { ImageRejectedError, type RawImage } from '../domain/image/raw-image.js';
 import type { WatermarkKey } from '../domain/keys.js';
 import { transferable } from '../domain/image-tasks.js';
@@ -69,12 +69,13 @@ function tsxEsmApi(from: string): string {
 }
 
 /**
- * One worker per core. Not cores − 1: the service's main thread mostly waits (sharp decodes and encodes on libuv's
- * threads), and with one worker on two cores an embed queued behind a detection (a verify, or the stored verdict
- * every sign triggers) although a core was free. pnpm bench:sign-verify --set WATERMARK_WORKERS=1 compares.
+ * One worker per CPU the container may use (its cgroup CPU limit, else the cores). Not cores − 1: the service's main
+ * thread mostly waits (sharp decodes and encodes on libuv's threads), and with one worker on two cores an embed
+ * queued behind a detection (a verify, or the stored verdict every sign triggers) although a core was free.
+ * pnpm bench:sign-verify --set WATERMARK_WORKERS=1 compares.
  */
 export function defaultPoolSize(): number {
-  return Math.max(1, availableParallelism());
+  return poolSizeFromCgroup().size;
 }
 
 /** Which of the pool's workers a task runs on: the foreground ones, or the one low-priority background worker. */

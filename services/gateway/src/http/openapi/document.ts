@@ -147,8 +147,15 @@ function operation(op: OperationDoc): JsonSchema {
     summary: op.summary,
     tags: [op.tag],
     security: op.auth.kind === 'key' ? [{ apiKey: [] }] : op.auth.kind === 'optional' ? [{}, { apiKey: [] }] : [],
-    ...(op.auth.kind === 'key'
-      ? { description: `Needs an API key with the \`${op.auth.scope}\` scope (or admin).` }
+    ...(op.description || op.auth.kind === 'key'
+      ? {
+          description: [
+            op.description,
+            op.auth.kind === 'key' ? `Needs an API key with the \`${op.auth.scope}\` scope (or admin).` : undefined,
+          ]
+            .filter(Boolean)
+            .join('\n\n'),
+        }
       : {}),
     parameters: [...pathParams, ...headers, ...(op.query ? queryParameters(op.query) : [])],
     ...(op.body ? { requestBody: requestBody(op) } : {}),

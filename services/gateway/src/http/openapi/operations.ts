@@ -54,6 +54,8 @@ export interface OperationDoc {
   path: string;
   operationId: string;
   summary: string;
+  /** What the summary cannot say: the rules a client must know to call it right. */
+  description?: string;
   tag: string;
   /** 'key': needs an API key with this scope; 'optional': a key changes what happens; 'public'. */
   auth: { kind: 'key'; scope: 'read' | 'verify' | 'sign' | 'admin' } | { kind: 'optional' } | { kind: 'public' };
@@ -275,7 +277,9 @@ export const OPERATIONS: OperationDoc[] = [
     method: 'post',
     path: '/v1/signing-credentials',
     operationId: 'registerSigningCredential',
-    summary: 'Register your own signing key (Enterprise, BYOK)',
+    summary: 'Register your own signing key (Enterprise, BYOK), proving you hold it',
+    description:
+      "The chain (PEM, leaf first, leaf EC P-256), the endpoint that holds the key, and `proof_of_possession`: base64 of the ES256 signature, made with the leaf key, of the UTF-8 bytes `cairn-byok-registration\\n<tenant_id>\\n<lowercase hex SHA-256 of the leaf certificate DER>`. A missing or failing proof, a chain whose subject carries Cairn's own certificate names (O of Cairn's certificates, CN `Cairn Root CA`, `Cairn Intermediate CA`, `Cairn Signing …`, `Cairn OCSP Responder …`) or that Cairn's CA issued, and an endpoint at an internal address are 400 `cairn.validation.invalid_body` naming the field. Every signature the endpoint later answers is verified against the leaf before use; one that does not verify fails the sign with 503 `cairn.signer.unavailable` and nothing recorded or billed.",
     tag: 'Signing',
     auth: { kind: 'key', scope: 'admin' },
     body: {
@@ -284,6 +288,7 @@ export const OPERATIONS: OperationDoc[] = [
       example: {
         certificate_chain_pem: '-----BEGIN CERTIFICATE-----\n…',
         endpoint_url: 'https://keys.example.com/sign',
+        proof_of_possession: 'MEUCIQ…',
       },
     },
     answers: [

@@ -53,6 +53,7 @@ export function pageRoutes(deps: {
         confidence: result.confidence ?? null,
         userExplanation: result.userExplanation,
         signedBy: claims?.signedBy || asset.signerName || undefined,
+        signingKey: claims?.signingKey || undefined,
         signedAt: claims?.signedAt || (asset.createdAt ? isoTimestamp(asset.createdAt) : undefined),
         ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
         generator: claims?.generator || undefined,

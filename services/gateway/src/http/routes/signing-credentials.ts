@@ -9,6 +9,10 @@ import { jsonBody } from '../validate.js';
 
 type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
+const PROOF_BYTES =
+  '"cairn-byok-registration\\n<your tenant id>\\n<lowercase hex SHA-256 of the leaf certificate DER>"';
+const PROOF_REQUIRED = `proof_of_possession is required: base64 of the ES256 signature, by the leaf certificate's key, of the UTF-8 bytes ${PROOF_BYTES}.`;
+
 export const registerBody = z
   .object({
     certificate_chain_pem: z
@@ -17,6 +21,14 @@ export const registerBody = z
       .max(64 * 1024),
     endpoint_url: z.string().trim().min(1).max(2048),
     description: z.string().trim().max(200).optional(),
+    proof_of_possession: z
+      .string({ error: PROOF_REQUIRED })
+      .trim()
+      .min(1, { error: PROOF_REQUIRED })
+      .max(512)
+      .describe(
+        `Proof that you hold the leaf key: base64 (64 bytes raw r‖s, or DER) of the ES256 signature, made with the leaf certificate's key, of the UTF-8 bytes ${PROOF_BYTES} (no trailing newline). Bound to your tenant: a proof made for another tenant does not register.`,
+      ),
   })
   .strict();
 
@@ -44,7 +56,9 @@ function enterpriseTenant(req: Request): string {
 /**
  * `/v1/signing-credentials`: bring your own key. A credential is the tenant's certificate chain and the https
  * endpoint that holds its private key; a sign names it with the form field `signing_credential`. The HMAC secret
- * that authenticates Cairn's signing requests is shown once, at registration.
+ * that authenticates Cairn's signing requests is shown once, at registration. Registration proves possession of the
+ * leaf key (`proof_of_possession`, checked by the signer, which also refuses chains passing for Cairn's own), and
+ * every signature the endpoint answers is verified against the leaf before it is used.
  */
 export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMethods> }): Router {
   const router = Router();
@@ -58,6 +72,7 @@ export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMeth
         certificateChainPem: body.certificate_chain_pem,
         endpointUrl: body.endpoint_url,
         description: body.description ?? '',
+        proofOfPossession: body.proof_of_possession,
         actorKeyId: req.auth!.keyId,
       },
       { deadlineMs: 15_000 },

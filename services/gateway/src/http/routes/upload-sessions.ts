@@ -55,7 +55,7 @@ export function uploadSessionRoutes(deps: UploadSessionRouteDeps): Router {
         );
       }
       const body = jsonBody(req, createUploadBody);
-      res.status(201).json(await deps.sessions.create(auth.tenant.tenantId, body));
+      res.status(201).json(await deps.sessions.create(auth.tenant, body));
     },
   );
 

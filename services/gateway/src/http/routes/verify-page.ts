@@ -89,6 +89,7 @@ export function pageModelFromResult(
     confidence: result.confidence ?? null,
     userExplanation: result.userExplanation,
     signedBy: claims?.signedBy || undefined,
+    signingKey: claims?.signingKey || undefined,
     signedAt: claims?.signedAt || undefined,
     ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
     generator: claims?.generator || undefined,

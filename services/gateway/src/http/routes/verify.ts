@@ -61,6 +61,7 @@ export function presentVerification(result: verifierV1.VerificationResult): Reco
               created_at: c.createdAt,
               signed_by: c.signedBy,
               signed_at: c.signedAt,
+              signing_key: c.signingKey,
             }).filter(([, v]) => v !== undefined && v !== ''),
           ),
         }

@@ -33,7 +33,16 @@ export async function storeBlobs(
   return { assetKey, manifestKey, sizeBytes: stored.size, contentSha256: stored.sha256 };
 }
 
-function signerNameOf(certificatePem: string): string {
+/**
+ * The signer as pages name it: O — CN of the leaf, and for a tenant's own key (BYOK) that it was the tenant's key,
+ * not Cairn's (the verifier says the same of the manifest: its signing_key claim).
+ */
+function signerNameOf(active: ActiveSigningKey): string {
+  const name = certificateNameOf(active.certificatePem);
+  return active.credentialId ? `${name} (the tenant's own key)` : name;
+}
+
+function certificateNameOf(certificatePem: string): string {
   const subject = new X509Certificate(certificatePem).subject;
   const field = (name: string) =>
     subject
@@ -96,7 +105,7 @@ export async function recordSigned(
             manifestId,
             blobKey: blobs.assetKey,
             metadata: { ...input.metadata },
-            signerName: signerNameOf(active.certificatePem),
+            signerName: signerNameOf(active),
             certificateSerial: active.serialHex,
             createdAt: input.createdAt,
             expiresAt: input.expiresAt,

@@ -3,7 +3,7 @@ import { absentAsUndefined } from '@cairn/errors';
 import type { signerV1 } from '@cairn/proto';
 import { cairnLinkOf } from '../../domain/cairn-link.js';
 import type { C2paReading } from '../../domain/c2pa/types.js';
-import type { SoftMatch } from '../../domain/evidence.js';
+import type { SigningKey, SoftMatch } from '../../domain/evidence.js';
 import { chainLeadsToOneOf } from './chain-answers.js';
 import type { VerifyDeps } from './deps.js';
 
@@ -59,33 +59,52 @@ export function matchOf(deps: VerifyDeps, asset: PublicRecord, via: SoftMatch['v
 }
 
 /**
+ * A Cairn asset's record as the file's manifest leads to it, and whose key signed that manifest: Cairn's own
+ * ('cairn'), or the signing tenant's (BYOK, 'tenant': the tenant proved it holds the key when it registered it, and
+ * every signature was verified against it; the name in its certificate is the tenant's claim, not Cairn's).
+ */
+export interface LinkedRecord {
+  assetId: string;
+  manifestId: string;
+  signingKey: SigningKey;
+}
+
+/**
  * Which Cairn asset these bytes belong to, and under which manifest, as far as Cairn's own signature says so
  * (domain/cairn-link.ts). A legacy manifest (no com.cairn.record), or one signed by a tenant's own key (BYOK),
  * counts only when it is, byte for byte, the store Cairn kept for the asset it names.
  */
-export async function linkedRecord(
-  deps: VerifyDeps,
-  reading: C2paReading,
-): Promise<{ assetId: string; manifestId: string } | undefined> {
+export async function linkedRecord(deps: VerifyDeps, reading: C2paReading): Promise<LinkedRecord | undefined> {
   const signedByCairn =
     reading.kind === 'manifest' && chainLeadsToOneOf(reading.signer.certChainPem, await deps.trust.cairnRoots());
   const link = cairnLinkOf(reading, signedByCairn);
   if (!link) return undefined;
-  if (link.kind === 'record') return { assetId: link.assetId, manifestId: link.manifestId };
+  if (link.kind === 'record') return { assetId: link.assetId, manifestId: link.manifestId, signingKey: 'cairn' };
   if (reading.kind !== 'manifest' || !reading.manifestStore) return undefined;
   const asset = await publicAsset(deps, link.assetId);
   if (!asset || (link.kind === 'claimed_record' && asset.manifestId !== link.manifestId)) return undefined;
   const kept = await deps.signer.getManifest({ manifestId: asset.manifestId }).catch(absentAsUndefined);
   return kept && Buffer.from(kept.manifestStore).equals(reading.manifestStore)
-    ? { assetId: asset.assetId, manifestId: asset.manifestId }
+    ? {
+        assetId: asset.assetId,
+        manifestId: asset.manifestId,
+        // A store Cairn kept and signed with a key that is not Cairn's: a BYOK sign.
+        signingKey: link.kind === 'legacy_title' ? 'cairn' : 'tenant',
+      }
     : undefined;
 }
 
-/** The record of a sidecar Cairn looked up itself (by the input's id, or by the exact SHA-256 of the bytes). */
+/**
+ * The record of a sidecar Cairn looked up itself (by the input's id, or by the exact SHA-256 of the bytes): Cairn
+ * keeps it, so it was signed with Cairn's key when its chain leads to Cairn's root, with the tenant's own otherwise.
+ */
 export async function sidecarRecord(
   deps: VerifyDeps,
   manifestId: string,
-): Promise<{ assetId: string; manifestId: string } | undefined> {
+  reading: Extract<C2paReading, { kind: 'manifest' }>,
+): Promise<LinkedRecord | undefined> {
   const kept = await deps.signer.getManifest({ manifestId }).catch(absentAsUndefined);
-  return kept?.assetId ? { assetId: kept.assetId, manifestId } : undefined;
+  if (!kept?.assetId) return undefined;
+  const signedByCairn = chainLeadsToOneOf(reading.signer.certChainPem, await deps.trust.cairnRoots());
+  return { assetId: kept.assetId, manifestId, signingKey: signedByCairn ? 'cairn' : 'tenant' };
 }

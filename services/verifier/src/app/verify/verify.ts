@@ -93,7 +93,7 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     revocation.catch(() => undefined);
     const linked =
       sidecarManifestId && reading.kind === 'manifest'
-        ? await sidecarRecord(deps, sidecarManifestId)
+        ? await sidecarRecord(deps, sidecarManifestId, reading)
         : await inSpan('verify.linked', () => linkedRecord(deps, reading));
     const knownAssetId = subject.assetId ?? linked?.assetId;
     const [ocsp, anchor, knownRecord] = await Promise.all([
@@ -146,6 +146,8 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
   const evidence = manifestEvidence(reading, {
     ...(manifestId ? { manifestId } : {}),
     ...(manifestAssetId ? { assetId: manifestAssetId } : {}),
+    // Known only for the manifest Cairn kept for an asset; a file merely naming an asset says nothing of the key.
+    ...(linked ? { signingKey: linked.signingKey } : {}),
   });
   // Without a trusted time-stamp the manifest carries no signing time; for Cairn's own assets the signer's
   // record of when it signed is the authority.
