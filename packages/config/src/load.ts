@@ -51,6 +51,12 @@ export const commonEnvShape = {
   GRPC_TLS_CERT: z.string().min(1).optional(),
   GRPC_TLS_KEY: z.string().min(1).optional(),
   GRPC_PORT: port.optional(),
+  /**
+   * The gRPC server closes each client connection after this long (calls in flight get the grace), so callers
+   * reconnect, re-resolve their target and spread onto replicas started after them (packages/rpc ServerOptions).
+   */
+  GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().positive().default(300_000),
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: z.coerce.number().int().nonnegative().default(30_000),
   OPS_PORT: port.optional(),
   DOCS_URL: z.string().url().default('https://docs.cairn.dev'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(10000),

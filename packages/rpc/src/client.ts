@@ -58,6 +58,9 @@ export type ServiceClient<M extends GenServiceMethods> = {
 
 const tracer = trace.getTracer('cairn-rpc');
 
+/** The channel's load balancing: round-robin over every ready address of the target (see createClient). */
+export const ROUND_ROBIN = JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] });
+
 /** Longer than the channel's longest reconnect backoff (2 s), so one wait sees the next connection attempt. */
 const RECONNECT_WAIT_MS = 2500;
 
@@ -76,7 +79,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** grpc-js details of an UNAVAILABLE whose request was never handed to a server handler. */
 const NOT_SENT =
-  /^(No connection established|Stream refused by server|Channel closed before call started)|ECONNREFUSED|Connect Failed|Failed to connect/;
+  /^(round_robin: )?(No connection established|Stream refused by server|Channel closed before call started)|ECONNREFUSED|Connect Failed|Failed to connect/;
 
 /**
  * Whether an UNAVAILABLE may be retried without risking a second effect. An answer the handler gave itself
@@ -111,7 +114,8 @@ export function streamRetrySafe(error: grpc.ServiceError, idempotent: boolean): 
 const STREAM_RETRY_MAX_PAUSE_MS = 2000;
 
 /**
- * A typed client for a generated service. Unary calls get a deadline, a client span whose context travels in
+ * A typed client for a generated service at `address`, a grpc-js target: `host:port`, `dns:///name:port` (every
+ * address the name resolves to, re-resolved when a connection closes), or `ipv4:127.0.0.1:a,127.0.0.1:b`. Unary calls get a deadline, a client span whose context travels in
  * metadata, retries with backoff on UNAVAILABLE, and failures as CairnError (cairn code preserved end to end).
  */
 export function createClient<M extends GenServiceMethods>(
@@ -125,6 +129,10 @@ export function createClient<M extends GenServiceMethods>(
       : {}),
     'grpc.max_receive_message_length': 128 * 1024 * 1024,
     'grpc.max_send_message_length': 128 * 1024 * 1024,
+    // Every address the target resolves to (a headless Service's pods, the dev runner's `ipv4:a,b` list) gets a
+    // share of the calls, and a call is only ever picked onto a connected one: pick_first would pin every call to
+    // the first address, so new replicas got nothing and a dead one failed calls until the next resolution.
+    'grpc.service_config': ROUND_ROBIN,
     // A peer that restarts (a rollout, a crash) is back within a second or two: reconnect attempts must
     // not back off far beyond that, or calls keep failing after it is up again.
     'grpc.initial_reconnect_backoff_ms': 200,

@@ -1,6 +1,14 @@
-export { RpcServer, type ServiceImpl, type CallContext } from './server.js';
+export {
+  RpcServer,
+  DEFAULT_MAX_CONNECTION_AGE_MS,
+  DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
+  type ServiceImpl,
+  type CallContext,
+  type ServerOptions,
+} from './server.js';
 export {
   createClient,
+  ROUND_ROBIN,
   retrySafe,
   streamRetrySafe,
   type ServiceClient,

@@ -3,7 +3,7 @@ import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentele
 import type { DescMessage, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { grpcServiceDefinition } from './definition.js';
-import { toServiceError } from './status.js';
+import { CODE_METADATA_KEY, toServiceError } from './status.js';
 import { serverCredentials, type TlsMaterial } from './tls.js';
 import { reflectionService } from './reflection.js';
 
@@ -77,11 +77,40 @@ function traced<T>(path: string, metadata: grpc.Metadata, fn: () => Promise<T>):
   );
 }
 
+export interface ServerOptions {
+  /**
+   * Closes each client connection this long after it opened (GOAWAY; calls in flight keep running for
+   * `maxConnectionAgeGraceMs`), so clients reconnect and re-resolve: a replica started after them gets their calls.
+   */
+  maxConnectionAgeMs?: number;
+  maxConnectionAgeGraceMs?: number;
+  /** Told of every call a handler answered: its path and `ok` or the cairn code of its error (for metrics). */
+  onHandled?: (path: string, outcome: string) => void;
+}
+
+/** GRPC_MAX_CONNECTION_AGE_MS / GRPC_MAX_CONNECTION_AGE_GRACE_MS's defaults (packages/config). */
+export const DEFAULT_MAX_CONNECTION_AGE_MS = 300_000;
+export const DEFAULT_MAX_CONNECTION_AGE_GRACE_MS = 30_000;
+
+function outcomeOf(error: Partial<grpc.ServiceError>): string {
+  const code = error.metadata?.get(CODE_METADATA_KEY)[0];
+  return typeof code === 'string' ? code : 'error';
+}
+
 export class RpcServer {
-  readonly server = new grpc.Server({
-    'grpc.max_receive_message_length': 128 * 1024 * 1024,
-    'grpc.max_send_message_length': 128 * 1024 * 1024,
-  });
+  readonly server: grpc.Server;
+
+  private readonly onHandled: (path: string, outcome: string) => void;
+
+  constructor(options: ServerOptions = {}) {
+    this.onHandled = options.onHandled ?? (() => undefined);
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': 128 * 1024 * 1024,
+      'grpc.max_send_message_length': 128 * 1024 * 1024,
+      'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
+      'grpc.max_connection_age_grace_ms': options.maxConnectionAgeGraceMs ?? DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
+    });
+  }
 
   /** Fully qualified names of the services added, e.g. cairn.audit.v1.AuditService. */
   readonly serviceNames: string[] = [];
@@ -102,8 +131,15 @@ export class RpcServer {
           traced(path, call.metadata, () =>
             (handler as Unary<DescMessage, DescMessage>)(call.request as MessageShape<DescMessage>, callContext(call)),
           ).then(
-            (response) => callback(null, response),
-            (error: unknown) => callback(toServiceError(error)),
+            (response) => {
+              this.onHandled(path, 'ok');
+              callback(null, response);
+            },
+            (error: unknown) => {
+              const serviceError = toServiceError(error);
+              this.onHandled(path, outcomeOf(serviceError));
+              callback(serviceError);
+            },
           );
         };
       } else if (method.methodKind === 'server_streaming') {
@@ -117,10 +153,17 @@ export class RpcServer {
               call.write(message);
             }
           }).then(
-            () => call.end(),
-            // grpc-js sends a stream's status from its own 'error' listener; destroy() would skip it, leaving the
-            // caller waiting for its deadline instead of reading the handler's error.
-            (error: unknown) => call.emit('error', Object.assign(new Error(), toServiceError(error))),
+            () => {
+              this.onHandled(path, 'ok');
+              call.end();
+            },
+            (error: unknown) => {
+              const serviceError = toServiceError(error);
+              this.onHandled(path, outcomeOf(serviceError));
+              // grpc-js sends a stream's status from its own 'error' listener; destroy() would skip it, leaving the
+              // caller waiting for its deadline instead of reading the handler's error.
+              call.emit('error', Object.assign(new Error(), serviceError));
+            },
           );
         };
       } else {

@@ -207,7 +207,11 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     closers.push(() => bus.close(config.SHUTDOWN_GRACE_MS));
 
     const outbox = new Outbox(db, definition.name, bus, logger, metrics);
-    const rpc = new RpcServer();
+    const rpc = new RpcServer({
+      maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS,
+      maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+      onHandled: (method, outcome) => metrics.grpcHandled.inc({ method, outcome }),
+    });
     rpc.add(healthV1.Health, health.impl());
     const clients: Array<{ close(): void }> = [];
     closers.push(async () => clients.forEach((c) => c.close()));

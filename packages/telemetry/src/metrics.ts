@@ -6,6 +6,7 @@ export class ServiceMetrics {
   readonly httpRequestDuration: Histogram<'method' | 'route' | 'status'>;
   readonly eventsConsumed: Counter<'durable' | 'type' | 'outcome'>;
   readonly eventsPublished: Counter<'type'>;
+  readonly grpcHandled: Counter<'method' | 'outcome'>;
 
   constructor(
     readonly service: string,
@@ -24,6 +25,12 @@ export class ServiceMetrics {
       name: 'cairn_events_consumed_total',
       help: 'Events handled by durable consumers, by outcome (applied, duplicate, failed)',
       labelNames: ['durable', 'type', 'outcome'],
+      registers: [this.registry],
+    });
+    this.grpcHandled = new Counter({
+      name: 'cairn_grpc_server_handled_total',
+      help: 'gRPC calls this process answered, by method and outcome (ok, or the cairn code of the error)',
+      labelNames: ['method', 'outcome'],
       registers: [this.registry],
     });
     this.eventsPublished = new Counter({

@@ -29,15 +29,17 @@ export function banner(
   const gateway = `http://${plan.host}:${plan.httpPort}`;
   const rows = plan.services.map(
     (s) =>
-      `    ${s.name.padEnd(width)}  ${`${plan.host}:${s.grpcPort}`.padEnd(17)}  http://${plan.host}:${s.opsPort}/metrics`,
+      `    ${s.label.padEnd(width)}  ${`${plan.host}:${s.grpcPort}`.padEnd(17)}  http://${plan.host}:${s.opsPort}/metrics`,
   );
+  const replicas = plan.httpPorts.slice(1).map((port) => `http://${plan.host}:${port}`);
   const onboard = `curl -X POST ${plan.publicBaseUrl}/v1/onboard -H 'content-type: application/json' -H "idempotency-key: $(cat /proc/sys/kernel/random/uuid)" -d '{"email":"you@example.com","tenant_name":"You","plan":"free"}'`;
   const redacted = config.DATABASE_URL.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
   return [
     '',
-    `  Cairn is up: ${plan.services.length} services (${options.fromSource ? 'sources through tsx' : 'dist bundles'}), logs above and below.`,
+    `  Cairn is up: ${plan.services.length} service processes${plan.replicas > 1 ? ` (${plan.replicas} replicas of each)` : ''} (${options.fromSource ? 'sources through tsx' : 'dist bundles'}), logs above and below.`,
     '',
     `  Gateway (REST)  ${gateway}`,
+    ...(replicas.length ? [`                  ${replicas.join(', ')} (the other gateway replicas)`] : []),
     `  Database        ${redacted}`,
     `  Data key        ${dataKeySource}`,
     ...(plan.chain ? [`  Chain (anchor)  ${plan.chain.url} (hardhat, chain id 31337; restarts empty)`] : []),

@@ -14,7 +14,15 @@ import { startLocalChain, type LocalChain } from './chain.js';
 import { makeDevPki, type TlsFiles } from '@cairn/testing';
 import { checkInfrastructure, describeProblems, provisionDatabase } from './infra.js';
 import { parseOptions, UsageError, USAGE, type FleetOptions } from './options.js';
-import { allPorts, busyPorts, localDataKey, planFleet, reachableHost, type FleetPlan } from './plan.js';
+import {
+  allPorts,
+  busyPorts,
+  localDataKey,
+  planFleet,
+  reachableHost,
+  REPLICA_PORT_STRIDE,
+  type FleetPlan,
+} from './plan.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -25,7 +33,8 @@ const POLL_MS = 400;
 let spawned: ServiceProcess[] = [];
 
 const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
-const width = Math.max('fleet'.length, ...SERVICE_NAMES.map((n) => n.length));
+/** The log prefix's width: service names, with room for a replica's suffix (`signer-1`) when there are replicas. */
+let width = Math.max('fleet'.length, ...SERVICE_NAMES.map((n) => n.length));
 
 /** The launcher's own status lines, aligned with the services' prefixed output. */
 function say(line: string): void {
@@ -77,7 +86,7 @@ async function waitUntilReady(
   stop: Promise<unknown>,
 ): Promise<StartOutcome> {
   const deadline = Date.now() + timeoutMs;
-  const waiting = new Map<string, string>(plan.services.map((s) => [s.name, 'not started']));
+  const waiting = new Map<string, string>(plan.services.map((s) => [s.label, 'not started']));
   const anyExit = firstExit(processes);
   for (;;) {
     if (interrupted()) return { kind: 'signal' };
@@ -85,11 +94,11 @@ async function waitUntilReady(
     if (exited) return { kind: 'exited', process: exited };
     await Promise.all(
       plan.services
-        .filter((s) => waiting.has(s.name))
+        .filter((s) => waiting.has(s.label))
         .map(async (s) => {
           const result = await probeReady(`http://${plan.host}:${s.opsPort}/readyz`);
-          if (result.ok) waiting.delete(s.name);
-          else waiting.set(s.name, result.detail);
+          if (result.ok) waiting.delete(s.label);
+          else waiting.set(s.label, result.detail);
         }),
     );
     if (waiting.size === 0) return { kind: 'ready' };
@@ -217,6 +226,7 @@ async function main(argv: string[]): Promise<number> {
 
   const plan = planFleet(process.env, {
     offset: options.portOffset,
+    replicas: options.replicas,
     databaseUrl: config.DATABASE_URL,
     dataKey,
     blobStoreUrl: `file://${join(ROOT, '.cairn', 'blobs')}`,
@@ -272,13 +282,14 @@ async function main(argv: string[]): Promise<number> {
     chain?.kill();
   });
 
+  width = Math.max(width, ...plan.services.map((s) => s.label.length));
   const output: OutputOptions = { color, raw: options.rawLogs, prefixWidth: width };
   say(
-    `starting ${SERVICE_NAMES.length} services${options.portOffset ? ` (ports +${options.portOffset})` : ''} from ${options.fromSource ? 'sources (tsx)' : 'dist bundles'}`,
+    `starting ${SERVICE_NAMES.length} services${options.replicas > 1 ? `, ${options.replicas} replicas each (ports +${REPLICA_PORT_STRIDE} per replica)` : ''}${options.portOffset ? ` (ports +${options.portOffset})` : ''} from ${options.fromSource ? 'sources (tsx)' : 'dist bundles'}`,
   );
   processes = plan.services.map(
     (s, index) =>
-      new ServiceProcess(s.name, index, commands.get(s.name) ?? [], {
+      new ServiceProcess(s.label, index, commands.get(s.name) ?? [], {
         cwd: ROOT,
         env: s.env,
         output,
@@ -328,7 +339,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   // (e) How to use it.
-  say(`all ${SERVICE_NAMES.length} services ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  say(`all ${plan.services.length} service processes ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   process.stdout.write(banner(plan, options, config, dataKeySource, width));
   process.stdout.write('fleet ready\n');
 

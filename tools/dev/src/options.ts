@@ -1,13 +1,24 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS } from '@cairn/config';
+import { DEFAULT_OCSP_PORT, REPLICA_PORT_STRIDE } from './plan.js';
+
+/** The highest port of a fleet before any shift (the signer's OCSP responder, 9471). */
+const HIGHEST_PORT = Math.max(
+  DEFAULT_GATEWAY_HTTP_PORT,
+  DEFAULT_OCSP_PORT,
+  ...Object.values(DEFAULT_PORTS).flatMap((p) => [p.grpc, p.ops]),
+);
 
 /** Every shifted port must stay a port. */
-const MAX_OFFSET =
-  65535 - Math.max(DEFAULT_GATEWAY_HTTP_PORT, ...Object.values(DEFAULT_PORTS).flatMap((p) => [p.grpc, p.ops]));
+const MAX_OFFSET = 65535 - HIGHEST_PORT;
+
+export const MAX_REPLICAS = 10;
 
 export interface FleetOptions {
   help: boolean;
   portOffset: number;
+  /** Processes per service (--replicas). */
+  replicas: number;
   provision: boolean;
   fromSource: boolean;
   rawLogs: boolean;
@@ -24,6 +35,12 @@ logs interleaved, until Ctrl-C.
 Options:
   --port-offset <n>     shift every port by n (gateway HTTP 8080+n, gRPC 9450+n.., ops 9460+n..), to run a
                         second fleet next to the first (default 0)
+  --replicas <n>        run every service as n processes (default 1, at most 10). Replica r listens on its
+                        ports + r × 1000 (signer gRPC 9451, 10451, ...; gateway HTTP 8080, 9080, ...), and every
+                        <SVC>_GRPC_ADDR lists all of them (ipv4:127.0.0.1:9451,127.0.0.1:10451): callers spread
+                        their calls over the replicas, as in a cluster. PUBLIC_BASE_URL and the OCSP URL written
+                        into certificates stay the first replica's; the local chain stays one. A second fleet
+                        beside this one needs --port-offset past (n - 1) × 1000 plus its own span.
   --no-provision        do not create the database role and database (use when you give DATABASE_URL)
   --from-source         run services/<svc>/src/main.ts through tsx instead of the built dist/main.js
   --raw-logs            print the services' JSON log lines as they are
@@ -57,6 +74,7 @@ export function parseOptions(argv: string[]): FleetOptions {
       options: {
         help: { type: 'boolean', short: 'h', default: false },
         'port-offset': { type: 'string' },
+        replicas: { type: 'string' },
         'no-provision': { type: 'boolean', default: false },
         'from-source': { type: 'boolean', default: false },
         'raw-logs': { type: 'boolean', default: false },
@@ -66,9 +84,17 @@ export function parseOptions(argv: string[]): FleetOptions {
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
+  const portOffset = integer('--port-offset', values['port-offset'], 0, 0, MAX_OFFSET);
+  const replicas = integer('--replicas', values.replicas, 1, 1, MAX_REPLICAS);
+  const highest = HIGHEST_PORT + portOffset + (replicas - 1) * REPLICA_PORT_STRIDE;
+  if (highest > 65535)
+    throw new UsageError(
+      `--replicas ${replicas} with --port-offset ${portOffset} puts the last replica's ports past 65535 (up to ${highest})`,
+    );
   return {
     help: values.help === true,
-    portOffset: integer('--port-offset', values['port-offset'], 0, 0, MAX_OFFSET),
+    portOffset,
+    replicas,
     provision: values['no-provision'] !== true,
     fromSource: values['from-source'] === true,
     rawLogs: values['raw-logs'] === true,

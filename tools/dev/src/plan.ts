@@ -13,6 +13,9 @@ import {
 
 export interface ServicePlan {
   name: ServiceName;
+  /** Which replica of the service this process is (0 for the first), and how it is named in logs: `signer` or `signer-1`. */
+  replica: number;
+  label: string;
   grpcPort: number;
   opsPort: number;
   /** The gateway's public REST port. */
@@ -25,6 +28,9 @@ export interface FleetPlan {
   /** Where the services listen (and where the launcher reaches them). */
   host: string;
   httpPort: number;
+  /** Every gateway replica's HTTP port, the first being httpPort (and PUBLIC_BASE_URL's). */
+  httpPorts: number[];
+  replicas: number;
   publicBaseUrl: string;
   /** The local chain the launcher starts for the anchor service (absent when ANCHOR_RPC_URL names another). */
   chain?: { port: number; url: string };
@@ -37,9 +43,12 @@ export function reachableHost(bindHost: string | undefined): string {
 }
 
 /**
- * Every service's ports (the defaults of packages/config shifted by `offset`) and its environment: the
- * caller's, plus the database, its own ports, every peer's gRPC address and the gateway's public URL.
+ * Replica r of every service listens on its ports shifted by r × this (on top of the port offset): with
+ * --replicas 2, the signer's gRPC is on 9451 and 10451, the gateway's HTTP on 8080 and 9080. Larger than the span
+ * of one fleet's ports (8080–9471), so no replica's port is another's.
  */
+export const REPLICA_PORT_STRIDE = 1000;
+
 /** The signer's OCSP responder: its URL goes into every signing certificate, so it follows the offset. */
 export const DEFAULT_OCSP_PORT = 9471;
 
@@ -54,7 +63,17 @@ export function serviceDatabaseUrl(databaseUrl: string, name: ServiceName): stri
   return url.toString();
 }
 
+/** A peer's gRPC target: one address, or grpc-js's static list of every replica's (the client balances over them). */
+export function grpcTarget(host: string, ports: readonly number[]): string {
+  if (ports.length === 1) return `${host}:${ports[0]}`;
+  return `${host.startsWith('[') ? 'ipv6' : 'ipv4'}:${ports.map((p) => `${host}:${p}`).join(',')}`;
+}
+
 /**
+ * Every service's ports (the defaults of packages/config shifted by `offset`, and by REPLICA_PORT_STRIDE per
+ * replica) and its environment: the caller's, plus the database, its own ports, every peer's gRPC target (all its
+ * replicas) and the gateway's public URL.
+ *
  * `serviceRoles`: each service connects as cairn_<service> (the launcher provisioned them); without it (the
  * caller gave DATABASE_URL and --no-provision) every service uses that URL as given.
  */
@@ -62,6 +81,8 @@ export function planFleet(
   base: NodeJS.ProcessEnv,
   options: {
     offset: number;
+    /** Processes per service (default 1). */
+    replicas?: number;
     databaseUrl: string;
     dataKey: string;
     blobStoreUrl: string;
@@ -71,52 +92,67 @@ export function planFleet(
   },
 ): FleetPlan {
   const host = reachableHost(base.GRPC_HOST);
+  const replicas = options.replicas ?? 1;
+  const shifts = Array.from({ length: replicas }, (_, r) => options.offset + r * REPLICA_PORT_STRIDE);
   const chainPort = DEFAULT_CHAIN_PORT + options.offset;
   const chain = base.ANCHOR_RPC_URL ? undefined : { port: chainPort, url: `http://127.0.0.1:${chainPort}` };
-  const httpPort = DEFAULT_GATEWAY_HTTP_PORT + options.offset;
+  const httpPorts = shifts.map((shift) => DEFAULT_GATEWAY_HTTP_PORT + shift);
+  const httpPort = httpPorts[0]!;
   const publicBaseUrl = `http://127.0.0.1:${httpPort}`;
+  // The first replica's responder: the URL is written into every certificate, so it must not depend on which
+  // replica signed. While that replica is down, OCSP queries fail (a cluster puts a Service in front of them all).
+  const ocspBase = base.OCSP_PORT ? Number(base.OCSP_PORT) : DEFAULT_OCSP_PORT + options.offset;
+  const ocspPublicUrl = base.OCSP_PUBLIC_URL ?? `http://127.0.0.1:${ocspBase}/ocsp`;
   const peers: NodeJS.ProcessEnv = {};
-  for (const name of SERVICE_NAMES) peers[grpcAddrVar(name)] = `127.0.0.1:${DEFAULT_PORTS[name].grpc + options.offset}`;
-  const services = SERVICE_NAMES.map((name): ServicePlan => {
-    const grpcPort = DEFAULT_PORTS[name].grpc + options.offset;
-    const opsPort = DEFAULT_PORTS[name].ops + options.offset;
-    const env: NodeJS.ProcessEnv = {
-      ...base,
-      DATABASE_URL: options.serviceRoles ? serviceDatabaseUrl(options.databaseUrl, name) : options.databaseUrl,
-      GRPC_PORT: String(grpcPort),
-      OPS_PORT: String(opsPort),
-      ...peers,
-      PUBLIC_BASE_URL: publicBaseUrl,
-      CAIRN_DATA_KEY: options.dataKey,
-      BLOB_STORE_URL: base.BLOB_STORE_URL ?? options.blobStoreUrl,
-      OCSP_PORT: base.OCSP_PORT ?? String(DEFAULT_OCSP_PORT + options.offset),
-      OCSP_PUBLIC_URL:
-        base.OCSP_PUBLIC_URL ?? `http://127.0.0.1:${base.OCSP_PORT ?? DEFAULT_OCSP_PORT + options.offset}/ocsp`,
-    };
-    const tls = options.tls?.[name];
-    if (tls) Object.assign(env, { GRPC_TLS_CA: tls.ca, GRPC_TLS_CERT: tls.cert, GRPC_TLS_KEY: tls.key });
-    if (name === 'anchor') env.ANCHOR_RPC_URL = base.ANCHOR_RPC_URL ?? chain?.url;
-    if (name === 'gateway') {
-      env.HTTP_PORT = String(httpPort);
-      return { name, grpcPort, opsPort, httpPort, env };
-    }
-    delete env.HTTP_PORT;
-    return { name, grpcPort, opsPort, env };
-  });
-  return { services, host, httpPort, publicBaseUrl, ...(chain ? { chain } : {}) };
+  for (const name of SERVICE_NAMES)
+    peers[grpcAddrVar(name)] = grpcTarget(
+      '127.0.0.1',
+      shifts.map((shift) => DEFAULT_PORTS[name].grpc + shift),
+    );
+  const services = SERVICE_NAMES.flatMap((name) =>
+    shifts.map((shift, replica): ServicePlan => {
+      const grpcPort = DEFAULT_PORTS[name].grpc + shift;
+      const opsPort = DEFAULT_PORTS[name].ops + shift;
+      const label = replicas > 1 ? `${name}-${replica}` : name;
+      const env: NodeJS.ProcessEnv = {
+        ...base,
+        DATABASE_URL: options.serviceRoles ? serviceDatabaseUrl(options.databaseUrl, name) : options.databaseUrl,
+        GRPC_PORT: String(grpcPort),
+        OPS_PORT: String(opsPort),
+        ...peers,
+        PUBLIC_BASE_URL: publicBaseUrl,
+        CAIRN_DATA_KEY: options.dataKey,
+        BLOB_STORE_URL: base.BLOB_STORE_URL ?? options.blobStoreUrl,
+        OCSP_PORT: String(ocspBase + replica * REPLICA_PORT_STRIDE),
+        OCSP_PUBLIC_URL: ocspPublicUrl,
+      };
+      const tls = options.tls?.[name];
+      if (tls) Object.assign(env, { GRPC_TLS_CA: tls.ca, GRPC_TLS_CERT: tls.cert, GRPC_TLS_KEY: tls.key });
+      if (name === 'anchor') env.ANCHOR_RPC_URL = base.ANCHOR_RPC_URL ?? chain?.url;
+      if (name === 'gateway') {
+        const ownHttp = httpPorts[replica]!;
+        env.HTTP_PORT = String(ownHttp);
+        return { name, replica, label, grpcPort, opsPort, httpPort: ownHttp, env };
+      }
+      delete env.HTTP_PORT;
+      return { name, replica, label, grpcPort, opsPort, env };
+    }),
+  );
+  return { services, host, httpPort, httpPorts, replicas, publicBaseUrl, ...(chain ? { chain } : {}) };
 }
 
 export function allPorts(plan: FleetPlan): Array<{ port: number; what: string }> {
-  const signer = plan.services.find((s) => s.name === 'signer');
-  const ocsp = signer?.env.OCSP_PORT ? [{ port: Number(signer.env.OCSP_PORT), what: 'signer OCSP' }] : [];
+  const ocsp = plan.services
+    .filter((s) => s.name === 'signer' && s.env.OCSP_PORT)
+    .map((s) => ({ port: Number(s.env.OCSP_PORT), what: `${s.label} OCSP` }));
   const chain = plan.chain ? [{ port: plan.chain.port, what: 'local chain (hardhat)' }] : [];
   return [
     ...ocsp,
     ...chain,
     ...plan.services.flatMap((s) => [
-      { port: s.grpcPort, what: `${s.name} gRPC` },
-      { port: s.opsPort, what: `${s.name} ops` },
-      ...(s.httpPort === undefined ? [] : [{ port: s.httpPort, what: `${s.name} HTTP` }]),
+      { port: s.grpcPort, what: `${s.label} gRPC` },
+      { port: s.opsPort, what: `${s.label} ops` },
+      ...(s.httpPort === undefined ? [] : [{ port: s.httpPort, what: `${s.label} HTTP` }]),
     ]),
   ];
 }
