@@ -118,9 +118,9 @@ describe('audit log through the API', () => {
       expect(res.status).toBe(201);
     }
     expect((await sign(tenant.api_key)).status).toBe(200);
-    // tenant.created + key.created (onboarding) + 3 key.created + asset.signed
+    // tenant.created + key.created (onboarding) + 3 × (key.created + its admin.changed) + asset.signed
     await waitFor('audit entries', async () =>
-      (await audit.listEntries({ tenantId: tenant.tenant_id, limit: 100 })).entries.length >= 6 ? true : undefined,
+      (await audit.listEntries({ tenantId: tenant.tenant_id, limit: 100 })).entries.length >= 9 ? true : undefined,
     );
 
     const signed = (await (
@@ -133,13 +133,17 @@ describe('audit log through the API', () => {
       entries: Array<{ seq: number; entry_id: string }>;
       next_cursor: string | null;
     };
-    expect(page1.entries.map((e) => e.seq)).toEqual([6, 5, 4, 3]);
+    expect(page1.entries.map((e) => e.seq)).toEqual([9, 8, 7, 6]);
     expect(page1.next_cursor).toBeTruthy();
     const page2 = (await (
       await stack.request(`/v1/audit?limit=4&cursor=${page1.next_cursor}`, { key: tenant.api_key })
     ).json()) as { entries: Array<{ seq: number }>; next_cursor: string | null };
-    expect(page2.entries.map((e) => e.seq)).toEqual([2, 1]);
-    expect(page2.next_cursor).toBeNull();
+    expect(page2.entries.map((e) => e.seq)).toEqual([5, 4, 3, 2]);
+    const page3 = (await (
+      await stack.request(`/v1/audit?limit=4&cursor=${page2.next_cursor}`, { key: tenant.api_key })
+    ).json()) as { entries: Array<{ seq: number }>; next_cursor: string | null };
+    expect(page3.entries.map((e) => e.seq)).toEqual([1]);
+    expect(page3.next_cursor).toBeNull();
 
     const future = (await (
       await stack.request(`/v1/audit?since=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`, {
@@ -164,7 +168,7 @@ describe('audit log through the API', () => {
       intact: boolean;
       entries_checked: number;
     };
-    expect(intact).toMatchObject({ intact: true, entries_checked: 6 });
+    expect(intact).toMatchObject({ intact: true, entries_checked: 9 });
 
     // Tamper with entry 3 as someone with database access would (superuser bypasses RLS).
     const admin = await stack.sandbox.adminClient();

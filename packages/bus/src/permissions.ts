@@ -14,15 +14,16 @@ export const EVENT_PUBLISHERS: Readonly<Record<string, ReadonlyArray<EventType>>
     'job.failed',
     'certificate.revoked',
     'certificate.expiring',
+    'admin.changed',
   ],
-  verifier: ['asset.verified', 'verification.completed', 'job.failed'],
+  verifier: ['asset.verified', 'verification.completed', 'job.failed', 'admin.changed'],
   watermark: [],
   softbinding: ['asset.lookup'],
   anchor: ['anchor.confirmed'],
   billing: ['billing.quota_warning', 'billing.quota_exceeded', 'billing.spending_cap_warning'],
   audit: [],
-  webhook: ['webhook.failed'],
-  tenant: ['tenant.created', 'key.created', 'key.revoked', 'key.expiring', 'settings.changed'],
+  webhook: ['webhook.failed', 'admin.changed'],
+  tenant: ['tenant.created', 'key.created', 'key.revoked', 'key.expiring', 'settings.changed', 'admin.changed'],
 };
 
 /** Work queues (bus WorkQueue) a service owns: their stream and subject are its alone. */

@@ -1,4 +1,14 @@
-export { EVENT_DATA, EVENT_TYPES, type EventData, type EventDataInput, type EventType } from './schemas.js';
+export {
+  ADMIN_ACTIONS,
+  EVENT_DATA,
+  EVENT_TYPES,
+  parseActorKeyId,
+  secretFingerprint,
+  type AdminAction,
+  type EventData,
+  type EventDataInput,
+  type EventType,
+} from './schemas.js';
 export {
   eventSchema,
   isEventType,

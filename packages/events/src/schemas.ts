@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { isId } from '@cairn/ids';
 
 /*
  * Every event Cairn publishes, defined once: the payload (`data`) of each type as a zod schema. Producers build
@@ -20,6 +22,44 @@ const meter = z.string().min(1);
 const problem = z.looseObject({ code: z.string(), title: z.string(), status: z.number().int(), detail: z.string() });
 
 const billingPeriod = { period_start: isoTime, period_end: isoTime };
+
+/** The administrative actions the audit log records as `admin.changed` (docs/design.md 'Audit log'). */
+export const ADMIN_ACTIONS = [
+  'signing_credential.registered',
+  'signing_credential.deleted',
+  'webhook.created',
+  'webhook.secret_rotated',
+  'webhook.deleted',
+  'trust_list.set',
+  'trust_list.deleted',
+  'audit_export.set',
+  'audit_export.deleted',
+  'api_key.created',
+  'api_key.revoked',
+  'tenant.sub_tenant_created',
+  'tenant.settings_changed',
+] as const;
+export type AdminAction = (typeof ADMIN_ACTIONS)[number];
+
+/** An API key id as packages/ids mints it: what an admin change names as its actor. */
+const actorKeyId = z.string().refine((value) => isId('key', value), 'not an API key id');
+
+/**
+ * The actor a request names (an empty string: none, an operator's direct call); undefined when it is not a key id,
+ * which the service answers as an invalid request.
+ */
+export function parseActorKeyId(raw: string): string | null | undefined {
+  if (raw === '') return null;
+  return isId('key', raw) ? raw : undefined;
+}
+
+/**
+ * How an admin change names a secret it issued: the first 16 hex digits of its SHA-256, enough to tell two
+ * secrets apart and nothing to sign with (every secret Cairn issues is 32 random bytes, so no way back to it).
+ */
+export function secretFingerprint(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex').slice(0, 16);
+}
 
 export const EVENT_DATA = {
   /** A sign committed (signer). Carries what the consumers need so none has to call the signer back. */
@@ -176,6 +216,21 @@ export const EVENT_DATA = {
     changes: z.record(z.string(), z.looseObject({ from: z.unknown(), to: z.unknown() })),
     actor_tenant_id: id,
     reason: z.string().optional(),
+  }),
+  /**
+   * An administrative change (issue #28): written by the service that owns the setting, in the transaction that
+   * changes it, and recorded in the tenant's audit chain. `before`/`after` hold the settings that changed and never
+   * a secret (a secret shows as a SHA-256 fingerprint or the marker "rotated"). `actor_key_id` is the API key
+   * that made the change; null when an operator called the service directly.
+   */
+  'admin.changed': z.object({
+    action: z.enum(ADMIN_ACTIONS),
+    object_type: z.string().min(1),
+    object_id: id,
+    actor_key_id: actorKeyId.nullable(),
+    actor_tenant_id: id.optional(),
+    before: z.record(z.string(), z.unknown()).nullable(),
+    after: z.record(z.string(), z.unknown()).nullable(),
   }),
 } as const;
 

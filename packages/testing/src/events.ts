@@ -131,6 +131,14 @@ const SAMPLES: { [T in EventType]: () => EventDataInput<T> } = {
     changes: { audit_retention_days: { from: 30, to: 60 } },
     actor_tenant_id: 't_sample',
   }),
+  'admin.changed': () => ({
+    action: 'webhook.created',
+    object_type: 'webhook',
+    object_id: 'wh_sample',
+    actor_key_id: null,
+    before: null,
+    after: { url: 'https://example.com/hooks', events: ['asset.signed'] },
+  }),
 };
 
 /** A valid event of `type` for `tenantId`: a plausible payload, with `data` fields given replacing its own. */

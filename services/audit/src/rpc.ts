@@ -1,5 +1,6 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
+import { parseActorKeyId } from '@cairn/events';
 import { fromTimestamp, toTimestamp, type auditV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { AuditLog, EntryRow, ExportConfigRow } from './app/audit-log.js';
@@ -7,6 +8,13 @@ import type { AuditLog, EntryRow, ExportConfigRow } from './app/audit-log.js';
 type Methods = typeof auditV1.AuditService extends GenService<infer M> ? M : never;
 
 const MAX_LIMIT = 1000;
+
+/** The API key an admin change names as its actor (audit entry); a value that is not a key id is refused. */
+function actorKeyIdOf(raw: string): string | null {
+  const actor = parseActorKeyId(raw);
+  if (actor === undefined) throw new CairnError('cairn.validation.invalid_body', 'actor_key_id must be an API key id');
+  return actor;
+}
 
 function required(value: string, name: string): string {
   if (!value) throw new CairnError('cairn.validation.invalid_body', `${name} is required`);
@@ -112,7 +120,7 @@ export function auditHandlers(log: AuditLog): ServiceImpl<Methods> {
       const input = request.config;
       if (!input) throw new CairnError('cairn.validation.invalid_body', 'config is required');
       const tenantId = required(input.tenantId, 'tenant_id');
-      const row = await log.setExport(tenantId, input);
+      const row = await log.setExport(tenantId, input, actorKeyIdOf(request.actorKeyId));
       return { config: presentExportConfig(row) };
     },
     getExportConfig: async (request) => {
@@ -122,7 +130,7 @@ export function auditHandlers(log: AuditLog): ServiceImpl<Methods> {
     },
     deleteExportConfig: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');
-      return { deleted: await log.deleteExport(tenantId) };
+      return { deleted: await log.deleteExport(tenantId, actorKeyIdOf(request.actorKeyId)) };
     },
   };
 }

@@ -2,6 +2,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
+import { parseActorKeyId } from '@cairn/events';
 import { isId } from '@cairn/ids';
 import { anchorBatchStates, jobStates, signerV1, toTimestamp } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
@@ -11,6 +12,13 @@ import { storedJobProgress } from './app/job-progress.js';
 import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
 import type { CredentialRow, Credentials } from './app/credentials.js';
 import type { AssetRow, Assets } from './app/assets.js';
+
+/** The API key an admin change names as its actor (audit entry); a value that is not a key id is refused. */
+function actorKeyIdOf(raw: string): string | null {
+  const actor = parseActorKeyId(raw);
+  if (actor === undefined) throw new CairnError('cairn.validation.invalid_body', 'actor_key_id must be an API key id');
+  return actor;
+}
 
 function requireTenant(tenantId: string): string {
   if (!isId('tenant', tenantId)) throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
@@ -149,12 +157,16 @@ export function signerHandlers(
     getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),
     registerCredential: async (request) => {
       const tenantId = requireTenant(request.tenantId);
-      const registered = await deps.credentials.register(tenantId, {
-        chainPem: request.certificateChainPem,
-        endpointUrl: request.endpointUrl,
-        description: request.description.slice(0, 200),
-        proofOfPossession: request.proofOfPossession,
-      });
+      const registered = await deps.credentials.register(
+        tenantId,
+        {
+          chainPem: request.certificateChainPem,
+          endpointUrl: request.endpointUrl,
+          description: request.description.slice(0, 200),
+          proofOfPossession: request.proofOfPossession,
+        },
+        actorKeyIdOf(request.actorKeyId),
+      );
       return { credential: credentialMessage(registered.row), hmacSecret: registered.hmacSecret };
     },
     listCredentials: async (request) => ({
@@ -164,7 +176,7 @@ export function signerHandlers(
       const tenantId = requireTenant(request.tenantId);
       if (
         !isId('credential', request.credentialId) ||
-        !(await deps.credentials.delete(tenantId, request.credentialId))
+        !(await deps.credentials.delete(tenantId, request.credentialId, actorKeyIdOf(request.actorKeyId)))
       ) {
         throw new CairnError('cairn.not_found', `Signing credential ${request.credentialId} not found.`);
       }

@@ -70,6 +70,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         ),
         timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
         cairnIdentity: () => cairnIdentity(authority, pkiSettingsFromConfig(config).org),
+        outbox: ctx.outbox,
       });
       const deps: PipelineDeps = {
         db: ctx.db,

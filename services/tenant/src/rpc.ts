@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { parseOrThrow } from '@cairn/errors';
+import { parseActorKeyId } from '@cairn/events';
 import { tenantV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { KeyRecord, RecipeForPlan, TenantDirectory, TenantRecord } from './app/directory.js';
@@ -10,9 +11,15 @@ import { PLANS, PLAN_NAMES, SCOPES, type PlanName } from '@cairn/catalog';
 type TenantServiceMethods = typeof tenantV1.TenantService extends GenService<infer M> ? M : never;
 
 const id = z.string().min(1).max(100);
+/** The API key an admin change names as its actor (its audit entry); empty for an operator's direct call. */
+const actorKeyId = z
+  .string()
+  .refine((value) => parseActorKeyId(value) !== undefined, 'must be an API key id')
+  .transform((value) => parseActorKeyId(value) ?? null);
 const money = z.number().finite().nonnegative().max(1e10);
 const subTenantRequest = z.object({
   actorTenantId: id,
+  actorKeyId,
   name: z.string().trim().min(1).max(200),
   email: z.string().trim().email().max(254).optional(),
   plan: z.enum(PLAN_NAMES),
@@ -20,12 +27,14 @@ const subTenantRequest = z.object({
 });
 const keyRequest = z.object({
   actorTenantId: id,
+  actorKeyId,
   tenantId: id,
   scope: z.enum(SCOPES),
   description: z.string().trim().max(200).optional(),
 });
 const settingsRequest = z.object({
   actorTenantId: id,
+  actorKeyId,
   tenantId: id,
   auditRetentionDays: z.number().int().min(1).optional(),
   spendingCap: z.object({ usd: money.optional() }).optional(),
@@ -63,21 +72,30 @@ export function tenantService(directory: TenantDirectory): ServiceImpl<TenantSer
     }),
     createSubTenant: async (request) => {
       const input = parseOrThrow(subTenantRequest, request, 'sub-tenant');
-      const tenant = await directory.createSubTenant(input.actorTenantId, {
-        name: input.name,
-        email: input.email ?? null,
-        plan: input.plan,
-        ...(input.spendingCap ? { spendingCapUsd: input.spendingCap.usd ?? null } : {}),
-      });
+      const tenant = await directory.createSubTenant(
+        input.actorTenantId,
+        {
+          name: input.name,
+          email: input.email ?? null,
+          plan: input.plan,
+          ...(input.spendingCap ? { spendingCapUsd: input.spendingCap.usd ?? null } : {}),
+        },
+        input.actorKeyId,
+      );
       return { tenant: tenantMessage(tenant) };
     },
     createKey: async (request) => {
       const input = parseOrThrow(keyRequest, request, 'key');
-      const key = await directory.createKey(input.actorTenantId, input.tenantId, {
-        scope: input.scope,
-        description: input.description ?? null,
-        expiresAt: request.expiresAt ? timestampDate(request.expiresAt) : null,
-      });
+      const key = await directory.createKey(
+        input.actorTenantId,
+        input.tenantId,
+        {
+          scope: input.scope,
+          description: input.description ?? null,
+          expiresAt: request.expiresAt ? timestampDate(request.expiresAt) : null,
+        },
+        input.actorKeyId,
+      );
       return {
         apiKey: key.api_key,
         key: {
@@ -96,15 +114,25 @@ export function tenantService(directory: TenantDirectory): ServiceImpl<TenantSer
     },
     revokeKey: async (request) => ({
       key: keyMessage(
-        await directory.revokeKey(id.parse(request.actorTenantId), id.parse(request.tenantId), id.parse(request.keyId)),
+        await directory.revokeKey(
+          id.parse(request.actorTenantId),
+          id.parse(request.tenantId),
+          id.parse(request.keyId),
+          parseOrThrow(actorKeyId, request.actorKeyId, 'actor_key_id'),
+        ),
       ),
     }),
     updateSettings: async (request) => {
       const input = parseOrThrow(settingsRequest, request, 'settings');
-      const tenant = await directory.updateSettings(input.actorTenantId, input.tenantId, {
-        auditRetentionDays: input.auditRetentionDays,
-        spendingCapUsd: input.spendingCap ? (input.spendingCap.usd ?? null) : undefined,
-      });
+      const tenant = await directory.updateSettings(
+        input.actorTenantId,
+        input.tenantId,
+        {
+          auditRetentionDays: input.auditRetentionDays,
+          spendingCapUsd: input.spendingCap ? (input.spendingCap.usd ?? null) : undefined,
+        },
+        input.actorKeyId,
+      );
       return { tenant: tenantMessage(tenant) };
     },
     onboard: async (request) => {

@@ -3,6 +3,7 @@ import { fromJson, type JsonValue, type MessageInitShape } from '@bufbuild/proto
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
+import { parseActorKeyId } from '@cairn/events';
 import { isId } from '@cairn/ids';
 import { jobStates, modalities, toTimestamp, verificationStatuses, verifierV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
@@ -19,6 +20,13 @@ function trustListEntry(pem: string, origin: string): MessageInitShape<typeof ve
     sha256Fingerprint: cert.fingerprint256,
     notAfter: toTimestamp(new Date(cert.validTo)),
   };
+}
+
+/** The API key an admin change names as its actor (audit entry); a value that is not a key id is refused. */
+function actorKeyIdOf(raw: string): string | null {
+  const actor = parseActorKeyId(raw);
+  if (actor === undefined) throw new CairnError('cairn.validation.invalid_body', 'actor_key_id must be an API key id');
+  return actor;
 }
 
 type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
@@ -104,6 +112,7 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       const { count, updatedAt } = await deps.trust.set(
         request.tenantId,
         request.entries.map((e) => ({ issuer_cn: e.issuerCn, certificate_pem: e.certificatePem })),
+        actorKeyIdOf(request.actorKeyId),
       );
       return { count, updatedAt: toTimestamp(updatedAt) };
     },

@@ -66,6 +66,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
           tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE),
         },
         anchorsFile(config.TRUST_ANCHORS_FILE),
+        ctx.outbox,
       );
       const results = new ResultStore(ctx.db);
       const deps: StoredVerdictDeps = {

@@ -1,5 +1,6 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
+import { parseActorKeyId } from '@cairn/events';
 import { deliveryStates, toOptionalTimestamp, toTimestamp, type webhookV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import type { AttemptRow, DeliveryRow, EndpointRow, Endpoints } from './app/endpoints.js';
@@ -49,6 +50,13 @@ function presentDelivery(row: DeliveryRow, log: AttemptRow[]) {
   };
 }
 
+/** The API key an admin change names as its actor (audit entry); a value that is not a key id is refused. */
+function actorKeyIdOf(raw: string): string | null {
+  const actor = parseActorKeyId(raw);
+  if (actor === undefined) throw new CairnError('cairn.validation.invalid_body', 'actor_key_id must be an API key id');
+  return actor;
+}
+
 function requireTenant(tenantId: string): string {
   if (!tenantId) throw new CairnError('cairn.validation.invalid_body', 'tenant_id is required');
   return tenantId;
@@ -64,6 +72,7 @@ export function webhookHandlers(endpoints: Endpoints): ServiceImpl<Methods> {
         events: request.events,
         payloadFormat: request.payloadFormat,
         description: request.description,
+        actorKeyId: actorKeyIdOf(request.actorKeyId),
       });
       return { endpoint: presentEndpoint(endpoint), secret };
     },
@@ -78,7 +87,9 @@ export function webhookHandlers(endpoints: Endpoints): ServiceImpl<Methods> {
     }),
 
     deleteEndpoint: async (request) => ({
-      endpoint: presentEndpoint(await endpoints.delete(requireTenant(request.tenantId), request.webhookId)),
+      endpoint: presentEndpoint(
+        await endpoints.delete(requireTenant(request.tenantId), request.webhookId, actorKeyIdOf(request.actorKeyId)),
+      ),
     }),
 
     rotateSecret: async (request) => {
@@ -86,6 +97,7 @@ export function webhookHandlers(endpoints: Endpoints): ServiceImpl<Methods> {
         requireTenant(request.tenantId),
         request.webhookId,
         request.overlapSeconds,
+        actorKeyIdOf(request.actorKeyId),
       );
       return { endpoint: presentEndpoint(endpoint), secret };
     },

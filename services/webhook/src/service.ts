@@ -34,7 +34,7 @@ export function webhookService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         userAgent: `${USER_AGENT} (+${config.DOCS_URL}/webhooks)`,
       });
 
-      const endpoints = new Endpoints(new EndpointStore(ctx.db), sealer, policy, () => dispatcher.wake());
+      const endpoints = new Endpoints(new EndpointStore(ctx.db), sealer, policy, () => dispatcher.wake(), ctx.outbox);
       ctx.rpc.add(webhookV1.WebhookService, webhookHandlers(endpoints));
       await ctx.consume(
         FANOUT_CONSUMER,

@@ -31,15 +31,15 @@ export class AuditLog {
     return purgeExpired(this.db, tenantId, retentionDays);
   }
 
-  setExport(tenantId: string, input: ExportSettingsInput): Promise<ExportConfigRow> {
-    return setExportConfig(this.db, tenantId, input, this.options);
+  setExport(tenantId: string, input: ExportSettingsInput, actorKeyId: string | null = null): Promise<ExportConfigRow> {
+    return setExportConfig(this.db, tenantId, input, this.options, actorKeyId);
   }
 
   getExport(tenantId: string): Promise<ExportConfigRow | undefined> {
     return getExportConfig(this.db, tenantId);
   }
 
-  deleteExport(tenantId: string): Promise<boolean> {
-    return deleteExportConfig(this.db, tenantId);
+  deleteExport(tenantId: string, actorKeyId: string | null = null): Promise<boolean> {
+    return deleteExportConfig(this.db, tenantId, actorKeyId);
   }
 }

@@ -14,6 +14,7 @@ const AUDITED: ReadonlySet<EventType> = new Set([
   'key.created',
   'key.revoked',
   'settings.changed',
+  'admin.changed',
 ]);
 
 export function isAudited(event: Pick<AnyEvent, 'type' | 'tenant_id'>): boolean {

@@ -5,6 +5,13 @@ import type { ExportSettings } from '../domain/export-settings.js';
 
 export type ExportConfigRow = typeof exportConfigs.$inferSelect;
 
+/** Runs in the write's transaction with the destination before and after it (the admin change's audit entry). */
+export type ExportConfigChange = (
+  tx: Tx,
+  before: ExportConfigRow | undefined,
+  after: ExportConfigRow | undefined,
+) => Promise<void>;
+
 /** Creates the tenant's export destination, or changes it keeping its position (windows written stay written). */
 export async function upsertExportConfig(
   db: Database,
@@ -12,15 +19,24 @@ export async function upsertExportConfig(
   settings: ExportSettings,
   exportedUntil: Date,
   now: Date,
+  alsoInTx: ExportConfigChange,
 ): Promise<ExportConfigRow> {
-  const [row] = await withTenant(db, tenantId, (tx) =>
-    tx
+  return withTenant(db, tenantId, async (tx) => {
+    const before = await lockedConfig(tx, tenantId);
+    const [row] = await tx
       .insert(exportConfigs)
       .values({ tenantId, ...settings, exportedUntil, createdAt: now, updatedAt: now })
       .onConflictDoUpdate({ target: exportConfigs.tenantId, set: { ...settings, lastError: null, updatedAt: now } })
-      .returning(),
-  );
-  return row!;
+      .returning();
+    if (!row) throw new Error('export config upsert returned nothing');
+    await alsoInTx(tx, before, row);
+    return row;
+  });
+}
+
+async function lockedConfig(tx: Tx, tenantId: string): Promise<ExportConfigRow | undefined> {
+  const [row] = await tx.select().from(exportConfigs).where(eq(exportConfigs.tenantId, tenantId)).for('update');
+  return row;
 }
 
 export async function getExportConfig(db: Database, tenantId: string): Promise<ExportConfigRow | undefined> {
@@ -30,14 +46,16 @@ export async function getExportConfig(db: Database, tenantId: string): Promise<E
   return row;
 }
 
-export async function deleteExportConfig(db: Database, tenantId: string): Promise<boolean> {
-  const deleted = await withTenant(db, tenantId, (tx) =>
-    tx
-      .delete(exportConfigs)
-      .where(eq(exportConfigs.tenantId, tenantId))
-      .returning({ tenantId: exportConfigs.tenantId }),
-  );
-  return deleted.length > 0;
+export async function deleteExportConfig(
+  db: Database,
+  tenantId: string,
+  alsoInTx: ExportConfigChange,
+): Promise<boolean> {
+  return withTenant(db, tenantId, async (tx) => {
+    const [deleted] = await tx.delete(exportConfigs).where(eq(exportConfigs.tenantId, tenantId)).returning();
+    if (deleted) await alsoInTx(tx, deleted, undefined);
+    return deleted !== undefined;
+  });
 }
 
 export async function exportingTenants(db: Database): Promise<string[]> {

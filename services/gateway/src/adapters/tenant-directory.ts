@@ -136,9 +136,11 @@ export class TenantDirectory {
   async createSubTenant(
     actorTenantId: string,
     input: { name: string; email: string | null; plan: string; spendingCapUsd: SpendingCapInput },
+    actorKeyId: string,
   ): Promise<Tenant> {
     const { tenant } = await this.client.createSubTenant({
       actorTenantId,
+      actorKeyId,
       name: input.name,
       plan: input.plan,
       ...(input.email !== null ? { email: input.email } : {}),
@@ -151,9 +153,11 @@ export class TenantDirectory {
     actorTenantId: string,
     tenantId: string,
     input: { scope: Scope; description: string | null; expiresAt: Date | null },
+    actorKeyId: string,
   ): Promise<{ key: ApiKeyRecord; apiKey: string }> {
     const created = await this.client.createKey({
       actorTenantId,
+      actorKeyId,
       tenantId,
       scope: input.scope,
       ...(input.description !== null ? { description: input.description } : {}),
@@ -167,8 +171,8 @@ export class TenantDirectory {
     return keys.map(keyOf);
   }
 
-  async revokeKey(actorTenantId: string, tenantId: string, keyId: string): Promise<ApiKeyRecord> {
-    const { key } = await this.client.revokeKey({ actorTenantId, tenantId, keyId });
+  async revokeKey(actorTenantId: string, tenantId: string, keyId: string, actorKeyId: string): Promise<ApiKeyRecord> {
+    const { key } = await this.client.revokeKey({ actorTenantId, tenantId, keyId, actorKeyId });
     this.forget(tenantId);
     return keyOf(key);
   }
@@ -177,9 +181,11 @@ export class TenantDirectory {
     actorTenantId: string,
     tenantId: string,
     patch: { auditRetentionDays: number | undefined; spendingCapUsd: SpendingCapInput },
+    actorKeyId: string,
   ): Promise<Tenant> {
     const { tenant } = await this.client.updateSettings({
       actorTenantId,
+      actorKeyId,
       tenantId,
       ...(patch.auditRetentionDays !== undefined ? { auditRetentionDays: patch.auditRetentionDays } : {}),
       ...capField(patch.spendingCapUsd),

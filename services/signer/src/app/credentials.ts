@@ -1,5 +1,6 @@
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
+import type { Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { refusedReason, type DestinationPolicy } from '@cairn/outbound';
@@ -15,6 +16,7 @@ import { es256Raw, verifiesEs256 } from '../domain/es256.js';
 import type { ActiveSigningKey, CertificateAuthority } from '../pki/index.js';
 import { x509 } from '../pki/x509.js';
 import type { CredentialRow, CredentialStore } from '../store/credentials.js';
+import { credentialChanged, credentialSettings, type AdminAuditOutbox } from './credential-audit.js';
 export type { CredentialRow };
 
 export interface CredentialDeps {
@@ -24,6 +26,8 @@ export interface CredentialDeps {
   timeoutMs: number;
   /** Cairn's own certificates and organisation names, which a tenant's chain may not pass for. */
   cairnIdentity: () => Promise<CairnIdentity>;
+  /** Every register and delete leaves an admin.changed audit event, written in the same transaction. */
+  outbox: AdminAuditOutbox;
 }
 
 export interface RegisteredCredential {
@@ -93,6 +97,7 @@ export class Credentials {
   async register(
     tenantId: string,
     input: { chainPem: string; endpointUrl: string; description: string; proofOfPossession: string },
+    actorKeyId: string | null = null,
   ): Promise<RegisteredCredential> {
     const chain = checkCredentialChain(input.chainPem);
     if (typeof chain === 'string') throw invalid(`${chain}.`, 'certificate_chain_pem');
@@ -102,7 +107,15 @@ export class Credentials {
     const endpointUrl = await checkEndpoint(input.endpointUrl, this.deps.policy);
     const credentialId = newId('credential');
     const hmacSecret = `bks_${randomBytes(32).toString('base64url')}`;
-    const row = await this.deps.store.insert({
+    const audit = (tx: Tx, inserted: CredentialRow) =>
+      this.deps.outbox.enqueue(
+        tx,
+        credentialChanged('signing_credential.registered', inserted, actorKeyId, {
+          before: null,
+          after: credentialSettings(inserted, hmacSecret),
+        }),
+      );
+    const row = await this.deps.store.insert(audit, {
       credentialId,
       tenantId,
       description: input.description,
@@ -112,6 +125,7 @@ export class Credentials {
       endpointUrl,
       hmacSecretSealed: this.deps.sealer.seal(hmacSecret, `${tenantId}/${credentialId}`),
     });
+    void this.deps.outbox.flush();
     return { row, hmacSecret };
   }
 
@@ -119,8 +133,18 @@ export class Credentials {
     return this.deps.store.list(tenantId);
   }
 
-  delete(tenantId: string, credentialId: string): Promise<boolean> {
-    return this.deps.store.delete(tenantId, credentialId);
+  async delete(tenantId: string, credentialId: string, actorKeyId: string | null = null): Promise<boolean> {
+    const deleted = await this.deps.store.delete(tenantId, credentialId, (tx, row) =>
+      this.deps.outbox.enqueue(
+        tx,
+        credentialChanged('signing_credential.deleted', row, actorKeyId, {
+          before: credentialSettings(row),
+          after: null,
+        }),
+      ),
+    );
+    if (deleted) void this.deps.outbox.flush();
+    return deleted;
   }
 
   /** The signing key of a sign that names this credential: the tenant's chain, its endpoint as the backend. */

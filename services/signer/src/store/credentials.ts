@@ -1,5 +1,5 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import { withTenant, type Database } from '@cairn/db';
+import { withTenant, type Database, type Tx } from '@cairn/db';
 import { signingCredentials } from '../db/schema.js';
 
 export type CredentialRow = typeof signingCredentials.$inferSelect;
@@ -8,10 +8,15 @@ export type CredentialRow = typeof signingCredentials.$inferSelect;
 export class CredentialStore {
   constructor(private readonly db: Database) {}
 
-  async insert(row: Omit<CredentialRow, 'createdAt' | 'deletedAt'>): Promise<CredentialRow> {
+  /** `alsoInTx` runs in the insert's transaction (the audit event), so both commit or neither. */
+  async insert(
+    alsoInTx: (tx: Tx, inserted: CredentialRow) => Promise<void>,
+    row: Omit<CredentialRow, 'createdAt' | 'deletedAt'>,
+  ): Promise<CredentialRow> {
     return withTenant(this.db, row.tenantId, async (tx) => {
       const [inserted] = await tx.insert(signingCredentials).values(row).returning();
       if (!inserted) throw new Error('credential insert returned nothing');
+      await alsoInTx(tx, inserted);
       return inserted;
     });
   }
@@ -46,7 +51,12 @@ export class CredentialStore {
     );
   }
 
-  async delete(tenantId: string, credentialId: string): Promise<boolean> {
+  /** `alsoInTx` runs in the deletion's transaction with the deleted row (the audit event). */
+  async delete(
+    tenantId: string,
+    credentialId: string,
+    alsoInTx: (tx: Tx, deleted: CredentialRow) => Promise<void>,
+  ): Promise<boolean> {
     return withTenant(this.db, tenantId, async (tx) => {
       const deleted = await tx
         .update(signingCredentials)
@@ -58,7 +68,8 @@ export class CredentialStore {
             isNull(signingCredentials.deletedAt),
           ),
         )
-        .returning({ id: signingCredentials.credentialId });
+        .returning();
+      for (const row of deleted) await alsoInTx(tx, row);
       return deleted.length > 0;
     });
   }

@@ -64,6 +64,7 @@ export class TenantDirectory {
   async createSubTenant(
     actorTenantId: string,
     input: { name: string; email: string | null; plan: PlanName; spendingCapUsd?: SpendingCap },
+    actorKeyId: string | null = null,
   ): Promise<TenantRecord> {
     const actor = await this.getTenant(actorTenantId);
     if (actor.parentTenantId)
@@ -84,25 +85,30 @@ export class TenantDirectory {
         `A ${actor.plan} tenant can create sub-tenants on its own plan or a lower one, not ${input.plan}.`,
       );
     }
-    return this.deps.store.createSubTenant(actor.tenantId, {
-      name: input.name,
-      email: input.email,
-      plan: input.plan,
-      ...(input.spendingCapUsd !== undefined ? { spendingCapUsd: input.spendingCapUsd } : {}),
-    });
+    return this.deps.store.createSubTenant(
+      actor.tenantId,
+      {
+        name: input.name,
+        email: input.email,
+        plan: input.plan,
+        ...(input.spendingCapUsd !== undefined ? { spendingCapUsd: input.spendingCapUsd } : {}),
+      },
+      actorKeyId,
+    );
   }
 
   async createKey(
     actorTenantId: string,
     tenantId: string,
     input: { scope: Scope; description: string | null; expiresAt: Date | null },
+    actorKeyId: string | null = null,
   ): Promise<NewKey> {
     const target = await this.managed(actorTenantId, tenantId);
     if (input.expiresAt && input.expiresAt.getTime() <= Date.now())
       throw new CairnError('cairn.validation.invalid_body', 'expires_at must be in the future.', {
         errors: [{ path: 'expires_at', message: 'must be in the future' }],
       });
-    return this.deps.store.createKey(target.tenantId, input, actorTenantId);
+    return this.deps.store.createKey(target.tenantId, input, actorTenantId, actorKeyId);
   }
 
   async listKeys(actorTenantId: string, tenantId: string, limit: number): Promise<KeyRecord[]> {
@@ -110,9 +116,14 @@ export class TenantDirectory {
     return this.deps.store.listKeys(target.tenantId, Math.min(100, Math.max(1, limit)));
   }
 
-  async revokeKey(actorTenantId: string, tenantId: string, keyId: string): Promise<KeyRecord> {
+  async revokeKey(
+    actorTenantId: string,
+    tenantId: string,
+    keyId: string,
+    actorKeyId: string | null = null,
+  ): Promise<KeyRecord> {
     const target = await this.managed(actorTenantId, tenantId);
-    const revoked = await this.deps.store.revokeKey(target.tenantId, keyId, actorTenantId);
+    const revoked = await this.deps.store.revokeKey(target.tenantId, keyId, actorTenantId, actorKeyId);
     if (!revoked) throw new CairnError('cairn.not_found', `Key ${keyId} not found.`);
     return revoked;
   }
@@ -121,6 +132,7 @@ export class TenantDirectory {
     actorTenantId: string,
     tenantId: string,
     patch: { auditRetentionDays?: number | undefined; spendingCapUsd?: SpendingCap | undefined },
+    actorKeyId: string | null = null,
   ): Promise<TenantRecord> {
     const target = await this.managed(actorTenantId, tenantId);
     const plan = PLANS[target.plan as PlanName];
@@ -143,6 +155,7 @@ export class TenantDirectory {
       target,
       { auditRetentionDays: patch.auditRetentionDays, spendingCapUsd: patch.spendingCapUsd },
       actorTenantId,
+      actorKeyId,
     );
   }
 

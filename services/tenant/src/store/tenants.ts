@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, gt, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
-import { newEvent, type AnyEvent } from '@cairn/events';
+import { newEvent, type AnyEvent, type EventDataInput } from '@cairn/events';
 import { setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newApiKey, newId, parseApiKey } from '@cairn/ids';
@@ -302,13 +302,32 @@ export class TenantStore {
    * A sub-tenant of `parent`. Its cap (the parent's when none is asked for) must fit under the parent's
    * current cap, read under a row lock so a concurrent change of the parent's cap cannot slip between.
    */
-  async createSubTenant(parentTenantId: string, input: NewTenantInput): Promise<TenantRecord> {
+  async createSubTenant(
+    parentTenantId: string,
+    input: NewTenantInput,
+    actorKeyId: string | null = null,
+  ): Promise<TenantRecord> {
     const tenantId = newId('tenant');
     return withTenant(this.db, parentTenantId, async (tx) => {
       const parentCap = await this.lockCap(tx, parentTenantId);
       const cap = initialChildCap(parentCap, input.spendingCapUsd);
       assertCapFits(parentCap, cap);
-      return this.insertTenant(tx, tenantId, parentTenantId, { ...input, spendingCapUsd: cap }, 'subtenant');
+      const child = await this.insertTenant(
+        tx,
+        tenantId,
+        parentTenantId,
+        { ...input, spendingCapUsd: cap },
+        'subtenant',
+      );
+      await this.adminChanged(tx, parentTenantId, tenantId, {
+        action: 'tenant.sub_tenant_created',
+        object_type: 'tenant',
+        object_id: tenantId,
+        actor_key_id: actorKeyId,
+        before: null,
+        after: { name: child.name, plan: child.plan, spending_cap_usd: child.spendingCapUsd },
+      });
+      return child;
     }).finally(() => this.outbox.flush());
   }
 
@@ -316,10 +335,21 @@ export class TenantStore {
     tenantId: string,
     input: { scope: Scope; description: string | null; expiresAt: Date | null },
     actorTenantId: string,
+    actorKeyId: string | null = null,
   ): Promise<NewKey> {
-    return withTenant(this.db, tenantId, (tx) => this.insertKey(tx, tenantId, input, actorTenantId)).finally(() =>
-      this.outbox.flush(),
-    );
+    return withTenant(this.db, tenantId, async (tx) => {
+      const key = await this.insertKey(tx, tenantId, input, actorTenantId);
+      // The key's settings only: its secret (api_key) never enters an event.
+      await this.adminChanged(tx, actorTenantId, tenantId, {
+        action: 'api_key.created',
+        object_type: 'api_key',
+        object_id: key.key_id,
+        actor_key_id: actorKeyId,
+        before: null,
+        after: { tenant_id: tenantId, scope: key.scope, description: key.description, expires_at: key.expires_at },
+      });
+      return key;
+    }).finally(() => this.outbox.flush());
   }
 
   async listKeys(tenantId: string, limit: number): Promise<KeyRecord[]> {
@@ -342,7 +372,12 @@ export class TenantStore {
   }
 
   /** Revokes a key of `tenantId`; null when no such key (or not this tenant's). Revoking twice is a no-op. */
-  async revokeKey(tenantId: string, keyId: string, actorTenantId: string): Promise<KeyRecord | null> {
+  async revokeKey(
+    tenantId: string,
+    keyId: string,
+    actorTenantId: string,
+    actorKeyId: string | null = null,
+  ): Promise<KeyRecord | null> {
     return withTenant(this.db, tenantId, async (tx) => {
       const [existing] = await tx
         .select()
@@ -356,6 +391,14 @@ export class TenantStore {
         .where(and(eq(apiKeys.keyId, keyId), isNull(apiKeys.revokedAt)))
         .returning();
       await this.emit(tx, newEvent('key.revoked', tenantId, { key_id: keyId, actor_tenant_id: actorTenantId }));
+      await this.adminChanged(tx, actorTenantId, tenantId, {
+        action: 'api_key.revoked',
+        object_type: 'api_key',
+        object_id: keyId,
+        actor_key_id: actorKeyId,
+        before: { tenant_id: tenantId, scope: existing.scope, revoked_at: null },
+        after: { tenant_id: tenantId, scope: existing.scope, revoked_at: revoked?.revokedAt?.toISOString() ?? null },
+      });
       return revoked ? stripHash(revoked) : null;
     }).finally(() => this.outbox.flush());
   }
@@ -366,7 +409,12 @@ export class TenantStore {
    * its children. A sub-tenant's new cap must fit under its parent's; a parent's new cap lowers every child cap
    * above it (or absent) to it, in the same transaction, so no child ever holds a cap above its parent's.
    */
-  async updateSettings(tenant: TenantRecord, patch: SettingsPatch, actorTenantId: string): Promise<TenantRecord> {
+  async updateSettings(
+    tenant: TenantRecord,
+    patch: SettingsPatch,
+    actorTenantId: string,
+    actorKeyId: string | null = null,
+  ): Promise<TenantRecord> {
     return withTenant(this.db, actorTenantId, async (tx) => {
       if (patch.spendingCapUsd !== undefined) {
         // Parent row first, in both cases: the same lock order as createSubTenant, so they serialize.
@@ -389,6 +437,14 @@ export class TenantStore {
       if (patch.spendingCapUsd !== undefined)
         changes.spending_cap_usd = { from: tenant.spendingCapUsd, to: updated.spendingCapUsd };
       await this.emit(tx, newEvent('settings.changed', tenant.tenantId, { changes, actor_tenant_id: actorTenantId }));
+      await this.adminChanged(tx, actorTenantId, tenant.tenantId, {
+        action: 'tenant.settings_changed',
+        object_type: 'tenant',
+        object_id: tenant.tenantId,
+        actor_key_id: actorKeyId,
+        before: Object.fromEntries(Object.entries(changes).map(([name, change]) => [name, change.from])),
+        after: Object.fromEntries(Object.entries(changes).map(([name, change]) => [name, change.to])),
+      });
       const newCap = patch.spendingCapUsd;
       if (newCap !== undefined && newCap !== null && !tenant.parentTenantId) {
         const above = await tx
@@ -499,6 +555,21 @@ export class TenantStore {
       }),
     );
     return key;
+  }
+
+  /**
+   * An admin change's audit event, in the acting tenant's log and, when it acted on a sub-tenant, in that one's too
+   * (each sees who changed it).
+   */
+  private async adminChanged(
+    tx: Tx,
+    actorTenantId: string,
+    targetTenantId: string,
+    data: Omit<EventDataInput<'admin.changed'>, 'actor_tenant_id'>,
+  ): Promise<void> {
+    const payload = { ...data, actor_tenant_id: actorTenantId };
+    await this.emit(tx, newEvent('admin.changed', actorTenantId, payload));
+    if (targetTenantId !== actorTenantId) await this.emit(tx, newEvent('admin.changed', targetTenantId, payload));
   }
 
   private emit(tx: Tx, event: AnyEvent): Promise<void> {

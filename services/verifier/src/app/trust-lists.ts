@@ -1,11 +1,43 @@
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
+import type { Tx } from '@cairn/db';
+import { newEvent, type AnyEvent } from '@cairn/events';
 import { validateTrustEntries, type TrustEntry } from '../domain/trust-entries.js';
 
 /** A tenant's own trust list, as kept (store/trust.ts). */
 export interface TrustListRows {
   get(tenantId: string): Promise<TrustEntry[] | undefined>;
-  put(tenantId: string, entries: TrustEntry[], updatedAt: Date): Promise<void>;
-  remove(tenantId: string): Promise<void>;
+  put(
+    tenantId: string,
+    entries: TrustEntry[],
+    updatedAt: Date,
+    alsoInTx: (tx: Tx, before: TrustEntry[] | undefined) => Promise<void>,
+  ): Promise<void>;
+  remove(tenantId: string, alsoInTx: (tx: Tx, before: TrustEntry[]) => Promise<void>): Promise<void>;
+}
+
+/** Where an admin change's audit event goes: the verifier's outbox, in the transaction of the change. */
+export interface AdminAuditOutbox {
+  enqueue(tx: Tx, event: AnyEvent): Promise<void>;
+  flush(): Promise<void>;
+}
+
+/** A trust list as its audit entry shows it: each certificate's issuer name and SHA-256 fingerprint. */
+function listSettings(entries: TrustEntry[]): Record<string, unknown> {
+  return {
+    count: entries.length,
+    certificates: entries.map((e) => ({
+      issuer_cn: e.issuer_cn,
+      sha256_fingerprint: fingerprintOf(e.certificate_pem),
+    })),
+  };
+}
+
+function fingerprintOf(pem: string): string {
+  try {
+    return new X509Certificate(pem).fingerprint256.replaceAll(':', '').toLowerCase();
+  } catch {
+    return createHash('sha256').update(pem).digest('hex');
+  }
 }
 
 /** Why a certificate is on the default list. */
@@ -43,6 +75,8 @@ export class TrustLists {
     private readonly published: { c2pa: PublishedList; tsa: PublishedList },
     /** The anchors of TRUST_ANCHORS_FILE, read on each call (adapters/trust-sources.ts). */
     private readonly configured: () => Promise<string[]>,
+    /** Every change of a tenant's own list leaves an admin.changed audit event in its transaction. */
+    private readonly outbox: AdminAuditOutbox,
   ) {}
 
   async forTenant(tenantId: string | undefined): Promise<{ pems: string[]; source: 'default' | 'custom' }> {
@@ -58,14 +92,37 @@ export class TrustLists {
   }
 
   /** Replaces the tenant's own list; no entries removes it, so its verifies use the default list again. */
-  async set(tenantId: string, entries: TrustEntry[]): Promise<{ count: number; updatedAt: Date }> {
+  async set(
+    tenantId: string,
+    entries: TrustEntry[],
+    actorKeyId: string | null = null,
+  ): Promise<{ count: number; updatedAt: Date }> {
     const updatedAt = new Date();
+    const audit = (
+      tx: Tx,
+      action: 'trust_list.set' | 'trust_list.deleted',
+      before?: TrustEntry[],
+      after?: TrustEntry[],
+    ) =>
+      this.outbox.enqueue(
+        tx,
+        newEvent('admin.changed', tenantId, {
+          action,
+          object_type: 'trust_list',
+          object_id: tenantId,
+          actor_key_id: actorKeyId,
+          before: before ? listSettings(before) : null,
+          after: after ? listSettings(after) : null,
+        }),
+      );
     if (entries.length === 0) {
-      await this.rows.remove(tenantId);
+      await this.rows.remove(tenantId, (tx, before) => audit(tx, 'trust_list.deleted', before));
+      void this.outbox.flush();
       return { count: 0, updatedAt };
     }
     const valid = validateTrustEntries(entries);
-    await this.rows.put(tenantId, valid, updatedAt);
+    await this.rows.put(tenantId, valid, updatedAt, (tx, before) => audit(tx, 'trust_list.set', before, valid));
+    void this.outbox.flush();
     return { count: valid.length, updatedAt };
   }
 

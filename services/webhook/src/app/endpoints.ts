@@ -6,6 +6,7 @@ import { checkEndpointUrl, type DestinationPolicy } from '../adapters/address-po
 import { WEBHOOK_EVENTS, isWebhookEvent } from '../domain/events.js';
 import type { AttemptRow, DeliveryRow, EndpointRow, EndpointStore } from '../store/endpoints.js';
 import type { Tx } from '@cairn/db';
+import { newEvent, secretFingerprint, type AdminAction, type AnyEvent } from '@cairn/events';
 
 export type { AttemptRow, DeliveryRow, EndpointRow };
 
@@ -15,12 +16,30 @@ export const MAX_SECRET_OVERLAP_SECONDS = 7 * 86_400;
 const MAX_ENDPOINT_PAGE = 100;
 const MAX_DELIVERY_PAGE = 100;
 
+/** Where an admin change's audit event goes: the service's outbox, in the transaction of the change. */
+export interface AdminAuditOutbox {
+  enqueue(tx: Tx, event: AnyEvent): Promise<void>;
+  flush(): Promise<void>;
+}
+
+/** An endpoint's settings as its audit entry shows them; the signing secret never (a fingerprint at most). */
+function endpointSettings(row: EndpointRow): Record<string, unknown> {
+  return {
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    payload_format: row.payloadFormat,
+  };
+}
+
 export interface CreateEndpointInput {
   tenantId: string;
   url: string;
   events: readonly string[];
   payloadFormat: string;
   description: string;
+  /** The API key asking (the audit entry's actor); null for an operator's direct call. */
+  actorKeyId: string | null;
 }
 
 function validEvents(events: readonly string[]): string[] {
@@ -47,7 +66,28 @@ export class Endpoints {
     private readonly policy: DestinationPolicy,
     /** Called after a redelivery is scheduled, so it goes out now rather than at the next poll. */
     private readonly wake: () => void,
+    /** Every create, rotation and delete leaves an admin.changed audit event in its own transaction. */
+    private readonly outbox: AdminAuditOutbox,
   ) {}
+
+  private async audit(
+    tx: Tx,
+    action: Extract<AdminAction, `webhook.${string}`>,
+    row: EndpointRow,
+    actorKeyId: string | null,
+    states: { before: Record<string, unknown> | null; after: Record<string, unknown> | null },
+  ): Promise<void> {
+    await this.outbox.enqueue(
+      tx,
+      newEvent('admin.changed', row.tenantId, {
+        action,
+        object_type: 'webhook',
+        object_id: row.webhookId,
+        actor_key_id: actorKeyId,
+        ...states,
+      }),
+    );
+  }
 
   /** Creates an endpoint; the signing secret is answered once and stored sealed. */
   async create(input: CreateEndpointInput): Promise<{ endpoint: EndpointRow; secret: string }> {
@@ -60,15 +100,23 @@ export class Endpoints {
       throw new CairnError('cairn.validation.invalid_body', 'description must be at most 500 characters.');
     const webhookId = newId('webhook');
     const secret = newWebhookSecret();
-    const endpoint = await this.store.insert({
-      webhookId,
-      tenantId: input.tenantId,
-      url: url.toString(),
-      events,
-      description: input.description || null,
-      payloadFormat: format,
-      sealedSecret: this.sealer.seal(secret, webhookId),
+    const endpoint = await this.store.inTenant(input.tenantId, async (tx) => {
+      const row = await this.store.insert(tx, {
+        webhookId,
+        tenantId: input.tenantId,
+        url: url.toString(),
+        events,
+        description: input.description || null,
+        payloadFormat: format,
+        sealedSecret: this.sealer.seal(secret, webhookId),
+      });
+      await this.audit(tx, 'webhook.created', row, input.actorKeyId, {
+        before: null,
+        after: { ...endpointSettings(row), secret_sha256: secretFingerprint(secret) },
+      });
+      return row;
     });
+    void this.outbox.flush();
     return { endpoint, secret };
   }
 
@@ -80,11 +128,18 @@ export class Endpoints {
     return this.store.inTenant(tenantId, (tx) => this.live(tx, tenantId, webhookId));
   }
 
-  async delete(tenantId: string, webhookId: string): Promise<EndpointRow> {
-    return this.store.inTenant(tenantId, async (tx) => {
-      await this.live(tx, tenantId, webhookId);
-      return this.store.markDeleted(tx, webhookId);
+  async delete(tenantId: string, webhookId: string, actorKeyId: string | null = null): Promise<EndpointRow> {
+    const deleted = await this.store.inTenant(tenantId, async (tx) => {
+      const current = await this.live(tx, tenantId, webhookId);
+      const row = await this.store.markDeleted(tx, webhookId);
+      await this.audit(tx, 'webhook.deleted', current, actorKeyId, {
+        before: endpointSettings(current),
+        after: null,
+      });
+      return row;
     });
+    void this.outbox.flush();
+    return deleted;
   }
 
   /**
@@ -96,6 +151,7 @@ export class Endpoints {
     tenantId: string,
     webhookId: string,
     overlapSeconds: number = DEFAULT_SECRET_OVERLAP_SECONDS,
+    actorKeyId: string | null = null,
   ): Promise<{ endpoint: EndpointRow; secret: string }> {
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_SECRET_OVERLAP_SECONDS)
       throw new CairnError(
@@ -110,8 +166,18 @@ export class Endpoints {
         overlapSeconds > 0
           ? { sealedSecret: current.sealedSecret, expiresAt: new Date(Date.now() + overlapSeconds * 1000) }
           : null;
-      return this.store.setSealedSecret(tx, webhookId, this.sealer.seal(secret, webhookId), previous);
+      const rotated = await this.store.setSealedSecret(tx, webhookId, this.sealer.seal(secret, webhookId), previous);
+      await this.audit(tx, 'webhook.secret_rotated', current, actorKeyId, {
+        before: { secret: 'replaced' },
+        after: {
+          secret: 'rotated',
+          secret_sha256: secretFingerprint(secret),
+          previous_secret_expires_at: previous?.expiresAt.toISOString() ?? null,
+        },
+      });
+      return rotated;
     });
+    void this.outbox.flush();
     return { endpoint, secret };
   }
 

@@ -25,10 +25,8 @@ export class EndpointStore {
     return withTenant(this.db, tenantId, fn);
   }
 
-  async insert(endpoint: NewEndpoint): Promise<EndpointRow> {
-    const [row] = await withTenant(this.db, endpoint.tenantId, (tx) =>
-      tx.insert(endpoints).values(endpoint).returning(),
-    );
+  async insert(tx: Tx, endpoint: NewEndpoint): Promise<EndpointRow> {
+    const [row] = await tx.insert(endpoints).values(endpoint).returning();
     return row!;
   }
 

@@ -161,6 +161,8 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
         roleArn: body.role_arn ?? '',
         path: body.path ?? '',
       },
+      // The audit service records the change, with this key as its actor, in the tenant's chain.
+      actorKeyId: req.auth!.keyId,
     });
     res.set('Cache-Control', 'private, no-store');
     res.json(presentExport(config!));
@@ -174,7 +176,10 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
   });
 
   router.delete('/v1/audit/export', async (req, res) => {
-    const { deleted } = await deps.audit.deleteExportConfig({ tenantId: req.auth!.tenant.tenantId });
+    const { deleted } = await deps.audit.deleteExportConfig({
+      tenantId: req.auth!.tenant.tenantId,
+      actorKeyId: req.auth!.keyId,
+    });
     if (!deleted) throw new CairnError('cairn.not_found', 'No audit export is configured.');
     res.status(204).end();
   });

@@ -73,6 +73,7 @@ export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMeth
         endpointUrl: body.endpoint_url,
         description: body.description ?? '',
         proofOfPossession: body.proof_of_possession,
+        actorKeyId: req.auth!.keyId,
       },
       { deadlineMs: 15_000 },
     );
@@ -87,7 +88,11 @@ export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMeth
 
   router.delete('/v1/signing-credentials/:credential_id', requireScope('admin'), async (req, res) => {
     const tenantId = enterpriseTenant(req);
-    await deps.signer.deleteCredential({ tenantId, credentialId: String(req.params.credential_id) });
+    await deps.signer.deleteCredential({
+      tenantId,
+      credentialId: String(req.params.credential_id),
+      actorKeyId: req.auth!.keyId,
+    });
     res.status(204).end();
   });
 

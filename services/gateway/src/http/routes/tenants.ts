@@ -38,17 +38,23 @@ export function tenantRoutes(deps: { tenants: TenantDirectory }): Router {
   router.use('/v1/tenants', requireScope('admin'));
 
   const actorOf = (req: Request) => req.auth!.tenant.tenantId;
+  /** The key making the change: the tenant service records it as the actor of the change's audit entry. */
+  const actorKeyOf = (req: Request) => req.auth!.keyId;
   const targetOf = (req: Request) => String(req.params.tenant_id);
 
   router.post('/v1/tenants', async (req, res) => {
     const body = jsonBody(req, createTenantBody);
     // An absent cap means "the parent's"; an explicit null asks for none, which only an uncapped parent allows.
-    const tenant = await tenants.createSubTenant(actorOf(req), {
-      name: body.name,
-      email: body.email ?? null,
-      plan: body.plan,
-      spendingCapUsd: body.spending_cap_usd,
-    });
+    const tenant = await tenants.createSubTenant(
+      actorOf(req),
+      {
+        name: body.name,
+        email: body.email ?? null,
+        plan: body.plan,
+        spendingCapUsd: body.spending_cap_usd,
+      },
+      actorKeyOf(req),
+    );
     res.status(201).location(`/v1/tenants/${tenant.tenantId}`).json(presentTenant(tenant));
   });
 
@@ -58,11 +64,16 @@ export function tenantRoutes(deps: { tenants: TenantDirectory }): Router {
 
   router.post('/v1/tenants/:tenant_id/keys', async (req, res) => {
     const body = jsonBody(req, createKeyBody);
-    const { key, apiKey } = await tenants.createKey(actorOf(req), targetOf(req), {
-      scope: body.scope,
-      description: body.description ?? null,
-      expiresAt: body.expires_at ? new Date(body.expires_at) : null,
-    });
+    const { key, apiKey } = await tenants.createKey(
+      actorOf(req),
+      targetOf(req),
+      {
+        scope: body.scope,
+        description: body.description ?? null,
+        expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+      },
+      actorKeyOf(req),
+    );
     res.status(201).location(`/v1/tenants/${key.tenantId}/keys/${key.keyId}`).json(presentNewKey(key, apiKey));
   });
 
@@ -73,7 +84,7 @@ export function tenantRoutes(deps: { tenants: TenantDirectory }): Router {
   });
 
   router.delete('/v1/tenants/:tenant_id/keys/:key_id', async (req, res) => {
-    const revoked = await tenants.revokeKey(actorOf(req), targetOf(req), String(req.params.key_id));
+    const revoked = await tenants.revokeKey(actorOf(req), targetOf(req), String(req.params.key_id), actorKeyOf(req));
     res.json(presentKey(revoked));
   });
 
@@ -83,10 +94,15 @@ export function tenantRoutes(deps: { tenants: TenantDirectory }): Router {
 
   router.patch('/v1/tenants/:tenant_id/settings', async (req, res) => {
     const body = jsonBody(req, settingsBody);
-    const updated = await tenants.updateSettings(actorOf(req), targetOf(req), {
-      auditRetentionDays: body.audit_retention_days,
-      spendingCapUsd: body.spending_cap_usd,
-    });
+    const updated = await tenants.updateSettings(
+      actorOf(req),
+      targetOf(req),
+      {
+        auditRetentionDays: body.audit_retention_days,
+        spendingCapUsd: body.spending_cap_usd,
+      },
+      actorKeyOf(req),
+    );
     res.json(presentSettings(updated));
   });
 

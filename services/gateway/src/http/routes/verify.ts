@@ -248,6 +248,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       const result = await deps.verifier.setTrustList({
         tenantId: tenant.tenantId,
         entries: body.entries.map((e) => ({ issuerCn: e.issuer_cn, certificatePem: e.certificate_pem })),
+        actorKeyId: req.auth!.keyId,
       });
       res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: isoTimestamp(result.updatedAt) });
     },
@@ -260,7 +261,11 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     tenantRateLimit(deps.limiter),
     requireScope('admin'),
     async (req, res) => {
-      await deps.verifier.setTrustList({ tenantId: req.auth!.tenant.tenantId, entries: [] });
+      await deps.verifier.setTrustList({
+        tenantId: req.auth!.tenant.tenantId,
+        entries: [],
+        actorKeyId: req.auth!.keyId,
+      });
       res.status(204).end();
     },
   );

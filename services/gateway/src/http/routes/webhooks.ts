@@ -74,6 +74,8 @@ export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
   const router = Router();
   const { webhooks } = deps;
   const tenantOf = (req: Request) => req.auth!.tenant.tenantId;
+  /** The key making a change: the webhook service records it as the actor of the change's audit entry. */
+  const actorKeyOf = (req: Request) => req.auth!.keyId;
   const id = (req: Request, name: string) => String(req.params[name]);
 
   router.post('/v1/webhooks', requireScope('admin'), async (req, res) => {
@@ -84,6 +86,7 @@ export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
       events: body.events,
       description: body.description ?? '',
       payloadFormat: body.payload_format,
+      actorKeyId: actorKeyOf(req),
     });
     res
       .status(201)
@@ -103,7 +106,11 @@ export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
   });
 
   router.delete('/v1/webhooks/:webhook_id', requireScope('admin'), async (req, res) => {
-    await webhooks.deleteEndpoint({ tenantId: tenantOf(req), webhookId: id(req, 'webhook_id') });
+    await webhooks.deleteEndpoint({
+      tenantId: tenantOf(req),
+      webhookId: id(req, 'webhook_id'),
+      actorKeyId: actorKeyOf(req),
+    });
     res.status(204).end();
   });
 
@@ -114,6 +121,7 @@ export function webhookRoutes(deps: { webhooks: WebhookClient }): Router {
     const rotated = await webhooks.rotateSecret({
       tenantId: tenantOf(req),
       webhookId: id(req, 'webhook_id'),
+      actorKeyId: actorKeyOf(req),
       ...(overlap_seconds === undefined ? {} : { overlapSeconds: overlap_seconds }),
     });
     res.json(presentWebhook(rotated.endpoint, rotated.secret));
