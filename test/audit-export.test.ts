@@ -140,6 +140,26 @@ describe('continuous audit export', () => {
     expect((await stack.request('/v1/audit/export', { key: ent.api_key })).status).toBe(404);
   });
 
+  it("never aims a signed PUT of the tenant's log at a metadata, private or embedded-IPv4 endpoint", async () => {
+    const ent = await enterprise();
+    for (const target of [
+      'http://169.254.169.254',
+      'http://10.0.0.7:9000',
+      'http://[::a9fe:a9fe]',
+      'http://[64:ff9b:1::a9fe:a9fe]',
+      'http://minio.cairn.svc:9000',
+    ]) {
+      const res = await stack.request('/v1/audit/export', {
+        method: 'PUT',
+        key: ent.api_key,
+        json: { sink: 's3', bucket: 'audit-exports', endpoint: target },
+      });
+      const problem = (await res.json()) as { code: string; detail: string };
+      expect([target, res.status, problem.code]).toEqual([target, 400, 'cairn.validation.invalid_body']);
+      expect(problem.detail).toMatch(/^endpoint: /);
+    }
+  });
+
   it('writes each closed window once to S3 as NDJSON, and not again after a restart', async () => {
     const ent = await enterprise();
     const put = await stack.request('/v1/audit/export', {

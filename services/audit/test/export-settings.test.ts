@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { windowKey, windowStart } from '../src/domain/export-window.js';
 import { validateSettings } from '../src/domain/export-settings.js';
-import { assertEndpointAllowed, openSink } from '../src/adapters/sinks.js';
+import { assertEndpointAllowed, openSink, tenantFacingError } from '../src/adapters/sinks.js';
 import { auditExportDir } from '../src/config.js';
 
+const ROLE = 'arn:aws:iam::123456789012:role/CairnAuditExport';
 const blank = { sink: 's3', bucket: 'audit-bucket', prefix: '', region: '', endpoint: '', roleArn: '', path: '' };
 
 describe('export settings', () => {
@@ -32,10 +33,54 @@ describe('export settings', () => {
     expect(() => validateSettings({ ...blank, endpoint: 'http://minio.internal:9000' }, true)).toThrow(
       /https in production/,
     );
-    expect(validateSettings({ ...blank, endpoint: 'https://s3.example.com' }, true).endpoint).toBe(
+    expect(validateSettings({ ...blank, endpoint: 'https://s3.example.com', roleArn: ROLE }, true).endpoint).toBe(
       'https://s3.example.com',
     );
     expect(() => assertEndpointAllowed('http://x', true)).toThrow(/https/);
+  });
+
+  it('in production writes only with a role the tenant grants, never with the service own credentials', () => {
+    expect(() => validateSettings({ ...blank }, true)).toThrow(/role_arn: is required in production/);
+    expect(validateSettings({ ...blank, roleArn: ROLE }, true).roleArn).toBe(ROLE);
+    expect(validateSettings({ ...blank }, false).roleArn).toBeNull();
+  });
+
+  it('refuses endpoints inside the deployment under the outbound policy; loopback only in development', () => {
+    for (const endpoint of [
+      'http://169.254.169.254',
+      'http://10.0.0.7:9000',
+      'http://[fd00::1]:9000',
+      'http://[::a9fe:a9fe]',
+      'http://[2002:a9fe:a9fe::1]',
+      'http://minio.cairn.svc:9000',
+      'http://storage.cluster.local',
+      'http://minio:9000',
+      'http://user:pw@s3.example.com',
+    ])
+      expect(() => validateSettings({ ...blank, endpoint }, false)).toThrow(/^endpoint: /);
+    expect(validateSettings({ ...blank, endpoint: 'http://localhost:9000' }, false).endpoint).toBe(
+      'http://localhost:9000',
+    );
+    expect(() => validateSettings({ ...blank, endpoint: 'https://127.0.0.1:9000', roleArn: ROLE }, true)).toThrow(
+      /loopback/,
+    );
+  });
+
+  it('tells the tenant a failure by name and status or class, never an address or body', async () => {
+    const refused = await openSink(
+      't_1',
+      { ...validateSettings({ ...blank }, false), endpoint: 'http://169.254.169.254' },
+      { exportDir: '/tmp/cairn-never', production: false },
+    ).catch((error: unknown) => error);
+    expect(tenantFacingError(refused)).toBe('refused by the outbound address policy');
+    const s3Answer = Object.assign(new Error('Access Denied <Error><HostId>internal-host-7</HostId></Error>'), {
+      name: 'AccessDenied',
+      $metadata: { httpStatusCode: 403 },
+    });
+    expect(tenantFacingError(s3Answer)).toBe('the storage service answered AccessDenied (HTTP 403)');
+    expect(
+      tenantFacingError(Object.assign(new Error('connect ECONNREFUSED 10.1.2.3:443'), { code: 'ECONNREFUSED' })),
+    ).toBe('connection refused');
   });
 
   it('refuses traversal, bad role ARNs and mixed sinks', () => {

@@ -3,7 +3,27 @@ import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { outboundPolicy, publicFailure, vetLiteralHost, vettedLookup } from '@cairn/outbound';
 import type { ExportSettings } from '../domain/export-settings.js';
+
+/** A refusal Cairn itself writes, fit to show the tenant as it is (no address, host or answer in it). */
+export class SinkRefusedError extends Error {}
+
+/**
+ * What a tenant reads in its export's last_error: Cairn's own refusals as they are, the storage service's answer
+ * by name and status, a network failure by class; never an address, host or body.
+ */
+export function tenantFacingError(error: unknown): string {
+  if (error instanceof SinkRefusedError) return error.message;
+  const answered = error as { name?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+  const status = answered?.$metadata?.httpStatusCode;
+  if (typeof status === 'number')
+    return `the storage service answered ${/^\w{1,64}$/.test(answered?.name ?? '') ? answered!.name : 'an error'} (HTTP ${status})`;
+  if ((error as NodeJS.ErrnoException | undefined)?.code) return publicFailure(error);
+  return 'the export failed; it is retried';
+}
 
 /** 'written' the first time a key is written; 'exists' when it already was (the write was refused, nothing changed). */
 export type WriteOutcome = 'written' | 'exists';
@@ -92,7 +112,7 @@ export function credentialsFromEnv(env: NodeJS.ProcessEnv): SinkEnvironment['cre
 export function assertEndpointAllowed(endpoint: string | null | undefined, production: boolean): void {
   if (!endpoint) return;
   if (production && new URL(endpoint).protocol !== 'https:')
-    throw new Error('export endpoint must be https in production');
+    throw new SinkRefusedError('export endpoint must be https in production');
 }
 
 /** The sink a tenant's settings describe; with role_arn, S3 is written with the role's temporary credentials (AssumeRole, ExternalId = tenant id). */
@@ -104,7 +124,8 @@ export async function openSink(
   if (settings.sink === 'filesystem') {
     // A destination stored before the deployment ran in production: refused (recorded as the tenant's export
     // error) rather than written into the pod's disk.
-    if (environment.production) throw new Error('the filesystem export sink is not available in production; use s3');
+    if (environment.production)
+      throw new SinkRefusedError('the filesystem export sink is not available in production; use s3');
     return new FilesystemSink(join(environment.exportDir, tenantId, settings.path ?? ''));
   }
   assertEndpointAllowed(settings.endpoint, environment.production);
@@ -123,7 +144,7 @@ export async function openSink(
       );
       const c = assumed.Credentials;
       if (!c?.AccessKeyId || !c.SecretAccessKey)
-        throw new Error(`AssumeRole ${settings.roleArn} returned no credentials`);
+        throw new SinkRefusedError(`AssumeRole ${settings.roleArn} returned no credentials`);
       credentials = {
         accessKeyId: c.AccessKeyId,
         secretAccessKey: c.SecretAccessKey,
@@ -133,11 +154,22 @@ export async function openSink(
       sts.destroy();
     }
   }
+  // A tenant-named endpoint is vetted at connect time against the outbound policy, as a webhook receiver is.
+  const policy = outboundPolicy(environment.production ? 'production' : 'development');
+  // Sockets skip `lookup` for an IP-literal host: that one is vetted here (a setting stored before a policy change).
+  if (settings.endpoint) vetLiteralHost(new URL(settings.endpoint), policy);
+  const lookup = vettedLookup(policy);
   const config: S3ClientConfig = {
     region,
-    ...(settings.endpoint ? { endpoint: settings.endpoint, forcePathStyle: true } : {}),
+    ...(settings.endpoint
+      ? {
+          endpoint: settings.endpoint,
+          forcePathStyle: true,
+          requestHandler: { httpAgent: new HttpAgent({ lookup }), httpsAgent: new HttpsAgent({ lookup }) },
+        }
+      : {}),
     ...(credentials ? { credentials } : {}),
   };
-  if (!settings.bucket) throw new Error('s3 export has no bucket');
+  if (!settings.bucket) throw new SinkRefusedError('s3 export has no bucket');
   return new S3Sink(new S3Client(config), settings.bucket);
 }

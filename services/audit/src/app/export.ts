@@ -1,6 +1,6 @@
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
-import { openSink, type SinkEnvironment } from '../adapters/sinks.js';
+import { openSink, tenantFacingError, type SinkEnvironment } from '../adapters/sinks.js';
 import { ndjsonLine, windowKey } from '../domain/export-window.js';
 import { entriesRecordedIn } from '../store/entries.js';
 import {
@@ -67,7 +67,7 @@ export async function exportDueWindows(deps: ExporterDeps): Promise<number> {
       }
     } catch (error) {
       deps.logger.error({ err: error, tenant_id: tenantId }, 'audit export failed for a tenant');
-      const message = (error instanceof Error ? error.message : String(error)).slice(0, 500);
+      const message = tenantFacingError(error).slice(0, 500);
       // Recording lastError is best effort: the failure is logged just above.
       await recordExportError(deps.db, tenantId, message).catch(() => undefined);
     }
