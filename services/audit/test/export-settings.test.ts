@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { windowKey, windowStart } from '../src/domain/export-window.js';
 import { validateSettings } from '../src/domain/export-settings.js';
-import { assertEndpointAllowed, openSink, tenantFacingError } from '../src/adapters/sinks.js';
+import { assertEndpointAllowed, assertTenantEndpoint, openSink, tenantFacingError } from '../src/adapters/sinks.js';
 import { auditExportDir } from '../src/config.js';
 
 const ROLE = 'arn:aws:iam::123456789012:role/CairnAuditExport';
@@ -46,6 +46,11 @@ describe('export settings', () => {
   });
 
   it('refuses endpoints inside the deployment under the outbound policy; loopback only in development', () => {
+    const configured = (endpoint: string, production: boolean) =>
+      assertTenantEndpoint(
+        validateSettings({ ...blank, endpoint, roleArn: production ? ROLE : '' }, production).endpoint,
+        production,
+      );
     for (const endpoint of [
       'http://169.254.169.254',
       'http://10.0.0.7:9000',
@@ -57,13 +62,12 @@ describe('export settings', () => {
       'http://minio:9000',
       'http://user:pw@s3.example.com',
     ])
-      expect(() => validateSettings({ ...blank, endpoint }, false)).toThrow(/^endpoint: /);
-    expect(validateSettings({ ...blank, endpoint: 'http://localhost:9000' }, false).endpoint).toBe(
-      'http://localhost:9000',
-    );
-    expect(() => validateSettings({ ...blank, endpoint: 'https://127.0.0.1:9000', roleArn: ROLE }, true)).toThrow(
-      /loopback/,
-    );
+      expect(() => configured(endpoint, false)).toThrow(/^endpoint: /);
+    expect(() => configured('http://localhost:9000', false)).not.toThrow();
+    expect(() => configured('http://127.0.0.1:9000', false)).not.toThrow();
+    expect(() => configured('https://127.0.0.1:9000', true)).toThrow(/loopback/);
+    expect(() => configured('https://localhost:9000', true)).toThrow(/loopback/);
+    expect(() => configured('https://s3.eu-west-1.amazonaws.com', true)).not.toThrow();
   });
 
   it('tells the tenant a failure by name and status or class, never an address or body', async () => {

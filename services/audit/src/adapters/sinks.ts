@@ -5,8 +5,35 @@ import { PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { outboundPolicy, publicFailure, vetLiteralHost, vettedLookup } from '@cairn/outbound';
-import type { ExportSettings } from '../domain/export-settings.js';
+import { isIP } from 'node:net';
+import { outboundPolicy, publicFailure, refusedReason, vetLiteralHost, vettedLookup } from '@cairn/outbound';
+import { invalid, type ExportSettings } from '../domain/export-settings.js';
+
+const INTERNAL_NAMES = /(^|\.)(localhost|local|internal|localdomain|home\.arpa|svc|cluster\.local)$/i;
+
+/**
+ * Cairn's one outbound policy at configuration (the connect-time check in openSink is the real one): a signed PUT
+ * of the tenant's log must never reach a metadata service or anything inside the deployment; loopback only in
+ * development.
+ */
+export function assertTenantEndpoint(endpoint: string | null, production: boolean): void {
+  if (!endpoint) return;
+  const policy = outboundPolicy(production ? 'production' : 'development');
+  const host = new URL(endpoint).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const loopbackName = host === 'localhost';
+  const reason = isIP(host)
+    ? refusedReason(host, policy)
+    : loopbackName
+      ? policy.allowLoopback
+        ? undefined
+        : 'loopback'
+      : INTERNAL_NAMES.test(host)
+        ? 'internal name'
+        : !host.includes('.')
+          ? 'single-label name'
+          : undefined;
+  if (reason) invalid('endpoint', `points to a ${reason} address, which Cairn may not send a tenant's log to`);
+}
 
 /** A refusal Cairn itself writes, fit to show the tenant as it is (no address, host or answer in it). */
 export class SinkRefusedError extends Error {}

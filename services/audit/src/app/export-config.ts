@@ -1,5 +1,6 @@
 import type { Database, Tx } from '@cairn/db';
 import { newEvent } from '@cairn/events';
+import { assertTenantEndpoint } from '../adapters/sinks.js';
 import { validateSettings, type ExportSettingsInput } from '../domain/export-settings.js';
 import { windowStart } from '../domain/export-window.js';
 import {
@@ -60,6 +61,7 @@ export async function setExportConfig(
   actorKeyId: string | null = null,
 ): Promise<ExportConfigRow> {
   const settings = validateSettings(input, options.production);
+  assertTenantEndpoint(settings.endpoint, options.production);
   const now = new Date();
   return upsertExportConfig(
     db,

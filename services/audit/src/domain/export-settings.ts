@@ -1,6 +1,4 @@
-import { isIP } from 'node:net';
 import { CairnError } from '@cairn/errors';
-import { outboundPolicy, refusedReason } from '@cairn/outbound';
 
 export type SinkKind = 's3' | 'filesystem';
 
@@ -19,9 +17,8 @@ const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 const REGION = /^[a-z]{2}(-[a-z0-9]+)+-\d$/;
 const ROLE_ARN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/;
 const SEGMENT = /^[A-Za-z0-9._=-]{1,128}$/;
-const INTERNAL_NAMES = /(^|\.)(localhost|local|internal|localdomain|home\.arpa|svc|cluster\.local)$/i;
 
-function invalid(path: string, message: string): never {
+export function invalid(path: string, message: string): never {
   throw new CairnError('cairn.validation.invalid_body', `${path}: ${message}`, { errors: [{ path, message }] });
 }
 
@@ -80,20 +77,6 @@ export function validateSettings(input: ExportSettingsInput, production: boolean
     if (url.protocol !== 'https:' && url.protocol !== 'http:') invalid('endpoint', 'must be an http(s) URL');
     if (production && url.protocol !== 'https:') invalid('endpoint', 'must be https in production');
     if (url.username || url.password) invalid('endpoint', 'must not carry credentials');
-    // Cairn's one outbound policy, at configuration (the connect-time check, adapters/sinks.ts, is the real one):
-    // a signed PUT of the tenant's log must never reach a metadata service or anything inside the deployment.
-    const policy = outboundPolicy(production ? 'production' : 'development');
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    const reason = isIP(host)
-      ? refusedReason(host, policy)
-      : INTERNAL_NAMES.test(host) && !(policy.allowLoopback && host.toLowerCase() === 'localhost')
-        ? 'internal name'
-        : !host.includes('.') && host.toLowerCase() !== 'localhost'
-          ? 'single-label name'
-          : host.toLowerCase() === 'localhost' && !policy.allowLoopback
-            ? 'loopback'
-            : undefined;
-    if (reason) invalid('endpoint', `points to a ${reason} address, which Cairn may not send a tenant's log to`);
     endpoint = url.origin;
   }
   // Without a role Cairn would write with its own ambient credentials, to whatever bucket the tenant names.
