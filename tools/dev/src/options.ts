@@ -10,6 +10,8 @@ export interface FleetOptions {
   portOffset: number;
   provision: boolean;
   fromSource: boolean;
+  /** Run the services from the images cairn-<svc>:<tag> (docker, host network) instead of the bundles. */
+  images: string | undefined;
   rawLogs: boolean;
   readyTimeoutMs: number;
 }
@@ -26,6 +28,8 @@ Options:
                         second fleet next to the first (default 0)
   --no-provision        do not create the database role and database (use when you give DATABASE_URL)
   --from-source         run services/<svc>/src/main.ts through tsx instead of the built dist/main.js
+  --images <tag>        run each service from its image cairn-<svc>:<tag> (bash tools/dev/images.sh builds
+                        them as :dev) as a docker container on the host network
   --raw-logs            print the services' JSON log lines as they are
   --ready-timeout <s>   how long the services have to become ready (default 60)
   -h, --help            this text
@@ -47,6 +51,13 @@ function integer(name: string, raw: string | undefined, fallback: number, min: n
   return value;
 }
 
+function imageTag(raw: string | undefined, fromSource: boolean): string | undefined {
+  if (raw === undefined) return undefined;
+  if (fromSource) throw new UsageError('--images and --from-source exclude each other');
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(raw)) throw new UsageError(`--images: not an image tag: "${raw}"`);
+  return raw;
+}
+
 export function parseOptions(argv: string[]): FleetOptions {
   let values;
   try {
@@ -59,6 +70,7 @@ export function parseOptions(argv: string[]): FleetOptions {
         'port-offset': { type: 'string' },
         'no-provision': { type: 'boolean', default: false },
         'from-source': { type: 'boolean', default: false },
+        images: { type: 'string' },
         'raw-logs': { type: 'boolean', default: false },
         'ready-timeout': { type: 'string' },
       },
@@ -71,6 +83,7 @@ export function parseOptions(argv: string[]): FleetOptions {
     portOffset: integer('--port-offset', values['port-offset'], 0, 0, MAX_OFFSET),
     provision: values['no-provision'] !== true,
     fromSource: values['from-source'] === true,
+    images: imageTag(values.images, values['from-source'] === true),
     rawLogs: values['raw-logs'] === true,
     readyTimeoutMs: integer('--ready-timeout', values['ready-timeout'], 60, 1, 3600) * 1000,
   };
