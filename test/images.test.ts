@@ -18,6 +18,7 @@ import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES, type ServiceNa
 import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 import { dockerEnv, imageName, missingImages, removeContainers } from '../tools/dev/src/images.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
+import { recording } from '../services/watermark/test/support/audio.js';
 import { multipart } from './support/stack.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -261,7 +262,8 @@ describe('the fleet started from the images', () => {
     expect(res.status).toBe(200);
   });
 
-  it('signs a photo through the containerized gateway and verifies it: verified_manifest_and_watermark_match', async () => {
+  /** A tenant of the containerized fleet, onboarded through its gateway. */
+  async function apiKey(): Promise<string> {
     const onboard = await fetch(`${gateway()}/v1/onboard`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
@@ -273,17 +275,21 @@ describe('the fleet started from the images', () => {
       }),
     });
     expect(onboard.status).toBe(201);
-    const { api_key: key } = (await onboard.json()) as { api_key: string };
-    const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
-      .jpeg({ quality: 90 })
-      .toBuffer();
+    return ((await onboard.json()) as { api_key: string }).api_key;
+  }
 
+  /** POST /v1/sign, download the signed content, POST it to /v1/verify: the verdict. */
+  async function signAndVerify(
+    key: string,
+    recipe: string,
+    upload: { bytes: Buffer; name: string },
+  ): Promise<{ status: string; signals: Record<string, unknown> }> {
     const sign = await fetch(`${gateway()}/v1/sign`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'idempotency-key': randomUUID() },
       body: multipart(
-        { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'ImageGen' }) },
-        { field: 'asset', bytes: photo, name: 'photo.jpg' },
+        { recipe, metadata: JSON.stringify({ generator: 'Gen' }) },
+        { field: 'asset', bytes: upload.bytes, name: upload.name },
       ),
     });
     const signText = await sign.text();
@@ -293,14 +299,26 @@ describe('the fleet started from the images', () => {
       headers: { authorization: `Bearer ${key}` },
     });
     expect(content.status).toBe(200);
-    const signedBytes = Buffer.from(await content.arrayBuffer());
-
     const verify = await fetch(`${gateway()}/v1/verify`, {
       method: 'POST',
-      body: multipart({}, { field: 'file', bytes: signedBytes, name: 'signed.jpg' }),
+      body: multipart({}, { field: 'file', bytes: Buffer.from(await content.arrayBuffer()), name: upload.name }),
     });
     expect(verify.status).toBe(200);
-    const result = (await verify.json()) as { status: string; signals: Record<string, unknown> };
+    return (await verify.json()) as { status: string; signals: Record<string, unknown> };
+  }
+
+  it('signs a photo through the containerized gateway and verifies it: verified_manifest_and_watermark_match', async () => {
+    const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    const result = await signAndVerify(await apiKey(), 'image-genai-v1', { bytes: photo, name: 'photo.jpg' });
+    expect(result.status).toBe('verified_manifest_and_watermark_match');
+    expect(result.signals).toMatchObject({ c2pa_signature_valid: true, watermark_present: true });
+  }, 120_000);
+
+  it('signs and verifies a WAV too: the images carry the ffmpeg the audio watermark decodes with', async () => {
+    const wav = await recording('speech', 8, 2);
+    const result = await signAndVerify(await apiKey(), 'audio-genai-v1', { bytes: wav, name: 'voice.wav' });
     expect(result.status).toBe('verified_manifest_and_watermark_match');
     expect(result.signals).toMatchObject({ c2pa_signature_valid: true, watermark_present: true });
   }, 120_000);
