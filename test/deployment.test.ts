@@ -65,9 +65,10 @@ describe('the service image: one Dockerfile, the build argument SERVICE selects 
         expect({ line, service: new RegExp(`\\b${service}\\b`).test(line) }).toEqual({ line, service: false });
       for (const port of ports) expect({ line, port: line.includes(String(port)) }).toEqual({ line, port: false });
     }
-    // The service is built and deployed by that argument, and its default ops port (for the HEALTHCHECK) is read
-    // from packages/config/src/fleet.ts at build time.
-    expect(text).toContain('node tools/dev/build.mjs "${SERVICE}"');
+    // Every service is bundled before the argument is read (one shared build stage); the service is deployed by
+    // it, and its default ops port (for the HEALTHCHECK) is read from packages/config/src/fleet.ts at build time.
+    expect(text.indexOf('RUN node tools/dev/build.mjs\n')).toBeGreaterThan(-1);
+    expect(text.indexOf('RUN node tools/dev/build.mjs\n')).toBeLessThan(text.indexOf('ARG SERVICE\nRUN'));
     expect(text).toContain('pnpm --filter "@cairn/${SERVICE}" deploy');
     expect(text).toMatch(/packages\/config\/src\/fleet\.ts.*DEFAULT_PORTS.*"\$\{SERVICE\}" > \/out\/ops-port/);
   });

@@ -60,22 +60,16 @@ async function isDirectory(path) {
   );
 }
 
-/** The directory of `name` as Node would find it walking up from `from` (symlinks kept, like pnpm's). */
-function findPackageDir(name, from) {
-  for (let dir = from; ; dir = dirname(dir)) {
-    const candidate = join(dir, 'node_modules', ...name.split('/'));
-    if (existsSync(join(candidate, 'package.json'))) return candidate;
-    if (dirname(dir) === dir) return undefined;
-  }
-}
-
 /**
- * The bundle keeps npm packages external, so the service must be able to resolve every one it imports:
- * each bare import of bundled workspace code has to be a dependency of the service itself (pnpm links only
- * a package's own dependencies next to it, and the container image is built from the service's list).
+ * The bundle keeps npm packages external, so the service must be able to resolve every one it imports: each
+ * bare import of bundled workspace code has to be one of the service's own `dependencies`. Those are all its
+ * image carries (`pnpm deploy --prod`): the @cairn/* workspace packages are inlined here, so they are
+ * devDependencies, and a package found only through another workspace package or the repository root would
+ * run locally and fail in the container.
  */
-function assertDependenciesDeclared(name, serviceDir, externals) {
-  const missing = [...externals.keys()].filter((dep) => !findPackageDir(dep, join(serviceDir, 'dist')));
+function assertDependenciesDeclared(name, manifest, externals) {
+  const declared = new Set(Object.keys(manifest.dependencies ?? {}));
+  const missing = [...externals.keys()].filter((dep) => !declared.has(dep));
   if (missing.length > 0) {
     throw new Error(`${name}: add to services/${name}/package.json dependencies: ${missing.join(', ')}`);
   }
@@ -145,7 +139,7 @@ async function buildService(name) {
       if (!externals.has(pkg)) externals.set(pkg, { from: serviceDir, importer: file });
     }
   }
-  assertDependenciesDeclared(name, serviceDir, externals);
+  assertDependenciesDeclared(name, manifest, externals);
 
   let bytes = 0;
   for (const [file, output] of Object.entries(result.metafile.outputs)) if (file.endsWith('.js')) bytes += output.bytes;

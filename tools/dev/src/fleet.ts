@@ -2,7 +2,7 @@
  * The local fleet: checks Postgres, Redis and NATS, provisions the database, starts the nine services with
  * their logs interleaved, waits until every one is ready, and on Ctrl-C drains them all.
  *
- *   node --import tsx tools/dev/src/fleet.ts [--port-offset N] [--no-provision] [--from-source] [--raw-logs]
+ *   node --import tsx tools/dev/src/fleet.ts [--port-offset N] [--no-provision] [--from-source | --images TAG] [--raw-logs]
  */
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -13,6 +13,7 @@ import { describeExit, firstExit, ServiceProcess, stopAll, type ChildExit, type 
 import { startLocalChain, type LocalChain } from './chain.js';
 import { makeDevPki, type TlsFiles } from '@cairn/testing';
 import { checkInfrastructure, describeProblems, provisionDatabase } from './infra.js';
+import { imageCommand, missingImages, removeContainers } from './images.js';
 import { parseOptions, UsageError, USAGE, type FleetOptions } from './options.js';
 import {
   allPorts,
@@ -181,8 +182,20 @@ async function main(argv: string[]): Promise<number> {
         : [process.execPath, `services/${name}/dist/main.js`],
     ]),
   );
+  // One container a process (a replica's label, e.g. signer-1), named after this launcher so two fleets never clash.
+  const containerName = (label: string) => `cairn-${label}-${process.pid}`;
+  const containers = () => plan.services.map((s) => containerName(s.label));
+  const imageTag = options.images;
+  const absentImages = imageTag === undefined ? [] : missingImages(SERVICE_NAMES, imageTag, process.env);
+  if (absentImages.length) {
+    complain(`missing images ${absentImages.join(', ')} (or no docker engine answers)`);
+    complain('build them first: bash tools/dev/images.sh (tags cairn-<svc>:dev; CAIRN_IMAGE_TAG=<tag> for another)');
+    return 1;
+  }
   const missing = SERVICE_NAMES.filter(
-    (name) => !existsSync(`${ROOT}services/${name}/${options.fromSource ? 'src/main.ts' : 'dist/main.js'}`),
+    (name) =>
+      imageTag === undefined &&
+      !existsSync(`${ROOT}services/${name}/${options.fromSource ? 'src/main.ts' : 'dist/main.js'}`),
   );
   if (missing.length) {
     complain(
@@ -279,24 +292,29 @@ async function main(argv: string[]): Promise<number> {
   // The services run in their own process groups: never leave one behind, whatever ends the launcher.
   process.on('exit', () => {
     for (const p of processes) if (p.running) p.signal('SIGKILL');
+    // A killed `docker run` leaves its container running.
+    if (imageTag !== undefined) removeContainers(containers(), process.env);
     chain?.kill();
   });
 
   width = Math.max(width, ...plan.services.map((s) => s.label.length));
   const output: OutputOptions = { color, raw: options.rawLogs, prefixWidth: width };
   say(
-    `starting ${SERVICE_NAMES.length} services${options.replicas > 1 ? `, ${options.replicas} replicas each (ports +${REPLICA_PORT_STRIDE} per replica)` : ''}${options.portOffset ? ` (ports +${options.portOffset})` : ''} from ${options.fromSource ? 'sources (tsx)' : 'dist bundles'}`,
+    `starting ${SERVICE_NAMES.length} services${options.replicas > 1 ? `, ${options.replicas} replicas each (ports +${REPLICA_PORT_STRIDE} per replica)` : ''}${options.portOffset ? ` (ports +${options.portOffset})` : ''} from ${imageTag !== undefined ? `images cairn-<svc>:${imageTag} (docker, host network)` : options.fromSource ? 'sources (tsx)' : 'dist bundles'}`,
   );
-  processes = plan.services.map(
-    (s, index) =>
-      new ServiceProcess(s.label, index, commands.get(s.name) ?? [], {
-        cwd: ROOT,
-        env: s.env,
-        output,
-        stdout: process.stdout,
-        stderr: process.stderr,
-      }),
-  );
+  processes = plan.services.map((s, index) => {
+    const run =
+      imageTag === undefined
+        ? { command: commands.get(s.name) ?? [], env: s.env }
+        : imageCommand(s.name, imageTag, containerName(s.label), s.env);
+    return new ServiceProcess(s.label, index, run.command, {
+      cwd: ROOT,
+      env: run.env,
+      output,
+      stdout: process.stdout,
+      stderr: process.stderr,
+    });
+  });
   spawned = processes;
 
   const stopFleet = async (reason: string): Promise<ChildExit[]> => {
@@ -311,6 +329,7 @@ async function main(argv: string[]): Promise<number> {
     if (cutShort.length) complain(`stopped before they were ready: ${cutShort.map((p) => p.name).join(', ')}`);
     for (const p of unclean)
       if (!cutShort.includes(p)) complain(`${p.name} ${describeExit(p.exit ?? { code: null, signal: null })}`);
+    if (imageTag !== undefined) removeContainers(containers(), process.env);
     // After the services: the anchor service's last tick may still be talking to it.
     await stopChain();
     return exits;

@@ -21,6 +21,8 @@ export interface FleetOptions {
   replicas: number;
   provision: boolean;
   fromSource: boolean;
+  /** Run the services from the images cairn-<svc>:<tag> (docker, host network) instead of the bundles. */
+  images: string | undefined;
   rawLogs: boolean;
   readyTimeoutMs: number;
 }
@@ -43,6 +45,8 @@ Options:
                         beside this one needs --port-offset past (n - 1) × 1000 plus its own span.
   --no-provision        do not create the database role and database (use when you give DATABASE_URL)
   --from-source         run services/<svc>/src/main.ts through tsx instead of the built dist/main.js
+  --images <tag>        run each service from its image cairn-<svc>:<tag> (bash tools/dev/images.sh builds
+                        them as :dev) as a docker container on the host network
   --raw-logs            print the services' JSON log lines as they are
   --ready-timeout <s>   how long the services have to become ready (default 60)
   -h, --help            this text
@@ -64,6 +68,13 @@ function integer(name: string, raw: string | undefined, fallback: number, min: n
   return value;
 }
 
+function imageTag(raw: string | undefined, fromSource: boolean): string | undefined {
+  if (raw === undefined) return undefined;
+  if (fromSource) throw new UsageError('--images and --from-source exclude each other');
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(raw)) throw new UsageError(`--images: not an image tag: "${raw}"`);
+  return raw;
+}
+
 export function parseOptions(argv: string[]): FleetOptions {
   let values;
   try {
@@ -77,6 +88,7 @@ export function parseOptions(argv: string[]): FleetOptions {
         replicas: { type: 'string' },
         'no-provision': { type: 'boolean', default: false },
         'from-source': { type: 'boolean', default: false },
+        images: { type: 'string' },
         'raw-logs': { type: 'boolean', default: false },
         'ready-timeout': { type: 'string' },
       },
@@ -97,6 +109,7 @@ export function parseOptions(argv: string[]): FleetOptions {
     replicas,
     provision: values['no-provision'] !== true,
     fromSource: values['from-source'] === true,
+    images: imageTag(values.images, values['from-source'] === true),
     rawLogs: values['raw-logs'] === true,
     readyTimeoutMs: integer('--ready-timeout', values['ready-timeout'], 60, 1, 3600) * 1000,
   };

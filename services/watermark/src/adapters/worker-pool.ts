@@ -7,6 +7,7 @@ import { poolSizeFromCgroup } from './cpu-limit.js';
 import { ImageRejectedError, type RawImage } from '../domain/image/raw-image.js';
 import type { WatermarkKey } from '../domain/keys.js';
 import { transferable } from '../domain/image-tasks.js';
+import { movable } from './transfer.js';
 import {
   WORKER_READY,
   type DetectOutcome,
@@ -308,7 +309,7 @@ export class ImageWorkerPool {
       slot.task = task;
       slot.worker.ref();
       try {
-        slot.worker.postMessage(task.request, task.transfer);
+        slot.worker.postMessage(task.request, movable(task.transfer));
       } catch (error) {
         slot.task = null;
         slot.worker.unref();

@@ -17,6 +17,7 @@ import {
   type VideoWorkerRequest,
   type WorkerRequest,
 } from '../domain/worker-protocol.js';
+import { movable } from './transfer.js';
 
 const port = parentPort;
 if (!port) throw new Error('src/adapters/worker.ts must run as a worker thread');
@@ -46,6 +47,6 @@ port.on('message', (request: WorkerRequest | AudioWorkerRequest | VideoWorkerReq
     : isAudioRequest(request)
       ? runAudioTask(audio, request)
       : runImageTask(algorithms, request, { pixelsOwned: true });
-  port.postMessage(response, transfer);
+  port.postMessage(response, movable(transfer));
 });
 port.postMessage(WORKER_READY);
