@@ -188,13 +188,15 @@ export async function openSink(
   const lookup = vettedLookup(policy);
   const config: S3ClientConfig = {
     region,
-    ...(settings.endpoint
-      ? {
-          endpoint: settings.endpoint,
-          forcePathStyle: true,
-          requestHandler: { httpAgent: new HttpAgent({ lookup }), httpsAgent: new HttpsAgent({ lookup }) },
-        }
-      : {}),
+    ...(settings.endpoint ? { endpoint: settings.endpoint, forcePathStyle: true } : {}),
+    // Bounded like every outbound request: a store that stops answering fails this pass (retried on the next)
+    // instead of holding the exporter, and with it every other tenant's export, indefinitely.
+    requestHandler: {
+      httpAgent: new HttpAgent({ lookup }),
+      httpsAgent: new HttpsAgent({ lookup }),
+      connectionTimeout: 5_000,
+      requestTimeout: 30_000,
+    },
     ...(credentials ? { credentials } : {}),
   };
   if (!settings.bucket) throw new SinkRefusedError('s3 export has no bucket');
