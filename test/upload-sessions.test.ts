@@ -480,9 +480,17 @@ describe('upload sessions on an S3-compatible store', () => {
     const res = await verify(s3Stack, tenant.api_key, session.upload_id);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { signals: Record<string, unknown> }).signals.c2pa_manifest_present).toBe(false);
-    const listed = await s3.send(
-      new ListObjectsV2Command({ Bucket: 'cairn-uploads', Prefix: `blobs/${tenant.tenant_id}/uploads/` }),
+    // Deleted once the answer is sent (as on the filesystem store): gone, not at once.
+    await waitFor(
+      'the upload to be deleted from S3',
+      async () => {
+        const listed = await s3.send(
+          new ListObjectsV2Command({ Bucket: 'cairn-uploads', Prefix: `blobs/${tenant.tenant_id}/uploads/` }),
+        );
+        return (listed.Contents ?? []).length === 0 ? true : undefined;
+      },
+      30_000,
+      200,
     );
-    expect(listed.Contents ?? []).toEqual([]);
   }, 60_000);
 });
