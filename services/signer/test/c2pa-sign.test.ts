@@ -71,7 +71,7 @@ function input(
     title: 'astronaut',
     digitalSourceType: AI,
     metadata: METADATA,
-    softBinding: { alg: 'cairn-dct-v1', value: '00ff10aa' },
+    softBinding: { alg: 'cairn-dct-v1', value: '00ff10aa', keyId: 'k1' },
     ...overrides,
   };
 }
@@ -103,19 +103,42 @@ describe('buildAndSign', () => {
     expect(store.active_manifest).toBe(result.manifestLabel);
     expect(result.manifestLabel).toMatch(/^urn:c2pa:/);
 
-    // Claim generator: cairn/<version> (c2pa-rs adds its own version as an extra key).
+    // Claim generator: cairn/<version> and the C2PA version it follows (c2pa-rs adds its own version as an extra key).
     const [info] = manifest.claim_generator_info as Json[];
-    expect(info).toMatchObject({ name: 'cairn', version: '0.1.0' });
+    expect(info).toMatchObject({ name: 'cairn', version: '0.1.0', specVersion: '2.4.0' });
     expect(manifest.title).toBe('astronaut');
     expect(manifest.claim_version).toBe(2);
 
-    // Actions v2: c2pa.created with the digital source type and the generator as software agent.
-    const actions = assertion(assertions, 'c2pa.actions.v2')?.actions as Json[];
+    // Actions v2 (a created assertion): c2pa.created with the digital source type and the generator as software
+    // agent, then the watermark bound to the soft-binding assertion, with its algorithm and key id.
+    const actionsAssertion = assertions.find((a) => a.label === 'c2pa.actions.v2') as Assertion & { created?: boolean };
+    expect(actionsAssertion.created).toBe(true);
+    const actions = actionsAssertion.data.actions as Json[];
+    expect(actions).toHaveLength(2);
     expect(actions[0]).toMatchObject({
       action: 'c2pa.created',
       digitalSourceType: AI,
       softwareAgent: { name: 'Cairn Image Studio' },
       when: '2026-11-20T10:00:00.000Z',
+    });
+    expect(actions[1]).toEqual({
+      action: 'c2pa.watermarked.bound',
+      parameters: {
+        'com.cairn.watermark': {
+          softBinding: 'self#jumbf=c2pa.assertions/c2pa.soft-binding',
+          alg: 'cairn-dct-v1',
+          keyId: 'k1',
+        },
+      },
+    });
+    // The URI names the soft-binding assertion the claim lists.
+    const listed = ((store.validation_results as Json).activeManifest as { success: Array<{ url: string }> }).success;
+    expect(listed.some((s) => s.url.endsWith('/c2pa.assertions/c2pa.soft-binding'))).toBe(true);
+
+    // C2PA 2.4 AI disclosure beside the generative source type: the generic model type and the model's name.
+    expect(assertion(assertions, 'c2pa.ai-disclosure')).toEqual({
+      modelType: 'c2pa.types.model',
+      modelName: 'diffusion-xl-1.0',
     });
 
     // The metadata assertion carries exactly the sign metadata, no prompt.
@@ -126,12 +149,8 @@ describe('buildAndSign', () => {
       alg: 'cairn-dct-v1',
       blocks: [{ scope: {}, value: '00ff10aa' }],
     });
-    expect(assertion(assertions, 'stds.schema-org.CreativeWork')).toMatchObject({
-      author: [
-        { '@type': 'Person', name: 'Ada Lovelace' },
-        { '@type': 'Organization', name: 'Analytical Engines Ltd' },
-      ],
-    });
+    // Nothing deprecated in the version claimed: schema.org CreativeWork (deprecated since C2PA 1.4) is not written.
+    expect(assertions.map((a) => a.label)).not.toContain('stds.schema-org.CreativeWork');
 
     // The claim thumbnail is the caller's bytes, untouched.
     const thumbRef = manifest.thumbnail as { format: string; identifier: string };
@@ -163,9 +182,12 @@ describe('buildAndSign', () => {
     );
     const { store, manifest, assertions } = await readBack(result.signed, 'image/jpeg');
     expect(store.validation_state).toBe('Trusted');
+    // c2pa-rs puts c2pa.opened first in Cairn's actions assertion; the watermark follows it.
     const actions = assertion(assertions, 'c2pa.actions.v2')?.actions as Json[];
-    expect(actions[0]?.action).toBe('c2pa.opened');
+    expect(actions.map((a) => a.action)).toEqual(['c2pa.opened', 'c2pa.watermarked.bound']);
     expect((manifest.ingredients as Json[])[0]?.relationship).toBe('parentOf');
+    // No source type: nothing says a model made it.
+    expect(assertion(assertions, 'c2pa.ai-disclosure')).toBeUndefined();
   });
 
   it('omits optional assertions when not asked for', async () => {
@@ -179,8 +201,25 @@ describe('buildAndSign', () => {
     });
     const { store, manifest, assertions } = await readBack(result.signed, 'image/jpeg');
     expect(store.validation_state).toBe('Trusted');
-    expect(assertions.map((a) => a.label)).toEqual(['c2pa.actions.v2']);
+    // No mark, no watermark action; the AI disclosure without a model name (none given).
+    expect(assertions.map((a) => a.label)).toEqual(['c2pa.actions.v2', 'c2pa.ai-disclosure']);
+    expect((assertion(assertions, 'c2pa.actions.v2')?.actions as Json[]).map((a) => a.action)).toEqual([
+      'c2pa.created',
+    ]);
+    expect(assertion(assertions, 'c2pa.ai-disclosure')).toEqual({ modelType: 'c2pa.types.model' });
     expect(manifest.thumbnail).toBeUndefined(); // c2pa-rs's own thumbnail is off
+  });
+
+  it('discloses AI only for a source type a trained model made: a capture gets none', async () => {
+    const capture = 'http://cv.iptc.org/newscodes/digitalsourcetype/digitalCapture';
+    const composite = 'http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia';
+    const labels = (digitalSourceType: string) =>
+      buildManifestPlan(
+        input({ asset: jpeg, mimeType: 'image/jpeg', signer: localSignerFor(credential), digitalSourceType }),
+      ).definition.assertions.map((a) => a.label);
+    expect(labels(capture)).not.toContain('c2pa.ai-disclosure');
+    expect(labels(composite)).toContain('c2pa.ai-disclosure');
+    expect(labels(AI)).toContain('c2pa.ai-disclosure');
   });
 
   it('never carries fields outside the sign metadata, and refuses a prompt in place of its hash', async () => {

@@ -14,8 +14,35 @@ export const RECORD_ASSERTION = 'com.cairn.record';
 /** C2PA soft-binding assertion (c2pa-rs 0.90 `labels::SOFT_BINDING`). */
 export const SOFT_BINDING_ASSERTION = 'c2pa.soft-binding';
 
-/** Deprecated in C2PA 2.x but still read by c2pa-rs 0.90 and most viewers; carries creator / legal entity. */
-export const CREATIVE_WORK_ASSERTION = 'stds.schema-org.CreativeWork';
+/**
+ * C2PA 2.4 AI disclosure assertion (§18.28), written beside a generative `digitalSourceType`. c2pa-rs 0.90 does not
+ * know the label and writes it as a plain CBOR assertion.
+ */
+export const AI_DISCLOSURE_ASSERTION = 'c2pa.ai-disclosure';
+
+/** The generic model type of C2PA 2.4 Table 12: Cairn is told a model's name, never its framework. */
+export const GENERIC_MODEL_TYPE = 'c2pa.types.model';
+
+/** C2PA 2.3 action: a watermark was embedded to create a soft binding (§18.15.5: needs a soft-binding assertion). */
+export const WATERMARKED_BOUND_ACTION = 'c2pa.watermarked.bound';
+
+/**
+ * Entity-specific action parameter (§18.15.4.7) naming the soft-binding assertion a watermark action relates to,
+ * with the mark's algorithm and key id. The spec's `relatedAssertions` needs the assertion's hashed URI, whose hash
+ * c2pa-rs computes over a random salt while it signs, so no caller of its Builder can write it (docs/conformance.md).
+ */
+export const WATERMARK_PARAMETER = 'com.cairn.watermark';
+
+/**
+ * The version of the C2PA specification Cairn's manifests are made against (`specVersion` in
+ * `claim_generator_info`, §10.2.3.2). What Cairn does not yet meet of it is listed in docs/conformance.md.
+ */
+export const C2PA_SPEC_VERSION = '2.4.0';
+
+/** JUMBF URI of an assertion of the same manifest (§8.4), as c2pa-rs labels the first instance of a label. */
+export function selfAssertionUri(label: string): string {
+  return `self#jumbf=c2pa.assertions/${label}`;
+}
 
 /** c2pa-rs writes v2 (`c2pa.actions.v2`) for claim version 2 when given this label. */
 export const ACTIONS_ASSERTION = 'c2pa.actions';

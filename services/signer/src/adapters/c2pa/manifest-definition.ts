@@ -3,23 +3,33 @@
 // @contentauth/c2pa-types, which is not installed here, so the subset Cairn writes is typed locally.
 import {
   ACTIONS_ASSERTION,
-  CREATIVE_WORK_ASSERTION,
+  AI_DISCLOSURE_ASSERTION,
+  C2PA_SPEC_VERSION,
   GENERATION_ASSERTION,
+  GENERIC_MODEL_TYPE,
   RECORD_ASSERTION,
+  selfAssertionUri,
   SOFT_BINDING_ASSERTION,
   THUMBNAIL_RESOURCE_ID,
+  WATERMARK_PARAMETER,
+  WATERMARKED_BOUND_ACTION,
 } from './labels.js';
-import type { BuildAndSignInput, GenerationMetadata } from './types.js';
+import type { BuildAndSignInput, GenerationMetadata, SoftBindingInput } from './types.js';
 
 export interface AssertionDefinition {
   label: string;
   data: Record<string, unknown>;
   /** Absent = CBOR. */
   kind?: 'Json';
+  /**
+   * Listed in the claim's `created_assertions` (attributed to the signer) rather than `gathered_assertions`
+   * (c2pa-rs's default for a Builder assertion). C2PA requires an actions assertion among the created ones (§18.15.2).
+   */
+  created?: true;
 }
 
 export interface ManifestDefinition {
-  claim_generator_info: Array<{ name: string; version: string }>;
+  claim_generator_info: Array<{ name: string; version: string; specVersion: string }>;
   title?: string;
   format: string;
   thumbnail?: { format: string; identifier: string };
@@ -83,16 +93,40 @@ function createdAction(input: BuildAndSignInput, digitalSourceType: string): Rec
   return action;
 }
 
-function creativeWork(metadata: GenerationMetadata): AssertionDefinition | undefined {
-  const author: Array<Record<string, string>> = [];
-  if (metadata.creator) author.push({ '@type': 'Person', name: metadata.creator });
-  if (metadata.legal_entity) author.push({ '@type': 'Organization', name: metadata.legal_entity });
-  if (author.length === 0) return undefined;
-  return {
-    label: CREATIVE_WORK_ASSERTION,
-    kind: 'Json',
-    data: { '@context': 'http://schema.org/', '@type': 'CreativeWork', author },
+/**
+ * The watermark as an action (C2PA 2.3 `c2pa.watermarked.bound`): the soft-binding assertion it made is named by
+ * its JUMBF URI in Cairn's own parameter, with the algorithm and the key id (see WATERMARK_PARAMETER for why not
+ * `relatedAssertions`).
+ */
+function watermarkAction(softBinding: SoftBindingInput): Record<string, unknown> {
+  const watermark: Record<string, string> = {
+    softBinding: selfAssertionUri(SOFT_BINDING_ASSERTION),
+    alg: softBinding.alg,
   };
+  if (softBinding.keyId) watermark.keyId = softBinding.keyId;
+  return { action: WATERMARKED_BOUND_ACTION, parameters: { [WATERMARK_PARAMETER]: watermark } };
+}
+
+// IPTC (and C2PA) source types for which a trained model made or changed the content: C2PA 2.4 §18.28.3 attaches
+// the AI disclosure to these and not to, e.g., digitalCreation or algorithmicMedia (no trained model).
+const GENERATIVE_SOURCE_TYPES = new Set([
+  'trainedAlgorithmicMedia',
+  'compositeWithTrainedAlgorithmicMedia',
+  'trainedAlgorithmicData',
+]);
+
+export function isGenerativeSourceType(digitalSourceType: string): boolean {
+  return GENERATIVE_SOURCE_TYPES.has(digitalSourceType.slice(digitalSourceType.lastIndexOf('/') + 1));
+}
+
+/**
+ * C2PA 2.4 AI disclosure: the generic model type (Cairn is not told the model's framework) and the model's name when
+ * the caller gave one. No `contentProfile`: Cairn does not know how much a human oversaw the output.
+ */
+function aiDisclosure(metadata: Record<string, string>): AssertionDefinition {
+  const data: Record<string, string> = { modelType: GENERIC_MODEL_TYPE };
+  if (metadata.model) data.modelName = metadata.model;
+  return { label: AI_DISCLOSURE_ASSERTION, data, created: true };
 }
 
 export function buildManifestPlan(input: BuildAndSignInput): ManifestPlan {
@@ -100,22 +134,28 @@ export function buildManifestPlan(input: BuildAndSignInput): ManifestPlan {
   if (claimGenerator.name !== 'cairn' || !claimGenerator.version) {
     throw new C2paInputError('claimGenerator must be { name: "cairn", version }');
   }
-  const assertions: AssertionDefinition[] = [];
-  if (digitalSourceType) {
-    assertions.push({ label: ACTIONS_ASSERTION, data: { actions: [createdAction(input, digitalSourceType)] } });
+  if (softBinding && (!softBinding.alg || !softBinding.value)) {
+    throw new C2paInputError('softBinding needs alg and value');
   }
+  // One actions assertion, always among the created ones: c2pa.created (or, for the edit intent, the c2pa.opened
+  // c2pa-rs puts first), then the watermark when one was embedded.
+  const actions: Array<Record<string, unknown>> = [];
+  if (digitalSourceType) actions.push(createdAction(input, digitalSourceType));
+  if (softBinding) actions.push(watermarkAction(softBinding));
+  const assertions: AssertionDefinition[] = [{ label: ACTIONS_ASSERTION, data: { actions }, created: true }];
+
   const generation = generationAssertionData(input.metadata);
+  if (digitalSourceType && isGenerativeSourceType(digitalSourceType)) assertions.push(aiDisclosure(generation));
+  // The caller's metadata, gathered: Cairn records it, the caller asserts it. Creator and legal entity are kept here
+  // only; schema.org CreativeWork, which used to repeat them, is deprecated since C2PA 1.4.
   if (Object.keys(generation).length > 0) assertions.push({ label: GENERATION_ASSERTION, data: generation });
 
-  const work = creativeWork(generation);
-  if (work) assertions.push(work);
-
   if (softBinding) {
-    if (!softBinding.alg || !softBinding.value) throw new C2paInputError('softBinding needs alg and value');
-    // Shape of the C2PA soft-binding assertion (c2pa-rs `SoftBinding`): the whole asset is the scope.
+    // The C2PA soft-binding assertion: the whole asset is the scope (an empty scope map, §18.10.3).
     assertions.push({
       label: SOFT_BINDING_ASSERTION,
       data: { alg: softBinding.alg, blocks: [{ scope: {}, value: softBinding.value }] },
+      created: true,
     });
   }
 
@@ -123,11 +163,14 @@ export function buildManifestPlan(input: BuildAndSignInput): ManifestPlan {
     assertions.push({
       label: RECORD_ASSERTION,
       data: { asset_id: input.record.assetId, manifest_id: input.record.manifestId },
+      created: true,
     });
   }
 
   const definition: ManifestDefinition = {
-    claim_generator_info: [{ name: claimGenerator.name, version: claimGenerator.version }],
+    claim_generator_info: [
+      { name: claimGenerator.name, version: claimGenerator.version, specVersion: C2PA_SPEC_VERSION },
+    ],
     format: input.mimeType,
     assertions,
   };

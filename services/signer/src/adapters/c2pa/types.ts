@@ -61,11 +61,14 @@ export interface GenerationMetadata {
   legal_case_ref?: string;
 }
 
+/** The watermark a sign embedded: recorded as the soft-binding assertion and the `c2pa.watermarked.bound` action. */
 export interface SoftBindingInput {
-  /** Soft-binding algorithm id, e.g. `cairn-dct-v1`. */
+  /** Soft-binding algorithm id, e.g. `cairn-sync-v2`. */
   alg: string;
-  /** Payload hex or watermark id, as the watermark service reports it. */
+  /** Payload hex, as the watermark service reports it. */
   value: string;
+  /** Id of the watermark key the mark was embedded with; empty or absent for an unkeyed algorithm. */
+  keyId?: string;
 }
 
 export interface ThumbnailInput {
@@ -85,6 +88,7 @@ export interface BuildAndSignInput {
    * IPTC digital source type URI (e.g. http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia).
    * Set: the manifest records a `c2pa.created` action with it. Unset: the asset is recorded as opened from the
    * received file (`c2pa.opened` + parentOf ingredient), because a v2 claim without either action is invalid.
+   * A generative type (trained algorithmic media or data, or a composite with it) adds `c2pa.ai-disclosure`.
    */
   digitalSourceType?: string;
   metadata: GenerationMetadata;

@@ -22,8 +22,8 @@ export type SignWithC2pa = (input: C2paInput) => Promise<SignedBytes>;
 
 /**
  * The C2PA step of one sign: the manifest names its own id and asset (com.cairn.record), the recipe's source
- * type, the metadata and the watermark as a soft binding; c2pa-rs parses and rewrites the container in a child
- * process, the key signs here.
+ * type, the metadata and the watermark (a soft binding, and the c2pa.watermarked.bound action naming it with its
+ * algorithm and key id); c2pa-rs parses and rewrites the container in a child process, the key signs here.
  */
 export function c2paStep(
   deps: PipelineDeps,
@@ -48,7 +48,13 @@ export function c2paStep(
         ...(plan.recipe.digitalSourceType ? { digitalSourceType: plan.recipe.digitalSourceType } : {}),
         metadata: plan.metadata,
         ...(input.watermark
-          ? { softBinding: { alg: input.watermark.algorithm, value: input.watermark.payloadHex } }
+          ? {
+              softBinding: {
+                alg: input.watermark.algorithm,
+                value: input.watermark.payloadHex,
+                keyId: input.watermark.keyId,
+              },
+            }
           : {}),
         ...(input.thumbnail ? { thumbnail: { bytes: input.thumbnail, mimeType: 'image/jpeg' as const } } : {}),
       };

@@ -91,11 +91,13 @@ export async function timed<T>(deps: PipelineDeps, stage: SignStage, work: () =>
   }
 }
 
-/** The watermark a sign embedded (its id, the payload it carries, the algorithm that wrote it). */
+/** The watermark a sign embedded (its id, the payload it carries, the algorithm and key that wrote it). */
 export interface EmbeddedWatermark {
   id: string;
   payloadHex: string;
   algorithm: string;
+  /** The watermark key's id as the watermark service answered it; empty for an unkeyed algorithm. */
+  keyId: string;
 }
 
 /** What the C2PA step answers: the signed file, its manifest store and the active manifest's label. */

@@ -90,7 +90,7 @@ async function signAudioOrVideo(
   const watermarkId = newId('watermark');
   const request = { tenantId: target.tenantId, watermarkId, assetId: target.assetId, encoded: upload };
   progress?.('watermarking', 0);
-  const marked: { encoded: Uint8Array; mediaType: string; payloadHex: string; algorithm: string } =
+  const marked: { encoded: Uint8Array; mediaType: string; payloadHex: string; algorithm: string; keyId: string } =
     sniffed.modality === 'video'
       ? await timed(deps, 'watermark', () =>
           progress
@@ -103,7 +103,12 @@ async function signAudioOrVideo(
       'cairn.internal_error',
       `The watermark service returned no ${sniffed.modality} in the upload’s format.`,
     );
-  const watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
+  const watermark = {
+    id: watermarkId,
+    payloadHex: marked.payloadHex,
+    algorithm: marked.algorithm,
+    keyId: marked.keyId,
+  };
   return { signed: await signAsUploaded({ asset: Buffer.from(marked.encoded), mimeType, watermark }, sign), watermark };
 }
 
@@ -182,7 +187,12 @@ async function signImage(
     );
     if (marked.encoded.length === 0 || marked.thumbnail.length === 0)
       throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
-    const watermark = { id: watermarkId, payloadHex: marked.payloadHex, algorithm: marked.algorithm };
+    const watermark = {
+      id: watermarkId,
+      payloadHex: marked.payloadHex,
+      algorithm: marked.algorithm,
+      keyId: marked.keyId,
+    };
     const signed = await sign({
       asset: Buffer.from(marked.encoded),
       mimeType: mediaType,
