@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash, verify as verifySignature, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import pg from 'pg';
+import { databaseUrl, PG_ADMIN_URL } from '@cairn/testing';
+import { databaseRole } from '../packages/config/src/index.js';
+import { writeBox, writeSuperbox } from '../packages/jumbf/src/index.js';
 import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
@@ -324,6 +328,90 @@ describe('POST /manifests, hostile', () => {
   });
 });
 
+/** CBOR (RFC 8949) of the few types a soft-binding assertion needs: text, arrays and maps with text keys. */
+function cbor(value: string | unknown[] | Record<string, unknown>): Buffer {
+  const head = (major: number, n: number) =>
+    n < 24 ? Buffer.from([(major << 5) | n]) : Buffer.from([(major << 5) | 25, n >> 8, n & 0xff]);
+  if (typeof value === 'string') return Buffer.concat([head(3, Buffer.byteLength(value)), Buffer.from(value)]);
+  if (Array.isArray(value)) return Buffer.concat([head(4, value.length), ...value.map((v) => cbor(v as string))]);
+  const entries = Object.entries(value);
+  return Buffer.concat([head(5, entries.length), ...entries.flatMap(([k, v]) => [cbor(k), cbor(v as string)])]);
+}
+
+/** A minimal manifest store whose active manifest carries one c2pa.soft-binding assertion (CBOR `assertion`). */
+function storeWithSoftBinding(label: string, assertion: Buffer): Buffer {
+  const softBinding = writeSuperbox('c2pa.soft-binding', [writeBox('cbor', assertion)]);
+  const manifest = writeSuperbox(label, [
+    writeSuperbox('c2pa.assertions', [softBinding]),
+    writeSuperbox('c2pa.claim.v2', [writeBox('cbor', cbor({}))]),
+    writeSuperbox('c2pa.signature', [writeBox('cbor', cbor({}))]),
+  ]);
+  return writeSuperbox('c2pa', [manifest]);
+}
+
+describe("a stored manifest's own soft-binding assertions", () => {
+  const store = async (body: Buffer) => {
+    const res = await stack.request(`${API}/manifests`, {
+      method: 'POST',
+      key: owner.api_key,
+      headers: { 'content-type': 'application/c2pa' },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const { manifestId } = (await res.json()) as { manifestId: string };
+    created.push(manifestId);
+    return manifestId;
+  };
+  const matchIds = async (alg: string, value: string) =>
+    (
+      (await (await get(`/matches/byBinding?alg=${alg}&value=${encodeURIComponent(value)}`)).json()) as {
+        matches: Array<{ manifestId: string }>;
+      }
+    ).matches.map((m) => m.manifestId);
+
+  it('are bound on upload: the value finds the manifest under its algorithm only', async () => {
+    const value = Buffer.from(`mark-${Date.now()}`).toString('base64');
+    const id = await store(
+      storeWithSoftBinding(
+        'urn:c2pa:5e0c8b0e-0000-4000-8000-000000000001',
+        cbor({ alg: 'com.example.watermark.1', blocks: [{ scope: {}, value }] }),
+      ),
+    );
+    expect(await matchIds('com.example.watermark.1', value)).toEqual([id]);
+    expect(await matchIds('com.example.other.1', value)).toEqual([]);
+  });
+
+  it('a malformed or hostile assertion is skipped, the store still kept: deep nesting, lengths past the end, junk', async () => {
+    const deep = Buffer.concat([Buffer.alloc(100_000, 0x81), Buffer.from([0x60])]);
+    const pastEnd = Buffer.from([0xa2, 0x63, 0x61, 0x6c, 0x67, 0x7a, 0xff, 0xff, 0xff, 0xf0]);
+    const indefinite = Buffer.from([0xbf, 0x63, 0x61, 0x6c, 0x67, 0x61, 0x78, 0xff]);
+    for (const [i, assertion] of [deep, pastEnd, indefinite, Buffer.from('junk')].entries()) {
+      const id = await store(storeWithSoftBinding(`urn:c2pa:5e0c8b0e-0000-4000-8000-00000000001${i}`, assertion));
+      expect((await get(`/manifests/${id}`)).status).toBe(200);
+    }
+  });
+
+  it('a store without claim or signature, or whose boxes overrun it, is refused (400)', async () => {
+    const post = (body: Buffer) =>
+      stack.request(`${API}/manifests`, {
+        method: 'POST',
+        key: owner.api_key,
+        headers: { 'content-type': 'application/c2pa' },
+        body,
+      });
+    const noClaim = writeSuperbox('c2pa', [
+      writeSuperbox('urn:c2pa:x', [writeSuperbox('c2pa.signature', [writeBox('cbor', cbor({}))])]),
+    ]);
+    await expectProblem(await post(noClaim), 400, 'cairn.validation.invalid_body');
+    const notC2pa = writeSuperbox('jpeg', [writeSuperbox('urn:c2pa:x')]);
+    await expectProblem(await post(notC2pa), 400, 'cairn.validation.invalid_body');
+    const overrun = Buffer.from(fixture);
+    overrun.writeUInt32BE(overrun.length + 1000, 0);
+    await expectProblem(await post(overrun), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await post(writeSuperbox('c2pa')), 400, 'cairn.validation.invalid_body');
+  });
+});
+
 describe('DELETE /manifests/{id}, hostile', () => {
   it("another tenant's delete is 404 and the manifest stays; a read key is 403; Cairn's own manifests are not deletable here", async () => {
     const { manifestId } = await createTestManifest();
@@ -474,10 +562,24 @@ describe('receipts, hostile', () => {
     expect((await verify(one.manifestId, otherBytes)).verified).toBe(false);
     const laterDate = {
       ...r,
-      anchor: { ...r.anchor, parameters: { ...r.anchor.parameters, storedAt: '2030-01-01T00:00:00.000Z' } },
+      anchor: {
+        ...r.anchor,
+        parameters: {
+          ...r.anchor.parameters,
+          storedAt: new Date(Date.parse(r.anchor.parameters.storedAt) + 1000).toISOString(),
+        },
+      },
     };
     const dated = await verify(one.manifestId, laterDate);
     expect(dated).toMatchObject({ verified: false, error: expect.stringContaining('signature') });
+    const backdated = {
+      ...r,
+      anchor: { ...r.anchor, parameters: { ...r.anchor.parameters, storedAt: '2001-01-01T00:00:00.000Z' } },
+    };
+    expect(await verify(one.manifestId, backdated)).toMatchObject({
+      verified: false,
+      error: expect.stringContaining('validity'),
+    });
     const stranger = (two.receipt as unknown as Receipt).anchor.proof.value;
     const swapped = { ...r, anchor: { ...r.anchor, proof: { alg: 'ES256', value: stranger } } };
     expect((await verify(one.manifestId, swapped)).verified).toBe(false);
@@ -505,5 +607,61 @@ describe('receipts, hostile', () => {
     const { manifestId } = await createTestManifest({ returnReceipt: true });
     await stack.request(`${API}/manifests/${manifestId}`, { method: 'DELETE', key: owner.api_key });
     await expectProblem(await get(`/manifests/${manifestId}/receipts`), 404, 'cairn.not_found');
+  });
+});
+
+describe('the repository tables under row-level security', () => {
+  it('are forced for the service role: nothing without a tenant, a tenant its own rows, the public mode reads only', async () => {
+    const { manifestId } = await createTestManifest();
+    await createTestManifest({ key: other.api_key });
+    const client = new pg.Client({
+      connectionString: databaseUrl(PG_ADMIN_URL, stack.sandbox.databaseName, databaseRole('softbinding')),
+    });
+    await client.connect();
+    const as = async <T extends pg.QueryResultRow>(settings: Record<string, string>, text: string) => {
+      await client.query('begin');
+      try {
+        for (const [name, value] of Object.entries(settings))
+          await client.query('select set_config($1, $2, true)', [name, value]);
+        return (await client.query<T>(text)).rows;
+      } finally {
+        await client.query('rollback');
+      }
+    };
+    try {
+      for (const table of ['softbinding.stored_manifests', 'softbinding.stored_bindings']) {
+        const { rows } = await client.query<{ relrowsecurity: boolean; relforcerowsecurity: boolean }>(
+          'select relrowsecurity, relforcerowsecurity from pg_class where oid = $1::regclass',
+          [table],
+        );
+        expect(rows[0]).toEqual({ relrowsecurity: true, relforcerowsecurity: true });
+        expect(await as<{ n: string }>({}, `select count(*)::text as n from ${table}`)).toEqual([{ n: '0' }]);
+      }
+      const own = await as<{ tenant_id: string }>(
+        { 'cairn.tenant_id': owner.tenant_id },
+        'select distinct tenant_id from softbinding.stored_manifests',
+      );
+      expect(own).toEqual([{ tenant_id: owner.tenant_id }]);
+      const everyone = await as<{ n: string }>(
+        { 'cairn.softbinding_public': 'on' },
+        'select count(distinct tenant_id)::text as n from softbinding.stored_manifests',
+      );
+      expect(everyone).toEqual([{ n: '2' }]);
+      // The public mode opens reads only: its delete touches nothing, so the manifest is still served.
+      const deleted = await as(
+        { 'cairn.softbinding_public': 'on' },
+        `delete from softbinding.stored_manifests where manifest_id = '${manifestId}' returning manifest_id`,
+      );
+      expect(deleted).toEqual([]);
+      // Another tenant cannot take it over either.
+      const taken = await as(
+        { 'cairn.tenant_id': other.tenant_id },
+        `update softbinding.stored_manifests set tenant_id = '${other.tenant_id}' where manifest_id = '${manifestId}' returning manifest_id`,
+      );
+      expect(taken).toEqual([]);
+    } finally {
+      await client.end();
+    }
+    expect((await get(`/manifests/${manifestId}`)).status).toBe(200);
   });
 });

@@ -65,7 +65,8 @@ export type ReceiptVerdict = { verified: true } | { verified: false; error: stri
 
 /**
  * Checks a receipt someone holds against the manifest stored under `expected.manifestId`: the shape, that it names
- * that manifest and its bytes' hash, that its chain leads to one of Cairn's roots, and the signature.
+ * that manifest and its bytes' hash, that its chain leads to one of Cairn's roots, that the leaf was valid at
+ * storedAt, and the signature. Revocation is not checked: a receipt stays a statement of what was stored then.
  */
 export function verifyReceipt(
   candidate: unknown,
@@ -92,6 +93,12 @@ export function verifyReceipt(
   const top = chain.at(-1)!;
   if (!roots.some((root) => top.verify(root.publicKey)))
     return { verified: false, error: 'the chain does not lead to a Cairn root' };
+  // The key must have been certified when the receipt says it signed (a backdated storedAt outside the leaf's
+  // validity is refused even when the signature checks).
+  const storedAt = Date.parse(receipt.anchor.parameters.storedAt);
+  const leaf = chain[0]!;
+  if (Number.isNaN(storedAt) || storedAt < Date.parse(leaf.validFrom) || storedAt > Date.parse(leaf.validTo))
+    return { verified: false, error: 'storedAt is outside the signing certificate’s validity' };
   const tbs = receiptTbs({
     repositoryUri: receipt.repository.uri,
     manifestId: receipt.repository.manifestId,
