@@ -72,6 +72,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // The harness's cleanup: every fixture it stored is deleted (a repeat is 404, already gone).
   for (const id of created) await stack?.request(`${API}/manifests/${id}`, { method: 'DELETE', key: owner.api_key });
+  // (Fixtures of other tenants stay: the sandbox database goes with the stack.)
   await stack?.stop();
 });
 
@@ -663,5 +664,32 @@ describe('the repository tables under row-level security', () => {
       await client.end();
     }
     expect((await get(`/manifests/${manifestId}`)).status).toBe(200);
+  });
+});
+
+describe('the per-tenant quota of stored manifests (STORED_MANIFESTS_MAX_PER_TENANT)', () => {
+  beforeAll(async () => {
+    stack.env.STORED_MANIFESTS_MAX_PER_TENANT = '2';
+    await stack.stopService('softbinding');
+    await stack.restart('softbinding');
+  }, 60_000);
+
+  it('refuses a tenant’s upload past it (429) until the tenant deletes one; other tenants are unaffected', async () => {
+    const tenant = await onboard(stack);
+    const first = await createTestManifest({ key: tenant.api_key });
+    await createTestManifest({ key: tenant.api_key });
+    const refused = await stack.request(`${API}/manifests`, {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'content-type': 'application/c2pa' },
+      body: fixture,
+    });
+    await expectProblem(refused, 429, 'cairn.resolution.quota_exceeded');
+    const newcomer = await onboard(stack);
+    await createTestManifest({ key: newcomer.api_key });
+    expect(
+      (await stack.request(`${API}/manifests/${first.manifestId}`, { method: 'DELETE', key: tenant.api_key })).status,
+    ).toBe(204);
+    await createTestManifest({ key: tenant.api_key });
   });
 });

@@ -51,6 +51,7 @@ export const ERROR_CATALOG = {
   'cairn.method_not_allowed': { status: 405, title: 'Method not allowed' },
   'cairn.validation.query_too_long': { status: 414, title: 'Query value too long; send it in a POST body' },
   'cairn.resolution.fetch_failed': { status: 502, title: 'The referenced asset could not be fetched' },
+  'cairn.resolution.quota_exceeded': { status: 429, title: 'Stored manifest quota reached' },
   'cairn.resolution.binding_exists': { status: 409, title: 'Soft binding value already bound' },
   'cairn.not_implemented': { status: 501, title: 'Not implemented' },
   'cairn.unavailable': { status: 503, title: 'Service temporarily unavailable' },

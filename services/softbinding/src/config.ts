@@ -23,5 +23,7 @@ export const softbindingConfigShape = {
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(2 * 1024 * 1024),
+  /** Most manifests one tenant may keep there (with the size limit, what a tenant can make Postgres hold). */
+  STORED_MANIFESTS_MAX_PER_TENANT: z.coerce.number().int().min(1).default(1000),
   FINGERPRINT_CATCH_UP_MS: z.coerce.number().int().min(100).default(5000),
 };

@@ -65,6 +65,7 @@ export function softbindingService(
           repository: new ManifestRepository(ctx.db),
           receipts: signerReceipts(ctx.client(signerV1.SignerService, 'signer')),
           maxManifestBytes: ctx.config.STORED_MANIFEST_MAX_BYTES,
+          maxManifestsPerTenant: ctx.config.STORED_MANIFESTS_MAX_PER_TENANT,
         }),
       );
       await ctx.consume(

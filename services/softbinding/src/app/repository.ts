@@ -16,6 +16,8 @@ export interface RepositoryDeps {
   receipts: ReceiptSigning;
   /** STORED_MANIFEST_MAX_BYTES. */
   maxManifestBytes: number;
+  /** STORED_MANIFESTS_MAX_PER_TENANT. */
+  maxManifestsPerTenant: number;
 }
 
 const MAX_VALUE_LENGTH = 4096;
@@ -57,7 +59,13 @@ export async function storeManifest(
   const bindingsIndexed = await deps.repository.insert(
     { tenantId, manifestId, label: inspected.label, sha256: fields.manifestSha256, bytes, receipt: receiptJson },
     inspected.softBindings,
+    deps.maxManifestsPerTenant,
   );
+  if (bindingsIndexed === 'quota_exceeded')
+    throw new CairnError(
+      'cairn.resolution.quota_exceeded',
+      `A tenant keeps at most ${deps.maxManifestsPerTenant} stored manifests; delete some first.`,
+    );
   return { manifestId, receiptJson, bindingsIndexed };
 }
 

@@ -1,4 +1,4 @@
-import { and, desc, eq, or, sql } from 'drizzle-orm';
+import { and, count, desc, eq, or, sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
 import { storedBindings, storedManifests } from '../db/schema.js';
 
@@ -33,9 +33,20 @@ export class ManifestRepository {
     });
   }
 
-  /** Inserts the manifest and binds its own values (a value the tenant already bound elsewhere stays there). */
-  async insert(manifest: NewStoredManifest, bindings: ReadonlyArray<{ alg: string; value: string }>): Promise<number> {
+  /**
+   * Inserts the manifest and binds its own values (a value the tenant already bound elsewhere stays there), unless
+   * the tenant already keeps `maxPerTenant`. The tenant's inserts are serialised (a transaction-scoped advisory lock
+   * on its id), so concurrent uploads cannot overshoot the count.
+   */
+  async insert(
+    manifest: NewStoredManifest,
+    bindings: ReadonlyArray<{ alg: string; value: string }>,
+    maxPerTenant: number,
+  ): Promise<number | 'quota_exceeded'> {
     return withTenant(this.db, manifest.tenantId, async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`stored_manifests:${manifest.tenantId}`}))`);
+      const [held] = await tx.select({ n: count() }).from(storedManifests);
+      if ((held?.n ?? 0) >= maxPerTenant) return 'quota_exceeded';
       await tx.insert(storedManifests).values(manifest);
       if (bindings.length === 0) return 0;
       const rows = await tx

@@ -824,7 +824,11 @@ export const OPERATIONS: OperationDoc[] = [
         receipt: { '@type': 'org.c2pa.manifest-receipt', repository: { manifestId: 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK' } },
       }),
     ],
-    errors: ['cairn.validation.body_too_large', 'cairn.validation.unsupported_media_type'],
+    errors: [
+      'cairn.validation.body_too_large',
+      'cairn.validation.unsupported_media_type',
+      'cairn.resolution.quota_exceeded',
+    ],
   },
   {
     method: 'delete',
