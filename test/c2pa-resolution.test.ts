@@ -142,7 +142,13 @@ describe(`GET ${API}/services/supportedAlgorithms`, () => {
     const res = await stack.request(`${API}/services/supportedAlgorithms`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { watermarks: Array<{ alg: string }>; fingerprints: Array<{ alg: string }> };
-    expect(body.fingerprints).toContainEqual({ alg: 'cairn.pdq.v1' });
+    // Every fingerprint Cairn computes, the image one (by value or content) first; nothing it does not.
+    expect(body.fingerprints).toEqual([
+      { alg: 'cairn.pdq.v1' },
+      { alg: 'cairn.pdq-frames.v1' },
+      { alg: 'cairn.audio-peaks.v1' },
+      { alg: 'cairn.minhash.v1' },
+    ]);
     // The watermark new signs carry, and the keyed and keyless ones of marks issued before it.
     expect(body.watermarks).toEqual([{ alg: 'cairn-sync-v2' }, { alg: 'cairn-dct-keyed-v1' }, { alg: 'cairn-dct-v1' }]);
   });

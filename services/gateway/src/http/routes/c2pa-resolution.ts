@@ -1,7 +1,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
-import { IMAGE_WATERMARK_ALGS } from '@cairn/catalog';
+import { FINGERPRINT_ALG, IMAGE_WATERMARK_ALGS } from '@cairn/catalog';
 import { CairnError, parseOrThrow } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { DestinationPolicy } from '@cairn/outbound';
@@ -231,10 +231,15 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     });
   });
 
-  router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, async (_req, res) => {
-    const fingerprints = (await resolution.fingerprintAlgs()).map((alg) => ({ alg }));
+  // What Cairn resolves, from the catalogue every service shares: the image watermarks (by payload or content) and
+  // the fingerprints (by value or content; the audio one by content only). No service is asked, so the list is
+  // served while one is down (status says so).
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, (_req, res) => {
     res.set('Cache-Control', 'public, max-age=300');
-    res.json({ watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })), fingerprints });
+    res.json({
+      watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })),
+      fingerprints: Object.values(FINGERPRINT_ALG).map((alg) => ({ alg })),
+    });
   });
 
   return router;
