@@ -114,7 +114,9 @@ async function expectProblem(res: Response, status: number, code?: string): Prom
 }
 
 beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'softbinding', 'gateway'], { PUBLIC_RESOLUTION_PER_MINUTE: '1000' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    PUBLIC_RESOLUTION_PER_MINUTE: '1000',
+  });
   owner = await onboard(stack);
   const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
     .resize(1024, 1024)
@@ -423,6 +425,23 @@ describe(`POST ${API}/matches/byReference`, () => {
 describe('a tenant storing a copy of a Cairn-signed manifest', () => {
   it('is listed after Cairn’s own match, and changes neither what the label resolves to nor content lookups', async () => {
     const attacker = await onboard(stack);
+    // What the public verify says of the signed file and of its stripped copy, before and after the upload.
+    const verdicts = async () => {
+      const out: Array<{ status: unknown; matches: unknown }> = [];
+      for (const bytes of [signedBytes, copy]) {
+        const res = await stack.request('/v1/verify', {
+          method: 'POST',
+          body: multipart({}, { field: 'file', bytes, name: 'v.jpg', type: 'image/jpeg' }),
+        });
+        expect(res.status).toBe(200);
+        const verdict = (await res.json()) as { status: unknown; matches: unknown };
+        out.push({ status: verdict.status, matches: verdict.matches });
+      }
+      return out;
+    };
+    const before = await verdicts();
+    // The stripped copy is found by its soft bindings: Cairn's asset is what it leads to.
+    expect(JSON.stringify(before[1]!.matches)).toContain(signed.asset_id);
     const store = Buffer.from(await (await stack.request(`/v1/manifests/${manifestId}`)).arrayBuffer());
     const stored = await stack.request(`${API}/manifests`, {
       method: 'POST',
@@ -457,6 +476,10 @@ describe('a tenant storing a copy of a Cairn-signed manifest', () => {
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(store)).toBe(true);
     }
+    // Verify verdicts are Cairn's alone: the same as before, and no word of the stored copy.
+    const after = await verdicts();
+    expect(after).toEqual(before);
+    expect(JSON.stringify(after)).not.toContain(copyId);
     // The owner of the Cairn manifest cannot delete the copy either: it is the attacker's (only the attacker can).
     expect((await stack.request(`${API}/manifests/${copyId}`, { method: 'DELETE', key: owner.api_key })).status).toBe(
       404,
