@@ -1,4 +1,4 @@
-import express, { Router } from 'express';
+import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { CairnError, parseOrThrow } from '@cairn/errors';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
@@ -48,13 +48,20 @@ export function c2paRepositoryRoutes(deps: C2paRepositoryDeps): Router {
   const keyed = [authenticate(deps.tenants), tenantRateLimit(deps.limiter), requireScope('sign')];
   const manifestBody = express.raw({ type: () => true, limit: deps.manifestMaxBytes });
 
-  router.post(`${C2PA_RESOLUTION_PREFIX}/manifests`, ...keyed, manifestBody, async (req, res) => {
-    const { returnReceipt } = parseOrThrow(storeManifestQuery, req.query, 'query parameters');
-    if (!req.is('application/c2pa') && !req.is('application/octet-stream'))
-      throw new CairnError(
+  // The type is checked before the body is read: a body of another type is refused unread.
+  const manifestType: RequestHandler = (req, _res, next) => {
+    if (req.is('application/c2pa') || req.is('application/octet-stream')) return next();
+    req.resume();
+    next(
+      new CairnError(
         'cairn.validation.unsupported_media_type',
         'Send the C2PA manifest store itself as the body, with Content-Type: application/c2pa.',
-      );
+      ),
+    );
+  };
+
+  router.post(`${C2PA_RESOLUTION_PREFIX}/manifests`, ...keyed, manifestType, manifestBody, async (req, res) => {
+    const { returnReceipt } = parseOrThrow(storeManifestQuery, req.query, 'query parameters');
     if (!Buffer.isBuffer(req.body) || req.body.length === 0)
       throw new CairnError('cairn.validation.invalid_body', 'The body is empty; send the manifest store (JUMBF).');
     const stored = await repository.store(req.auth!.tenant.tenantId, req.body);
