@@ -3,10 +3,10 @@ import { blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { isImageWatermarkAlg, type ImageWatermarkAlg } from '@cairn/catalog';
 import { absentAsUndefined, CairnError, isCairnError } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
-import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
 import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ServiceClient } from '@cairn/rpc';
 import { sniffMediaType } from '@cairn/sniff';
+import type { ReferenceFetcher } from '../adapters/reference-fetch.js';
 import { uploadHead } from '../adapters/upload-head.js';
 
 export type SoftBindingClient = ServiceClient<
@@ -25,8 +25,6 @@ export const WATERMARK_PAYLOAD_BYTES = 8;
 /** Matches per query when the caller gives no maxResults (the spec's default), and the most we ever return. */
 export const DEFAULT_RESULTS = 10;
 export const MAX_RESULTS = 100;
-/** Redirects a byReference fetch follows, each hop vetted by the address policy like the first. */
-const MAX_REDIRECTS = 3;
 
 /** One match in the spec's `c2pa.softBindingQueryResult` shape: public fields only. */
 export interface SpecMatch {
@@ -41,10 +39,8 @@ export interface ResolutionDeps {
   signer: SignerClient;
   watermark: WatermarkClient;
   publicBaseUrl: string;
-  /** byReference fetches: the outbound address policy (private, link-local and metadata addresses refused). */
-  outbound: DestinationPolicy;
-  /** byReference: the whole fetch, connect to last byte. */
-  referenceTimeoutMs: number;
+  /** byReference: fetches a URL a caller names, under the outbound address policy. */
+  fetchReference: ReferenceFetcher;
 }
 
 /** A query on content: the algorithm asked for (optional, as in the spec) and how many matches. */
@@ -210,42 +206,12 @@ export class SoftBindingResolution {
       : undefined;
   }
 
-  /**
-   * byReference: fetches the asset a caller names into a public upload (the caller deletes it), under the outbound
-   * address policy (checked at connect time, after DNS, on every redirect hop), at most `assetLength` bytes and
-   * `referenceTimeoutMs`. Any failure is cairn.resolution.fetch_failed (502) naming only the class of failure.
-   */
+  /** byReference: the asset a caller names, fetched (adapters/reference-fetch.ts) into a public upload the caller deletes. */
   async fetchReference(referenceUrl: string, assetLength: number): Promise<{ key: string; size: number }> {
-    const deadline = Date.now() + this.deps.referenceTimeoutMs;
-    let url = referenceUrl;
-    for (let hop = 0; ; hop++) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw fetchFailed(`no answer within ${this.deps.referenceTimeoutMs} ms`);
-      const answer = await boundedRequest(url, {
-        method: 'GET',
-        headers: { accept: 'image/*, audio/*, video/*, application/*, text/*' },
-        timeoutMs: left,
-        maxBytes: assetLength,
-        policy: this.deps.outbound,
-      });
-      if (!answer.ok)
-        throw fetchFailed(answer.error === 'answer too large' ? 'the asset is larger than assetLength' : answer.error);
-      const location = answer.headers.location;
-      if (answer.status >= 300 && answer.status < 400 && typeof location === 'string') {
-        if (hop >= MAX_REDIRECTS) throw fetchFailed(`more than ${MAX_REDIRECTS} redirects`);
-        try {
-          url = new URL(location, url).href;
-        } catch {
-          throw fetchFailed('a redirect to an invalid URL');
-        }
-        continue;
-      }
-      if (answer.status < 200 || answer.status >= 300) throw fetchFailed(`the server answered ${answer.status}`);
-      if (answer.body.length === 0) throw fetchFailed('the server answered no bytes');
-      const key = blobKeys.upload(PUBLIC_OWNER, newId('request').slice(4));
-      await this.deps.blobs.put(key, answer.body, { contentType: 'application/octet-stream' });
-      return { key, size: answer.body.length };
-    }
+    const bytes = await this.deps.fetchReference(referenceUrl, assetLength);
+    const key = blobKeys.upload(PUBLIC_OWNER, newId('request').slice(4));
+    await this.deps.blobs.put(key, bytes, { contentType: 'application/octet-stream' });
+    return { key, size: bytes.length };
   }
 
   /**
@@ -270,9 +236,6 @@ export class SoftBindingResolution {
     return watermark ? 'ok' : 'degraded';
   }
 }
-
-const fetchFailed = (why: string) =>
-  new CairnError('cairn.resolution.fetch_failed', `The referenced asset could not be fetched: ${why}.`);
 
 /** The supported algorithms of the soft-binding service, asked at most once a minute. */
 function supportedAlgorithmsCache(softbinding: SoftBindingClient): () => Promise<softbindingV1.Algorithm[]> {

@@ -17,6 +17,7 @@ import {
   type WatermarkClient,
 } from '../../app/c2pa-resolution.js';
 import { ManifestRepositoryApi } from '../../app/c2pa-repository.js';
+import { referenceFetcher } from '../../adapters/reference-fetch.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload } from '../uploads.js';
 
@@ -112,7 +113,10 @@ const limitOf = (maxResults: number | undefined) => Math.min(maxResults ?? DEFAU
 export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   const router = Router();
   const limited = addressRateLimit(deps.limiter, 'c2pa-resolution', { limit: deps.perMinute, windowSeconds: 60 });
-  const resolution = new SoftBindingResolution(deps);
+  const resolution = new SoftBindingResolution({
+    ...deps,
+    fetchReference: referenceFetcher({ policy: deps.outbound, timeoutMs: deps.referenceTimeoutMs }),
+  });
   const repository = new ManifestRepositoryApi(deps.softbinding, resolution.apiBase);
   const base = resolution.apiBase;
   const answer = (res: Response, matches: SpecMatch[]) => {
