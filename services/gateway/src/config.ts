@@ -83,6 +83,15 @@ export const gatewayConfigShape = {
   /** POST /c2pa/v1/matches/byReference: the whole fetch of the referenced asset, connect to last byte. */
   REFERENCE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
   /**
+   * byReference: the largest asset fetched (at most UPLOAD_MAX_BYTES). The answer is held in memory while it is
+   * read, so this stays well below the streamed upload limit.
+   */
+  REFERENCE_FETCH_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(25 * 1024 * 1024),
+  /**
    * byReference fetches go through the outbound address policy: private, link-local and metadata addresses are
    * always refused; loopback is allowed outside production unless this says otherwise.
    */

@@ -123,6 +123,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
           config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
         ),
         referenceFetchTimeoutMs: config.REFERENCE_FETCH_TIMEOUT_MS,
+        referenceFetchMaxBytes: Math.min(config.REFERENCE_FETCH_MAX_BYTES, config.UPLOAD_MAX_BYTES),
         storedManifestMaxBytes: config.STORED_MANIFEST_MAX_BYTES,
         uploadSessions,
       });

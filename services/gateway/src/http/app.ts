@@ -81,6 +81,7 @@ export interface GatewayDeps {
   /** The Soft Binding Resolution API's byReference: the outbound address policy and the fetch's deadline. */
   resolutionOutbound: DestinationPolicy;
   referenceFetchTimeoutMs: number;
+  referenceFetchMaxBytes: number;
   /** Largest manifest store POST /c2pa/v1/manifests takes. */
   storedManifestMaxBytes: number;
   /** Upload sessions (POST /v1/uploads, the signed PUT, upload_id in sign and verify). */
@@ -198,6 +199,7 @@ export function createApp(deps: GatewayDeps): Express {
       perMinute: deps.publicResolutionPerMinute,
       outbound: deps.resolutionOutbound,
       referenceTimeoutMs: deps.referenceFetchTimeoutMs,
+      referenceMaxBytes: deps.referenceFetchMaxBytes,
     }),
   );
   app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }));

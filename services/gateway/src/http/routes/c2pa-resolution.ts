@@ -45,6 +45,8 @@ export interface C2paResolutionDeps {
   outbound: DestinationPolicy;
   /** byReference: the whole fetch of the referenced asset. */
   referenceTimeoutMs: number;
+  /** byReference: the largest asset fetched (held in memory while it is read, so smaller than uploads). */
+  referenceMaxBytes: number;
 }
 
 /**
@@ -176,10 +178,10 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
         'Send the reference as application/json: {"referenceUrl", "assetLength"}.',
       );
     const body = parseOrThrow(byReferenceBody, req.body ?? {}, 'request body');
-    if (body.assetLength > deps.uploadMaxBytes)
+    if (body.assetLength > deps.referenceMaxBytes)
       throw new CairnError(
         'cairn.validation.body_too_large',
-        `assetLength is over the ${Math.round(deps.uploadMaxBytes / (1024 * 1024))} MB this service fetches.`,
+        `assetLength is over the ${Math.round(deps.referenceMaxBytes / (1024 * 1024))} MB this service fetches; upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent instead.`,
       );
     const upload = await resolution.fetchReference(body.referenceUrl, body.assetLength);
     let matches: SpecMatch[];
