@@ -740,7 +740,8 @@ export const OPERATIONS: OperationDoc[] = [
     answers: [json(202, 'Queued', { delivery_id: 'whd_01JBZ3Q8M6V4W2X9Y7T5R3N1PK', status: 'pending' })],
     errors: ['cairn.not_found'],
   },
-  // The C2PA Soft Binding Resolution API (public, per-address limits).
+  // The C2PA Soft Binding Resolution API: queries, manifests and receipts public (per-address limits); the store
+  // routes (manifests, bindings) need a key of scope sign.
   {
     method: 'get',
     path: `${C2PA}/matches/byBinding`,
