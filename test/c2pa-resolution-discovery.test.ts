@@ -45,7 +45,10 @@ describe('Soft Binding Resolution API 2.4', () => {
       statusEndpoint: `${stack.baseUrl}/c2pa/v1/services/status`,
     });
     const capabilities = (await (await fetch(body.capabilitiesEndpoint!)).json()) as Record<string, unknown>;
-    expect(capabilities).toEqual({ c2paSpecificationVersion: '2.4.0', supportedCapabilities: ['queryByContent'] });
+    expect(capabilities).toEqual({
+      c2paSpecificationVersion: '2.4.0',
+      supportedCapabilities: ['queryByContent', 'queryByReference', 'storeManifests', 'storeBindings'],
+    });
   });
 
   it('reports ok, degraded without the watermark service, down without the signer', async () => {

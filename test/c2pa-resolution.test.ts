@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdir, readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Builder } from '@contentauth/c2pa-node';
@@ -112,7 +114,9 @@ async function expectProblem(res: Response, status: number, code?: string): Prom
 }
 
 beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'softbinding', 'gateway'], { PUBLIC_RESOLUTION_PER_MINUTE: '1000' });
+  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
+    PUBLIC_RESOLUTION_PER_MINUTE: '1000',
+  });
   owner = await onboard(stack);
   const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
     .resize(1024, 1024)
@@ -140,7 +144,13 @@ describe(`GET ${API}/services/supportedAlgorithms`, () => {
     const res = await stack.request(`${API}/services/supportedAlgorithms`);
     expect(res.status).toBe(200);
     const body = (await res.json()) as { watermarks: Array<{ alg: string }>; fingerprints: Array<{ alg: string }> };
-    expect(body.fingerprints).toContainEqual({ alg: 'cairn.pdq.v1' });
+    // Every fingerprint Cairn computes, the image one (by value or content) first; nothing it does not.
+    expect(body.fingerprints).toEqual([
+      { alg: 'cairn.pdq.v1' },
+      { alg: 'cairn.pdq-frames.v1' },
+      { alg: 'cairn.audio-peaks.v1' },
+      { alg: 'cairn.minhash.v1' },
+    ]);
     // The watermark new signs carry, and the keyed and keyless ones of marks issued before it.
     expect(body.watermarks).toEqual([{ alg: 'cairn-sync-v2' }, { alg: 'cairn-dct-keyed-v1' }, { alg: 'cairn-dct-v1' }]);
   });
@@ -256,13 +266,17 @@ describe(`${API}/matches/byBinding`, () => {
     expect(await matchesOf(await byBinding('cairn-dct-v1', Buffer.alloc(8, 7).toString('base64')))).toEqual([]);
   });
 
+  it('an algorithm Cairn does not compute is looked up in the repository only: no match here, not an error', async () => {
+    const value = Buffer.alloc(32, 1).toString('base64');
+    expect(await matchesOf(await byBinding('md5', value))).toEqual([]);
+  });
+
   it('answers 400 Problem+JSON for malformed queries, never a 500', async () => {
     const value = Buffer.alloc(32, 1).toString('base64');
     const bad = [
       `${API}/matches/byBinding`,
       `${API}/matches/byBinding?alg=cairn.pdq.v1`,
       `${API}/matches/byBinding?value=${encodeURIComponent(value)}`,
-      `${API}/matches/byBinding?alg=md5&value=${encodeURIComponent(value)}`,
       `${API}/matches/byBinding?alg=cairn.pdq.v1&value=%%%%`,
       `${API}/matches/byBinding?alg=cairn.pdq.v1&value=${encodeURIComponent(Buffer.alloc(31).toString('base64'))}`,
       `${API}/matches/byBinding?alg=cairn-dct-v1&value=${encodeURIComponent(value)}`,
@@ -302,12 +316,178 @@ describe(`${API}/matches/byBinding`, () => {
 });
 
 describe(`POST ${API}/matches/byReference`, () => {
-  it('is not offered: 501 Problem+JSON pointing at byContent', async () => {
-    const res = await stack.request(`${API}/matches/byReference`, {
-      method: 'POST',
-      json: { referenceUrl: 'https://example.com/a.mp4', assetLength: 1000 },
+  // The referenced asset is served by this test on loopback (allowed outside production); everything else named
+  // here is refused by the address policy before any connection is made.
+  let server: Server;
+  let origin: string;
+  const uploadsDir = () => join(fileURLToPath(String(stack.env.BLOB_STORE_URL)), 'public', 'uploads');
+  const byReference = (json: unknown, query = '') =>
+    stack.request(`${API}/matches/byReference${query}`, { method: 'POST', json });
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const path = req.url ?? '/';
+      if (path === '/photo.jpg') return res.writeHead(200, { 'content-type': 'image/jpeg' }).end(copy);
+      if (path === '/hop') return res.writeHead(302, { location: '/photo.jpg' }).end();
+      if (path === '/loop') return res.writeHead(302, { location: '/loop' }).end();
+      if (path === '/to-private') return res.writeHead(302, { location: 'http://10.0.0.1/photo.jpg' }).end();
+      if (path === '/to-metadata')
+        return res.writeHead(307, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
+      res.writeHead(404).end('no');
     });
-    await expectProblem(res, 501, 'cairn.not_implemented');
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('fetches the asset and answers as byContent, through a redirect too, leaving no upload behind', async () => {
+    const direct = await matchesOf(
+      await byReference({ referenceUrl: `${origin}/photo.jpg`, assetLength: copy.length }),
+    );
+    expect(direct[0]?.manifestId).toBe(manifestId);
+    const hopped = await matchesOf(
+      await byReference(
+        { referenceUrl: `${origin}/hop`, assetLength: copy.length, assetType: 'image/jpeg', region: [] },
+        '?alg=cairn.pdq.v1&maxResults=1',
+      ),
+    );
+    expect(hopped).toEqual([{ manifestId, endpoint: `${stack.baseUrl}${API}`, similarityScore: expect.any(Number) }]);
+    expect(await readdir(uploadsDir())).toEqual([]);
+  });
+
+  it('refuses private and metadata addresses, directly or by redirect, naming no address (502)', async () => {
+    for (const referenceUrl of [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://10.0.0.1/photo.jpg',
+      'http://[::ffff:10.0.0.1]/photo.jpg',
+      `${origin}/to-private`,
+      `${origin}/to-metadata`,
+    ]) {
+      const problem = await (async () => {
+        const res = await byReference({ referenceUrl, assetLength: 1000 });
+        expect(res.status).toBe(502);
+        return (await res.json()) as { code: string; detail: string };
+      })();
+      expect(problem.code).toBe('cairn.resolution.fetch_failed');
+      expect(problem.detail).toContain('refused by the outbound address policy');
+      expect(problem.detail).not.toMatch(/169\.254|10\.0\.0\.1|ffff/);
+    }
+  });
+
+  it('bounds the fetch: more bytes than assetLength, a redirect loop, an error answer are 502; a huge assetLength 413', async () => {
+    const tooLong = await byReference({ referenceUrl: `${origin}/photo.jpg`, assetLength: 1000 });
+    await expectProblem(tooLong, 502, 'cairn.resolution.fetch_failed');
+    await expectProblem(
+      await byReference({ referenceUrl: `${origin}/loop`, assetLength: 1000 }),
+      502,
+      'cairn.resolution.fetch_failed',
+    );
+    await expectProblem(
+      await byReference({ referenceUrl: `${origin}/missing`, assetLength: 1000 }),
+      502,
+      'cairn.resolution.fetch_failed',
+    );
+    await expectProblem(
+      await byReference({ referenceUrl: `${origin}/photo.jpg`, assetLength: 1024 ** 4 }),
+      413,
+      'cairn.validation.body_too_large',
+    );
+    expect(await readdir(uploadsDir())).toEqual([]);
+  });
+
+  it('refuses a malformed reference (400) and a body that is not JSON (415)', async () => {
+    for (const json of [
+      {},
+      { referenceUrl: 'ftp://example.com/a.jpg', assetLength: 10 },
+      { referenceUrl: 'file:///etc/passwd', assetLength: 10 },
+      { referenceUrl: 'not a url', assetLength: 10 },
+      { referenceUrl: `${origin}/photo.jpg`, assetLength: -1 },
+      { referenceUrl: `${origin}/photo.jpg`, assetLength: 1.5 },
+      { referenceUrl: `${origin}/photo.jpg` },
+    ])
+      await expectProblem(await byReference(json), 400, 'cairn.validation.invalid_body');
+    await expectProblem(
+      await byReference({ referenceUrl: `${origin}/photo.jpg`, assetLength: copy.length }, '?alg=md5'),
+      400,
+      'cairn.validation.invalid_body',
+    );
+    await expectProblem(
+      await stack.request(`${API}/matches/byReference`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: `${origin}/photo.jpg`,
+      }),
+      415,
+    );
+  });
+});
+
+describe('a tenant storing a copy of a Cairn-signed manifest', () => {
+  it('is listed after Cairn’s own match, and changes neither what the label resolves to nor content lookups', async () => {
+    const attacker = await onboard(stack);
+    // What the public verify says of the signed file and of its stripped copy, before and after the upload.
+    const verdicts = async () => {
+      const out: Array<{ status: unknown; matches: unknown }> = [];
+      for (const bytes of [signedBytes, copy]) {
+        const res = await stack.request('/v1/verify', {
+          method: 'POST',
+          body: multipart({}, { field: 'file', bytes, name: 'v.jpg', type: 'image/jpeg' }),
+        });
+        expect(res.status).toBe(200);
+        const verdict = (await res.json()) as { status: unknown; matches: unknown };
+        out.push({ status: verdict.status, matches: verdict.matches });
+      }
+      return out;
+    };
+    const before = await verdicts();
+    // The stripped copy is found by its soft bindings: Cairn's asset is what it leads to.
+    expect(JSON.stringify(before[1]!.matches)).toContain(signed.asset_id);
+    const store = Buffer.from(await (await stack.request(`/v1/manifests/${manifestId}`)).arrayBuffer());
+    const stored = await stack.request(`${API}/manifests`, {
+      method: 'POST',
+      key: attacker.api_key,
+      headers: { 'content-type': 'application/c2pa' },
+      body: store,
+    });
+    expect(stored.status).toBe(200);
+    const copyId = ((await stored.json()) as { manifestId: string }).manifestId;
+    expect(copyId).toMatch(/^sm_/);
+    // Its soft-binding assertion was read and bound (Cairn writes the watermark payload as hex): the value finds
+    // Cairn's manifest first (the watermark registry), the stored copy after it.
+    const { alg, payloadHex } = watermarkBindingOf(store);
+    expect((await matchesOf(await byBinding(alg, payloadHex))).map((m) => m.manifestId)).toEqual([manifestId, copyId]);
+    // The attacker binds the asset's fingerprint too: still after Cairn's own match.
+    const bits = Buffer.from((await hashImageBytes(signedBytes)).bits).toString('hex');
+    const bound = await stack.request(`${API}/bindings`, {
+      method: 'POST',
+      key: attacker.api_key,
+      json: { bindingValue: bits, manifestId: copyId, alg: 'cairn.pdq.v1' },
+    });
+    expect(bound.status).toBe(204);
+    expect((await matchesOf(await byBinding('cairn.pdq.v1', bits)))[0]?.manifestId).toBe(manifestId);
+    // Content lookups never see stored manifests; the label still resolves to Cairn's manifest, byte for byte.
+    expect((await matchesOf(await byContent(copy))).map((m) => m.manifestId)).not.toContain(copyId);
+    const label = activeManifestLabel(store)!;
+    for (const path of [
+      `${API}/manifests/${encodeURIComponent(label)}`,
+      `/v1/manifests/${encodeURIComponent(label)}`,
+    ]) {
+      const res = await stack.request(path);
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(store)).toBe(true);
+    }
+    // Verify verdicts are Cairn's alone: the same as before, and no word of the stored copy.
+    const after = await verdicts();
+    expect(after).toEqual(before);
+    expect(JSON.stringify(after)).not.toContain(copyId);
+    // The owner of the Cairn manifest cannot delete the copy either: it is the attacker's (only the attacker can).
+    expect((await stack.request(`${API}/manifests/${copyId}`, { method: 'DELETE', key: owner.api_key })).status).toBe(
+      404,
+    );
+    expect(
+      (await stack.request(`${API}/manifests/${copyId}`, { method: 'DELETE', key: attacker.api_key })).status,
+    ).toBe(204);
+    expect((await matchesOf(await byBinding(alg, payloadHex))).map((m) => m.manifestId)).toEqual([manifestId]);
   });
 });
 

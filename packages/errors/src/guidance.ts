@@ -82,6 +82,12 @@ const GUIDANCE: Readonly<Record<string, string>> = {
     'The file declares more pixels or a longer duration than Cairn decodes: downscale or shorten it.',
   'cairn.method_not_allowed': 'Use an HTTP method the endpoint supports.',
   'cairn.validation.query_too_long': 'Send the value in a POST body instead of the query string.',
+  'cairn.resolution.fetch_failed':
+    'Check that the referenceUrl is a public https URL that answers the asset itself (no redirect to a private address), within assetLength bytes; or upload the asset to POST /c2pa/v1/matches/byContent.',
+  'cairn.resolution.quota_exceeded':
+    'Delete stored manifests you no longer need (DELETE /c2pa/v1/manifests/{id}), or ask the operator for a larger STORED_MANIFESTS_MAX_PER_TENANT.',
+  'cairn.resolution.binding_exists':
+    'This value is already bound to another of your manifests: move it with PUT /c2pa/v1/bindings.',
   'cairn.not_implemented': 'This feature is not available on this deployment.',
   'cairn.unavailable': 'A dependency is briefly unavailable: retry after the Retry-After seconds, with backoff.',
   'cairn.internal_error':

@@ -17,6 +17,7 @@ export const ID_PREFIXES = {
   entry: 'ae_',
   credential: 'sc_',
   upload: 'up_',
+  storedManifest: 'sm_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -80,6 +80,29 @@ export const gatewayConfigShape = {
   PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** Unauthenticated C2PA soft-binding queries (/c2pa/v1/matches/*) per client address per minute. */
   PUBLIC_RESOLUTION_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /** POST /c2pa/v1/matches/byReference: the whole fetch of the referenced asset, connect to last byte. */
+  REFERENCE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  /**
+   * byReference: the largest asset fetched (at most UPLOAD_MAX_BYTES). The answer is held in memory while it is
+   * read, so this stays well below the streamed upload limit.
+   */
+  REFERENCE_FETCH_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(25 * 1024 * 1024),
+  /**
+   * byReference fetches go through the outbound address policy: private, link-local and metadata addresses are
+   * always refused; loopback is allowed outside production unless this says otherwise.
+   */
+  OUTBOUND_ALLOW_LOOPBACK: z.enum(['true', 'false']).optional(),
+  /** Largest manifest store POST /c2pa/v1/manifests takes (the soft-binding service holds it to its own limit too). */
+  STORED_MANIFEST_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(2 * 1024 * 1024),
   /**
    * How long a sign's Idempotency-Key claim lives unfinished: longer than the sign's own 120 s deadline plus the
    * time to record its answer, so only a claim whose gateway died (or lost the database) is taken over. The

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
 import { createBlobStore } from '@cairn/blob';
+import { outboundPolicy } from '@cairn/outbound';
 import {
   anchorV1,
   auditV1,
@@ -117,6 +118,13 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
         watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
         publicResolutionPerMinute: config.PUBLIC_RESOLUTION_PER_MINUTE,
+        resolutionOutbound: outboundPolicy(
+          config.CAIRN_ENV,
+          config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
+        ),
+        referenceFetchTimeoutMs: config.REFERENCE_FETCH_TIMEOUT_MS,
+        referenceFetchMaxBytes: Math.min(config.REFERENCE_FETCH_MAX_BYTES, config.UPLOAD_MAX_BYTES),
+        storedManifestMaxBytes: config.STORED_MANIFEST_MAX_BYTES,
         uploadSessions,
       });
       const server = createServer(app);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { CairnError } from '@cairn/errors';
-import { bindingBytes } from '../src/http/routes/c2pa-resolution.js';
+import { bindingBytes } from '../src/app/c2pa-resolution.js';
 
 describe('bindingBytes', () => {
   const bytes = Buffer.from(Array.from({ length: 32 }, (_, i) => i * 7));

@@ -36,6 +36,9 @@ function credentialMessage(row: CredentialRow): MessageInitShape<typeof signerV1
   };
 }
 
+/** Largest receipt body SignReceipt signs. */
+const RECEIPT_TBS_MAX_BYTES = 4096;
+
 type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
 function signResponse(result: SignResult): MessageInitShape<typeof signerV1.SignResponseSchema> {
@@ -155,6 +158,13 @@ export function signerHandlers(
       jpeg: await deps.assets.thumbnail(request.assetId),
     }),
     getTrustAnchors: async () => ({ rootPem: [(await deps.authority.ensureDevelopmentPki()).root.pem] }),
+    signReceipt: async (request) => {
+      // A receipt is a few hundred bytes; the bound keeps the signer from hashing whatever a caller sends.
+      if (request.tbs.length === 0 || request.tbs.length > RECEIPT_TBS_MAX_BYTES)
+        throw new CairnError('cairn.validation.invalid_body', `tbs must be 1..${RECEIPT_TBS_MAX_BYTES} bytes`);
+      const active = await deps.authority.activeSigningKey();
+      return { signature: await active.backend.sign(Buffer.from(request.tbs)), chainPem: [...active.chainPem] };
+    },
     registerCredential: async (request) => {
       const tenantId = requireTenant(request.tenantId);
       const registered = await deps.credentials.register(

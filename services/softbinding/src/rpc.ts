@@ -3,11 +3,21 @@ import type { softbindingV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
 import { lookup, type LookupDeps } from './app/lookup.js';
 import { ALGORITHMS } from './domain/algorithms.js';
+import {
+  checkReceipt,
+  deleteStoredManifest,
+  findBindings,
+  getReceipt,
+  getStoredManifest,
+  putBinding,
+  storeManifest,
+  type RepositoryDeps,
+} from './app/repository.js';
 
 type Methods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
 /** cairn.softbinding.v1.SoftBindingService. */
-export function softbindingHandlers(deps: LookupDeps): ServiceImpl<Methods> {
+export function softbindingHandlers(deps: LookupDeps & RepositoryDeps): ServiceImpl<Methods> {
   return {
     supportedAlgorithms: async () => ({
       algorithms: ALGORITHMS.map((a) => ({
@@ -29,6 +39,25 @@ export function softbindingHandlers(deps: LookupDeps): ServiceImpl<Methods> {
           alg: m.alg,
         })),
       };
+    },
+    storeManifest: (request) => storeManifest(deps, request),
+    getStoredManifest: async (request) => ({ manifestStore: await getStoredManifest(deps, request.manifestId) }),
+    deleteStoredManifest: async (request) => {
+      await deleteStoredManifest(deps, request.tenantId, request.manifestId);
+      return {};
+    },
+    putBinding: async (request) => {
+      await putBinding(deps, request);
+      return {};
+    },
+    findBindings: async (request) => ({ manifestIds: await findBindings(deps, request) }),
+    getReceipt: async (request) => {
+      const answer = await getReceipt(deps, request.manifestId);
+      return { receiptJson: answer.receiptJson, verified: answer.verified, error: answer.verified ? '' : answer.error };
+    },
+    verifyReceipt: async (request) => {
+      const verdict = await checkReceipt(deps, request.manifestId, request.receiptJson);
+      return { verified: verdict.verified, error: verdict.verified ? '' : verdict.error };
     },
   };
 }

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
 import { mediaLimitsOf } from '@cairn/media';
-import { softbindingV1 } from '@cairn/proto';
+import { signerV1, softbindingV1 } from '@cairn/proto';
 import type { ServiceDefinition } from '@cairn/runtime';
 import { softbindingConfigShape } from './config.js';
 import { INDEX_CONSUMER, INDEX_TYPES, indexHandler } from './events.js';
@@ -9,6 +9,8 @@ import { softbindingHandlers } from './rpc.js';
 import { AudioIndex, TextIndex } from './store/feature-index.js';
 import { FingerprintIndex } from './store/fingerprints.js';
 import { lookupRecorder } from './store/lookup-events.js';
+import { ManifestRepository } from './store/repository.js';
+import { signerReceipts } from './adapters/receipt-signing.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 
@@ -60,6 +62,10 @@ export function softbindingService(
           maxResults: ctx.config.LOOKUP_MAX_RESULTS,
           mediaLimits: mediaLimitsOf(ctx.config),
           recordLookup: lookupRecorder(ctx.db, ctx.outbox),
+          repository: new ManifestRepository(ctx.db),
+          receipts: signerReceipts(ctx.client(signerV1.SignerService, 'signer')),
+          maxManifestBytes: ctx.config.STORED_MANIFEST_MAX_BYTES,
+          maxManifestsPerTenant: ctx.config.STORED_MANIFESTS_MAX_PER_TENANT,
         }),
       );
       await ctx.consume(

@@ -36,6 +36,8 @@ import { usageRoutes } from './routes/usage.js';
 import { lookupRoutes } from './routes/lookup.js';
 import { anchorRoutes, type AnchorClient } from './routes/anchors.js';
 import { c2paResolutionRoutes } from './routes/c2pa-resolution.js';
+import { c2paRepositoryRoutes } from './routes/c2pa-repository.js';
+import type { DestinationPolicy } from '@cairn/outbound';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -76,6 +78,12 @@ export interface GatewayDeps {
   watermark: ServiceClient<typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never>;
   /** Unauthenticated C2PA soft-binding queries per client address per minute. */
   publicResolutionPerMinute: number;
+  /** The Soft Binding Resolution API's byReference: the outbound address policy and the fetch's deadline. */
+  resolutionOutbound: DestinationPolicy;
+  referenceFetchTimeoutMs: number;
+  referenceFetchMaxBytes: number;
+  /** Largest manifest store POST /c2pa/v1/manifests takes. */
+  storedManifestMaxBytes: number;
   /** Upload sessions (POST /v1/uploads, the signed PUT, upload_id in sign and verify). */
   uploadSessions: UploadSessions;
 }
@@ -171,6 +179,15 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(auditRoutes({ audit: deps.audit }));
   app.use(anchorRoutes({ anchor: deps.anchor }));
   app.use(
+    c2paRepositoryRoutes({
+      tenants: deps.tenants,
+      limiter: deps.limiter,
+      softbinding: deps.softbinding,
+      publicBaseUrl: deps.publicBaseUrl,
+      manifestMaxBytes: deps.storedManifestMaxBytes,
+    }),
+  );
+  app.use(
     c2paResolutionRoutes({
       blobs: deps.blobs,
       softbinding: deps.softbinding,
@@ -180,6 +197,9 @@ export function createApp(deps: GatewayDeps): Express {
       publicBaseUrl: deps.publicBaseUrl,
       uploadMaxBytes: deps.uploadMaxBytes,
       perMinute: deps.publicResolutionPerMinute,
+      outbound: deps.resolutionOutbound,
+      referenceTimeoutMs: deps.referenceFetchTimeoutMs,
+      referenceMaxBytes: deps.referenceFetchMaxBytes,
     }),
   );
   app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }));

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import {
+  customType,
   bigint,
   bigserial,
   bit,
@@ -148,3 +149,51 @@ export const textBands = softbinding.table(
 
 export const outbox = outboxTable(softbinding);
 export const processedEvents = processedEventsTable(softbinding);
+
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
+
+/**
+ * C2PA manifest stores tenants made elsewhere and keep in the resolution API's repository (POST /c2pa/v1/manifests):
+ * the bytes as uploaded, owned by one tenant, readable by anyone (the public mode of `tenantPolicies`). Nothing of
+ * Cairn's own signing or verifying reads this table: a stored manifest never becomes a Cairn asset.
+ */
+export const storedManifests = softbinding.table(
+  'stored_manifests',
+  {
+    manifestId: text('manifest_id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    /** The active manifest's label (urn:c2pa:…), as the store names it: informative only, never a key. */
+    label: text('label').notNull(),
+    sha256: text('sha256').notNull(),
+    bytes: bytea('bytes').notNull(),
+    /** The repository receipt Cairn signed when storing it (JSON text). */
+    receipt: text('receipt').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('stored_manifests_tenant_idx').on(t.tenantId), ...tenantPolicies('stored_manifests', t.tenantId)],
+);
+
+/**
+ * Soft-binding values bound to stored manifests, by the manifest's own c2pa.soft-binding assertions (`source`
+ * manifest) or through POST/PUT /c2pa/v1/bindings (`api`). `alg` is empty for a value bound without one (the spec's
+ * binding body names none). One manifest per (tenant, alg, value).
+ */
+export const storedBindings = softbinding.table(
+  'stored_bindings',
+  {
+    tenantId: text('tenant_id').notNull(),
+    alg: text('alg').notNull(),
+    value: text('value').notNull(),
+    manifestId: text('manifest_id')
+      .notNull()
+      .references(() => storedManifests.manifestId, { onDelete: 'cascade' }),
+    source: text('source').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.alg, t.value] }),
+    index('stored_bindings_value_idx').on(t.value),
+    index('stored_bindings_manifest_idx').on(t.manifestId),
+    ...tenantPolicies('stored_bindings', t.tenantId),
+  ],
+);

@@ -20,10 +20,13 @@ import {
   byBindingPostQuery,
   byBindingQuery,
   byContentQuery,
+  byReferenceBody,
   C2PA_DISCOVERY_PATH,
   C2PA_RESOLUTION_PREFIX,
   manifestQuery,
+  SUPPORTED_CAPABILITIES,
 } from '../routes/c2pa-resolution.js';
+import { bindingBody as c2paBindingBody, storeManifestQuery, verifyReceiptBody } from '../routes/c2pa-repository.js';
 import { jobSchema, jsonObject, signResultSchema, verificationSchema } from './responses.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -737,7 +740,8 @@ export const OPERATIONS: OperationDoc[] = [
     answers: [json(202, 'Queued', { delivery_id: 'whd_01JBZ3Q8M6V4W2X9Y7T5R3N1PK', status: 'pending' })],
     errors: ['cairn.not_found'],
   },
-  // The C2PA Soft Binding Resolution API (public, per-address limits).
+  // The C2PA Soft Binding Resolution API: queries, manifests and receipts public (per-address limits); the store
+  // routes (manifests, bindings) need a key of scope sign.
   {
     method: 'get',
     path: `${C2PA}/matches/byBinding`,
@@ -786,11 +790,119 @@ export const OPERATIONS: OperationDoc[] = [
     method: 'post',
     path: `${C2PA}/matches/byReference`,
     operationId: 'c2paMatchesByReference',
-    summary: 'Matches by reference (not implemented)',
+    summary: 'Soft-binding matches for an asset fetched from a URL',
+    description:
+      'Cairn fetches referenceUrl under its outbound address policy (private, link-local and metadata addresses refused, checked after DNS and on every redirect, at most 3 redirects), at most assetLength bytes (≤ UPLOAD_MAX_BYTES) within REFERENCE_FETCH_TIMEOUT_MS, then answers as byContent. A failed fetch is 502 naming only the class of failure.',
     tag: 'C2PA Soft Binding Resolution',
     auth: { kind: 'public' },
-    answers: [],
-    errors: ['cairn.not_implemented'],
+    query: byContentQuery,
+    body: {
+      kind: 'json',
+      schema: byReferenceBody,
+      example: { referenceUrl: 'https://images.example.com/photo.jpg', assetLength: 245_760, assetType: 'image/jpeg' },
+    },
+    answers: [json(200, 'Matches', { matches: [{ manifestId: MANIFEST, similarityScore: 97 }] })],
+    errors: [
+      'cairn.resolution.fetch_failed',
+      'cairn.verify.unsupported_file_type',
+      'cairn.validation.body_too_large',
+      'cairn.ratelimit.exceeded',
+    ],
+  },
+  {
+    method: 'post',
+    path: `${C2PA}/manifests`,
+    operationId: 'c2paStoreManifest',
+    summary: 'Store a C2PA manifest store in the repository',
+    description:
+      "The body is the manifest store (JUMBF, Content-Type: application/c2pa), at most STORED_MANIFEST_MAX_BYTES. Its structure is checked (a c2pa superbox of manifests with claims and signatures); its signature is not Cairn's and is not checked. The values of its c2pa.soft-binding assertions are bound to it. Answers the stored manifest id (sm_…) and, with returnReceipt=true, the repository receipt Cairn signed. Stored manifests are never consulted by verify.",
+    tag: 'C2PA Soft Binding Resolution',
+    auth: { kind: 'key', scope: 'sign' },
+    query: storeManifestQuery,
+    answers: [
+      json(200, 'Stored', {
+        manifestId: 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        receipt: { '@type': 'org.c2pa.manifest-receipt', repository: { manifestId: 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK' } },
+      }),
+    ],
+    errors: [
+      'cairn.validation.body_too_large',
+      'cairn.validation.unsupported_media_type',
+      'cairn.resolution.quota_exceeded',
+    ],
+  },
+  {
+    method: 'delete',
+    path: `${C2PA}/manifests/:manifestId`,
+    operationId: 'c2paDeleteManifest',
+    summary: 'Delete a stored manifest with its bindings and receipt (owner only)',
+    tag: 'C2PA Soft Binding Resolution',
+    auth: { kind: 'key', scope: 'sign' },
+    answers: [{ status: 204, description: 'Deleted' }],
+    errors: ['cairn.not_found'],
+  },
+  {
+    method: 'post',
+    path: `${C2PA}/bindings`,
+    operationId: 'c2paCreateBinding',
+    summary: 'Bind a soft-binding value to one of your stored manifests',
+    description:
+      "alg is optional (Cairn's addition to the spec's body): a value bound without one is found by a byBinding query naming any algorithm. A value you already bound to another manifest is 409; PUT moves it.",
+    tag: 'C2PA Soft Binding Resolution',
+    auth: { kind: 'key', scope: 'sign' },
+    body: {
+      kind: 'json',
+      schema: c2paBindingBody,
+      example: { bindingValue: 'AAECAwQFBgc=', manifestId: 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK' },
+    },
+    answers: [{ status: 204, description: 'Bound' }],
+    errors: ['cairn.not_found', 'cairn.resolution.binding_exists'],
+  },
+  {
+    method: 'put',
+    path: `${C2PA}/bindings`,
+    operationId: 'c2paUpdateBinding',
+    summary: 'Move one of your bindings to another of your stored manifests',
+    tag: 'C2PA Soft Binding Resolution',
+    auth: { kind: 'key', scope: 'sign' },
+    body: {
+      kind: 'json',
+      schema: c2paBindingBody,
+      example: { bindingValue: 'AAECAwQFBgc=', manifestId: 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK' },
+    },
+    answers: [{ status: 204, description: 'Moved' }],
+    errors: ['cairn.not_found'],
+  },
+  {
+    method: 'get',
+    path: `${C2PA}/manifests/:manifestId/receipts`,
+    operationId: 'c2paGetReceipt',
+    summary: "A stored manifest's repository receipt, verified now",
+    tag: 'C2PA Soft Binding Resolution',
+    auth: { kind: 'public' },
+    answers: [
+      json(200, 'The receipt with verified', {
+        '@type': 'org.c2pa.manifest-receipt',
+        repository: { uri: 'https://cairn.example/c2pa/v1', manifestId: 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK' },
+        verified: true,
+      }),
+    ],
+    errors: ['cairn.not_found'],
+  },
+  {
+    method: 'post',
+    path: `${C2PA}/manifests/:manifestId/receipts`,
+    operationId: 'c2paVerifyReceipt',
+    summary: 'Verify a receipt against a stored manifest',
+    tag: 'C2PA Soft Binding Resolution',
+    auth: { kind: 'public' },
+    body: {
+      kind: 'json',
+      schema: verifyReceiptBody,
+      example: { '@type': 'org.c2pa.manifest-receipt', repository: { manifestId: 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK' } },
+    },
+    answers: [json(200, 'The receipt with verified (and error when false)', { verified: true })],
+    errors: ['cairn.not_found', 'cairn.validation.unsupported_media_type'],
   },
   {
     method: 'get',
@@ -810,7 +922,9 @@ export const OPERATIONS: OperationDoc[] = [
     summary: 'What this resolution service supports',
     tag: 'C2PA Soft Binding Resolution',
     auth: { kind: 'public' },
-    answers: [json(200, 'Capabilities', { byBinding: true, byContent: true, byReference: false })],
+    answers: [
+      json(200, 'Capabilities', { c2paSpecificationVersion: '2.4.0', supportedCapabilities: SUPPORTED_CAPABILITIES }),
+    ],
     errors: [],
   },
   {

@@ -1,59 +1,52 @@
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
-import { IMAGE_WATERMARK_ALGS, isImageWatermarkAlg, type ImageWatermarkAlg } from '@cairn/catalog';
-import { absentAsUndefined, CairnError, isCairnError, parseOrThrow } from '@cairn/errors';
-import { isId, newId } from '@cairn/ids';
-import { sniffMediaType } from '@cairn/sniff';
-import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import { FINGERPRINT_ALG, IMAGE_WATERMARK_ALGS } from '@cairn/catalog';
+import { CairnError, parseOrThrow } from '@cairn/errors';
+import { newId } from '@cairn/ids';
+import type { DestinationPolicy } from '@cairn/outbound';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
+import {
+  C2PA_RESOLUTION_PREFIX,
+  DEFAULT_RESULTS,
+  MAX_RESULTS,
+  SoftBindingResolution,
+  type SignerClient,
+  type SoftBindingClient,
+  type SpecMatch,
+  type WatermarkClient,
+} from '../../app/c2pa-resolution.js';
+import { ManifestRepositoryApi } from '../../app/c2pa-repository.js';
+import { referenceFetcher } from '../../adapters/reference-fetch.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload } from '../uploads.js';
-import { uploadHead } from '../../adapters/upload-head.js';
 
-type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
-type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
-
-/** Where the C2PA Soft Binding Resolution API lives: its own version segment, like the spec's `…/v1` server URL. */
-export const C2PA_RESOLUTION_PREFIX = '/c2pa/v1';
+export { C2PA_RESOLUTION_PREFIX } from '../../app/c2pa-resolution.js';
 /** The version of the C2PA specification whose Soft Binding Resolution API these routes serve. */
 export const C2PA_SPECIFICATION_VERSION = '2.4.0';
 /** Discovery document of the Soft Binding Resolution API (RFC 8615), at the root of the host. */
 export const C2PA_DISCOVERY_PATH = '/.well-known/c2pa-soft-binding-resolution';
 /** Longest `value` a GET query carries (the API's maxQueryValueLength); longer ones go in a POST body. */
 const MAX_QUERY_VALUE_LENGTH = 2048;
-
-/**
- * The invisible watermarks served are the image marks of the watermark service (@cairn/catalog), as recorded in each
- * manifest: cairn-sync-v2, which new signs carry, and the earlier keyed and keyless ones (still resolved). A query
- * naming one matches its marks only.
- */
-const WATERMARK_PAYLOAD_BYTES = 8;
-
-/** Matches per query when the caller gives no maxResults (the spec's default), and the most we ever return. */
-const DEFAULT_RESULTS = 10;
-const MAX_RESULTS = 100;
+/** What the spec's capabilities list names, for what these routes (and c2pa-repository.ts) serve. */
+export const SUPPORTED_CAPABILITIES = ['queryByContent', 'queryByReference', 'storeManifests', 'storeBindings'];
 
 export interface C2paResolutionDeps {
   blobs: BlobStore;
-  softbinding: ServiceClient<SoftBindingMethods>;
-  signer: ServiceClient<SignerMethods>;
-  watermark: ServiceClient<WatermarkMethods>;
+  softbinding: SoftBindingClient;
+  signer: SignerClient;
+  watermark: WatermarkClient;
   limiter: RedisRateLimiter;
   publicBaseUrl: string;
   uploadMaxBytes: number;
   /** Unauthenticated queries per client address per minute (manifest fetches and the algorithm list are free). */
   perMinute: number;
-}
-
-/** One match in the spec's `c2pa.softBindingQueryResult` shape: public fields only. */
-interface SpecMatch {
-  manifestId: string;
-  endpoint: string;
-  similarityScore?: number;
+  /** The outbound address policy byReference fetches under. */
+  outbound: DestinationPolicy;
+  /** byReference: the whole fetch of the referenced asset. */
+  referenceTimeoutMs: number;
+  /** byReference: the largest asset fetched (held in memory while it is read, so smaller than uploads). */
+  referenceMaxBytes: number;
 }
 
 /**
@@ -86,6 +79,20 @@ export const byBindingBody = z.object({
     .min(1, 'value must not be empty')
     .max(64 * 1024),
 });
+/**
+ * The spec's byReference body. `assetType` and `region` are accepted: the type is sniffed from the bytes fetched
+ * (never trusted from the caller), and regions are not used (Cairn's fingerprints are of the whole asset).
+ */
+export const byReferenceBody = z.object({
+  referenceUrl: z
+    .string()
+    .max(2048)
+    .url('referenceUrl must be an absolute URL')
+    .refine((u) => /^https?:/i.test(u), 'referenceUrl must be http(s)'),
+  assetLength: z.number().int('assetLength must be an integer').positive('assetLength must be > 0'),
+  assetType: z.string().max(128).optional(),
+  region: z.array(z.record(z.string(), z.unknown())).max(16).optional(),
+});
 export const manifestQuery = z.object({
   returnActiveManifest: z
     .enum(['true', 'false', '1', '0'], { message: 'returnActiveManifest must be true or false' })
@@ -96,70 +103,27 @@ export const manifestQuery = z.object({
 /** The spec's media type ranges for an uploaded asset (requestBody of `POST /matches/byContent`). */
 const ASSET_TYPES = /^(image|audio|video|application|model|text)\/[\w.+-]+$/i;
 
+const limitOf = (maxResults: number | undefined) => Math.min(maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
+
 /**
  * The C2PA Soft Binding Resolution API (C2PA 2.x "Soft Binding API" document, §1.4, OpenAPI
- * `C2PA Soft Binding Resolution API`), query, fetch and service routes, public and unauthenticated: a C2PA
+ * `C2PA Soft Binding Resolution API`): query, fetch and service routes, public and unauthenticated: a C2PA
  * client that holds a watermark payload, a fingerprint or the stripped asset finds the manifest it came with.
- * Every answer comes from the public lookups (no tenant ids, no storage locations); Problem+JSON on errors.
+ * Every answer comes from the public lookups (no tenant ids, no storage locations); Problem+JSON on errors. The use
+ * cases are app/c2pa-resolution.ts; the store routes (keyed) are c2pa-repository.ts.
  */
 export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   const router = Router();
-  const base = `${deps.publicBaseUrl.replace(/\/$/, '')}${C2PA_RESOLUTION_PREFIX}`;
   const limited = addressRateLimit(deps.limiter, 'c2pa-resolution', { limit: deps.perMinute, windowSeconds: 60 });
-  const algorithms = supportedAlgorithmsCache(deps.softbinding);
-
-  const match = (manifestId: string, similarity: number | undefined): SpecMatch => ({
-    manifestId,
-    endpoint: base,
-    ...(similarity === undefined ? {} : { similarityScore: Math.max(0, Math.min(100, Math.round(similarity * 100))) }),
+  const resolution = new SoftBindingResolution({
+    ...deps,
+    fetchReference: referenceFetcher({ policy: deps.outbound, timeoutMs: deps.referenceTimeoutMs }),
   });
-
-  /** Fingerprint matches from the public Lookup, as spec matches (one per manifest, best first). */
-  const fingerprintMatches = async (
-    query: softbindingV1.LookupRequest['query'],
-    limit: number,
-    alg?: string,
-  ): Promise<SpecMatch[]> => {
-    const { matches } = await deps.softbinding.lookup({ tenantId: '', query, limit }, { deadlineMs: 30_000 });
-    // The service picks the algorithm from the content; a caller who named one gets that one's matches only.
-    return matches.flatMap((m) => {
-      if (alg !== undefined && m.alg && m.alg !== alg) return [];
-      const id = manifestIdOf(m.manifestUri);
-      return id ? [match(id, m.similarity)] : [];
-    });
-  };
-
-  /** A registered watermark payload of algorithm `alg` → the manifest of the asset it was embedded in. */
-  const watermarkMatch = async (
-    payloadHex: string,
-    alg: string,
-    confidence: number | undefined,
-  ): Promise<SpecMatch[]> => {
-    const mark = await deps.watermark.resolvePayload({ payloadHex }, { deadlineMs: 10_000 });
-    if (!mark.registered || mark.algorithm !== alg || !isId('asset', mark.assetId)) return [];
-    const asset = await deps.signer.getPublicAsset({ assetId: mark.assetId }).then((r) => r.asset, absentAsUndefined);
-    return asset?.manifestId ? [match(asset.manifestId, confidence)] : [];
-  };
-
-  const byBinding = async (alg: string, value: string, limit: number): Promise<SpecMatch[]> => {
-    if (isImageWatermarkAlg(alg))
-      return watermarkMatch(bindingBytes(value, WATERMARK_PAYLOAD_BYTES, alg).toString('hex'), alg, undefined);
-    const known = (await algorithms()).find((a) => a.alg === alg && a.kind === 'fingerprint');
-    if (!known)
-      throw new CairnError(
-        'cairn.validation.invalid_body',
-        `Unsupported soft binding algorithm "${alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`,
-      );
-    if (known.valueHexDigits <= 0)
-      throw new CairnError(
-        'cairn.validation.invalid_body',
-        `${alg} is looked up by content only (POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent).`,
-      );
-    const hex = bindingBytes(value, known.valueHexDigits / 2, alg).toString('hex');
-    return fingerprintMatches(
-      { case: 'binding', value: { alg, value: hex, $typeName: 'cairn.softbinding.v1.Binding' } },
-      limit,
-    );
+  const repository = new ManifestRepositoryApi(deps.softbinding, resolution.apiBase);
+  const base = resolution.apiBase;
+  const answer = (res: Response, matches: SpecMatch[]) => {
+    res.set('Cache-Control', 'no-store');
+    res.json({ matches });
   };
 
   router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, (req, _res, next) => {
@@ -174,9 +138,7 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
   });
   router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
     const query = parseOrThrow(byBindingQuery, req.query, 'query parameters');
-    const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
-    res.set('Cache-Control', 'no-store');
-    res.json({ matches: distinct(await byBinding(query.alg, query.value, limit), limit) });
+    answer(res, await resolution.byBinding(query.alg, query.value, limitOf(query.maxResults)));
   });
 
   router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
@@ -187,97 +149,82 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
         'Send the soft binding query as application/json: {"alg", "value"}.',
       );
     const body = parseOrThrow(byBindingBody, req.body ?? {}, 'request body');
-    const limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
-    res.set('Cache-Control', 'no-store');
-    res.json({ matches: distinct(await byBinding(body.alg, body.value, limit), limit) });
+    answer(res, await resolution.byBinding(body.alg, body.value, limitOf(query.maxResults)));
   });
 
   router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byContent`, limited, assetUpload(deps), async (req, res) => {
-    const found: SpecMatch[] = [];
-    let limit = DEFAULT_RESULTS;
+    let matches: SpecMatch[];
     // The upload is removed before the answer leaves: a caller who got an answer (of any kind) can rely on
     // the anonymous upload being gone, not merely scheduled for removal.
     try {
       const query = parseOrThrow(byContentQuery, req.query, 'query parameters');
-      limit = Math.min(query.maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
       if (!req.upload || req.upload.size === 0)
         throw new CairnError(
           'cairn.validation.invalid_body',
           'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).',
         );
-      const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => a.alg);
-      const watermarkAlg = isImageWatermarkAlg(query.alg) ? query.alg : undefined;
-      const watermarkOnly = watermarkAlg !== undefined;
-      if (query.alg !== undefined && !watermarkOnly && !fingerprints.includes(query.alg)) {
-        throw new CairnError(
-          'cairn.validation.invalid_body',
-          `Unsupported soft binding algorithm "${query.alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`,
-        );
-      }
-      const head = await uploadHead(deps.blobs, req.upload.key);
-      if (!head) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
-      const sniffed = sniffMediaType(head);
-      if (!sniffed)
-        throw new CairnError(
-          'cairn.verify.unsupported_file_type',
-          'The body is not an asset type this service reads (images: JPEG, PNG, WebP).',
-        );
-      // Without alg every algorithm runs: the watermark (an exact identification) first, then fingerprints.
-      if (watermarkOnly && sniffed.modality !== 'image')
-        throw new CairnError('cairn.verify.unsupported_file_type', `${query.alg} reads images (JPEG, PNG, WebP).`);
-      if ((query.alg === undefined && sniffed.modality === 'image') || watermarkOnly) {
-        const detected = await detectWatermark(deps, req.upload.key, watermarkAlg);
-        // The detector says which algorithm read the mark; a caller who named the other one gets no match.
-        if (detected && (query.alg === undefined || detected.algorithm === query.alg))
-          found.push(...(await watermarkMatch(detected.payloadHex, detected.algorithm, detected.confidence)));
-      }
-      if (!watermarkOnly)
-        found.push(...(await fingerprintMatches({ case: 'uploadBlobKey', value: req.upload.key }, limit, query.alg)));
+      matches = await resolution.byUpload(req.upload.key, { alg: query.alg, limit: limitOf(query.maxResults) });
     } finally {
       await discardUpload(deps.blobs, req);
     }
-    res.set('Cache-Control', 'no-store');
-    res.json({ matches: distinct(found, limit) });
+    answer(res, matches);
   });
 
-  // Optional in the spec. Refused for now: see docs/architecture.md ("C2PA Soft Binding Resolution API").
-  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byReference`, limited, () => {
-    throw new CairnError(
-      'cairn.not_implemented',
-      `Lookup by reference URL is not offered: this service does not fetch remote assets. Upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent (images up to ${Math.round(deps.uploadMaxBytes / (1024 * 1024))} MB), or send its soft binding to ${C2PA_RESOLUTION_PREFIX}/matches/byBinding.`,
-    );
+  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byReference`, limited, async (req, res) => {
+    const query = parseOrThrow(byContentQuery, req.query, 'query parameters');
+    if (!req.is('application/json'))
+      throw new CairnError(
+        'cairn.validation.unsupported_media_type',
+        'Send the reference as application/json: {"referenceUrl", "assetLength"}.',
+      );
+    const body = parseOrThrow(byReferenceBody, req.body ?? {}, 'request body');
+    if (body.assetLength > deps.referenceMaxBytes)
+      throw new CairnError(
+        'cairn.validation.body_too_large',
+        `assetLength is over the ${Math.round(deps.referenceMaxBytes / (1024 * 1024))} MB this service fetches; upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent instead.`,
+      );
+    const upload = await resolution.fetchReference(body.referenceUrl, body.assetLength);
+    let matches: SpecMatch[];
+    try {
+      matches = await resolution.byUpload(upload.key, { alg: query.alg, limit: limitOf(query.maxResults) });
+    } finally {
+      // Best effort, as for byContent's upload: the answer does not depend on it; a failed delete leaves an
+      // unreferenced public upload behind.
+      await deps.blobs.delete(upload.key).catch(() => undefined);
+    }
+    answer(res, matches);
   });
 
   router.get(`${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId`, async (req, res) => {
-    // Cairn's manifest id (m_…, as in matches) or the C2PA manifest label a client reads from the file (urn:c2pa:…);
-    // anything else is a manifest this repository does not hold: 404.
+    // Cairn's manifest id (m_…, as in matches), the C2PA manifest label a client reads from the file (urn:c2pa:…),
+    // or a stored manifest's id (sm_…); anything else is a manifest this repository does not hold: 404.
     const manifestId = String(req.params.manifestId);
     const { returnActiveManifest } = parseOrThrow(manifestQuery, req.query, 'query parameters');
-    // The signer cuts the store down to its active manifest: it owns the stores, the gateway only passes bytes.
-    const manifest = await deps.signer.getManifest({
-      ...manifestRef(manifestId),
-      activeManifestOnly: returnActiveManifest,
-    });
-    const body = Buffer.from(manifest.manifestStore);
-    // A manifest never changes once signed: cacheable anywhere, for as long as anyone likes.
+    // A stored manifest is served exactly as uploaded (the spec's round trip); returnActiveManifest applies to
+    // Cairn's own, which the signer cuts down (it owns the stores, the gateway only passes bytes).
+    const body =
+      (await repository.manifest(manifestId)) ??
+      Buffer.from(
+        (await deps.signer.getManifest({ ...manifestRef(manifestId), activeManifestOnly: returnActiveManifest }))
+          .manifestStore,
+      );
+    // A manifest never changes once signed; a stored one can be deleted by its owner, so it is not cached for long.
     res.set({
       'Content-Type': 'application/c2pa',
-      'Cache-Control': 'public, max-age=31536000, immutable',
+      'Cache-Control': manifestId.startsWith('sm_') ? 'public, max-age=60' : 'public, max-age=31536000, immutable',
       ETag: `"${manifestId}${returnActiveManifest ? '-active' : ''}"`,
     });
     res.send(body);
   });
 
   router.get(`${C2PA_RESOLUTION_PREFIX}/services/capabilities`, (_req, res) => {
-    // Queries by binding and by content; no lookup by reference (Cairn fetches no remote assets), and manifests
-    // and bindings are stored by signing, not through this API.
     res.set('Cache-Control', 'public, max-age=300');
-    res.json({ c2paSpecificationVersion: C2PA_SPECIFICATION_VERSION, supportedCapabilities: ['queryByContent'] });
+    res.json({ c2paSpecificationVersion: C2PA_SPECIFICATION_VERSION, supportedCapabilities: SUPPORTED_CAPABILITIES });
   });
 
   router.get(`${C2PA_RESOLUTION_PREFIX}/services/status`, async (_req, res) => {
     res.set('Cache-Control', 'no-store');
-    res.json({ status: await resolutionStatus(deps), timestamp: new Date().toISOString() });
+    res.json({ status: await resolution.status(), timestamp: new Date().toISOString() });
   });
 
   router.get(C2PA_DISCOVERY_PATH, (_req, res) => {
@@ -290,10 +237,15 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     });
   });
 
-  router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, async (_req, res) => {
-    const fingerprints = (await algorithms()).filter((a) => a.kind === 'fingerprint').map((a) => ({ alg: a.alg }));
+  // What Cairn resolves, from the catalogue every service shares: the image watermarks (by payload or content) and
+  // the fingerprints (by value or content; the audio one by content only). No service is asked, so the list is
+  // served while one is down (status says so).
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, (_req, res) => {
     res.set('Cache-Control', 'public, max-age=300');
-    res.json({ watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })), fingerprints });
+    res.json({
+      watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })),
+      fingerprints: Object.values(FINGERPRINT_ALG).map((alg) => ({ alg })),
+    });
   });
 
   return router;
@@ -302,88 +254,6 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
 /** A manifest named in a path: Cairn's manifest id, or the C2PA manifest label of its active manifest. */
 export function manifestRef(param: string): { manifestId: string } | { label: string } {
   return param.startsWith('urn:') ? { label: param } : { manifestId: param };
-}
-
-/**
- * `ok` when every service behind the API answers; `down` when manifests cannot be served or nothing can be looked
- * up (signer, soft-binding service); `degraded` when only watermark resolution is out.
- */
-async function resolutionStatus(deps: C2paResolutionDeps): Promise<'ok' | 'degraded' | 'down'> {
-  const answers = (call: Promise<unknown>) =>
-    call.then(
-      () => true,
-      (error: unknown) =>
-        isCairnError(error) && error.code !== 'cairn.unavailable' && error.code !== 'cairn.internal_error',
-    );
-  const [signer, softbinding, watermark] = await Promise.all([
-    answers(deps.signer.getTrustAnchors({}, { deadlineMs: 2000 })),
-    answers(deps.softbinding.supportedAlgorithms({}, { deadlineMs: 2000 })),
-    answers(deps.watermark.resolvePayload({ payloadHex: '00'.repeat(WATERMARK_PAYLOAD_BYTES) }, { deadlineMs: 2000 })),
-  ]);
-  if (!signer || !softbinding) return 'down';
-  return watermark ? 'ok' : 'degraded';
-}
-
-/** The supported algorithms of the soft-binding service, asked at most once a minute. */
-function supportedAlgorithmsCache(
-  softbinding: ServiceClient<SoftBindingMethods>,
-): () => Promise<softbindingV1.Algorithm[]> {
-  let cached: { at: number; value: Promise<softbindingV1.Algorithm[]> } | undefined;
-  return () => {
-    if (!cached || Date.now() - cached.at > 60_000) {
-      const value = softbinding.supportedAlgorithms({}, { deadlineMs: 10_000 }).then((r) => r.algorithms);
-      cached = { at: Date.now(), value };
-      value.catch(() => (cached = undefined));
-    }
-    return cached.value;
-  };
-}
-
-/**
- * A binding value as bytes. The spec's form is base64 (standard or URL-safe alphabet, padding optional);
- * Cairn's own hex form (as written in its manifests' soft-binding assertions and in /v1/lookup) is accepted
- * too. The two never collide: for a value of n bytes hex has 2n characters, base64 about 4n/3.
- */
-export function bindingBytes(value: string, bytes: number, alg: string): Buffer {
-  if (value.length === bytes * 2 && /^[0-9a-f]+$/i.test(value)) return Buffer.from(value, 'hex');
-  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) {
-    const normalized = value.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '');
-    const decoded = Buffer.from(normalized, 'base64');
-    if (decoded.length === bytes && decoded.toString('base64').replace(/=+$/, '') === normalized) return decoded;
-  }
-  throw new CairnError(
-    'cairn.validation.invalid_body',
-    `A ${alg} binding value is ${bytes} bytes, base64-encoded (or ${bytes * 2} hex digits).`,
-  );
-}
-
-/** The manifest id of one of Cairn's own manifest URIs (…/v1/manifests/m_…), or undefined. */
-function manifestIdOf(manifestUri: string): string | undefined {
-  let path: string;
-  try {
-    path = new URL(manifestUri).pathname;
-  } catch {
-    return undefined;
-  }
-  const id = /\/v1\/manifests\/([^/]+)$/.exec(path)?.[1];
-  return id && isId('manifest', id) ? id : undefined;
-}
-
-/** One entry per manifest (the first, i.e. strongest, wins), at most `limit`. */
-/**
- * One match per manifest, where it first appeared (a watermark's before fingerprints'), scored with the best
- * similarity any algorithm gave it: a mark read weakly on a copy the fingerprint finds nearly identical is that
- * close, not as close as the weak read.
- */
-function distinct(matches: SpecMatch[], limit: number): SpecMatch[] {
-  const byManifest = new Map<string, SpecMatch>();
-  for (const m of matches) {
-    const kept = byManifest.get(m.manifestId);
-    if (!kept) byManifest.set(m.manifestId, m);
-    else if (m.similarityScore !== undefined && (kept.similarityScore ?? -1) < m.similarityScore)
-      byManifest.set(m.manifestId, { ...kept, similarityScore: m.similarityScore });
-  }
-  return [...byManifest.values()].slice(0, limit);
 }
 
 /**
@@ -439,36 +309,4 @@ async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promi
   const key = blobKeys.upload(PUBLIC_OWNER, newId('request').slice(4));
   const info = await blobs.put(key, req, { contentType: 'application/octet-stream', maxBytes });
   req.upload = { ...info, fieldname: 'body', originalname: '' };
-}
-
-/**
- * Reads the watermark of an uploaded image. Undefined when none is found, or when the file is not an image the
- * watermark service can decode (then the fingerprints decide), unless the caller asked for a watermark alone
- * (`only`): then an undecodable file is the spec's 415.
- */
-async function detectWatermark(
-  deps: Pick<C2paResolutionDeps, 'blobs' | 'watermark'>,
-  key: string,
-  only: ImageWatermarkAlg | undefined,
-): Promise<{ payloadHex: string; confidence: number; algorithm: string } | undefined> {
-  const bytes = await deps.blobs.getBuffer(key);
-  if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
-  const undecodable = () => {
-    if (only) throw new CairnError('cairn.verify.unsupported_file_type', `${only} reads images (JPEG, PNG, WebP).`);
-    return undefined;
-  };
-  // The file as received: the watermark service reads its header and decodes it under its own media limits (a
-  // bomb is its cairn.media.too_large, passed on; what it cannot read is its invalid_body). The gateway decodes
-  // nothing.
-  let found;
-  try {
-    found = await deps.watermark.detectImage({ encoded: bytes }, { deadlineMs: 30_000 });
-  } catch (error) {
-    if (isCairnError(error) && error.code === 'cairn.validation.invalid_body') return undecodable();
-    throw error;
-  }
-  // A mark the watermark service found on other content than it was embedded in (copied) leads nowhere.
-  return found.detected && found.contentConsistent !== false
-    ? { payloadHex: found.payloadHex, confidence: found.confidence, algorithm: found.algorithm }
-    : undefined;
 }
