@@ -22,6 +22,7 @@ import { runFfmpeg } from '@cairn/media';
 import { waitFor } from '@cairn/testing';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { HASH_OIDS, readTimeStampReply, timeStampQuery } from '../services/signer/test/tsp-client.js';
+import { startExternalTsa, type ExternalTsa } from '../services/signer/test/external-tsa.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
@@ -416,4 +417,73 @@ describe('rotation of the TSA certificate', () => {
       expect(verdict.signals.timestamp_valid).toBe(true);
     }
   }, 120_000);
+});
+
+describe("an operator's own time-stamping authority (TSA_URL)", () => {
+  let external: ExternalTsa;
+  afterAll(async () => {
+    delete stack.env.TSA_URL;
+    await stack.stopService('signer');
+    await stack.restart('signer');
+    await external?.close();
+  });
+
+  it('stamps every sign instead of Cairn’s: trusted where its root is an anchor in force, untrusted elsewhere', async () => {
+    external = await startExternalTsa();
+    stack.env.TSA_URL = external.url;
+    await stack.stopService('signer');
+    await stack.restart('signer');
+    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
+      recipe: 'image-genai-v1',
+      bytes: photo,
+      name: 'x.jpg',
+    });
+    expect(external.requests).toBeGreaterThanOrEqual(1);
+
+    // The default list does not know the operator's TSA: the signature verifies, its time-stamp is not trusted.
+    const byDefault = await verifyFile(tenant.api_key, signedBytes, 'x.jpg');
+    expect(byDefault.status).toMatch(/^verified_manifest/);
+    expect(byDefault.signals.timestamp_valid).toBe(false);
+
+    // A tenant whose list holds Cairn's root and the operator's TSA root trusts the time-stamp too.
+    const own = await onboard(stack, 'free');
+    await sql(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
+      own.tenant_id,
+    ]);
+    const [cairnRoot] = await sql<{ pem: string }>(
+      `select pem from signer.certificates where role = 'root' and status = 'active'`,
+    );
+    const trust = await stack.request('/v1/trust-list', {
+      method: 'POST',
+      key: own.api_key,
+      json: {
+        entries: [
+          { issuer_cn: 'Cairn Root CA', certificate_pem: cairnRoot!.pem },
+          { issuer_cn: 'Cairn Root CA', certificate_pem: external.rootPem },
+        ],
+      },
+    });
+    expect(trust.status).toBe(200);
+    const trusted = await verifyFile(own.api_key, signedBytes, 'x.jpg');
+    expect(trusted.signals.timestamp_valid).toBe(true);
+  }, 120_000);
+
+  it('a time-stamp that fails fails the sign: 503 cairn.signer.unavailable, nothing recorded', async () => {
+    external.mode = 'http_error';
+    const assetsBefore = await sql<{ n: string }>(`select count(*) as n from signer.assets where tenant_id = $1`, [
+      tenant.tenant_id,
+    ]);
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'y.jpg' }),
+    });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { code: string }).code).toBe('cairn.signer.unavailable');
+    const assetsAfter = await sql<{ n: string }>(`select count(*) as n from signer.assets where tenant_id = $1`, [
+      tenant.tenant_id,
+    ]);
+    expect(assetsAfter[0]!.n).toBe(assetsBefore[0]!.n);
+  }, 60_000);
 });
