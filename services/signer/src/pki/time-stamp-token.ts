@@ -156,6 +156,21 @@ function signingCertificateV2(certificate: pkijs.Certificate, der: Buffer): asn1
   return new asn1js.Sequence({ value: [new asn1js.Sequence({ value: [essCertIdV2] })] });
 }
 
+// Parsing the certificates is per credential, not per token.
+const parsedCredentials = new WeakMap<TsaCredential, { certificate: pkijs.Certificate; issuer: pkijs.Certificate }>();
+
+function parsed(tsa: TsaCredential): { certificate: pkijs.Certificate; issuer: pkijs.Certificate } {
+  let entry = parsedCredentials.get(tsa);
+  if (!entry) {
+    entry = {
+      certificate: pkijs.Certificate.fromBER(tsa.certificateDer),
+      issuer: pkijs.Certificate.fromBER(tsa.issuerCertificateDer),
+    };
+    parsedCredentials.set(tsa, entry);
+  }
+  return entry;
+}
+
 /**
  * pkijs always re-encodes eContent as a constructed (BER, chunked) OCTET STRING; DER, which RFC 3161 §2.4.2 asks
  * the token to be in and c2pa-rs decodes strictly, has the primitive form. Set after construction to keep it.
@@ -172,7 +187,7 @@ export async function issueTimeStampToken(
   tsa: TsaCredential,
   options: TokenOptions,
 ): Promise<Buffer> {
-  const certificate = pkijs.Certificate.fromBER(tsa.certificateDer);
+  const { certificate, issuer } = parsed(tsa);
   const genTime = new Date(Math.floor(options.genTime.getTime() / 1000) * 1000);
   const tstInfo = new pkijs.TSTInfo({
     version: 1,
@@ -211,7 +226,7 @@ export async function issueTimeStampToken(
         }),
       }),
     ],
-    ...(request.certReq ? { certificates: [certificate, pkijs.Certificate.fromBER(tsa.issuerCertificateDer)] } : {}),
+    ...(request.certReq ? { certificates: [certificate, issuer] } : {}),
   });
   await signedData.sign(tsa.privateKey, 0, 'SHA-256', undefined, ocspCrypto());
 
