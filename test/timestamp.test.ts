@@ -423,6 +423,7 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
   let external: ExternalTsa;
   afterAll(async () => {
     delete stack.env.TSA_URL;
+    delete stack.env.SIGN_WORKER_TIMEOUT_MS;
     await stack.stopService('signer');
     await stack.restart('signer');
     await external?.close();
@@ -485,5 +486,26 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
       tenant.tenant_id,
     ]);
     expect(assetsAfter[0]!.n).toBe(assetsBefore[0]!.n);
+  }, 60_000);
+  it('a time-stamping authority that never answers is cut off by the sign worker budget: 503, nothing recorded', async () => {
+    // c2pa-rs sets no timeout of its own on the time-stamp request: the worker's budget is what bounds it.
+    external.mode = 'hang';
+    stack.env.SIGN_WORKER_TIMEOUT_MS = '3000';
+    const count = async () =>
+      (await sql<{ n: string }>(`select count(*) as n from signer.assets where tenant_id = $1`, [tenant.tenant_id]))[0]!
+        .n;
+    const before = await count();
+    await stack.stopService('signer');
+    await stack.restart('signer');
+    const res = await stack.request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'z.jpg' }),
+    });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { code: string }).code).toBe('cairn.sign.worker_failed');
+    expect(external.requests).toBeGreaterThanOrEqual(1);
+    expect(await count()).toBe(before);
   }, 60_000);
 });

@@ -17,8 +17,8 @@ export interface ExternalTsa {
   rootPem: string;
   /** Time-stamp requests received. */
   requests: number;
-  /** 'grant': answers tokens; 'http_error': answers 500, as a TSA that is down behind its proxy. */
-  mode: 'grant' | 'http_error';
+  /** 'grant': answers tokens; 'http_error': answers 500, as a TSA down behind its proxy; 'hang': never answers. */
+  mode: 'grant' | 'http_error' | 'hang';
   close(): Promise<void>;
 }
 
@@ -51,6 +51,7 @@ export async function startExternalTsa(org = 'Acme Time Services'): Promise<Exte
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       state.requests += 1;
+      if (state.mode === 'hang') return;
       if (state.mode === 'http_error') return void res.writeHead(500).end();
       void answerTimeStampRequest(Buffer.concat(chunks), { credential: async () => credential }).then((reply) =>
         res.writeHead(200, { 'content-type': 'application/timestamp-reply' }).end(reply),
