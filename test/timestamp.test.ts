@@ -419,6 +419,54 @@ describe('rotation of the TSA certificate', () => {
   }, 120_000);
 });
 
+describe('Cairn’s TSA unable to sign', () => {
+  it('answers systemFailure, and a sign is refused with 503 cairn.signer.unavailable rather than left untimed', async () => {
+    // The TSA's sealed key replaced by another certificate's: sealed keys are bound to their serial, so it cannot open.
+    const [tsa] = await sql<{ serial_hex: string; encrypted_private_key: string }>(
+      `select serial_hex, encrypted_private_key from signer.certificates where role = 'tsa' and status = 'active'`,
+    );
+    await sql(
+      `update signer.certificates set encrypted_private_key = (select encrypted_private_key from signer.certificates
+         where role = 'ocsp_responder' and status = 'active') where serial_hex = $1`,
+      [tsa!.serial_hex],
+    );
+    try {
+      await stack.stopService('signer');
+      await stack.restart('signer');
+      const reply = readTimeStampReply(
+        Buffer.from(
+          await (
+            await postTsa(timeStampQuery({ hashOid: HASH_OIDS.sha256, digest: Buffer.alloc(32, 3) }))
+          ).arrayBuffer(),
+        ),
+      );
+      expect([reply.status, reply.failureBits, reply.token]).toEqual([2, [25], undefined]);
+      const res = await stack.request('/v1/sign', {
+        method: 'POST',
+        key: tenant.api_key,
+        headers: { 'idempotency-key': crypto.randomUUID() },
+        body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'w.jpg' }),
+      });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { code: string }).code).toBe('cairn.signer.unavailable');
+    } finally {
+      await sql(`update signer.certificates set encrypted_private_key = $2 where serial_hex = $1`, [
+        tsa!.serial_hex,
+        tsa!.encrypted_private_key,
+      ]);
+      await stack.stopService('signer');
+      await stack.restart('signer');
+    }
+    // Its key back, the TSA stamps again.
+    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
+      recipe: 'image-genai-v1',
+      bytes: photo,
+      name: 'v.jpg',
+    });
+    expect((await verifyFile(tenant.api_key, signedBytes, 'v.jpg')).signals.timestamp_valid).toBe(true);
+  }, 120_000);
+});
+
 describe("an operator's own time-stamping authority (TSA_URL)", () => {
   let external: ExternalTsa;
   afterAll(async () => {
