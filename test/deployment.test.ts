@@ -491,6 +491,26 @@ describe('Helm chart: production mode refuses unsafe values', () => {
     expect(envOf(renders.default, 'gateway').get('PUBLIC_BASE_URL')?.value).toBe('http://localhost:8080');
   });
 
+  it("the signer's time-stamping authority: its public URL and an external TSA reach the signer only when set", () => {
+    const signerEnv = envOf(renders.production, 'signer');
+    expect([signerEnv.get('TSA_PUBLIC_URL'), signerEnv.get('TSA_URL')]).toEqual([undefined, undefined]);
+    const objects = render([
+      '-f',
+      PRODUCTION_FILE,
+      '--set-string',
+      'tsaPublicUrl=https://ocsp.cairn.example.com/tsa',
+      '--set-string',
+      'tsaUrl=https://tsa.example.org/rfc3161',
+    ]);
+    const env = envOf(objects, 'signer');
+    expect([env.get('TSA_PUBLIC_URL')?.value, env.get('TSA_URL')?.value]).toEqual([
+      'https://ocsp.cairn.example.com/tsa',
+      'https://tsa.example.org/rfc3161',
+    ]);
+    expect(envOf(objects, 'gateway').has('TSA_URL')).toBe(false);
+    expect(template(['--set-string', 'tsaUrl=ftp://tsa.example.org']).status).toBe(1);
+  });
+
   it('the filesystem audit export sink, a file:// blob store, an unset chain URL and CAIRN_ENV in global.env fail the render', () => {
     const refused = (args: string[], message: string) => {
       const run = template(['-f', PRODUCTION_FILE, ...args]);

@@ -114,8 +114,10 @@ describe('signing with the key on a PKCS#11 token', () => {
         method: 'POST',
         body: multipart({}, { field: 'file', bytes, name: 'v.jpg' }),
       })
-    ).json()) as { status: string };
+    ).json()) as { status: string; signals: { timestamp_valid?: boolean } };
     expect(verdict.status).toBe('verified_manifest_and_watermark_match');
+    // Stamped by Cairn's TSA like every other sign: the token's key signs the claim, the TSA the time.
+    expect(verdict.signals.timestamp_valid).toBe(true);
   }, 60_000);
 
   it('a job fails with a problem (and job.failed) when the input cannot be signed', async () => {

@@ -14,7 +14,14 @@ import { signerConfigShape } from './config.js';
 import { IsolatedC2pa } from './adapters/c2pa/isolated.js';
 import type { PipelineDeps } from './app/sign/index.js';
 import { SignJobs, type SignJobItem } from './app/jobs.js';
-import { CertificateAuthority, createOcspHandler, pkiSettingsFromConfig, startOcspServer } from './pki/index.js';
+import {
+  CertificateAuthority,
+  createOcspHandler,
+  createTsaHandler,
+  localTsaUrl,
+  pkiSettingsFromConfig,
+  startOcspServer,
+} from './pki/index.js';
 import { signerHandlers } from './rpc.js';
 import { AssetStore } from './store/assets.js';
 
@@ -34,15 +41,23 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       const authority = new CertificateAuthority({ db: ctx.db, settings: pkiSettingsFromConfig(config), logger });
       await authority.ensureDevelopmentPki();
 
+      // One listener: the time-stamping authority at TSA_PUBLIC_URL's path, the OCSP responder at the rest.
+      const tsaDeps = authority.tsaResponderDeps({ onError: (error) => logger.error({ err: error }, 'TSA error') });
+      const ocspHost = config.OCSP_HOST ?? config.GRPC_HOST;
       const ocsp = await startOcspServer(
-        createOcspHandler(
-          authority.ocspResponderDeps({ onError: (error) => logger.error({ err: error }, 'OCSP responder error') }),
+        createTsaHandler(
+          tsaDeps,
+          createOcspHandler(
+            authority.ocspResponderDeps({ onError: (error) => logger.error({ err: error }, 'OCSP responder error') }),
+          ),
         ),
-        config.OCSP_HOST ?? config.GRPC_HOST,
+        ocspHost,
         config.OCSP_PORT,
       );
       ctx.expose('ocsp', ocsp.port);
       ctx.onShutdown(() => ocsp.close());
+      const tsaUrl =
+        pkiSettingsFromConfig(config).tsaUrl ?? localTsaUrl(ocspHost, ocsp.port, tsaDeps.basePath ?? '/tsa');
 
       const store = new AssetStore(ctx.db);
       const c2pa = new IsolatedC2pa({
@@ -84,6 +99,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         logger,
         c2pa,
         publicBaseUrl: config.PUBLIC_BASE_URL,
+        tsaUrl,
         assetClaimLeaseSeconds: config.ASSET_CLAIM_LEASE_SECONDS,
         mediaLimits: mediaLimitsOf(config),
         watermarkWaitMs: config.SIGN_JOB_WATERMARK_WAIT_MS,

@@ -58,6 +58,7 @@ describe('impersonatesCairn', () => {
       [tenantCa, named('Cai\u200brn', 'Desk')], // zero-width space
       [tenantCa, named('Cáirn', 'Desk')],
       [tenantCa, named('Acme Newsroom', 'CAIRN OCSP-Responder 2')],
+      [tenantCa, named('Acme Newsroom', 'Cairn Time Stamping Authority 4')],
       [named('Cairn', 'Cairn Root CA'), named('Acme Newsroom', 'Desk')],
       [named('Acme Newsroom', 'Cairn Intermediate CA'), named('Acme Newsroom', 'Desk')],
       // Several organisations in one name: any one of them counts.

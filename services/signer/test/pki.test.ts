@@ -63,11 +63,11 @@ describe('development PKI creation', () => {
   it('creates root → intermediate → signing certificate with the profiles c2pa expects, once', async () => {
     const ca = newCa({ org: 'Acme Media', ocspPublicUrl: 'http://127.0.0.1:9471/ocsp' });
     const first = await ca.ensureDevelopmentPki('Acme Media');
-    expect(first.created).toEqual(['root', 'intermediate', 'signing', 'ocsp_responder']);
+    expect(first.created).toEqual(['root', 'intermediate', 'signing', 'ocsp_responder', 'tsa']);
     const again = await ca.ensureDevelopmentPki('Acme Media');
     expect(again.created).toEqual([]);
     expect(again.signing.serialHex).toBe(first.signing.serialHex);
-    expect(await rows()).toHaveLength(4);
+    expect(await rows()).toHaveLength(5);
 
     const root = new x509.X509Certificate(first.root.pem);
     const intermediate = new x509.X509Certificate(first.intermediate.pem);
@@ -115,6 +115,17 @@ describe('development PKI creation', () => {
     expect(responder.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual([EKU_OCSP_SIGNING]);
     expect(responder.getExtension('1.3.6.1.5.5.7.48.1.5')).not.toBeNull();
     expect(Math.round((responder.notAfter.getTime() - responder.notBefore.getTime()) / 86_400_000)).toBe(90);
+
+    // The time-stamping authority (RFC 3161 §2.3): end-entity, id-kp-timeStamping as its only and critical EKU.
+    const tsa = new x509.X509Certificate(first.tsa.pem);
+    expect(tsa.issuer).toBe(intermediate.subject);
+    expect(tsa.subject).toBe('O=Acme Media, CN=Cairn Time-Stamping Authority 1');
+    expect(await tsa.verify({ publicKey: intermediate.publicKey, signatureOnly: true })).toBe(true);
+    expect(tsa.getExtension(x509.BasicConstraintsExtension)?.ca).toBe(false);
+    const tsaEku = tsa.getExtension(x509.ExtendedKeyUsageExtension);
+    expect([tsaEku?.usages, tsaEku?.critical]).toEqual([['1.3.6.1.5.5.7.3.8'], true]);
+    expect(tsa.getExtension(x509.KeyUsagesExtension)?.usages).toBe(x509.KeyUsageFlags.digitalSignature);
+    expect(Math.round((tsa.notAfter.getTime() - tsa.notBefore.getTime()) / 86_400_000)).toBe(90);
   });
 
   it('is race-safe: replicas calling at once create exactly one hierarchy', async () => {
@@ -125,6 +136,7 @@ describe('development PKI creation', () => {
     expect(all.filter((r) => r.role === 'intermediate')).toHaveLength(1);
     expect(all.filter((r) => r.role === 'signing')).toHaveLength(1);
     expect(all.filter((r) => r.role === 'ocsp_responder')).toHaveLength(1);
+    expect(all.filter((r) => r.role === 'tsa')).toHaveLength(1);
     expect(new Set(results.map((r) => r.signing.serialHex)).size).toBe(1);
     expect(results.filter((r) => r.created.length > 0)).toHaveLength(1);
   });
@@ -133,7 +145,7 @@ describe('development PKI creation', () => {
     await newCa().ensureDevelopmentPki();
     await pki.db.execute(sql`delete from signer.certificates where role <> 'root'`);
     const overview = await newCa().ensureDevelopmentPki();
-    expect(overview.created).toEqual(['intermediate', 'signing', 'ocsp_responder']);
+    expect(overview.created).toEqual(['intermediate', 'signing', 'ocsp_responder', 'tsa']);
   });
 });
 

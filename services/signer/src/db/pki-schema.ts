@@ -4,7 +4,7 @@ import { check, index, pgSchema, text, timestamp, uniqueIndex, integer, type Any
 // Same schema object name as schema.ts declares; drizzle-kit merges tables by schema name.
 const signer = pgSchema('signer');
 
-export const CERTIFICATE_ROLES = ['root', 'intermediate', 'signing', 'ocsp_responder'] as const;
+export const CERTIFICATE_ROLES = ['root', 'intermediate', 'signing', 'ocsp_responder', 'tsa'] as const;
 export const CERTIFICATE_STATUSES = ['active', 'retired', 'revoked'] as const;
 export const KEY_BACKENDS = ['software', 'pkcs11'] as const;
 
@@ -14,7 +14,8 @@ export type KeyBackendKind = (typeof KEY_BACKENDS)[number];
 
 /**
  * The signer's own certificate hierarchy (root → intermediate → signing certificates, plus the intermediate's
- * delegated OCSP responder certificate) and, for software keys, their private keys sealed under SIGNER_KEK.
+ * delegated OCSP responder and time-stamping authority certificates) and, for software keys, their private keys
+ * sealed under SIGNER_KEK.
  *
  * These rows belong to the service, not to a tenant: every tenant's manifests are signed by the same active
  * certificate, and the OCSP responder answers for anyone. So there is no tenant_id column and no RLS policy.
@@ -50,7 +51,7 @@ export const certificates = signer.table(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    check('certificates_role_check', sql`${t.role} in ('root', 'intermediate', 'signing', 'ocsp_responder')`),
+    check('certificates_role_check', sql`${t.role} in ('root', 'intermediate', 'signing', 'ocsp_responder', 'tsa')`),
     check('certificates_status_check', sql`${t.status} in ('active', 'retired', 'revoked')`),
     check('certificates_key_backend_check', sql`${t.keyBackend} in ('software', 'pkcs11')`),
     // A software key without its sealed private key (or an HSM key without its label) could never sign.

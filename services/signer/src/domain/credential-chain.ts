@@ -63,16 +63,16 @@ export function registrationProofMessage(tenantId: string, leaf: X509Certificate
 export interface CairnIdentity {
   /** O= of Cairn's certificates (SIGNER_ORG, and the O of every certificate the signer has issued). */
   organizations: readonly string[];
-  /** Every certificate of Cairn's hierarchy (roots, intermediates, signing and OCSP responder certificates). */
+  /** Every certificate of Cairn's hierarchy (roots, intermediates, signing, OCSP responder and TSA certificates). */
   certificatesPem: readonly string[];
 }
 
 /**
  * CN= of Cairn's own certificates (pki/ca.ts): `Cairn Root CA`, `Cairn Intermediate CA`, `Cairn Signing <n>`,
- * `Cairn OCSP Responder <n>`, each compared after folding (case, spacing, punctuation, accents, invisible
+ * `Cairn OCSP Responder <n>`, `Cairn Time-Stamping Authority <n>`, each compared after folding (case, spacing, punctuation, accents, invisible
  * characters and look-alike letters). Other names with the word "cairn" in them are the tenant's business.
  */
-const CAIRN_COMMON_NAME = /^cairn (root ca|intermediate ca|signing|ocsp responder)( |$)/;
+const CAIRN_COMMON_NAME = /^cairn (root ca|intermediate ca|signing|ocsp responder|time stamping authority)( |$)/;
 
 // Cyrillic, Greek and other letters drawn like the Latin ones of "cairn", "signing", "root", "ca", "ocsp", …
 const LOOK_ALIKE_FROM = 'асеіӏıјорѕхуԁһոɡαοιρντηѵԛɑ';

@@ -19,6 +19,7 @@ export type CryptoKeyPair = webcrypto.CryptoKeyPair;
 export const EKU_C2PA_CLAIM_SIGNING = '1.3.6.1.4.1.62558.2.1';
 export const EKU_EMAIL_PROTECTION = '1.3.6.1.5.5.7.3.4';
 export const EKU_OCSP_SIGNING = '1.3.6.1.5.5.7.3.9';
+export const EKU_TIME_STAMPING = '1.3.6.1.5.5.7.3.8';
 /** id-pkix-ocsp-nocheck (RFC 6960 §4.2.2.2.1): clients do not ask for the responder certificate's own status. */
 const OID_OCSP_NOCHECK = '1.3.6.1.5.5.7.48.1.5';
 const DER_NULL = new Uint8Array([0x05, 0x00]);
@@ -214,6 +215,41 @@ export async function createOcspResponderCertificate(params: {
       await x509.SubjectKeyIdentifierExtension.create(params.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
       new x509.Extension(OID_OCSP_NOCHECK, false, DER_NULL),
+    ],
+  });
+  return issued(cert, params.serialHex);
+}
+
+/**
+ * The time-stamping authority's certificate (RFC 3161 §2.3): an end-entity certificate under the intermediate whose
+ * extended key usage is id-kp-timeStamping alone and critical, which is what c2pa-rs checks a token's signer
+ * against. Issued like the OCSP responder's: short-lived, renewed by the periodic maintenance.
+ */
+export async function createTsaCertificate(params: {
+  org: string;
+  sequence: number;
+  publicKey: CryptoKey;
+  issuer: Issuer;
+  serialHex: string;
+  now: Date;
+  validityDays: number;
+}): Promise<IssuedCertificate> {
+  const { notBefore, notAfter } = validity(params.now, params.validityDays, params.issuer.certificate.notAfter);
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: params.serialHex,
+    subject: name(params.org, `Cairn Time-Stamping Authority ${params.sequence}`),
+    issuer: params.issuer.certificate.subjectName,
+    notBefore,
+    notAfter,
+    publicKey: params.publicKey,
+    signingKey: params.issuer.privateKey,
+    signingAlgorithm: P256_SHA256,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, false),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([EKU_TIME_STAMPING], true),
+      await x509.SubjectKeyIdentifierExtension.create(params.publicKey),
+      await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
     ],
   });
   return issued(cert, params.serialHex);

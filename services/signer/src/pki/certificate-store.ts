@@ -11,6 +11,7 @@ export interface ActiveRows {
   intermediate?: CertificateRow;
   signing?: CertificateRow;
   ocspResponder?: CertificateRow;
+  tsa?: CertificateRow;
 }
 
 /** What the OCSP responder reads of one certificate. */
@@ -44,11 +45,13 @@ export class CertificateStore {
     const intermediate = byRole('intermediate');
     const signing = byRole('signing');
     const ocspResponder = byRole('ocsp_responder');
+    const tsa = byRole('tsa');
     return {
       ...(root ? { root } : {}),
       ...(intermediate ? { intermediate } : {}),
       ...(signing ? { signing } : {}),
       ...(ocspResponder ? { ocspResponder } : {}),
+      ...(tsa ? { tsa } : {}),
     };
   }
 

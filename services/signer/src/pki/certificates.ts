@@ -1,6 +1,6 @@
 import type { Database } from '@cairn/db';
 import type { RevocationReason } from '@cairn/ocsp';
-import type { CertificateRole } from '../db/pki-schema.js';
+import { CERTIFICATE_ROLES, type CertificateRole } from '../db/pki-schema.js';
 import { ActiveKeyCache } from './active-key.js';
 import { CertificateStore } from './certificate-store.js';
 import type { PkiSettings } from './config.js';
@@ -11,6 +11,8 @@ import { OcspAnswers } from './ocsp-answers.js';
 import type { OcspResponderDeps } from './ocsp-responder.js';
 import { revokeCertificate, type RevocationDeps, type RevokeResult } from './revocation.js';
 import { notifyExpiring, rotateIfDue, type RotationDeps, type RotationResult } from './rotation.js';
+import { TsaCredentials } from './tsa-credential.js';
+import type { TsaResponderDeps } from './tsa-responder.js';
 import { info, type CertificateInfo, type EnqueueEvent, type PkiLogger } from './types.js';
 
 export type { CertificateInfo, EnqueueEvent, PkiLogger } from './types.js';
@@ -45,6 +47,7 @@ export class CertificateAuthority {
   readonly #issuance: Issuance;
   readonly #activeKey: ActiveKeyCache;
   readonly #ocsp: OcspAnswers;
+  readonly #tsa: TsaCredentials;
   readonly #revocation: RevocationDeps;
   readonly #rotation: RotationDeps;
 
@@ -57,6 +60,7 @@ export class CertificateAuthority {
     this.#issuance = new Issuance(this.#store, keys, deps.settings);
     this.#activeKey = new ActiveKeyCache(this.#store, keys, deps.settings, deps.logger);
     this.#ocsp = new OcspAnswers(this.#store, keys, deps.settings, this.#clock);
+    this.#tsa = new TsaCredentials(this.#store, keys);
     const changed = () => this.#invalidate();
     this.#revocation = {
       store: this.#store,
@@ -74,6 +78,7 @@ export class CertificateAuthority {
       logger: deps.logger,
       changed,
       responderChanged: () => this.#ocsp.invalidate(),
+      tsaChanged: () => this.#tsa.invalidate(),
     };
   }
 
@@ -104,7 +109,7 @@ export class CertificateAuthority {
     return revokeCertificate(this.#revocation, target, reason, enqueue);
   }
 
-  /** Rotates the signing certificate and renews the OCSP responder's when due (rotation.ts). */
+  /** Rotates the signing certificate and renews the OCSP responder's and the TSA's when due (rotation.ts). */
   async rotateIfDue(now: Date = this.#clock()): Promise<RotationResult> {
     return rotateIfDue(this.#rotation, now);
   }
@@ -121,9 +126,7 @@ export class CertificateAuthority {
     return root.pem;
   }
 
-  async listCertificates(
-    roles: readonly CertificateRole[] = ['root', 'intermediate', 'signing', 'ocsp_responder'],
-  ): Promise<CertificateInfo[]> {
+  async listCertificates(roles: readonly CertificateRole[] = CERTIFICATE_ROLES): Promise<CertificateInfo[]> {
     return (await this.#store.list(roles)).map(info);
   }
 
@@ -140,8 +143,19 @@ export class CertificateAuthority {
     return this.#ocsp.responderDeps(options);
   }
 
+  /** What createTsaHandler needs: the active TSA credential, mounted at TSA_PUBLIC_URL's path. */
+  tsaResponderDeps(options: { onError?: (error: unknown) => void } = {}): TsaResponderDeps {
+    return {
+      credential: () => this.#tsa.get(),
+      basePath: new URL(this.#settings.tsaPublicUrl).pathname,
+      clock: this.#clock,
+      ...(options.onError ? { onError: options.onError } : {}),
+    };
+  }
+
   #invalidate(): void {
     this.#activeKey.invalidate();
     this.#ocsp.invalidate();
+    this.#tsa.invalidate();
   }
 }

@@ -32,6 +32,16 @@ export const pkiConfigShape = {
   SIGNER_ACTIVE_KEY_RECHECK_MS: z.coerce.number().int().min(0).default(1000),
   /** The OCSP URL written into signing certificates (AIA): must be reachable by verifiers. */
   OCSP_PUBLIC_URL: publicUrlSetting('http://127.0.0.1:9471/ocsp', 'written into every signing certificate'),
+  /**
+   * Where Cairn's time-stamping authority (RFC 3161) is reached from outside; the signer serves it at this URL's path
+   * on the OCSP responder's listener. Unset: OCSP_PUBLIC_URL's origin with the path /tsa.
+   */
+  TSA_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * An external RFC 3161 time-stamping authority every manifest is stamped by instead of Cairn's own (its
+   * certificate must chain to a trust anchor the verifiers hold). Unset: Cairn's own TSA.
+   */
+  TSA_URL: z.string().url().optional(),
   /** Listen address of the OCSP responder; the wiring defaults it to GRPC_HOST. */
   OCSP_HOST: z.string().optional(),
   OCSP_PORT: z.coerce.number().int().min(0).max(65535).default(9471),
@@ -55,6 +65,9 @@ export interface PkiSettings {
   readonly pkcs11?: Pkcs11Config;
   readonly pkcs11KeyLabelPrefix: string;
   readonly ocspPublicUrl: string;
+  readonly tsaPublicUrl: string;
+  /** An external TSA (TSA_URL) stamping every manifest; unset: Cairn's own. */
+  readonly tsaUrl?: string;
   readonly leafValidityDays: number;
   readonly rotateBeforeDays: number;
   readonly expiryNoticeDays: number;
@@ -96,6 +109,8 @@ export function pkiSettingsFromConfig(config: PkiConfig & { CAIRN_ENV: 'developm
     ...(pkcs11 ? { pkcs11 } : {}),
     pkcs11KeyLabelPrefix: config.SIGNER_PKCS11_KEY_LABEL,
     ocspPublicUrl: config.OCSP_PUBLIC_URL,
+    tsaPublicUrl: config.TSA_PUBLIC_URL ?? new URL('/tsa', config.OCSP_PUBLIC_URL).toString(),
+    ...(config.TSA_URL ? { tsaUrl: config.TSA_URL } : {}),
     leafValidityDays: config.SIGNER_CERT_VALIDITY_DAYS,
     rotateBeforeDays: config.SIGNER_ROTATE_BEFORE_DAYS,
     expiryNoticeDays: config.SIGNER_EXPIRY_NOTICE_DAYS,

@@ -37,6 +37,7 @@ export {
   type OcspIssuer,
   type OcspCertStatus,
 } from './ocsp-responder.js';
+export { createTsaHandler, answerTimeStampRequest, localTsaUrl, type TsaResponderDeps } from './tsa-responder.js';
 export {
   checkOcsp,
   ocspUrlsOfCertificate,

@@ -3,6 +3,7 @@ import type { CertificateRole, CertificateRow } from '../db/pki-schema.js';
 import {
   createIntermediateCertificate,
   createOcspResponderCertificate,
+  createTsaCertificate,
   createRootCertificate,
   createSigningCertificate,
   generateP256KeyPair,
@@ -20,11 +21,19 @@ import { info, type CertificateInfo, type PkiLogger } from './types.js';
 /** The delegated OCSP responder certificate is short-lived (it cannot be revoked: ocsp-nocheck) and renewed by rotateIfDue. */
 export const OCSP_RESPONDER_VALIDITY_DAYS = 90;
 
+/**
+ * The time-stamping authority's certificate: short-lived like the OCSP responder's and renewed by rotateIfDue. A
+ * token stays verifiable after its TSA certificate is retired or expired: validators check the TSA certificate at
+ * the token's own time (genTime).
+ */
+export const TSA_VALIDITY_DAYS = 90;
+
 export interface PkiOverview {
   readonly root: CertificateInfo;
   readonly intermediate: CertificateInfo;
   readonly signing: CertificateInfo;
   readonly ocspResponder: CertificateInfo;
+  readonly tsa: CertificateInfo;
   /** What this call created (empty when everything existed). */
   readonly created: readonly CertificateRole[];
 }
@@ -47,12 +56,13 @@ export class Issuance {
    */
   async ensureHierarchy(org: string, now: () => Date, logger?: PkiLogger): Promise<PkiOverview> {
     const existing = await this.store.activeRows();
-    if (existing.root && existing.intermediate && existing.signing && existing.ocspResponder) {
+    if (existing.root && existing.intermediate && existing.signing && existing.ocspResponder && existing.tsa) {
       return {
         root: info(existing.root),
         intermediate: info(existing.intermediate),
         signing: info(existing.signing),
         ocspResponder: info(existing.ocspResponder),
+        tsa: info(existing.tsa),
         created: [],
       };
     }
@@ -64,7 +74,7 @@ export class Issuance {
       const overview = await this.store.locked(async (tx) => {
         const created: CertificateRole[] = [];
         const at = now();
-        let { root, intermediate, signing, ocspResponder } = await this.store.activeRows(tx);
+        let { root, intermediate, signing, ocspResponder, tsa } = await this.store.activeRows(tx);
         if (!root) {
           root = await this.createRoot(tx, org, at);
           created.push('root');
@@ -82,11 +92,16 @@ export class Issuance {
           ocspResponder = await this.createOcspResponder(tx, org, intermediate, at);
           created.push('ocsp_responder');
         }
+        if (!tsa) {
+          tsa = await this.createTsa(tx, org, intermediate, at);
+          created.push('tsa');
+        }
         return {
           root: info(root),
           intermediate: info(intermediate),
           signing: info(signing),
           ocspResponder: info(ocspResponder),
+          tsa: info(tsa),
           created,
         };
       });
@@ -134,6 +149,22 @@ export class Issuance {
     return this.insertSoftware(tx, 'ocsp_responder', cert, intermediate.serialHex, keys.privateKey, now, sequence);
   }
 
+  /** The TSA key is a software key sealed under SIGNER_KEK, like the OCSP responder's, whatever the signing backend. */
+  async createTsa(tx: Tx, org: string, intermediate: CertificateRow, now: Date): Promise<CertificateRow> {
+    const keys = await generateP256KeyPair();
+    const sequence = await this.store.nextSequence(tx, 'tsa');
+    const cert = await createTsaCertificate({
+      org,
+      sequence,
+      publicKey: keys.publicKey,
+      issuer: await this.issuer(intermediate),
+      serialHex: newSerialHex(),
+      now,
+      validityDays: TSA_VALIDITY_DAYS,
+    });
+    return this.insertSoftware(tx, 'tsa', cert, intermediate.serialHex, keys.privateKey, now, sequence);
+  }
+
   /** Certifies `prepared` under `intermediate` and stores it as the active signing certificate. */
   async issueSigning(
     tx: Tx,
@@ -175,7 +206,7 @@ export class Issuance {
 
   private async insertSoftware(
     tx: Tx,
-    role: 'root' | 'intermediate' | 'ocsp_responder',
+    role: 'root' | 'intermediate' | 'ocsp_responder' | 'tsa',
     cert: IssuedCertificate,
     issuerSerial: string | null,
     privateKey: CryptoKey,

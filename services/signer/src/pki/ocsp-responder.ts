@@ -251,7 +251,8 @@ function decodeGetRequest(encoded: string): Buffer | undefined {
   return der.length > 0 ? der : undefined;
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
+/** The request body, or `too_large` as soon as it passes `limit` bytes (nothing more is buffered). */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

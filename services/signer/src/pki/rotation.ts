@@ -1,3 +1,4 @@
+import type { Tx } from '@cairn/db';
 import { newEvent } from '@cairn/events';
 import type { CertificateRow } from '../db/pki-schema.js';
 import type { CertificateStore } from './certificate-store.js';
@@ -6,9 +7,13 @@ import type { Issuance } from './issuance.js';
 import type { KeyMaterial } from './key-material.js';
 import { DAY_MS, info, type CertificateInfo, type EnqueueEvent, type PkiLogger } from './types.js';
 
-const OCSP_RESPONDER_RENEW_DAYS = 30;
+/** The OCSP responder's and the TSA's certificates are renewed when they have fewer days left than this. */
+const DELEGATE_RENEW_DAYS = 30;
 
-/** `rotated` is about the signing certificate; `ocspResponderRenewed` is set when the responder certificate was renewed too. */
+/**
+ * `rotated` is about the signing certificate; `ocspResponderRenewed` / `tsaRenewed` are set when the responder's or
+ * the TSA's certificate was renewed too.
+ */
 export type RotationResult = (
   | { readonly rotated: true; readonly previous?: CertificateInfo; readonly current: CertificateInfo }
   | {
@@ -16,7 +21,7 @@ export type RotationResult = (
       readonly reason: 'not_due' | 'rotated_elsewhere' | 'would_not_extend' | 'no_ca';
       readonly current?: CertificateInfo;
     }
-) & { readonly ocspResponderRenewed?: CertificateInfo };
+) & { readonly ocspResponderRenewed?: CertificateInfo; readonly tsaRenewed?: CertificateInfo };
 
 export interface RotationDeps {
   readonly store: CertificateStore;
@@ -28,6 +33,8 @@ export interface RotationDeps {
   readonly changed: () => void;
   /** Called after the OCSP responder certificate changed: the cached OCSP issuers are stale. */
   readonly responderChanged: () => void;
+  /** Called after the TSA certificate changed: the cached TSA credential is stale. */
+  readonly tsaChanged: () => void;
 }
 
 /**
@@ -35,41 +42,75 @@ export interface RotationDeps {
  * SIGNER_ROTATE_BEFORE_DAYS left (or when there is none, e.g. after a revocation without replacement).
  * Activation is one UPDATE+INSERT in one transaction: signatures already holding the old key finish with
  * it (it stays valid: retired, not revoked), new ones get the new key. Also renews the delegated OCSP
- * responder certificate when it has under 30 days left. Call it periodically (e.g. hourly).
+ * responder's and the TSA's certificates when they have under 30 days left. Call it periodically (e.g. hourly).
  */
 export async function rotateIfDue(deps: RotationDeps, now: Date): Promise<RotationResult> {
   const renewed = await renewOcspResponderIfDue(deps, now);
+  const tsaRenewed = await renewTsaIfDue(deps, now);
   const result = await rotateSigningIfDue(deps, now);
-  return renewed ? { ...result, ocspResponderRenewed: renewed } : result;
+  return {
+    ...result,
+    ...(renewed ? { ocspResponderRenewed: renewed } : {}),
+    ...(tsaRenewed ? { tsaRenewed } : {}),
+  };
 }
 
-/** A new delegated OCSP responder certificate when the active one has under 30 days left (or is missing). */
-async function renewOcspResponderIfDue(deps: RotationDeps, now: Date): Promise<CertificateInfo | undefined> {
-  const due = (responder: CertificateRow | undefined, intermediate: CertificateRow): boolean =>
-    !responder ||
-    responder.issuerSerial !== intermediate.serialHex ||
-    responder.notAfter.getTime() - now.getTime() < OCSP_RESPONDER_RENEW_DAYS * DAY_MS;
-  const { intermediate, ocspResponder } = await deps.store.activeRows();
-  if (!intermediate || !due(ocspResponder, intermediate)) return undefined;
-  // Capped by the intermediate's end, a renewal could not extend a responder that already reaches it.
+type DelegateRole = 'ocspResponder' | 'tsa';
+
+/**
+ * A new delegated certificate of the intermediate (the OCSP responder's or the TSA's) when the active one has
+ * under 30 days left, is missing, or was issued by another intermediate. The previous one is retired, not revoked:
+ * answers and time-stamps it signed stay verifiable.
+ */
+async function renewDelegateIfDue(
+  deps: RotationDeps,
+  now: Date,
+  role: DelegateRole,
+  create: (tx: Tx, org: string, intermediate: CertificateRow) => Promise<CertificateRow>,
+): Promise<CertificateInfo | undefined> {
+  const due = (delegate: CertificateRow | undefined, intermediate: CertificateRow): boolean =>
+    !delegate ||
+    delegate.issuerSerial !== intermediate.serialHex ||
+    delegate.notAfter.getTime() - now.getTime() < DELEGATE_RENEW_DAYS * DAY_MS;
+  const rows = await deps.store.activeRows();
+  const { intermediate } = rows;
+  const delegate = rows[role];
+  if (!intermediate || !due(delegate, intermediate)) return undefined;
+  // Capped by the intermediate's end, a renewal could not extend a certificate that already reaches it.
   if (
-    ocspResponder &&
-    ocspResponder.issuerSerial === intermediate.serialHex &&
-    intermediate.notAfter.getTime() - ocspResponder.notAfter.getTime() < DAY_MS
+    delegate &&
+    delegate.issuerSerial === intermediate.serialHex &&
+    intermediate.notAfter.getTime() - delegate.notAfter.getTime() < DAY_MS
   ) {
     return undefined;
   }
-  const renewed = await deps.store.locked(async (tx) => {
+  return deps.store.locked(async (tx) => {
     const current = await deps.store.activeRows(tx);
-    if (!current.intermediate || !due(current.ocspResponder, current.intermediate)) return undefined;
-    if (current.ocspResponder) await deps.store.retire(tx, current.ocspResponder.serialHex, now);
-    return info(
-      await deps.issuance.createOcspResponder(tx, deps.issuance.orgOf(current.intermediate), current.intermediate, now),
-    );
+    if (!current.intermediate || !due(current[role], current.intermediate)) return undefined;
+    const previous = current[role];
+    if (previous) await deps.store.retire(tx, previous.serialHex, now);
+    return info(await create(tx, deps.issuance.orgOf(current.intermediate), current.intermediate));
   });
+}
+
+async function renewOcspResponderIfDue(deps: RotationDeps, now: Date): Promise<CertificateInfo | undefined> {
+  const renewed = await renewDelegateIfDue(deps, now, 'ocspResponder', (tx, org, intermediate) =>
+    deps.issuance.createOcspResponder(tx, org, intermediate, now),
+  );
   if (renewed) {
     deps.responderChanged();
     deps.logger?.info({ serial: renewed.serialHex }, 'OCSP responder certificate renewed');
+  }
+  return renewed;
+}
+
+async function renewTsaIfDue(deps: RotationDeps, now: Date): Promise<CertificateInfo | undefined> {
+  const renewed = await renewDelegateIfDue(deps, now, 'tsa', (tx, org, intermediate) =>
+    deps.issuance.createTsa(tx, org, intermediate, now),
+  );
+  if (renewed) {
+    deps.tsaChanged();
+    deps.logger?.info({ serial: renewed.serialHex }, 'time-stamping authority certificate renewed');
   }
   return renewed;
 }

@@ -1,4 +1,11 @@
-export { buildAndSign, C2paSignError, SIGN_SETTINGS, newBuilder } from './sign.js';
+export {
+  buildAndSign,
+  C2paSignError,
+  C2paTimeStampError,
+  SIGN_SETTINGS,
+  newBuilder,
+  timeStampUnavailable,
+} from './sign.js';
 export { buildManifestPlan, generationAssertionData, C2paInputError } from './manifest-definition.js';
 export type { ManifestDefinition, ManifestPlan, AssertionDefinition } from './manifest-definition.js';
 export { activeManifestLabel } from './manifest-label.js';

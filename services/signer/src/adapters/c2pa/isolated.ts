@@ -13,7 +13,7 @@ import {
   WorkerUnavailableError,
 } from '@cairn/isolate';
 import type { ActiveSigningKey } from '../../pki/index.js';
-import { C2paSignError } from './sign.js';
+import { C2paSignError, timeStampUnavailable } from './sign.js';
 import { isSignCall, isSignTaskResult, type SignTask } from './isolated-protocol.js';
 import type { BuildAndSignInput, BuildAndSignResult } from './types.js';
 
@@ -48,6 +48,7 @@ export class IsolatedC2pa {
   async buildAndSign(
     input: Omit<BuildAndSignInput, 'signer'>,
     key: ActiveSigningKey,
+    /** tsaUrl: the RFC 3161 authority c2pa-rs stamps the signature with (the child POSTs to it). */
     options: { tsaUrl?: string; reserveSize?: number } = {},
   ): Promise<BuildAndSignResult> {
     const task: SignTask = {
@@ -76,6 +77,8 @@ export class IsolatedC2pa {
       });
     } catch (error) {
       if (backendFailure instanceof CairnError) throw backendFailure;
+      if (error instanceof TaskFailedError && error.errorName === 'C2paTimeStampError')
+        throw timeStampUnavailable(error);
       if (error instanceof TaskFailedError) throw new C2paSignError(error.message, { cause: error });
       if (error instanceof WorkerCrashedError || error instanceof WorkerTimeoutError) {
         throw new CairnError(

@@ -4,6 +4,7 @@
 // and `signAsync` (CallbackSigner) both RETURN the manifest store bytes (the JUMBF c2pa-rs embedded) and write
 // the signed asset into `output.buffer` of a `{ buffer: null }` destination object.
 import { Builder, CallbackSigner, type LocalSigner } from '@contentauth/c2pa-node';
+import { CairnError } from '@cairn/errors';
 import { buildManifestPlan, type ManifestDefinition } from './manifest-definition.js';
 import { activeManifestLabel } from './manifest-label.js';
 import { THUMBNAIL_RESOURCE_ID } from './labels.js';
@@ -27,6 +28,28 @@ export const SIGN_SETTINGS = JSON.stringify({
 
 export class C2paSignError extends Error {
   override readonly name = 'C2paSignError';
+}
+
+/**
+ * The time-stamping authority failed the sign (unreachable, an HTTP error, a rejection or a token c2pa-rs refused).
+ * c2pa-rs requests the time-stamp itself while it signs, and reports a failure as a plain error whose message is
+ * its TimeStampError's; those messages are what tells it apart from a file it cannot sign.
+ */
+export class C2paTimeStampError extends Error {
+  override readonly name = 'C2paTimeStampError';
+}
+
+const TIME_STAMP_FAILURE =
+  /time ?stamp|http resolver|service responded with an HTTP error|nonce mismatch|unable to complete HTTP request|^decode error \(/i;
+
+/** What a sign whose time-stamp failed answers: retry later (503), never a manifest without its time-stamp. */
+export function timeStampUnavailable(cause: unknown): CairnError {
+  return new CairnError(
+    'cairn.signer.unavailable',
+    'The time-stamping authority did not answer; nothing was signed. Retry later.',
+    {},
+    { cause },
+  );
 }
 
 interface DestinationBuffer {
@@ -102,6 +125,9 @@ export async function buildAndSign(input: BuildAndSignInput): Promise<BuildAndSi
     if (error instanceof C2paSignError) throw error;
     // c2pa-node errors carry the c2pa-rs error variant in `name` (e.g. `C2pa(CoseCertExpiration)`).
     const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    if (input.signer.timeAuthorityUrl() && error instanceof Error && TIME_STAMP_FAILURE.test(error.message)) {
+      throw new C2paTimeStampError(`time-stamping failed: ${error.message}`, { cause: error });
+    }
     throw new C2paSignError(`C2PA signing failed: ${detail}`, { cause: error });
   }
   return { ...result, manifestLabel: activeManifestLabel(result.manifestStore) };

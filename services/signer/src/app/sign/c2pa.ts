@@ -2,6 +2,8 @@ import {
   buildAndSign,
   C2paInputError,
   C2paSignError,
+  C2paTimeStampError,
+  timeStampUnavailable,
   type GenerationMetadata,
   type SignableMimeType,
 } from '../../adapters/c2pa/index.js';
@@ -36,7 +38,9 @@ export function c2paStep(
     active: ActiveSigningKey;
   },
 ): SignWithC2pa {
-  const c2paSigner = createC2paSigner(plan.active);
+  // Every manifest carries an RFC 3161 time-stamp (Cairn's TSA or TSA_URL): signatures outlive their certificate.
+  const tsa = deps.tsaUrl ? { tsaUrl: deps.tsaUrl } : {};
+  const c2paSigner = createC2paSigner(plan.active, tsa);
   return (input) =>
     timed(deps, 'c2pa', () => {
       const definition = {
@@ -59,10 +63,11 @@ export function c2paStep(
         ...(input.thumbnail ? { thumbnail: { bytes: input.thumbnail, mimeType: 'image/jpeg' as const } } : {}),
       };
       return deps.c2pa
-        ? deps.c2pa.buildAndSign(definition, plan.active)
+        ? deps.c2pa.buildAndSign(definition, plan.active, tsa)
         : buildAndSign({ ...definition, signer: c2paSigner });
     }).catch((error: unknown) => {
       // c2pa-rs replaces a key backend's error with its own; the signer kept ours (503, not 500).
+      if (error instanceof C2paTimeStampError) throw timeStampUnavailable(error);
       throw c2paSignerFailure(c2paSigner) ?? error;
     });
 }

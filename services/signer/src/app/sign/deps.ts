@@ -54,6 +54,11 @@ export interface PipelineDeps {
   c2pa?: IsolatedC2pa;
   publicBaseUrl: string;
   /**
+   * The RFC 3161 time-stamping authority every signature is stamped by (TSA_URL, or the signer's own TSA);
+   * a sign whose time-stamp fails is refused (503), never written without one. Absent only in unit tests and tools.
+   */
+  tsaUrl?: string;
+  /**
    * How long a sign's claim on its asset id lives (ASSET_CLAIM_LEASE_SECONDS): a retry of the same asset id meanwhile
    * is told to retry later; past it (the signer died mid-sign) the retry takes it over. Unset: 180 s.
    */

@@ -1,0 +1,2 @@
+ALTER TABLE "signer"."certificates" DROP CONSTRAINT "certificates_role_check";--> statement-breakpoint
+ALTER TABLE "signer"."certificates" ADD CONSTRAINT "certificates_role_check" CHECK ("signer"."certificates"."role" in ('root', 'intermediate', 'signing', 'ocsp_responder', 'tsa'));

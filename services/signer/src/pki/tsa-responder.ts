@@ -1,0 +1,114 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readBody } from './ocsp-responder.js';
+import {
+  issueTimeStampToken,
+  parseTimeStampRequest,
+  timeStampRejection,
+  type TsaCredential,
+} from './time-stamp-token.js';
+
+/**
+ * Cairn's time-stamping authority over HTTP (RFC 3161 §3.4): POST `<basePath>` with an `application/timestamp-query`
+ * body, answered `application/timestamp-reply`. A request that is not a time-stamp query at all is a plain HTTP
+ * error (404/405/413/415); one that is but cannot be granted is a TimeStampResp with status rejection and the
+ * RFC 3161 failure (badAlg, badDataFormat, badRequest, unacceptedPolicy, unacceptedExtension, systemFailure).
+ *
+ * Time comes from the host clock (operators run NTP or chrony; docs/operations.md): genTime is whole seconds and
+ * the stated accuracy is one second.
+ */
+export interface TsaResponderDeps {
+  /** The active TSA credential; throws when there is none (answered systemFailure). */
+  credential(): Promise<TsaCredential>;
+  /** Path the TSA is mounted at (the pathname of TSA_PUBLIC_URL). Default '/tsa'. */
+  readonly basePath?: string;
+  readonly clock?: () => Date;
+  /** Failures that became systemFailure answers (for the log). */
+  readonly onError?: (error: unknown) => void;
+}
+
+/** A TimeStampReq is under 100 bytes with a SHA-512 imprint and a nonce; anything this large is not one. */
+const MAX_REQUEST_BYTES = 4 * 1024;
+const ACCURACY_SECONDS = 1;
+const QUERY_TYPE = 'application/timestamp-query';
+const REPLY_TYPE = 'application/timestamp-reply';
+
+/** The DER TimeStampResp answering `requestDer`. Never throws. */
+export async function answerTimeStampRequest(requestDer: Uint8Array, deps: TsaResponderDeps): Promise<Buffer> {
+  const parsed = parseTimeStampRequest(requestDer);
+  if (!parsed.ok) return timeStampRejection(parsed.failure, parsed.text);
+  try {
+    const credential = await deps.credential();
+    return await issueTimeStampToken(parsed.request, credential, {
+      genTime: (deps.clock ?? (() => new Date()))(),
+      accuracySeconds: ACCURACY_SECONDS,
+    });
+  } catch (error) {
+    deps.onError?.(error);
+    return timeStampRejection('systemFailure', 'the time-stamping authority cannot sign now; retry later');
+  }
+}
+
+function sendReply(res: ServerResponse, body: Buffer): void {
+  res.statusCode = 200;
+  res.setHeader('Content-Type', REPLY_TYPE);
+  res.setHeader('Content-Length', body.length);
+  res.setHeader('Cache-Control', 'no-store');
+  res.end(body);
+}
+
+function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  res.statusCode = status;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+  res.end(text);
+}
+
+function normalizeBasePath(path: string): string {
+  const trimmed = path.replace(/\/+$/, '');
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
+}
+
+/**
+ * node:http handler for `<basePath>`; every other path goes to `other` (the OCSP responder, which shares the
+ * listener), or is 404 without one.
+ */
+export function createTsaHandler(
+  deps: TsaResponderDeps,
+  other?: (req: IncomingMessage, res: ServerResponse) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const base = normalizeBasePath(deps.basePath ?? '/tsa');
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.method !== 'POST') return sendText(res, 405, 'method not allowed', { Allow: 'POST' });
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== QUERY_TYPE) return sendText(res, 415, `send ${QUERY_TYPE}`, { Connection: 'close' });
+    const body = await readBody(req, MAX_REQUEST_BYTES);
+    if (body === 'too_large') return sendText(res, 413, 'request too large', { Connection: 'close' });
+    sendReply(res, await answerTimeStampRequest(body, deps));
+  };
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path !== base && path !== `${base}/`) {
+      if (other) return other(req, res);
+      return sendText(res, 404, 'not found');
+    }
+    handle(req, res).catch((error: unknown) => {
+      deps.onError?.(error);
+      if (!res.headersSent) sendReply(res, timeStampRejection('systemFailure'));
+      else res.destroy();
+    });
+  };
+}
+
+/**
+ * The URL the signer's own signs reach its TSA at: its listener directly (loopback when it listens on every
+ * interface), not TSA_PUBLIC_URL, which may lead through an ingress the signer need not be able to reach.
+ */
+export function localTsaUrl(listenHost: string, port: number, basePath: string): string {
+  const any = ['', '0.0.0.0', '::', '[::]'].includes(listenHost);
+  const host = any
+    ? '127.0.0.1'
+    : listenHost.includes(':') && !listenHost.startsWith('[')
+      ? `[${listenHost}]`
+      : listenHost;
+  return `http://${host}:${port}${normalizeBasePath(basePath)}`;
+}
