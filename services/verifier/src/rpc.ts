@@ -50,18 +50,32 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       if (request.tenantId && !isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const outcome = await verify(deps, request);
-      return { result: toResultMessage(outcome.verdict, outcome), modality: modalities.toProto(outcome.modality) };
+      return {
+        result: toResultMessage(outcome.verdict, outcome),
+        modality: modalities.toProto(outcome.modality),
+        reportJson: outcome.report ? JSON.stringify(outcome.report) : '',
+      };
     },
     getResult: async (request) => {
-      const stored = isId('manifest', request.manifestId) ? await storedVerdict(deps, request.manifestId) : null;
+      const stored = isId('manifest', request.manifestId)
+        ? await storedVerdict(deps, request.manifestId, { report: request.includeReport })
+        : null;
       if (!stored)
         throw new CairnError('cairn.not_found', `No verification result for manifest ${request.manifestId}.`);
+      const { result, report } = stored;
+      // Only a verdict kept from before reports were kept, whose file is gone, has none: no reading is left to make it.
+      if (request.includeReport && !report)
+        throw new CairnError(
+          'cairn.not_found',
+          `No validation report is kept for manifest ${request.manifestId}: its verdict predates reports and Cairn's copy of the file is gone.`,
+        );
       return {
-        result: toResultMessage(stored, {
-          manifestId: stored.manifest_id,
-          assetId: stored.asset_id,
-          verifiedAt: stored.verified_at,
+        result: toResultMessage(result, {
+          manifestId: result.manifest_id,
+          assetId: result.asset_id,
+          verifiedAt: result.verified_at,
         }),
+        reportJson: request.includeReport && report ? JSON.stringify(report) : '',
       };
     },
     getTrustList: async (request) => {
@@ -75,6 +89,7 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
         entries: list.entries.map((e) => trustListEntry(e.pem, e.origin)),
         c2paTrustListSource: list.sources.c2pa,
         c2paTsaTrustListSource: list.sources.tsa,
+        interimTrustListSource: list.sources.interim ?? '',
       };
     },
     enqueueVerify: async (request) => {
