@@ -21,6 +21,16 @@ const CRJSON_VOCABULARY = 'https://c2pa.org/crjson/';
 export const VALIDATION_SPEC_VERSION = '2.3.0';
 /** Assertion content boxes above this are reported as an empty object (the spec allows it) rather than decoded. */
 const MAX_DECODED_BYTES = 1024 * 1024;
+/**
+ * What one report decodes at most, all boxes together: a hostile store of many assertions makes a report of
+ * bounded size (past it, assertions are empty objects), so the answer fits a gRPC message and a response.
+ */
+const MAX_REPORT_DECODED_BYTES = 4 * 1024 * 1024;
+
+/** The decoding left to a report (MAX_REPORT_DECODED_BYTES), spent box by box. */
+interface Budget {
+  left: number;
+}
 
 /**
  * The C2PA validation states (C2PA 2.x, "Validation"): Well-Formed (the manifest's structure is sound), Valid (and its
@@ -158,9 +168,10 @@ function contentBox(store: Uint8Array, superbox: JumbfBox): JumbfBox | undefined
   return childBoxes(store, superbox).find((b) => b.type !== 'jumd');
 }
 
-function decodeBox(store: Uint8Array, box: JumbfBox): JsonValue | undefined {
+function decodeBox(store: Uint8Array, box: JumbfBox, budget: Budget): JsonValue | undefined {
   const bytes = store.subarray(box.contentStart, box.end);
-  if (bytes.length > MAX_DECODED_BYTES) return undefined;
+  if (bytes.length > MAX_DECODED_BYTES || bytes.length > budget.left) return undefined;
+  budget.left -= bytes.length;
   try {
     if (box.type === 'cbor') return cborToJson(decodeCbor(bytes));
     if (box.type === 'json') return JSON.parse(Buffer.from(bytes).toString('utf8')) as JsonValue;
@@ -171,7 +182,11 @@ function decodeBox(store: Uint8Array, box: JumbfBox): JsonValue | undefined {
 }
 
 /** The claim of a manifest and the key it goes under (`claim` for v1, `claim.v2`). */
-function claimOf(store: Uint8Array, manifest: JumbfBox): { key: 'claim' | 'claim.v2'; value: JsonObject } | undefined {
+function claimOf(
+  store: Uint8Array,
+  manifest: JumbfBox,
+  budget: Budget,
+): { key: 'claim' | 'claim.v2'; value: JsonObject } | undefined {
   for (const [label, key, shape] of [
     ['c2pa.claim.v2', 'claim.v2', claimV2],
     ['c2pa.claim', 'claim', claimV1],
@@ -179,7 +194,7 @@ function claimOf(store: Uint8Array, manifest: JumbfBox): { key: 'claim' | 'claim
     const box = findLabelled(store, manifest, label);
     if (!box) continue;
     const content = contentBox(store, box);
-    const decoded = content ? decodeBox(store, content) : undefined;
+    const decoded = content ? decodeBox(store, content, budget) : undefined;
     return { key, value: shape(isObject(decoded) ? decoded : {}) };
   }
   return undefined;
@@ -190,7 +205,7 @@ function claimOf(store: Uint8Array, manifest: JumbfBox): { key: 'claim' | 'claim
  * assertions are decoded; binary ones (thumbnails, embedded data) are named by their JUMBF URI, and one that cannot
  * be decoded is an empty object, as the specification has it.
  */
-function assertionsOf(store: Uint8Array, manifest: JumbfBox, manifestLabel: string): JsonObject {
+function assertionsOf(store: Uint8Array, manifest: JumbfBox, manifestLabel: string, budget: Budget): JsonObject {
   const out: JsonObject = {};
   const assertions = findLabelled(store, manifest, 'c2pa.assertions');
   if (!assertions) return out;
@@ -200,7 +215,7 @@ function assertionsOf(store: Uint8Array, manifest: JumbfBox, manifestLabel: stri
     if (!label || label in out) continue;
     const content = contentBox(store, box);
     if (content && (content.type === 'cbor' || content.type === 'json')) {
-      const decoded = decodeBox(store, content);
+      const decoded = decodeBox(store, content, budget);
       out[label] = isObject(decoded) ? decoded : {};
     } else {
       out[label] = { identifier: `self#jumbf=/c2pa/${manifestLabel}/c2pa.assertions/${label}` };
@@ -357,14 +372,15 @@ export function crJsonReport(reading: C2paReading, context: ReportContext): Json
       const owner = manifestOfUrl(entry.url, labels) ?? active ?? '';
       byManifest.set(owner, [...(byManifest.get(owner) ?? []), entry]);
     }
+    const budget: Budget = { left: MAX_REPORT_DECODED_BYTES };
     const ordered = [...order].reverse().sort((a, b) => Number(b === active) - Number(a === active));
     for (const label of ordered) {
       const box = root ? findLabelled(store, root, label) : undefined;
-      const claim = box ? claimOf(store, box) : undefined;
+      const claim = box ? claimOf(store, box, budget) : undefined;
       if (!box || !claim) continue;
       const manifest: JsonObject = {
         label,
-        assertions: assertionsOf(store, box, label),
+        assertions: assertionsOf(store, box, label, budget),
         [claim.key]: claim.value,
         signature: signatureOf(store, label),
         validationResults: {
