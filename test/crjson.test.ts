@@ -166,6 +166,7 @@ describe('crJSON validation reports under the default trust list', () => {
   it('a file without a manifest, and a remote reference, answer a valid report with no manifest and say why', async () => {
     for (const [file, note] of [
       ['no_manifest.jpg', { found: false }],
+      ['sample1.wav', { found: false }],
       ['cloud.jpg', { found: false, remoteUrl: expect.stringMatching(/^https?:\/\//) }],
     ] as const) {
       const res = await publicVerify(await readFile(`${FIXTURES}/${file}`), '?format=crjson');
@@ -175,6 +176,17 @@ describe('crJSON validation reports under the default trust list', () => {
       expect(report.manifests).toEqual([]);
       expect(report['cairn:manifestStore']).toMatchObject(note);
     }
+  }, 30_000);
+
+  it('a store too deeply nested to parse answers a valid report: Invalid, with why', async () => {
+    const res = await publicVerify(await readFile(`${FIXTURES}/nested_moov_1000.mp4`), '?format=crjson');
+    expect(res.status).toBe(200);
+    const report = (await res.json()) as Report & { 'cairn:manifestStore': { found: boolean; detail?: string } };
+    expectValid(report);
+    expect(report.manifests).toEqual([]);
+    // c2pa-rs refuses the file (boxes nested too deeply): a store that cannot be parsed, not a missing one.
+    expect(report['cairn:validationState']).toBe('Invalid');
+    expect(report['cairn:manifestStore']).toMatchObject({ found: true, detail: expect.stringMatching(/nest/i) });
   }, 30_000);
 
   it('Accept: application/ld+json asks for the report; JSON, no preference or ?format=verdict keep the verdict', async () => {
@@ -232,6 +244,40 @@ describe('crJSON validation reports under the default trust list', () => {
       ).json()) as Report,
     ).toEqual(report);
     expect((await stack.request(`${path}?format=crjson`)).status).toBe(401);
+  }, 60_000);
+
+  it('a verdict kept before reports were is computed again for its report; past its file’s retention it has none', async () => {
+    const photo = await sharp(await readFile(PHOTO))
+      .resize(320)
+      .jpeg({ quality: 85 })
+      .toBuffer();
+    const { signed } = await signAndFetch<{ asset_id: string; manifest_id: string }>(stack, tenant.api_key, {
+      recipe: 'image-capture-v1',
+      bytes: photo,
+      name: 'old.jpg',
+    });
+    const path = `/v1/verify/${signed.manifest_id}`;
+    await stack.request(path, { key: tenant.api_key });
+    const db = await stack.sandbox.adminClient();
+    try {
+      // As a row written before the report column: the verdict alone.
+      await db.query('UPDATE verifier.results SET report = NULL WHERE manifest_id = $1', [signed.manifest_id]);
+      const report = (await (await stack.request(`${path}?format=crjson`, { key: tenant.api_key })).json()) as Report;
+      expectValid(report);
+      const verdict = (await (await stack.request(path, { key: tenant.api_key })).json()) as { verified_at: string };
+      expect(report['cairn:validationTime']).toBe(verdict.verified_at);
+      // Its file past retention: the verdict stands, but no reading is left to make a report from.
+      await db.query(
+        "UPDATE verifier.results SET report = NULL, expires_at = now() - interval '1 second' WHERE manifest_id = $1",
+        [signed.manifest_id],
+      );
+      const gone = await stack.request(`${path}?format=crjson`, { key: tenant.api_key });
+      expect(gone.status).toBe(404);
+      expect(((await gone.json()) as { code: string; detail: string }).detail).toMatch(/No validation report/);
+      expect((await stack.request(path, { key: tenant.api_key })).status).toBe(200);
+    } finally {
+      await db.end();
+    }
   }, 60_000);
 });
 
