@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import { Reader } from '@contentauth/c2pa-node';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import fc from 'fast-check';
 import sharp from 'sharp';
+import { writeBox, writeSuperbox } from '../packages/jumbf/src/index.js';
+import { crJsonReport } from '../services/verifier/src/domain/c2pa/crjson.js';
+import type { ManifestReading } from '../services/verifier/src/domain/c2pa/types.js';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
@@ -378,4 +382,83 @@ describe('the frozen interim trust list', () => {
     ).text();
     expect(officialHtml).not.toContain('data-trust-list="interim"');
   }, 60_000);
+});
+
+describe('hostile manifest stores (fast-check)', () => {
+  // A store c2pa-rs read as a manifest may still hold anything an attacker signed (or failed to sign): the report of
+  // it is made without throwing, stays JSON and stays bounded, whatever its boxes hold.
+  const content = fc.oneof(
+    fc.uint8Array({ maxLength: 256 }).map((b) => writeBox('cbor', b)),
+    fc.uint8Array({ maxLength: 64 }).map((b) => writeBox('json', b)),
+    fc
+      .constantFrom('[', '{"a":', '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]')
+      .map((t) => writeBox('json', Buffer.from(t))),
+    // Indefinite-length CBOR maps and arrays left open, nested, or broken in the middle.
+    fc
+      .constantFrom(
+        Buffer.from([0xbf, 0x61, 0x61, 0x9f, 0x01, 0x02]),
+        Buffer.from(new Array(200).fill(0x9f)),
+        Buffer.from([0x5f, 0x41, 0x00, 0x61, 0x61, 0xff]),
+      )
+      .map((b) => writeBox('cbor', b)),
+    fc.uint8Array({ maxLength: 32 }).map((b) => writeBox('bidb', b)),
+  );
+  const label = fc.constantFrom(
+    'c2pa.claim.v2',
+    'c2pa.claim',
+    'c2pa.actions.v2',
+    'c2pa.hash.data',
+    'c2pa.signature',
+    'x',
+  );
+  const superbox = fc.tuple(label, fc.array(content, { maxLength: 3 })).map(([l, c]) => writeSuperbox(l, c));
+  const manifest = fc
+    .tuple(
+      fc.constantFrom('urn:c2pa:a', 'urn:c2pa:b', ''),
+      fc.array(superbox, { maxLength: 4 }),
+      fc.array(superbox, { maxLength: 4 }),
+    )
+    .map(([l, direct, assertions]) => writeSuperbox(l, [...direct, writeSuperbox('c2pa.assertions', assertions)]));
+  const store = fc
+    .tuple(fc.array(manifest, { maxLength: 3 }), fc.uint8Array({ maxLength: 16 }))
+    .map(([manifests, tail]) => Buffer.concat([writeSuperbox('c2pa', manifests), tail]));
+
+  it('never throws, answers JSON, and holds only the codes it was given', () => {
+    fc.assert(
+      fc.property(store, fc.constantFrom('urn:c2pa:a', 'urn:c2pa:b', 'urn:c2pa:none'), (bytes, active) => {
+        const reading: ManifestReading = {
+          kind: 'manifest',
+          activeLabel: active,
+          validationState: 'Invalid',
+          signatureValid: false,
+          assertionsValid: false,
+          hardBindingValid: false,
+          trusted: false,
+          certificateExpired: false,
+          revoked: false,
+          ocspStatus: 'not_checked',
+          timestamped: false,
+          timestampTrusted: false,
+          signer: { certChainPem: [] },
+          claims: { aiGenerated: false, aiAssisted: false },
+          softBindings: [],
+          validationCodes: ['claim.malformed'],
+          validationEntries: [
+            { code: 'claim.malformed', kind: 'failure', scope: 'active', url: 'self#jumbf=/c2pa/urn:c2pa:b' },
+          ],
+          manifestStore: bytes,
+        };
+        const report = crJsonReport(reading, {
+          validationTime: '2026-11-28T08:00:00.000Z',
+          generator: { name: 'test', version: '1.0.0' },
+          trust: { decidedBy: null, inForce: [] },
+        }) as unknown as Report;
+        const text = JSON.stringify(report);
+        expect(text.length).toBeLessThan(8 * 1024 * 1024);
+        expect(report['cairn:validationState']).toBe('Invalid');
+        expect(reportCodes(report).every((code) => code === 'claim.malformed')).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+  });
 });

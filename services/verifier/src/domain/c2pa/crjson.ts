@@ -27,6 +27,22 @@ const MAX_DECODED_BYTES = 1024 * 1024;
  */
 const MAX_REPORT_DECODED_BYTES = 4 * 1024 * 1024;
 
+const MAX_JSON_DEPTH = 32;
+
+/** Nesting depth of a JSON value, found without recursion (the value may be hostile). */
+function depthOf(value: JsonValue): number {
+  let deepest = 0;
+  const stack: Array<[JsonValue, number]> = [[value, 1]];
+  while (stack.length) {
+    const [item, depth] = stack.pop()!;
+    if (typeof item !== 'object' || item === null) continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_JSON_DEPTH) return deepest;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 /** The decoding left to a report (MAX_REPORT_DECODED_BYTES), spent box by box. */
 interface Budget {
   left: number;
@@ -174,7 +190,11 @@ function decodeBox(store: Uint8Array, box: JumbfBox, budget: Budget): JsonValue 
   budget.left -= bytes.length;
   try {
     if (box.type === 'cbor') return cborToJson(decodeCbor(bytes));
-    if (box.type === 'json') return JSON.parse(Buffer.from(bytes).toString('utf8')) as JsonValue;
+    if (box.type === 'json') {
+      const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as JsonValue;
+      // As deep as CBOR may be (cbor.ts): a deeper JSON assertion is not decoded, so no later step recurses that far.
+      return depthOf(parsed) <= MAX_JSON_DEPTH ? parsed : undefined;
+    }
   } catch {
     return undefined;
   }
@@ -275,14 +295,14 @@ function distinguishedName(text: string): JsonObject {
 /** `signature`: the COSE algorithm and the signing (leaf) certificate; `{}` when either cannot be read. */
 function signatureOf(store: Uint8Array, manifestLabel: string): JsonObject {
   let cose: Uint8Array | undefined;
+  let leaf: Uint8Array | undefined;
   try {
     cose = signatureCose(store, manifestLabel);
+    leaf = cose ? coseCertificateChain(cose)[0] : undefined;
   } catch {
-    return {};
+    return {}; // a signature box that is not COSE: c2pa-rs reports it; the report has no signature to describe
   }
-  if (!cose) return {};
-  const leaf = coseCertificateChain(cose)[0];
-  if (!leaf) return {};
+  if (!cose || !leaf) return {};
   try {
     const cert = new X509Certificate(Buffer.from(leaf));
     return {
