@@ -67,7 +67,7 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       if (request.includeReport && !report)
         throw new CairnError(
           'cairn.not_found',
-          `No validation report is kept for manifest ${request.manifestId}: its verdict predates reports and Cairn's copy of the file is gone.`,
+          `No validation report is kept for manifest ${request.manifestId}: its verdict was kept before reports were, and it could not be computed again (Cairn's copy of the file is gone, or a check failed just now).`,
         );
       return {
         result: toResultMessage(result, {
