@@ -337,9 +337,14 @@ describe('the frozen interim trust list', () => {
 
   it('a signer chaining only to the interim list is trusted, with the interim_trust_list warning', async () => {
     const file = await signedBy(interimOnly);
-    const verdict = (await (await verify(file)).json()) as { status: string; warnings: string[] };
+    const verdict = (await (await verify(file)).json()) as {
+      status: string;
+      warnings: string[];
+      developer_explanation: string;
+    };
     expect(verdict.status).toBe('verified_manifest');
     expect(verdict.warnings).toContain('interim_trust_list');
+    expect(verdict.developer_explanation).toContain('frozen interim trust list');
     const report = (await (await verify(file, '?format=crjson')).json()) as Report;
     expectValid(report);
     expect(report['cairn:validationState']).toBe('Trusted');

@@ -221,7 +221,12 @@ export function decide(e: Evidence): Verdict {
     ...(claims && confidence !== null ? { claims } : {}),
     matches,
     warnings,
-    developer_explanation: text.developer + anchorNote(e.anchor),
+    developer_explanation:
+      text.developer +
+      anchorNote(e.anchor) +
+      (warnings.includes('interim_trust_list')
+        ? ' Trust: the signer chains only to the frozen interim trust list, not to the official C2PA Trust List.'
+        : ''),
     user_explanation: text.user,
     proves: text.proves ?? [],
     does_not_prove: [
