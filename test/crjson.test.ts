@@ -10,6 +10,9 @@ import fc from 'fast-check';
 import sharp from 'sharp';
 import { writeBox, writeSuperbox } from '../packages/jumbf/src/index.js';
 import { crJsonReport } from '../services/verifier/src/domain/c2pa/crjson.js';
+import { coseTimeStampToken, readTimeStampToken } from '../services/verifier/src/domain/c2pa/timestamp.js';
+import { signatureCose } from '../services/verifier/src/domain/c2pa/jumbf.js';
+import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
 import type { ManifestReading } from '../services/verifier/src/domain/c2pa/types.js';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
@@ -42,7 +45,11 @@ type Report = {
     'claim.v2'?: Record<string, unknown>;
     claim?: Record<string, unknown>;
     assertions: Record<string, unknown>;
-    signature: { algorithm?: string; certificateInfo?: { subject: Record<string, string> } };
+    signature: {
+      algorithm?: string;
+      certificateInfo?: { subject: Record<string, string> };
+      timeStampInfo?: { timestamp: string; certificateInfo: { subject: Record<string, string> } };
+    };
     validationResults: Codes & { validationTime: string; specVersion: string };
     ingredientDeltas?: Array<{ ingredientAssertionURI: string; validationDeltas: Codes }>;
   }>;
@@ -160,6 +167,11 @@ describe('crJSON validation reports under the default trust list', () => {
       ingredientAssertionURI: expect.stringContaining('c2pa.ingredient'),
       validationDeltas: { informational: [expect.objectContaining({ code: 'ingredient.unknownProvenance' })] },
     });
+    // Its signature is time-stamped (DigiCert): the report says when and by which TSA, as c2pa-rs read it.
+    const active = store.manifests[reader!.activeLabel()!] as { signature_info: { time: string } };
+    const stamp = report.manifests[0]!.signature.timeStampInfo!;
+    expect(Date.parse(stamp.timestamp)).toBe(Date.parse(active.signature_info.time));
+    expect(stamp.certificateInfo.subject.CN).toMatch(/DigiCert.*Timestamp/i);
     for (const m of report.manifests) {
       expect(m.signature.algorithm).toMatch(/^((ES|PS)\d{3}|Ed25519)$/);
       expect(m.claim ?? m['claim.v2']).toBeDefined();
@@ -464,6 +476,30 @@ describe('hostile manifest stores (fast-check)', () => {
         expect(reportCodes(report).every((code) => code === 'claim.malformed')).toBe(true);
       }),
       { numRuns: 400 },
+    );
+  });
+
+  it('a time-stamp token with any of its bytes changed is read or refused, never thrown', async () => {
+    // The DigiCert token of CA.jpg's signature (a TimeStampResp), read by hand from the file's store.
+    const store = extractManifestStore(bufferAccess(await readFile(`${FIXTURES}/CA.jpg`)))!;
+    const reader = await Reader.fromAsset({ buffer: await readFile(`${FIXTURES}/CA.jpg`), mimeType: 'image/jpeg' });
+    const cose = signatureCose(store, reader!.activeLabel()!)!;
+    expect(coseTimeStampToken(cose)?.time).toBe('2024-08-06T21:53:37.000Z');
+    const tokenAt = Buffer.from(cose).indexOf(Buffer.from([0x30, 0x82, 0x17, 0x3d]));
+    const token = Buffer.from(cose.subarray(tokenAt, tokenAt + 4 + 0x173d));
+    expect(readTimeStampToken(token)).toBeDefined();
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(token.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),
+        fc.nat(token.length),
+        (edits, cut) => {
+          const bytes = Buffer.from(token.subarray(0, Math.max(1, cut)));
+          for (const [at, value] of edits) if (at < bytes.length) bytes[at] = value;
+          const read = readTimeStampToken(bytes);
+          if (read) expect(Number.isNaN(Date.parse(read.time))).toBe(false);
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });

@@ -7,6 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import { childBoxes, findLabelled, manifestLabels, readBox, superboxLabel, type JumbfBox } from '@cairn/jumbf';
 import { decodeCbor, isTagged, type CborValue } from './cbor.js';
 import { coseCertificateChain, signatureCose } from './jumbf.js';
+import { coseTimeStampToken } from './timestamp.js';
 import type { C2paReading, ValidationEntry } from './types.js';
 import type { TrustListIdentity } from '../trust-decision.js';
 
@@ -292,7 +293,30 @@ function distinguishedName(text: string): JsonObject {
   return out;
 }
 
-/** `signature`: the COSE algorithm and the signing (leaf) certificate; `{}` when either cannot be read. */
+function certificateInfo(der: Uint8Array): JsonObject {
+  const cert = new X509Certificate(Buffer.from(der));
+  return {
+    serialNumber: cert.serialNumber.toLowerCase(),
+    issuer: distinguishedName(cert.issuer),
+    subject: distinguishedName(cert.subject),
+    validity: {
+      notBefore: new Date(cert.validFrom).toISOString(),
+      notAfter: new Date(cert.validTo).toISOString(),
+    },
+  };
+}
+
+/** `timeStampInfo`: the RFC 3161 time-stamp's time and TSA certificate, when the signature carries one. */
+function timeStampInfo(cose: Uint8Array): JsonObject | undefined {
+  try {
+    const token = coseTimeStampToken(cose);
+    return token ? { timestamp: token.time, certificateInfo: certificateInfo(token.tsaCertificate) } : undefined;
+  } catch {
+    return undefined; // a token that cannot be read: c2pa-rs reports it (timeStamp.malformed); nothing to describe
+  }
+}
+
+/** `signature`: the COSE algorithm, the signing (leaf) certificate and the time-stamp; `{}` when unreadable. */
 function signatureOf(store: Uint8Array, manifestLabel: string): JsonObject {
   let cose: Uint8Array | undefined;
   let leaf: Uint8Array | undefined;
@@ -303,23 +327,14 @@ function signatureOf(store: Uint8Array, manifestLabel: string): JsonObject {
     return {}; // a signature box that is not COSE: c2pa-rs reports it; the report has no signature to describe
   }
   if (!cose || !leaf) return {};
+  let signer: JsonObject;
   try {
-    const cert = new X509Certificate(Buffer.from(leaf));
-    return {
-      algorithm: coseAlgorithm(cose),
-      certificateInfo: {
-        serialNumber: cert.serialNumber.toLowerCase(),
-        issuer: distinguishedName(cert.issuer),
-        subject: distinguishedName(cert.subject),
-        validity: {
-          notBefore: new Date(cert.validFrom).toISOString(),
-          notAfter: new Date(cert.validTo).toISOString(),
-        },
-      },
-    };
+    signer = certificateInfo(leaf);
   } catch {
     return {};
   }
+  const stamp = timeStampInfo(cose);
+  return { algorithm: coseAlgorithm(cose), certificateInfo: signer, ...(stamp ? { timeStampInfo: stamp } : {}) };
 }
 
 function statusEntry(e: ValidationEntry): JsonObject {
