@@ -25,6 +25,16 @@ type TrustListBody = {
   source: string;
   count: number;
   published_lists?: { c2pa_trust_list: string; c2pa_tsa_trust_list: string; interim_trust_list?: string };
+  lists: Array<{
+    list: string;
+    name: string;
+    source: string;
+    issued_at?: string;
+    sha256: string;
+    certificates: number;
+    loaded_at?: string;
+    frozen?: boolean;
+  }>;
   entries: Array<{ subject: string; origin: string; sha256_fingerprint: string; not_after: string }>;
 };
 
@@ -183,6 +193,31 @@ describe('a configured trust list replaces the shipped one without a release', (
     expect(list.published_lists?.c2pa_trust_list).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/c2pa\.pem$/);
     expect(list.published_lists?.c2pa_tsa_trust_list).toBe(`file ${join(dir, 'tsa.pem')}`);
     expect(list.published_lists?.interim_trust_list).toBe('shipped with Cairn');
+    // Each list with the snapshot in force: what a validation report names when that list decides.
+    const lists = new Map(list.lists.map((l) => [l.list, l]));
+    expect(lists.get('cairn')).toMatchObject({ source: 'signer', certificates: 1 });
+    expect(lists.get('c2pa')).toMatchObject({
+      source: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/c2pa\.pem$/),
+      certificates: 1,
+      sha256: createHash('sha256').update(served).digest('hex'),
+      loaded_at: expect.any(String),
+    });
+    expect(lists.get('c2pa_tsa')).toMatchObject({
+      source: `file ${join(dir, 'tsa.pem')}`,
+      sha256: createHash('sha256')
+        .update(await readFile(join(dir, 'tsa.pem')))
+        .digest('hex'),
+    });
+    expect(lists.get('interim')).toMatchObject({
+      name: 'Interim Trust List (frozen)',
+      source: 'shipped with Cairn',
+      issued_at: '2025-08-28T17:49:44.000Z',
+      certificates: 18,
+      frozen: true,
+      sha256: createHash('sha256')
+        .update(await readFile(SHIPPED_INTERIM))
+        .digest('hex'),
+    });
     expect(list.entries.filter((e) => e.origin === 'interim')).toHaveLength(18);
     expect(list.count).toBe(list.entries.length);
     for (const entry of list.entries) expect(entry.sha256_fingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);

@@ -11,6 +11,7 @@ import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import type { VerifyJobs } from './app/verify-jobs.js';
 import { verify } from './app/verify/index.js';
 import { toResultMessage } from './domain/result-message.js';
+import type { TrustListIdentity } from './domain/trust-decision.js';
 
 function trustListEntry(pem: string, origin: string): MessageInitShape<typeof verifierV1.TrustListEntrySchema> {
   const cert = new X509Certificate(pem);
@@ -19,6 +20,19 @@ function trustListEntry(pem: string, origin: string): MessageInitShape<typeof ve
     origin,
     sha256Fingerprint: cert.fingerprint256,
     notAfter: toTimestamp(new Date(cert.validTo)),
+  };
+}
+
+function snapshotMessage(identity: TrustListIdentity): MessageInitShape<typeof verifierV1.TrustListSnapshotSchema> {
+  return {
+    list: identity.list,
+    name: identity.name,
+    source: identity.source,
+    ...(identity.issuedAt ? { issuedAt: toTimestamp(new Date(identity.issuedAt)) } : {}),
+    sha256: identity.sha256,
+    certificates: identity.certificates,
+    ...(identity.loadedAt ? { loadedAt: toTimestamp(new Date(identity.loadedAt)) } : {}),
+    frozen: identity.frozen === true,
   };
 }
 
@@ -82,11 +96,19 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       if (request.tenantId && !isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const custom = await deps.trust.custom(request.tenantId || undefined);
-      if (custom) return { source: 'custom', entries: custom.map((e) => trustListEntry(e.certificate_pem, 'custom')) };
+      if (custom) {
+        const { lists } = await deps.trust.forTenant(request.tenantId);
+        return {
+          source: 'custom',
+          entries: custom.map((e) => trustListEntry(e.certificate_pem, 'custom')),
+          lists: lists.map((l) => snapshotMessage(l.identity)),
+        };
+      }
       const list = await deps.trust.defaultList();
       return {
         source: 'default',
         entries: list.entries.map((e) => trustListEntry(e.pem, e.origin)),
+        lists: list.lists.map((l) => snapshotMessage(l.identity)),
         c2paTrustListSource: list.sources.c2pa,
         c2paTsaTrustListSource: list.sources.tsa,
         interimTrustListSource: list.sources.interim ?? '',

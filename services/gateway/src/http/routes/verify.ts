@@ -253,6 +253,16 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
             },
           }
         : {}),
+      lists: list.lists.map((l) => ({
+        list: l.list,
+        name: l.name,
+        source: l.source,
+        ...(l.issuedAt ? { issued_at: isoTimestamp(l.issuedAt) } : {}),
+        sha256: l.sha256,
+        certificates: l.certificates,
+        ...(l.loadedAt ? { loaded_at: isoTimestamp(l.loadedAt) } : {}),
+        ...(l.frozen ? { frozen: true } : {}),
+      })),
       entries: list.entries.map((e) => ({
         subject: e.subject,
         origin: e.origin,
