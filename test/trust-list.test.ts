@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,12 +18,23 @@ import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const SHIPPED = new URL('../services/verifier/src/trust-lists/C2PA-TRUST-LIST.pem', import.meta.url);
 const SHIPPED_TSA = new URL('../services/verifier/src/trust-lists/C2PA-TSA-TRUST-LIST.pem', import.meta.url);
+const SHIPPED_INTERIM = new URL('../services/verifier/src/trust-lists/INTERIM-TRUST-LIST.pem', import.meta.url);
 const PHOTO = `${SHARED_DIR}/fixtures/photos/astronaut.png`;
 
 type TrustListBody = {
   source: string;
   count: number;
-  published_lists?: { c2pa_trust_list: string; c2pa_tsa_trust_list: string };
+  published_lists?: { c2pa_trust_list: string; c2pa_tsa_trust_list: string; interim_trust_list?: string };
+  lists: Array<{
+    list: string;
+    name: string;
+    source: string;
+    issued_at?: string;
+    sha256: string;
+    certificates: number;
+    loaded_at?: string;
+    frozen?: boolean;
+  }>;
   entries: Array<{ subject: string; origin: string; sha256_fingerprint: string; not_after: string }>;
 };
 
@@ -43,6 +54,62 @@ describe('the shipped C2PA lists', () => {
     expect(await c2pa.pems()).toHaveLength(30);
     expect(await tsa.pems()).toHaveLength(22);
     expect(c2pa.origin()).toBe('shipped with Cairn');
+  });
+
+  it('the shipped interim list holds its 18 roots, none of them on the official list', async () => {
+    const policy = { httpsOnly: true, blockInternal: true };
+    const interim = new PublishedTrustList(parseTrustSource('builtin', SHIPPED_INTERIM), {
+      builtin: SHIPPED_INTERIM,
+      refreshMs: 60_000,
+      policy,
+      shipped: { name: 'Interim Trust List (frozen)' },
+    });
+    const official = new PublishedTrustList(parseTrustSource('builtin', SHIPPED), {
+      builtin: SHIPPED,
+      refreshMs: 60_000,
+      policy,
+    });
+    const fingerprints = (pems: string[]) => pems.map((p) => new X509Certificate(p).fingerprint256);
+    const roots = fingerprints(await interim.pems());
+    expect(roots).toHaveLength(18);
+    const officialRoots = new Set(fingerprints(await official.pems()));
+    expect(roots.filter((f) => officialRoots.has(f))).toEqual([]);
+    expect(interim.loaded()).toMatchObject({
+      name: 'Interim Trust List (frozen)',
+      source: 'shipped with Cairn',
+      certificates: 18,
+      sha256: createHash('sha256')
+        .update(await readFile(SHIPPED_INTERIM))
+        .digest('hex'),
+    });
+  });
+
+  it('the C2PA JSON list (List of Trusted Entities) is read with its issue date and the SHA-256 of its text', async () => {
+    const path = `${SHARED_DIR}/trust/C2PA-TRUST-LIST.json`;
+    const policy = { httpsOnly: true, blockInternal: true };
+    const fromJson = new PublishedTrustList(parseTrustSource(path, SHIPPED), {
+      builtin: SHIPPED,
+      refreshMs: 60_000,
+      policy,
+    });
+    const fromPem = new PublishedTrustList(parseTrustSource('builtin', SHIPPED), {
+      builtin: SHIPPED,
+      refreshMs: 60_000,
+      policy,
+    });
+    const fingerprints = (pems: string[]) => pems.map((p) => new X509Certificate(p).fingerprint256).sort();
+    // The same 30 certificates as the PEM bundle the programme made from it.
+    expect(fingerprints(await fromJson.pems())).toEqual(fingerprints(await fromPem.pems()));
+    expect(fromJson.loaded()).toMatchObject({
+      name: 'C2PA Trust List',
+      issuedAt: '2026-08-05T00:11:39.000Z',
+      nextUpdate: '2027-08-05T00:11:39.000Z',
+      source: `file ${path}`,
+      certificates: 30,
+      sha256: createHash('sha256')
+        .update(await readFile(path))
+        .digest('hex'),
+    });
   });
 
   it('a URL that never answers falls back to the shipped copy, and says so', async () => {
@@ -125,6 +192,33 @@ describe('a configured trust list replaces the shipped one without a release', (
     ]);
     expect(list.published_lists?.c2pa_trust_list).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/c2pa\.pem$/);
     expect(list.published_lists?.c2pa_tsa_trust_list).toBe(`file ${join(dir, 'tsa.pem')}`);
+    expect(list.published_lists?.interim_trust_list).toBe('shipped with Cairn');
+    // Each list with the snapshot in force: what a validation report names when that list decides.
+    const lists = new Map(list.lists.map((l) => [l.list, l]));
+    expect(lists.get('cairn')).toMatchObject({ source: 'signer', certificates: 1 });
+    expect(lists.get('c2pa')).toMatchObject({
+      source: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/c2pa\.pem$/),
+      certificates: 1,
+      sha256: createHash('sha256').update(served).digest('hex'),
+      loaded_at: expect.any(String),
+    });
+    expect(lists.get('c2pa_tsa')).toMatchObject({
+      source: `file ${join(dir, 'tsa.pem')}`,
+      sha256: createHash('sha256')
+        .update(await readFile(join(dir, 'tsa.pem')))
+        .digest('hex'),
+    });
+    expect(lists.get('interim')).toMatchObject({
+      name: 'Interim Trust List (frozen)',
+      source: 'shipped with Cairn',
+      issued_at: '2025-08-28T17:49:44.000Z',
+      certificates: 18,
+      frozen: true,
+      sha256: createHash('sha256')
+        .update(await readFile(SHIPPED_INTERIM))
+        .digest('hex'),
+    });
+    expect(list.entries.filter((e) => e.origin === 'interim')).toHaveLength(18);
     expect(list.count).toBe(list.entries.length);
     for (const entry of list.entries) expect(entry.sha256_fingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
   });

@@ -17,6 +17,12 @@ export const verifierConfigShape = {
    */
   C2PA_TRUST_LIST: z.string().min(1).default('builtin'),
   C2PA_TSA_TRUST_LIST: z.string().min(1).default('builtin'),
+  /**
+   * The frozen interim trust list of the Content Authenticity Initiative (the contentcredentials.org verify site's
+   * list before the official C2PA Trust List): a signer chaining only to it verifies as trusted with the warning
+   * `interim_trust_list`. `builtin` (the copy shipped in src/trust-lists), `none`, a PEM file path or an http(s) URL.
+   */
+  C2PA_INTERIM_TRUST_LIST: z.string().min(1).default('builtin'),
   /** Attempts of an asynchronous verify before it ends `failed` (a peer that stays away, a verifier that dies on it). */
   VERIFY_JOB_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
   /** How often a URL trust list is fetched again. */

@@ -11,6 +11,7 @@ import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import type { VerifyJobs } from './app/verify-jobs.js';
 import { verify } from './app/verify/index.js';
 import { toResultMessage } from './domain/result-message.js';
+import type { TrustListIdentity } from './domain/trust-decision.js';
 
 function trustListEntry(pem: string, origin: string): MessageInitShape<typeof verifierV1.TrustListEntrySchema> {
   const cert = new X509Certificate(pem);
@@ -19,6 +20,19 @@ function trustListEntry(pem: string, origin: string): MessageInitShape<typeof ve
     origin,
     sha256Fingerprint: cert.fingerprint256,
     notAfter: toTimestamp(new Date(cert.validTo)),
+  };
+}
+
+function snapshotMessage(identity: TrustListIdentity): MessageInitShape<typeof verifierV1.TrustListSnapshotSchema> {
+  return {
+    list: identity.list,
+    name: identity.name,
+    source: identity.source,
+    ...(identity.issuedAt ? { issuedAt: toTimestamp(new Date(identity.issuedAt)) } : {}),
+    sha256: identity.sha256,
+    certificates: identity.certificates,
+    ...(identity.loadedAt ? { loadedAt: toTimestamp(new Date(identity.loadedAt)) } : {}),
+    frozen: identity.frozen === true,
   };
 }
 
@@ -50,31 +64,54 @@ export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJ
       if (request.tenantId && !isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const outcome = await verify(deps, request);
-      return { result: toResultMessage(outcome.verdict, outcome), modality: modalities.toProto(outcome.modality) };
+      return {
+        result: toResultMessage(outcome.verdict, outcome),
+        modality: modalities.toProto(outcome.modality),
+        reportJson: outcome.report ? JSON.stringify(outcome.report) : '',
+      };
     },
     getResult: async (request) => {
-      const stored = isId('manifest', request.manifestId) ? await storedVerdict(deps, request.manifestId) : null;
+      const stored = isId('manifest', request.manifestId)
+        ? await storedVerdict(deps, request.manifestId, { report: request.includeReport })
+        : null;
       if (!stored)
         throw new CairnError('cairn.not_found', `No verification result for manifest ${request.manifestId}.`);
+      const { result, report } = stored;
+      // Only a verdict kept from before reports were kept, whose file is gone, has none: no reading is left to make it.
+      if (request.includeReport && !report)
+        throw new CairnError(
+          'cairn.not_found',
+          `No validation report is kept for manifest ${request.manifestId}: its verdict was kept before reports were, and it could not be computed again (Cairn's copy of the file is gone, or a check failed just now).`,
+        );
       return {
-        result: toResultMessage(stored, {
-          manifestId: stored.manifest_id,
-          assetId: stored.asset_id,
-          verifiedAt: stored.verified_at,
+        result: toResultMessage(result, {
+          manifestId: result.manifest_id,
+          assetId: result.asset_id,
+          verifiedAt: result.verified_at,
         }),
+        reportJson: request.includeReport && report ? JSON.stringify(report) : '',
       };
     },
     getTrustList: async (request) => {
       if (request.tenantId && !isId('tenant', request.tenantId))
         throw new CairnError('cairn.validation.invalid_body', 'tenant_id must be a t_ id');
       const custom = await deps.trust.custom(request.tenantId || undefined);
-      if (custom) return { source: 'custom', entries: custom.map((e) => trustListEntry(e.certificate_pem, 'custom')) };
+      if (custom) {
+        const { lists } = await deps.trust.forTenant(request.tenantId);
+        return {
+          source: 'custom',
+          entries: custom.map((e) => trustListEntry(e.certificate_pem, 'custom')),
+          lists: lists.map((l) => snapshotMessage(l.identity)),
+        };
+      }
       const list = await deps.trust.defaultList();
       return {
         source: 'default',
         entries: list.entries.map((e) => trustListEntry(e.pem, e.origin)),
+        lists: list.lists.map((l) => snapshotMessage(l.identity)),
         c2paTrustListSource: list.sources.c2pa,
         c2paTsaTrustListSource: list.sources.tsa,
+        interimTrustListSource: list.sources.interim ?? '',
       };
     },
     enqueueVerify: async (request) => {

@@ -28,6 +28,13 @@ export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.
 /** The C2PA trust lists shipped with the verifier (data; see trust-lists/README.md). */
 const C2PA_TRUST_LIST_FILE = new URL('./trust-lists/C2PA-TRUST-LIST.pem', import.meta.url);
 const C2PA_TSA_TRUST_LIST_FILE = new URL('./trust-lists/C2PA-TSA-TRUST-LIST.pem', import.meta.url);
+const INTERIM_TRUST_LIST_FILE = new URL('./trust-lists/INTERIM-TRUST-LIST.pem', import.meta.url);
+/** What each shipped copy is: its PEM bundle carries no header (the dates are in trust-lists/README.md). */
+const SHIPPED_LISTS = {
+  c2pa: { name: 'C2PA Trust List', issuedAt: '2026-08-05T00:11:39.000Z', nextUpdate: '2027-08-05T00:11:39.000Z' },
+  tsa: { name: 'C2PA TSA Trust List', issuedAt: '2026-08-05T00:11:47.000Z', nextUpdate: '2027-08-05T00:11:47.000Z' },
+  interim: { name: 'Interim Trust List (frozen)', issuedAt: '2025-08-28T17:49:44.000Z' },
+} as const;
 
 export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof verifierConfigShape> {
   return {
@@ -51,9 +58,10 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         ),
         httpsOnly: false,
       };
-      const published = (setting: string, builtin: URL) =>
+      const published = (setting: string, builtin: URL, shipped: (typeof SHIPPED_LISTS)[keyof typeof SHIPPED_LISTS]) =>
         new PublishedTrustList(parseTrustSource(setting, builtin), {
           builtin,
+          shipped,
           refreshMs: config.TRUST_LIST_REFRESH_SECONDS * 1000,
           policy: { ...outboundPolicy, httpsOnly: config.CAIRN_ENV === 'production' },
           logger: ctx.logger,
@@ -62,8 +70,9 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         new TrustListStore(ctx.db),
         async () => (await signer.getTrustAnchors({})).rootPem,
         {
-          c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE),
-          tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE),
+          c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE, SHIPPED_LISTS.c2pa),
+          tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE, SHIPPED_LISTS.tsa),
+          interim: published(config.C2PA_INTERIM_TRUST_LIST, INTERIM_TRUST_LIST_FILE, SHIPPED_LISTS.interim),
         },
         anchorsFile(config.TRUST_ANCHORS_FILE),
         ctx.outbox,

@@ -28,10 +28,13 @@ export interface VerifyRequest {
   respondAsync: boolean;
   /** Called once the upload belongs to a verify job (the verifier deletes it when the job ends). */
   onUploadHandedOver: () => void;
+  /** The client asked for the C2PA validation report (crJSON): answered by a synchronous verify only. */
+  report?: boolean;
 }
 
 export type VerifyOutcome =
-  { kind: 'job'; jobId: string } | { kind: 'verified'; result: verifierV1.VerificationResult };
+  | { kind: 'job'; jobId: string }
+  | { kind: 'verified'; result: verifierV1.VerificationResult; /** crJSON text, when asked. */ reportJson?: string };
 
 const VERIFY_METERS: Readonly<Record<string, string>> = {
   image: 'image_verify',
@@ -63,6 +66,14 @@ export class VerifyFiles {
       if (meter) metered = await reserveUnit(deps.billing, tenant, meter);
     }
     if (tenant && upload && (request.respondAsync || upload.size > deps.syncVerifyMaxBytes)) {
+      // A job keeps its verdict only: the report comes from the reading of a synchronous verify.
+      if (request.report) {
+        await metered?.release();
+        throw new CairnError(
+          'cairn.validation.body_too_large',
+          `A validation report is answered by a synchronous verify only: files up to ${deps.syncVerifyMaxBytes} bytes, without Prefer: respond-async.`,
+        );
+      }
       let jobId: string;
       try {
         ({ jobId } = await deps.verifier.enqueueVerify({
@@ -80,13 +91,23 @@ export class VerifyFiles {
     }
     let result: verifierV1.VerificationResult;
     let modality: verifierV1.VerifyResponse['modality'];
+    let reportJson = '';
     try {
       const verified = await deps.verifier.verify(
-        { tenantId: tenant?.tenantId ?? '', input: request.input, reservationId: metered?.reservationId ?? '' },
+        {
+          tenantId: tenant?.tenantId ?? '',
+          input: request.input,
+          reservationId: metered?.reservationId ?? '',
+          includeReport: request.report === true,
+        },
         { deadlineMs: 60_000 },
       );
       if (!verified.result) throw new CairnError('cairn.internal_error');
-      ({ result, modality } = { result: verified.result, modality: verified.modality });
+      ({ result, modality, reportJson } = {
+        result: verified.result,
+        modality: verified.modality,
+        reportJson: verified.reportJson,
+      });
     } catch (error) {
       await metered?.release();
       throw error;
@@ -98,7 +119,7 @@ export class VerifyFiles {
       const meter = verifyMeter(modalities.fromProto(modality));
       if (meter) await (await reserveUnit(deps.billing, tenant, meter)).commit();
     }
-    return { kind: 'verified', result };
+    return { kind: 'verified', result, ...(request.report ? { reportJson } : {}) };
   }
 
   /** The sniffed modality of an uploaded file (its first bytes), or null when it is gone or no known type. */

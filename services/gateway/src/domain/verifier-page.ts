@@ -77,6 +77,13 @@ function formatDate(iso: string | undefined): string | undefined {
 const TENANT_KEY =
   'Signed with the tenant’s own key (bring your own key), not Cairn’s. Cairn checked that the tenant holds this key; the name above is from the tenant’s certificate.';
 
+/**
+ * A signer trusted only through the frozen interim trust list is told apart from one on the official C2PA Trust
+ * List (the verdict's `interim_trust_list` warning).
+ */
+const INTERIM_TRUST =
+  'Trusted through the interim trust list only: a frozen list of known signers kept before the official C2PA Trust List, not that list.';
+
 function row(label: string, value: string | undefined): string {
   return value ? `<tr><th scope="row">${escape(label)}</th><td>${escape(value)}</td></tr>` : '';
 }
@@ -146,6 +153,7 @@ function renderVerdict(model: PageModel): string {
   <table>
     ${row('Signed by', model.signedBy)}
     ${row('Signing key', model.signingKey === 'tenant' ? TENANT_KEY : undefined)}
+    ${model.warnings.includes('interim_trust_list') ? row('Trust list', INTERIM_TRUST).replace('<tr>', '<tr data-trust-list="interim">') : ''}
     ${row('Signed on', formatDate(model.signedAt))}
     ${row('AI-generated', ai)}
     ${row('Generator', model.generator)}

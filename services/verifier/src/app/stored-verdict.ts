@@ -1,8 +1,14 @@
 import { create } from '@bufbuild/protobuf';
 import { CairnError, isCairnError } from '@cairn/errors';
 import { verifierV1 } from '@cairn/proto';
-import type { KeptVerdict, ResultStore, StoredResult } from '../store/results.js';
+import type { KeptVerdict, ResultStore, StoredReport, StoredResult } from '../store/results.js';
 import { verify, type VerifyDeps } from './verify/index.js';
+
+/** A stored verdict and the validation report made from the same reading (absent for verdicts kept before reports). */
+export interface StoredVerdict {
+  result: StoredResult;
+  report?: StoredReport;
+}
 
 export interface StoredVerdictDeps extends VerifyDeps {
   results: ResultStore;
@@ -21,31 +27,36 @@ export interface StoredVerdictDeps extends VerifyDeps {
 export async function storedVerdict(
   deps: StoredVerdictDeps,
   manifestId: string,
-  options: { background?: boolean } = {},
-): Promise<StoredResult | null> {
+  options: { background?: boolean; report?: boolean } = {},
+): Promise<StoredVerdict | null> {
   const now = Date.now();
   const kept = await deps.results.get(manifestId);
   const trust = await deps.trust.defaultDigest();
   const usable = kept ?? undefined;
-  if (usable && isFresh(usable, trust, now, deps.freshForMs)) return usable.result;
+  const answer = (k: KeptVerdict): StoredVerdict => ({ result: k.result, ...(k.report ? { report: k.report } : {}) });
+  // A report is asked of a verdict kept before reports were: computed again, so report and verdict share a reading.
+  const reportMissing = options.report === true && !usable?.report;
+  if (usable && !reportMissing && isFresh(usable, trust, now, deps.freshForMs)) return answer(usable);
   // Cairn's copy of the file is gone (its retention ended): the last verdict computed from it is the record.
-  if (usable && usable.expiresAt.getTime() <= now) return usable.result;
+  if (usable && usable.expiresAt.getTime() <= now) return answer(usable);
 
   const manifestUri = `${deps.publicBaseUrl.replace(/\/$/, '')}/v1/manifests/${manifestId}`;
   let outcome: Awaited<ReturnType<typeof verify>>;
   try {
+    // The report is made with every stored verdict: a later GET answers it from the reading this verdict came from.
     outcome = await verify(
       options.background ? withBackgroundDetection(deps) : deps,
       create(verifierV1.VerifyRequestSchema, { tenantId: '', input: { case: 'manifestUri', value: manifestUri } }),
+      { report: true },
     );
   } catch (error) {
     // The file's retention ended, or a dependency failed: the last verdict computed from it still stands.
-    if (usable) return usable.result;
+    if (usable) return answer(usable);
     if (isCairnError(error) && error.code === 'cairn.not_found') return null;
     throw error;
   }
   // A signal service that blipped must not replace a complete verdict with an inconclusive one.
-  if (outcome.verdict.status === 'inconclusive' && usable) return usable.result;
+  if (outcome.verdict.status === 'inconclusive' && usable) return answer(usable);
   if (!outcome.assetId)
     throw new CairnError('cairn.internal_error', `Manifest ${manifestId} verified without its asset.`);
   const { matches: _publicOnly, ...verdict } = outcome.verdict;
@@ -57,9 +68,14 @@ export async function storedVerdict(
   };
   const expiresAt = outcome.expiresAt ? new Date(outcome.expiresAt) : new Date(now + deps.freshForMs);
   await deps.results
-    .save(result, { expiresAt, trustDigest: trust, anchorSettled: !outcome.anchorPending })
+    .save(result, {
+      expiresAt,
+      trustDigest: trust,
+      anchorSettled: !outcome.anchorPending,
+      ...(outcome.report ? { report: outcome.report } : {}),
+    })
     .catch((error: unknown) => deps.logger.warn({ err: error, manifest_id: manifestId }, 'could not keep the verdict'));
-  return result;
+  return { result, ...(outcome.report ? { report: outcome.report } : {}) };
 }
 
 /**

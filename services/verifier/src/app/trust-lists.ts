@@ -2,6 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import type { Tx } from '@cairn/db';
 import { newEvent, type AnyEvent } from '@cairn/events';
 import { validateTrustEntries, type TrustEntry } from '../domain/trust-entries.js';
+import type { ListInForce, TrustListIdentity } from '../domain/trust-decision.js';
 
 /** A tenant's own trust list, as kept (store/trust.ts). */
 export interface TrustListRows {
@@ -41,7 +42,7 @@ function fingerprintOf(pem: string): string {
 }
 
 /** Why a certificate is on the default list. */
-export type TrustOrigin = 'cairn' | 'c2pa' | 'c2pa_tsa' | 'configured';
+export type TrustOrigin = 'cairn' | 'c2pa' | 'c2pa_tsa' | 'interim' | 'configured';
 
 export interface DefaultTrustList {
   entries: Array<{ pem: string; origin: TrustOrigin }>;
@@ -50,12 +51,38 @@ export interface DefaultTrustList {
   /** SHA-256 over the whole list: a stored verdict computed under another list is recomputed. */
   digest: string;
   /** Where each published list was read from. */
-  sources: { c2pa: string; tsa: string };
+  sources: { c2pa: string; tsa: string; interim?: string };
+  /** Each list the default is made of, with its identity and snapshot (which one decided trust goes in a report). */
+  lists: ListInForce[];
 }
+
+/** A published list's copy in force, as its source loaded it (adapters/trust-sources.ts). */
+export type LoadedCopy = Omit<TrustListIdentity, 'list' | 'name' | 'frozen'> & { name?: string };
 
 export interface PublishedList {
   pems(): Promise<string[]>;
   origin(): string;
+  /** What the copy in force is; undefined before it was loaded. */
+  loaded?(): LoadedCopy | undefined;
+}
+
+/** The names the lists go by in reports when their copy does not name itself. */
+const LIST_NAMES = {
+  c2pa: 'C2PA Trust List',
+  c2pa_tsa: 'C2PA TSA Trust List',
+  interim: 'Interim Trust List (frozen)',
+} as const;
+
+/** SHA-256 over a list's certificates (whitespace-blind, order-blind): the snapshot of a list not read as a text. */
+function certificatesDigest(pems: readonly string[]): string {
+  return createHash('sha256')
+    .update(
+      pems
+        .map((p) => p.replace(/\s+/g, ''))
+        .sort()
+        .join('\n'),
+    )
+    .digest('hex');
 }
 
 /**
@@ -72,17 +99,31 @@ export class TrustLists {
   constructor(
     private readonly rows: TrustListRows,
     private readonly loadCairnRoots: () => Promise<string[]>,
-    private readonly published: { c2pa: PublishedList; tsa: PublishedList },
+    /** `interim`: the frozen interim trust list, last in precedence (domain/trust-decision.ts); absent: not used. */
+    private readonly published: { c2pa: PublishedList; tsa: PublishedList; interim?: PublishedList },
     /** The anchors of TRUST_ANCHORS_FILE, read on each call (adapters/trust-sources.ts). */
     private readonly configured: () => Promise<string[]>,
     /** Every change of a tenant's own list leaves an admin.changed audit event in its transaction. */
     private readonly outbox: AdminAuditOutbox,
   ) {}
 
-  async forTenant(tenantId: string | undefined): Promise<{ pems: string[]; source: 'default' | 'custom' }> {
+  async forTenant(
+    tenantId: string | undefined,
+  ): Promise<{ pems: string[]; source: 'default' | 'custom'; lists: ListInForce[] }> {
     const custom = await this.custom(tenantId);
-    if (custom) return { pems: custom.map((e) => e.certificate_pem), source: 'custom' };
-    return { pems: (await this.loadDefaults()).pems, source: 'default' };
+    if (custom) {
+      const pems = custom.map((e) => e.certificate_pem);
+      const identity: TrustListIdentity = {
+        list: 'custom',
+        name: 'the tenant’s own trust list',
+        source: 'tenant',
+        sha256: certificatesDigest(pems),
+        certificates: pems.length,
+      };
+      return { pems, source: 'custom', lists: [{ identity, pems }] };
+    }
+    const defaults = await this.loadDefaults();
+    return { pems: defaults.pems, source: 'default', lists: defaults.lists };
   }
 
   /** The tenant's own list, if it set one. */
@@ -145,21 +186,41 @@ export class TrustLists {
    * certificates) is redone only when a source answered something else than the last time.
    */
   private async loadDefaults(): Promise<DefaultTrustList> {
-    const [cairn, c2pa, tsa, configured] = await Promise.all([
+    const [cairn, c2pa, tsa, configured, interim] = await Promise.all([
       this.cairnRootsCached(),
       this.published.c2pa.pems(),
       this.published.tsa.pems(),
       this.configured(),
+      this.published.interim?.pems() ?? Promise.resolve([]),
     ]);
-    const inputs = [cairn, c2pa, tsa, configured, [this.published.c2pa.origin(), this.published.tsa.origin()]];
+    // Each published copy's identity too: a list reloaded with the same certificates is another snapshot.
+    const copies = [this.published.c2pa, this.published.tsa, this.published.interim].map((p) => {
+      const copy = p?.loaded?.();
+      return copy ? `${copy.sha256} ${copy.loadedAt}` : '';
+    });
+    const inputs = [
+      cairn,
+      c2pa,
+      tsa,
+      configured,
+      interim,
+      [this.published.c2pa.origin(), this.published.tsa.origin(), this.published.interim?.origin() ?? ''],
+      copies,
+    ];
     const last = this.assembled;
     if (last && inputs.every((list, i) => sameStrings(list, last.inputs[i] ?? []))) return last.list;
-    const list = this.assemble(cairn, c2pa, tsa, configured);
+    const list = this.assemble(cairn, c2pa, tsa, configured, interim);
     this.assembled = { inputs, list };
     return list;
   }
 
-  private assemble(cairn: string[], c2pa: string[], tsa: string[], configured: string[]): DefaultTrustList {
+  private assemble(
+    cairn: string[],
+    c2pa: string[],
+    tsa: string[],
+    configured: string[],
+    interim: string[],
+  ): DefaultTrustList {
     const entries: DefaultTrustList['entries'] = [];
     const seen = new Set<string>();
     const add = (pems: string[], origin: TrustOrigin) => {
@@ -174,6 +235,7 @@ export class TrustLists {
     add(c2pa, 'c2pa');
     add(tsa, 'c2pa_tsa');
     add(configured, 'configured');
+    add(interim, 'interim');
     const pems = entries.map((e) => e.pem);
     const digest = createHash('sha256')
       .update(
@@ -183,12 +245,62 @@ export class TrustLists {
           .join('\n'),
       )
       .digest('hex');
+    const published = (kind: 'c2pa' | 'c2pa_tsa' | 'interim', list: PublishedList, pems: string[]): ListInForce => {
+      const copy = list.loaded?.();
+      const identity: TrustListIdentity = {
+        list: kind,
+        name: copy?.name ?? LIST_NAMES[kind],
+        source: copy?.source ?? list.origin(),
+        ...(copy?.issuedAt ? { issuedAt: copy.issuedAt } : {}),
+        ...(copy?.nextUpdate ? { nextUpdate: copy.nextUpdate } : {}),
+        sha256: copy?.sha256 ?? certificatesDigest(pems),
+        certificates: pems.length,
+        ...(copy?.loadedAt ? { loadedAt: copy.loadedAt } : {}),
+        ...(kind === 'interim' ? { frozen: true } : {}),
+      };
+      return { identity, pems };
+    };
+    const lists: ListInForce[] = [
+      {
+        identity: {
+          list: 'cairn',
+          name: 'Cairn’s root',
+          source: 'signer',
+          sha256: certificatesDigest(cairn),
+          certificates: cairn.length,
+          ...(this.roots ? { loadedAt: new Date(this.roots.loadedAt).toISOString() } : {}),
+        },
+        pems: cairn,
+      },
+      published('c2pa', this.published.c2pa, c2pa),
+      published('c2pa_tsa', this.published.tsa, tsa),
+      ...(this.published.interim ? [published('interim', this.published.interim, interim)] : []),
+      ...(configured.length
+        ? [
+            {
+              identity: {
+                list: 'configured' as const,
+                name: 'configured trust anchors',
+                source: 'TRUST_ANCHORS_FILE',
+                sha256: certificatesDigest(configured),
+                certificates: configured.length,
+              },
+              pems: configured,
+            },
+          ]
+        : []),
+    ];
     return {
       entries,
       pems,
       cairn,
       digest,
-      sources: { c2pa: this.published.c2pa.origin(), tsa: this.published.tsa.origin() },
+      sources: {
+        c2pa: this.published.c2pa.origin(),
+        tsa: this.published.tsa.origin(),
+        ...(this.published.interim ? { interim: this.published.interim.origin() } : {}),
+      },
+      lists,
     };
   }
 

@@ -39,6 +39,8 @@ export const results = verifier.table('results', {
   /** False while the asset's anchor batch is not confirmed: its confirmation changes the verdict. */
   anchorSettled: boolean('anchor_settled').notNull().default(true),
   stale: boolean('stale').notNull().default(false),
+  /** The crJSON validation report of the reading the verdict came from (null for verdicts kept before reports). */
+  report: jsonb('report'),
 });
 
 /** Asynchronous verifies (large files, `Prefer: respond-async`): the row is the source of truth for a job's state. */

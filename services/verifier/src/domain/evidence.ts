@@ -1,3 +1,5 @@
+import type { TrustListKind } from './trust-decision.js';
+
 /**
  * Whose key signed the manifest Cairn kept for an asset: Cairn's own, or the signing tenant's (BYOK).
  */
@@ -35,6 +37,8 @@ export type ManifestEvidence =
       manifestId?: string;
       assetId?: string;
       validationCodes: string[];
+      /** The trust list whose anchor the signer chains to (domain/trust-decision.ts), when one does. */
+      trustedBy?: TrustListKind;
     };
 
 export type OcspEvidence = 'good' | 'revoked' | 'unknown' | 'unavailable' | 'not_checked';

@@ -1,5 +1,6 @@
 import type { C2paReading } from './c2pa/types.js';
 import type { ManifestEvidence, SigningKey } from './evidence.js';
+import type { TrustListKind } from './trust-decision.js';
 
 /** Said after the signer's name when a tenant signed with its own key: the name is its certificate's, not Cairn's. */
 export const TENANT_KEY_NOTE = "(the tenant's own key)";
@@ -25,7 +26,7 @@ function signerName(
  */
 export function manifestEvidence(
   reading: C2paReading,
-  ids: { manifestId?: string; assetId?: string; signingKey?: SigningKey } = {},
+  ids: { manifestId?: string; assetId?: string; signingKey?: SigningKey; trustedBy?: TrustListKind } = {},
 ): ManifestEvidence {
   switch (reading.kind) {
     case 'none':
@@ -60,6 +61,7 @@ export function manifestEvidence(
         ...(ids.manifestId ? { manifestId: ids.manifestId } : {}),
         ...(ids.assetId ? { assetId: ids.assetId } : {}),
         validationCodes: reading.validationCodes,
+        ...(reading.trusted && ids.trustedBy ? { trustedBy: ids.trustedBy } : {}),
       };
     }
   }

@@ -22,6 +22,20 @@ export const STATUSES = [
 
 export type Status = (typeof STATUSES)[number];
 
+/** The closed set of warnings a verdict may carry (docs/api.md, "Warnings"). */
+export const WARNINGS = [
+  'ocsp_unavailable',
+  'watermark_unavailable',
+  'soft_binding_unavailable',
+  'anchor_unavailable',
+  'watermark_not_found',
+  'watermark_keyless',
+  'watermark_content_mismatch',
+  'interim_trust_list',
+] as const;
+
+export type Warning = (typeof WARNINGS)[number];
+
 export interface Signals {
   c2pa_manifest_present?: boolean;
   c2pa_signature_valid?: boolean;
@@ -95,8 +109,8 @@ function anchorPart(anchor: Evidence['anchor']): Part[] {
   return anchor.ran ? [[SIGNAL_WEIGHTS.anchor, anchor.match ? 1 : 0]] : [];
 }
 
-function failedServices(e: Evidence): string[] {
-  const failed: string[] = [];
+function failedServices(e: Evidence): Array<'watermark' | 'soft_binding' | 'anchor'> {
+  const failed: Array<'watermark' | 'soft_binding' | 'anchor'> = [];
   if (!e.watermark.ran && e.watermark.reason === 'failed') failed.push('watermark');
   if (!e.fingerprint.ran && e.fingerprint.reason === 'failed') failed.push('soft_binding');
   if (!e.anchor.ran && e.anchor.reason === 'failed') failed.push('anchor');
@@ -187,8 +201,11 @@ const ALWAYS_UNPROVEN = [
 export function decide(e: Evidence): Verdict {
   const signals = signalsOf(e);
   const claims = claimsOf(e);
-  const warnings: string[] = [];
+  const warnings: Warning[] = [];
   if (e.ocsp === 'unavailable') warnings.push('ocsp_unavailable');
+  // Trusted only through the frozen interim list: said apart from the official C2PA Trust List.
+  if (e.manifest.kind === 'manifest' && e.manifest.trusted && e.manifest.trustedBy === 'interim')
+    warnings.push('interim_trust_list');
   const failed = failedServices(e);
   const m = e.manifest;
 
@@ -204,7 +221,12 @@ export function decide(e: Evidence): Verdict {
     ...(claims && confidence !== null ? { claims } : {}),
     matches,
     warnings,
-    developer_explanation: text.developer + anchorNote(e.anchor),
+    developer_explanation:
+      text.developer +
+      anchorNote(e.anchor) +
+      (warnings.includes('interim_trust_list')
+        ? ' Trust: the signer chains only to the frozen interim trust list, not to the official C2PA Trust List.'
+        : ''),
     user_explanation: text.user,
     proves: text.proves ?? [],
     does_not_prove: [
@@ -281,7 +303,7 @@ export function decide(e: Evidence): Verdict {
   }
 
   if (failed.length > 0) {
-    warnings.push(...failed.map((s) => `${s}_unavailable`));
+    warnings.push(...failed.map((s) => `${s}_unavailable` as const));
     const parts: Part[] = [];
     if (m.kind === 'manifest') parts.push([SIGNAL_WEIGHTS.manifest, 1], ...ocspPart(e.ocsp));
     if (e.watermark.ran)

@@ -1,9 +1,13 @@
 import { eq } from 'drizzle-orm';
 import type { Database } from '@cairn/db';
 import { results } from '../db/schema.js';
+import type { JsonValue } from '../domain/c2pa/crjson.js';
 import type { Verdict } from '../domain/verdict.js';
 
 export type StoredResult = Omit<Verdict, 'matches'> & { manifest_id: string; asset_id: string; verified_at: string };
+
+/** A crJSON validation report (domain/c2pa/crjson.ts). */
+export type StoredReport = { [key: string]: JsonValue };
 
 export interface KeptVerdict {
   result: StoredResult;
@@ -11,6 +15,8 @@ export interface KeptVerdict {
   expiresAt: Date;
   trustDigest: string;
   stale: boolean;
+  /** The validation report made from the same reading as `result`; absent for verdicts kept before reports. */
+  report?: StoredReport;
 }
 
 /** The stored verdict of each Cairn manifest (see the `results` table for what may write one). */
@@ -19,10 +25,11 @@ export class ResultStore {
 
   async save(
     result: StoredResult,
-    kept: { expiresAt: Date; trustDigest: string; anchorSettled: boolean },
+    kept: { expiresAt: Date; trustDigest: string; anchorSettled: boolean; report?: StoredReport },
   ): Promise<void> {
     const row = {
       result,
+      report: kept.report ?? null,
       verifiedAt: new Date(result.verified_at),
       expiresAt: kept.expiresAt,
       trustDigest: kept.trustDigest,
@@ -44,6 +51,7 @@ export class ResultStore {
       expiresAt: row.expiresAt,
       trustDigest: row.trustDigest,
       stale: row.stale,
+      ...(row.report ? { report: row.report as StoredReport } : {}),
     };
   }
 

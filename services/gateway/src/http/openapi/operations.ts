@@ -6,7 +6,7 @@ import { createKeyBody, createTenantBody, listQuery as tenantKeyListQuery, setti
 import { registerBody } from '../routes/signing-credentials.js';
 import { fieldsSchema } from '../routes/sign.js';
 import { createUploadBody, uploadContentQuery } from '../routes/upload-sessions.js';
-import { jsonInput, trustListBody } from '../routes/verify.js';
+import { CRJSON_MEDIA_TYPE, jsonInput, trustListBody, verifyQuery } from '../routes/verify.js';
 import { bindingBody } from '../routes/lookup.js';
 import { auditQuery, exportBody } from '../routes/audit.js';
 import {
@@ -115,6 +115,14 @@ const json = (status: number, description: string, example: unknown, schema: z.Z
 });
 const noContent: AnswerDoc = { status: 204, description: 'Done; no body' };
 const html = (description: string): AnswerDoc => ({ status: 200, description, contentType: 'text/html' });
+
+/** `?format=crjson` or `Accept: application/ld+json`: the C2PA validation report (docs/api.md, "Validation report"). */
+const crJsonAnswer: AnswerDoc = {
+  status: 200,
+  description:
+    'format=crjson or Accept: application/ld+json: the C2PA validation report of the same reading, a crJSON document (C2PA 2.4)',
+  contentType: CRJSON_MEDIA_TYPE,
+};
 const IDEMPOTENCY = {
   name: 'Idempotency-Key',
   required: true,
@@ -421,9 +429,11 @@ export const OPERATIONS: OperationDoc[] = [
     tag: 'Verification',
     auth: { kind: 'optional' },
     headers: [{ name: 'Prefer', required: false, description: 'respond-async: verify as a job (with a key)' }],
+    query: verifyQuery,
     body: { kind: 'json', schema: jsonInput, example: { asset_id: ASSET } },
     answers: [
       json(200, 'The verification (a failed check is a 200 with its status)', verificationExample, verificationSchema),
+      crJsonAnswer,
       json(
         202,
         'Accepted as a job (with a key, large or Prefer: respond-async)',
@@ -450,7 +460,8 @@ export const OPERATIONS: OperationDoc[] = [
     summary: 'Verify a stored manifest by id',
     tag: 'Verification',
     auth: { kind: 'key', scope: 'read' },
-    answers: [json(200, 'The verification', verificationExample, verificationSchema)],
+    query: verifyQuery,
+    answers: [json(200, 'The verification', verificationExample, verificationSchema), crJsonAnswer],
     errors: ['cairn.not_found'],
   },
   {

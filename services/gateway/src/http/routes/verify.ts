@@ -1,4 +1,4 @@
-import { Router, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow } from '@cairn/errors';
@@ -84,6 +84,28 @@ export function presentVerification(result: verifierV1.VerificationResult): Reco
   };
 }
 
+/** `format`: `crjson` for the C2PA validation report, `verdict` (the default) for Cairn's verdict. */
+export const verifyQuery = z.object({ format: z.enum(['crjson', 'verdict']).optional() });
+
+/** crJSON is JSON-LD; the C2PA registers no media type of its own for it. */
+export const CRJSON_MEDIA_TYPE = 'application/ld+json';
+
+/**
+ * Whether the client asked for the C2PA validation report (crJSON) instead of Cairn's verdict: `?format=crjson`, or
+ * `Accept: application/ld+json` preferred over JSON. `?format=verdict` (or no preference) is the verdict, unchanged.
+ */
+export function wantsReport(req: Request): boolean {
+  const { format } = parseOrThrow(verifyQuery, req.query, 'query parameters');
+  if (format) return format === 'crjson';
+  return req.accepts(['application/json', CRJSON_MEDIA_TYPE]) === CRJSON_MEDIA_TYPE;
+}
+
+/** The report as received from the verifier (crJSON text), with the media type that says what it is. */
+function sendReport(res: Response, reportJson: string | undefined): void {
+  if (!reportJson) throw new CairnError('cairn.internal_error', 'The verifier answered no validation report.');
+  res.type(CRJSON_MEDIA_TYPE).send(reportJson);
+}
+
 export const jsonInput = z
   .object({
     asset_id: z.string().trim().min(1).max(64).optional(),
@@ -133,6 +155,8 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
   router.post('/v1/verify', keyOrPublic, fileIfMultipart, async (req, res) => {
     let keepUpload = false;
     try {
+      const report = wantsReport(req);
+      res.vary('Accept');
       const tenantId = req.auth?.tenant.tenantId ?? '';
       let input: verifierV1.VerifyRequest['input'];
       if (req.upload) {
@@ -166,6 +190,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
         upload: req.upload,
         respondAsync,
         onUploadHandedOver: () => void (keepUpload = true),
+        report,
       });
       if (outcome.kind === 'job') {
         // 202 now, the Verification result from GET /v1/jobs/{id} and verification.completed later (RFC 7240).
@@ -176,7 +201,8 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
           .json({ job_id: outcome.jobId, poll_url: pollUrl });
         return;
       }
-      res.json(presentVerification(outcome.result));
+      if (report) sendReport(res, outcome.reportJson);
+      else res.json(presentVerification(outcome.result));
     } finally {
       if (!keepUpload) await discardUpload(deps.blobs, req);
     }
@@ -188,13 +214,15 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
     tenantRateLimit(deps.limiter),
     requireScope('read'),
     async (req, res) => {
-      const { result } = await deps.verifier.getResult(
-        { manifestId: String(req.params.manifest_id) },
+      const report = wantsReport(req);
+      const { result, reportJson } = await deps.verifier.getResult(
+        { manifestId: String(req.params.manifest_id), includeReport: report },
         { deadlineMs: 60_000 },
       );
       if (!result) throw new CairnError('cairn.not_found');
-      res.set('Cache-Control', 'private, max-age=60');
-      res.json(presentVerification(result));
+      res.set('Cache-Control', 'private, max-age=60').vary('Accept');
+      if (report) sendReport(res, reportJson);
+      else res.json(presentVerification(result));
     },
   );
 
@@ -221,9 +249,20 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
             published_lists: {
               c2pa_trust_list: list.c2paTrustListSource,
               c2pa_tsa_trust_list: list.c2paTsaTrustListSource,
+              ...(list.interimTrustListSource ? { interim_trust_list: list.interimTrustListSource } : {}),
             },
           }
         : {}),
+      lists: list.lists.map((l) => ({
+        list: l.list,
+        name: l.name,
+        source: l.source,
+        ...(l.issuedAt ? { issued_at: isoTimestamp(l.issuedAt) } : {}),
+        sha256: l.sha256,
+        certificates: l.certificates,
+        ...(l.loadedAt ? { loaded_at: isoTimestamp(l.loadedAt) } : {}),
+        ...(l.frozen ? { frozen: true } : {}),
+      })),
       entries: list.entries.map((e) => ({
         subject: e.subject,
         origin: e.origin,

@@ -8,6 +8,7 @@ import type { anchorV1, signerV1, softbindingV1, watermarkV1 } from '@cairn/prot
 import type { ServiceClient } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import type { ManifestReader } from '../../adapters/c2pa/index.js';
+import type { JsonValue } from '../../domain/c2pa/crjson.js';
 import type { Verdict } from '../../domain/verdict.js';
 import type { TrustLists } from '../trust-lists.js';
 import type { ReadingMemo } from './reading-memo.js';
@@ -54,4 +55,6 @@ export interface VerifyOutcome {
   expiresAt?: string;
   /** The asset's anchor batch is not confirmed yet: the verdict will change when it is. */
   anchorPending: boolean;
+  /** The crJSON validation report of the reading the verdict came from, when asked (domain/c2pa/crjson.ts). */
+  report?: { [key: string]: JsonValue };
 }

@@ -7,7 +7,10 @@ import { inSpan } from '@cairn/telemetry';
 import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
 import type { WatermarkEvidence } from '../../domain/evidence.js';
 import { manifestEvidence } from '../../domain/from-reading.js';
+import { crJsonReport } from '../../domain/c2pa/crjson.js';
+import { listThatTrusts, type ListInForce, type TrustListIdentity } from '../../domain/trust-decision.js';
 import { decide } from '../../domain/verdict.js';
+import { chainLeadsToOneOf } from './chain-answers.js';
 import type { VerifyDeps, VerifyOutcome } from './deps.js';
 import { linkedRecord, matchOf, publicAsset, sidecarRecord, signedWithTheseBytes } from './records.js';
 import { checkAnchor, checkRevocation, lookupFingerprint } from './signals.js';
@@ -21,7 +24,11 @@ import { contentMatchesAsset, detectAudioWatermark, detectVideoWatermark, detect
  * Nothing here is stored: what a file's uploader is told never changes what others are told about an asset
  * (app/stored-verdict.ts computes that from Cairn's own copy).
  */
-export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<VerifyOutcome> {
+export async function verify(
+  deps: VerifyDeps,
+  request: verifierV1.VerifyRequest,
+  options: { report?: boolean } = {},
+): Promise<VerifyOutcome> {
   // The trust list in force depends only on who asks: read while the file is fetched and checked, and awaited
   // after, so a refused file still answers its own error first.
   const trustInForce = inSpan('verify.trust', () => deps.trust.forTenant(request.tenantId || undefined));
@@ -143,7 +150,9 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
       ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence)
       : undefined;
   const manifestId = subject.manifestId ?? linked?.manifestId;
+  const trustedBy = trustingList(reading, trust.lists);
   const evidence = manifestEvidence(reading, {
+    ...(trustedBy ? { trustedBy: trustedBy.list } : {}),
     ...(manifestId ? { manifestId } : {}),
     ...(manifestAssetId ? { assetId: manifestAssetId } : {}),
     // Known only for the manifest Cairn kept for an asset; a file merely naming an asset says nothing of the key.
@@ -166,6 +175,14 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     ...(match ? { watermarkMatch: match } : {}),
   });
   const verifiedAt = new Date().toISOString();
+  const report =
+    options.report || request.includeReport
+      ? crJsonReport(reading, {
+          validationTime: verifiedAt,
+          generator: REPORT_GENERATOR,
+          trust: { decidedBy: trustedBy ?? null, inForce: trust.lists.map((l) => l.identity) },
+        })
+      : undefined;
 
   if (request.tenantId) {
     await inSpan('verify.event', () =>
@@ -194,7 +211,17 @@ export async function verify(deps: VerifyDeps, request: verifierV1.VerifyRequest
     verifiedAt,
     ...(subject.expiresAt ? { expiresAt: subject.expiresAt.toISOString() } : {}),
     anchorPending: !anchor.ran && anchor.reason === 'pending',
+    ...(report ? { report } : {}),
   };
+}
+
+/** Who writes the reports: this verifier, reading with c2pa-rs 0.90.1 through c2pa-node 0.8.0. */
+const REPORT_GENERATOR = { name: 'Cairn verifier (c2pa-rs 0.90.1)', version: '0.1.0' } as const;
+
+/** The list whose anchor a trusted signer chains to (official lists before the frozen interim one). */
+function trustingList(reading: C2paReading, lists: readonly ListInForce[]): TrustListIdentity | undefined {
+  if (reading.kind !== 'manifest' || !reading.trusted) return undefined;
+  return listThatTrusts(lists, (roots) => chainLeadsToOneOf(reading.signer.certChainPem, roots));
 }
 
 /** The C2PA reading of the file, in the isolated reader; kept for Cairn's own copies (reading-memo.ts). */

@@ -76,11 +76,57 @@ class Decoder {
     return n;
   }
 
+  /** Whether an indefinite-length item ends here (the break byte, consumed). */
+  private atBreak(): boolean {
+    this.need(1);
+    if (this.bytes[this.offset] !== 0xff) return false;
+    this.offset++;
+    return true;
+  }
+
+  /** An indefinite-length string: definite chunks of the same major type up to the break (RFC 8949 3.2.3). */
+  private chunks(major: 2 | 3): Uint8Array {
+    const parts: Uint8Array[] = [];
+    while (!this.atBreak()) {
+      const initial = this.u8();
+      if (initial >> 5 !== major || (initial & 0x1f) === 31) throw new CborError('malformed indefinite-length string');
+      const n = this.length(initial & 0x1f);
+      this.need(n);
+      parts.push(this.bytes.subarray(this.offset, this.offset + n));
+      this.offset += n;
+    }
+    return Buffer.concat(parts);
+  }
+
   decode(depth = 0): CborValue {
     if (depth > MAX_DEPTH) throw new CborError('CBOR nested too deeply');
     const initial = this.u8();
     const major = initial >> 5;
     const info = initial & 0x1f;
+    // Indefinite lengths (C2PA v1 claims use them): each item takes at least one byte, so the input bounds them.
+    if (info === 31) {
+      switch (major) {
+        case 2:
+          return this.chunks(2);
+        case 3:
+          return Buffer.from(this.chunks(3)).toString('utf8');
+        case 4: {
+          const out: CborValue[] = [];
+          while (!this.atBreak()) out.push(this.decode(depth + 1));
+          return out;
+        }
+        case 5: {
+          const out = new Map<CborValue, CborValue>();
+          while (!this.atBreak()) {
+            const key = this.decode(depth + 1);
+            out.set(key, this.decode(depth + 1));
+          }
+          return out;
+        }
+        default:
+          break;
+      }
+    }
     switch (major) {
       case 0:
         return this.uint(info);

@@ -92,7 +92,7 @@ function parseManifest(label: string, value: unknown): ManifestJson | undefined 
   };
 }
 
-function entriesOf(group: unknown, scope: ValidationEntry['scope']): ValidationEntry[] {
+function entriesOf(group: unknown, scope: ValidationEntry['scope'], ingredientUri?: string): ValidationEntry[] {
   const out: ValidationEntry[] = [];
   const record = asRecord(group);
   if (!record) return out;
@@ -106,6 +106,7 @@ function entriesOf(group: unknown, scope: ValidationEntry['scope']): ValidationE
       const explanation = asString(status?.explanation);
       if (url) entry.url = url;
       if (explanation) entry.explanation = explanation;
+      if (ingredientUri) entry.ingredientUri = ingredientUri;
       out.push(entry);
     }
   }
@@ -117,7 +118,8 @@ function validationEntries(store: JsonRecord): ValidationEntry[] {
   if (results) {
     const entries = entriesOf(results.activeManifest, 'active');
     for (const delta of asArray(results.ingredientDeltas)) {
-      entries.push(...entriesOf(asRecord(delta)?.validationDeltas, 'ingredient'));
+      const record = asRecord(delta);
+      entries.push(...entriesOf(record?.validationDeltas, 'ingredient', asString(record?.ingredientAssertionURI)));
     }
     return entries;
   }

@@ -24,6 +24,8 @@ export interface ValidationEntry {
   scope: 'active' | 'ingredient';
   url?: string;
   explanation?: string;
+  /** For an ingredient delta: the JUMBF URI of the ingredient assertion it is about. */
+  ingredientUri?: string;
 }
 
 export interface SignerInfo {

@@ -1,0 +1,1 @@
+ALTER TABLE "verifier"."results" ADD COLUMN "report" jsonb;
