@@ -15,7 +15,6 @@ export const softbindingConfigShape = {
    */
   FINGERPRINT_MEMORY_MAX_ROWS: z.coerce.number().int().min(0).default(2_000_000),
   FINGERPRINT_MEMORY_MAX_ROWS_PER_TENANT: z.coerce.number().int().min(0).default(1_500_000),
-  /** How often the in-memory index reads rows another process added (this one's own are held at once). */
   /** Largest manifest store a tenant may keep in the resolution API's repository (POST /c2pa/v1/manifests). */
   STORED_MANIFEST_MAX_BYTES: z.coerce
     .number()
@@ -25,5 +24,6 @@ export const softbindingConfigShape = {
     .default(2 * 1024 * 1024),
   /** Most manifests one tenant may keep there (with the size limit, what a tenant can make Postgres hold). */
   STORED_MANIFESTS_MAX_PER_TENANT: z.coerce.number().int().min(1).default(1000),
+  /** How often the in-memory index reads rows another process added (this one's own are held at once). */
   FINGERPRINT_CATCH_UP_MS: z.coerce.number().int().min(100).default(5000),
 };
