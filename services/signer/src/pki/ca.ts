@@ -183,13 +183,8 @@ export async function createSigningCertificate(params: {
   return issued(cert, params.serialHex);
 }
 
-/**
- * The intermediate's delegated OCSP responder (RFC 6960 §4.2.2.2): an end-entity certificate with the
- * OCSPSigning EKU, issued by the CA whose certificates it answers for. c2pa-rs only accepts OCSP responses
- * signed this way (a response signed by the CA itself, with no responder certificate in it, is ignored as
- * unverifiable). Short-lived and marked ocsp-nocheck, since nobody can ask about its own revocation.
- */
-export async function createOcspResponderCertificate(params: {
+/** What the intermediate's short-lived service certificates (OCSP responder, time-stamping authority) are made from. */
+export interface ServiceCertificateParams {
   org: string;
   sequence: number;
   publicKey: CryptoKey;
@@ -197,11 +192,20 @@ export async function createOcspResponderCertificate(params: {
   serialHex: string;
   now: Date;
   validityDays: number;
-}): Promise<IssuedCertificate> {
+}
+
+/**
+ * An end-entity certificate of one of Cairn's own services under the intermediate: digitalSignature only, the
+ * service's EKU, and whatever extension the service's profile adds.
+ */
+async function createServiceCertificate(
+  params: ServiceCertificateParams,
+  profile: { commonName: string; eku: string; ekuCritical: boolean; extra?: x509.Extension[] },
+): Promise<IssuedCertificate> {
   const { notBefore, notAfter } = validity(params.now, params.validityDays, params.issuer.certificate.notAfter);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: params.serialHex,
-    subject: name(params.org, `Cairn OCSP Responder ${params.sequence}`),
+    subject: name(params.org, `${profile.commonName} ${params.sequence}`),
     issuer: params.issuer.certificate.subjectName,
     notBefore,
     notAfter,
@@ -211,13 +215,28 @@ export async function createOcspResponderCertificate(params: {
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, false),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([EKU_OCSP_SIGNING], false),
+      new x509.ExtendedKeyUsageExtension([profile.eku], profile.ekuCritical),
       await x509.SubjectKeyIdentifierExtension.create(params.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
-      new x509.Extension(OID_OCSP_NOCHECK, false, DER_NULL),
+      ...(profile.extra ?? []),
     ],
   });
   return issued(cert, params.serialHex);
+}
+
+/**
+ * The intermediate's delegated OCSP responder (RFC 6960 §4.2.2.2): an end-entity certificate with the
+ * OCSPSigning EKU, issued by the CA whose certificates it answers for. c2pa-rs only accepts OCSP responses
+ * signed this way (a response signed by the CA itself, with no responder certificate in it, is ignored as
+ * unverifiable). Short-lived and marked ocsp-nocheck, since nobody can ask about its own revocation.
+ */
+export function createOcspResponderCertificate(params: ServiceCertificateParams): Promise<IssuedCertificate> {
+  return createServiceCertificate(params, {
+    commonName: 'Cairn OCSP Responder',
+    eku: EKU_OCSP_SIGNING,
+    ekuCritical: false,
+    extra: [new x509.Extension(OID_OCSP_NOCHECK, false, DER_NULL)],
+  });
 }
 
 /**
@@ -225,34 +244,12 @@ export async function createOcspResponderCertificate(params: {
  * extended key usage is id-kp-timeStamping alone and critical, which is what c2pa-rs checks a token's signer
  * against. Issued like the OCSP responder's: short-lived, renewed by the periodic maintenance.
  */
-export async function createTsaCertificate(params: {
-  org: string;
-  sequence: number;
-  publicKey: CryptoKey;
-  issuer: Issuer;
-  serialHex: string;
-  now: Date;
-  validityDays: number;
-}): Promise<IssuedCertificate> {
-  const { notBefore, notAfter } = validity(params.now, params.validityDays, params.issuer.certificate.notAfter);
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: params.serialHex,
-    subject: name(params.org, `Cairn Time-Stamping Authority ${params.sequence}`),
-    issuer: params.issuer.certificate.subjectName,
-    notBefore,
-    notAfter,
-    publicKey: params.publicKey,
-    signingKey: params.issuer.privateKey,
-    signingAlgorithm: P256_SHA256,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, false),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([EKU_TIME_STAMPING], true),
-      await x509.SubjectKeyIdentifierExtension.create(params.publicKey),
-      await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
-    ],
+export function createTsaCertificate(params: ServiceCertificateParams): Promise<IssuedCertificate> {
+  return createServiceCertificate(params, {
+    commonName: 'Cairn Time-Stamping Authority',
+    eku: EKU_TIME_STAMPING,
+    ekuCritical: true,
   });
-  return issued(cert, params.serialHex);
 }
 
 export function parseCertificatePem(pem: string): x509.X509Certificate {
