@@ -557,3 +557,53 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
     expect(await count()).toBe(before);
   }, 60_000);
 });
+
+describe('the public time-stamping path is bounded; the signer’s own signs are not', () => {
+  afterAll(async () => {
+    delete stack.env.TSA_PUBLIC_REQUESTS_PER_SECOND;
+    await stack.stopService('signer');
+    await stack.restart('signer');
+  });
+
+  it('grants outside callers TSA_PUBLIC_REQUESTS_PER_SECOND (429 with Retry-After beyond), while every sign is still stamped', async () => {
+    stack.env.TSA_PUBLIC_REQUESTS_PER_SECOND = '1';
+    await stack.stopService('signer');
+    await stack.restart('signer');
+    const query = () =>
+      timeStampQuery({ hashOid: HASH_OIDS.sha256, digest: createHash('sha256').update(crypto.randomUUID()).digest() });
+    // Twenty at once against a bucket of two that refills one a second: most are refused before any signature.
+    const answers = await Promise.all(Array.from({ length: 20 }, () => postTsa(query())));
+    const granted = answers.filter((res) => res.status === 200);
+    const refused = answers.filter((res) => res.status === 429);
+    expect(granted.length + refused.length).toBe(20);
+    expect(granted.length).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    for (const res of refused) expect(res.headers.get('retry-after')).toBe('1');
+    for (const res of granted) expect(readTimeStampReply(Buffer.from(await res.arrayBuffer())).status).toBe(0);
+
+    // The bucket is empty again; the sign's own time-stamp does not come out of it.
+    await Promise.all(Array.from({ length: 5 }, () => postTsa(query())));
+    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
+      recipe: 'image-genai-v1',
+      bytes: photo,
+      name: 'bounded.jpg',
+    });
+    const verdict = await verifyFile(tenant.api_key, signedBytes, 'bounded.jpg');
+    expect(verdict.status).toMatch(/^verified_manifest/);
+    expect(verdict.signals.timestamp_valid).toBe(true);
+  }, 120_000);
+
+  it('TSA_PUBLIC_REQUESTS_PER_SECOND=0 serves the signer only: the public path is 404, signs are stamped', async () => {
+    stack.env.TSA_PUBLIC_REQUESTS_PER_SECOND = '0';
+    await stack.stopService('signer');
+    await stack.restart('signer');
+    const res = await postTsa(timeStampQuery({ hashOid: HASH_OIDS.sha256, digest: Buffer.alloc(32, 3) }));
+    expect(res.status).toBe(404);
+    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
+      recipe: 'image-genai-v1',
+      bytes: photo,
+      name: 'private.jpg',
+    });
+    expect((await verifyFile(tenant.api_key, signedBytes, 'private.jpg')).signals.timestamp_valid).toBe(true);
+  }, 120_000);
+});

@@ -57,7 +57,8 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       ctx.expose('ocsp', ocsp.port);
       ctx.onShutdown(() => ocsp.close());
       const tsaUrl =
-        pkiSettingsFromConfig(config).tsaUrl ?? localTsaUrl(ocspHost, ocsp.port, tsaDeps.basePath ?? '/tsa');
+        pkiSettingsFromConfig(config).tsaUrl ??
+        localTsaUrl(ocspHost, ocsp.port, tsaDeps.ownPath ?? tsaDeps.basePath ?? '/tsa');
 
       const store = new AssetStore(ctx.db);
       const c2pa = new IsolatedC2pa({

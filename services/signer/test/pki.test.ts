@@ -195,6 +195,7 @@ describe('keys at rest', () => {
       OCSP_PUBLIC_URL: 'http://127.0.0.1:9471/ocsp',
       OCSP_PORT: 9471,
       OCSP_RESPONSE_VALIDITY_SECONDS: 3600,
+      TSA_PUBLIC_REQUESTS_PER_SECOND: 20,
     };
     expect(() => pkiSettingsFromConfig(base)).toThrow(/SIGNER_KEK is required/);
     expect(pkiSettingsFromConfig({ ...base, CAIRN_ENV: 'development' }).kek).toHaveLength(32);

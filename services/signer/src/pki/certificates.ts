@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Database } from '@cairn/db';
 import type { RevocationReason } from '@cairn/ocsp';
 import { CERTIFICATE_ROLES, type CertificateRole } from '../db/pki-schema.js';
@@ -48,6 +49,8 @@ export class CertificateAuthority {
   readonly #activeKey: ActiveKeyCache;
   readonly #ocsp: OcspAnswers;
   readonly #tsa: TsaCredentials;
+  /** Where this process's own signs are stamped: unguessable, so the public path's limit never applies to them. */
+  readonly #ownTsaPath = `/tsa-own/${randomBytes(16).toString('hex')}`;
   readonly #revocation: RevocationDeps;
   readonly #rotation: RotationDeps;
 
@@ -148,6 +151,8 @@ export class CertificateAuthority {
     return {
       credential: () => this.#tsa.get(),
       basePath: new URL(this.#settings.tsaPublicUrl).pathname,
+      ownPath: this.#ownTsaPath,
+      publicRequestsPerSecond: this.#settings.tsaPublicRequestsPerSecond,
       clock: this.#clock,
       ...(options.onError ? { onError: options.onError } : {}),
     };

@@ -42,6 +42,11 @@ export const pkiConfigShape = {
    * certificate must chain to a trust anchor the verifiers hold). Unset: Cairn's own TSA.
    */
   TSA_URL: z.string().url().optional(),
+  /**
+   * Time-stamp requests per second the public TSA path grants (burst: twice that), per replica; beyond it 429. The
+   * signer's own signs use a path of their own and are never limited. 0: the TSA answers the signer only (404).
+   */
+  TSA_PUBLIC_REQUESTS_PER_SECOND: z.coerce.number().int().min(0).max(10_000).default(20),
   /** Listen address of the OCSP responder; the wiring defaults it to GRPC_HOST. */
   OCSP_HOST: z.string().optional(),
   OCSP_PORT: z.coerce.number().int().min(0).max(65535).default(9471),
@@ -68,6 +73,8 @@ export interface PkiSettings {
   readonly tsaPublicUrl: string;
   /** An external TSA (TSA_URL) stamping every manifest; unset: Cairn's own. */
   readonly tsaUrl?: string;
+  /** Grants per second on the public TSA path (0: not served publicly). */
+  readonly tsaPublicRequestsPerSecond: number;
   readonly leafValidityDays: number;
   readonly rotateBeforeDays: number;
   readonly expiryNoticeDays: number;
@@ -111,6 +118,7 @@ export function pkiSettingsFromConfig(config: PkiConfig & { CAIRN_ENV: 'developm
     ocspPublicUrl: config.OCSP_PUBLIC_URL,
     tsaPublicUrl: config.TSA_PUBLIC_URL ?? new URL('/tsa', config.OCSP_PUBLIC_URL).toString(),
     ...(config.TSA_URL ? { tsaUrl: config.TSA_URL } : {}),
+    tsaPublicRequestsPerSecond: config.TSA_PUBLIC_REQUESTS_PER_SECOND,
     leafValidityDays: config.SIGNER_CERT_VALIDITY_DAYS,
     rotateBeforeDays: config.SIGNER_ROTATE_BEFORE_DAYS,
     expiryNoticeDays: config.SIGNER_EXPIRY_NOTICE_DAYS,

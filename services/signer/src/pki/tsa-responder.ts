@@ -21,6 +21,13 @@ export interface TsaResponderDeps {
   credential(): Promise<TsaCredential>;
   /** Path the TSA is mounted at (the pathname of TSA_PUBLIC_URL). Default '/tsa'. */
   readonly basePath?: string;
+  /**
+   * A path only the signer knows (random per process), where its own signs are stamped: never limited, so no
+   * outside caller can starve them. Absent: the signer's signs use the public path.
+   */
+  readonly ownPath?: string;
+  /** Grants per second on the public path (burst twice that); 0: the public path is not served. Absent: unlimited. */
+  readonly publicRequestsPerSecond?: number;
   readonly clock?: () => Date;
   /** Failures that became systemFailure answers (for the log). */
   readonly onError?: (error: unknown) => void;
@@ -63,6 +70,36 @@ function sendText(res: ServerResponse, status: number, text: string, headers: Re
   res.end(text);
 }
 
+/**
+ * A token bucket: `perSecond` tokens a second, at most `2 × perSecond` held. Each public grant costs an ECDSA
+ * signature (about 2 ms here), so the bucket is what bounds the CPU an outside caller can take from the signer.
+ */
+export class GrantBudget {
+  readonly #perSecond: number;
+  readonly #capacity: number;
+  readonly #now: () => number;
+  #tokens: number;
+  #at: number;
+
+  constructor(perSecond: number, now: () => number = () => performance.now()) {
+    this.#perSecond = perSecond;
+    this.#capacity = Math.max(1, 2 * perSecond);
+    this.#now = now;
+    this.#tokens = this.#capacity;
+    this.#at = now();
+  }
+
+  /** Takes a token; false when none is left (the caller answers 429). */
+  take(): boolean {
+    const now = this.#now();
+    this.#tokens = Math.min(this.#capacity, this.#tokens + ((now - this.#at) / 1000) * this.#perSecond);
+    this.#at = now;
+    if (this.#tokens < 1) return false;
+    this.#tokens -= 1;
+    return true;
+  }
+}
+
 function normalizeBasePath(path: string): string {
   const trimmed = path.replace(/\/+$/, '');
   return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
@@ -77,6 +114,9 @@ export function createTsaHandler(
   other?: (req: IncomingMessage, res: ServerResponse) => void,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const base = normalizeBasePath(deps.basePath ?? '/tsa');
+  const own = deps.ownPath === undefined ? undefined : normalizeBasePath(deps.ownPath);
+  const rate = deps.publicRequestsPerSecond;
+  const budget = rate === undefined || rate === 0 ? undefined : new GrantBudget(rate);
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'POST') return sendText(res, 405, 'method not allowed', { Allow: 'POST' });
     const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
@@ -87,9 +127,19 @@ export function createTsaHandler(
   };
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (path !== base && path !== `${base}/`) {
+    const isOwn = own !== undefined && path === own;
+    const isPublic = path === base || path === `${base}/`;
+    if (isPublic && rate === 0) return sendText(res, 404, 'not found');
+    if (!isOwn && !isPublic) {
       if (other) return other(req, res);
       return sendText(res, 404, 'not found');
+    }
+    // Checked before the body is read: a caller over its share costs a header parse, not a signature.
+    if (!isOwn && budget && !budget.take()) {
+      return sendText(res, 429, 'too many time-stamp requests; retry later', {
+        'Retry-After': '1',
+        Connection: 'close',
+      });
     }
     handle(req, res).catch((error: unknown) => {
       deps.onError?.(error);
