@@ -1,0 +1,92 @@
+import { describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import {
+  createIntermediateCertificate,
+  createRootCertificate,
+  createTsaCertificate,
+  generateP256KeyPair,
+  newSerialHex,
+  parseCertificatePem,
+} from '../src/pki/ca.js';
+import type { TsaCredential } from '../src/pki/time-stamp-token.js';
+import { answerTimeStampRequest, GrantBudget } from '../src/pki/tsa-responder.js';
+import { HASH_OIDS, readTimeStampReply, timeStampQuery } from './tsp-client.js';
+
+// What reaches the public TSA path is anyone's bytes: every answer must be a TimeStampResp (granted or rejected),
+// never a throw, whatever the request.
+
+async function credential(): Promise<TsaCredential> {
+  const now = new Date();
+  const org = 'Fuzz TSA';
+  const rootKeys = await generateP256KeyPair();
+  const root = await createRootCertificate({ org, keys: rootKeys, serialHex: newSerialHex(), now });
+  const caKeys = await generateP256KeyPair();
+  const ca = await createIntermediateCertificate({
+    org,
+    publicKey: caKeys.publicKey,
+    issuer: { certificate: parseCertificatePem(root.pem), privateKey: rootKeys.privateKey },
+    serialHex: newSerialHex(),
+    now,
+  });
+  const keys = await generateP256KeyPair();
+  const tsa = await createTsaCertificate({
+    org,
+    sequence: 1,
+    publicKey: keys.publicKey,
+    issuer: { certificate: parseCertificatePem(ca.pem), privateKey: caKeys.privateKey },
+    serialHex: newSerialHex(),
+    now,
+    validityDays: 30,
+  });
+  return { certificateDer: tsa.der, issuerCertificateDer: ca.der, privateKey: keys.privateKey };
+}
+
+describe('the time-stamping authority under hostile requests', () => {
+  it('answers random bytes and mutated or cut queries with a TimeStampResp, never a throw', async () => {
+    const cred = await credential();
+    const deps = { credential: async () => cred };
+    const valid = timeStampQuery({
+      hashOid: HASH_OIDS.sha256,
+      digest: createHash('sha256').update('fuzz').digest(),
+      nonce: Buffer.from('0102030405060708', 'hex'),
+    });
+    const mutated = fc
+      .tuple(
+        fc.array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }),
+        fc.nat(valid.length),
+      )
+      .map(([flips, cut]) => {
+        const copy = Buffer.from(valid);
+        for (const [at, value] of flips) copy[at] = value;
+        return copy.subarray(0, Math.max(1, cut));
+      });
+    const request = fc.oneof(
+      fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)),
+      mutated,
+    );
+    let granted = 0;
+    await fc.assert(
+      fc.asyncProperty(request, async (bytes) => {
+        const reply = readTimeStampReply(await answerTimeStampRequest(bytes, deps));
+        expect([0, 2]).toContain(reply.status);
+        if (reply.status === 0) granted += 1;
+      }),
+      { numRuns: 1500 },
+    );
+    // The mutations keep some queries valid: the granting path ran under the fuzz too, not only the refusals.
+    expect(granted).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('a grant budget refuses past its burst and refills at its rate', () => {
+    let now = 0;
+    const budget = new GrantBudget(2, () => now);
+    const burst = Array.from({ length: 6 }, () => budget.take());
+    expect(burst).toEqual([true, true, true, true, false, false]);
+    now += 500; // half a second at 2 a second: one token back
+    expect(budget.take()).toBe(true);
+    expect(budget.take()).toBe(false);
+    now += 60_000; // never more than the burst held
+    expect(Array.from({ length: 5 }, () => budget.take())).toEqual([true, true, true, true, false]);
+  });
+});
