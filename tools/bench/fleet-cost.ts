@@ -542,6 +542,8 @@ try {
     const c1Rate = modality.count / ((performance.now() - t0) / 1000);
     await waitQuiet(TAIL_MS);
     const c8: number[] = [];
+    // Eight at once can overload a busy machine (a backend's deadline passes: 503); counted, not fatal.
+    const c8Failures: string[] = [];
     const c8Count = values['c8-signs'] ? Number(values['c8-signs']) : Math.max(8, 2 * modality.count);
     let next = 0;
     const c8From = meter.read();
@@ -550,13 +552,16 @@ try {
       Array.from({ length: 8 }, async (_, worker) => {
         while (next < c8Count) {
           const i = next++;
-          c8.push((await sign(files[i % files.length]!, worker % 2)).ms);
+          await sign(files[i % files.length]!, worker % 2).then(
+            ({ ms }) => c8.push(ms),
+            (error: Error) => c8Failures.push(error.message.slice(0, 200)),
+          );
         }
       }),
     );
-    const c8Rate = c8Count / ((performance.now() - t0) / 1000);
+    const c8Rate = c8.length / ((performance.now() - t0) / 1000);
     await waitQuiet(TAIL_MS);
-    const c8Cost = perUnit(c8From, meter.read(), idle, c8Count);
+    const c8Cost = perUnit(c8From, meter.read(), idle, Math.max(1, c8.length));
     const c8FleetMs = FLEET_ORDER.reduce((a, n) => a + (c8Cost.cpu.get(n) ?? 0), 0);
 
     console.log(
@@ -579,7 +584,7 @@ try {
       `  fleet / layers ${fmt(fleetMs / kernelSum, 2)}×; with Postgres, NATS and Redis (cluster, idle subtracted) ${fmt((fleetMs + infraMs) / kernelSum, 2)}×`,
     );
     console.log(
-      `  latency: quiet fleet p50 ${fmt(median(quietLatency))} ms; c1 back to back p50 ${fmt(median(c1))} / p99 ${fmt(quantile(c1, 0.99))} ms, ${fmt(c1Rate, 2)} signs/s; c8 (2 tenants × 4, ${c8Count} signs) p50 ${fmt(median(c8))} / p99 ${fmt(quantile(c8, 0.99))} ms, ${fmt(c8Rate, 2)} signs/s = ${fmt(c8Rate / CORES, 2)} per core; services' CPU per sign at c8 ${fmt(c8FleetMs)} ms`,
+      `  latency: quiet fleet p50 ${fmt(median(quietLatency))} ms; c1 back to back p50 ${fmt(median(c1))} / p99 ${fmt(quantile(c1, 0.99))} ms, ${fmt(c1Rate, 2)} signs/s; c8 (2 tenants × 4, ${c8Count} signs) p50 ${fmt(median(c8))} / p99 ${fmt(quantile(c8, 0.99))} ms, ${fmt(c8Rate, 2)} signs/s = ${fmt(c8Rate / CORES, 2)} per core${c8Failures.length ? ` (${c8Failures.length} failed: ${c8Failures[0]})` : ''}; services' CPU per sign at c8 ${fmt(c8FleetMs)} ms`,
     );
     if (modality.name === 'image-1mp') {
       target(
