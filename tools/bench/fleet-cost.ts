@@ -431,12 +431,12 @@ try {
   const keys = [await onboardTenant(base, 'CostA'), await onboardTenant(base, 'CostB')];
   const meter = new Meter(fleet, fleet.sandbox.databaseName);
 
-  const xacts = async (): Promise<{ own: number; all: number }> => {
+  /** Transactions so far per database (committed and rolled back). */
+  const xacts = async (): Promise<Map<string, number>> => {
     const { rows } = await admin.query<{ datname: string; n: string }>(
       'SELECT datname, (xact_commit + xact_rollback)::text AS n FROM pg_stat_database WHERE datname IS NOT NULL',
     );
-    const own = Number(rows.find((r) => r.datname === fleet.sandbox.databaseName)?.n ?? 0);
-    return { own, all: rows.reduce((a, r) => a + Number(r.n), 0) };
+    return new Map(rows.map((r) => [r.datname, Number(r.n)]));
   };
 
   // Idle: the fleet just started and onboarded; its start-up work is let settle first.
@@ -453,7 +453,11 @@ try {
   const idle = rates(idleFrom, idleTo);
   const idleSeconds = (idleTo.at - idleFrom.at) / 1000;
   const idleServices = FLEET_ORDER.reduce((a, n) => a + (idle.cpu.get(n) ?? 0), 0);
-  const ownXacts = (xTo.own - xFrom.own) / idleSeconds;
+  const ownName = fleet.sandbox.databaseName;
+  const ownXacts = ((xTo.get(ownName) ?? 0) - (xFrom.get(ownName) ?? 0)) / idleSeconds;
+  // Other sessions' databases come and go: the cluster's figure counts those present at both readings.
+  let clusterXacts = 0;
+  for (const [name, n] of xTo) if (xFrom.has(name)) clusterXacts += n - xFrom.get(name)!;
   console.log(`\nidle, ${idleSeconds.toFixed(0)} s with no traffic (CPU ms per s = ‰ of one core):`);
   for (const [k, v] of idle.cpu) console.log(`  ${k.padEnd(20)} ${fmt(v, 1).padStart(7)}`);
   console.log(
@@ -461,7 +465,7 @@ try {
   );
   console.log(`  ${'machine (all work)'.padEnd(20)} ${fmt(idle.machine, 1).padStart(7)}`);
   console.log(
-    `  Postgres transactions/s: this fleet's database ${fmt(ownXacts, 1)}, the whole cluster ${fmt((xTo.all - xFrom.all) / idleSeconds, 1)}`,
+    `  Postgres transactions/s: this fleet's database ${fmt(ownXacts, 1)}, the whole cluster ${fmt(clusterXacts / idleSeconds, 1)}`,
   );
   target('idle fleet, % of one core', fmt(idleServices / 10, 1), '≤ 2', idleServices / 10 <= 2);
   target(`idle fleet, Postgres transactions/s`, fmt(ownXacts, 1), '≤ 2', ownXacts <= 2);
