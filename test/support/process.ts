@@ -16,10 +16,17 @@ export interface ServiceProcess {
 
 /**
  * A service run from its sources as its own process, through the same entry point (`src/main.ts`,
- * `runService`) the built bundle has: signals, exit codes and start-up refusals are the real ones.
+ * `runService`) the built bundle has: signals, exit codes and start-up refusals are the real ones. `bundle` runs
+ * the built bundle instead (`services/<name>/dist/main.js`, what `npm run up` starts; build it first).
  */
-export function spawnService(name: ServiceName, env: NodeJS.ProcessEnv): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', `services/${name}/src/main.ts`], {
+export function spawnService(
+  name: ServiceName,
+  env: NodeJS.ProcessEnv,
+  entry: 'source' | 'bundle' = 'source',
+): ServiceProcess {
+  const args =
+    entry === 'bundle' ? [`services/${name}/dist/main.js`] : ['--import', 'tsx', `services/${name}/src/main.ts`];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,21 +4,12 @@
 // e.g. the signer's c2pa workers, sampled every 250 ms).
 //
 //   pnpm bench:load [--seconds 60] [--ramp 1,2,4,8] [--step-seconds 8]
-import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { databaseRole, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '../../packages/config/src/index.js';
-import {
-  APP_ROLE,
-  createSandbox,
-  databaseUrl,
-  freePort,
-  PG_ADMIN_URL,
-  provisionServiceRoles,
-  waitFor,
-} from '@cairn/testing';
-import { spawnService, type ServiceProcess } from '../../test/support/process.js';
+import type { ServiceName } from '../../packages/config/src/index.js';
 import { multipart } from '../../test/support/stack.js';
+import { FLEET_ORDER, onboardTenant, startProcessFleet } from './support/fleet.js';
+import { treeRssKb } from './support/proc.js';
 
 const { values } = parseArgs({
   options: {
@@ -30,92 +21,21 @@ const { values } = parseArgs({
 const SECONDS = Number(values.seconds);
 const RAMP = String(values.ramp).split(',').map(Number);
 const STEP = Number(values['step-seconds']);
-const FLEET: ServiceName[] = [
-  // The gateway authenticates, and billing and audit read plans, through the tenant service (issue #12).
-  'tenant',
-  'watermark',
-  'signer',
-  'verifier',
-  'softbinding',
-  'anchor',
-  'billing',
-  'audit',
-  'webhook',
-  'gateway',
-];
+const FLEET = FLEET_ORDER;
 
-const sandbox = await createSandbox({
-  ANCHOR_RPC_URL: 'http://127.0.0.1:1',
-  SIGN_CONCURRENCY_PER_TENANT: '64',
-  LOG_LEVEL: 'warn',
+const fleet = await startProcessFleet({
+  overrides: { SIGN_CONCURRENCY_PER_TENANT: '64', LOG_LEVEL: 'warn' },
 });
-await provisionServiceRoles(
-  PG_ADMIN_URL,
-  sandbox.databaseName,
-  APP_ROLE,
-  SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })),
-);
-const httpPort = await freePort();
-const env: NodeJS.ProcessEnv = {
-  ...sandbox.env,
-  HTTP_PORT: String(httpPort),
-  PUBLIC_BASE_URL: `http://127.0.0.1:${httpPort}`,
-};
-const ports = new Map<ServiceName, { grpc: number; ops: number }>();
-for (const name of FLEET) ports.set(name, { grpc: await freePort(), ops: await freePort() });
-for (const [name, p] of ports) env[grpcAddrVar(name)] = `127.0.0.1:${p.grpc}`;
-
-const processes = new Map<ServiceName, ServiceProcess>();
+const processes = fleet.processes;
 const peak = new Map<ServiceName, number>();
 try {
-  for (const name of FLEET) {
-    const p = ports.get(name)!;
-    const child = spawnService(name, {
-      ...env,
-      DATABASE_URL: databaseUrl(PG_ADMIN_URL, sandbox.databaseName, databaseRole(name)),
-      GRPC_PORT: String(p.grpc),
-      OPS_PORT: String(p.ops),
-    });
-    processes.set(name, child);
-    await waitFor(
-      `${name} ready:\n${child.output()}`,
-      async () => (await fetch(`http://127.0.0.1:${p.ops}/readyz`).catch(() => undefined))?.status === 200, // not listening yet
-      120_000,
-      250,
-    );
-  }
-
-  /** Resident kB of a process and all its descendants. */
-  const treeRss = (pid: number): number => {
-    let total = 0;
-    try {
-      total = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-      for (const task of readdirSync(`/proc/${pid}/task`)) {
-        for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean))
-          total += treeRss(Number(child));
-      }
-    } catch {
-      // the process (a worker) exited between the listing and the read
-    }
-    return total;
-  };
   const sampler = setInterval(() => {
     for (const [name, child] of processes)
-      if (child.child.pid) peak.set(name, Math.max(peak.get(name) ?? 0, treeRss(child.child.pid)));
+      if (child.child.pid) peak.set(name, Math.max(peak.get(name) ?? 0, treeRssKb(child.child.pid)));
   }, 250);
 
-  const base = `http://127.0.0.1:${httpPort}`;
-  const onboarded = await fetch(`${base}/v1/onboard`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
-    body: JSON.stringify({
-      email: 'load@example.com',
-      tenant_name: 'Load',
-      plan: 'growth',
-      payment_method_id: 'pm_card_visa',
-    }),
-  });
-  const { api_key } = (await onboarded.json()) as { api_key: string };
+  const base = fleet.base;
+  const api_key = await onboardTenant(base, 'Load');
   const auth = { authorization: `Bearer ${api_key}` };
 
   let counter = 0;
@@ -207,7 +127,5 @@ try {
   console.log(`ratio p99_ms ${r.p99.toFixed(0)}`);
   if (r.fivexx > 0) process.exitCode = 1;
 } finally {
-  for (const child of processes.values()) child.kill();
-  await Promise.all([...processes.values()].map((c) => c.exit));
-  await sandbox.dispose();
+  await fleet.stop();
 }
