@@ -7,6 +7,7 @@ import { READBACK_LEVELS, unreadableReason } from '../domain/image/readback.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
+import { DetectionMemo } from './detection-memo.js';
 import { isKeyedImageAlgorithm, keyOf } from './marks.js';
 import type { RawImage } from '../domain/image/raw-image.js';
 import type { MarkRecord } from '../store/marks.js';
@@ -151,12 +152,18 @@ async function readsBack(
   plan: { key: WatermarkKey | undefined; hex: string; algorithm: string },
 ): Promise<boolean> {
   const image = await inSpan('watermark.readback.decode', () => decodeForDetection(encoded, deps.mediaLimits));
+  // Taken before the search: the pixels are handed over to the worker.
+  const pixelKey = DetectionMemo.pixelKeyOf(image);
   const outcome = await inSpan('watermark.readback', () =>
     inWorker(deps.logger, 'readback', () => deps.pool.detect(image, plan.key ? [plan.key] : [])),
   );
-  return (
+  const reads =
     outcome.detection !== null &&
     outcome.algorithm === plan.algorithm &&
-    payloadHex(outcome.detection.payload) === plan.hex
-  );
+    payloadHex(outcome.detection.payload) === plan.hex;
+  // This reading is the stored verdict's: the signed file has these pixels, and a search under every key finds the
+  // same mark first when it is the current key's (the v1 marks tried before it never read a v2 mark). Kept only then.
+  if (reads && plan.key?.kid === deps.keyring.current?.kid)
+    deps.detections.set(pixelKey, { applicable: true, outcome });
+  return reads;
 }
