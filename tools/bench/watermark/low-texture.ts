@@ -7,6 +7,7 @@ import { SyncTileWatermark, SYNC_STRENGTH_LEVELS } from '../../../services/water
 import { psnr } from '../../../services/watermark/src/domain/image/psnr.js';
 import type { Channels, RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
 import { keyedPayloadFor } from '../../../services/watermark/src/domain/payload.js';
+import { startLevel } from '../../../services/watermark/src/domain/image/readback.js';
 import { ISSUE_ATTACKS } from './attacks.js';
 import { lowTextureClass, ssim } from './images.js';
 
@@ -23,7 +24,14 @@ interface HostRow {
 }
 
 /** Runs the class under `keys` (the bench's), on the hosts of `seeds` (judging set: seeds never tuned on). */
-export async function lowTextureBench(keys: ReadonlyArray<Uint8Array>, seeds: ReadonlyArray<number> = [30, 31]) {
+export async function lowTextureBench(
+  keys: ReadonlyArray<Uint8Array>,
+  seeds: ReadonlyArray<number> = [30, 31],
+  /** Every host from this level instead of the one EmbedImage chooses (startLevel): to compare the levels. */
+  fixedStart = process.env.LOW_TEXTURE_START_LEVEL === undefined
+    ? undefined
+    : Number(process.env.LOW_TEXTURE_START_LEVEL),
+) {
   const rows = new Map<string, HostRow>();
   const attacks = new Map<string, { hit: number; n: number }>();
   for (const seed of seeds) {
@@ -45,7 +53,8 @@ export async function lowTextureBench(keys: ReadonlyArray<Uint8Array>, seeds: Re
         row.marks++;
         // As EmbedImage does it: embed, encode in the upload's format, decode as a verify does, read, escalate.
         let received: RawImage | null = null;
-        for (let level = 0; level < SYNC_STRENGTH_LEVELS.length && !received; level++) {
+        const first = fixedStart ?? startLevel(host.image);
+        for (let level = first; level < SYNC_STRENGTH_LEVELS.length && !received; level++) {
           const marked = wm.embedDescribed(host.image, payload, { level }).image;
           const encoded = await encodeImage(
             {
@@ -66,7 +75,7 @@ export async function lowTextureBench(keys: ReadonlyArray<Uint8Array>, seeds: Re
           const read = wm.detect(image);
           if (read && hex(read.payload) === hex(payload)) {
             received = image;
-            if (level === 0) row.readAtLevel0++;
+            if (level === first) row.readAtLevel0++;
             row.readBack++;
             row.levels.push(level);
             row.psnr.push(psnr(host.image, image));
@@ -94,7 +103,7 @@ export function printLowTexture(result: Awaited<ReturnType<typeof lowTextureBenc
   console.log(
     `\nlow-texture class (flat, smooth, grayscale, upscaled; 1152×864, seeds ${seeds.join(', ')}): read back from the encoded file, escalating as EmbedImage does`,
   );
-  console.log('| host | read back (level 0) | read back | levels used | PSNR dB min (as received) | SSIM min |');
+  console.log('| host | read back (first level) | read back | levels used | PSNR dB min (as received) | SSIM min |');
   console.log('|---|---|---|---|---|---|');
   for (const r of result.rows)
     console.log(

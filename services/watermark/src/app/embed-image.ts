@@ -3,7 +3,7 @@ import { inSpan } from '@cairn/telemetry';
 import { decodeForDetection, decodeForEmbedding, encodeMarked } from '../adapters/image-codec.js';
 import { CAIRN_DCT_V1_NAME } from '../domain/image/cairn-dct-v1.js';
 import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
-import { READBACK_LEVELS, unreadableReason } from '../domain/image/readback.js';
+import { READBACK_LEVELS, startLevel, unreadableReason } from '../domain/image/readback.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
@@ -67,7 +67,10 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
   // recorded under another key or algorithm (rare: after a key rotation) is embedded again as recorded, from a
   // fresh decode (the pixels went to the first embedding's worker).
   const fresh = planFor(null);
-  const embedding = embedWith(image, fresh);
+  // Content-adaptive: flat content starts at the flattest level (domain/image/readback.ts). Measured on the pixels
+  // before they go to the worker; a cairn-sync-v2 choice only (the v1 marks have no levels).
+  const first = fresh.algorithm === CAIRN_SYNC_V2_NAME ? startLevel(image) : 0;
+  const embedding = embedWith(image, fresh, first);
   embedding.catch(() => undefined); // read below, unless the registry refused the id first
   const { plan } = await inSpan('watermark.registry.record', () =>
     registry.recordFor(tenantId, watermarkId, (existing) => {
@@ -88,7 +91,8 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
   const { hex } = plan;
   const asPlanned = plan.hex === fresh.hex && plan.algorithm === fresh.algorithm && plan.key?.kid === fresh.key?.kid;
   const freshPixels = async () => (await decodeForEmbedding(input.encoded, mediaLimits)).image;
-  let outcome = asPlanned ? await embedding : await embedWith(await freshPixels(), plan);
+  const from = plan.algorithm === CAIRN_SYNC_V2_NAME ? first : 0;
+  let outcome = asPlanned ? await embedding : await embedWith(await freshPixels(), plan, from);
   // Only cairn-sync-v2 has stronger settings to escalate to; a retried v1 id is written as it was, once.
   const levels = plan.algorithm === CAIRN_SYNC_V2_NAME ? READBACK_LEVELS : 1;
   for (let level = 0; ;) {
@@ -98,7 +102,7 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
     // content the mark was put on, the same at every level, and the first description stays.
     const [{ encoded, thumbnail }] = await Promise.all([
       inSpan('watermark.encode', () => encodeMarked(outcome.image, mediaType)),
-      content && level === 0
+      content && level === from
         ? inSpan('watermark.registry.describe', () => registry.describe(tenantId, watermarkId, content))
         : Promise.resolve(),
     ]);

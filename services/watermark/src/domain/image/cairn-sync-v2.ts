@@ -569,7 +569,8 @@ const DEFAULT_MASK: MaskBounds = { min: MASK_MIN, max: MASK_MAX };
  * fidelity lines the README states (PSNR ≥ 42 dB, SSIM ≥ 0.98): the gain is calibrated to 42.0 dB instead of 42.4
  * (+5 % amplitude), and the mask flattens (a flatter mask reads better: more of the mark lies where the host's
  * own residual is small, in smooth regions, which the whitening weighs most; on photos it costs SSIM, see
- * MASK_MIN, which is why it is a fallback and not the default).
+ * MASK_MIN, which is why it is a fallback and not the default). Flat content (plain colours, gradients, scans, line
+ * art) starts at the last level: domain/image/readback.ts, startLevel.
  */
 export const SYNC_STRENGTH_LEVELS: ReadonlyArray<{ readonly psnrDb: number; readonly mask: MaskBounds }> = [
   { psnrDb: CAIRN_SYNC_V2.psnrDb, mask: DEFAULT_MASK },

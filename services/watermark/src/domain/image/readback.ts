@@ -38,6 +38,14 @@ export function unreadableReason(image: RawImage): string {
   const side = Math.min(image.width, image.height);
   if (side < SMALL_SIDE)
     return `image too small: ${image.width}×${image.height}, the mark is specified for ${SMALL_SIDE} pixels a side and more`;
+  const contrast = meanLocalContrast(image);
+  if (contrast < FLAT_CONTRAST)
+    return `content too flat: mean local contrast ${contrast.toFixed(2)} luma levels (a plain colour or smooth gradient carries too little mark within the fidelity floor)`;
+  return `the mark did not read back from the encoded image at any strength within the fidelity floor (PSNR ≥ 42 dB); content such as this (repetitive texture, mean local contrast ${contrast.toFixed(1)} levels) defeats it`;
+}
+
+/** Mean 3×3 standard deviation of the luma on the embedding grid (levels): how much texture the picture has. */
+export function meanLocalContrast(image: RawImage): number {
   const [gw, gh] = gridSize(image.width, image.height);
   const luma = lumaGrid(image, gw, gh);
   let sum = 0;
@@ -57,8 +65,48 @@ export function unreadableReason(image: RawImage): string {
       n++;
     }
   }
-  const contrast = n > 0 ? sum / n : 0;
-  if (contrast < FLAT_CONTRAST)
-    return `content too flat: mean local contrast ${contrast.toFixed(2)} luma levels (a plain colour or smooth gradient carries too little mark within the fidelity floor)`;
-  return `the mark did not read back from the encoded image at any strength within the fidelity floor (PSNR ≥ 42 dB); content such as this (repetitive texture, mean local contrast ${contrast.toFixed(1)} levels) defeats it`;
+  return n > 0 ? sum / n : 0;
+}
+
+/** A grid sample whose 3×3 luma deviation is below this (levels) is flat: it has nothing to hide a mark in. */
+const FLAT_SAMPLE = 0.75;
+
+/** The share of the embedding grid's samples that are flat (see FLAT_SAMPLE). */
+export function flatShare(image: RawImage): number {
+  const [gw, gh] = gridSize(image.width, image.height);
+  const luma = lumaGrid(image, gw, gh);
+  let flat = 0;
+  let n = 0;
+  for (let y = 1; y < gh - 1; y++) {
+    for (let x = 1; x < gw - 1; x++, n++) {
+      let s = 0;
+      let q = 0;
+      for (let dy = -1; dy <= 1; dy++)
+        for (let dx = -1; dx <= 1; dx++) {
+          const v = luma[(y + dy) * gw + x + dx]!;
+          s += v;
+          q += v * v;
+        }
+      const mean = s / 9;
+      if (Math.sqrt(Math.max(0, q / 9 - mean * mean)) < FLAT_SAMPLE) flat++;
+    }
+  }
+  return n > 0 ? flat / n : 0;
+}
+
+/**
+ * Content at least this flat (share of flat grid samples) starts at the flattest strength level: plain colours,
+ * gradients, scans, line art. Measured (tools/bench/watermark.ts --low-texture-only, and the bench's own hosts):
+ * the four photos sit at 0.04–0.34 and the bench textures below 0.03, so every photo line is made as before; the
+ * low-texture class's plain, gradient, scan and line-art hosts at 0.48–1.
+ */
+const FLAT_CONTENT = 0.45;
+
+/**
+ * The strength level an image's mark starts at (content-adaptive): the last, uniform-mask level for flat content,
+ * whose mask would otherwise leave most of the mark in its few edges and too little of it where the picture is
+ * flat (the mask is relative to the mean contrast, which the edges dominate); level 0 for everything else.
+ */
+export function startLevel(image: RawImage): number {
+  return flatShare(image) >= FLAT_CONTENT ? SYNC_STRENGTH_LEVELS.length - 1 : 0;
 }
