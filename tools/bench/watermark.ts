@@ -2,8 +2,10 @@ import { relative } from 'node:path';
 // Image watermark benchmark (issue #13): cairn-sync-v2 against cairn-dct-keyed-v1 over the repository's photographs
 // (../shared/fixtures/photos, scaled to 1 and 4 MP) and synthetic textures.
 //
-//   pnpm bench:watermark [--quick] [--keys N] [--seed S] [--unmarked N] [--out DIR]
+//   pnpm bench:watermark [--quick] [--keys N] [--seed S] [--unmarked N] [--out DIR] [--low-texture-only] [--low-texture-seeds 30,31]
 //
+// Ends with the low-texture class (flat, smooth, grayscale, upscaled hosts: tools/bench/watermark/low-texture.ts),
+// marked and read back as a sign does; --low-texture-only runs that class alone.
 // Prints: PSNR/SSIM, the attack table (TPR per attack for both algorithms), the false-positive count over the
 // unmarked set, embed/detect ms per megapixel, cairn-sync-v2's content check on both sides, and writes the curves (SVG) to --out (default
 // services/watermark/docs/). Ends with `ratio <name> <value>` lines.
@@ -35,6 +37,7 @@ import {
   type Attack,
 } from './watermark/attacks.js';
 import { contentCheck } from './watermark/content-check.js';
+import { lowTextureBench, printLowTexture } from './watermark/low-texture.js';
 import { ssim, syntheticTexture, unmarkedSet } from './watermark/images.js';
 import { lineChartsSvg, type Panel } from './watermark/svg.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
@@ -48,6 +51,8 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     unmarked: { type: 'string' },
     out: { type: 'string', default: fileURLToPath(new URL('../../services/watermark/docs/', import.meta.url)) },
+    'low-texture-only': { type: 'boolean', default: false },
+    'low-texture-seeds': { type: 'string', default: '30,31' },
   },
 });
 const quick = values.quick;
@@ -88,6 +93,11 @@ const seed = values.seed;
 const keys = Array.from({ length: keyCount }, (_, i) =>
   Uint8Array.from(seed === undefined ? randomBytes(32) : createHash('sha256').update(`${seed}|${i}`).digest()),
 );
+const lowTextureSeeds = values['low-texture-seeds'].split(',').map(Number);
+if (values['low-texture-only']) {
+  printLowTexture(await lowTextureBench(keys, lowTextureSeeds), lowTextureSeeds);
+  process.exit(0);
+}
 const hex = (p: Uint8Array) => Buffer.from(p).toString('hex');
 const cpu = {
   embed: new Map<string, number[]>(),
@@ -303,3 +313,4 @@ console.log(
 console.log(`ratio embed-ms-per-mp-vs-target ${(v2Embed / 30).toFixed(3)}`);
 console.log(`ratio detect-ms-per-mp-vs-target ${(v2Detect / 20).toFixed(3)}`);
 console.log(`ratio false-positives ${((falsePositives.get('cairn-sync-v2') ?? 0) / unmarked.length).toFixed(6)}`);
+printLowTexture(await lowTextureBench(keys, lowTextureSeeds), lowTextureSeeds);

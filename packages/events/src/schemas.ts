@@ -73,6 +73,11 @@ export const EVENT_DATA = {
     'billing.meter': meter,
     watermark_id: id.nullable(),
     watermark_payload: z.string().nullable(),
+    /**
+     * The recipe asked for a watermark and none was embedded (no mark read back from the signed content): why.
+     * Absent when a mark was embedded or none was asked for. The audit entry of the sign keeps it.
+     */
+    watermark_not_embedded: z.string().optional(),
     manifest_uri: z.string().min(1),
     verifier_url: z.string().min(1),
     content_sha256: hex64,

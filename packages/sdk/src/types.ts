@@ -20,6 +20,10 @@ export interface SignResult {
   verifier_url: string;
   asset_url: string;
   media_type: string;
+  /** Notes on the sign, a closed set: `watermark_not_embedded` (then `watermark_id` is absent). */
+  warnings?: Array<'watermark_not_embedded'>;
+  /** With `watermark_not_embedded`: why (content too flat, too small, …). */
+  watermark_not_embedded_reason?: string;
   [field: string]: unknown;
 }
 

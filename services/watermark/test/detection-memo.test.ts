@@ -53,6 +53,20 @@ describe('DetectionMemo', () => {
   });
 });
 
+describe('DetectionMemo pixel keys', () => {
+  it('keys decoded pixels by their content and shape, never as a file', () => {
+    const image = { width: 2, height: 1, channels: 3 as const, pixels: Uint8Array.from([1, 2, 3, 4, 5, 6]) };
+    const same = { ...image, pixels: Uint8Array.from(image.pixels) };
+    expect(DetectionMemo.pixelKeyOf(same)).toBe(DetectionMemo.pixelKeyOf(image));
+    // The same samples in another shape, or one sample changed, are other pictures.
+    expect(DetectionMemo.pixelKeyOf({ ...image, width: 1, height: 2 })).not.toBe(DetectionMemo.pixelKeyOf(image));
+    const changed = { ...image, pixels: Uint8Array.from([1, 2, 3, 4, 5, 7]) };
+    expect(DetectionMemo.pixelKeyOf(changed)).not.toBe(DetectionMemo.pixelKeyOf(image));
+    // A file whose bytes are these samples keys apart from them.
+    expect(DetectionMemo.pixelKeyOf(image)).not.toBe(DetectionMemo.keyOf(image.pixels));
+  });
+});
+
 describe('DetectionMemo answers', () => {
   it('keeps an answer only beside a kept reading, and drops it with the reading', () => {
     const memo = new DetectionMemo(3 * 12_264);

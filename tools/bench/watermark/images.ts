@@ -139,3 +139,95 @@ export async function unmarkedSet(
   for (let i = 0; out.length < count; i++) out.push(syntheticUnmarked(i));
   return out;
 }
+
+/**
+ * The low-texture class (flat, smooth, grayscale, upscaled content; issue #30): hosts a photo bench never sees, made
+ * here from a seed. Each is grey (R = G = B) unless said, about 1 MP, with the format a sign of it would arrive in.
+ * Kept apart from the tuning probes: other generators and seeds than the ones the strength levels were chosen on.
+ */
+export interface ClassHost {
+  readonly label: string;
+  readonly image: RawImage;
+  readonly format: 'image/jpeg' | 'image/png';
+}
+
+function grey(width: number, height: number, value: (x: number, y: number) => number): RawImage {
+  const pixels = new Uint8ClampedArray(width * height * 3);
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const v = value(x, y);
+      const o = (y * width + x) * 3;
+      pixels[o] = pixels[o + 1] = pixels[o + 2] = v;
+    }
+  return { pixels: new Uint8Array(pixels.buffer), width, height, channels: 3 };
+}
+
+/** Bilinear enlargement of a grey plane to width × height (the "upscaled" in the class). */
+function upscaled(plane: Float64Array, side: number, width: number, height: number): RawImage {
+  return grey(width, height, (x, y) => {
+    const fx = Math.min(side - 1.001, ((x + 0.5) * side) / width - 0.5);
+    const fy = Math.min(side - 1.001, ((y + 0.5) * side) / height - 0.5);
+    const ix = Math.max(0, Math.floor(fx));
+    const iy = Math.max(0, Math.floor(fy));
+    const tx = Math.max(0, fx - ix);
+    const ty = Math.max(0, fy - iy);
+    const at = (u: number, v: number) => plane[v * side + u]!;
+    return (
+      (at(ix, iy) * (1 - tx) + at(ix + 1, iy) * tx) * (1 - ty) +
+      (at(ix, iy + 1) * (1 - tx) + at(ix + 1, iy + 1) * tx) * ty
+    );
+  });
+}
+
+export async function lowTextureClass(seed: number): Promise<ClassHost[]> {
+  const random = xorshift(0xf1a7 + seed * 65537);
+  const [w, h] = [1152, 864];
+  // A grass-like grayscale texture at 512², upscaled 2.25× (blades: streaks of random phase, plus noise).
+  const side = 512;
+  const grass = new Float64Array(side * side);
+  const phases = Array.from({ length: side }, () => random() * 2 * Math.PI);
+  for (let y = 0; y < side; y++)
+    for (let x = 0; x < side; x++)
+      grass[y * side + x] =
+        105 + 32 * Math.sin(x * 0.85 + phases[x]! + 2.5 * Math.sin(y * 0.04)) + 36 * (random() - 0.5);
+  // Noise alone at 256², upscaled 4.5× (a blurry grain texture).
+  const grain = Float64Array.from({ length: 256 * 256 }, () => 128 + 50 * (random() - 0.5));
+  const level = 60 + Math.floor(random() * 140);
+  const scan = (x: number, y: number) => {
+    // Paper: a faint gradient and grain; text lines: dark strokes every 28 px, 70 % of the width.
+    const line = y % 28 < 3 && x > 90 && x < w - 90 && Math.sin(x * 0.37 + y) > -0.2;
+    return (line ? 60 : 236 - y / 60) + 6 * (random() - 0.5);
+  };
+  const lineArt = (x: number, y: number) => {
+    const cx = w / 2;
+    const cy = h / 2;
+    const r = Math.hypot(x - cx, y - cy);
+    const ring = Math.abs((r % 90) - 45) < 1.5;
+    const diagonal = Math.abs(((x + y) % 160) - 80) < 1;
+    return ring || diagonal ? 20 : 250;
+  };
+  const screenshot = (x: number, y: number) => {
+    // A UI: a title bar, a side panel, flat cards with text-like strokes, on a light background.
+    if (y < 48) return 52;
+    if (x < 220) return y % 40 < 2 ? 200 : 236;
+    const card = (x - 240) % 300 < 280 && (y - 68) % 240 < 220;
+    if (!card) return 246;
+    const text = (y - 68) % 240 > 30 && (y - 68) % 24 < 8 && ((x * 7) ^ (y * 3)) % 11 < 7 && (x - 240) % 300 < 240;
+    return text ? 70 : 255;
+  };
+  return [
+    { label: 'plain grey', image: grey(w, h, () => level), format: 'image/png' },
+    { label: 'near-plain', image: grey(w, h, (x, y) => level + ((x * 5 + y * 3) % 3) - 1), format: 'image/png' },
+    { label: 'linear gradient', image: grey(w, h, (x) => 30 + (190 * x) / w), format: 'image/jpeg' },
+    {
+      label: 'radial gradient',
+      image: grey(w, h, (x, y) => 230 - 160 * Math.min(1, Math.hypot(x - w / 2, y - h / 2) / (0.6 * w))),
+      format: 'image/jpeg',
+    },
+    { label: 'grass 512² ×2.25', image: upscaled(grass, side, w, h), format: 'image/jpeg' },
+    { label: 'grain 256² ×4.5', image: upscaled(grain, 256, w, h), format: 'image/jpeg' },
+    { label: 'scan', image: grey(w, h, scan), format: 'image/jpeg' },
+    { label: 'line art', image: grey(w, h, lineArt), format: 'image/png' },
+    { label: 'screenshot', image: grey(w, h, screenshot), format: 'image/png' },
+  ];
+}

@@ -18,5 +18,8 @@ export function presentSignResult(result: signerV1.SignResponse): Record<string,
       : {}),
     created_at: isoTimestamp(result.createdAt),
     expires_at: isoTimestamp(result.expiresAt),
+    // A closed set (docs/api.md, "Sign warnings"); absent when there is nothing to say.
+    ...(result.warnings.length ? { warnings: [...result.warnings] } : {}),
+    ...(result.watermarkNotEmbeddedReason ? { watermark_not_embedded_reason: result.watermarkNotEmbeddedReason } : {}),
   };
 }

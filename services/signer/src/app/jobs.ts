@@ -34,6 +34,8 @@ const storedResultSchema = z.object({
     .optional(),
   createdAt: z.string(),
   expiresAt: z.string(),
+  warnings: z.array(z.literal('watermark_not_embedded')).optional(),
+  watermarkNotEmbeddedReason: z.string().optional(),
 });
 
 /** The SignResult of a done job's stored result; a row that does not hold one is an error, never a blank result. */

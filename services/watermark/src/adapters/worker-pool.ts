@@ -159,6 +159,7 @@ export class ImageWorkerPool {
     payload: Uint8Array,
     key?: WatermarkKey,
     algorithm?: KeyedAlgorithmName,
+    level = 0,
   ): Promise<EmbedOutcome> {
     const response = await this.run((id) => ({
       id,
@@ -167,6 +168,7 @@ export class ImageWorkerPool {
       payload: Uint8Array.from(payload),
       ...(key ? { key } : {}),
       ...(algorithm ? { algorithm } : {}),
+      ...(level ? { level } : {}),
     }));
     if (response.op !== 'embed') throw new Error('image worker answered the wrong operation');
     return response.outcome;

@@ -31,7 +31,7 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
   if (!reading) {
     // Named by digest and not kept: nothing to read; the caller sends the file.
     if (!('encoded' in input)) return { readingMissing: true, detected: false, applicable: false, algorithm: '' };
-    reading = await readImage(deps, input.encoded, input.lane);
+    reading = await readImage(deps, input.encoded, input.lane, input.cairnCopy);
     if (input.cairnCopy) deps.detections.set(memoKey, reading);
   }
   if (!reading.applicable) return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
@@ -51,10 +51,21 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
 }
 
 /** The decode and the search (every key, then keyless), in a worker. */
-async function readImage(deps: WatermarkDeps, encoded: Uint8Array, lane: Lane = 'foreground'): Promise<ImageReading> {
+async function readImage(
+  deps: WatermarkDeps,
+  encoded: Uint8Array,
+  lane: Lane = 'foreground',
+  cairnCopy = false,
+): Promise<ImageReading> {
   const image = await inSpan('watermark.decode', () => decodeForDetection(encoded, deps.mediaLimits));
   // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
   if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { applicable: false };
+  // Cairn's own copy: its pixels are those the embedding read its mark back from (embed-image.ts), whose reading
+  // is kept; the stored verdict of a new sign gets it without a second search.
+  if (cairnCopy) {
+    const kept = deps.detections.get(DetectionMemo.pixelKeyOf(image));
+    if (kept) return kept;
+  }
   const outcome = await inSpan('watermark.detect', () =>
     inWorker(deps.logger, 'detection', () => deps.pool.detect(image, deps.keyring.all, undefined, lane)),
   );

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ByteBoundedLru } from '@cairn/runtime';
+import type { RawImage } from '../domain/image/raw-image.js';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
 import type { DetectedMark } from './marks.js';
 
@@ -33,6 +34,16 @@ export class DetectionMemo {
 
   static keyOf(encoded: Uint8Array): string {
     return createHash('sha256').update(encoded).digest('hex');
+  }
+
+  /**
+   * The key of decoded pixels: an embedding's read-back keeps its reading under it, so the signed file (the same
+   * pixels with the manifest inside: a C2PA store changes no pixel) is not searched a second time for the stored
+   * verdict. Prefixed so it never meets a file's SHA-256.
+   */
+  static pixelKeyOf(image: RawImage): string {
+    const hash = createHash('sha256').update(`${image.width}x${image.height}x${image.channels}|`);
+    return `px:${hash.update(image.pixels).digest('hex')}`;
   }
 
   get(key: string): ImageReading | undefined {

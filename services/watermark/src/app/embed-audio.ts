@@ -1,10 +1,17 @@
 import { CairnError } from '@cairn/errors';
-import { decodeAudioForEmbedding, encodeMarkedAudio } from '../adapters/audio-codec.js';
+import {
+  ANALYSIS_RATE,
+  decodeAudioForDetection,
+  decodeAudioForEmbedding,
+  encodeMarkedAudio,
+} from '../adapters/audio-codec.js';
 import { audioPayloadFor, CAIRN_AUDIO_WM_V1_NAME } from '../domain/audio/cairn-audio-wm-v1.js';
-import { CAIRN_AUDIO_WM_V3_NAME } from '../domain/audio/cairn-audio-wm-v3.js';
+import { AUDIO_WM_V3, CAIRN_AUDIO_WM_V3_NAME } from '../domain/audio/cairn-audio-wm-v3.js';
+import type { WatermarkKey } from '../domain/keys.js';
 import type { AudioMarkAlgorithm } from '../domain/audio-tasks.js';
 import { payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
+import { MIN_DETECT_AUDIO_SECONDS } from './detect-audio.js';
 import { keyOf } from './marks.js';
 
 export interface EmbedAudioInput {
@@ -62,6 +69,22 @@ export async function embedAudio(deps: WatermarkDeps, input: EmbedAudioInput) {
     throw new CairnError('cairn.internal_error', 'encoding the marked audio failed', {}, { cause: error });
   }
   checkAnswerSize('audio', encoded.length);
+  // Read back before answering: the file the signer will sign, decoded and searched as a verify of it would be,
+  // under the mark's own key. A mark that does not read is not answered: the signer signs the upload unmarked.
+  const notEmbeddedReason = await readBackFailure(deps, encoded, { key, hex, algorithm }, decoded.format.seconds);
+  if (notEmbeddedReason) {
+    logger.warn({ watermark_id: watermarkId, asset_id: assetId, reason: notEmbeddedReason }, 'audio mark not embedded');
+    return {
+      encoded: new Uint8Array(0),
+      payloadHex: '',
+      snrDb: 0,
+      algorithm: '',
+      keyId: '',
+      mediaType: decoded.format.mediaType,
+      durationSeconds: decoded.format.seconds,
+      notEmbeddedReason,
+    };
+  }
   return {
     encoded,
     payloadHex: hex,
@@ -70,7 +93,27 @@ export async function embedAudio(deps: WatermarkDeps, input: EmbedAudioInput) {
     keyId: outcome.keyId,
     mediaType: decoded.format.mediaType,
     durationSeconds: decoded.format.seconds,
+    notEmbeddedReason: '',
   };
+}
+
+/**
+ * Why the mark `plan` wrote does not read from `encoded` (decoded and searched as DetectAudio does, under the
+ * mark's key only), or '' when it reads with its payload.
+ */
+async function readBackFailure(
+  deps: WatermarkDeps,
+  encoded: Uint8Array,
+  plan: { key: WatermarkKey; hex: string; algorithm: string },
+  seconds: number,
+): Promise<string> {
+  const samples = await decodeAudioForDetection(encoded, deps.mediaLimits, AUDIO_WM_V3.detectMaxSeconds);
+  if (!samples || samples.length < MIN_DETECT_AUDIO_SECONDS * ANALYSIS_RATE)
+    return `audio too short: ${seconds.toFixed(1)} s, the mark is specified for ${MIN_DETECT_AUDIO_SECONDS.toFixed(1)} s and more`;
+  const outcome = await inWorker(deps.logger, 'audio readback', () => deps.pool.detectAudio(samples, [plan.key]));
+  if (outcome.detection && outcome.algorithm === plan.algorithm && payloadHex(outcome.detection.payload) === plan.hex)
+    return '';
+  return 'the mark did not read back from the encoded audio (content such as near-silence or a pure tone carries too little of it)';
 }
 
 /** The audio algorithm a recorded id is written with again; null when the id names another kind of mark. */

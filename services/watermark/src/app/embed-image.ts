@@ -1,13 +1,17 @@
 import { CairnError } from '@cairn/errors';
 import { inSpan } from '@cairn/telemetry';
-import { decodeForEmbedding, encodeMarked } from '../adapters/image-codec.js';
+import { decodeForDetection, decodeForEmbedding, encodeMarked } from '../adapters/image-codec.js';
 import { CAIRN_DCT_V1_NAME } from '../domain/image/cairn-dct-v1.js';
+import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
+import { READBACK_LEVELS, startLevel, unreadableReason } from '../domain/image/readback.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
+import { DetectionMemo } from './detection-memo.js';
 import { isKeyedImageAlgorithm, keyOf } from './marks.js';
 import type { RawImage } from '../domain/image/raw-image.js';
 import type { MarkRecord } from '../store/marks.js';
+import type { WatermarkKey } from '../domain/keys.js';
 
 export interface EmbedImageInput {
   tenantId: string;
@@ -20,7 +24,9 @@ export interface EmbedImageInput {
 /**
  * Embeds a registered mark in an image file and answers the marked file: decode under the media limits, record
  * the mark (idempotent on its id) while a worker embeds it, keep what a cairn-sync-v2 mark was embedded in, encode
- * once.
+ * once, and read the mark back from that file. A cairn-sync-v2 mark that does not read is embedded again at the
+ * next strength level (SYNC_STRENGTH_LEVELS, all within the fidelity floor); when none reads the answer carries no
+ * image and says why (`notEmbeddedReason`), and the signer signs the upload unmarked.
  */
 export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
   const { registry, keyring, minEmbedSize, mediaLimits, pool, logger } = deps;
@@ -44,10 +50,16 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
     const algorithm = existing ? existing.algorithm : key ? NEW_KEYED_ALGORITHM : CAIRN_DCT_V1_NAME;
     return { key, payload, hex: payloadHex(payload), algorithm };
   };
-  const embedWith = (pixels: RawImage, plan: ReturnType<typeof planFor>) =>
+  const embedWith = (pixels: RawImage, plan: ReturnType<typeof planFor>, level = 0) =>
     inSpan('watermark.embed', () =>
       inWorker(logger, 'embedding', () =>
-        pool.embed(pixels, plan.payload, plan.key, isKeyedImageAlgorithm(plan.algorithm) ? plan.algorithm : undefined),
+        pool.embed(
+          pixels,
+          plan.payload,
+          plan.key,
+          isKeyedImageAlgorithm(plan.algorithm) ? plan.algorithm : undefined,
+          level,
+        ),
       ),
     );
   // The embedding starts at once with a new id's plan, while the registry records the mark (a round trip that
@@ -55,7 +67,10 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
   // recorded under another key or algorithm (rare: after a key rotation) is embedded again as recorded, from a
   // fresh decode (the pixels went to the first embedding's worker).
   const fresh = planFor(null);
-  const embedding = embedWith(image, fresh);
+  // Content-adaptive: flat content starts at the flattest level (domain/image/readback.ts). Measured on the pixels
+  // before they go to the worker; a cairn-sync-v2 choice only (the v1 marks have no levels).
+  const first = fresh.algorithm === CAIRN_SYNC_V2_NAME ? startLevel(image) : 0;
+  const embedding = embedWith(image, fresh, first);
   embedding.catch(() => undefined); // read below, unless the registry refused the id first
   const { plan } = await inSpan('watermark.registry.record', () =>
     registry.recordFor(tenantId, watermarkId, (existing) => {
@@ -75,27 +90,84 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
   );
   const { hex } = plan;
   const asPlanned = plan.hex === fresh.hex && plan.algorithm === fresh.algorithm && plan.key?.kid === fresh.key?.kid;
-  const outcome = asPlanned
-    ? await embedding
-    : await embedWith((await decodeForEmbedding(input.encoded, mediaLimits)).image, plan);
-  const content = outcome.content;
-  // One encode, here: the marked pixels never cross the wire, only the file the signer signs. The description is
-  // kept meanwhile (a database round trip while sharp encodes on its own threads); the answer waits for both.
-  const [{ encoded, thumbnail }] = await Promise.all([
-    inSpan('watermark.encode', () => encodeMarked(outcome.image, mediaType)),
-    content
-      ? inSpan('watermark.registry.describe', () => registry.describe(tenantId, watermarkId, content))
-      : Promise.resolve(),
-  ]);
-  checkAnswerSize('image', encoded.length);
+  const freshPixels = async () => (await decodeForEmbedding(input.encoded, mediaLimits)).image;
+  const from = plan.algorithm === CAIRN_SYNC_V2_NAME ? first : 0;
+  let outcome = asPlanned ? await embedding : await embedWith(await freshPixels(), plan, from);
+  // Only cairn-sync-v2 has stronger settings to escalate to; a retried v1 id is written as it was, once.
+  const levels = plan.algorithm === CAIRN_SYNC_V2_NAME ? READBACK_LEVELS : 1;
+  for (let level = 0; ;) {
+    const content = outcome.content;
+    // One encode per try, here: the marked pixels never cross the wire, only the file the signer signs. The
+    // description is kept meanwhile (a database round trip while sharp encodes on its own threads); it is the
+    // content the mark was put on, the same at every level, and the first description stays.
+    const [{ encoded, thumbnail }] = await Promise.all([
+      inSpan('watermark.encode', () => encodeMarked(outcome.image, mediaType)),
+      content && level === from
+        ? inSpan('watermark.registry.describe', () => registry.describe(tenantId, watermarkId, content))
+        : Promise.resolve(),
+    ]);
+    checkAnswerSize('image', encoded.length);
+    // Read back before answering: the file the signer will sign, decoded and searched as a verify of it would be
+    // (the same decode, the same detector, under the mark's own key). A mark that does not read is never answered.
+    if (await readsBack(deps, encoded, plan)) {
+      return {
+        encoded,
+        thumbnail,
+        width: outcome.image.width,
+        height: outcome.image.height,
+        payloadHex: hex,
+        psnrDb: outcome.psnrDb,
+        algorithm: outcome.algorithm,
+        keyId: outcome.keyId ?? '',
+        strengthLevel: level,
+        notEmbeddedReason: '',
+      };
+    }
+    level++;
+    if (level >= levels) break;
+    logger.info({ watermark_id: watermarkId, level }, 'image mark did not read back; embedding it stronger');
+    outcome = await embedWith(await freshPixels(), plan, level);
+  }
+  // No setting reads: the sign goes on without the mark (the signer encodes the upload itself). The registry row
+  // stays: it names an asset no file carries, so no detection ever resolves to it.
+  const reason = unreadableReason(await freshPixels());
+  logger.warn(
+    { watermark_id: watermarkId, asset_id: assetId, reason },
+    'image mark not embedded: it does not read back',
+  );
   return {
-    encoded,
-    thumbnail,
-    width: outcome.image.width,
-    height: outcome.image.height,
-    payloadHex: hex,
-    psnrDb: outcome.psnrDb,
-    algorithm: outcome.algorithm,
-    keyId: outcome.keyId ?? '',
+    encoded: new Uint8Array(0),
+    thumbnail: new Uint8Array(0),
+    width: image.width,
+    height: image.height,
+    payloadHex: '',
+    psnrDb: 0,
+    algorithm: '',
+    keyId: '',
+    strengthLevel: 0,
+    notEmbeddedReason: reason,
   };
+}
+
+/** Whether the mark `plan` wrote reads from `encoded` (decoded as a verify decodes it), with its payload. */
+async function readsBack(
+  deps: WatermarkDeps,
+  encoded: Uint8Array,
+  plan: { key: WatermarkKey | undefined; hex: string; algorithm: string },
+): Promise<boolean> {
+  const image = await inSpan('watermark.readback.decode', () => decodeForDetection(encoded, deps.mediaLimits));
+  // Taken before the search: the pixels are handed over to the worker.
+  const pixelKey = DetectionMemo.pixelKeyOf(image);
+  const outcome = await inSpan('watermark.readback', () =>
+    inWorker(deps.logger, 'readback', () => deps.pool.detect(image, plan.key ? [plan.key] : [])),
+  );
+  const reads =
+    outcome.detection !== null &&
+    outcome.algorithm === plan.algorithm &&
+    payloadHex(outcome.detection.payload) === plan.hex;
+  // This reading is the stored verdict's: the signed file has these pixels, and a search under every key finds the
+  // same mark first when it is the current key's (the v1 marks tried before it never read a v2 mark). Kept only then.
+  if (reads && plan.key?.kid === deps.keyring.current?.kid)
+    deps.detections.set(pixelKey, { applicable: true, outcome });
+  return reads;
 }

@@ -5,7 +5,9 @@ import { keyedPayloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
 import { keyOf } from './marks.js';
 import { markAudioTrack } from './video-audio-track.js';
-import { markVideo, type VideoMarkProgress } from './video-watermark.js';
+import { detectVideoMark, markVideo, type VideoMarkProgress } from './video-watermark.js';
+import { readAudioMark } from './detect-audio.js';
+import type { WatermarkKey } from '../domain/keys.js';
 
 export interface EmbedVideoInput {
   tenantId: string;
@@ -67,7 +69,30 @@ export async function embedVideo(
   );
   const encoded = withAudio?.encoded ?? marked.encoded;
   checkAnswerSize('video', encoded.length);
+  // Read back before answering, as DetectVideo reads a file (its frames, then its sound), under the mark's key: a
+  // mark that reads in neither is not answered, and the signer signs the upload unmarked.
+  if (!(await readsBack(deps, encoded, key, hex))) {
+    const notEmbeddedReason =
+      Math.min(marked.width, marked.height) < MIN_READ_SIDE
+        ? `video too small: ${marked.width}×${marked.height}, and its sound (if any) did not carry the mark either`
+        : 'the mark did not read back from the encoded video, in its frames or its sound';
+    logger.warn({ watermark_id: watermarkId, asset_id: assetId, reason: notEmbeddedReason }, 'video mark not embedded');
+    return {
+      encoded: new Uint8Array(0),
+      payloadHex: '',
+      psnrDb: 0,
+      algorithm: '',
+      keyId: '',
+      mediaType: marked.mediaType,
+      width: marked.width,
+      height: marked.height,
+      frames: marked.frames,
+      crf: marked.crf,
+      notEmbeddedReason,
+    };
+  }
   return {
+    notEmbeddedReason: '',
     encoded,
     payloadHex: hex,
     psnrDb: marked.psnrDb,
@@ -79,4 +104,17 @@ export async function embedVideo(
     frames: marked.frames,
     crf: marked.crf,
   };
+}
+
+/** Frames smaller than this on their short side are not searched by detection (video-watermark.ts). */
+const MIN_READ_SIDE = 96;
+
+/** Whether the payload `hex` reads from the encoded video's frames, or else from its sound, under `key`. */
+async function readsBack(deps: WatermarkDeps, encoded: Uint8Array, key: WatermarkKey, hex: string): Promise<boolean> {
+  const frames = await inWorker(deps.logger, 'video readback', () =>
+    detectVideoMark({ pool: deps.pool, mediaLimits: deps.mediaLimits }, encoded, [key]),
+  );
+  if (frames.outcome?.detection && payloadHex(frames.outcome.detection.payload) === hex) return true;
+  const sound = await readAudioMark(deps, encoded, [key]);
+  return sound.applicable && sound.outcome.detection !== null && payloadHex(sound.outcome.detection.payload) === hex;
 }

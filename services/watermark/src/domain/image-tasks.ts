@@ -105,12 +105,13 @@ export function runImageTask(
       // Every image mark measures its PSNR as it writes the samples, so it may mark the request's own buffer when
       // the caller no longer needs it (a worker's copy) instead of a copy compared with the original afterwards.
       const inPlace = { inPlace: pixelsOwned };
+      const level = request.level ?? 0;
       const {
         image: marked,
         content,
         psnrDb,
       } = algorithm instanceof SyncTileWatermark
-        ? algorithm.embedDescribed(request.image, request.payload, inPlace)
+        ? algorithm.embedDescribed(request.image, request.payload, { ...inPlace, level })
         : { ...algorithm.embedMeasured(request.image, request.payload, inPlace), content: undefined };
       const outcome = {
         image: marked,

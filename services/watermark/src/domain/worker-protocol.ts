@@ -19,6 +19,8 @@ export type WorkerRequest =
       readonly payload: Uint8Array;
       readonly key?: WatermarkKey;
       readonly algorithm?: KeyedAlgorithmName;
+      /** cairn-sync-v2: the strength level (SYNC_STRENGTH_LEVELS), 0 unless a readback failed at a lower one. */
+      readonly level?: number;
     }
   // cairn-dct-keyed-v1 under each key, then cairn-dct-v1, then cairn-sync-v2 under each key in order, on each of
   // `syncGridAreas` (the embedding grid areas to try; an image's only, when not named: video frames may be coarser).

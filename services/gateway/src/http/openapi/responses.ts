@@ -34,6 +34,16 @@ export const signResultSchema = z.object({
   anchor: z.object({ batch_id: z.string(), status: z.string() }).optional(),
   created_at: z.string(),
   expires_at: z.string(),
+  warnings: z
+    .array(z.enum(['watermark_not_embedded']))
+    .optional()
+    .describe(
+      'Notes on the sign, a closed set: watermark_not_embedded (the recipe asks for a watermark, none that reads back could be embedded, watermark_id is absent)',
+    ),
+  watermark_not_embedded_reason: z
+    .string()
+    .optional()
+    .describe('With watermark_not_embedded: why (content too flat, too small, …)'),
 });
 
 export const verificationSchema = z.object({

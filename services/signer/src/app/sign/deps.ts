@@ -35,7 +35,14 @@ export interface SignResult {
    * signed, written or published again, and the caller must not bill it again.
    */
   replayed?: boolean;
+  /** Notes on the sign, a closed set: `watermark_not_embedded` (see watermarkNotEmbeddedReason). */
+  warnings?: SignWarning[];
+  /** Why the watermark the recipe asks for was not embedded: no mark read back from the signed content. */
+  watermarkNotEmbeddedReason?: string;
 }
+
+/** The sign answer's warnings (docs/api.md, "Sign warnings"). */
+export type SignWarning = 'watermark_not_embedded';
 
 /** What a sign works with (service.ts builds it). */
 export interface PipelineDeps {

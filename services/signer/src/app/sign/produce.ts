@@ -17,6 +17,8 @@ const AS_UPLOADED_TYPES: ReadonlySet<string> = new Set(['audio/wav', 'audio/mpeg
 export interface Produced {
   signed: SignedBytes;
   watermark?: EmbeddedWatermark;
+  /** The recipe asked for a watermark and none that reads back could be embedded: why (the sign goes on without). */
+  watermarkNotEmbedded?: string;
 }
 
 interface Target {
@@ -90,7 +92,14 @@ async function signAudioOrVideo(
   const watermarkId = newId('watermark');
   const request = { tenantId: target.tenantId, watermarkId, assetId: target.assetId, encoded: upload };
   progress?.('watermarking', 0);
-  const marked: { encoded: Uint8Array; mediaType: string; payloadHex: string; algorithm: string; keyId: string } =
+  const marked: {
+    encoded: Uint8Array;
+    mediaType: string;
+    payloadHex: string;
+    algorithm: string;
+    keyId: string;
+    notEmbeddedReason: string;
+  } =
     sniffed.modality === 'video'
       ? await timed(deps, 'watermark', () =>
           progress
@@ -98,6 +107,12 @@ async function signAudioOrVideo(
             : deps.watermark.embedVideo(request, { deadlineMs: videoDeadlineMs(upload.length) }),
         )
       : await timed(deps, 'watermark', () => deps.watermark.embedAudio(request, { deadlineMs: 120_000 }));
+  // No mark read back from the marked file: the upload is signed as it came, without a soft binding, and said so.
+  if (marked.notEmbeddedReason)
+    return {
+      signed: await signAsUploaded({ asset: upload, mimeType }, sign),
+      watermarkNotEmbedded: marked.notEmbeddedReason,
+    };
   if (marked.encoded.length === 0 || marked.mediaType !== mimeType)
     throw new CairnError(
       'cairn.internal_error',
@@ -185,6 +200,13 @@ async function signImage(
         { deadlineMs: 60_000 },
       ),
     );
+    // The watermark service read its own output back and no setting gave a mark that reads: the upload is signed
+    // as it would be without a watermark (no soft binding, so no watermark action in the manifest), and said so.
+    if (marked.notEmbeddedReason)
+      return {
+        ...(await signPlainImage(deps, upload, mediaType, sign)),
+        watermarkNotEmbedded: marked.notEmbeddedReason,
+      };
     if (marked.encoded.length === 0 || marked.thumbnail.length === 0)
       throw new CairnError('cairn.internal_error', 'The watermark service returned no image.');
     const watermark = {
@@ -201,6 +223,16 @@ async function signImage(
     });
     return { signed, watermark };
   }
+  return signPlainImage(deps, upload, mediaType, sign);
+}
+
+/** An image signed without a watermark: decoded and re-encoded here, with its thumbnail. */
+async function signPlainImage(
+  deps: PipelineDeps,
+  upload: Buffer,
+  mediaType: ImageMediaType,
+  sign: SignWithC2pa,
+): Promise<Produced> {
   let image;
   try {
     image = await timed(deps, 'decode', () => decodeImage(upload, mediaType, deps.mediaLimits.imagePixels));

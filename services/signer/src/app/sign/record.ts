@@ -135,6 +135,7 @@ export async function recordSigned(
             ...common,
             watermark_id: watermark?.id ?? null,
             watermark_payload: watermark?.payloadHex ?? null,
+            ...(result.watermarkNotEmbeddedReason ? { watermark_not_embedded: result.watermarkNotEmbeddedReason } : {}),
             manifest_uri: result.manifestUri,
             verifier_url: result.verifierUrl,
             content_sha256: blobs.contentSha256,

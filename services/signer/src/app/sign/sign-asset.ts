@@ -126,7 +126,13 @@ async function signClaimed(
     progress?.('signing', 1);
     return c2paSign(input);
   };
-  const { signed, watermark } = await produceSigned(deps, { tenantId, assetId }, accepted, sign, progress);
+  const { signed, watermark, watermarkNotEmbedded } = await produceSigned(
+    deps,
+    { tenantId, assetId },
+    accepted,
+    sign,
+    progress,
+  );
   progress?.('storing', 1);
   const mediaType = sniffed.mediaType;
   // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
@@ -159,6 +165,9 @@ async function signClaimed(
     mediaType,
     createdAt: createdAt.toISOString(),
     expiresAt: expiresAt.toISOString(),
+    ...(watermarkNotEmbedded
+      ? { warnings: ['watermark_not_embedded'], watermarkNotEmbeddedReason: watermarkNotEmbedded }
+      : {}),
   };
   if (anchorFirst) {
     const anchor = await enqueueAnchor(deps, anchorInput);

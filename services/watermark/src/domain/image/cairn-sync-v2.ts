@@ -322,7 +322,7 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
   embedDescribed(
     image: RawImage,
     payload: Uint8Array,
-    { inPlace = false }: { inPlace?: boolean } = {},
+    { inPlace = false, level = 0 }: { inPlace?: boolean; level?: number } = {},
   ): { image: RawImage; content: Uint8Array; psnrDb: number } {
     assertWellFormed(image);
     const { width, height } = image;
@@ -334,7 +334,11 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     const [gw, gh] = gridSize(width, height);
     const resampler = new LumaResampler(width, height, gw, gh);
     const luma = resampler.grid(image);
-    const weight = maskingWeights(luma, gw, gh);
+    const strength = SYNC_STRENGTH_LEVELS[level];
+    if (!strength) throw new Error(`no embedding strength level ${level}`);
+    // Level 0 keeps the parameters this mark was made with (video and tests may set their own PSNR).
+    const weight = maskingWeights(luma, gw, gh, strength.mask);
+    const psnrTarget = level === 0 ? this.params.psnrDb : strength.psnrDb;
     const code = convEncode(frameBits(payload));
     const { reference, spread, bitOf } = this.layout;
     const tile = new Float64Array(CHIPS);
@@ -348,7 +352,7 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
       for (let x = 0; x < gw; x++) delta[o + x] = tile[row + (x & (TILE - 1))]! * weight[o + x]!;
     }
     // The strength is set on what reaches the pixels (after enlargement), so PSNR is the same at every size.
-    const gain = calibratedGain(image, delta, this.params.strengthRms, this.params.psnrDb, resampler);
+    const gain = calibratedGain(image, delta, this.params.strengthRms, psnrTarget, resampler);
     for (let i = 0; i < delta.length; i++) delta[i]! *= gain;
     const marked: RawImage = inPlace ? image : { ...image, pixels: image.pixels.slice() };
     const squaredError = resampler.addDelta(marked, delta);
@@ -550,11 +554,41 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
 const MASK_MIN = 0.5;
 const MASK_MAX = 1.5;
 
+/** Clamp of the perceptual mask, relative to the picture's mean local contrast. */
+export interface MaskBounds {
+  readonly min: number;
+  readonly max: number;
+}
+
+const DEFAULT_MASK: MaskBounds = { min: MASK_MIN, max: MASK_MAX };
+
+/**
+ * The settings an embedding escalates through when its own output does not read back (app/embed-image.ts reads
+ * every marked file before answering it). Level 0 is every mark's setting; the detector is the same for all of
+ * them (it whitens, so neither the mask nor the gain is something it needs to know). Each level stays within the
+ * fidelity lines the README states (PSNR ≥ 42 dB, SSIM ≥ 0.98): the gain is calibrated to 42.0 dB instead of 42.4
+ * (+5 % amplitude), and the mask flattens (a flatter mask reads better: more of the mark lies where the host's
+ * own residual is small, in smooth regions, which the whitening weighs most; on photos it costs SSIM, see
+ * MASK_MIN, which is why it is a fallback and not the default). Flat content (plain colours, gradients, scans, line
+ * art) starts at the last level: domain/image/readback.ts, startLevel.
+ */
+export const SYNC_STRENGTH_LEVELS: ReadonlyArray<{ readonly psnrDb: number; readonly mask: MaskBounds }> = [
+  { psnrDb: CAIRN_SYNC_V2.psnrDb, mask: DEFAULT_MASK },
+  { psnrDb: 42.0, mask: { min: 0.75, max: 1.25 } },
+  { psnrDb: 42.0, mask: { min: 1, max: 1 } },
+];
+
 /**
  * Perceptual masking: the mark's amplitude follows the local contrast of the picture (5×5 standard deviation
  * on the grid), so textured regions carry more and flat ones (sky, skin) less, within MASK_MIN–MASK_MAX× of the mean.
  */
-export function maskingWeights(luma: Float32Array, gw: number, gh: number): Float32Array {
+export function maskingWeights(
+  luma: Float32Array,
+  gw: number,
+  gh: number,
+  bounds: MaskBounds = DEFAULT_MASK,
+): Float32Array {
+  const { min, max } = bounds;
   const deviation = localDeviation(luma, gw, gh, 2);
   let mean = 0;
   for (let i = 0; i < deviation.length; i++) mean += deviation[i]!;
@@ -562,7 +596,7 @@ export function maskingWeights(luma: Float32Array, gw: number, gh: number): Floa
   const weight = new Float32Array(gw * gh);
   for (let i = 0; i < weight.length; i++) {
     const relative = (deviation[i]! + 1) / (mean + 1);
-    weight[i] = relative < MASK_MIN ? MASK_MIN : relative > MASK_MAX ? MASK_MAX : relative;
+    weight[i] = relative < min ? min : relative > max ? max : relative;
   }
   return weight;
 }
