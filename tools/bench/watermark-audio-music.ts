@@ -2,8 +2,8 @@
  * Real music for the audio benches, from Debian's game music packages (ogg Vorbis, 44.1 kHz stereo, composed and
  * mixed by people, orchestral pieces with quiet intros and loud tutti): installed, not kept in git
  * (`apt-get install wesnoth-1.16-music hyperrogue-music`). Each excerpt is decoded to a 16-bit stereo WAV, as a
- * lossless master would be uploaded. Two sets: `tuning`, the excerpts the segment masking's parameters were chosen
- * on, and `judging`, excerpts never used for that (other pieces, and another composer's package).
+ * lossless master would be uploaded. Two sets: `tuning`, the excerpts strength changes are tried on, and
+ * `judging`, excerpts never used for that (other pieces, and another composer's package).
  */
 import { access } from 'node:fs/promises';
 import { runFfmpeg } from '@cairn/media';

@@ -53,14 +53,6 @@ export const AUDIO_WM_V3 = {
   /** The budget is spent under a water level on each symbol's mark energy (v1, v2: one scale for every symbol). */
   waterLevel: true,
   /**
-   * Embedding only (the detector reads marks made with or without it alike): a frame's first pass spends at most
-   * the mean energy of the host over it and 3 frames either side (±192 ms, about temporal masking's reach) less
-   * 30 dB, so quiet passages of music with wide dynamics get less and the loud ones the rest of the budget; 33 dB
-   * with ±1 frame lost more copies of a quiet piece (README "Fidelity on real music").
-   */
-  segmentSnrDb: 30,
-  maskingFrames: 3,
-  /**
    * Symbols vote with (1 − floor/power), then its 4th and 8th powers: under added white noise most symbols sit
    * near the floor and a sharper weight mutes them; a music host's own floor wants the plain weight.
    */

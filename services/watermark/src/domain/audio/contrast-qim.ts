@@ -59,15 +59,6 @@ export interface ContrastQimSpec {
    */
   readonly waterLevel: boolean;
   /**
-   * Embedding only (detection is unaffected, so a mark made without it reads the same): each frame's first-pass
-   * mark energy is held to the host's energy around it (±masking frames) less this many dB, so a quiet passage
-   * gets a mark as quiet as it is and the budget it leaves goes to the loud ones, which mask more; absent: one
-   * water level for the whole file.
-   */
-  readonly segmentSnrDb?: number;
-  /** Frames either side whose energy masks a frame's mark (forward and backward temporal masking). */
-  readonly maskingFrames?: number;
-  /**
    * The powers of the reliability weight (1 − floor/power) detection tries, in order, each a full sync search and
    * `candidates` decodes: 1 suits a host with a high floor of its own (music), a sharper weight mutes the symbols
    * that added noise covers (speech under white noise).
@@ -363,67 +354,24 @@ export class ContrastQimMark {
       }
     }
     const budget = hostEnergy / 10 ** (targetSnrDb / 10);
-    const cap = this.frameCaps(host, frames);
-    // What the symbols of frame j spend under level λ: each at most λ, the frame at most its cap.
-    const frameUse = (j: number, level: number): number => {
-      let used = 0;
-      for (let b = 0; b < bands; b++) used += Math.min(cost[j * bands + b]!, level);
-      return cap ? Math.min(used, cap[j]!) : used;
-    };
-    const spent = (level: number): number => {
-      let used = 0;
-      for (let j = 0; j < frames; j++) used += frameUse(j, level);
-      return used;
-    };
     const share = new Float64Array(frames * bands).fill(1);
+    let total = 0;
     let hi = 0;
-    for (const c of cost) hi = Math.max(hi, c);
-    let lo = hi;
-    if (spent(hi) > budget) {
-      lo = 0;
-      for (let it = 0; it < 50; it++) {
-        const mid = (lo + hi) / 2;
-        if (spent(mid) > budget) hi = mid;
-        else lo = mid;
-      }
+    for (const c of cost) {
+      total += c;
+      hi = Math.max(hi, c);
     }
-    for (let j = 0; j < frames; j++) {
+    if (total <= budget) return share;
+    let lo = 0;
+    for (let it = 0; it < 50; it++) {
+      const mid = (lo + hi) / 2;
       let used = 0;
-      for (let b = 0; b < bands; b++) used += Math.min(cost[j * bands + b]!, lo);
-      // A frame over its cap: every symbol of it gives up the same share of its energy.
-      const frameScale = cap && used > cap[j]! ? cap[j]! / used : 1;
-      for (let b = 0; b < bands; b++) {
-        const i = j * bands + b;
-        const c = cost[i]!;
-        if (c > 0) share[i] = Math.sqrt((Math.min(c, lo) * frameScale) / c);
-      }
+      for (const c of cost) used += Math.min(c, mid);
+      if (used > budget) hi = mid;
+      else lo = mid;
     }
+    for (let i = 0; i < cost.length; i++) if (cost[i]! > lo) share[i] = Math.sqrt(lo / cost[i]!);
     return share;
-  }
-
-  /**
-   * Each frame's ceiling on its first-pass mark energy (segmentSnrDb): the host's mean frame energy over the frame
-   * and its masking neighbours, less segmentSnrDb. Null when the spec sets none.
-   */
-  private frameCaps(host: Float32Array, frames: number): Float64Array | null {
-    const { frame, segmentSnrDb, maskingFrames = 0 } = this.spec;
-    if (segmentSnrDb === undefined) return null;
-    const energy = new Float64Array(frames);
-    for (let j = 0; j < frames; j++) {
-      let e = 0;
-      for (let i = j * frame; i < (j + 1) * frame; i++) e += host[i]! * host[i]!;
-      energy[j] = e;
-    }
-    const cap = new Float64Array(frames);
-    const ratio = 10 ** (-segmentSnrDb / 10);
-    for (let j = 0; j < frames; j++) {
-      let e = 0;
-      let n = 0;
-      for (let k = Math.max(0, j - maskingFrames); k <= Math.min(frames - 1, j + maskingFrames); k++, n++)
-        e += energy[k]!;
-      cap[j] = (e / n) * ratio;
-    }
-    return cap;
   }
 
   /** The symbol of band `b` from group log-energies; null when a group is silent. */
