@@ -11,7 +11,11 @@
  * and for all EmbedVideo does (the frames, then the audio track marked and re-encoded), with the load average before
  * and after: on a shared machine the wall figure is only as good as the quiet it was taken in.
  *
+ * Camera-like clips (tools/bench/watermark-video-camera.ts: the real photographs shot handheld, sensor noise, exposure
+ * drift, a cut; H.264 CRF 20 as a phone encodes) join them: the `judging` set by default, `tuning` on request.
+ *
  *   pnpm bench:watermark-video            (SECONDS_OF_VIDEO=3 by default; BENCH_HEIGHTS=720,480 for some clips)
+ *   VIDEO_SETS=bench,tuning,judging       (default: bench,judging)
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -26,6 +30,7 @@ import { keyedPayloadFor, payloadHex } from '../../services/watermark/src/domain
 import { defaultPoolSize, ImageWorkerPool } from '../../services/watermark/src/adapters/worker-pool.js';
 import { videoEncoderArgs } from '../../services/watermark/src/adapters/video-codec.js';
 import { clip, transcoded, type ClipKind } from '../../services/watermark/test/support/video.js';
+import { cameraClip, type CameraSet } from './watermark-video-camera.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 3);
 const FPS = 30;
@@ -33,15 +38,37 @@ const FPS = 30;
 const SPEED_WIDTH = 1280;
 /** BENCH_HEIGHTS=480,360 runs only the clips of those heights (all by default); BENCH_SPEED_ONLY=1 only embeds. */
 const HEIGHTS = process.env.BENCH_HEIGHTS?.split(',').map(Number);
-const ALL_CLIPS: ReadonlyArray<readonly [ClipKind, number, number]> = [
-  ['testsrc2', 1280, 720],
-  ['mandelbrot', 1280, 720],
-  ['photo', 1280, 720],
-  ['testsrc2', 854, 480],
-  ['photo', 854, 480],
-  ['testsrc2', 640, 360],
-  ['photo', 640, 360],
+type Kind = ClipKind | `camera ${CameraSet}`;
+const SETS = (process.env.VIDEO_SETS ?? 'bench,judging').split(',');
+const ALL_CLIPS: ReadonlyArray<readonly [Kind, number, number]> = [
+  ...(SETS.includes('bench')
+    ? ([
+        ['testsrc2', 1280, 720],
+        ['mandelbrot', 1280, 720],
+        ['photo', 1280, 720],
+        ['testsrc2', 854, 480],
+        ['photo', 854, 480],
+        ['testsrc2', 640, 360],
+        ['photo', 640, 360],
+      ] as const)
+    : []),
+  ...(['tuning', 'judging'] as const)
+    .filter((set) => SETS.includes(set))
+    .flatMap((set) =>
+      (
+        [
+          [1280, 720],
+          [854, 480],
+          [640, 360],
+        ] as const
+      ).map(([w, h]) => [`camera ${set}`, w, h] as const),
+    ),
 ];
+/** A clip of the bench: made with ffmpeg, or camera-like from the photographs. */
+const made = (kind: Kind, options: { seconds: number; width: number; height: number; fps: number; audio: true }) =>
+  kind.startsWith('camera ')
+    ? cameraClip(kind.slice('camera '.length) as CameraSet, options)
+    : clip(kind as ClipKind, options);
 const SPEED_ONLY = process.env.BENCH_SPEED_ONLY === '1';
 const CLIPS = ALL_CLIPS.filter(([, , height]) => !HEIGHTS || HEIGHTS.includes(height));
 
@@ -186,7 +213,7 @@ let unmarkedReads = 0;
 let speedClips = 0;
 
 for (const [kind, width, height] of CLIPS) {
-  const original = await clip(kind, { seconds: SECONDS, width, height, fps: FPS, audio: true });
+  const original = await made(kind, { seconds: SECONDS, width, height, fps: FPS, audio: true });
   const payload = keyedPayloadFor(key.secret, `w_bench_${kind}_${height}`);
   const cpuBefore = cpu();
   const childBefore = await childCpu();

@@ -47,7 +47,7 @@ export const AUDIO_WM_V3 = {
   /** Each band's floor is the 10 % quantile of its power over the file. */
   floorQuantile: 0.1,
   minConfidence: 0.1,
-  /** The SNR the mark is held to at least, against the 16 kHz mix (dB): a margin over the promised 35. */
+  /** The SNR the mark is held to at least, against the 16 kHz mix and the upload (dB): a margin over the promised 35. */
   targetSnrDb: 36,
   detectMaxSeconds: 60,
   /** The budget is spent under a water level on each symbol's mark energy (v1, v2: one scale for every symbol). */

@@ -97,6 +97,22 @@ export function videoMarkStrength(strengthRms: number, gridArea: number): number
 }
 const SMALL_GRID_STRENGTH = 0.97;
 
+/**
+ * A grid cell's share of the mark by its luma: 1 from DARK_LUMA up, falling linearly to `floor` at black. The eye
+ * sees a given change in levels as a larger contrast on a dark background (night scenes, shadows, letterbox bars).
+ * Measured on the camera-like clips of the bench (README "Fidelity on camera-like clips").
+ */
+export function luminanceWeight(level: number, floor: number): number {
+  if (level >= DARK_LUMA) return 1;
+  const t = Math.max(0, level - BLACK_LUMA) / (DARK_LUMA - BLACK_LUMA);
+  return floor + (1 - floor) * t;
+}
+/** Luma from which a cell takes its whole share; video black (16 in the limited range) takes `floor`. */
+const DARK_LUMA = 64;
+const BLACK_LUMA = 16;
+/** The share video black takes. */
+export const DARK_FLOOR = 0.5;
+
 /** Per-frame marking of one video's luma planes with one tile: everything frame-independent is made once. */
 export class LumaFrameMarker {
   readonly gridWidth: number;
@@ -123,6 +139,8 @@ export class LumaFrameMarker {
     private readonly strengthRms: number = CAIRN_SYNC_V2.strengthRms,
     /** The embedding grid's area (videoGridArea); GRID_AREA makes exactly an image's v2 mark. */
     readonly gridArea: number = GRID_AREA,
+    /** The share of the mark video black takes (luminanceWeight); 1: every cell alike, as an image's v2 mark. */
+    private readonly darkFloor: number = DARK_FLOOR,
   ) {
     if (tile.length !== SYNC_TILE_SIDE * SYNC_TILE_SIDE) throw new Error('a sync tile is 32×32 chips');
     [this.gridWidth, this.gridHeight] = gridSize(width, height, 1, gridArea);
@@ -149,12 +167,15 @@ export class LumaFrameMarker {
   mark(luma: Uint8Array): number {
     const { width, height } = this;
     if (luma.length < width * height) throw new Error(`a ${width}×${height} luma plane needs ${width * height} bytes`);
-    const weight = maskingWeights(this.maskGrid(luma), this.gridWidth, this.gridHeight);
+    const grid = this.maskGrid(luma);
+    const weight = maskingWeights(grid, this.gridWidth, this.gridHeight);
     let energy = 0;
     for (let i = 0; i < this.delta.length; i++) {
       const d = this.pattern[i]! * weight[i]!;
-      this.delta[i] = d;
       energy += d * d;
+      // Dark cells take less (luminanceWeight); the gain below is the unweighted frame's, so what they give up is
+      // not moved onto the rest of the frame: a frame with dark regions gets a quieter mark, not a louder one elsewhere.
+      this.delta[i] = d * luminanceWeight(grid[i]!, this.darkFloor);
     }
     const gain = this.strengthRms / Math.max(1e-9, Math.sqrt(energy / this.delta.length) * this.enlargement);
     for (let i = 0; i < this.delta.length; i++) this.delta[i]! *= gain;
