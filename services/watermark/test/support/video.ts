@@ -1,4 +1,5 @@
 import { runFfmpeg } from '@cairn/media';
+import { SHARED_DIR } from '../../../../packages/testing/src/shared.js';
 
 /** Video clips made here with ffmpeg (no fixtures): a moving test pattern or a photograph slowly zoomed. */
 export type ClipKind = 'testsrc2' | 'mandelbrot' | 'photo';
@@ -19,7 +20,7 @@ export async function clip(
   const size = `${width}x${height}`;
   const source =
     kind === 'photo'
-      ? ['-loop', '1', '-i', new URL('../../../../../shared/fixtures/photos/coffee.png', import.meta.url).pathname]
+      ? ['-loop', '1', '-i', `${SHARED_DIR}/fixtures/photos/coffee.png`]
       : [
           '-f',
           'lavfi',
