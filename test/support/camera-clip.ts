@@ -21,6 +21,12 @@ export interface Motion {
 }
 
 export const STEADY_HAND: Motion = { zoom: 1.15, zoomGrowth: 0.1, pan: 40, period: 23, jitter: 3, noise: 6 };
+/** Faster than the steady hand: a wider zoom, a pan about three times as fast, more noise. */
+export const QUICK_HAND: Motion = { zoom: 1.25, zoomGrowth: 0.2, pan: 120, period: 40, jitter: 1.5, noise: 9 };
+/**
+ * A violent shake: every frame jumps several pixels from the last (adjacent frames 4–46 bits apart, as far as the
+ * lookup radius): beyond what the content check is specified for (bench:watermark-video-content measures it).
+ */
 export const SHAKY_HAND: Motion = { zoom: 1.25, zoomGrowth: 0.2, pan: 160, period: 11, jitter: 5, noise: 9 };
 
 function shot(motion: Motion, seed: number): string {

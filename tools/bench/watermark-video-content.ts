@@ -9,12 +9,14 @@
  *    is the line;
  *  - transplants: a mark stamped onto other content names the asset only if this check passes, so each clip's
  *    frames are compared with every other clip (other photos, the same camera motion — content similar in kind —
- *    and those clips after CRF 28): named 0 % is the line. The mark itself does not enter the comparison (the
- *    frames are hashed whole; a mark moves them by 0–2 bits), so the clips are compared unmarked; the HTTP test
- *    (test/content-check.test.ts) runs the same two sides through signing and verifying.
+ *    and those clips after CRF 28): named 0 % is the line. The clips are compared unmarked (the check hashes
+ *    whole frames, where the mark is a faint signal); the HTTP test (test/content-check.test.ts) runs the same
+ *    two sides on a marked clip, through signing and verifying.
  *
- * Two sets: `tuning` (astronaut and camera: what the crops and the vote were chosen on) and `judging` (chelsea,
- * coffee and the c2pa-rs photos, faster motion, a cut; never tuned on). `--set tuning|judging|both` (default both).
+ * Sets: `tuning` (astronaut and camera, a steady hand: what the crops, the sampling rate and the vote were chosen
+ * on) and `judging` (chelsea, coffee and two c2pa-rs photos, a quicker hand, a cut to the next photo; never tuned
+ * on); `--set tuning|judging|both` (default both). `--set shaky`: the judging photos under a violent shake (every
+ * frame jumps several pixels), outside what the check is specified for, measured to say so.
  * Prints one `ratio` line per transform and the transplant line.
  */
 import { execFile } from 'node:child_process';
@@ -24,7 +26,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ffmpegPath } from '@cairn/media';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
-import { cameraClip, SHAKY_HAND, STEADY_HAND, type Motion } from '../../test/support/camera-clip.js';
+import { cameraClip, QUICK_HAND, SHAKY_HAND, STEADY_HAND, type Motion } from '../../test/support/camera-clip.js';
 import { fingerprintVideo, sampleVideo } from '../../services/softbinding/src/adapters/video-fingerprint.js';
 import {
   compareVideoContent,
@@ -74,7 +76,9 @@ interface Clip {
   index: IndexedVideoFrame[];
 }
 
-async function clips(set: 'tuning' | 'judging', dir: string): Promise<Clip[]> {
+type SetName = 'tuning' | 'judging' | 'shaky';
+
+async function clips(set: SetName, dir: string): Promise<Clip[]> {
   const photos = `${SHARED}photos/`;
   const made: Array<[string, string[], Motion]> = [];
   if (set === 'tuning') {
@@ -88,7 +92,11 @@ async function clips(set: 'tuning' | 'judging', dir: string): Promise<Clip[]> {
     ];
     // Each judging clip cuts from one photo to the next (the last to the first).
     for (let i = 0; i < pool.length; i++)
-      made.push([pool[i]!.split('/').pop()!, [pool[i]!, pool[(i + 1) % pool.length]!], SHAKY_HAND]);
+      made.push([
+        pool[i]!.split('/').pop()!,
+        [pool[i]!, pool[(i + 1) % pool.length]!],
+        set === 'shaky' ? SHAKY_HAND : QUICK_HAND,
+      ]);
   }
   const out: Clip[] = [];
   for (const [i, [name, sources, motion]] of made.entries()) {
@@ -102,7 +110,7 @@ async function clips(set: 'tuning' | 'judging', dir: string): Promise<Clip[]> {
   return out;
 }
 
-async function bench(set: 'tuning' | 'judging', dir: string): Promise<void> {
+async function bench(set: SetName, dir: string): Promise<void> {
   const all = await clips(set, dir);
   console.log(`# ${set} set: ${all.map((c) => `${c.name} (${c.index.length} indexed frames)`).join(', ')}`);
   const copies = new Map<string, string[]>();
@@ -146,6 +154,7 @@ const dir = await mkdtemp(join(tmpdir(), 'cairn-bench-content-'));
 try {
   if (which === 'tuning' || which === 'both') await bench('tuning', dir);
   if (which === 'judging' || which === 'both') await bench('judging', dir);
+  if (which === 'shaky') await bench('shaky', dir);
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

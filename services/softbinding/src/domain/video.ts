@@ -262,7 +262,7 @@ export function indexedFrames(
  * own sampling (scene changes and a periodic floor) picks different instants on a re-encoded copy of a moving shot,
  * and frames a fraction of a second apart in a handheld pan are as far apart as unrelated pictures.
  */
-export const CONTENT_SAMPLE_FPS = 4;
+export const CONTENT_SAMPLE_FPS = 8;
 export const CONTENT_MAX_SECONDS = 30;
 export const CONTENT_MAX_FRAMES = CONTENT_SAMPLE_FPS * CONTENT_MAX_SECONDS;
 /** Indexed frames within the copy's sampled span, plus this margin (a trailing frame of a clip), are compared. */
