@@ -14,13 +14,13 @@
  *    two sides on a marked clip, through signing and verifying.
  *
  * Sets: `tuning` (astronaut and camera, a steady hand: what the crops, the sampling rate and the vote were chosen
- * on) and `judging` (chelsea, coffee and two c2pa-rs photos, a quicker hand, a cut to the next photo; never tuned
+ * on) and `judging` (chelsea, coffee, and the c2pa-rs earth and ribbons photographs, a quicker hand, a cut between two framings of each photo; never tuned
  * on); `--set tuning|judging|both` (default both). `--set shaky`: the judging photos under a violent shake (every
  * frame jumps several pixels), outside what the check is specified for, measured to say so.
  * Prints one `ratio` line per transform and the transplant line.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -84,19 +84,18 @@ async function clips(set: SetName, dir: string): Promise<Clip[]> {
   if (set === 'tuning') {
     for (const p of ['astronaut.png', 'camera.png']) made.push([p, [photos + p], STEADY_HAND]);
   } else {
-    const others = (await readdir(`${SHARED}c2pa-rs`)).filter((f) => f.endsWith('.jpg')).sort();
+    // Camera photographs only, each distinct: C.jpg and CA.jpg are one flat gradient (no camera content, and the
+    // same picture twice), E-sig-CA.jpg is XCA.jpg in colour.
     const pool = [
       photos + 'chelsea.png',
       photos + 'coffee.png',
-      ...others.slice(0, 2).map((f) => `${SHARED}c2pa-rs/${f}`),
+      `${SHARED}c2pa-rs/cloud.jpg`,
+      `${SHARED}c2pa-rs/XCA.jpg`,
     ];
-    // Each judging clip cuts from one photo to the next (the last to the first).
-    for (let i = 0; i < pool.length; i++)
-      made.push([
-        pool[i]!.split('/').pop()!,
-        [pool[i]!, pool[(i + 1) % pool.length]!],
-        set === 'shaky' ? SHAKY_HAND : QUICK_HAND,
-      ]);
+    // Each judging clip cuts between two framings of its photo (the second shot is another seed of the motion):
+    // clips share no picture, so a transplant's host is unrelated content of the same kind.
+    for (const path of pool)
+      made.push([path.split('/').pop()!, [path, path], set === 'shaky' ? SHAKY_HAND : QUICK_HAND]);
   }
   const out: Clip[] = [];
   for (const [i, [name, sources, motion]] of made.entries()) {

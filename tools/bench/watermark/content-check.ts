@@ -7,13 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 import { SyncTileWatermark, analyseSync } from '../../../services/watermark/src/domain/image/cairn-sync-v2.js';
 import { compareContent, registeredPoints } from '../../../services/watermark/src/domain/image/content-registration.js';
 import type { RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
 import { keyedPayloadFor } from '../../../services/watermark/src/domain/payload.js';
 import { ISSUE_ATTACKS, chain, cropCentral, decode, flip, jpeg, rotate, type Attack } from './attacks.js';
 
-const SHARED = fileURLToPath(new URL('../../../../shared/fixtures/', import.meta.url));
+// The shared folder beside the repository (a worktree sits one level deeper than the main checkout).
+const SHARED = `${SHARED_DIR}/fixtures/`;
 
 export interface ContentCheckRun {
   /** Per attack: [consistent, read] over the signed photos. */
