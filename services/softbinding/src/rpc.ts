@@ -1,6 +1,7 @@
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { softbindingV1 } from '@cairn/proto';
 import type { ServiceImpl } from '@cairn/rpc';
+import { compareContent } from './app/compare-content.js';
 import { lookup, type LookupDeps } from './app/lookup.js';
 import { ALGORITHMS } from './domain/algorithms.js';
 import {
@@ -40,6 +41,7 @@ export function softbindingHandlers(deps: LookupDeps & RepositoryDeps): ServiceI
         })),
       };
     },
+    compareContent: (request) => compareContent(deps, request),
     storeManifest: (request) => storeManifest(deps, request),
     getStoredManifest: async (request) => ({ manifestStore: await getStoredManifest(deps, request.manifestId) }),
     deleteStoredManifest: async (request) => {

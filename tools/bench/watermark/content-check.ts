@@ -7,13 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 import { SyncTileWatermark, analyseSync } from '../../../services/watermark/src/domain/image/cairn-sync-v2.js';
 import { compareContent, registeredPoints } from '../../../services/watermark/src/domain/image/content-registration.js';
 import type { RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
 import { keyedPayloadFor } from '../../../services/watermark/src/domain/payload.js';
-import { ISSUE_ATTACKS, decode, type Attack } from './attacks.js';
+import { ISSUE_ATTACKS, chain, cropCentral, decode, flip, jpeg, rotate, type Attack } from './attacks.js';
 
-const SHARED = fileURLToPath(new URL('../../../../shared/fixtures/', import.meta.url));
+// The shared folder beside the repository (a worktree sits one level deeper than the main checkout).
+const SHARED = `${SHARED_DIR}/fixtures/`;
 
 export interface ContentCheckRun {
   /** Per attack: [consistent, read] over the signed photos. */
@@ -41,8 +43,15 @@ function check(v2: SyncTileWatermark, image: RawImage, descriptor: Uint8Array) {
   return compareContent(registeredPoints(analysis.luma, analysis.width, analysis.height, read.geometry), descriptor);
 }
 
+/** Honest copies a user makes beside the attack table: a 10 % crop, a quarter turn or a mirror, each saved as JPEG q50. */
+export const COPY_CHAINS: ReadonlyArray<readonly [string, Attack]> = [
+  ['crop 10% + JPEG q50', chain(cropCentral(0.81), jpeg(50))],
+  ['rotate 90° + JPEG q50', chain(rotate(90), jpeg(50))],
+  ['mirror + JPEG q50', chain(flip, jpeg(50))],
+];
+
 export async function contentCheck(
-  attacks: ReadonlyArray<readonly [string, Attack]> = ISSUE_ATTACKS,
+  attacks: ReadonlyArray<readonly [string, Attack]> = [...ISSUE_ATTACKS, ...COPY_CHAINS],
 ): Promise<ContentCheckRun> {
   const photos = (await readdir(`${SHARED}photos`))
     .filter((f) => f.endsWith('.png'))
@@ -82,6 +91,8 @@ export async function contentCheck(
       'rotate +3°',
       'horizontal flip',
       'social 0.5× + 5% crop + JPEG q50',
+      'crop 10% + JPEG q50',
+      'rotate 90° + JPEG q50',
     ].includes(name),
   );
   let tRead = 0;
@@ -106,8 +117,11 @@ export async function contentCheck(
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const run = await contentCheck();
   for (const g of run.genuine)
-    console.log(`${g.attack.padEnd(36)} consistent ${g.consistent}/${g.read}  min r ${g.minCorrelation.toFixed(3)}`);
+    console.log(
+      `ratio image honest "${g.attack}" consistent ${g.consistent}/${g.read} = ${(g.read ? g.consistent / g.read : 0).toFixed(3)}  (min r ${g.minCorrelation.toFixed(3)})`,
+    );
+  const t = run.transplants;
   console.log(
-    `transplants read ${run.transplants.read}, passed ${run.transplants.passed}, max r ${run.transplants.maxCorrelation.toFixed(3)}`,
+    `ratio image transplant passed ${t.passed}/${t.read} = ${(t.read ? t.passed / t.read : 0).toFixed(3)}  (max r ${t.maxCorrelation.toFixed(3)})`,
   );
 }

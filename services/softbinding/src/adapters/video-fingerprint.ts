@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { FfmpegError, runFfmpeg, sniffMediaType, type FfmpegRun } from '@cairn/media';
 import { hashPixels } from '../domain/pdq.js';
 import {
+  CONTENT_MAX_FRAMES,
+  CONTENT_MAX_SECONDS,
+  CONTENT_SAMPLE_FPS,
+  cropFrame,
   evenlySpaced,
+  FRAME_CROPS,
   FRAME_BYTES,
   FRAME_SIDE,
   MAX_ANALYSED_SECONDS,
@@ -67,12 +72,15 @@ async function videoStreamSeconds(input: string, seconds: number, timeoutMs: num
   return streamExtent(packets.toString('latin1'));
 }
 
-/** The frame hashes of a video (see the module comment); a typed `VideoFingerprintError` for bad input. */
-export async function fingerprintVideo(
-  bytes: Buffer,
-  options: VideoFingerprintOptions = {},
-): Promise<VideoFrameHash[]> {
-  const maxBytes = options.maxBytes ?? MAX_VIDEO_BYTES;
+/** Decoded 128×128 rgb24 frames of a video and their seconds from the first one. */
+interface DecodedFrames {
+  readonly raw: Buffer;
+  readonly times: number[];
+  readonly count: number;
+}
+
+/** Checks the input before any decoder runs (size, not another type). */
+function checkInput(bytes: Buffer, maxBytes: number): void {
   if (bytes.length > maxBytes)
     throw new VideoFingerprintError(
       'too_large',
@@ -82,61 +90,138 @@ export async function fingerprintVideo(
   const sniffed = sniffMediaType(bytes.subarray(0, 64));
   if (sniffed && sniffed.modality !== 'video')
     throw new VideoFingerprintError('not_video', `input is ${sniffed.mediaType}, not a video`);
+}
 
+/**
+ * One decode of the first video stream's first `seconds`, scaled to the hash's square and passed through `pick` (a
+ * frame selection filter), at most `maxFrames` frames, each with its timestamp.
+ */
+async function decodeFrames(
+  input: string,
+  dir: string,
+  pick: string,
+  seconds: number,
+  maxFrames: number,
+  deadline: number,
+  everySeconds?: number,
+): Promise<DecodedFrames> {
+  const metaFile = join(dir, 'frames.txt');
+  const filter = [
+    `scale=${FRAME_SIDE}:${FRAME_SIDE}:flags=area`,
+    pick,
+    `metadata=mode=print:file=${filterPath(metaFile)}`,
+    'format=rgb24',
+  ].join(',');
+  const raw = await runOnVideo({
+    args: [
+      '-t',
+      String(seconds),
+      '-i',
+      input,
+      '-map',
+      '0:v:0',
+      '-an',
+      '-sn',
+      '-dn',
+      '-vf',
+      filter,
+      '-vsync',
+      'vfr',
+      '-frames:v',
+      String(maxFrames),
+      '-f',
+      'rawvideo',
+      'pipe:1',
+    ],
+    maxOutputBytes: maxFrames * FRAME_BYTES + FRAME_BYTES,
+    timeoutMs: Math.max(1, deadline - Date.now()),
+  });
+  const frames = Math.floor(raw.length / FRAME_BYTES);
+  // The metadata filter prints only frames that carry metadata (select's scene score); frames picked at a fixed
+  // rate carry none, and are that rate's steps apart.
+  const times =
+    everySeconds === undefined
+      ? parseTimes(await readFile(metaFile, 'utf8').catch(() => ''))
+      : Array.from({ length: frames }, (_, i) => i * everySeconds);
+  const count = Math.min(frames, times.length);
+  if (count === 0) throw new VideoFingerprintError('no_frames', 'no video frames could be decoded');
+  return { raw, times, count };
+}
+
+/** Frame `i` of the decoded frames, hashed (whole, and its crops when asked), with its seconds from the first. */
+function hashFrame(frames: DecodedFrames, i: number, withCrops: boolean): VideoFrameHash {
+  const pixels = new Uint8Array(frames.raw.buffer, frames.raw.byteOffset + i * FRAME_BYTES, FRAME_BYTES);
+  const hash = hashPixels(pixels, FRAME_SIDE, FRAME_SIDE, 3);
+  const t0 = frames.times[0]!;
+  const ti = frames.times[i]!;
+  const seconds = Number.isFinite(ti) && Number.isFinite(t0) ? Math.round((ti - t0) * 1000) / 1000 : 0;
+  if (!withCrops) return { seconds, bits: hash.bits, quality: hash.quality };
+  const crops = FRAME_CROPS.map((crop) => {
+    const part = cropFrame(pixels, FRAME_SIDE, crop);
+    const h = hashPixels(part.pixels, part.width, part.height, 3);
+    return { name: crop.name, bits: h.bits, quality: h.quality };
+  });
+  return { seconds, bits: hash.bits, quality: hash.quality, crops };
+}
+
+/** Runs `work` on the input written to a temp file (MP4s with the `moov` atom at the end decode from a file). */
+async function withInputFile<T>(bytes: Buffer, work: (input: string, dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'cairn-video-'));
   try {
     const input = join(dir, 'input');
-    const metaFile = join(dir, 'frames.txt');
     await writeFile(input, bytes);
-    const seconds = options.maxSeconds ?? MAX_ANALYSED_SECONDS;
-    const deadline = Date.now() + (options.timeoutMs ?? VIDEO_TIMEOUT_MS);
-    const floor = periodicSeconds(await videoStreamSeconds(input, seconds, deadline - Date.now()));
-    const filter = [
-      `scale=${FRAME_SIDE}:${FRAME_SIDE}:flags=area`,
-      `select='eq(n\\,0)+gt(scene\\,${SCENE_THRESHOLD})+gte(t-prev_selected_t\\,${floor})'`,
-      `metadata=mode=print:file=${filterPath(metaFile)}`,
-      'format=rgb24',
-    ].join(',');
-    const raw = await runOnVideo({
-      args: [
-        '-t',
-        String(seconds),
-        '-i',
-        input,
-        '-map',
-        '0:v:0',
-        '-an',
-        '-sn',
-        '-dn',
-        '-vf',
-        filter,
-        '-vsync',
-        'vfr',
-        '-frames:v',
-        String(MAX_CANDIDATE_FRAMES),
-        '-f',
-        'rawvideo',
-        'pipe:1',
-      ],
-      maxOutputBytes: MAX_CANDIDATE_FRAMES * FRAME_BYTES + FRAME_BYTES,
-      timeoutMs: Math.max(1, deadline - Date.now()),
-    });
-    const times = parseTimes(await readFile(metaFile, 'utf8').catch(() => ''));
-    const count = Math.min(Math.floor(raw.length / FRAME_BYTES), times.length);
-    if (count === 0) throw new VideoFingerprintError('no_frames', 'no video frames could be decoded');
-    const t0 = times[0]!;
-    const frames: VideoFrameHash[] = [];
-    for (const i of evenlySpaced(
-      Array.from({ length: count }, (_, k) => k),
-      MAX_VIDEO_FRAMES,
-    )) {
-      const pixels = new Uint8Array(raw.buffer, raw.byteOffset + i * FRAME_BYTES, FRAME_BYTES);
-      const hash = hashPixels(pixels, FRAME_SIDE, FRAME_SIDE, 3);
-      const t = Number.isFinite(times[i]!) && Number.isFinite(t0) ? Math.round((times[i]! - t0) * 1000) / 1000 : 0;
-      frames.push({ seconds: t, bits: hash.bits, quality: hash.quality });
-    }
-    return frames;
+    return await work(input, dir);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The frame hashes of a video (see the module comment), with their crop variants (`FRAME_CROPS`) when
+ * `options.crops`; a typed `VideoFingerprintError` for bad input.
+ */
+export async function fingerprintVideo(
+  bytes: Buffer,
+  options: VideoFingerprintOptions = {},
+): Promise<VideoFrameHash[]> {
+  checkInput(bytes, options.maxBytes ?? MAX_VIDEO_BYTES);
+  return withInputFile(bytes, async (input, dir) => {
+    const seconds = options.maxSeconds ?? MAX_ANALYSED_SECONDS;
+    const deadline = Date.now() + (options.timeoutMs ?? VIDEO_TIMEOUT_MS);
+    const floor = periodicSeconds(await videoStreamSeconds(input, seconds, deadline - Date.now()));
+    const pick = `select='eq(n\\,0)+gt(scene\\,${SCENE_THRESHOLD})+gte(t-prev_selected_t\\,${floor})'`;
+    const frames = await decodeFrames(input, dir, pick, seconds, MAX_CANDIDATE_FRAMES, deadline);
+    return evenlySpaced(
+      Array.from({ length: frames.count }, (_, k) => k),
+      MAX_VIDEO_FRAMES,
+    ).map((i) => hashFrame(frames, i, options.crops ?? false));
+  });
+}
+
+/**
+ * The copy's side of the content check (domain/video.ts `compareVideoContent`): frames sampled evenly at
+ * `CONTENT_SAMPLE_FPS` over the first `CONTENT_MAX_SECONDS`, whole-frame hashes, and the seconds they span.
+ */
+export async function sampleVideo(
+  bytes: Buffer,
+  options: VideoFingerprintOptions = {},
+): Promise<{ frames: VideoFrameHash[]; spanSeconds: number }> {
+  checkInput(bytes, options.maxBytes ?? MAX_VIDEO_BYTES);
+  return withInputFile(bytes, async (input, dir) => {
+    const seconds = Math.min(options.maxSeconds ?? CONTENT_MAX_SECONDS, CONTENT_MAX_SECONDS);
+    const deadline = Date.now() + (options.timeoutMs ?? VIDEO_TIMEOUT_MS);
+    const decoded = await decodeFrames(
+      input,
+      dir,
+      `fps=${CONTENT_SAMPLE_FPS}`,
+      seconds,
+      CONTENT_MAX_FRAMES,
+      deadline,
+      1 / CONTENT_SAMPLE_FPS,
+    );
+    const frames = Array.from({ length: decoded.count }, (_, i) => hashFrame(decoded, i, false));
+    // The last sample stands for the 1/fps seconds after it.
+    const spanSeconds = (frames.at(-1)?.seconds ?? 0) + 1 / CONTENT_SAMPLE_FPS;
+    return { frames, spanSeconds };
+  });
 }

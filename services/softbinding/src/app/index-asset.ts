@@ -9,7 +9,7 @@ import { fingerprintAudio, fingerprintSoundtrack } from '../adapters/audio-finge
 import { pdqFingerprinter } from '../adapters/image-hash.js';
 import { fingerprintText, TextFingerprintError } from '../domain/text.js';
 import type { Indexes } from './lookup.js';
-import { VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
+import { frameRows, VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
 import { fingerprintVideo } from '../adapters/video-fingerprint.js';
 import { indexHashes } from '../adapters/image-variants.js';
 
@@ -97,16 +97,11 @@ export function indexSignedAsset(deps: IndexDeps) {
       });
     } else if (modality === 'video') {
       await attempt('frames', async () => {
-        const frames = await fingerprintVideo(bytes);
+        const frames = await fingerprintVideo(bytes, { crops: true });
         await deps.indexes.images.add(
           tx,
-          frames.map((f, i) => ({
-            ...record,
-            alg: VIDEO_ALG,
-            variant: `frame-${String(i).padStart(2, '0')}@${f.seconds}`,
-            bits: f.bits,
-            quality: f.quality,
-          })),
+          // Whole frames and their crops (a cropped copy's frames land near these: domain/video.ts FRAME_CROPS).
+          frameRows(frames).map((row) => ({ ...record, alg: VIDEO_ALG, ...row })),
         );
       });
       // The sound is indexed as audio of the same asset: an audio lookup of the sound taken out of the video (the

@@ -89,6 +89,8 @@ export const fingerprints = softbinding.table(
   (t) => [
     uniqueIndex('fingerprints_asset_variant_idx').on(t.tenantId, t.assetId, t.alg, t.variant),
     index('fingerprints_xid_idx').on(t.xid),
+    // The content check reads one asset's rows without knowing its tenant.
+    index('fingerprints_asset_alg_idx').on(t.assetId, t.alg),
     ...(Object.keys(chunkColumns) as Array<keyof typeof chunkColumns>).map((c) =>
       index(`fingerprints_${c}_idx`).on(t[c] as PgColumn),
     ),

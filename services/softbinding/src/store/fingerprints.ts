@@ -292,6 +292,19 @@ export class FingerprintIndex {
     return this.records(scope, hits, limit);
   }
 
+  /**
+   * Every stored row of one asset under `alg` (its variant, hash and quality), whichever tenant signed it: the
+   * content check compares a copy with them and answers only whether they match, never the rows.
+   */
+  async rowsOf(assetId: string, alg: string): Promise<Array<{ variant: string; bits: Uint8Array; quality: number }>> {
+    return inScope(this.db, 'public', async (tx) => {
+      const result = await tx.execute<{ variant: string; hash: string; quality: number }>(sql`
+        select variant, hash::text as hash, quality from softbinding.fingerprints
+        where asset_id = ${assetId} and alg = ${alg} order by variant limit ${MAX_ROWS_OF_ASSET}`);
+      return result.rows.map((r) => ({ variant: r.variant, bits: bitsOf(r.hash), quality: r.quality }));
+    });
+  }
+
   /** Multi-index hashing over Postgres's chunk indexes (without the in-memory index, or beyond its bounds). */
   searchPostgres(
     scope: LookupScope,
@@ -349,6 +362,16 @@ export class FingerprintIndex {
     };
     return inScope(this.db, scope, query);
   }
+}
+
+/** More rows than one asset is ever given (48 frames × 7 hashes), read at most. */
+const MAX_ROWS_OF_ASSET = 512;
+
+/** A bit(256) as Postgres prints it ('0101…') → 32 bytes, most significant bit first. */
+function bitsOf(text: string): Uint8Array {
+  const out = new Uint8Array(text.length >> 3);
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 49) out[i >> 3] = out[i >> 3]! | (0x80 >> (i & 7));
+  return out;
 }
 
 /** One match per asset (its nearest row, the rows coming best first), at most `limit`. */

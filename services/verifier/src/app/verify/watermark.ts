@@ -109,15 +109,25 @@ export function detectVideoWatermark(deps: VerifyDeps, bytes: Buffer): Promise<W
  * its signal): the content must also look like that asset. A cairn-sync-v2 mark is checked by the watermark
  * service itself, which knows the geometry it read the mark under and compares the picture, registered back, with
  * what the mark was embedded in (crops and rotations included; its answer is the evidence's contentConsistent).
- * Other marks do not survive geometry changes, so their content is compared by perceptual fingerprint (within the
- * lookup radius), asked across tenants with public fields only. Undefined when it cannot be told (the lookup
- * failed or the file has none).
+ * Other marks are compared by the soft-binding service: first its content check against that one asset (a video's
+ * indexed frames and their crops, the copy sampled densely, so re-encodes, scaling, crops and frame-rate changes
+ * compare as the same content), and where that does not name the asset (not a video, nothing indexed, or no
+ * match), by perceptual fingerprint within the lookup radius, asked across tenants with public fields only. Undefined when it cannot be
+ * told (the calls failed or the file has no fingerprint).
  */
 export async function contentMatchesAsset(
   deps: VerifyDeps,
   uploadBlobKey: string,
   assetId: string,
 ): Promise<boolean | undefined> {
+  try {
+    const check = await deps.softbinding.compareContent({ uploadBlobKey, assetId }, { deadlineMs: 30_000 });
+    // A refusal is not final: the lookup samples at the index's own instants, which a copy of a clip whose every
+    // frame differs (a moving test pattern) meets exactly where the dense sampling falls between frames.
+    if (check.known && check.consistent) return true;
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'soft-binding content check failed; looking the file up instead');
+  }
   try {
     const { matches } = await deps.softbinding.lookup(
       { tenantId: '', query: { case: 'uploadBlobKey', value: uploadBlobKey }, limit: 50 },

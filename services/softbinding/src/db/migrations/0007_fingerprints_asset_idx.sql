@@ -1,0 +1,1 @@
+CREATE INDEX "fingerprints_asset_alg_idx" ON "softbinding"."fingerprints" USING btree ("asset_id","alg");
