@@ -10,6 +10,7 @@ import {
   newSerialHex,
   parseCertificatePem,
 } from '../src/pki/ca.js';
+import type { TsaCredential } from '../src/pki/time-stamp-token.js';
 import { answerTimeStampRequest } from '../src/pki/tsa-responder.js';
 
 export interface ExternalTsa {
@@ -22,7 +23,8 @@ export interface ExternalTsa {
   close(): Promise<void>;
 }
 
-export async function startExternalTsa(org = 'Acme Time Services'): Promise<ExternalTsa> {
+/** A TSA hierarchy of its own (root → intermediate → TSA certificate) made with the signer's profiles. */
+export async function makeTsaHierarchy(org: string): Promise<{ rootPem: string; credential: TsaCredential }> {
   const now = new Date();
   const rootKeys = await generateP256KeyPair();
   const root = await createRootCertificate({ org, keys: rootKeys, serialHex: newSerialHex(), now });
@@ -44,7 +46,14 @@ export async function startExternalTsa(org = 'Acme Time Services'): Promise<Exte
     now,
     validityDays: 30,
   });
-  const credential = { certificateDer: tsa.der, issuerCertificateDer: ca.der, privateKey: tsaKeys.privateKey };
+  return {
+    rootPem: root.pem,
+    credential: { certificateDer: tsa.der, issuerCertificateDer: ca.der, privateKey: tsaKeys.privateKey },
+  };
+}
+
+export async function startExternalTsa(org = 'Acme Time Services'): Promise<ExternalTsa> {
+  const { rootPem, credential } = await makeTsaHierarchy(org);
   const state = { requests: 0, mode: 'grant' as ExternalTsa['mode'] };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -61,7 +70,7 @@ export async function startExternalTsa(org = 'Acme Time Services'): Promise<Exte
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return Object.assign(state, {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rfc3161`,
-    rootPem: root.pem,
+    rootPem,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

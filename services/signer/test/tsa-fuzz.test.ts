@@ -1,50 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import {
-  createIntermediateCertificate,
-  createRootCertificate,
-  createTsaCertificate,
-  generateP256KeyPair,
-  newSerialHex,
-  parseCertificatePem,
-} from '../src/pki/ca.js';
-import type { TsaCredential } from '../src/pki/time-stamp-token.js';
 import { answerTimeStampRequest, GrantBudget } from '../src/pki/tsa-responder.js';
+import { makeTsaHierarchy } from './external-tsa.js';
 import { HASH_OIDS, readTimeStampReply, timeStampQuery } from './tsp-client.js';
 
 // What reaches the public TSA path is anyone's bytes: every answer must be a TimeStampResp (granted or rejected),
 // never a throw, whatever the request.
 
-async function credential(): Promise<TsaCredential> {
-  const now = new Date();
-  const org = 'Fuzz TSA';
-  const rootKeys = await generateP256KeyPair();
-  const root = await createRootCertificate({ org, keys: rootKeys, serialHex: newSerialHex(), now });
-  const caKeys = await generateP256KeyPair();
-  const ca = await createIntermediateCertificate({
-    org,
-    publicKey: caKeys.publicKey,
-    issuer: { certificate: parseCertificatePem(root.pem), privateKey: rootKeys.privateKey },
-    serialHex: newSerialHex(),
-    now,
-  });
-  const keys = await generateP256KeyPair();
-  const tsa = await createTsaCertificate({
-    org,
-    sequence: 1,
-    publicKey: keys.publicKey,
-    issuer: { certificate: parseCertificatePem(ca.pem), privateKey: caKeys.privateKey },
-    serialHex: newSerialHex(),
-    now,
-    validityDays: 30,
-  });
-  return { certificateDer: tsa.der, issuerCertificateDer: ca.der, privateKey: keys.privateKey };
-}
-
 describe('the time-stamping authority under hostile requests', () => {
   it('answers random bytes and mutated or cut queries with a TimeStampResp, never a throw', async () => {
-    const cred = await credential();
+    const { credential: cred } = await makeTsaHierarchy('Fuzz TSA');
     const deps = { credential: async () => cred };
     const valid = timeStampQuery({
       hashOid: HASH_OIDS.sha256,
