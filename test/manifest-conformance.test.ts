@@ -84,16 +84,22 @@ async function cairnSign(
   name: string,
   mimeType: string,
   sidecar: boolean,
-): Promise<Report> {
-  const { signed, signedBytes } = await signAndFetch<{ asset_id: string; manifest_id: string; media_type: string }>(
-    stack,
-    apiKey,
-    { recipe, bytes: upload, name, metadata: { generator: 'Conformance Studio', model: 'gen-2' } },
-  );
+): Promise<Report & { watermarkId?: string; warnings?: string[] }> {
+  const { signed, signedBytes } = await signAndFetch<{
+    asset_id: string;
+    manifest_id: string;
+    media_type: string;
+    watermark_id?: string;
+    warnings?: string[];
+  }>(stack, apiKey, { recipe, bytes: upload, name, metadata: { generator: 'Conformance Studio', model: 'gen-2' } });
   expect(signed.media_type).toBe(mimeType);
-  if (!sidecar) return readReport(signedBytes, mimeType);
+  const answer = {
+    ...(signed.watermark_id ? { watermarkId: signed.watermark_id } : {}),
+    ...(signed.warnings ? { warnings: signed.warnings } : {}),
+  };
+  if (!sidecar) return { ...(await readReport(signedBytes, mimeType)), ...answer };
   const store = Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());
-  return readReport(signedBytes, mimeType, store);
+  return { ...(await readReport(signedBytes, mimeType, store)), ...answer };
 }
 
 function actionsOf(report: Report): Json[] {
@@ -183,12 +189,20 @@ describe('Cairn manifests next to the reference SDK', () => {
 
   it('OGG with a sidecar manifest (audio-genai-v1): the same bound watermark in the sidecar', async () => {
     const ogg = await runFfmpeg({
-      args: ['-i', 'pipe:0', '-codec:a', 'libvorbis', '-q:a', '3', '-f', 'ogg', 'pipe:1'],
+      args: ['-i', 'pipe:0', '-codec:a', 'libvorbis', '-q:a', '6', '-f', 'ogg', 'pipe:1'],
       input: await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`),
     });
     const cairn = await cairnSign('audio-genai-v1', ogg, 'sound.ogg', 'audio/ogg', true);
     expectNoMoreThanReference(cairn, await referenceSign(ogg, 'audio/ogg', true));
-    expectBoundWatermark(cairn, 'cairn-audio-wm-v3');
+    // The signer's Vorbis re-encode keeps the mark under most payloads, not all; a mark that does not read back is
+    // not claimed: then the sidecar records no watermark action and no soft binding, and the answer says why.
+    if (cairn.watermarkId) {
+      expectBoundWatermark(cairn, 'cairn-audio-wm-v3');
+    } else {
+      expect(cairn.warnings).toEqual(['watermark_not_embedded']);
+      expect(actionsOf(cairn).map((a) => a.action)).toEqual(['c2pa.created']);
+      expect(cairn.assertions.map((a) => a.label)).not.toContain('c2pa.soft-binding');
+    }
     expectGenerative(cairn);
   });
 
