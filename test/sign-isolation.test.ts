@@ -5,6 +5,7 @@ import { Bus, type RunningConsumer } from '@cairn/bus';
 import { type AnyEvent } from '@cairn/events';
 import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { toneWav } from './support/tone-wav.js';
 
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
@@ -12,30 +13,8 @@ let bus: Bus;
 let observer: RunningConsumer;
 const events: AnyEvent[] = [];
 
-/** A mono 16-bit PCM WAV of `seconds` of a tone. */
-function wav(seconds: number): Buffer {
-  const rate = 16_000;
-  const samples = Buffer.alloc(rate * seconds * 2);
-  for (let i = 0; i < rate * seconds; i++)
-    samples.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + samples.length, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(samples.length, 40);
-  return Buffer.concat([header, samples]);
-}
-
-const SMALL = wav(1); // 32 KB: signed while the client waits
-const LARGE = wav(4); // 128 KB: above SYNC_SIGN_MAX_BYTES, a job
+const SMALL = toneWav(1); // 32 KB: signed while the client waits
+const LARGE = toneWav(4); // 128 KB: above SYNC_SIGN_MAX_BYTES, a job
 
 function sign(bytes: Buffer, key = crypto.randomUUID()) {
   return stack.request('/v1/sign', {

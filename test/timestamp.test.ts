@@ -24,6 +24,7 @@ import { localSignerFor, makeTestCredential, type TestCredential } from '../serv
 import { HASH_OIDS, readTimeStampReply, timeStampQuery } from '../services/signer/test/tsp-client.js';
 import { startExternalTsa, type ExternalTsa } from '../services/signer/test/external-tsa.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { toneWav } from './support/tone-wav.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -53,28 +54,6 @@ async function verifyFile(key: string, bytes: Buffer, name: string): Promise<Ver
 
 async function postTsa(body: Buffer | string, contentType = 'application/timestamp-query'): Promise<Response> {
   return fetch(tsaUrl, { method: 'POST', headers: { 'content-type': contentType }, body });
-}
-
-/** A mono 16-bit PCM WAV of one second of a tone. */
-function wav(): Buffer {
-  const rate = 16_000;
-  const samples = Buffer.alloc(rate * 2);
-  for (let i = 0; i < rate; i++)
-    samples.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + samples.length, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(samples.length, 40);
-  return Buffer.concat([header, samples]);
 }
 
 async function mp4(): Promise<Buffer> {
@@ -196,7 +175,7 @@ describe("Cairn's time-stamping authority over HTTP", () => {
 describe('every manifest Cairn signs carries a trusted time-stamp', () => {
   const cases: Array<{ recipe: string; name: string; bytes: () => Promise<Buffer> | Buffer; sidecar?: boolean }> = [
     { recipe: 'image-genai-v1', name: 'a.jpg', bytes: () => photo },
-    { recipe: 'audio-genai-v1', name: 'a.wav', bytes: wav },
+    { recipe: 'audio-genai-v1', name: 'a.wav', bytes: () => toneWav(1) },
     { recipe: 'video-genai-v1', name: 'a.mp4', bytes: mp4 },
     {
       recipe: 'text-genai-v1',

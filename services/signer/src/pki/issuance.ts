@@ -134,35 +134,39 @@ export class Issuance {
   }
 
   /** The responder key is a software key even with an HSM signing key: it only vouches for certificate status. */
-  async createOcspResponder(tx: Tx, org: string, intermediate: CertificateRow, now: Date): Promise<CertificateRow> {
-    const keys = await generateP256KeyPair();
-    const sequence = await this.store.nextSequence(tx, 'ocsp_responder');
-    const cert = await createOcspResponderCertificate({
-      org,
-      sequence,
-      publicKey: keys.publicKey,
-      issuer: await this.issuer(intermediate),
-      serialHex: newSerialHex(),
-      now,
-      validityDays: OCSP_RESPONDER_VALIDITY_DAYS,
-    });
-    return this.insertSoftware(tx, 'ocsp_responder', cert, intermediate.serialHex, keys.privateKey, now, sequence);
+  createOcspResponder(tx: Tx, org: string, intermediate: CertificateRow, now: Date): Promise<CertificateRow> {
+    return this.createServiceCertificate(tx, 'ocsp_responder', org, intermediate, now);
   }
 
   /** The TSA key is a software key sealed under SIGNER_KEK, like the OCSP responder's, whatever the signing backend. */
-  async createTsa(tx: Tx, org: string, intermediate: CertificateRow, now: Date): Promise<CertificateRow> {
+  createTsa(tx: Tx, org: string, intermediate: CertificateRow, now: Date): Promise<CertificateRow> {
+    return this.createServiceCertificate(tx, 'tsa', org, intermediate, now);
+  }
+
+  /** A service certificate of the intermediate (OCSP responder or TSA): a fresh software key, the next sequence. */
+  private async createServiceCertificate(
+    tx: Tx,
+    role: 'ocsp_responder' | 'tsa',
+    org: string,
+    intermediate: CertificateRow,
+    now: Date,
+  ): Promise<CertificateRow> {
     const keys = await generateP256KeyPair();
-    const sequence = await this.store.nextSequence(tx, 'tsa');
-    const cert = await createTsaCertificate({
+    const sequence = await this.store.nextSequence(tx, role);
+    const profile =
+      role === 'tsa'
+        ? { create: createTsaCertificate, validityDays: TSA_VALIDITY_DAYS }
+        : { create: createOcspResponderCertificate, validityDays: OCSP_RESPONDER_VALIDITY_DAYS };
+    const cert = await profile.create({
       org,
       sequence,
       publicKey: keys.publicKey,
       issuer: await this.issuer(intermediate),
       serialHex: newSerialHex(),
       now,
-      validityDays: TSA_VALIDITY_DAYS,
+      validityDays: profile.validityDays,
     });
-    return this.insertSoftware(tx, 'tsa', cert, intermediate.serialHex, keys.privateKey, now, sequence);
+    return this.insertSoftware(tx, role, cert, intermediate.serialHex, keys.privateKey, now, sequence);
   }
 
   /** Certifies `prepared` under `intermediate` and stores it as the active signing certificate. */
