@@ -60,6 +60,11 @@ export const commonEnvShape = {
   OPS_PORT: port.optional(),
   DOCS_URL: z.string().url().default('https://docs.cairn.dev'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(10000),
+  /**
+   * Longest wait between two sweeps of an idle outbox. The sweep relays what no flush did: events of a replica that
+   * crashed between its commit and its flush, or that NATS refused for a while.
+   */
+  OUTBOX_SWEEP_MAX_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
 } as const;
 
 export type CommonEnv = z.output<z.ZodObject<typeof commonEnvShape>>;

@@ -4,7 +4,16 @@ import pg from 'pg';
 import type { Database } from './tenant.js';
 
 export function createPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 });
+  // Connections a burst opened beyond `min` close after 30 s idle; `min` stay open, so the background loops of an
+  // idle service (outbox sweep, schedulers waking every few seconds to a minute) reuse a connection instead of
+  // opening a new backend (fork, authentication) for each look.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    min: Math.min(2, max),
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30000,
+  });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
   // pg-pool takes its own error listener off a client while it is checked out (a transaction, a migration), so a

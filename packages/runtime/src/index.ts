@@ -6,7 +6,8 @@ export {
   type RunningService,
   type ServiceConfig,
 } from './service.js';
-export { Outbox } from './outbox.js';
+export { Outbox, type OutboxSweep } from './outbox.js';
+export { Backoff, wakeableLoop, type WakeableLoop } from './backoff.js';
 export { createOpsServer, listen, closeServer, type ReadinessReport } from './ops-server.js';
 export { every } from './every.js';
 export { ByteBoundedLru } from './byte-bounded-lru.js';

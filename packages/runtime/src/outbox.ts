@@ -5,13 +5,28 @@ import type { Database, Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { ServiceMetrics } from '@cairn/telemetry';
 import { context, propagation } from '@opentelemetry/api';
+import { Backoff, wakeableLoop, type WakeableLoop } from './backoff.js';
+
+/** The relay's safety sweep: first `baseMs` after activity, doubling while it finds nothing, up to `maxMs`. */
+export interface OutboxSweep {
+  baseMs: number;
+  maxMs: number;
+}
 
 /**
  * Transactional outbox: `enqueue` writes the event in the caller's transaction; the relay publishes committed
  * rows to JetStream (message id = event id, so a retried publish is stored once) and marks them sent.
+ *
+ * Callers `flush()` after their commit, so an event leaves at once. The sweep catches the rest: an enqueue whose
+ * writer does not flush (it brings the sweep back to `baseMs`), one whose flush failed (NATS away), and rows
+ * committed by a replica that crashed before its flush. An idle service backs off to `maxMs` between sweeps, one
+ * short transaction each, instead of one a second.
  */
 export class Outbox {
-  private timer: NodeJS.Timeout | undefined;
+  private sweep: WakeableLoop | undefined;
+  private sweepBaseMs = 0;
+  /** Something was enqueued or relayed since the current sweep began: the next one comes after `baseMs`. */
+  private active = false;
   private running: Promise<void> | undefined;
   private again = false;
 
@@ -29,6 +44,9 @@ export class Outbox {
     await tx.execute(
       sql`insert into ${sql.identifier(this.schema)}.outbox (event_id, subject, envelope, headers) values (${event.event_id}, ${this.bus.subject(event.type)}, ${JSON.stringify(event)}::jsonb, ${JSON.stringify(headers)}::jsonb)`,
     );
+    // The row is not committed yet, so no flush here; the sweep comes soon in case the writer never flushes.
+    this.active = true;
+    this.sweep?.wake(this.sweepBaseMs);
   }
 
   /** Publishes what is pending now; call after a commit that enqueued events. Never throws. */
@@ -41,8 +59,9 @@ export class Outbox {
       do {
         this.again = false;
         try {
-          while ((await this.relayBatch()) > 0);
+          while ((await this.relayBatch()) > 0) this.active = true;
         } catch (error) {
+          this.active = true;
           this.logger.warn({ err: error }, 'outbox relay failed; will retry');
         }
       } while (this.again);
@@ -52,10 +71,20 @@ export class Outbox {
     return this.running;
   }
 
-  start(intervalMs = 1000): void {
-    this.timer = setInterval(() => void this.flush(), intervalMs);
-    this.timer.unref();
-    void this.flush();
+  /** Relays what is pending now, then sweeps on the back-off of `sweep`. */
+  start(sweep: OutboxSweep = { baseMs: 1000, maxMs: 30_000 }): void {
+    const backoff = new Backoff(Math.min(sweep.baseMs, sweep.maxMs), sweep.maxMs);
+    this.sweepBaseMs = backoff.baseMs;
+    this.sweep = wakeableLoop(
+      async () => {
+        this.active = false;
+        await this.flush();
+        return backoff.next(this.active);
+      },
+      // flush never throws; a failed relay is logged there and counts as activity to retry soon.
+      () => undefined,
+      backoff.baseMs,
+    );
   }
 
   /** Events written but not yet on the bus (operators alert when this grows). */
@@ -67,7 +96,7 @@ export class Outbox {
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    await this.sweep?.stop();
     await this.flush();
   }
 

@@ -259,7 +259,7 @@ export async function startService<S extends z.ZodRawShape>(definition: ServiceD
     };
 
     await definition.register(ctx);
-    outbox.start();
+    outbox.start({ baseMs: 1000, maxMs: config.OUTBOX_SWEEP_MAX_MS });
     closers.push(() => outbox.stop());
 
     const grpcPort = await rpc.listen(config.GRPC_HOST, config.GRPC_PORT ?? DEFAULT_PORTS[definition.name].grpc, tls);

@@ -18,8 +18,13 @@ export const anchorConfigShape = {
   ANCHOR_BATCH_MAX_AGE_MS: z.coerce.number().int().positive().default(5000),
   /** Blocks (including the one holding the transaction) before a batch counts as anchored. */
   ANCHOR_CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).default(1),
-  /** How often the batcher closes, sends and watches batches. */
+  /** How often the batcher looks while batches are closed or in flight (a sent one waits on blocks). */
   ANCHOR_POLL_MS: z.coerce.number().int().positive().default(500),
+  /**
+   * Longest sleep of the batcher with no batch at all (doubling from ANCHOR_POLL_MS). An enqueue in this process
+   * wakes it; the sweep finds batches another replica opened and died with.
+   */
+  ANCHOR_IDLE_MAX_MS: z.coerce.number().int().positive().max(600_000).default(30_000),
   /** Ceiling of the exponential backoff after a failed send (RPC down). */
   ANCHOR_RETRY_MAX_MS: z.coerce.number().int().positive().default(30_000),
   /** Budget of one chain read made for a verify's anchor check (a confirmed root is then cached). */

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Hex } from 'viem';
 import { anchorV1 } from '@cairn/proto';
-import { every, type ServiceDefinition } from '@cairn/runtime';
+import { Backoff, wakeableLoop, type ServiceDefinition } from '@cairn/runtime';
 import { anchorConfigShape, DEV_PRIVATE_KEY } from './config.js';
 import { createChainWriter } from './adapters/chain.js';
 import { Anchorer } from './app/anchorer.js';
@@ -40,10 +40,6 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         config.ANCHOR_CHECK_TIMEOUT_MS,
       );
       const store = new BatchStore(ctx.db, ctx.pool);
-      const batches = new Batches(store, config.ANCHOR_BATCH_MAX);
-      const checker = new AnchorChecker(store, reader);
-      ctx.rpc.add(anchorV1.AnchorService, anchorHandlers({ batches, chainId: () => chainId, checker }));
-      await ctx.consume(ANCHOR_SIGNED_CONSUMER, ANCHOR_SIGNED_TYPES, enqueueSigned(batches));
       const anchorer = new Anchorer({
         store,
         chain,
@@ -51,6 +47,8 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         confirmations: config.ANCHOR_CONFIRMATIONS,
         batchMaxAgeMs: config.ANCHOR_BATCH_MAX_AGE_MS,
         retryMaxMs: config.ANCHOR_RETRY_MAX_MS,
+        pollMs: config.ANCHOR_POLL_MS,
+        idle: new Backoff(config.ANCHOR_POLL_MS, Math.max(config.ANCHOR_POLL_MS, config.ANCHOR_IDLE_MAX_MS)),
         enqueueEvent: (tx, event) => ctx.outbox.enqueue(tx, event),
         onAnchored: () => void ctx.outbox.flush(),
       });
@@ -64,12 +62,19 @@ export function anchorService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         },
         'anchoring to chain',
       );
-      const stop = every(
-        config.ANCHOR_POLL_MS,
-        () => anchorer.tick(),
+      const loop = wakeableLoop(
+        () => anchorer.pass(),
         (error) => logger.error({ err: error }, 'anchor tick failed'),
+        config.ANCHOR_POLL_MS,
       );
-      ctx.onShutdown(stop);
+      ctx.onShutdown(() => loop.stop());
+      // A full batch is sealed and sent at once; otherwise the open batch is due to close within its max age.
+      const batches = new Batches(store, config.ANCHOR_BATCH_MAX, (filled) =>
+        loop.wake(filled ? 0 : config.ANCHOR_BATCH_MAX_AGE_MS),
+      );
+      const checker = new AnchorChecker(store, reader);
+      ctx.rpc.add(anchorV1.AnchorService, anchorHandlers({ batches, chainId: () => chainId, checker }));
+      await ctx.consume(ANCHOR_SIGNED_CONSUMER, ANCHOR_SIGNED_TYPES, enqueueSigned(batches));
     },
   };
 }

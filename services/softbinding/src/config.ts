@@ -24,6 +24,8 @@ export const softbindingConfigShape = {
     .default(2 * 1024 * 1024),
   /** Most manifests one tenant may keep there (with the size limit, what a tenant can make Postgres hold). */
   STORED_MANIFESTS_MAX_PER_TENANT: z.coerce.number().int().min(1).default(1000),
-  /** How often the in-memory index reads rows another process added (this one's own are held at once). */
+  /** How often the in-memory index reads rows another process added (this one's own are held at once)… */
   FINGERPRINT_CATCH_UP_MS: z.coerce.number().int().min(100).default(5000),
+  /** …while rows arrive; with none, the wait doubles up to this. */
+  FINGERPRINT_CATCH_UP_MAX_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
 };

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
 import { mediaLimitsOf } from '@cairn/media';
 import { signerV1, softbindingV1 } from '@cairn/proto';
-import type { ServiceDefinition } from '@cairn/runtime';
+import { Backoff, wakeableLoop, type ServiceDefinition } from '@cairn/runtime';
 import { softbindingConfigShape } from './config.js';
 import { INDEX_CONSUMER, INDEX_TYPES, indexHandler } from './events.js';
 import { softbindingHandlers } from './rpc.js';
@@ -41,12 +41,26 @@ export function softbindingService(
         () => ctx.logger.info({ rows: images.heldRows, ms: Date.now() - started }, 'fingerprints held in memory'),
         (error: unknown) => ctx.logger.warn({ err: error }, 'fingerprint load failed; lookups use Postgres meanwhile'),
       );
-      const catchUp = setInterval(() => {
-        if (images.busy) return;
-        images.catchUp().catch((error: unknown) => ctx.logger.warn({ err: error }, 'fingerprint catch-up failed'));
-      }, ctx.config.FINGERPRINT_CATCH_UP_MS);
+      // Rows another replica indexed reach this one's memory by the catch-up: every FINGERPRINT_CATCH_UP_MS while
+      // rows arrive (read here or indexed here), backing off to FINGERPRINT_CATCH_UP_MAX_MS while none do.
+      const catchUpBackoff = new Backoff(
+        ctx.config.FINGERPRINT_CATCH_UP_MS,
+        Math.max(ctx.config.FINGERPRINT_CATCH_UP_MS, ctx.config.FINGERPRINT_CATCH_UP_MAX_MS),
+      );
+      let held = images.heldRows;
+      const catchUp = wakeableLoop(
+        async () => {
+          if (images.busy) return catchUpBackoff.baseMs;
+          await images.catchUp();
+          const changed = images.heldRows !== held;
+          held = images.heldRows;
+          return catchUpBackoff.next(changed);
+        },
+        (error) => ctx.logger.warn({ err: error }, 'fingerprint catch-up failed'),
+        ctx.config.FINGERPRINT_CATCH_UP_MS,
+      );
       ctx.onShutdown(async () => {
-        clearInterval(catchUp);
+        await catchUp.stop();
         await images.close();
       });
       const indexes = {

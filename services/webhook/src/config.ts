@@ -14,8 +14,10 @@ export const webhookConfigShape = {
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Deliveries in flight at once, over all endpoints (each endpoint has at most one). */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().positive().max(10_000).default(64),
-  /** How often the scheduler looks for due deliveries (fan-out also wakes it at once). */
+  /** Shortest wait between two looks for due deliveries (fan-out wakes the scheduler at once). */
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(1000),
+  /** Longest sleep of the scheduler with no delivery scheduled (it wakes for the earliest retry). */
+  WEBHOOK_IDLE_MAX_MS: z.coerce.number().int().positive().max(600_000).default(30_000),
 };
 
 /** Development runs without configuring a key; production must never silently use this one. */

@@ -31,6 +31,7 @@ export function webhookService(env: NodeJS.ProcessEnv = process.env): ServiceDef
         timeoutMs: config.WEBHOOK_TIMEOUT_MS,
         maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
         pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+        idleMaxMs: config.WEBHOOK_IDLE_MAX_MS,
         userAgent: `${USER_AGENT} (+${config.DOCS_URL}/webhooks)`,
       });
 

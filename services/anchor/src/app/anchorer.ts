@@ -2,6 +2,7 @@ import type { Hex } from 'viem';
 import { newEvent, type AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
+import type { Backoff } from '@cairn/runtime';
 import { errorText } from '../domain/calldata.js';
 import { fromHex, leafHash, rootOf, toHex, treeLevels } from '../domain/merkle.js';
 import type { BatchRow, BatchStore } from '../store/batches.js';
@@ -14,6 +15,10 @@ export interface AnchorerOptions {
   confirmations: number;
   batchMaxAgeMs: number;
   retryMaxMs: number;
+  /** The loop's interval while batches are in flight (a sent one waits on blocks). */
+  pollMs: number;
+  /** The loop's back-off while there is no batch at all (enqueues wake it). */
+  idle: Backoff;
   enqueueEvent: (tx: Tx, event: AnyEvent) => Promise<void>;
   /** Called after a batch is anchored (the outbox relay is flushed then). */
   onAnchored?: (batchId: string) => void;
@@ -28,6 +33,22 @@ export interface AnchorerOptions {
  */
 export class Anchorer {
   constructor(private readonly o: AnchorerOptions) {}
+
+  /**
+   * A tick, then how long the loop may sleep: until the open batch is due to close, `pollMs` while a batch is
+   * closed or sent (until its retry time when it waits on one), and the idle back-off when there is no batch.
+   */
+  async pass(): Promise<number> {
+    await this.tick();
+    const { openClosesInMs, dueInMs } = await this.o.store.outlook(this.o.batchMaxAgeMs);
+    if (openClosesInMs === null && dueInMs === null) return this.o.idle.next(false);
+    this.o.idle.reset();
+    // At least a few ms: a batch that is due as the outlook is read must not make the loop spin.
+    return Math.max(
+      20,
+      Math.min(openClosesInMs ?? Infinity, dueInMs === null ? Infinity : Math.max(this.o.pollMs, dueInMs)),
+    );
+  }
 
   async tick(): Promise<void> {
     await this.o.store.closeAged(this.o.batchMaxAgeMs);

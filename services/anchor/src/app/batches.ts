@@ -17,6 +17,8 @@ export class Batches {
   constructor(
     private readonly store: BatchStore,
     private readonly batchMax: number,
+    /** Told after each enqueue (`filled`: it closed the batch), so the batcher's loop can wake. */
+    private readonly onEnqueued: (filled: boolean) => void = () => undefined,
   ) {}
 
   /** Adds a digest to the open batch (a repeat of the same tenant and manifest returns the batch it is in). */
@@ -33,7 +35,9 @@ export class Batches {
     ] as const) {
       if (!value) throw new CairnError('cairn.validation.invalid_body', `${name} is required`);
     }
-    return this.store.enqueue(input, this.batchMax);
+    const { batchId, status, filled } = await this.store.enqueue(input, this.batchMax);
+    this.onEnqueued(filled);
+    return { batchId, status };
   }
 
   /** A batch, only when `tenantId` (if given) has a manifest in it. */

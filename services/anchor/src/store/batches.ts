@@ -56,9 +56,12 @@ export class BatchStore {
   /**
    * Adds a digest to the open batch (opening one when there is none) at the next leaf index, closing the batch
    * when it is full. Enqueues serialise on the open batch's row lock; a repeat (same tenant and manifest) returns
-   * the batch it is already in.
+   * the batch it is already in. `filled`: this enqueue closed the batch (it is ready to be sealed and sent).
    */
-  async enqueue(input: EnqueueInput, batchMax: number): Promise<{ batchId: string; status: PublicStatus }> {
+  async enqueue(
+    input: EnqueueInput,
+    batchMax: number,
+  ): Promise<{ batchId: string; status: PublicStatus; filled: boolean }> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await withTenant(this.db, input.tenantId, async (tx) => {
@@ -67,7 +70,7 @@ export class BatchStore {
             .from(leaves)
             .innerJoin(batches, eq(batches.batchId, leaves.batchId))
             .where(and(eq(leaves.tenantId, input.tenantId), eq(leaves.manifestId, input.manifestId)));
-          if (existing) return { batchId: existing.batchId, status: publicStatus(existing.status) };
+          if (existing) return { batchId: existing.batchId, status: publicStatus(existing.status), filled: false };
           let [slot] = await tx
             .update(batches)
             .set({ size: sql`${batches.size} + 1` })
@@ -90,12 +93,13 @@ export class BatchStore {
             manifestId: input.manifestId,
             manifestDigest: input.manifestDigest,
           });
-          if (slot.size >= batchMax)
+          const filled = slot.size >= batchMax;
+          if (filled)
             await tx
               .update(batches)
               .set({ status: 'closed', closedAt: new Date() })
               .where(eq(batches.batchId, slot.batchId));
-          return { batchId: slot.batchId, status: 'queued' as const };
+          return { batchId: slot.batchId, status: 'queued' as const, filled };
         });
       } catch (error) {
         // Unique violation: a concurrent repeat of this manifest committed first; the next pass returns its batch.
@@ -116,6 +120,27 @@ export class BatchStore {
       .where(
         and(eq(batches.status, 'open'), sql`${batches.openedAt} <= now() - make_interval(secs => ${maxAgeMs / 1000})`),
       );
+  }
+
+  /**
+   * What lies ahead of the batcher, by the database's clock: milliseconds until the open batch is `maxAgeMs` old,
+   * and until the earliest closed or pending batch is due (0 when one is due now); null when there is none.
+   */
+  async outlook(maxAgeMs: number): Promise<{ openClosesInMs: number | null; dueInMs: number | null }> {
+    const [row] = await this.db
+      .select({
+        openClosesInMs: sql<
+          number | null
+        >`(extract(epoch from (min(${batches.openedAt}) filter (where ${batches.status} = 'open')) - now()) * 1000 + ${maxAgeMs})::float8`,
+        dueInMs: sql<
+          number | null
+        >`(extract(epoch from (min(greatest(coalesce(${batches.nextAttemptAt}, now()), now())) filter (where ${batches.status} in ('closed', 'pending'))) - now()) * 1000)::float8`,
+      })
+      .from(batches)
+      .where(inArray(batches.status, ['open', 'closed', 'pending']));
+    const ms = (value: number | string | null | undefined) =>
+      value === null || value === undefined ? null : Math.max(0, Number(value));
+    return { openClosesInMs: ms(row?.openClosesInMs), dueInMs: ms(row?.dueInMs) };
   }
 
   /** Closed batches whose Merkle root is not fixed yet. */

@@ -1,7 +1,7 @@
 import { newEvent } from '@cairn/events';
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
-import type { Outbox } from '@cairn/runtime';
+import { Backoff, type Outbox } from '@cairn/runtime';
 import type { Sealer } from '@cairn/sealing';
 import type { Sender, SendOutcome } from '../adapters/sender.js';
 import { renderBody, retryDelayMs, signatureHeader } from '../domain/events.js';
@@ -12,6 +12,7 @@ import {
   insertAttempt,
   markDelivered,
   markFailed,
+  nextDueInMs,
   scheduleRetry,
   type ClaimedDelivery as Claimed,
   type DeliveryRow,
@@ -21,7 +22,10 @@ export interface DispatcherOptions {
   retryScale: number;
   timeoutMs: number;
   maxInFlight: number;
+  /** Shortest wait between two looks (a delivery due but held by a busy endpoint, a wake-up's safety look). */
   pollIntervalMs: number;
+  /** Longest wait with nothing scheduled (doubling from pollIntervalMs): the look for rows of a replica that died. */
+  idleMaxMs: number;
   userAgent: string;
 }
 
@@ -31,6 +35,11 @@ export interface DispatcherOptions {
  * that dies mid-attempt leaves a row that becomes due again when the lease runs out (at-least-once). Each
  * endpoint has at most one delivery in flight (here, and across replicas through the live-lease check), and
  * at most `maxInFlight` are in flight in all, so a slow or dead receiver holds one slot, never the others.
+ *
+ * The claim loop runs when woken (a fan-out, an endpoint test, an attempt finished) and otherwise sleeps until the
+ * earliest scheduled attempt (a retry, a lease running out), at least `pollIntervalMs` and at most `idleMaxMs`;
+ * with nothing scheduled it backs off to `idleMaxMs`. A wake-up always gets a second look `pollIntervalMs` later:
+ * the fan-out wakes it just after its commit, and a look that came first finds nothing.
  */
 export class Dispatcher {
   private readonly inFlight = new Map<string, AbortController>();
@@ -39,7 +48,10 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private loop: Promise<void> | undefined;
   private again = false;
+  /** wake() was called since the current loop began. */
+  private woken = false;
   private stopped = false;
+  private readonly idle: Backoff;
 
   constructor(
     private readonly db: Database,
@@ -48,39 +60,67 @@ export class Dispatcher {
     private readonly sender: Sender,
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
-  ) {}
+  ) {
+    this.idle = new Backoff(options.pollIntervalMs, Math.max(options.pollIntervalMs, options.idleMaxMs));
+  }
 
   start(): void {
-    this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs);
-    this.timer.unref();
     this.wake();
   }
 
   /** Claims and starts due deliveries until none is due or every slot is taken. Never throws. */
   wake(): void {
+    this.woken = true;
+    this.run();
+  }
+
+  private run(): void {
     if (this.stopped) return;
     if (this.loop) {
       this.again = true;
       return;
     }
-    this.loop = (async () => {
+    clearTimeout(this.timer);
+    this.loop = this.claimAll().then((waitMs) => {
+      this.loop = undefined;
+      if (this.stopped) return;
+      // Woken since the loop began: look again soon (that wake-up's rows may commit just after it); woken after
+      // its last claim: look now.
+      let wait = this.woken ? Math.min(waitMs, this.options.pollIntervalMs) : waitMs;
+      if (this.again) wait = 0;
+      this.woken = false;
+      this.timer = setTimeout(() => this.run(), wait);
+      this.timer.unref();
+    });
+  }
+
+  /** One claim loop; answers how long to sleep after it. */
+  private async claimAll(): Promise<number> {
+    const { pollIntervalMs, idleMaxMs, maxInFlight } = this.options;
+    let claimed = 0;
+    try {
       do {
         this.again = false;
-        try {
-          while (!this.stopped && this.inFlight.size < this.options.maxInFlight && (await this.claimBatch()) > 0);
-        } catch (error) {
-          this.logger.warn({ err: error }, 'webhook claim failed; will retry');
+        while (!this.stopped && this.inFlight.size < maxInFlight) {
+          const n = await this.claimBatch();
+          if (n === 0) break;
+          claimed += n;
         }
       } while (this.again && !this.stopped);
-    })().finally(() => {
-      this.loop = undefined;
-    });
+      const dueInMs = await nextDueInMs(this.db);
+      if (dueInMs === null) return this.idle.next(claimed > 0);
+      this.idle.reset();
+      return Math.min(idleMaxMs, Math.max(pollIntervalMs, dueInMs));
+    } catch (error) {
+      this.logger.warn({ err: error }, 'webhook claim failed; will retry');
+      return pollIntervalMs;
+    }
   }
 
   /** Stops claiming, cuts in-flight attempts short and hands their rows back (they do not count as attempts). */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
     await this.loop;
     for (const controller of this.inFlight.values()) controller.abort();
     await Promise.allSettled([...this.running]);

@@ -123,6 +123,22 @@ export async function claimDue(
   });
 }
 
+/**
+ * Milliseconds until the earliest unfinished delivery is due (a retry, a lease running out; 0 when one is due
+ * now), by the database's clock; null when there is none.
+ */
+export async function nextDueInMs(db: Database): Promise<number | null> {
+  const [row] = await asDispatcher(db, (tx) =>
+    tx
+      .select({
+        ms: sql<number | null>`(extract(epoch from (min(${deliveries.nextAttemptAt}) - now())) * 1000)::float8`,
+      })
+      .from(deliveries)
+      .where(inArray(deliveries.status, ['pending', 'delivering'])),
+  );
+  return row?.ms === null || row?.ms === undefined ? null : Math.max(0, Number(row.ms));
+}
+
 /** An attempt cut short by a shutdown: the row is handed back, due now, and the attempt does not count. */
 export async function handBack(db: Database, deliveryId: string): Promise<void> {
   await asDispatcher(db, (tx) =>

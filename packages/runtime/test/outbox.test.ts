@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { sql } from 'drizzle-orm';
+import { randomUUID } from 'node:crypto';
+import { createSandbox, sampleEvent, waitFor, writeMigrations, type Sandbox } from '@cairn/testing';
+import { startService, type RunningService } from '../src/index.js';
+
+let sandbox: Sandbox;
+let service: RunningService;
+const applied: string[] = [];
+
+beforeAll(async () => {
+  sandbox = await createSandbox();
+  // What a service's outbox and its consumers need (packages/db events.ts), under a schema of the service's name.
+  const migrations = await writeMigrations([
+    'CREATE SCHEMA IF NOT EXISTS "webhook";\n--> statement-breakpoint\n' +
+      'CREATE TABLE "webhook"."processed_events" ("consumer" text NOT NULL, "event_id" text NOT NULL, ' +
+      '"processed_at" timestamptz DEFAULT now() NOT NULL, PRIMARY KEY ("consumer", "event_id"));\n' +
+      '--> statement-breakpoint\n' +
+      'CREATE TABLE "webhook"."outbox" ("seq" bigserial PRIMARY KEY, "event_id" text NOT NULL UNIQUE, ' +
+      '"subject" text NOT NULL, "envelope" jsonb NOT NULL, "headers" jsonb DEFAULT \'{}\'::jsonb NOT NULL, ' +
+      '"created_at" timestamptz DEFAULT now() NOT NULL, "published_at" timestamptz);\n',
+  ]);
+  service = await startService({
+    name: 'webhook',
+    configShape: {},
+    migrationsFolder: migrations,
+    // A short ceiling keeps the test quick; the sweep backs off to it while the outbox is empty.
+    env: { ...sandbox.env, OUTBOX_SWEEP_MAX_MS: '2000' },
+    register: (ctx) =>
+      ctx.consume(`outbox-test-${randomUUID()}`, ['asset.signed'], async (event) => void applied.push(event.event_id)),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await service?.stop();
+  await sandbox?.dispose();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('outbox relay', () => {
+  it('publishes a row committed by a writer that crashed before its flush, with no wake-up of this process', async () => {
+    // The relay has found nothing for a while: its sweep is at its back-off ceiling.
+    await sleep(4000);
+    const { db, bus } = service.context;
+    const event = sampleEvent('asset.signed', 't_outbox', {});
+    // Another replica's committed row: written straight to the table, so nothing in this process knows of it.
+    await db.execute(
+      sql`insert into webhook.outbox (event_id, subject, envelope) values (${event.event_id}, ${bus.subject(event.type)}, ${JSON.stringify(event)}::jsonb)`,
+    );
+    await waitFor('the orphaned outbox row delivered', () => applied.includes(event.event_id), 30_000);
+    await waitFor('the row marked sent', async () => (await service.context.outbox.pendingCount()) === 0, 30_000);
+  }, 60_000);
+
+  it('publishes an event whose writer committed it and never flushed', async () => {
+    await sleep(4000);
+    const { db, outbox } = service.context;
+    const event = sampleEvent('asset.signed', 't_outbox', {});
+    await db.transaction((tx) => outbox.enqueue(tx, event));
+    await waitFor('the unflushed event delivered', () => applied.includes(event.event_id), 30_000);
+    expect(applied.filter((id) => id === event.event_id)).toHaveLength(1);
+  }, 60_000);
+});
