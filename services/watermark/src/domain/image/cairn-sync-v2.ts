@@ -819,9 +819,10 @@ function gram(kernel: Kernel1D): { g: Float64Array; band: number } {
 /**
  * The floor under the local magnitude the whitening divides by, as a share of the plane's mean magnitude: it keeps
  * flat regions (where the residual is mostly rounding and re-encoding noise) from being blown up. Measured
- * (tools/bench/watermark-quick.ts, the four photos at 1 MP × 3 keys, every attack of issue #13): 0.1 against the
- * former 0.25 lowers the mean raw code-bit errors after every attack (JPEG q30 4.8 → 4.5 %, WebP q60 6.9 → 6.1 %,
- * border 8.5 → 6.2 %, scale 0.25× 4.2 → 3.2 %, social 10.3 → 10.1 %); 0.05 and 0.15 did worse on the social chain.
+ * (tools/bench/watermark-quick.ts, the four photos at 1 MP × 3 keys, every attack of tools/bench/watermark/attacks.ts):
+ * 0.1 against the former 0.25 lowers the mean raw code-bit errors after every attack (JPEG q30 4.8 → 4.5 %, WebP q60
+ * 6.9 → 6.1 %, border 8.5 → 6.2 %, scale 0.25× 4.2 → 3.2 %, social 10.3 → 10.1 %); 0.05 and 0.15 did worse on the
+ * social chain.
  */
 const WHITENING_FLOOR = 0.1;
 
