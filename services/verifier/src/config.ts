@@ -58,7 +58,7 @@ export const verifierConfigShape = {
    * When above 0, a newly signed asset's stored verdict waits until no asset has been signed for this long (at most
    * 256 wait), so it never runs beside the next sign (app/new-verdicts.ts); a read before then computes it itself.
    * 0 (the default) computes it as asset.signed is handled: deferring it cuts a lone sign's latency on a busy
-   * machine (up to 40% measured) but not a burst's, which lowers the c8/c1 sign throughput ratio (README, speed).
+   * machine (up to 40% measured) but not a burst's, which lowers the c8/c1 sign throughput ratio (docs/performance.md).
    */
   VERIFY_NEW_VERDICT_QUIET_MS: z.coerce.number().int().min(0).max(60_000).default(0),
 };
