@@ -90,8 +90,9 @@ export interface ServiceGraph {
 }
 
 /**
- * Reads services/<service>/src. A client is a call whose callee's name contains `client` (ctx.client, createClient,
- * or a helper around them) with a gRPC service of the fleet as an argument. A publish is `newEvent('<type>', …)`. A
+ * Reads services/<service>/src. A client is a call given another service's gRPC service as an argument
+ * (`ctx.client(signerV1.SignerService, 'signer')`, createClient, or a helper around them), whatever the callee is
+ * named. A publish is `newEvent('<type>', …)`. A
  * consumer is `<x>.consume(durable, types, handler)` whose types are `'all'`, an array of event types, or a
  * constant of the service holding one.
  */
@@ -122,12 +123,13 @@ export function serviceGraph(service: ServiceName, grpc: Map<string, GrpcService
       const name = calleeName(node);
       if (!name) return;
       if (ts.isPropertyAccessExpression(node.expression)) calledNames.add(name);
-      if (/client/i.test(name)) {
-        for (const argument of node.arguments) {
-          const grpcName = lastName(argument);
-          if (grpcName && grpc.has(grpcName)) clients.add(grpcName);
-        }
-      } else if (name === 'newEvent') {
+      // Any call handed another service's gRPC service (ctx.client, createClient or a helper around them) makes a
+      // client of it; a service's own gRPC service is only ever registered (ctx.rpc.add).
+      for (const argument of node.arguments) {
+        const grpcName = lastName(argument);
+        if (grpcName && grpc.get(grpcName) && grpc.get(grpcName)?.owner !== service) clients.add(grpcName);
+      }
+      if (name === 'newEvent') {
         const [type] = node.arguments;
         if (type && ts.isStringLiteralLike(type)) publishes.add(type.text);
       } else if (name === 'consume' && ts.isPropertyAccessExpression(node.expression) && node.arguments.length === 3) {
