@@ -44,12 +44,14 @@ export const verifierConfigShape = {
   C2PA_READ_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
   /**
    * Memory for the C2PA readings of Cairn's own signed files (a few tens of KiB each), so a verify of the very bytes
-   * Cairn signed, under the same trust list, skips the reader (app/verify/reading-memo.ts); `0` keeps none.
+   * Cairn signed, under the same trust list, skips the reader (app/verify/reading-memo.ts,
+   * [decisions/0011](decisions/0011-reuse-readings-of-cairn-copies.md)); `0` keeps none.
    */
   C2PA_READING_MEMO_MIB: z.coerce.number().int().min(0).max(4096).default(32),
   /**
    * Memory for the kept answers of OCSP, the anchor check and the asset's public record (a few hundred bytes each),
-   * so a verify asks only what may have changed since (app/verify/signal-cache.ts); 0 keeps none.
+   * so a verify asks only what may have changed since (app/verify/signal-cache.ts; kept until `certificate.revoked`
+   * or their age, [decisions/0012](decisions/0012-signal-answers-kept-until-their-event.md)); `0` keeps none.
    */
   VERIFY_SIGNAL_CACHE_MIB: z.coerce.number().int().min(0).max(1024).default(8),
   /**
@@ -73,7 +75,7 @@ export const verifierConfigShape = {
    * When above 0, a newly signed asset's stored verdict waits until no asset has been signed for this long (at most
    * 256 wait), so it never runs beside the next sign (app/new-verdicts.ts); a read before then computes it itself.
    * 0 (the default) computes it as asset.signed is handled: deferring it cuts a lone sign's latency on a busy
-   * machine (up to 40% measured) but not a burst's, which lowers the c8/c1 sign throughput ratio (README, speed).
+   * machine (up to 40% measured) but not a burst's, which lowers the c8/c1 sign throughput ratio (docs/performance.md).
    */
   VERIFY_NEW_VERDICT_QUIET_MS: z.coerce.number().int().min(0).max(60_000).default(0),
 };

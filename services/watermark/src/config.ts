@@ -24,7 +24,7 @@ export const watermarkConfigShape = {
    * The image watermark keys, `kid:hex,kid:hex` or JSON `[{"kid","key"}]` (32-byte keys, 64 hex): the first marks new
    * images, the rest are still detected (rotation); every mark records its key id. Required in production; unset in
    * development, the service generates one and keeps it sealed in its schema (app/keyring.ts). See
-   * services/watermark/README.md.
+   * services/watermark/docs/keys.md.
    * @default development: a generated key, sealed in the watermark schema
    */
   WATERMARK_KEYS: z
