@@ -1,9 +1,9 @@
 // ESLint for the whole tree (`pnpm lint`, run by `npm test`). Two halves:
 //  1. code rules: typescript-eslint with type information (floating and misused promises, no `any`, no silent
 //     catches);
-//  2. the service interior (issue #12 item 1), as `no-restricted-imports` per glob: `domain/` imports nothing that
-//     does I/O, `rpc.ts` and `http/` never reach `db/` or `store/`, and nothing under services/<a> imports
-//     services/<b>. Contracts between services are protos and typed events, never code.
+//  2. the service interior (docs/decisions/0038-service-interior-rooms.md), as `no-restricted-imports` per glob:
+//     `domain/` imports nothing that does I/O, `rpc.ts` and `http/` never reach `db/` or `store/`, and nothing under
+//     services/<a> imports services/<b>. Contracts between services are protos and typed events, never code.
 import { readdirSync } from 'node:fs';
 import tseslint from 'typescript-eslint';
 
@@ -49,7 +49,7 @@ const noSilentCatch = {
   },
 };
 
-const ISSUE = 'issue #12: services/<svc>/src/ interior';
+const ISSUE = 'docs/decisions/0038-service-interior-rooms.md';
 
 // Packages whose whole purpose is I/O. `domain/` is pure logic: it gets its data through app/'s ports.
 const IO_PACKAGES = [
@@ -116,12 +116,12 @@ const mappingRules = [
 ];
 
 // The edge speaks HTTP and passes bytes: no decoder, no JUMBF, no C2PA library in the gateway (its package.json
-// declares none; a workspace or root link would still resolve one, so the rule says it). docs/design.md, "A thin
-// gateway".
+// declares none; a workspace or root link would still resolve one, so the rule says it).
+// docs/decisions/0036-thin-gateway.md.
 const thinEdge = {
   group: ['sharp', '@cairn/media', '@cairn/jumbf', '@contentauth/*', '@ffmpeg-installer/*', '@ffprobe-installer/*'],
   message:
-    'The gateway decodes no media and edits no manifest store: the service that owns those bytes does, behind a gRPC method (issue #12, a thin edge; magic-byte sniffing is @cairn/sniff).',
+    'The gateway decodes no media and edits no manifest store: the service that owns those bytes does, behind a gRPC method (docs/decisions/0036-thin-gateway.md; magic-byte sniffing is @cairn/sniff).',
 };
 
 // One block per service and layer: `no-restricted-imports` options do not merge across blocks, so each block

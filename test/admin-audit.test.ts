@@ -7,11 +7,11 @@ import { createClient } from '@cairn/rpc';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
-// Issue #28 item 4: every admin change leaves an audit entry. The attacker holds a stolen admin key of an
-// Enterprise tenant and redirects what it can: signatures (a BYOK credential), events (a webhook), verdicts (the
-// trust list), the audit log itself (the export destination), access (a key minted and revoked) and a sub-tenant's
-// limits. Each change must appear in the tenant's tamper-evident log, naming the stolen key, with the settings before
-// and after, and no secret the changes issued.
+// docs/decisions/0040-admin-changes-audited.md: every admin change leaves an audit entry. The attacker holds a stolen
+// admin key of an Enterprise tenant and redirects what it can: signatures (a BYOK credential), events (a webhook),
+// verdicts (the trust list), the audit log itself (the export destination), access (a key minted and revoked) and a
+// sub-tenant's limits. Each change must appear in the tenant's tamper-evident log, naming the stolen key, with the
+// settings before and after, and no secret the changes issued.
 
 interface AdminEntry {
   event_type: string;

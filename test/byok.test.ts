@@ -18,12 +18,13 @@ import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { settledUsage } from './support/usage.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-// Issue #15 item 4: an Enterprise tenant signs with a key it holds (BYOK). Cairn sends the bytes to be signed to
-// the tenant's endpoint with an HMAC, never sees the key, meters byok_sign on top of the modality meter, and a
-// failing endpoint is a 503 within a bounded time.
-// Issue #28 item 1, tried as the attacker: a tenant that does not hold the key (another organisation's published
-// chain, an endpoint answering with another key, a proof made for another tenant) gets nothing signed, stored or
-// billed, a chain passing for Cairn's own signing identity is refused, and pages say whose key signed.
+// docs/decisions/0026-byok-remote-signing-endpoint.md: an Enterprise tenant signs with a key it holds (BYOK). Cairn
+// sends the bytes to be signed to the tenant's endpoint with an HMAC, never sees the key, meters byok_sign on top of
+// the modality meter, and a failing endpoint is a 503 within a bounded time.
+// docs/decisions/0027-byok-proves-possession.md, tried as the attacker: a tenant that does not hold the key (another
+// organisation's published chain, an endpoint answering with another key, a proof made for another tenant) gets nothing
+// signed, stored or billed, a chain passing for Cairn's own signing identity is refused, and pages say whose key
+// signed.
 
 let stack: Stack;
 let enterprise: { tenant_id: string; api_key: string };

@@ -5,7 +5,7 @@ import { activeManifestLabel } from '../packages/jumbf/src/index.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-// Issue #15 item 6: the C2PA Soft Binding Resolution API 2.4 — discovery, capabilities, status, 404 for unknown
+// The C2PA Soft Binding Resolution API 2.4 — discovery, capabilities, status, 404 for unknown
 // manifests, and the C2PA manifest label (URN) accepted wherever Cairn's manifest id is.
 
 let stack: Stack;

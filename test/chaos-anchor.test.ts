@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, chaos: the anchor service killed with SIGKILL while batches are open, closing and being
+ * Chaos: the anchor service killed with SIGKILL while batches are open, closing and being
  * sent, in the middle of a stream of signs, then started again. Every signed asset ends in exactly one batch
  * confirmed on chain, and no batch is sent twice: the chain holds one transaction per anchored batch, carrying
  * its root. The anchor service runs as its own process against a local hardhat node (the public chain's

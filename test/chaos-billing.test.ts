@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, chaos: billing killed with SIGKILL in the middle of a stream of signs, then started again.
+ * Chaos: billing killed with SIGKILL in the middle of a stream of signs, then started again.
  * Every sign a client got 200 for is metered exactly once, whether billing died before its reserve, between
  * its reserve and its commit, or during the commit. The client does what the API tells it: a 503 is retried
  * with the same Idempotency-Key. Billing runs as its own process; the rest of the fleet in this process.

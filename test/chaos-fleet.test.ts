@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, chaos for the rest of the fleet: softbinding, watermark, verifier and tenant, each a real
+ * Chaos for the rest of the fleet: softbinding, watermark, verifier and tenant, each a real
  * process of its own, SIGKILLed in the middle of a short stream and started again (one stack for the whole file;
  * the gateway runs as a process too, not killed here yet: docs/testing.md; the signer, billing, audit and anchor
  * run in this process). The proof is taken through the public API: the answers the clients got while the victim

@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, chaos: the gateway killed with SIGKILL while signs are in flight, then started again. The
+ * Chaos: the gateway killed with SIGKILL while signs are in flight, then started again. The
  * signer (in this process) finishes the signs the dead gateway had asked for; the clients, cut off, retry each
  * Idempotency-Key that got no answer, with the same file, until it answers. Before the fix a retry that took over
  * the dead gateway's claim (lease run out) signed again under a new asset id: two assets and two asset.signed for

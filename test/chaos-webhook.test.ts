@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, chaos: the webhook service killed with SIGKILL while a delivery is in flight to a real
+ * Chaos: the webhook service killed with SIGKILL while a delivery is in flight to a real
  * receiver, in the middle of a stream of events, then started again. Every event the tenant subscribed to
  * reaches the receiver; what it sees twice is only what the at-least-once contract allows (the one delivery in
  * flight per endpoint, resent with the same event id and body, so it dedupes by event id); no delivery stays

@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, chaos: a service killed with SIGKILL in the middle of a stream of signs, then started again,
+ * Chaos: a service killed with SIGKILL in the middle of a stream of signs, then started again,
  * loses no event and applies none twice. The service under test runs as a real process of its own (the rest of
  * the fleet in this process); the proof is taken from the outside: the answers the clients got and the rows in
  * the audit schema.

@@ -9,9 +9,9 @@ import { freePort, waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
 // Redis and NATS of this file's own (private servers on free ports), so stopping them touches no other test.
-// Issue #11 item 5: Redis down is a degraded gateway (limits kept in process), never a 500; NATS down is a
-// degraded fleet whose signs still answer, their events delivered once NATS is back; neither takes a pod out
-// of service (/readyz stays 200 "degraded"), while Postgres down or draining does (503).
+// docs/decisions/0017-degraded-dependencies.md: Redis down is a degraded gateway (limits kept in process), never a 500;
+// NATS down is a degraded fleet whose signs still answer, their events delivered once NATS is back; neither takes a pod
+// out of service (/readyz stays 200 "degraded"), while Postgres down or draining does (503).
 
 interface Server {
   child: ChildProcess;

@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, chaos: Postgres, Redis and NATS restarted under a stream of signs and verifies. Requests fail
+ * Chaos: Postgres, Redis and NATS restarted under a stream of signs and verifies. Requests fail
  * cleanly while a dependency is away (never a 500: a problem with a cairn.* code) and the fleet recovers without
  * intervention; every sign that answered 200 ends with exactly one audit entry; and the fleet still shuts down.
  *
@@ -122,7 +122,8 @@ beforeAll(async () => {
 afterAll(async () => {
   try {
     // Not caught: a fleet that cannot shut down after the restarts fails this file (it did: a NATS consumer's stop
-    // handled its whole fetched batch first, and a pool kept a client lost in BEGIN checked out; issue #11).
+    // handled its whole fetched batch first, and a pool kept a client lost in BEGIN checked out;
+    // docs/decisions/0018-bounded-shutdown.md).
     await stack?.stop();
   } finally {
     await redis?.kill();

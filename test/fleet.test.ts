@@ -36,7 +36,8 @@ describe('the fleet', () => {
         expect((await health.check({ service: '' })).status).toBe(healthV1.HealthCheckResponse_ServingStatus.SERVING);
         const apiName = `cairn.${name}.v1.`;
         const services = service.context.rpc.serviceNames.filter((s) => s.startsWith(apiName));
-        // The gateway is HTTP only (issue #12): its gRPC server carries health and nothing of its own.
+        // The gateway is HTTP only (docs/decisions/0037-tenant-service.md): its gRPC server carries health and nothing
+        // of its own.
         if (name === 'gateway') {
           expect(services).toEqual([]);
           return;

@@ -1,7 +1,7 @@
 /**
  * The gateway authenticates through the tenant service and keeps a successful authentication for
  * AUTH_CACHE_TTL_MS. A key revoked through a gateway stops working there at once; through another replica,
- * it stops working on this one within the TTL (README, docs/design.md "The tenant service").
+ * it stops working on this one within the TTL (README, docs/decisions/0037-tenant-service.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { RunningService } from '@cairn/runtime';

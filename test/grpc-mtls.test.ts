@@ -9,8 +9,8 @@ import { CODE_METADATA_KEY, createClient, readTlsFiles, serviceTlsName, type Tls
 import { makeDevPki } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
-// gRPC between services is mutual TLS (issue #11 item 6): the gateway reaches billing with its certificate,
-// and nobody reaches billing without one of the fleet's CA.
+// gRPC between services is mutual TLS (docs/decisions/0029-fleet-identities.md): the gateway reaches billing with its
+// certificate, and nobody reaches billing without one of the fleet's CA.
 let stack: Stack;
 let strangerDir: string;
 let billingAddress: string;

@@ -1,5 +1,5 @@
 /**
- * Issue #11 item 7, hostile input: fast-check properties over the real parsers (the media sniffer, the WAV and
+ * Hostile input: fast-check properties over the real parsers (the media sniffer, the WAV and
  * image header probes, the JUMBF reader, the sign metadata validator, the gateway's multipart handling through
  * HTTP) and a corpus of hostile containers (deeply nested MP4 boxes, RIFF chunks with absurd sizes, truncated
  * files of every family, PNG chunk bombs) sent to sign and to verify: never a 5xx, never a dead service.

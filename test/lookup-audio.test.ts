@@ -138,8 +138,8 @@ describe('audio: sign, then find a re-encoded copy', () => {
     const verdict = (await verify.json()) as { status: string; signals: Record<string, unknown> };
     expect(verdict.signals.c2pa_signature_valid).toBe(true);
     // The signer's own Vorbis q3 re-encode of this 8 kHz music clip keeps cairn-audio-wm-v3 under most payloads, not
-    // all (the watermark README). The sign reads its mark back before answering: a mark it names is read by a
-    // verify; one that did not survive is not claimed, and the file is signed as uploaded.
+    // all (services/watermark/docs/audio-benches.md). The sign reads its mark back before answering: a mark it names is
+    // read by a verify; one that did not survive is not claimed, and the file is signed as uploaded.
     if (result.watermark_id) {
       // The marked file, still Ogg Vorbis of the same length (the sidecar binds these bytes, not the upload's).
       expect(content.equals(ogg)).toBe(false);

@@ -96,7 +96,7 @@ describe('video: sign MP4, then find a re-encoded copy', () => {
     });
     const verdict = (await res.json()) as { status: string; signals: Record<string, unknown> };
     expect(verdict.signals.c2pa_signature_valid).toBe(true);
-    // video-genai-v1 marks the frames (issue #14): the signed file carries both.
+    // video-genai-v1 marks the frames: the signed file carries both.
     expect(verdict.status).toBe('verified_manifest_and_watermark_match');
   });
 
@@ -125,7 +125,7 @@ describe('video: sign MP4, then find a re-encoded copy', () => {
     const verdict = (await (
       await stack.request('/v1/verify', { method: 'POST', key: third.api_key, json: { asset_id: result.asset_id } })
     ).json()) as { status: string };
-    // video-genai-v1 marks WebM frames too (issue #14).
+    // video-genai-v1 marks WebM frames too.
     expect(verdict.status).toBe('verified_manifest_and_watermark_match');
   });
 

@@ -6,7 +6,7 @@ import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 /**
- * Issue #11, item 1: decompression bombs are refused from their headers (cairn.media.too_large, 422) by every
+ * Decompression bombs are refused from their headers (cairn.media.too_large, 422) by every
  * path that decodes uploads, before anything is allocated. The stack runs in this process, so this process's
  * peak resident memory bounds every service's at once.
  */

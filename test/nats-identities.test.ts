@@ -18,8 +18,8 @@ import {
 } from '../tools/dev/src/nats-authorization.js';
 import { startFleetService } from './support/stack.js';
 
-// NATS identities (issue #11 item 6): a private nats-server runs the chart's own authorization file, so what
-// is proved here is what a cluster running that file enforces.
+// NATS identities (docs/decisions/0029-fleet-identities.md): a private nats-server runs the chart's own authorization
+// file, so what is proved here is what a cluster running that file enforces.
 // A letter first, as the chart makes them: nats-server reads a $VARIABLE's value as a config token, and a hex string
 // such as "2e71…" would parse as a number (the server then refuses its configuration).
 const passwords = Object.fromEntries(
@@ -92,7 +92,8 @@ describe('NATS identities (the chart authorization file)', () => {
     await expect(signer.publish(signed)).resolves.toMatchObject({ duplicate: false });
     const forged = sampleEvent('certificate.revoked', 'ten_identity', { reason: 'forged' });
     await expect(gateway.publish(forged)).rejects.toThrow(/Permissions Violation/i);
-    // Tenant facts are the tenant service's since issue #12: the gateway may no longer publish them, it may.
+    // Tenant facts are the tenant service's (docs/decisions/0037-tenant-service.md): the gateway may no longer publish
+    // them, it may.
     await expect(gateway.publish(sampleEvent('key.created', 'ten_identity', {}))).rejects.toThrow(
       /Permissions Violation/i,
     );

@@ -10,9 +10,9 @@ import { spawnService, type ServiceProcess } from './support/process.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-// Issue #11 item 4. The gateway gets a pool of 3 connections. Signs are made slow for real: the watermark
-// service runs as its own process and is frozen (SIGSTOP), so every watermarking sign waits on it, in flight,
-// until the test thaws it (SIGCONT). Nothing here depends on how long anything takes.
+// docs/decisions/0019-idempotency-claims.md. The gateway gets a pool of 3 connections. Signs are made slow for real:
+// the watermark service runs as its own process and is frozen (SIGSTOP), so every watermarking sign waits on it, in
+// flight, until the test thaws it (SIGCONT). Nothing here depends on how long anything takes.
 
 const CONCURRENCY = 4;
 const AUTH_FAILURES = 20;
@@ -225,7 +225,7 @@ async function assetsOf(tenantId: string): Promise<string[]> {
   return rows.map((r) => r.asset_id);
 }
 
-describe('a gateway that died mid-sign (issue #11: kill -9 must not sign twice)', () => {
+describe('a gateway that died mid-sign (kill -9 must not sign twice)', () => {
   it('the retry that takes its claim over answers the asset the signer recorded, not a second one, billed once', async () => {
     const a = await onboard(stack);
     const key = crypto.randomUUID();

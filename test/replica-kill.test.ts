@@ -1,5 +1,5 @@
 /**
- * Issue #27 item 5: the fleet as two replicas of every service (the launcher's --replicas plan, built bundles as
+ * The fleet as two replicas of every service (the launcher's --replicas plan, built bundles as
  * processes of their own), callers spreading over both, while one replica of each service in turn is SIGKILLed and
  * started again under sign, verify, lookup and webhook traffic spread over both gateways. The proof comes from the
  * public API, and from the services' own tables and the audit service's own chain check where the API cannot tell.

@@ -4,7 +4,8 @@ import { APP_ROLE, createSandbox, databaseUrl, PG_ADMIN_URL, provisionServiceRol
 import { databaseRole } from '../packages/config/src/index.js';
 import { startFleetService, startStack, type Stack } from './support/stack.js';
 
-// Service identities (issue #11 item 6): what one service may reach of another's, through the real parts.
+// Service identities (docs/decisions/0029-fleet-identities.md): what one service may reach of another's, through the
+// real parts.
 let stack: Stack;
 let admin: pg.Client;
 

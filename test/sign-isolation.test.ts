@@ -1,5 +1,6 @@
-// The signer's C2PA work runs in child processes under a time budget (issue #11 item 3). Here the budget is 1 ms,
-// so every sign overruns it: the child is killed each time, and what a client sees must stay one clean answer.
+// The signer's C2PA work runs in child processes under a time budget (docs/decisions/0025-c2pa-in-child-processes.md).
+// Here the budget is 1 ms, so every sign overruns it: the child is killed each time, and what a client sees must stay
+// one clean answer.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Bus, type RunningConsumer } from '@cairn/bus';
 import { type AnyEvent } from '@cairn/events';

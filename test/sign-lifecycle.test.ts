@@ -100,7 +100,7 @@ describe('signing with the key on a PKCS#11 token', () => {
       recipe_id: 'image-genai-v1',
     });
     expect(mine.every((e) => e.tenant_id === tenant.tenant_id)).toBe(true);
-    // The spec's Job carries `anchor` "as in Sign result", and so does job.completed (issue #15 item 1).
+    // The spec's Job carries `anchor` "as in Sign result", and so does job.completed.
     expect(done.anchor).toEqual({
       batch_id: expect.stringMatching(/^b_/),
       status: expect.stringMatching(/^(queued|pending|anchored)$/),

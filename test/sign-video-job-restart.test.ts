@@ -1,5 +1,5 @@
 /**
- * Issue #14: a video sign job survives a restart of the watermark service while its frames are marked (a rolling
+ * A video sign job survives a restart of the watermark service while its frames are marked (a rolling
  * restart of the watermark Deployment mid-job). The job ends done with a file that verifies, and the progress
  * GET /v1/jobs/{id} shows never falls; a watermark service that never comes back ends the job failed, with a problem
  * that says so, after its bounded attempts.

@@ -1,5 +1,5 @@
 /**
- * Issue #14: a video above the synchronous limit is a sign job whose status shows how far it is. The job's progress
+ * A video above the synchronous limit is a sign job whose status shows how far it is. The job's progress
  * (GET /v1/jobs/{id}) rises from 0 to 1 while the frames are marked, and the job ends done with a file that verifies.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -6,7 +6,7 @@ import { createImageWatermark } from '../services/watermark/src/domain/image/cai
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-// Issue #18: two statuses that only hand-built evidence used to produce, made here from real files through HTTP.
+// Two statuses that only hand-built evidence used to produce, made here from real files through HTTP.
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;

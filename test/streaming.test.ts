@@ -10,7 +10,7 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/cl
 import { collectGarbage } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
-// Issue #11 item 2: uploads stream into the blob store (filesystem and S3) with the size cap counted while
+// Uploads stream into the blob store (filesystem and S3) with the size cap counted while
 // streaming, so the gateway's memory does not grow with the body; downloads stream, and one whose blob ends
 // early is a cut-off response, not a hung client or a dead gateway.
 const MiB = 1024 * 1024;

@@ -1,7 +1,7 @@
 /**
- * Upgrading a fleet whose gateway kept tenants in its own schema (before issue #12): the new gateway refuses to
- * start while those rows are there, `pnpm cairn admin import-gateway-tenants` moves them to the tenant service
- * once, and the old API keys then work through the gateway as before.
+ * Upgrading a fleet whose gateway kept tenants in its own schema (before the tenant service existed): the new gateway
+ * refuses to start while those rows are there, `pnpm cairn admin import-gateway-tenants` moves them to the tenant
+ * service once, and the old API keys then work through the gateway as before.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';

@@ -13,8 +13,9 @@ import { PublishedTrustList, parseTrustSource } from '../services/verifier/src/a
 import { multipart, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-// Issue #15 item 5: the default trust list is Cairn's CA plus the official C2PA lists, shipped as data and
-// replaceable without a release (a file, or a URL refreshed on a schedule); GET /v1/trust-list shows it.
+// The default trust list (docs/decisions/0028-default-trust-list.md) is Cairn's CA plus the official C2PA lists,
+// shipped as data and replaceable without a release (a file, or a URL refreshed on a schedule); GET /v1/trust-list
+// shows it.
 
 const SHIPPED = new URL('../services/verifier/src/trust-lists/C2PA-TRUST-LIST.pem', import.meta.url);
 const SHIPPED_TSA = new URL('../services/verifier/src/trust-lists/C2PA-TSA-TRUST-LIST.pem', import.meta.url);

@@ -13,7 +13,7 @@ import { waitFor } from '@cairn/testing';
 import { collectGarbage } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 
-// Issue #15 item 2: files above the 100 MB direct limit go by upload session (POST /v1/uploads, then a PUT to
+// Files above the 100 MB direct limit go by upload session (POST /v1/uploads, then a PUT to
 // the URL it answers) and a sign or verify names them by upload_id, once.
 const MiB = 1024 * 1024;
 const TTL_SECONDS = 30;
@@ -354,7 +354,7 @@ describe('upload sessions on the filesystem store', () => {
   }, 90_000);
 });
 
-describe('upload sessions held to the plan, the disk and the clock (issue #28 item 2)', () => {
+describe('upload sessions held to the plan, the disk and the clock', () => {
   const openSession = (on: Stack, key: string, size: number) =>
     on.request('/v1/uploads', { method: 'POST', key, json: { size } });
   const codeOf = async (res: Response) => [res.status, ((await res.json()) as { code: string }).code];

@@ -13,8 +13,9 @@ import { localSignerFor, makeTestCredential, type TestCredential } from '../serv
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-// Issue #10: what anyone is told about an asset Cairn signed cannot be rewritten by an upload, and an untrusted file
-// makes the verifier call nobody. The attacker has no account (public verify) unless a test says otherwise.
+// docs/decisions/0010-stored-verdicts.md, 0015-outbound-requests-vetted.md: what anyone is told about an asset Cairn
+// signed cannot be rewritten by an upload, and an untrusted file makes the verifier call nobody. The attacker has no
+// account (public verify) unless a test says otherwise.
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;

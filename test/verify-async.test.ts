@@ -12,7 +12,7 @@ import { waitFor } from '@cairn/testing';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
-// Issue #15 item 3: an authenticated verify of a large file (or one sent with Prefer: respond-async) answers 202 with
+// An authenticated verify of a large file (or one sent with Prefer: respond-async) answers 202 with
 // a job whose result is the Verification result; verification.completed is emitted; the public verify stays
 // synchronous with its own size limit.
 

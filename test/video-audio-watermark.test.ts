@@ -15,7 +15,8 @@ let signedBytes: Buffer;
 /**
  * The signed clip with its frames shrunk to 160×90 and re-encoded at H.264 CRF 34: below the 96 pixels a side the video
  * detector looks at, so no frame mark can be read whatever the key (a halved copy at CRF 34 reads under some keys
- * since the small frames' grid, README). Written as most tools write MP4 (index first, through a file).
+ * with the small frames' grid, services/watermark/docs/video-benches.md). Written as most tools write MP4 (index first,
+ * through a file).
  */
 async function crushed(sound: string[]): Promise<Buffer> {
   const dir = await mkdtemp(join(tmpdir(), 'cairn-crushed-'));
@@ -51,7 +52,8 @@ beforeAll(async () => {
   });
   const owner = await onboard(stack);
   // 8 s of a moving test pattern, 640×360 at 25 fps, with speech-like sound (AAC 128k), made here with ffmpeg. Not
-  // shorter: after the signer's AAC and the copy's, 5 s of this speech no longer held the mark (README, audio limits).
+  // shorter: after the signer's AAC and the copy's, 5 s of this speech no longer held the mark
+  // (services/watermark/docs/audio.md, "Limits").
   const upload = await withSoundtrack(
     await clip('testsrc2', { seconds: 8, width: 640, height: 360 }),
     await recording('speech', 8, 2),

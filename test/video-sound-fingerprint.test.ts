@@ -49,7 +49,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe('the sound of a signed video is indexed as audio of the same asset (issue #14)', () => {
+describe('the sound of a signed video is indexed as audio of the same asset', () => {
   it.each([
     ['MP3 64k', ['-c:a', 'libmp3lame', '-b:a', '64k'], 'mp3'],
     ['WAV', ['-c:a', 'pcm_s16le'], 'wav'],

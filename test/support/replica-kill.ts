@@ -9,7 +9,7 @@ import type { ReplicaFleet } from './replica-fleet.js';
 import { multipart } from './stack.js';
 
 /**
- * Issue #27's replica-kill run: sign, verify, lookup and webhook traffic spread over every gateway replica while
+ * The replica-kill run: sign, verify, lookup and webhook traffic spread over every gateway replica while
  * one replica of each service in turn is SIGKILLed and started again; then what every invariant needs read back.
  * The client retries as the documented policy says (the SDK's: 429 and an idempotent call's 503, with the same
  * Idempotency-Key), plus what a load balancer in front of the gateways adds: a request whose connection a killed

@@ -11,8 +11,8 @@ export interface UsageBody {
 
 /**
  * GET /v1/usage once no meter holds a reservation: a synchronous sign's (a verify's) reservation is committed by
- * billing from asset.signed (asset.verified) after the answer (docs/design.md), so usage read right after one must
- * wait for that event.
+ * billing from asset.signed (asset.verified) after the answer (docs/decisions/0022-billing-settled-from-events.md), so
+ * usage read right after one must wait for that event.
  */
 export async function settledUsage(stack: Stack, key: string): Promise<UsageBody> {
   return waitFor('usage settled (no reservation open)', async () => {

@@ -1,6 +1,6 @@
 /**
  * bench:fingerprint-recall: the recall of the video and audio fingerprints on the transforms the watermark benches
- * put copies through (issue #14 names them: H.264 CRF 28, scale 0.5×, crop 10 %, 24 fps, VP9 WebM, trims; MP3,
+ * put copies through (H.264 CRF 28, scale 0.5×, crop 10 %, 24 fps, VP9 WebM, trims; MP3,
  * AAC, Vorbis, Opus, resampling, gain, cuts, noise, speed), with the matching rules the lookup applies
  * (`matchVideo`, `isAudioMatch`: the same decision the index search makes per candidate), and the false matches
  * between different clips. Images are measured by `pnpm bench:lookup` (its recall line), text by

@@ -1,4 +1,4 @@
-// Load run of sign + verify (issue #11 item 7): the fleet as real processes (one per service, as deployed), a
+// Load run of sign + verify: the fleet as real processes (one per service, as deployed), a
 // ramp to find the concurrency this machine sustains best with no 5xx, then 60 s at it. Prints throughput,
 // p50/p99, the count of 5xx (must be 0) and each service's peak resident memory (the process and its children,
 // e.g. the signer's c2pa workers, sampled every 250 ms).

@@ -1,8 +1,8 @@
-// Issue #27's replica-kill run as a benchmark: the fleet as `npm run up -- --replicas N` plans it (built bundles,
-// each replica a process of its own, isolated database, NATS stream, Redis prefix and chain), sign, verify, lookup
-// and webhook traffic over every gateway replica while one replica of each service in turn is SIGKILLed and started
-// again. Prints the requests, the retries and what they cured, each invariant's figures and each replica's share.
-// The same run, with its invariants asserted, is test/replica-kill.test.ts. Build the bundles first
+// The replica-kill run (test/replica-kill.test.ts) as a benchmark: the fleet as `npm run up -- --replicas N` plans it
+// (built bundles, each replica a process of its own, isolated database, NATS stream, Redis prefix and chain), sign,
+// verify, lookup and webhook traffic over every gateway replica while one replica of each service in turn is SIGKILLed
+// and started again. Prints the requests, the retries and what they cured, each invariant's figures and each replica's
+// share. The same run, with its invariants asserted, is test/replica-kill.test.ts. Build the bundles first
 // (node tools/dev/build.mjs; npm run up and npm test do).
 //
 //   pnpm bench:replica-kill [--replicas 2] [--min-signs 16] [--down-ms 1500]

@@ -1,7 +1,7 @@
-// Quick, repeatable measurement of cairn-sync-v2 on the hard attacks of issue #13: the four photos at 1 MP (and
-// 4 MP with --4mp) under fixed keys (derived from a seed, so two runs see the same marks), the attacks given by
-// name. Prints per attack the reads, and the lowest raw code-bit error rate over the alignments read (the error
-// rate against the true codeword: a finer measure than read / not read; the K=7 code needs about 11 %).
+// Quick, repeatable measurement of cairn-sync-v2 on the hard attacks of the bench (watermark/attacks.ts): the four
+// photos at 1 MP (and 4 MP with --4mp) under fixed keys (derived from a seed, so two runs see the same marks), the
+// attacks given by name. Prints per attack the reads, and the lowest raw code-bit error rate over the alignments read
+// (the error rate against the true codeword: a finer measure than read / not read; the K=7 code needs about 11 %).
 //
 //   node --import tsx tools/bench/watermark-quick.ts [--keys N] [--seed S] [--4mp] [--attacks 'social,border 5%']
 import { createHash } from 'node:crypto';

@@ -1,8 +1,8 @@
-// Image watermark speed alone (issue #13: embed ≤ 30 and detect ≤ 20 ms per megapixel, one core): the CPU time of
+// Image watermark speed alone (target: embed ≤ 30 and detect ≤ 20 ms per megapixel, one core): the CPU time of
 // cairn-sync-v2's embed, its detect on the marked copy and on the unmarked host, over the four repository photos at
 // 1 and 4 MP under fixed keys, with cairn-dct-keyed-v1 timed on the same images in the same run as the baseline.
 // "worker embed" is the embed as the service's worker runs it (runImageTask on pixels it owns): the mark, the PSNR
-// the answer reports and the content description (issue #17 counts that whole step in a sign).
+// the answer reports and the content description (a sign pays for that whole step).
 // Minutes faster than `pnpm bench:watermark`, whose attack table takes half an hour, so it can be re-run whenever
 // the machine is quiet (CPU time still grows with a loaded machine's cache and memory contention: the load average
 // is printed).

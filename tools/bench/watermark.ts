@@ -1,5 +1,5 @@
 import { relative } from 'node:path';
-// Image watermark benchmark (issue #13): cairn-sync-v2 against cairn-dct-keyed-v1 over the repository's photographs
+// Image watermark benchmark: cairn-sync-v2 against cairn-dct-keyed-v1 over the repository's photographs
 // (../shared/fixtures/photos, scaled to 1 and 4 MP) and synthetic textures.
 //
 //   pnpm bench:watermark [--quick] [--keys N] [--seed S] [--unmarked N] [--out DIR] [--low-texture-only] [--low-texture-seeds 30,31]

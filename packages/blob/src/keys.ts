@@ -1,4 +1,5 @@
-// Blob keys, built and parsed in one place (issue #12). Every key the fleet writes is one of these shapes:
+// Blob keys, built and parsed in one place (docs/decisions/0007-identifiers-and-blob-keys.md). Every key the fleet
+// writes is one of these shapes:
 //
 //   <owner>/uploads/<upload>            a request's upload (owner: the tenant id, or `public` for unauthenticated
 //                                       verifies and lookups); deleted once the request or its job is done

@@ -34,7 +34,7 @@ export interface ServeOptions {
  * Why not `messages.close()` and await the loop: @nats-io/jetstream queues its stop behind every message already
  * fetched (up to the pull batch), so closing meant handling and confirming each of them first. With NATS away or
  * just restarted every confirmation waits for its 5 s timeout, and a handler stuck on a dependency waits forever:
- * a service's shutdown did not finish (issue #11, test/dependency-restarts.test.ts).
+ * a service's shutdown did not finish (docs/decisions/0018-bounded-shutdown.md, test/dependency-restarts.test.ts).
  */
 export function serve(messages: ConsumerMessages, options: ServeOptions): RunningConsumer {
   let stopping = false;

@@ -1,8 +1,8 @@
 /**
- * Consumers against a NATS that goes away under them (issue #11): a private nats-server with JetStream on a store
- * of this file's own, SIGKILLed and started again. A consumer's stop must settle (it used to handle and confirm
- * every message it had fetched first, each confirmation waiting 5 s for a server that was gone, and wait forever
- * on a stuck handler), and no event may be lost across the stop and the restart.
+ * Consumers against a NATS that goes away under them (docs/decisions/0018-bounded-shutdown.md): a private nats-server
+ * with JetStream on a store of this file's own, SIGKILLed and started again. A consumer's stop must settle (it used to
+ * handle and confirm every message it had fetched first, each confirmation waiting 5 s for a server that was gone, and
+ * wait forever on a stuck handler), and no event may be lost across the stop and the restart.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,8 +1,8 @@
 /**
- * The plan catalog, the one copy every service reads (issue #12): the spec's quota, retention and metering
- * tables, plus Cairn's default request limits. Enterprise quotas are per contract (tenant configuration, billing's
- * per-tenant quotas); `null` means "not offered". text_sign, audio_verify and video_verify quotas are "not shown"
- * by the spec: Cairn's choices.
+ * The plan catalog, the one copy every service reads (docs/decisions/0006-one-catalog.md): the spec's quota, retention
+ * and metering tables, plus Cairn's default request limits. Enterprise quotas are per contract (tenant configuration,
+ * billing's per-tenant quotas); `null` means "not offered". text_sign, audio_verify and video_verify quotas are "not
+ * shown" by the spec: Cairn's choices.
  */
 export const PLAN_NAMES = ['free', 'developer', 'growth', 'enterprise'] as const;
 export type PlanName = (typeof PLAN_NAMES)[number];

@@ -10,15 +10,35 @@ export class ConfigError extends Error {
 
 const port = z.coerce.number().int().min(0).max(65535);
 
-/** Settings every service reads. Defaults are the local development fleet's. */
+/**
+ * Settings every service reads. Defaults are the local development fleet's. The doc comment on each property is what
+ * docs/configuration.md says it means (`pnpm docs:config`); a property without one shares the row above.
+ */
 export const commonEnvShape = {
+  /**
+   * `production` tightens the settings listed above (https webhook targets, the keys that have a development
+   * default, public https URLs, no filesystem audit export).
+   */
   CAIRN_ENV: z.enum(['development', 'production']).default('development'),
+  /** pino level; logs are JSON with `service`, `request_id`, `tenant_id`, `trace_id`. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * The service's Postgres, as its own role `cairn_<svc>` owning only its schema (`npm run up` sets that user); a
+   * superuser or BYPASSRLS role is refused at start, naming it (row-level security).
+   */
   DATABASE_URL: z.string().url().default('postgres://cairn@127.0.0.1:5432/cairn'),
+  /** Connections per service process. */
   DATABASE_POOL_MAX: z.coerce.number().int().positive().default(10),
+  /**
+   * Redis and the prefix of every key: the gateway's rate limits, caches. While Redis is unreachable a command fails
+   * within 1 s (no offline queue) and the gateway keeps the same limits in process (per replica), with one warning
+   * a minute; `/readyz` says `degraded`.
+   */
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   REDIS_KEY_PREFIX: z.string().default('cairn:'),
+  /** JetStream. */
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  /** The event stream and its subjects (`cairn.<event type>`). */
   NATS_STREAM: z
     .string()
     .regex(/^[A-Za-z0-9_-]+$/)
@@ -28,41 +48,63 @@ export const commonEnvShape = {
     .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
     .default('cairn'),
   /**
-   * Copies of every JetStream stream the services create (the event stream, the work queues): above 1 needs a
-   * clustered JetStream with at least that many servers. Existing streams are brought to it at start.
+   * Copies and size in bytes (`-1`: unlimited) of every stream the services create (the event stream, the sign and
+   * verify work queues), applied at start to existing streams too (a change is logged). Above 1 replica needs a
+   * clustered JetStream: a single server refuses it and the service does not start, saying so. NATS reserves the
+   * size × replicas per stream at creation. Full, the event stream drops its oldest events; a work queue refuses new
+   * items: the sign or verify answers 503 `cairn.unavailable` and nothing is queued or billed (docs/operations.md).
    */
   NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
-  /**
-   * Bytes each of those streams may hold (NATS reserves it, × replicas, at creation); -1 = unlimited. Full, the
-   * event stream drops its oldest events and a work queue refuses new items (the request answers 503).
-   */
   NATS_STREAM_MAX_BYTES: z.coerce
     .number()
     .int()
     .refine((bytes) => bytes === -1 || bytes > 0, 'must be a positive number of bytes, or -1 for unlimited')
     .default(1024 ** 3),
-  /** The service's own NATS user (cairn-<service>) and password, or a token: required in production off loopback. */
+  /**
+   * The service's own NATS identity (user `cairn-<svc>` and its password, or a token); required in production when
+   * NATS is not on loopback.
+   */
   NATS_USER: z.string().min(1).optional(),
   NATS_PASSWORD: z.string().min(1).optional(),
   NATS_TOKEN: z.string().min(1).optional(),
+  /** Bind address of the gRPC and ops ports (`0.0.0.0` in containers). */
   GRPC_HOST: z.string().default('127.0.0.1'),
-  /** PEM files: the fleet's CA, this service's certificate and key. gRPC is mutual TLS when set (all three). */
+  /**
+   * PEM files: the fleet's CA, this service's certificate and key (`npm run up`: `.cairn/tls/`). Set, gRPC is mutual
+   * TLS both ways (clients check the peer's certificate names `cairn-<peer>`); all three or none; required in
+   * production when `GRPC_HOST` is not loopback.
+   */
   GRPC_TLS_CA: z.string().min(1).optional(),
   GRPC_TLS_CERT: z.string().min(1).optional(),
   GRPC_TLS_KEY: z.string().min(1).optional(),
+  /**
+   * The gRPC port; unset, the service's own (docs/architecture.md, `DEFAULT_PORTS`); `0` picks a free port.
+   * @default the service's port
+   */
   GRPC_PORT: port.optional(),
   /**
-   * The gRPC server closes each client connection after this long (calls in flight get the grace), so callers
-   * reconnect, re-resolve their target and spread onto replicas started after them (packages/rpc ServerOptions).
+   * A gRPC server closes each client connection after this long (±10 % jitter; calls in flight get the grace, then
+   * are cut), so callers reconnect, resolve again and send calls to replicas started after them (packages/rpc
+   * ServerOptions).
    */
   GRPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().positive().default(300_000),
   GRPC_MAX_CONNECTION_AGE_GRACE_MS: z.coerce.number().int().nonnegative().default(30_000),
+  /**
+   * The ops port (`/healthz`, `/readyz`, `/metrics`); unset, the service's own; `0` picks a free port.
+   * @default the service's port
+   */
   OPS_PORT: port.optional(),
+  /**
+   * Base of Problem+JSON `type` URLs. The gateway, when this is unset, points them at its own
+   * `/docs/api/errors#<code>` under `PUBLIC_BASE_URL`.
+   */
   DOCS_URL: z.string().url().default('https://docs.cairn.dev'),
+  /** How long a draining service lets in-flight work finish. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().default(10000),
   /**
-   * Longest wait between two sweeps of an idle outbox. The sweep relays what no flush did: events of a replica that
-   * crashed between its commit and its flush, or that NATS refused for a while.
+   * Longest wait between two sweeps of an idle outbox (1 s after an enqueue, doubling while a sweep finds nothing).
+   * The sweep relays what no flush did: events of a replica that crashed between its commit and its flush, or that
+   * NATS refused for a while.
    */
   OUTBOX_SWEEP_MAX_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
 } as const;

@@ -87,7 +87,8 @@ async function terminateBackends(options: pg.PoolOptions, pids: number[]): Promi
  * A checked-out client whose connection is lost goes back to the pool (which drops it) at once, and its holder's
  * own release later is a no-op. drizzle's transaction() sends BEGIN outside its try/finally: when BEGIN fails
  * (Postgres restarting) it never releases the client, which then stayed checked out forever, one pool slot lost
- * each time, and pool.end() (a service's shutdown) never finished (issue #11, test/dependency-restarts.test.ts).
+ * each time, and pool.end() (a service's shutdown) never finished (docs/decisions/0018-bounded-shutdown.md,
+ * test/dependency-restarts.test.ts).
  */
 function releasedWhenLost(client: pg.PoolClient): pg.PoolClient {
   const release = client.release.bind(client);

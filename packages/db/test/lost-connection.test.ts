@@ -6,7 +6,7 @@ import { createDb, createPool } from '../src/index.js';
 
 // A connection cut while a client is checked out (Postgres restarting, a network cut) must not keep that client
 // checked out forever: each one used to cost the pool a slot for good and made pool.end() (a service's shutdown)
-// wait forever (issue #11).
+// wait forever (docs/decisions/0018-bounded-shutdown.md).
 
 let sandbox: Sandbox;
 

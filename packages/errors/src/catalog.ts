@@ -1,5 +1,5 @@
 // Every error Cairn answers with, by code. HTTP status and a short title per code; the detail is per occurrence.
-// Codes from the API spec's table come first, then the ones docs/design.md adds.
+// Codes from the API spec's table come first, then the ones Cairn adds.
 export const ERROR_CATALOG = {
   'cairn.verify.no_input': { status: 400, title: 'No input to verify' },
   'cairn.verify.unsupported_file_type': { status: 415, title: 'Unsupported file type' },
@@ -7,7 +7,8 @@ export const ERROR_CATALOG = {
   'cairn.sign.unsupported_mime': { status: 400, title: 'Media type not allowed by the recipe' },
   'cairn.sign.missing_idempotency_key': { status: 400, title: 'Idempotency-Key header required' },
   'cairn.sign.idempotency_conflict': { status: 409, title: 'Idempotency-Key reused with a different payload' },
-  // 409, as the IETF Idempotency-Key draft says for a key whose first request is still being processed (docs/design.md).
+  // 409, as the IETF Idempotency-Key draft says for a key whose first request is still being processed
+  // (docs/decisions/0019-idempotency-claims.md).
   'cairn.idempotency.in_progress': { status: 409, title: 'A request with this Idempotency-Key is still in progress' },
   'cairn.sign.file_too_large': { status: 413, title: 'Asset too large' },
   'cairn.auth.invalid_key': { status: 401, title: 'Invalid API key' },
@@ -16,7 +17,7 @@ export const ERROR_CATALOG = {
   'cairn.billing.spending_cap_reached': { status: 402, title: 'Spending cap reached' },
   'cairn.ratelimit.exceeded': { status: 429, title: 'Rate limit exceeded' },
   'cairn.signer.unavailable': { status: 503, title: 'Signing key service unavailable' },
-  // The isolated C2PA worker died or overran its budget on this sign (docs/design.md, "Isolated parsers").
+  // The isolated C2PA worker died or overran its budget on this sign (docs/decisions/0025-c2pa-in-child-processes.md).
   'cairn.sign.worker_failed': { status: 503, title: 'Signing worker failed' },
   'cairn.onboard.missing_idempotency_key': { status: 400, title: 'Idempotency-Key header required' },
   'cairn.onboard.idempotency_conflict': { status: 409, title: 'Idempotency-Key reused with a different payload' },
@@ -35,8 +36,9 @@ export const ERROR_CATALOG = {
   'cairn.validation.body_too_large': { status: 413, title: 'Request body too large' },
   'cairn.validation.unsupported_media_type': { status: 415, title: 'Unsupported Content-Type' },
   'cairn.not_found': { status: 404, title: 'Not found' },
-  // Upload sessions (docs/design.md, "Upload sessions"): the declared size over the limit, a PUT past the declared
-  // size, a URL whose signature or expiry does not check, and a session in the wrong state for what was asked.
+  // Upload sessions (docs/decisions/0016-uploads-stream-and-sessions.md): the declared size over the limit, a PUT past
+  // the declared size, a URL whose signature or expiry does not check, and a session in the wrong state for what was
+  // asked.
   'cairn.upload.too_large': { status: 413, title: 'Upload larger than allowed' },
   'cairn.upload.invalid_url': { status: 403, title: 'Upload URL invalid or expired' },
   'cairn.upload.already_uploaded': { status: 409, title: 'Upload already received' },
@@ -46,7 +48,8 @@ export const ERROR_CATALOG = {
   'cairn.upload.quota_exceeded': { status: 429, title: 'Too many open upload sessions' },
   'cairn.upload.insufficient_storage': { status: 507, title: 'No room for this upload now' },
   'cairn.asset.expired': { status: 410, title: 'Asset no longer kept' },
-  // 422, not 413: the upload's bytes were accepted; what its headers declare (pixels, duration) is refused (docs/design.md).
+  // 422, not 413: the upload's bytes were accepted; what its headers declare (pixels, duration) is refused
+  // (docs/decisions/0023-media-limits-from-headers.md).
   'cairn.media.too_large': { status: 422, title: 'Media exceeds the decoding limits' },
   'cairn.method_not_allowed': { status: 405, title: 'Method not allowed' },
   'cairn.validation.query_too_long': { status: 414, title: 'Query value too long; send it in a POST body' },

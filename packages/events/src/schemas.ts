@@ -5,7 +5,8 @@ import { isId } from '@cairn/ids';
 /*
  * Every event Cairn publishes, defined once: the payload (`data`) of each type as a zod schema. Producers build
  * events through newEvent (envelope.ts), typed by these schemas; every consumer receives events parsed by them
- * (the bus terminates one that does not parse). docs/design.md 'Typed events' says why zod and not protobuf.
+ * (the bus terminates one that does not parse). docs/decisions/0004-events-as-zod-schemas.md says why zod and not
+ * protobuf.
  *
  * The types are exact (a producer's misspelt or forgotten field is a compile error), but parsing is loose
  * (EVENT_PARSERS): a field this version does not know is kept, not stripped, so a consumer older than its
@@ -23,7 +24,9 @@ const problem = z.looseObject({ code: z.string(), title: z.string(), status: z.n
 
 const billingPeriod = { period_start: isoTime, period_end: isoTime };
 
-/** The administrative actions the audit log records as `admin.changed` (docs/design.md 'Audit log'). */
+/**
+ * The administrative actions the audit log records as `admin.changed` (docs/decisions/0040-admin-changes-audited.md).
+ */
 export const ADMIN_ACTIONS = [
   'signing_credential.registered',
   'signing_credential.deleted',
@@ -223,10 +226,10 @@ export const EVENT_DATA = {
     reason: z.string().optional(),
   }),
   /**
-   * An administrative change (issue #28): written by the service that owns the setting, in the transaction that
-   * changes it, and recorded in the tenant's audit chain. `before`/`after` hold the settings that changed and never
-   * a secret (a secret shows as a SHA-256 fingerprint or the marker "rotated"). `actor_key_id` is the API key
-   * that made the change; null when an operator called the service directly.
+   * An administrative change (docs/decisions/0040-admin-changes-audited.md): written by the service that owns the
+   * setting, in the transaction that changes it, and recorded in the tenant's audit chain. `before`/`after` hold the
+   * settings that changed and never a secret (a secret shows as a SHA-256 fingerprint or the marker "rotated").
+   * `actor_key_id` is the API key that made the change; null when an operator called the service directly.
    */
   'admin.changed': z.object({
     action: z.enum(ADMIN_ACTIONS),

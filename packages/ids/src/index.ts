@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { ulid } from 'ulid';
 
-/** The id prefixes of docs/design.md; every public identifier is one of these followed by a ULID. */
+/**
+ * The id prefixes (docs/decisions/0007-identifiers-and-blob-keys.md); every public identifier is one of these followed
+ * by a ULID.
+ */
 export const ID_PREFIXES = {
   asset: 'a_',
   watermark: 'w_',

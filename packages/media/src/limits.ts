@@ -29,9 +29,13 @@ export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
 
 /** The limit variables every service that decodes uploads spreads into its config shape. */
 export const mediaLimitsConfigShape = {
+  /** Pixels of one image (width × height), read from its header before decoding; more is 422 `cairn.media.too_large`. */
   MEDIA_MAX_IMAGE_PIXELS: z.coerce.number().int().positive().default(DEFAULT_MEDIA_LIMITS.imagePixels),
+  /** Duration an audio file may declare (WAV header; other containers as ffmpeg reads them). */
   MEDIA_MAX_AUDIO_SECONDS: z.coerce.number().positive().default(DEFAULT_MEDIA_LIMITS.audioSeconds),
+  /** Pixels of one video frame (3840×2160). */
   MEDIA_MAX_VIDEO_PIXELS: z.coerce.number().int().positive().default(DEFAULT_MEDIA_LIMITS.videoPixels),
+  /** Duration a video file may declare (as ffmpeg reads it). */
   MEDIA_MAX_VIDEO_SECONDS: z.coerce.number().positive().default(DEFAULT_MEDIA_LIMITS.videoSeconds),
 };
 

@@ -1,7 +1,8 @@
 // Conversions between the internal API's typed fields (cairn.common.v1 enums, google.protobuf.Timestamp) and what
 // the services hold and the public HTTP API answers (lower-case names such as "verified_manifest", ISO 8601
 // times). One place, so every producer and consumer maps the same way and a value outside the set is refused where
-// it is read (docs/design.md, "Typed internal contracts"). Pure code (no I/O), so domain/ modules may use it too.
+// it is read (docs/decisions/0005-shared-enums-and-timestamps.md). Pure code (no I/O), so domain/ modules may use it
+// too.
 import type { DescEnum } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import * as commonV1 from './gen/cairn/common/v1/common_pb.js';

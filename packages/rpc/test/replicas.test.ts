@@ -1,7 +1,8 @@
 /**
- * A service running as several replicas behind one target (issue #27): calls spread over every address, a replica
- * killed with SIGKILL stops getting calls without failing any, mutual TLS still checks the service's name whatever
- * address is dialled, and a server's max connection age makes its clients reconnect without failing a call.
+ * A service running as several replicas behind one target (docs/decisions/0030-chart-keys-and-scale-out.md): calls
+ * spread over every address, a replica killed with SIGKILL stops getting calls without failing any, mutual TLS still
+ * checks the service's name whatever address is dialled, and a server's max connection age makes its clients reconnect
+ * without failing a call.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -5,9 +5,15 @@ export const DEV_PRIVATE_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5e
 
 /** anchor-only settings (the common ones come from @cairn/config). */
 export const anchorConfigShape = {
-  /** JSON-RPC endpoint of the EVM chain the roots are written to (the local fleet runs a hardhat node). */
+  /**
+   * JSON-RPC endpoint of the EVM chain the roots are written to; `npm run up` starts a hardhat node there (port +
+   * offset) unless this is set.
+   */
   ANCHOR_RPC_URL: z.string().url().default('http://127.0.0.1:8545'),
-  /** The account that sends the self-transactions (hex private key). */
+  /**
+   * 64 hex (`0x…`): the account that sends the roots to itself. The default is hardhat's development account 0: set
+   * it for any real network.
+   */
   ANCHOR_PRIVATE_KEY: z
     .string()
     .regex(/^0x[0-9a-fA-F]{64}$/)
@@ -16,7 +22,10 @@ export const anchorConfigShape = {
   ANCHOR_BATCH_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /** …or when its first manifest is this old. */
   ANCHOR_BATCH_MAX_AGE_MS: z.coerce.number().int().positive().default(5000),
-  /** Blocks (including the one holding the transaction) before a batch counts as anchored. */
+  /**
+   * Blocks (head − block + 1, the one holding the transaction included) before a batch counts as `anchored`; it stays
+   * `pending` until then.
+   */
   ANCHOR_CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).default(1),
   /** How often the batcher looks while batches are closed or in flight (a sent one waits on blocks). */
   ANCHOR_POLL_MS: z.coerce.number().int().positive().default(500),

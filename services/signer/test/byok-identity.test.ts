@@ -10,7 +10,8 @@ import { es256Raw, verifiesEs256 } from '../src/domain/es256.js';
 import { x509 } from '../src/pki/x509.js';
 import { makeTestCredential } from './c2pa-fixtures.js';
 
-// Issue #28 item 1: what a tenant's chain may not pass for, and the ES256 checks every BYOK signature goes through.
+// docs/decisions/0027-byok-proves-possession.md: what a tenant's chain may not pass for, and the ES256 checks every
+// BYOK signature goes through.
 
 const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const DAY_MS = 86_400_000;

@@ -5,7 +5,7 @@ import { mediaLimitsConfigShape } from '@cairn/media';
 export const softbindingConfigShape = {
   /** What a fingerprint decodes at most (MEDIA_MAX_*), checked from the headers first. */
   ...mediaLimitsConfigShape,
-  /** Where signed assets and uploads are (shared with the gateway, signer and verifier). */
+  /** Where signed assets and uploads are: the gateway's `BLOB_STORE_URL`, shared. */
   BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
   /** Most matches a lookup answers. */
   LOOKUP_MAX_RESULTS: z.coerce.number().int().min(1).max(100).default(10),
@@ -15,17 +15,29 @@ export const softbindingConfigShape = {
    */
   FINGERPRINT_MEMORY_MAX_ROWS: z.coerce.number().int().min(0).default(2_000_000),
   FINGERPRINT_MEMORY_MAX_ROWS_PER_TENANT: z.coerce.number().int().min(0).default(1_500_000),
-  /** Largest manifest store a tenant may keep in the resolution API's repository (POST /c2pa/v1/manifests). */
+  /**
+   * Largest manifest store a tenant may keep in the resolution API's repository (`POST /c2pa/v1/manifests`, 413
+   * above); set it and the gateway's alike.
+   */
   STORED_MANIFEST_MAX_BYTES: z.coerce
     .number()
     .int()
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(2 * 1024 * 1024),
-  /** Most manifests one tenant may keep there (with the size limit, what a tenant can make Postgres hold). */
+  /**
+   * Most manifests one tenant may keep there (429 `cairn.resolution.quota_exceeded` past it, until it deletes some):
+   * with the size limit, what a tenant can make Postgres hold.
+   */
   STORED_MANIFESTS_MAX_PER_TENANT: z.coerce.number().int().min(1).default(1000),
-  /** How often the in-memory index reads rows another process added (this one's own are held at once)… */
+  /**
+   * How often the in-memory index reads rows another process added (this one's own are held at once) while rows
+   * arrive, read there or indexed here.
+   */
   FINGERPRINT_CATCH_UP_MS: z.coerce.number().int().min(100).default(5000),
-  /** …while rows arrive; with none, the wait doubles up to this. */
+  /**
+   * The catch-up's longest wait: with no rows arriving it doubles up to this. A replica sees another's first new
+   * row after a quiet spell within this, later ones within FINGERPRINT_CATCH_UP_MS.
+   */
   FINGERPRINT_CATCH_UP_MAX_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
 };

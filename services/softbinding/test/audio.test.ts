@@ -98,7 +98,7 @@ describe('spectral-peak audio fingerprint', () => {
     expect(score.offsetSeconds).toBeLessThan(12.5);
   });
 
-  it('reads AAC in an M4A whose index follows the samples, as ordinary tools write it (issue #14)', async () => {
+  it('reads AAC in an M4A whose index follows the samples, as ordinary tools write it', async () => {
     const wav = await readFile(`${SHARED_DIR}/fixtures/c2pa-rs/sample1.wav`);
     // ffmpeg's ipod muxer to a file (seekable): the moov box comes after mdat, unlike a fragmented stream.
     const dir = await mkdtemp(join(tmpdir(), 'cairn-m4a-'));

@@ -99,13 +99,13 @@ describe('PDQ-class image hash', () => {
       }
     }
     lines.push(`different content (${photos.length} photos, ordered pairs): ${JSON.stringify(summary(different))}`);
-    // The distributions, for the README's table and threshold.ts.
+    // The distributions, for docs/image.md's table and threshold.ts.
     process.stdout.write(`${lines.join('\n')}\n`);
     const d = summary(different);
     expect(d.min).toBeGreaterThan(LOOKUP_RADIUS + 24);
-    // Every photo after every transform lands within the radius, except the misses measured and listed in the
-    // service README (line-art and low-quality images after a resize or a brightening). The list is exact: a new
-    // miss fails, and so does a known one that is found again (update the list and the README then).
+    // Every photo after every transform lands within the radius, except the misses measured and listed in the service
+    // docs (docs/image.md: line-art and low-quality images after a resize or a brightening). The list is exact: a new
+    // miss fails, and so does a known one that is found again (update the list and docs/image.md then).
     expect(misses.map((m) => m.replace(/ \d+$/, ''))).toEqual(KNOWN_MISSES);
   }, 120_000);
 });

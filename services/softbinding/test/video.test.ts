@@ -223,7 +223,7 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
     expect(sharedShot).toBeGreaterThan(0);
   });
 
-  it('a short clip without cuts still yields several frames, so its re-encoded copy is found (issue #14)', async () => {
+  it('a short clip without cuts still yields several frames, so its re-encoded copy is found', async () => {
     const clip = await runFfmpeg({
       args: [
         ...['-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=25', '-t', '3'],
@@ -242,7 +242,7 @@ describe('video fingerprint cairn.pdq-frames.v1', () => {
     expect(matchVideo(await fingerprintVideo(copy), indexed).matches).toBe(true);
   }, 60_000);
 
-  it('samples over the frames’ own extent when the sound runs longer: fragmented MP4, 4 s of frames, 20 s of AAC (issue #14)', async () => {
+  it('samples over the frames’ own extent when the sound runs longer: fragmented MP4, 4 s of frames, 20 s of AAC', async () => {
     const frames = await runFfmpeg({
       args: [
         ...['-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=25', '-t', '4'],

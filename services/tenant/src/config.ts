@@ -4,20 +4,27 @@ import { z } from 'zod';
 /** Tenant-service settings (the common ones come from @cairn/config). */
 export const tenantConfigShape = {
   /**
-   * 32-byte key (64 hex) sealing the onboarding answers kept for replays. Required in production; the same key
-   * the gateway had, so answers sealed before the tenant service existed still open.
+   * 64 hex (32 bytes): seals the onboarding answer kept for idempotent replays (AES-256-GCM); the gateway's key, so
+   * answers it sealed earlier still open; required in production.
+   * @default a fixed development key
    */
   CAIRN_DATA_KEY: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
     .optional(),
+  /**
+   * The production payment processor (Stripe API): its secret key and API base; required in production
+   * (development uses test mode).
+   */
   PAYMENT_PROCESSOR_SECRET_KEY: z.string().optional(),
   PAYMENT_PROCESSOR_API_BASE: z.string().url().optional(),
-  /** How long the sealed onboarding answer (it holds the admin key) is kept for replays: the idempotency window. */
+  /**
+   * The onboarding idempotency window: the sealed answer (admin key included) is replayed only this long, then
+   * dropped by a sweep run this often.
+   */
   ONBOARD_REPLAY_TTL_SECONDS: z.coerce.number().int().positive().default(86_400),
-  /** How often sealed onboarding answers past that window are dropped. */
   ONBOARD_REPLAY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
-  /** How often the service looks for API keys expiring within 7 days (key.expiring, once per key). */
+  /** How often the service looks for API keys expiring within 7 days (`key.expiring`, once per key). */
   KEY_EXPIRY_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
 };
 

@@ -47,7 +47,8 @@ type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M
 
 /**
  * A done job's stored result (protobuf JSON of VerificationResult). Rows written before the status was an enum
- * (issue #12) hold its public name ("verified_manifest"), which protobuf JSON does not read: it is mapped here.
+ * (docs/decisions/0005-shared-enums-and-timestamps.md) hold its public name ("verified_manifest"), which protobuf JSON
+ * does not read: it is mapped here.
  */
 function storedResultJson(stored: unknown): JsonValue {
   const json = stored as { [key: string]: JsonValue };

@@ -170,8 +170,8 @@ describe('cairn-audio-wm-v2', () => {
 
   itMarksAndReadsBack(v2);
 
-  // What v2 reads on these 10 s recordings under this key; the README's table has the rest (speech through Opus,
-  // music through the low-rate codecs and speech's 3 s excerpts are not read reliably: why v1 still writes new marks).
+  // What v2 reads on these 10 s recordings under this key; docs/audio-benches.md has the rest (speech through Opus,
+  // music through the low-rate codecs and speech's 3 s excerpts are not read reliably: why v2 was never written).
   itReadsAfter(v2, [
     ['speech', 'MP3 64k mono'],
     ['speech', 'AAC 96k (M4A)'],
@@ -196,9 +196,9 @@ describe('cairn-audio-wm-v3', () => {
 
   itMarksAndReadsBack(v3);
 
-  // What v3 reads on these 10 s recordings under this key, Vorbis q3 included (v1 and v2 miss it); the README's table
-  // has the rest (on 10 s the music through MP3 64k mono and Vorbis q3 is not read, on 20 s it is; speech under
-  // white noise at 20 dB is read under most keys and noise draws, not all).
+  // What v3 reads on these 10 s recordings under this key, Vorbis q3 included (v1 and v2 miss it);
+  // docs/audio-benches.md has the rest (on 10 s the music through MP3 64k mono and Vorbis q3 is not read, on 20 s it
+  // is; speech under white noise at 20 dB is read under most keys and noise draws, not all).
   itReadsAfter(v3, [
     ['speech', 'Vorbis q3'],
     ['speech', 'Opus 64k'],

@@ -11,7 +11,7 @@ import { keyedPayloadFor } from '../src/domain/payload.js';
 import { loadPhoto, type PhotoOptions } from './support/images.js';
 
 // The pixels cairn-sync-v2 writes, pinned: a mark already issued is only read back if the embedder keeps writing
-// exactly it, and a speed-up of the embed path (issue #17) must leave every marked sample, the content description
+// exactly it, and a speed-up of the embed path must leave every marked sample, the content description
 // the registry keeps and the PSNR the signer reports as they were. The digests were taken from the embedder as it
 // was before that work. Each case pins its input too, so a changed decoder or resizer (a sharp upgrade) shows as
 // such rather than as a changed mark.

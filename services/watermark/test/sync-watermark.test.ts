@@ -80,7 +80,7 @@ describe('cairn-sync-v2', () => {
   // astronaut, whose white and black areas (13 % of its samples at 0 or 255) carry little, was the photo the social
   // chain lost at 1 MP (3 of 6 keys in the bench's driver; under sync-test-k3 the spectral template also took JPEG's
   // blocking for the tile): the gain calibrated past the clamp, the list decoder, the fine grid and the comb's
-  // further candidates read it now (README, cairn-sync-v2 steps 3, 4 and 6).
+  // further candidates read it now (docs/image.md, steps 3, 4 and 6).
   it('marks astronaut at PSNR ≥ 42 dB and reads it after the social-network path, under three keys', async () => {
     const photo = await megapixel('astronaut.png');
     for (const label of ['sync-test-k1', 'sync-test-k2', 'sync-test-k3']) {

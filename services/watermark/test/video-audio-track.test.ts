@@ -42,7 +42,7 @@ beforeAll(async () => {
   };
   // 8 s of speech-like audio, stereo 44.1 kHz, made here with ffmpeg: the sound of small clips below. Not shorter:
   // through two AAC encodes (the answer's and the copy's), 6 s of it missed the mark under some random keys (on a
-  // fresh-clone CI run), as 5 s did in the fleet test (test/video-audio-watermark.test.ts; README, audio limits).
+  // fresh-clone CI run), as 5 s did in the fleet test (test/video-audio-watermark.test.ts; docs/audio.md, "Limits").
   speech = await recording('speech', 8, 2);
 }, 60_000);
 afterAll(() => pool?.close(0));

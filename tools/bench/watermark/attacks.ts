@@ -1,5 +1,6 @@
-// The attacks of issue #13, as sharp pipelines on raw pixels. Shared by the bench (tools/bench/watermark) and
-// the CI subset (services/watermark/test/sync-watermark.test.ts), so both measure the same transformations.
+// The attacks an image watermark must survive, as sharp pipelines on raw pixels. Shared by the bench
+// (tools/bench/watermark) and the CI subset (services/watermark/test/sync-watermark.test.ts), so both measure the same
+// transformations.
 import sharp from 'sharp';
 import type { Channels, RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
 
@@ -177,7 +178,7 @@ export const aspect =
   (i) =>
     decode(encoder(i).resize(Math.round(i.width * factor), i.height, { fit: 'fill' }));
 
-/** The attack table of issue #13, in its order. */
+/** The attack table (services/watermark/README.md), in its order. */
 export const ISSUE_ATTACKS: ReadonlyArray<readonly [string, Attack]> = [
   ['none', async (i) => i],
   ['JPEG q50', jpeg(50)],

@@ -141,7 +141,7 @@ export async function unmarkedSet(
 }
 
 /**
- * The low-texture class (flat, smooth, grayscale, upscaled content; issue #30): hosts a photo bench never sees, made
+ * The low-texture class (flat, smooth, grayscale, upscaled content): hosts a photo bench never sees, made
  * here from a seed. Each is grey (R = G = B) unless said, about 1 MP, with the format a sign of it would arrive in.
  * Kept apart from the tuning probes: other generators and seeds than the ones the strength levels were chosen on.
  */

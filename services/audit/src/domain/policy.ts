@@ -2,8 +2,8 @@ import type { AnyEvent, EventType } from '@cairn/events';
 
 /**
  * What the audit log records: the spec's audit events (metered work and failed webhooks) and the
- * administrative facts of docs/design.md. Verification is recorded only when authenticated: a public verify has
- * no tenant and must leave no personal trace.
+ * administrative facts (docs/decisions/0040-admin-changes-audited.md). Verification is recorded only when
+ * authenticated: a public verify has no tenant and must leave no personal trace.
  */
 const AUDITED: ReadonlySet<EventType> = new Set([
   'asset.signed',

@@ -18,7 +18,7 @@ export interface AuthFailureLimitOptions {
  * starts at the first failure. `check` is one Redis read and runs before any database work; `recordFailure` counts
  * a 401. `trust` marks a subject that authenticated (an address and key id) for `trustSeconds`, so that key keeps
  * working from an address another client's guesses have locked. With Redis unreachable all of it runs in this
- * process, as the rate limiter does (docs/design.md).
+ * process, as the rate limiter does (docs/decisions/0021-limits-in-redis-with-fallback.md).
  */
 export class AuthFailureLimit {
   readonly #redis: Redis;

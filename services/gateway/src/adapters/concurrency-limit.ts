@@ -46,7 +46,8 @@ export interface ConcurrencyLimiterOptions {
 /**
  * At most `limit` concurrent holders per subject across every gateway replica (Redis), e.g. signs in flight per
  * tenant. With Redis unreachable it does what the rate limiter does: counts in this process, with a warning,
- * never a 500 (so N replicas allow up to N times the limit meanwhile; docs/design.md).
+ * never a 500 (so N replicas allow up to N times the limit meanwhile;
+ * docs/decisions/0021-limits-in-redis-with-fallback.md).
  */
 export class RedisConcurrencyLimiter {
   readonly #redis: Redis;

@@ -115,7 +115,7 @@ export class RedisRateLimiter {
     } catch (error) {
       // Redis down must not turn every limited route into a 500, nor lift every limit: the same buckets are
       // kept in this process until Redis answers again (per replica, so N replicas allow up to N times the
-      // limit meanwhile; see docs/design.md).
+      // limit meanwhile; see docs/decisions/0021-limits-in-redis-with-fallback.md).
       this.#onFallback(error);
       this.#redisRetryAt = Date.now() + this.#retryRedisAfterMs;
       return this.#decideInProcess(specs, Date.now());

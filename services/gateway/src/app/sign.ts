@@ -107,8 +107,8 @@ export class SignAssets {
     });
     // The key's claim (Postgres) and the metered unit (billing) are independent round trips, asked together; the
     // claim decides. A replay or a busy key gives the unit back without waiting for it, as a takeover the signer
-    // answers `replayed` does (docs/design.md, "Billing of a replayed sign"). A short transaction claims the key;
-    // none is open while the sign runs (docs/design.md, "No starvation").
+    // answers `replayed` does (docs/decisions/0020-sign-idempotent-by-asset-id.md). A short transaction claims the key;
+    // none is open while the sign runs (docs/decisions/0019-idempotency-claims.md).
     const claimed = inSpan('gateway.sign.claim', () => deps.requests.claim(tenant.tenantId, idempotencyKey, hash));
     const reserved = inSpan('gateway.sign.reserve', () => reserveUnit(deps.billing, tenant, recipe.meter));
     // A refusal (quota, billing down) may arrive while the claim is awaited: it is read below, never unhandled.
@@ -268,7 +268,8 @@ export class SignAssets {
     } else {
       // The sign is recorded, and asset.signed (written in the same transaction) names these reservations:
       // billing commits them from it (consumer billing-sign-settlement), so the answer does not wait for a
-      // Commit round trip. Usage lags the answer by the event's delivery (docs/design.md).
+      // Commit round trip. Usage lags the answer by the event's delivery
+      // (docs/decisions/0022-billing-settled-from-events.md).
       metered.handOver();
       byok?.handOver();
     }

@@ -19,9 +19,9 @@ export const gateway = pgSchema('gateway');
 const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
 
 /*
- * Legacy: tenants, api_keys, onboarding_requests and recipes belong to the tenant service (schema `tenant`) since
- * issue #12. They stay declared here so no migration ever drops rows an operator has not imported yet
- * (`pnpm cairn admin import-gateway-tenants`, docs/design.md "The tenant service"); the gateway never reads them
+ * Legacy: tenants, api_keys, onboarding_requests and recipes belong to the tenant service (schema `tenant`).
+ * They stay declared here so no migration ever drops rows an operator has not imported yet
+ * (`pnpm cairn admin import-gateway-tenants`, docs/decisions/0037-tenant-service.md); the gateway never reads them
  * but to refuse to start while they hold rows, as `cairn.system = 'tenant-handover'`, which the import also uses.
  */
 const handover = sql`current_setting('cairn.system', true) = 'tenant-handover'`;

@@ -3,7 +3,7 @@ import type { Database } from '@cairn/db';
 import { tenants } from '../db/schema.js';
 
 /**
- * Refuses to start while this schema still holds tenants from before the tenant service (issue #12): they would
+ * Refuses to start while this schema still holds tenants from before the tenant service existed: they would
  * be invisible to it, so every key of theirs would answer 401 with nothing saying why. The operator imports them
  * once (`pnpm cairn admin import-gateway-tenants`, which empties these tables), then the gateway starts.
  */
@@ -14,6 +14,6 @@ export async function assertNoLegacyTenants(db: Database): Promise<void> {
   });
   if (left)
     throw new Error(
-      'gateway.tenants still holds tenants from before the tenant service: run `pnpm cairn admin import-gateway-tenants` once (docs/design.md, "The tenant service"), then start the gateway again',
+      'gateway.tenants still holds tenants from before the tenant service: run `pnpm cairn admin import-gateway-tenants` once (docs/decisions/0037-tenant-service.md), then start the gateway again',
     );
 }

@@ -16,7 +16,8 @@ import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from 
 
 /**
  * A done job's result as stored (jsonb): the SignResult's fields. Rows written before the internal API was typed
- * (issue #12) hold the same fields in protobuf JSON, which leaves empty strings out; both read the same way.
+ * (docs/decisions/0005-shared-enums-and-timestamps.md) hold the same fields in protobuf JSON, which leaves empty
+ * strings out; both read the same way.
  */
 const storedResultSchema = z.object({
   assetId: z.string(),

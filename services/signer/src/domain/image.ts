@@ -1,5 +1,5 @@
 // The image codec lives in @cairn/media: the watermark service decodes, marks and re-encodes with the same
-// settings (docs/design.md, "Media limits"), and the signer uses it for recipes without a watermark.
+// settings (docs/decisions/0023-media-limits-from-headers.md), and the signer uses it for recipes without a watermark.
 export {
   decodeImage,
   encodeImage,

@@ -8,47 +8,76 @@ import type { Pkcs11Config } from './keys.js';
  * (`{ ...commonEnvShape, ...pkiConfigShape }`) and passes the parsed result to `pkiSettingsFromConfig`.
  */
 export const pkiConfigShape = {
-  /** 32-byte key-encryption key (64 hex) sealing CA and software signing keys at rest. Required in production. */
+  /**
+   * 64 hex (32 bytes): the key-encryption key sealing the CA and software signing keys at rest; required in
+   * production.
+   * @default a fixed development key
+   */
   SIGNER_KEK: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters')
     .optional(),
   /** O= of every certificate the signer issues. */
   SIGNER_ORG: z.string().min(1).max(64).default('Cairn'),
-  /** Where the signing (leaf) key lives. CA keys are always software keys sealed under SIGNER_KEK. */
+  /**
+   * Where the signing (leaf) key lives: `pkcs11`, the signing key is generated on the token and never leaves it
+   * (`SIGNER_PKCS11_MODULE`, `_TOKEN`, `_PIN`, `_KEY_LABEL`). CA keys are always software keys sealed under
+   * `SIGNER_KEK`.
+   */
   SIGNER_KEY_BACKEND: z.enum(['software', 'pkcs11']).default('software'),
+  /** The PKCS#11 module (shared library) of the token. */
   SIGNER_PKCS11_MODULE: z.string().default('/usr/lib/softhsm/libsofthsm2.so'),
   /** Token label (CKA_LABEL of the token, not a slot number: slot ids change when tokens are added). */
   SIGNER_PKCS11_TOKEN: z.string().optional(),
+  /** The token's user PIN. */
   SIGNER_PKCS11_PIN: z.string().optional(),
   /** Prefix of the labels of keys generated on the token; each signing certificate gets `<prefix>-<serial>`. */
   SIGNER_PKCS11_KEY_LABEL: z.string().min(1).default('cairn-signing'),
+  /**
+   * Validity of each signing certificate, and how many days before its end a new one is issued and activated
+   * (signing certificates rotate without downtime; signs in flight keep the key they loaded).
+   */
   SIGNER_CERT_VALIDITY_DAYS: z.coerce.number().int().min(1).max(3650).default(365),
-  /** rotateIfDue issues a new signing certificate when the active one has fewer days left than this. */
   SIGNER_ROTATE_BEFORE_DAYS: z.coerce.number().int().min(0).default(30),
-  /** notifyExpiring announces certificate.expiring this many days before notAfter. */
+  /** `certificate.expiring` is announced (once) this many days before a signing certificate's notAfter. */
   SIGNER_EXPIRY_NOTICE_DAYS: z.coerce.number().int().min(0).default(30),
   /** How often a replica re-reads which signing key is active (another replica may have rotated or revoked). */
   SIGNER_ACTIVE_KEY_RECHECK_MS: z.coerce.number().int().min(0).default(1000),
-  /** The OCSP URL written into signing certificates (AIA): must be reachable by verifiers. */
+  /**
+   * The OCSP responder's URL, written into every signing certificate (AIA), so verifiers must reach it: in
+   * production a public https URL, like `PUBLIC_BASE_URL` (put the responder behind your https ingress or load
+   * balancer).
+   */
   OCSP_PUBLIC_URL: publicUrlSetting('http://127.0.0.1:9471/ocsp', 'written into every signing certificate'),
   /**
-   * Where Cairn's time-stamping authority (RFC 3161) is reached from outside; the signer serves it at this URL's path
-   * on the OCSP responder's listener. Unset: OCSP_PUBLIC_URL's origin with the path /tsa.
+   * Cairn's RFC 3161 time-stamping authority, served at this URL's path on the OCSP port (`POST`,
+   * `application/timestamp-query`); the signer's own signs reach it on its listener directly, so the URL is for
+   * outside clients and names the mount path.
+   * @default `OCSP_PUBLIC_URL`'s origin + `/tsa`
    */
   TSA_PUBLIC_URL: z.string().url().optional(),
   /**
-   * An external RFC 3161 time-stamping authority every manifest is stamped by instead of Cairn's own (its
-   * certificate must chain to a trust anchor the verifiers hold). Unset: Cairn's own TSA.
+   * An external RFC 3161 time-stamping authority every manifest is stamped by instead of Cairn's own; its
+   * certificate must chain to an anchor of the verifiers' trust list (the C2PA TSA Trust List, or a configured
+   * anchor). A sign whose time-stamp fails is refused with 503 `cairn.signer.unavailable`, never signed without one;
+   * c2pa-rs sets no timeout on the request, so a TSA that never answers is cut off by `SIGN_WORKER_TIMEOUT_MS` (503
+   * `cairn.sign.worker_failed`).
+   * @default unset: Cairn's own TSA
    */
   TSA_URL: z.string().url().optional(),
   /**
-   * Time-stamp requests per second the public TSA path grants (burst: twice that), per replica; beyond it 429. The
-   * signer's own signs use a path of their own and are never limited. 0: the TSA answers the signer only (404).
+   * Time-stamp grants per second (burst twice that) on the public TSA path, per replica; beyond it 429 with
+   * `Retry-After`, before the body is read (each grant costs an ECDSA signature, about 2 ms). The signer's own signs
+   * are stamped on a random path of their own and never limited. `0`: the TSA serves the signer only (the public
+   * path is 404).
    */
   TSA_PUBLIC_REQUESTS_PER_SECOND: z.coerce.number().int().min(0).max(10_000).default(20),
-  /** Listen address of the OCSP responder; the wiring defaults it to GRPC_HOST. */
+  /**
+   * Listen address of the OCSP responder (and the TSA).
+   * @default `GRPC_HOST`
+   */
   OCSP_HOST: z.string().optional(),
+  /** Port of the OCSP responder (and the TSA). */
   OCSP_PORT: z.coerce.number().int().min(0).max(65535).default(9471),
   /** nextUpdate − thisUpdate of OCSP responses: how long a verifier may cache "good". */
   OCSP_RESPONSE_VALIDITY_SECONDS: z.coerce

@@ -8,7 +8,7 @@ import type { ImageFingerprinter, PerceptualHash, PixelRegion, RawPixelLayout } 
  * of them (measured: ≤ 16 for photos after JPEG 60 + 50% resize + 5% crop). Each of those six is also hashed at
  * a quarter of its size (`…@quarter`): fine detail (line art, a text page, motion blur) that a downscale or a
  * brightening wipes out moves the full-size hash 34–46 bits, the quarter-size one ≤ 30 (measured on the transform
- * set, issue #17). The query side hashes once.
+ * set; docs/decisions/0039-softbinding-index-in-memory.md). The query side hashes once.
  */
 export const CROP_FRACTION = 0.05;
 const ANCHORS = { tl: [0, 0], tr: [1, 0], bl: [0, 1], br: [1, 1], c: [0.5, 0.5] } as const;

@@ -5,7 +5,7 @@
  * Each table has two parts: the slots it held at its last `compact`, sorted by chunk value (a bucket is one
  * contiguous run of slot numbers), and the slots added since, chained through the slots (head[value] → slot →
  * next[slot] → …, -1 ends a chain). A chain costs a cache miss per candidate for its link besides the one for the
- * hash; a sorted run does not (issue #17: about a quarter of the in-memory search at a million slots).
+ * hash; a sorted run does not (about a quarter of the in-memory search at a million slots).
  * About 110 bytes a slot (hash 32, id 8, tenant 4, alg 1, 16 bucket entries 64): the owner bounds the slots per
  * tenant and in all, and a tenant over its bound is `overflowed` (its searches must go elsewhere).
  */

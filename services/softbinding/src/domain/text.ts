@@ -49,11 +49,11 @@ export const SHINGLE_WORDS = 3;
 export const SIGNATURE_HEX_DIGITS = SIGNATURE_SLOTS * 8;
 
 /**
- * A pair of texts is a match at an estimated Jaccard of at least this (README, test/text.test.ts): every
- * near-duplicate transform measured ≥ 0.453 (estimate; the hardest: 10% of words edited, the longest sentence
- * deleted), every pair of different passages ≤ 0.016. 0.3 sits in the gap with room for the estimator's noise
- * (σ ≤ 0.044: a true 0.5 reads ≥ 0.37 at −3σ; a true 0.05 reads ≤ 0.11 at +3σ), and LSH finds a pair at 0.3
- * with probability 0.998.
+ * A pair of texts is a match at an estimated Jaccard of at least this (services/softbinding/docs/text.md,
+ * test/text.test.ts): every near-duplicate transform measured ≥ 0.453 (estimate; the hardest: 10% of words edited, the
+ * longest sentence deleted), every pair of different passages ≤ 0.016. 0.3 sits in the gap with room for the
+ * estimator's noise (σ ≤ 0.044: a true 0.5 reads ≥ 0.37 at −3σ; a true 0.05 reads ≤ 0.11 at +3σ), and LSH finds a pair
+ * at 0.3 with probability 0.998.
  */
 export const TEXT_MATCH_THRESHOLD = 0.3;
 

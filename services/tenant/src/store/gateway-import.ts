@@ -7,7 +7,10 @@ export interface ImportCounts {
   recipes: number;
 }
 
-/** The gateway's tables from before issue #12, each with its key column (what the copy is checked by). */
+/**
+ * The gateway's tables from before the tenant service (docs/decisions/0037-tenant-service.md), each with its key column
+ * (what the copy is checked by).
+ */
 const LEGACY = [
   { table: 'tenants', key: 'tenant_id', count: 'tenants' },
   { table: 'api_keys', key: 'key_id', count: 'apiKeys' },

@@ -13,7 +13,7 @@ export interface NewVerdictsOptions {
 /**
  * The stored verdicts of newly signed assets (asset.signed), computed one at a time once signing pauses. Each is a
  * whole verify (the signer's copy read, c2pa-rs, the watermark search, OCSP, the anchor, the record): computed at
- * once it ran beside the next sign and, at one sign at a time, about doubled that sign's latency (README, speed).
+ * once it ran beside the next sign and, at one sign at a time, about doubled that sign's latency (docs/performance.md).
  * Nobody waits on these: a verdict still waiting here when somebody asks for it is computed on that read (as when
  * this process stops before it got to it; the event is acknowledged when it is queued here).
  */

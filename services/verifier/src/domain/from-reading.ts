@@ -21,8 +21,8 @@ function signerName(
 
 /**
  * Turns the C2PA reading into decision-table evidence. Tampering covers both a failed claim signature and
- * a failed assertion check (docs/design.md: "claim signature or an assertion hash fails"); the hard binding is
- * judged separately as content modification.
+ * a failed assertion check (docs/decisions/0009-verification-statuses.md: "claim signature or an assertion hash
+ * fails"); the hard binding is judged separately as content modification.
  */
 export function manifestEvidence(
   reading: C2paReading,

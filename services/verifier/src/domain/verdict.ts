@@ -1,6 +1,6 @@
 import type { Evidence, SigningKey, SoftMatch } from './evidence.js';
 
-/** The closed set of 16 statuses (docs/design.md). */
+/** The closed set of 16 statuses (docs/decisions/0009-verification-statuses.md). */
 export const STATUSES = [
   'verified_manifest_and_watermark_match',
   'verified_manifest',
@@ -86,7 +86,10 @@ export interface Verdict {
  */
 export const SIGNAL_WEIGHTS = { manifest: 0.9, ocsp: 0.5, watermark: 0.8, fingerprint: 0.6, anchor: 0.6 } as const;
 
-/** Statuses marked "weighted, low" in docs/design.md are capped here: evidence exists but something is wrong. */
+/**
+ * Statuses marked "weighted, low" in docs/decisions/0009-verification-statuses.md are capped here: evidence exists but
+ * something is wrong.
+ */
 export const LOW_CONFIDENCE_CAP = 0.35;
 
 type Part = [weight: number, score: number];

@@ -33,7 +33,7 @@ const EMBEDDABLE: ReadonlySet<string> = new Set(['video/mp4', 'video/webm']);
  * this encode) for about the same bits and quality: mandelbrot +1 % bits and +0.4 dB, the photo zoom +0.5 % and
  * +0.5 dB, testsrc2's moving pattern +9 % and −0.3 dB. "superfast" (a third less again) drops the p8×8 partitions:
  * at the bit rate the probe gives it, the answer's luma fell from 40.3 to 39.6 dB against the upload on mandelbrot
- * (issue #14 asks 40), so not that. The CRF probe encodes with the same settings, so the bit rate still follows the
+ * (the target is 40), so not that. The CRF probe encodes with the same settings, so the bit rate still follows the
  * upload's.
  */
 const X264_ARGS = ['-preset', 'veryfast', '-x264-params', 'me=dia:subme=1'];

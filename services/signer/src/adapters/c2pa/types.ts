@@ -33,8 +33,9 @@ export type EmbeddableMimeType = (typeof EMBEDDABLE_MIME_TYPES)[number];
 const EMBEDDABLE = new Set<string>(EMBEDDABLE_MIME_TYPES);
 
 /**
- * MIME types signed with a sidecar manifest (c2pa-rs "no embed", `c2pa.hash.data` over all the bytes; docs/design.md:
- * text generation events bound to the UTF-8 bytes, OGG and WebM). One list, in @cairn/media, for signer and verifier.
+ * MIME types signed with a sidecar manifest (c2pa-rs "no embed", `c2pa.hash.data` over all the bytes;
+ * docs/decisions/0008-sidecar-manifests.md: text generation events bound to the UTF-8 bytes, OGG and WebM). One list,
+ * in @cairn/media, for signer and verifier.
  */
 export {
   SIDECAR_MEDIA_TYPES as SIDECAR_MIME_TYPES,

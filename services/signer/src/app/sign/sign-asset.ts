@@ -44,8 +44,9 @@ export async function signAsset(
   // read, and any error reading it.
   const accepting = acceptUpload(deps, request);
   accepting.catch(() => undefined); // awaited (and thrown) in signClaimed when the claim says run; dropped otherwise
-  // Idempotent by asset id (the caller chooses it, and keeps it across its retries: docs/design.md). A job claims
-  // under its own id, so its next attempt (the signer running it died) takes its claim over at once.
+  // Idempotent by asset id (the caller chooses it, and keeps it across its retries:
+  // docs/decisions/0020-sign-idempotent-by-asset-id.md). A job claims under its own id, so its next attempt (the signer
+  // running it died) takes its claim over at once.
   const claim = await inSpan('sign.claim', () =>
     deps.store.claimAsset(
       tenantId,

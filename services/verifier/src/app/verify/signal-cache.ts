@@ -30,7 +30,7 @@ interface Entry<V> {
 
 /**
  * Answers a verify of a Cairn asset gets besides reading the file (app/verify/signals.ts, records.ts), kept so
- * that a verify asks only what may have changed since (docs/design.md, "Verdict integrity"):
+ * that a verify asks only what may have changed since (docs/decisions/0012-signal-answers-kept-until-their-event.md):
  *
  * - OCSP `good`/`revoked` about a chain that leads to Cairn's own roots (whose revocations announce themselves,
  *   `certificate.revoked`), until min(the responder's nextUpdate, `maxAgeMs`), under the revocation token;

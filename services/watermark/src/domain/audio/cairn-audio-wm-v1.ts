@@ -4,7 +4,7 @@ import { ContrastAnalysis, ContrastQimMark, deriveAudioSecret, type ContrastQimS
 export const CAIRN_AUDIO_WM_V1_NAME = WATERMARK_ALG.audioV1;
 
 /**
- * The frozen parameters of "cairn-audio-wm-v1" (services/watermark/README.md explains them). Everything happens
+ * The frozen parameters of "cairn-audio-wm-v1" (services/watermark/docs/audio.md explains them). Everything happens
  * on the mono mix resampled to 16 kHz: the band used survives every codec and resampling the mark must
  * survive, and one rate makes the frame grid the same for every input. A change that alters marks is a new name.
  */

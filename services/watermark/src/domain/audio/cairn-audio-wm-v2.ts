@@ -4,7 +4,7 @@ import { ContrastAnalysis, ContrastQimMark, type ContrastQimSpec } from './contr
 export const CAIRN_AUDIO_WM_V2_NAME = WATERMARK_ALG.audioV2;
 
 /**
- * The frozen parameters of "cairn-audio-wm-v2" (services/watermark/README.md explains them and what changed from
+ * The frozen parameters of "cairn-audio-wm-v2" (services/watermark/docs/audio.md explains them and what changed from
  * v1): the band starts at 312 Hz, where speech and music keep their energy above added noise; groups are at least
  * 4 bins (62.5 Hz) wide, so a group of a harmonic sound holds a partial, which codecs keep, not only the valley
  * between two, which they drop; a larger QIM step, scaled back to the SNR (distortion-compensated); detection

@@ -4,10 +4,10 @@ import { ContrastAnalysis, ContrastQimMark, type ContrastQimSpec } from './contr
 export const CAIRN_AUDIO_WM_V3_NAME = WATERMARK_ALG.audioV3;
 
 /**
- * The frozen parameters of "cairn-audio-wm-v3" (services/watermark/README.md explains them and what was measured):
- * v2's band, groups, rate scales and reliability weighting, with the SNR budget spent under a water level on each
- * symbol's mark energy instead of one scale for all, which leaves room for a QIM step of 0.45 (noise and Vorbis q3
- * move a contrast less than a quarter step); detection also tries a sharper reliability weight. A change that
+ * The frozen parameters of "cairn-audio-wm-v3" (services/watermark/docs/audio.md explains them, docs/audio-benches.md
+ * what was measured): v2's band, groups, rate scales and reliability weighting, with the SNR budget spent under a water
+ * level on each symbol's mark energy instead of one scale for all, which leaves room for a QIM step of 0.45 (noise and
+ * Vorbis q3 move a contrast less than a quarter step); detection also tries a sharper reliability weight. A change that
  * alters marks is a new name.
  */
 export const AUDIO_WM_V3 = {

@@ -6,7 +6,7 @@ import { Fft } from './fft.js';
 /**
  * The audio marks' engine: dither modulation (QIM) of keyed log-energy contrasts in 64 ms frames of the 16 kHz
  * mono mix, repeated every `period` frames, read by folding every repetition onto one period. cairn-audio-wm-v1,
- * v2 and v3 are frozen parameter sets of it (services/watermark/README.md explains them): a spec that alters marks
+ * v2 and v3 are frozen parameter sets of it (services/watermark/docs/audio.md explains them): a spec that alters marks
  * is a new name.
  */
 export interface ContrastQimSpec {

@@ -4,7 +4,7 @@ import { DctQimWatermark, type DctQimParameters } from './dct-qim.js';
 
 /**
  * The parameters of "cairn-dct-v1", fixed for good: marks already written must stay readable, so any change
- * here is a new algorithm name. Chosen by measurement (services/watermark/README.md): the step gives about
+ * here is a new algorithm name. Chosen by measurement (services/watermark/docs/image-v1.md): the step gives about
  * 40 dB PSNR on photographs; the grid equals the smallest accepted image, so embedding never has to put more
  * detail into an image than it can hold.
  */

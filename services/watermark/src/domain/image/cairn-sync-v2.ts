@@ -15,7 +15,7 @@ import type { Kernel1D } from './resample.js';
  * cairn-sync-v2: a keyed spread-spectrum tile repeated over the picture, found again by its own periodicity.
  * Crops, borders, rotations, flips, aspect and scale changes all keep the tiling a lattice; the detector
  * measures that lattice (autocorrelation), folds the picture onto one tile, and finds the tile's offset and
- * orientation by correlating with a keyed reference half of the tile. See services/watermark/README.md.
+ * orientation by correlating with a keyed reference half of the tile. See services/watermark/docs/image.md.
  */
 export const CAIRN_SYNC_V2_NAME = WATERMARK_ALG.syncV2;
 
@@ -563,12 +563,12 @@ export interface MaskBounds {
 const DEFAULT_MASK: MaskBounds = { min: MASK_MIN, max: MASK_MAX };
 
 /**
- * The settings an embedding escalates through when its own output does not read back (app/embed-image.ts reads
- * every marked file before answering it). Level 0 is every mark's setting; the detector is the same for all of
- * them (it whitens, so neither the mask nor the gain is something it needs to know). Each level stays within the
- * fidelity lines the README states (PSNR ≥ 42 dB, SSIM ≥ 0.98): the gain is calibrated to 42.0 dB instead of 42.4
- * (+5 % amplitude), and the mask flattens (a flatter mask reads better: more of the mark lies where the host's
- * own residual is small, in smooth regions, which the whitening weighs most; on photos it costs SSIM, see
+ * The settings an embedding escalates through when its own output does not read back (app/embed-image.ts reads every
+ * marked file before answering it). Level 0 is every mark's setting; the detector is the same for all of them (it
+ * whitens, so neither the mask nor the gain is something it needs to know). Each level stays within the fidelity lines
+ * services/watermark/docs/image-benches.md states (PSNR ≥ 42 dB, SSIM ≥ 0.98): the gain is calibrated to 42.0 dB
+ * instead of 42.4 (+5 % amplitude), and the mask flattens (a flatter mask reads better: more of the mark lies where the
+ * host's own residual is small, in smooth regions, which the whitening weighs most; on photos it costs SSIM, see
  * MASK_MIN, which is why it is a fallback and not the default). Flat content (plain colours, gradients, scans, line
  * art) starts at the last level: domain/image/readback.ts, startLevel.
  */
@@ -819,9 +819,10 @@ function gram(kernel: Kernel1D): { g: Float64Array; band: number } {
 /**
  * The floor under the local magnitude the whitening divides by, as a share of the plane's mean magnitude: it keeps
  * flat regions (where the residual is mostly rounding and re-encoding noise) from being blown up. Measured
- * (tools/bench/watermark-quick.ts, the four photos at 1 MP × 3 keys, every attack of issue #13): 0.1 against the
- * former 0.25 lowers the mean raw code-bit errors after every attack (JPEG q30 4.8 → 4.5 %, WebP q60 6.9 → 6.1 %,
- * border 8.5 → 6.2 %, scale 0.25× 4.2 → 3.2 %, social 10.3 → 10.1 %); 0.05 and 0.15 did worse on the social chain.
+ * (tools/bench/watermark-quick.ts, the four photos at 1 MP × 3 keys, every attack of tools/bench/watermark/attacks.ts):
+ * 0.1 against the former 0.25 lowers the mean raw code-bit errors after every attack (JPEG q30 4.8 → 4.5 %, WebP q60
+ * 6.9 → 6.1 %, border 8.5 → 6.2 %, scale 0.25× 4.2 → 3.2 %, social 10.3 → 10.1 %); 0.05 and 0.15 did worse on the
+ * social chain.
  */
 const WHITENING_FLOOR = 0.1;
 

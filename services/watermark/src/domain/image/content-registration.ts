@@ -9,8 +9,8 @@
  * coarse luma map of what it marked (CELL² embedding samples per byte, about 64² bytes), and detection maps the
  * received picture onto it at each whole-period translation, keeping the best Pearson correlation. The
  * received picture must lie mostly inside the asset's frame and follow its luma closely there. Measured
- * (README, cairn-sync-v2 "Content check"): the signed photos after every attack of the table against the same
- * photos carrying a transplanted mark.
+ * (services/watermark/docs/image.md, step 7 "Content check"): the signed photos after every attack of the table against
+ * the same photos carrying a transplanted mark.
  */
 export interface SyncGeometry {
   /** Embedding-grid coordinates of detection-grid sample (x, y), modulo `period`: (m0·x + m1·y + t0, m2·x + m3·y + t1). */

@@ -80,7 +80,7 @@ function quantise(value: number, bit: number, dither: number, step: number): num
 
 /**
  * Mark on a fixed-size luma grid: 8×8 DCT blocks of the grid, a few low-to-mid frequency coefficients per
- * block carrying one coded bit each by dither modulation (QIM). See services/watermark/README.md.
+ * block carrying one coded bit each by dither modulation (QIM). See services/watermark/docs/image-v1.md.
  */
 export class DctQimWatermark implements ImageWatermarkAlgorithm {
   readonly payloadBytes = PAYLOAD_BYTES;
