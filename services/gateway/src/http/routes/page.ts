@@ -1,21 +1,17 @@
 import { Router } from 'express';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { isoTimestamp, verificationStatuses, type signerV1, type verifierV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-page.js';
-
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
-type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 const PAGE_POLICY =
   "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** `/v/{asset_id}`: the human-readable verification page, public and script-free. */
 export function pageRoutes(deps: {
-  signer: ServiceClient<SignerMethods>;
-  verifier: ServiceClient<VerifierMethods>;
+  signer: ClientOf<typeof signerV1.SignerService>;
+  verifier: ClientOf<typeof verifierV1.VerifierService>;
   publicBaseUrl: string;
 }): Router {
   const router = Router();

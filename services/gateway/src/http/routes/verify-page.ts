@@ -1,18 +1,15 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, isCairnError, toProblem } from '@cairn/errors';
 import { commonV1, isoTimestamp, verificationStatuses, type verifierV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { renderVerifyPage, type PageModel } from '../../domain/verifier-page.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload } from '../uploads.js';
 
-type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
-
 export interface VerifyPageDeps {
-  verifier: ServiceClient<VerifierMethods>;
+  verifier: ClientOf<typeof verifierV1.VerifierService>;
   blobs: BlobStore;
   limiter: RedisRateLimiter;
   publicBaseUrl: string;
