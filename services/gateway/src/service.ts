@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
 import { createBlobStore } from '@cairn/blob';
+import { publicUrl } from '@cairn/config';
 import { outboundPolicy } from '@cairn/outbound';
 import {
   anchorV1,
@@ -94,7 +95,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
           { onFallback: redisDown },
         ),
         // Unset, problem `type` URLs point at the gateway's own error catalogue (/docs/api/errors), so they resolve.
-        docsUrl: env.DOCS_URL ? config.DOCS_URL : `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/docs`,
+        docsUrl: env.DOCS_URL ? config.DOCS_URL : publicUrl(config.PUBLIC_BASE_URL, '/docs'),
         trustProxy: config.TRUST_PROXY,
         onboardPerMinute: config.ONBOARD_RATE_LIMIT_PER_MINUTE,
         blobs,

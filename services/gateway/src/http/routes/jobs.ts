@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { jobUrl } from '@cairn/config';
 import { absentAsUndefined, CairnError } from '@cairn/errors';
 import { isoTimestamp, jobStates, type signerV1, type verifierV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
@@ -16,7 +17,6 @@ export function jobRoutes(deps: {
   publicBaseUrl: string;
 }): Router {
   const router = Router();
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
 
   router.get('/v1/jobs/:job_id', requireScope('read'), async (req, res) => {
     const tenantId = req.auth!.tenant.tenantId;
@@ -43,7 +43,7 @@ export function jobRoutes(deps: {
       job_id: job.jobId,
       kind: signJob ? 'sign' : 'verify',
       status,
-      poll_url: `${base}/v1/jobs/${job.jobId}`,
+      poll_url: jobUrl(deps.publicBaseUrl, job.jobId),
       ...done,
       ...(status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
       attempts: job.attempts,

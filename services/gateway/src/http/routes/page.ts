@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { manifestUrl, publicUrl } from '@cairn/config';
 import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { isoTimestamp, verificationStatuses, type signerV1, type verifierV1 } from '@cairn/proto';
@@ -15,7 +16,6 @@ export function pageRoutes(deps: {
   publicBaseUrl: string;
 }): Router {
   const router = Router();
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
 
   router.get('/v/:asset_id', async (req, res) => {
     const assetId = String(req.params.asset_id);
@@ -31,7 +31,7 @@ export function pageRoutes(deps: {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
       return;
     }
-    const manifestUri = `${base}/v1/manifests/${asset.manifestId}`;
+    const manifestUri = manifestUrl(deps.publicBaseUrl, asset.manifestId);
     // The asset's stored verdict: computed by the verifier from Cairn's own copy, never from anybody's upload.
     const result = await deps.verifier
       .getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 })
@@ -61,7 +61,7 @@ export function pageRoutes(deps: {
         // The signer makes thumbnails of images only: another medium gets no picture rather than a broken one.
         ...(asset.expired || !asset.mediaType.startsWith('image/')
           ? {}
-          : { thumbnailUrl: `${base}/v/${assetId}/thumbnail.jpg` }),
+          : { thumbnailUrl: publicUrl(deps.publicBaseUrl, `/v/${assetId}/thumbnail.jpg`) }),
         mediaType: asset.mediaType,
         verifiedAt: isoTimestamp(result.verifiedAt) ?? '',
       }),

@@ -1,5 +1,6 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { BlobStore } from '@cairn/blob';
+import { manifestUrl, publicUrl, verifierPageUrl } from '@cairn/config';
 import { CairnError, isCairnError, toProblem } from '@cairn/errors';
 import { commonV1, isoTimestamp, verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
@@ -67,13 +68,12 @@ export function pageModelFromResult(
   publicBaseUrl: string,
   modality: commonV1.Modality,
 ): PageModel {
-  const base = publicBaseUrl.replace(/\/$/, '');
   const claims = result.claims;
   const matches = result.matches
     .filter((m) => m.assetId)
     .map((m) => ({
       assetId: m.assetId,
-      pageUrl: m.verifierUrl || `${base}/v/${m.assetId}`,
+      pageUrl: m.verifierUrl || verifierPageUrl(publicBaseUrl, m.assetId),
       via: m.via,
       similarity: m.similarity,
     }));
@@ -94,10 +94,10 @@ export function pageModelFromResult(
     proves: result.proves,
     doesNotProve: result.doesNotProve,
     warnings: result.warnings,
-    ...(result.manifestId ? { manifestUri: `${base}/v1/manifests/${result.manifestId}` } : {}),
+    ...(result.manifestId ? { manifestUri: manifestUrl(publicBaseUrl, result.manifestId) } : {}),
     ...(thumbnailAsset
       ? {
-          thumbnailUrl: `${base}/v/${thumbnailAsset}/thumbnail.jpg`,
+          thumbnailUrl: publicUrl(publicBaseUrl, `/v/${thumbnailAsset}/thumbnail.jpg`),
           thumbnailAlt: `Thumbnail of the signed original, asset ${thumbnailAsset}`,
         }
       : {}),
