@@ -22,7 +22,6 @@ import { RedisConcurrencyLimiter } from './adapters/concurrency-limit.js';
 import type { Logger } from '@cairn/logging';
 import { createApp } from './http/app.js';
 import { TenantDirectory } from './adapters/tenant-directory.js';
-import { assertNoLegacyTenants } from './store/legacy-tenants.js';
 import { SignRequestStore } from './store/sign-requests.js';
 import { UploadSessionStore } from './store/upload-sessions.js';
 import { UploadSessions } from './app/upload-sessions.js';
@@ -40,8 +39,6 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
     env,
     register: async (ctx) => {
       const { config } = ctx;
-      // Tenants live in the tenant service: rows left in this schema by an older gateway must be imported first.
-      await assertNoLegacyTenants(ctx.db);
       const tenants = new TenantDirectory(ctx.client(tenantV1.TenantService, 'tenant'), {
         ttlMs: config.AUTH_CACHE_TTL_MS,
         maxEntries: config.AUTH_CACHE_MAX_ENTRIES,
