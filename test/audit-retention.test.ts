@@ -3,7 +3,7 @@ import pg from 'pg';
 import { Bus } from '@cairn/bus';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
-import { createClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { waitFor, sampleEvent } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
 
@@ -11,7 +11,7 @@ import { onboard, startStack, type Stack } from './support/stack.js';
 let stack: Stack;
 let bus: Bus;
 let admin: pg.Client;
-let audit: ReturnType<typeof createClient<typeof auditV1.AuditService.method>>;
+let audit: ClientOf<typeof auditV1.AuditService>;
 
 beforeAll(async () => {
   stack = await startStack(['gateway', 'audit'], { AUDIT_PURGE_INTERVAL_MS: '300' });

@@ -4,7 +4,7 @@ import { Bus } from '@cairn/bus';
 import { type EventType } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1, commonV1, webhookV1 } from '@cairn/proto';
-import { createClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox, sampleEvent } from '@cairn/testing';
 import { auditService } from '../services/audit/src/service.js';
@@ -17,8 +17,8 @@ let sandbox: Sandbox;
 let webhookSvc: RunningService;
 let auditSvc: RunningService;
 let bus: Bus;
-let webhooks: ReturnType<typeof createClient<typeof webhookV1.WebhookService.method>>;
-let audit: ReturnType<typeof createClient<typeof auditV1.AuditService.method>>;
+let webhooks: ClientOf<typeof webhookV1.WebhookService>;
+let audit: ClientOf<typeof auditV1.AuditService>;
 const receivers: Receiver[] = [];
 
 async function startWebhook(extra: NodeJS.ProcessEnv = {}): Promise<void> {

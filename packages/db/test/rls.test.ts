@@ -14,8 +14,6 @@ import { createPool, migrateService } from '../src/index.js';
 
 /** Tables whose tenant rows are opened by another key, not by `cairn.tenant_id` (see their policies). */
 const OPENED_BY_OTHER_KEY: Record<string, string> = {
-  'gateway.onboarding_requests':
-    'cairn.idempotency_key: a signup is found by its idempotency key before any tenant exists',
   'tenant.onboarding_requests':
     'cairn.idempotency_key: a signup is found by its idempotency key before any tenant exists',
 };

@@ -56,6 +56,12 @@ export type ServiceClient<M extends GenServiceMethods> = {
       : never;
 } & { close(): void; readonly channel: grpc.Client };
 
+/** The methods of a generated service descriptor: `MethodsOf<typeof signerV1.SignerService>`. */
+export type MethodsOf<S extends GenService<GenServiceMethods>> = S extends GenService<infer M> ? M : never;
+
+/** The typed client createClient returns for a generated service: `ClientOf<typeof signerV1.SignerService>`. */
+export type ClientOf<S extends GenService<GenServiceMethods>> = ServiceClient<MethodsOf<S>>;
+
 const tracer = trace.getTracer('cairn-rpc');
 
 /** A target that is one IP literal and port (`127.0.0.1:9451`, `[::1]:9451`): it can never resolve to more. */

@@ -1,8 +1,7 @@
 import { EventEmitter, on } from 'node:events';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { healthV1 } from '@cairn/proto';
-import type { ServiceImpl } from './server.js';
+import type { ImplOf } from './server.js';
 
 const { HealthCheckResponse_ServingStatus: ServingStatus } = healthV1;
 type ServingStatus = healthV1.HealthCheckResponse_ServingStatus;
@@ -37,7 +36,7 @@ export class HealthState {
     return this.statuses.get(service);
   }
 
-  impl(): ServiceImpl<HealthMethods> {
+  impl(): ImplOf<typeof healthV1.Health> {
     return {
       check: async (request) => {
         const status = this.statuses.get(request.service);
@@ -68,7 +67,5 @@ export class HealthState {
     }
   }
 }
-
-type HealthMethods = typeof healthV1.Health extends GenService<infer M> ? M : never;
 
 export { ServingStatus };

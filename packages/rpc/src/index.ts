@@ -3,6 +3,7 @@ export {
   DEFAULT_MAX_CONNECTION_AGE_MS,
   DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
   type ServiceImpl,
+  type ImplOf,
   type CallContext,
   type ServerOptions,
 } from './server.js';
@@ -12,6 +13,8 @@ export {
   retrySafe,
   streamRetrySafe,
   type ServiceClient,
+  type ClientOf,
+  type MethodsOf,
   type CallOptions,
   type ClientOptions,
 } from './client.js';

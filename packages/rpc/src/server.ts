@@ -6,6 +6,7 @@ import { grpcServiceDefinition } from './definition.js';
 import { CODE_METADATA_KEY, toServiceError } from './status.js';
 import { serverCredentials, type TlsMaterial } from './tls.js';
 import { reflectionService } from './reflection.js';
+import type { MethodsOf } from './client.js';
 
 export interface CallContext {
   metadata: grpc.Metadata;
@@ -38,6 +39,9 @@ export type ServiceImpl<M extends GenServiceMethods> = {
       ? ServerStreaming<I, O>
       : never;
 };
+
+/** The handlers a generated service's server implements: `ImplOf<typeof signerV1.SignerService>`. */
+export type ImplOf<S extends GenService<GenServiceMethods>> = ServiceImpl<MethodsOf<S>>;
 
 const metadataGetter = {
   get: (carrier: grpc.Metadata, key: string) => {

@@ -6,7 +6,7 @@ import { trace } from '@opentelemetry/api';
 import { CairnError } from '@cairn/errors';
 import { healthV1, watermarkV1 } from '@cairn/proto';
 import { startTelemetry } from '@cairn/telemetry';
-import { createClient, HealthState, RpcServer, ServingStatus, type ServiceImpl } from '../src/index.js';
+import { createClient, HealthState, RpcServer, ServingStatus, type ImplOf } from '../src/index.js';
 
 const telemetry = startTelemetry('rpc-test', {});
 let server: RpcServer;
@@ -170,7 +170,7 @@ describe('rpc client and server', () => {
   });
 
   describe('a server stream whose peer goes away (CallOptions.retryWithinMs)', () => {
-    type WatermarkImpl = ServiceImpl<(typeof watermarkV1.WatermarkService)['method']>;
+    type WatermarkImpl = ImplOf<typeof watermarkV1.WatermarkService>;
     type StreamHandler = WatermarkImpl['embedVideoWithProgress'];
     const video = { tenantId: 't_1', watermarkId: 'w_1', assetId: 'a_1', encoded: new Uint8Array([1]) };
     /**

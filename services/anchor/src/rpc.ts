@@ -1,11 +1,8 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { anchorBatchStates, toTimestamp, type anchorV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import type { BatchRow, Batches } from './app/batches.js';
 import type { AnchorChecker } from './app/check.js';
 import { publicStatus } from './domain/status.js';
-
-type Methods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 
 export interface AnchorRpcDeps {
   batches: Batches;
@@ -29,7 +26,7 @@ export function presentBatch(row: BatchRow, fallbackChainId: number | undefined)
 }
 
 /** cairn.anchor.v1.AnchorService handlers. */
-export function anchorHandlers(deps: AnchorRpcDeps): ServiceImpl<Methods> {
+export function anchorHandlers(deps: AnchorRpcDeps): ImplOf<typeof anchorV1.AnchorService> {
   return {
     enqueue: async (request) => {
       const result = await deps.batches.enqueue(request);

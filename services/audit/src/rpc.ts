@@ -1,11 +1,8 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { parseActorKeyId } from '@cairn/events';
 import { fromTimestamp, toTimestamp, type auditV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import type { AuditLog, EntryRow, ExportConfigRow } from './app/audit-log.js';
-
-type Methods = typeof auditV1.AuditService extends GenService<infer M> ? M : never;
 
 const MAX_LIMIT = 1000;
 
@@ -72,7 +69,7 @@ function presentExportConfig(row: ExportConfigRow): auditV1.ExportConfig {
 }
 
 /** cairn.audit.v1.AuditService: reads one tenant's log (RLS scopes every query to that tenant). */
-export function auditHandlers(log: AuditLog): ServiceImpl<Methods> {
+export function auditHandlers(log: AuditLog): ImplOf<typeof auditV1.AuditService> {
   return {
     listEntries: async (request) => {
       const tenantId = required(request.tenantId, 'tenant_id');

@@ -3,19 +3,16 @@ import { Bus } from '@cairn/bus';
 import { type AnyEvent } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox, waitFor, sampleEvent } from '@cairn/testing';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { AUDIT_LOG_CONSUMER } from '../src/events.js';
 import { auditService } from '../src/service.js';
-
-type AuditMethods = typeof auditV1.AuditService extends GenService<infer M> ? M : never;
 
 let sandbox: Sandbox;
 let service: RunningService;
 let bus: Bus;
-let audit: ServiceClient<AuditMethods>;
+let audit: ClientOf<typeof auditV1.AuditService>;
 
 beforeAll(async () => {
   sandbox = await createSandbox();

@@ -1,14 +1,13 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { EventOf } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { isCairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import type { tenantV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { isMeter, isPlanName, type PlanName } from '@cairn/catalog';
 import type { Metering } from './app/metering.js';
 
-export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
+export type TenantClient = ClientOf<typeof tenantV1.TenantService>;
 
 /** Durable consumer metering facts that carry `billing.meter` after the work is done (anchor.confirmed). */
 export const EVENT_METER_CONSUMER = 'billing-event-meter';

@@ -1,11 +1,8 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { toTimestamp, type billingV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import { isMeter, isPlanName, type Meter, type PlanName } from '@cairn/catalog';
 import type { Metering } from './app/metering.js';
-
-type Methods = typeof billingV1.BillingService extends GenService<infer M> ? M : never;
 
 const MAX_QUANTITY = 10_000;
 
@@ -25,7 +22,7 @@ function planOf(value: string): PlanName {
 }
 
 /** cairn.billing.v1.BillingService: metering (reserve/commit/release), usage and quota overrides. */
-export function billingHandlers(metering: Metering): ServiceImpl<Methods> {
+export function billingHandlers(metering: Metering): ImplOf<typeof billingV1.BillingService> {
   return {
     reserve: async (request) => {
       const quantity = request.quantity || 1;

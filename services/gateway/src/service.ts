@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
 import { createBlobStore } from '@cairn/blob';
+import { publicUrl } from '@cairn/config';
 import { outboundPolicy } from '@cairn/outbound';
 import {
   anchorV1,
@@ -21,7 +22,6 @@ import { RedisConcurrencyLimiter } from './adapters/concurrency-limit.js';
 import type { Logger } from '@cairn/logging';
 import { createApp } from './http/app.js';
 import { TenantDirectory } from './adapters/tenant-directory.js';
-import { assertNoLegacyTenants } from './store/legacy-tenants.js';
 import { SignRequestStore } from './store/sign-requests.js';
 import { UploadSessionStore } from './store/upload-sessions.js';
 import { UploadSessions } from './app/upload-sessions.js';
@@ -39,8 +39,6 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
     env,
     register: async (ctx) => {
       const { config } = ctx;
-      // Tenants live in the tenant service: rows left in this schema by an older gateway must be imported first.
-      await assertNoLegacyTenants(ctx.db);
       const tenants = new TenantDirectory(ctx.client(tenantV1.TenantService, 'tenant'), {
         ttlMs: config.AUTH_CACHE_TTL_MS,
         maxEntries: config.AUTH_CACHE_MAX_ENTRIES,
@@ -94,7 +92,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
           { onFallback: redisDown },
         ),
         // Unset, problem `type` URLs point at the gateway's own error catalogue (/docs/api/errors), so they resolve.
-        docsUrl: env.DOCS_URL ? config.DOCS_URL : `${config.PUBLIC_BASE_URL.replace(/\/$/, '')}/docs`,
+        docsUrl: env.DOCS_URL ? config.DOCS_URL : publicUrl(config.PUBLIC_BASE_URL, '/docs'),
         trustProxy: config.TRUST_PROXY,
         onboardPerMinute: config.ONBOARD_RATE_LIMIT_PER_MINUTE,
         blobs,

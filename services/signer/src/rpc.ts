@@ -1,11 +1,10 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { parseActorKeyId } from '@cairn/events';
 import { isId } from '@cairn/ids';
 import { anchorBatchStates, jobStates, signerV1, toTimestamp } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import { signAsset, type PipelineDeps, type SignResult } from './app/sign/index.js';
 import { storedSignResult, type SignJobs } from './app/jobs.js';
 import { storedJobProgress } from './app/job-progress.js';
@@ -38,8 +37,6 @@ function credentialMessage(row: CredentialRow): MessageInitShape<typeof signerV1
 
 /** Largest receipt body SignReceipt signs. */
 const RECEIPT_TBS_MAX_BYTES = 4096;
-
-type Methods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
 function signResponse(result: SignResult): MessageInitShape<typeof signerV1.SignResponseSchema> {
   const { anchor, createdAt, expiresAt, ...fields } = result;
@@ -92,7 +89,7 @@ export function signerHandlers(
     authority: CertificateAuthority;
     credentials: Credentials;
   },
-): ServiceImpl<Methods> {
+): ImplOf<typeof signerV1.SignerService> {
   return {
     sign: async (request) => {
       requireIds(request.tenantId, request.assetId);

@@ -1,6 +1,5 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { softbindingV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import { compareContent } from './app/compare-content.js';
 import { lookup, type LookupDeps } from './app/lookup.js';
 import { ALGORITHMS } from './domain/algorithms.js';
@@ -15,10 +14,10 @@ import {
   type RepositoryDeps,
 } from './app/repository.js';
 
-type Methods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
-
 /** cairn.softbinding.v1.SoftBindingService. */
-export function softbindingHandlers(deps: LookupDeps & RepositoryDeps): ServiceImpl<Methods> {
+export function softbindingHandlers(
+  deps: LookupDeps & RepositoryDeps,
+): ImplOf<typeof softbindingV1.SoftBindingService> {
   return {
     supportedAlgorithms: async () => ({
       algorithms: ALGORITHMS.map((a) => ({

@@ -10,20 +10,13 @@ import { ServiceMetrics } from '@cairn/telemetry';
 import { resolveDataKey, tenantConfigShape } from './config.js';
 import { Sealer } from '@cairn/sealing';
 import { migrationsFolder } from './service.js';
-import { importGatewayTenants } from './store/gateway-import.js';
 import { TenantStore } from './store/tenants.js';
 
 const USAGE = `Usage: pnpm cairn admin bootstrap --name <tenant name> [--email <address>] [--json]
-       pnpm cairn admin import-gateway-tenants [--json]
 
 Creates an enterprise primary tenant and prints its admin API key once. Reads DATABASE_URL, NATS_URL (as the
 tenant service does, with its identity: DATABASE_URL defaults to the local fleet's cairn_tenant role, NATS_USER
-and NATS_PASSWORD are the tenant service's). The key is shown only here: store it in a secret manager.
-
-import-gateway-tenants moves the tenants, API keys and onboarding records an older gateway kept in its own schema
-into the tenant service's, once (the gateway refuses to start until then). It reads them as the gateway's role
-(GATEWAY_DATABASE_URL; default: DATABASE_URL with the user cairn_gateway) and writes them as the tenant
-service's (DATABASE_URL; default the local fleet's cairn_tenant role). Running it again imports nothing twice.`;
+and NATS_PASSWORD are the tenant service's). The key is shown only here: store it in a secret manager.`;
 
 async function bootstrap(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -97,36 +90,9 @@ async function bootstrap(argv: string[]): Promise<number> {
   }
 }
 
-async function importFromGateway(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { json: { type: 'boolean', default: false } } });
-  const config = loadConfig({ ...commonEnvShape, ...tenantConfigShape });
-  const tenantUrl = process.env.DATABASE_URL
-    ? config.DATABASE_URL
-    : Object.assign(new URL(config.DATABASE_URL), { username: databaseRole('tenant') }).toString();
-  const gatewayUrl =
-    process.env.GATEWAY_DATABASE_URL ??
-    Object.assign(new URL(tenantUrl), { username: databaseRole('gateway'), password: '' }).toString();
-  const tenantPool = createPool(tenantUrl, 2);
-  const gatewayPool = createPool(gatewayUrl, 2);
-  try {
-    await migrateService(tenantPool, 'tenant', migrationsFolder);
-    const counts = await importGatewayTenants(gatewayPool, tenantPool);
-    process.stdout.write(
-      values.json
-        ? `${JSON.stringify(counts)}\n`
-        : `Imported from the gateway's schema: ${counts.tenants} tenants, ${counts.apiKeys} API keys, ${counts.onboardingRequests} onboarding records, ${counts.recipes} recipe states. The gateway may start.\n`,
-    );
-    return 0;
-  } finally {
-    await gatewayPool.end();
-    await tenantPool.end();
-  }
-}
-
 async function main(argv: string[]): Promise<number> {
   const [area, command, ...rest] = argv;
   if (area === 'admin' && command === 'bootstrap') return bootstrap(rest);
-  if (area === 'admin' && command === 'import-gateway-tenants') return importFromGateway(rest);
   process.stderr.write(`${USAGE}\n`);
   return area === '--help' || area === '-h' ? 0 : 2;
 }

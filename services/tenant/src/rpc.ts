@@ -1,14 +1,11 @@
 import { z } from 'zod';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { parseOrThrow } from '@cairn/errors';
 import { parseActorKeyId } from '@cairn/events';
 import { tenantV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import type { KeyRecord, RecipeForPlan, TenantDirectory, TenantRecord } from './app/directory.js';
 import { PLANS, PLAN_NAMES, SCOPES, type PlanName } from '@cairn/catalog';
-
-type TenantServiceMethods = typeof tenantV1.TenantService extends GenService<infer M> ? M : never;
 
 const id = z.string().min(1).max(100);
 /** The API key an admin change names as its actor (its audit entry); empty for an operator's direct call. */
@@ -49,7 +46,7 @@ const onboardRequest = z.object({
 });
 
 /** cairn.tenant.v1.TenantService: the wire mapping of the tenant directory (rules in app/directory.ts). */
-export function tenantService(directory: TenantDirectory): ServiceImpl<TenantServiceMethods> {
+export function tenantService(directory: TenantDirectory): ImplOf<typeof tenantV1.TenantService> {
   return {
     getTenant: async (request) => ({ tenant: tenantMessage(await directory.getTenant(id.parse(request.tenantId))) }),
     authenticate: async (request) => {

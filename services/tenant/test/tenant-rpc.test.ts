@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { tenantV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import { tenantService } from '../src/service.js';
 
-type M = typeof tenantV1.TenantService extends GenService<infer X> ? X : never;
 let sandbox: Sandbox;
 let service: RunningService;
-let tenants: ServiceClient<M>;
+let tenants: ClientOf<typeof tenantV1.TenantService>;
 
 beforeAll(async () => {
   sandbox = await createSandbox();

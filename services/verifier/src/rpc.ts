@@ -1,12 +1,11 @@
 import { X509Certificate } from 'node:crypto';
 import { fromJson, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { blobKeyOf } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { parseActorKeyId } from '@cairn/events';
 import { isId } from '@cairn/ids';
 import { jobStates, modalities, toTimestamp, verificationStatuses, verifierV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
 import type { VerifyJobs } from './app/verify-jobs.js';
 import { verify } from './app/verify/index.js';
@@ -43,8 +42,6 @@ function actorKeyIdOf(raw: string): string | null {
   return actor;
 }
 
-type Methods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
-
 /**
  * A done job's stored result (protobuf JSON of VerificationResult). Rows written before the status was an enum
  * (docs/decisions/0005-shared-enums-and-timestamps.md) hold its public name ("verified_manifest"), which protobuf JSON
@@ -59,7 +56,9 @@ function storedResultJson(stored: unknown): JsonValue {
 }
 
 /** cairn.verifier.v1.VerifierService. */
-export function verifierHandlers(deps: StoredVerdictDeps & { verifyJobs: VerifyJobs }): ServiceImpl<Methods> {
+export function verifierHandlers(
+  deps: StoredVerdictDeps & { verifyJobs: VerifyJobs },
+): ImplOf<typeof verifierV1.VerifierService> {
   return {
     verify: async (request) => {
       if (request.tenantId && !isId('tenant', request.tenantId))

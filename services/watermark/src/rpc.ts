@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import type { watermarkV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import type { WatermarkDeps } from './app/deps.js';
 import { detectAudio } from './app/detect-audio.js';
 import { detectImage } from './app/detect-image.js';
@@ -13,8 +12,6 @@ import { embedVideo, type EmbedVideoInput } from './app/embed-video.js';
 import { resolvePayload } from './app/resolve-payload.js';
 import { PAYLOAD_BYTES } from './domain/payload.js';
 import { requireId } from './domain/validation.js';
-
-type Methods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
 
 const PAYLOAD_HEX = new RegExp(`^[0-9a-f]{${PAYLOAD_BYTES * 2}}$`);
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -76,7 +73,7 @@ async function* withProgress<P, R>(
 }
 
 /** cairn.watermark.v1.WatermarkService: the wire onto the use cases of app/ (embed, detect, resolve). */
-export function watermarkHandlers(deps: WatermarkDeps): ServiceImpl<Methods> {
+export function watermarkHandlers(deps: WatermarkDeps): ImplOf<typeof watermarkV1.WatermarkService> {
   return {
     embedImage: async (request) => {
       const tenantId = requireId('tenant', request.tenantId, 'tenant_id');

@@ -1,20 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { watermarkV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import { payloadFor, payloadHex } from '../src/domain/payload.js';
 import { watermarkService } from '../src/service.js';
 import { loadPhoto, png } from './support/images.js';
 
-type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
-
 let sandbox: Sandbox;
 let service: RunningService;
-let client: ServiceClient<WatermarkMethods>;
+let client: ClientOf<typeof watermarkV1.WatermarkService>;
 
 beforeAll(async () => {
   sandbox = await createSandbox();

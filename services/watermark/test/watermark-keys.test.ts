@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { sql } from 'drizzle-orm';
 import { newId } from '@cairn/ids';
 import { watermarkV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import { MarkRegistry } from '../src/store/marks.js';
@@ -18,12 +17,10 @@ import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
 import { recording } from './support/audio.js';
 import { audioPayloadFor } from '../src/domain/audio/cairn-audio-wm-v1.js';
 
-type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
-
 /** One running watermark service and a client to it; `stop` ends both. */
 async function start(
   env: NodeJS.ProcessEnv,
-): Promise<{ service: RunningService; client: ServiceClient<WatermarkMethods>; stop(): Promise<void> }> {
+): Promise<{ service: RunningService; client: ClientOf<typeof watermarkV1.WatermarkService>; stop(): Promise<void> }> {
   const service = await startService(watermarkService({ ...env, WATERMARK_WORKERS: '1' }));
   const client = createClient(watermarkV1.WatermarkService, `127.0.0.1:${service.grpcPort}`, { deadlineMs: 30_000 });
   return { service, client, stop: async () => (client.close(), await service.stop()) };

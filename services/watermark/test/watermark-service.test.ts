@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { sql } from 'drizzle-orm';
 import { withTenant } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { watermarkV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { onSpanEnd } from '@cairn/telemetry';
 import { createSandbox, type Sandbox } from '@cairn/testing';
@@ -18,11 +17,9 @@ import { watermarkService } from '../src/service.js';
 import sharp from 'sharp';
 import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
 
-type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
-
 let sandbox: Sandbox;
 let service: RunningService;
-let client: ServiceClient<WatermarkMethods>;
+let client: ClientOf<typeof watermarkV1.WatermarkService>;
 let coffee: RawImage;
 let chelsea: RawImage;
 let coffeePng: Buffer;

@@ -1,11 +1,8 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { parseActorKeyId } from '@cairn/events';
 import { deliveryStates, toOptionalTimestamp, toTimestamp, type webhookV1 } from '@cairn/proto';
-import type { ServiceImpl } from '@cairn/rpc';
+import type { ImplOf } from '@cairn/rpc';
 import type { AttemptRow, DeliveryRow, EndpointRow, Endpoints } from './app/endpoints.js';
-
-type Methods = typeof webhookV1.WebhookService extends GenService<infer M> ? M : never;
 
 function presentEndpoint(row: EndpointRow) {
   return {
@@ -63,7 +60,7 @@ function requireTenant(tenantId: string): string {
 }
 
 /** cairn.webhook.v1.WebhookService: a tenant's endpoints and deliveries (RLS scopes every query to it). */
-export function webhookHandlers(endpoints: Endpoints): ServiceImpl<Methods> {
+export function webhookHandlers(endpoints: Endpoints): ImplOf<typeof webhookV1.WebhookService> {
   return {
     createEndpoint: async (request) => {
       const { endpoint, secret } = await endpoints.create({

@@ -1,13 +1,12 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { isPlanName, PLANS } from '@cairn/catalog';
 import type { Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import type { tenantV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { purgeRecordedBefore, tenantsWithEntries } from '../store/entries.js';
 
-export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
+export type TenantClient = ClientOf<typeof tenantV1.TenantService>;
 
 /** Retention when the tenant has no audit_retention_days of its own: its plan's default (spec: Audit, retention). */
 export function retentionDays(tenant: Pick<tenantV1.Tenant, 'plan' | 'auditRetentionDays'>): number {

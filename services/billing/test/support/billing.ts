@@ -1,12 +1,9 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { billingV1 } from '@cairn/proto';
-import { createClient, type ServiceClient } from '@cairn/rpc';
+import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox } from '@cairn/testing';
 import { billingService } from '../../src/service.js';
-
-type BillingMethods = typeof billingV1.BillingService extends GenService<infer M> ? M : never;
 
 /**
  * The billing service on its own sandbox with a gRPC client. The expiry sweep is off (tests run it when they mean
@@ -15,7 +12,7 @@ type BillingMethods = typeof billingV1.BillingService extends GenService<infer M
 export interface BillingFleet {
   sandbox: Sandbox;
   service: RunningService;
-  billing: ServiceClient<BillingMethods>;
+  billing: ClientOf<typeof billingV1.BillingService>;
   stop(): Promise<void>;
 }
 

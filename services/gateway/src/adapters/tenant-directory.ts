@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { timestampDate, timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { isCairnError } from '@cairn/errors';
 import { tenantV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import type { Scope } from '@cairn/catalog';
 
-export type TenantClient = ServiceClient<typeof tenantV1.TenantService extends GenService<infer M> ? M : never>;
+export type TenantClient = ClientOf<typeof tenantV1.TenantService>;
 
 /** A tenant as the gateway's routes use it (the tenant service's record, in the gateway's types). */
 export interface Tenant {

@@ -1,9 +1,8 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { billingV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import type { Tenant } from '../adapters/tenant-directory.js';
 
-export type BillingClient = ServiceClient<typeof billingV1.BillingService extends GenService<infer M> ? M : never>;
+export type BillingClient = ClientOf<typeof billingV1.BillingService>;
 
 /** An open reservation of one metered unit: commit it when the work succeeded, release it otherwise. */
 export interface MeteredUnit {

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { isPlanName, PLANS, type PlanName } from '@cairn/catalog';
 import { BlobTooLargeError, blobKeys, type BlobInfo, type BlobStore } from '@cairn/blob';
+import { publicUrl } from '@cairn/config';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
@@ -98,7 +99,10 @@ export class UploadSessions {
     const presign = this.deps.blobs.presignPut?.bind(this.deps.blobs);
     const uploadUrl = presign
       ? await presign(row.blobKey, { size: request.size, expiresInSeconds: this.deps.ttlSeconds })
-      : `${this.deps.publicBaseUrl.replace(/\/$/, '')}/v1/uploads/${uploadId}/content?expires=${expiresUnix}&signature=${this.deps.urls.sign(uploadId, expiresUnix)}`;
+      : publicUrl(
+          this.deps.publicBaseUrl,
+          `/v1/uploads/${uploadId}/content?expires=${expiresUnix}&signature=${this.deps.urls.sign(uploadId, expiresUnix)}`,
+        );
     return {
       upload_id: uploadId,
       upload_url: uploadUrl,

@@ -1,14 +1,13 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { modalities, type verifierV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { sniffMediaType } from '@cairn/sniff';
 import { uploadHead } from '../adapters/upload-head.js';
 import type { Tenant } from '../adapters/tenant-directory.js';
 import { reserveUnit, type BillingClient, type MeteredUnit } from './metering.js';
 
-export type VerifierClient = ServiceClient<typeof verifierV1.VerifierService extends GenService<infer M> ? M : never>;
+export type VerifierClient = ClientOf<typeof verifierV1.VerifierService>;
 
 export interface VerifyDeps {
   blobs: BlobStore;

@@ -1,11 +1,10 @@
 import express, { type Express } from 'express';
 import type { Logger } from '@cairn/logging';
 import type { ServiceMetrics } from '@cairn/telemetry';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import type { signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { BillingClient } from '../app/metering.js';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import type { RedisRateLimiter } from '../adapters/rate-limit.js';
 import type { AuthFailureLimit } from '../adapters/auth-failures.js';
 import type { SignAssets } from '../app/sign.js';
@@ -52,8 +51,8 @@ export interface GatewayDeps {
   trustProxy: string;
   onboardPerMinute: number;
   blobs: BlobStore;
-  signer: ServiceClient<typeof signerV1.SignerService extends GenService<infer M> ? M : never>;
-  verifier: ServiceClient<typeof verifierV1.VerifierService extends GenService<infer M> ? M : never>;
+  signer: ClientOf<typeof signerV1.SignerService>;
+  verifier: ClientOf<typeof verifierV1.VerifierService>;
   /** POST /v1/sign: recipe rules, idempotency, per-tenant concurrency, metering, the signer call. */
   signing: SignAssets;
   publicBaseUrl: string;
@@ -73,9 +72,9 @@ export interface GatewayDeps {
   audit: AuditClient;
   /** Anchor batches and inclusion proofs (the anchor service). */
   anchor: AnchorClient;
-  softbinding: ServiceClient<typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never>;
+  softbinding: ClientOf<typeof softbindingV1.SoftBindingService>;
   /** Watermark detection and payload resolution (the C2PA Soft Binding Resolution API). */
-  watermark: ServiceClient<typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never>;
+  watermark: ClientOf<typeof watermarkV1.WatermarkService>;
   /** Unauthenticated C2PA soft-binding queries per client address per minute. */
   publicResolutionPerMinute: number;
   /** The Soft Binding Resolution API's byReference: the outbound address policy and the fetch's deadline. */

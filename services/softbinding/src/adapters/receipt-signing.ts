@@ -1,12 +1,9 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { signerV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import type { ReceiptSigning } from '../app/repository.js';
 
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
-
 /** Receipts are signed by the signer (Cairn's signing key never leaves it); its roots are asked at most hourly. */
-export function signerReceipts(signer: ServiceClient<SignerMethods>): ReceiptSigning {
+export function signerReceipts(signer: ClientOf<typeof signerV1.SignerService>): ReceiptSigning {
   let roots: { at: number; value: Promise<readonly string[]> } | undefined;
   return {
     sign: async (tbs) => {

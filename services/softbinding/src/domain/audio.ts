@@ -1,4 +1,5 @@
 import { FINGERPRINT_ALG } from '@cairn/catalog';
+import { fft } from '@cairn/media/fft';
 
 /**
  * An audio fingerprint of spectral-peak landmarks (the constellation method of Wang, "An Industrial-Strength
@@ -15,7 +16,6 @@ export const SAMPLE_RATE = 8000;
 const FRAME = 512; // 64 ms
 const HOP = 128; // 16 ms
 const BINS = FRAME / 2;
-const LOG2_FRAME = 9;
 /** Bins below ~125 Hz are dominated by hum and rumble; above this the peaks are too codec-dependent. */
 const MIN_BIN = 8;
 /** Neighbourhood of a peak: it must be the maximum over ±PEAK_T frames and ±PEAK_F bins. */
@@ -69,59 +69,6 @@ const HANN: Float32Array = (() => {
   for (let i = 0; i < FRAME; i++) w[i] = 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / FRAME);
   return w;
 })();
-
-const COS = new Float32Array(FRAME / 2);
-const SIN = new Float32Array(FRAME / 2);
-for (let i = 0; i < FRAME / 2; i++) {
-  COS[i] = Math.cos((2 * Math.PI * i) / FRAME);
-  SIN[i] = -Math.sin((2 * Math.PI * i) / FRAME);
-}
-const BIT_REVERSED: Uint16Array = (() => {
-  const r = new Uint16Array(FRAME);
-  for (let i = 0; i < FRAME; i++) {
-    let x = i;
-    let y = 0;
-    for (let b = 0; b < LOG2_FRAME; b++) {
-      y = (y << 1) | (x & 1);
-      x >>= 1;
-    }
-    r[i] = y;
-  }
-  return r;
-})();
-
-/** In-place iterative radix-2 FFT of one frame. */
-function fft(re: Float32Array, im: Float32Array): void {
-  for (let i = 0; i < FRAME; i++) {
-    const j = BIT_REVERSED[i]!;
-    if (j > i) {
-      const tr = re[i]!;
-      re[i] = re[j]!;
-      re[j] = tr;
-      const ti = im[i]!;
-      im[i] = im[j]!;
-      im[j] = ti;
-    }
-  }
-  for (let size = 2; size <= FRAME; size <<= 1) {
-    const half = size >> 1;
-    const step = FRAME / size;
-    for (let start = 0; start < FRAME; start += size) {
-      for (let k = 0; k < half; k++) {
-        const wr = COS[k * step]!;
-        const wi = SIN[k * step]!;
-        const a = start + k;
-        const b = a + half;
-        const xr = re[b]! * wr - im[b]! * wi;
-        const xi = re[b]! * wi + im[b]! * wr;
-        re[b] = re[a]! - xr;
-        im[b] = im[a]! - xi;
-        re[a] = re[a]! + xr;
-        im[a] = im[a]! + xi;
-      }
-    }
-  }
-}
 
 /** Power spectrogram, frames × BINS, row-major. */
 export function spectrogram(samples: Float32Array): { power: Float32Array; frames: number } {

@@ -5,8 +5,6 @@ import { outboxTable, processedEventsTable } from '@cairn/db';
 export const tenant = pgSchema('tenant');
 
 const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
-/** The one-time import of the gateway's tenant tables (`pnpm cairn admin import-gateway-tenants`) sees every row. */
-const gatewayImport = sql`current_setting('cairn.system', true) = 'gateway-import'`;
 
 /**
  * Tenants. A tenant sees its own row and its sub-tenants' rows (a parent manages its children); nothing else.
@@ -29,7 +27,6 @@ export const tenants = tenant.table(
   },
   (t) => [
     index('tenants_parent_idx').on(t.parentTenantId),
-    pgPolicy('tenants_gateway_import', { for: 'all', using: gatewayImport, withCheck: gatewayImport }),
     pgPolicy('tenants_isolation', {
       for: 'all',
       using: sql`${t.tenantId} = ${currentTenant} or ${t.parentTenantId} = ${currentTenant}`,
@@ -58,7 +55,6 @@ export const apiKeys = tenant.table(
   },
   (t) => [
     index('api_keys_tenant_idx').on(t.tenantId),
-    pgPolicy('api_keys_gateway_import', { for: 'all', using: gatewayImport, withCheck: gatewayImport }),
     // The key-expiry sweep sees live keys not yet notified that expire within 7 days, of every tenant, and nothing else.
     pgPolicy('api_keys_expiry_sweep', {
       for: 'all',
@@ -96,7 +92,6 @@ export const onboardingRequests = tenant.table(
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
   },
   (t) => [
-    pgPolicy('onboarding_requests_gateway_import', { for: 'all', using: gatewayImport, withCheck: gatewayImport }),
     pgPolicy('onboarding_requests_replay_expiry', {
       for: 'all',
       // (Not narrower: an UPDATE's new row must still pass this, so it cannot depend on the column the sweep nulls.)

@@ -1,4 +1,5 @@
 import { create } from '@bufbuild/protobuf';
+import { manifestUrl } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/errors';
 import { verifierV1 } from '@cairn/proto';
 import type { KeptVerdict, ResultStore, StoredReport, StoredResult } from '../store/results.js';
@@ -40,7 +41,7 @@ export async function storedVerdict(
   // Cairn's copy of the file is gone (its retention ended): the last verdict computed from it is the record.
   if (usable && usable.expiresAt.getTime() <= now) return answer(usable);
 
-  const manifestUri = `${deps.publicBaseUrl.replace(/\/$/, '')}/v1/manifests/${manifestId}`;
+  const manifestUri = manifestUrl(deps.publicBaseUrl, manifestId);
   let outcome: Awaited<ReturnType<typeof verify>>;
   try {
     // The report is made with every stored verdict: a later GET answers it from the reading this verdict came from.

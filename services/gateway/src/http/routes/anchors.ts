@@ -1,12 +1,11 @@
 import { Router } from 'express';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { isId } from '@cairn/ids';
 import { CairnError } from '@cairn/errors';
 import { anchorBatchStates, isoTimestamp, type anchorV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 
-export type AnchorClient = ServiceClient<typeof anchorV1.AnchorService extends GenService<infer M> ? M : never>;
+export type AnchorClient = ClientOf<typeof anchorV1.AnchorService>;
 
 function presentBatch(batch: anchorV1.Batch | undefined): Record<string, unknown> {
   if (!batch) throw new CairnError('cairn.internal_error', 'The anchor service returned no batch.');

@@ -2,6 +2,7 @@ import { Router, type Response } from 'express';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { publicUrl } from '@cairn/config';
 import { buildOpenApiDocument } from '../openapi/document.js';
 import { renderApiDocsPage, API_DOCS_INIT_SCRIPT } from '../../domain/api-docs-page.js';
 
@@ -26,7 +27,7 @@ export function apiDocsRoutes(deps: {
   const router = Router();
   // The document depends only on the code: build once, serve the same bytes.
   const document = JSON.stringify(
-    buildOpenApiDocument({ serverUrl: deps.publicBaseUrl.replace(/\/$/, ''), version: deps.version }),
+    buildOpenApiDocument({ serverUrl: publicUrl(deps.publicBaseUrl, ''), version: deps.version }),
   );
   const page = renderApiDocsPage();
   // Read once at start: a missing renderer is a start-up error, not a 500 on the first reader.

@@ -1,13 +1,12 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { isoTimestamp, toOptionalTimestamp, type auditV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { CairnError } from '@cairn/errors';
 import { requireScope } from '../auth.js';
 import { jsonBody, queryParams } from '../validate.js';
 
-export type AuditClient = ServiceClient<typeof auditV1.AuditService extends GenService<infer M> ? M : never>;
+export type AuditClient = ClientOf<typeof auditV1.AuditService>;
 
 const MAX_PAGE = 1000;
 const isoInstant = z.string().datetime({ offset: true });

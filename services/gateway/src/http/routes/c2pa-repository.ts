@@ -1,5 +1,6 @@
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
+import { publicUrl } from '@cairn/config';
 import { CairnError, parseOrThrow } from '@cairn/errors';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
@@ -42,7 +43,7 @@ export { receiptBody as verifyReceiptBody };
  */
 export function c2paRepositoryRoutes(deps: C2paRepositoryDeps): Router {
   const router = Router();
-  const base = `${deps.publicBaseUrl.replace(/\/$/, '')}${C2PA_RESOLUTION_PREFIX}`;
+  const base = publicUrl(deps.publicBaseUrl, C2PA_RESOLUTION_PREFIX);
   const repository = new ManifestRepositoryApi(deps.softbinding, base);
   // The key is checked before the body is read: an unauthenticated upload is refused without storing a byte.
   const keyed = [authenticate(deps.tenants), tenantRateLimit(deps.limiter), requireScope('sign')];

@@ -1,26 +1,22 @@
 import { Router } from 'express';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { jobUrl } from '@cairn/config';
 import { absentAsUndefined, CairnError } from '@cairn/errors';
 import { isoTimestamp, jobStates, type signerV1, type verifierV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { presentSignResult } from '../../domain/sign-result.js';
 import { presentVerification } from './verify.js';
-
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
-type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 /**
  * `GET /v1/jobs/{job_id}`: one address for every asynchronous job, a sign (the signer's) or a verify (the
  * verifier's); each service answers only for the caller's tenant.
  */
 export function jobRoutes(deps: {
-  signer: ServiceClient<SignerMethods>;
-  verifier: ServiceClient<VerifierMethods>;
+  signer: ClientOf<typeof signerV1.SignerService>;
+  verifier: ClientOf<typeof verifierV1.VerifierService>;
   publicBaseUrl: string;
 }): Router {
   const router = Router();
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
 
   router.get('/v1/jobs/:job_id', requireScope('read'), async (req, res) => {
     const tenantId = req.auth!.tenant.tenantId;
@@ -47,7 +43,7 @@ export function jobRoutes(deps: {
       job_id: job.jobId,
       kind: signJob ? 'sign' : 'verify',
       status,
-      poll_url: `${base}/v1/jobs/${job.jobId}`,
+      poll_url: jobUrl(deps.publicBaseUrl, job.jobId),
       ...done,
       ...(status === 'failed' && job.problemJson ? { problem: JSON.parse(job.problemJson) as unknown } : {}),
       attempts: job.attempts,

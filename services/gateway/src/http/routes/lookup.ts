@@ -1,15 +1,12 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow } from '@cairn/errors';
 import type { softbindingV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { reserveUnit, type BillingClient } from '../../app/metering.js';
 import { requireScope } from '../auth.js';
 import { discardUpload, singleUpload } from '../uploads.js';
-
-type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
 
 export const bindingBody = z
   .object({ binding: z.object({ alg: z.string().min(1).max(64), value: z.string().min(1).max(512) }) })
@@ -21,7 +18,7 @@ export const bindingBody = z
  */
 export function lookupRoutes(deps: {
   blobs: BlobStore;
-  softbinding: ServiceClient<SoftBindingMethods>;
+  softbinding: ClientOf<typeof softbindingV1.SoftBindingService>;
   billing: BillingClient;
   uploadMaxBytes: number;
 }): Router {

@@ -1,25 +1,21 @@
 import { Router } from 'express';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
+import { manifestUrl, publicUrl } from '@cairn/config';
 import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { isoTimestamp, verificationStatuses, type signerV1, type verifierV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-page.js';
-
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
-type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
 
 const PAGE_POLICY =
   "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** `/v/{asset_id}`: the human-readable verification page, public and script-free. */
 export function pageRoutes(deps: {
-  signer: ServiceClient<SignerMethods>;
-  verifier: ServiceClient<VerifierMethods>;
+  signer: ClientOf<typeof signerV1.SignerService>;
+  verifier: ClientOf<typeof verifierV1.VerifierService>;
   publicBaseUrl: string;
 }): Router {
   const router = Router();
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
 
   router.get('/v/:asset_id', async (req, res) => {
     const assetId = String(req.params.asset_id);
@@ -35,7 +31,7 @@ export function pageRoutes(deps: {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
       return;
     }
-    const manifestUri = `${base}/v1/manifests/${asset.manifestId}`;
+    const manifestUri = manifestUrl(deps.publicBaseUrl, asset.manifestId);
     // The asset's stored verdict: computed by the verifier from Cairn's own copy, never from anybody's upload.
     const result = await deps.verifier
       .getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 })
@@ -65,7 +61,7 @@ export function pageRoutes(deps: {
         // The signer makes thumbnails of images only: another medium gets no picture rather than a broken one.
         ...(asset.expired || !asset.mediaType.startsWith('image/')
           ? {}
-          : { thumbnailUrl: `${base}/v/${assetId}/thumbnail.jpg` }),
+          : { thumbnailUrl: publicUrl(deps.publicBaseUrl, `/v/${assetId}/thumbnail.jpg`) }),
         mediaType: asset.mediaType,
         verifiedAt: isoTimestamp(result.verifiedAt) ?? '',
       }),

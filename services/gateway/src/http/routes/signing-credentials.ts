@@ -1,13 +1,10 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { isoTimestamp, type signerV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { jsonBody } from '../validate.js';
-
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
 
 const PROOF_BYTES =
   '"cairn-byok-registration\\n<your tenant id>\\n<lowercase hex SHA-256 of the leaf certificate DER>"';
@@ -60,7 +57,7 @@ function enterpriseTenant(req: Request): string {
  * leaf key (`proof_of_possession`, checked by the signer, which also refuses chains passing for Cairn's own), and
  * every signature the endpoint answers is verified against the leaf before it is used.
  */
-export function signingCredentialRoutes(deps: { signer: ServiceClient<SignerMethods> }): Router {
+export function signingCredentialRoutes(deps: { signer: ClientOf<typeof signerV1.SignerService> }): Router {
   const router = Router();
 
   router.post('/v1/signing-credentials', requireScope('admin'), async (req, res) => {

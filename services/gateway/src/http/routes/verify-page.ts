@@ -1,18 +1,16 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
+import { manifestUrl, publicUrl, verifierPageUrl } from '@cairn/config';
 import { CairnError, isCairnError, toProblem } from '@cairn/errors';
 import { commonV1, isoTimestamp, verificationStatuses, type verifierV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { renderVerifyPage, type PageModel } from '../../domain/verifier-page.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload } from '../uploads.js';
 
-type VerifierMethods = typeof verifierV1.VerifierService extends GenService<infer M> ? M : never;
-
 export interface VerifyPageDeps {
-  verifier: ServiceClient<VerifierMethods>;
+  verifier: ClientOf<typeof verifierV1.VerifierService>;
   blobs: BlobStore;
   limiter: RedisRateLimiter;
   publicBaseUrl: string;
@@ -70,13 +68,12 @@ export function pageModelFromResult(
   publicBaseUrl: string,
   modality: commonV1.Modality,
 ): PageModel {
-  const base = publicBaseUrl.replace(/\/$/, '');
   const claims = result.claims;
   const matches = result.matches
     .filter((m) => m.assetId)
     .map((m) => ({
       assetId: m.assetId,
-      pageUrl: m.verifierUrl || `${base}/v/${m.assetId}`,
+      pageUrl: m.verifierUrl || verifierPageUrl(publicBaseUrl, m.assetId),
       via: m.via,
       similarity: m.similarity,
     }));
@@ -97,10 +94,10 @@ export function pageModelFromResult(
     proves: result.proves,
     doesNotProve: result.doesNotProve,
     warnings: result.warnings,
-    ...(result.manifestId ? { manifestUri: `${base}/v1/manifests/${result.manifestId}` } : {}),
+    ...(result.manifestId ? { manifestUri: manifestUrl(publicBaseUrl, result.manifestId) } : {}),
     ...(thumbnailAsset
       ? {
-          thumbnailUrl: `${base}/v/${thumbnailAsset}/thumbnail.jpg`,
+          thumbnailUrl: publicUrl(publicBaseUrl, `/v/${thumbnailAsset}/thumbnail.jpg`),
           thumbnailAlt: `Thumbnail of the signed original, asset ${thumbnailAsset}`,
         }
       : {}),

@@ -1,6 +1,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { BlobStore } from '@cairn/blob';
+import { jobUrl } from '@cairn/config';
 import { CairnError, parseOrThrow } from '@cairn/errors';
 import { isoTimestamp, verificationStatuses, type verifierV1 } from '@cairn/proto';
 import type { VerifierClient, VerifyFiles } from '../../app/verify.js';
@@ -150,7 +151,6 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
           sessions: deps.uploadSessions,
         })(req, res, next)
       : next();
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
 
   router.post('/v1/verify', keyOrPublic, fileIfMultipart, async (req, res) => {
     let keepUpload = false;
@@ -194,7 +194,7 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       });
       if (outcome.kind === 'job') {
         // 202 now, the Verification result from GET /v1/jobs/{id} and verification.completed later (RFC 7240).
-        const pollUrl = `${base}/v1/jobs/${outcome.jobId}`;
+        const pollUrl = jobUrl(deps.publicBaseUrl, outcome.jobId);
         res
           .status(202)
           .set({ Location: pollUrl, ...(respondAsync ? { 'Preference-Applied': 'respond-async' } : {}) })

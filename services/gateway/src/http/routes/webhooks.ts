@@ -1,12 +1,11 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { deliveryStates, isoTimestamp, type webhookV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { jsonBody, queryParams } from '../validate.js';
 
-export type WebhookClient = ServiceClient<typeof webhookV1.WebhookService extends GenService<infer M> ? M : never>;
+export type WebhookClient = ClientOf<typeof webhookV1.WebhookService>;
 
 export const createBody = z
   .object({

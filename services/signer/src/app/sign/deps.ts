@@ -1,10 +1,9 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { MediaLimits } from '@cairn/media';
 import type { anchorV1, signerV1, watermarkV1, AnchorBatchStateName } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { ClientOf } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import { inSpan } from '@cairn/telemetry';
 import type { IsolatedC2pa } from '../../adapters/c2pa/isolated.js';
@@ -12,8 +11,6 @@ import type { CertificateAuthority } from '../../pki/index.js';
 import type { AssetStore } from '../../store/assets.js';
 import type { Credentials } from '../credentials.js';
 
-type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
-type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 export type SignRequest = signerV1.SignRequest;
 /**
  * What a sign produced, as the signer keeps it (a job's stored result) and answers it (rpc.ts maps it onto
@@ -51,11 +48,11 @@ export interface PipelineDeps {
   outbox: Outbox;
   store: AssetStore;
   authority: CertificateAuthority;
-  watermark: ServiceClient<WatermarkMethods>;
+  watermark: ClientOf<typeof watermarkV1.WatermarkService>;
   /** Tenants' own signing credentials (BYOK); absent: a sign that names one is refused. */
   credentials?: Pick<Credentials, 'activeKey'>;
   /** Enqueues manifest digests for anchoring (recipes with the anchor layer); absent: no anchoring. */
-  anchor?: ServiceClient<AnchorMethods>;
+  anchor?: ClientOf<typeof anchorV1.AnchorService>;
   logger?: Logger;
   /** C2PA signing in child processes (the service always sets it); absent: in this process (unit tests, tools). */
   c2pa?: IsolatedC2pa;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { assetContentUrl, manifestUrl, verifierPageUrl } from '@cairn/config';
 import type { Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
@@ -82,14 +83,13 @@ export async function signAsset(
 
 /** The answer of an asset already recorded, as its sign answered it (less the anchor's state, which moved on). */
 function recordedResult(deps: PipelineDeps, asset: AssetRow): SignResult {
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
   return {
     assetId: asset.assetId,
     watermarkId: asset.watermarkId ?? '',
     manifestId: asset.manifestId,
-    manifestUri: `${base}/v1/manifests/${asset.manifestId}`,
-    verifierUrl: `${base}/v/${asset.assetId}`,
-    assetUrl: `${base}/v1/assets/${asset.assetId}/content`,
+    manifestUri: manifestUrl(deps.publicBaseUrl, asset.manifestId),
+    verifierUrl: verifierPageUrl(deps.publicBaseUrl, asset.assetId),
+    assetUrl: assetContentUrl(deps.publicBaseUrl, asset.assetId),
     mediaType: asset.mediaType,
     createdAt: asset.createdAt.toISOString(),
     expiresAt: asset.expiresAt.toISOString(),
@@ -155,14 +155,13 @@ async function signClaimed(
 
   const createdAt = new Date();
   const expiresAt = new Date(createdAt.getTime() + Math.max(1, recipe.derivedAssetDays) * DAY_MS);
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
   const result: SignResult = {
     assetId,
     watermarkId: watermark?.id ?? '',
     manifestId,
-    manifestUri: `${base}/v1/manifests/${manifestId}`,
-    verifierUrl: `${base}/v/${assetId}`,
-    assetUrl: `${base}/v1/assets/${assetId}/content`,
+    manifestUri: manifestUrl(deps.publicBaseUrl, manifestId),
+    verifierUrl: verifierPageUrl(deps.publicBaseUrl, assetId),
+    assetUrl: assetContentUrl(deps.publicBaseUrl, assetId),
     mediaType,
     createdAt: createdAt.toISOString(),
     expiresAt: expiresAt.toISOString(),

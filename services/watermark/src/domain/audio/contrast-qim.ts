@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { convEncode, codedLength, listViterbiDecode, viterbiDecode } from '../image/conv-code.js';
 import { keyedRandom, permutation } from '../image/prng.js';
-import { Fft } from './fft.js';
+import { fft } from '@cairn/media/fft';
 
 /**
  * The audio marks' engine: dither modulation (QIM) of keyed log-energy contrasts in 64 ms frames of the 16 kHz
@@ -250,7 +250,6 @@ export class ContrastQimMark {
   readonly name: string;
   private readonly layout: Layout;
   private readonly geometry: Geometry;
-  private readonly fft: Fft;
   private readonly codeBits: number;
   private readonly messageBits: number;
 
@@ -260,7 +259,6 @@ export class ContrastQimMark {
   ) {
     this.name = spec.name;
     this.geometry = geometryOf(spec);
-    this.fft = new Fft(spec.frame);
     this.messageBits = spec.payloadBits + spec.checkBits;
     this.codeBits = codedLength(this.messageBits);
     const slots = spec.period * spec.bands;
@@ -340,7 +338,7 @@ export class ContrastQimMark {
         re[i] = HANN[i]! * host[j * frame + i]!;
         im[i] = 0;
       }
-      this.fft.transform(re, im);
+      fft(re, im);
       groupLogs(this.geometry, frame, re, im, logs, 0);
       for (let b = 0; b < bands; b++) {
         const feature = this.feature(logs, 0, b);
@@ -419,7 +417,7 @@ export class ContrastQimMark {
           re[i] = HANN[i]! * marked[i]!;
           im[i] = 0;
         }
-        this.fft.transform(re, im);
+        fft(re, im);
         groupLogs(this.geometry, frame, re, im, logs, 0);
         let moved = false;
         for (let b = 0; b < bands; b++) {
@@ -451,7 +449,7 @@ export class ContrastQimMark {
           re[k] = re[k]! * g;
           im[k] = im[k]! * g;
         }
-        this.fft.transform(re, im, true);
+        fft(re, im, true);
         for (let i = 0; i < frame; i++) marked[i] = marked[i]! + re[i]!;
       }
       if (carries) for (let i = 0; i < frame; i++) mark[start + i] = marked[i]! - host[start + i]!;
@@ -746,7 +744,6 @@ function stretched(samples: Float32Array, scale: number): Float32Array {
 function analyseScale(spec: ContrastQimSpec, samples: Float32Array, scale: number): ScaleAnalysis {
   const { frame, firstBin, offsetStep } = spec;
   const geometry = geometryOf(spec);
-  const fft = new Fft(frame);
   const re = new Float64Array(frame);
   const im = new Float64Array(frame);
   const a = { re: new Float64Array(frame), im: new Float64Array(frame) };
@@ -765,7 +762,7 @@ function analyseScale(spec: ContrastQimSpec, samples: Float32Array, scale: numbe
         re[i] = HANN[i]! * samples[first + i]!;
         im[i] = second >= 0 ? HANN[i]! * samples[second + i]! : 0;
       }
-      fft.transform(re, im);
+      fft(re, im);
       for (let k = firstBin; k < geometry.lastBin; k++) {
         const m = frame - k;
         // X_k = (Z_k + conj Z_{N−k}) / 2, Y_k = (Z_k − conj Z_{N−k}) / 2i.

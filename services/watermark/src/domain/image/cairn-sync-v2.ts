@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { WATERMARK_ALG } from '@cairn/catalog';
 import type { Detection, ImageWatermarkAlgorithm } from './algorithm.js';
 import { codedLength, convEncode, listViterbiDecode, viterbiDecode } from './conv-code.js';
-import { fft2d, nextPowerOfTwo } from './fft.js';
+import { fft2d, nextPowerOfTwo } from '@cairn/media/fft';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
 import { describeContent, type SyncGeometry } from './content-registration.js';
 import { LumaResampler, lumaGrid } from './luma.js';
