@@ -1,15 +1,19 @@
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SHARED_DIR } from '@cairn/testing';
+import sharp from 'sharp';
 import { transcoded } from '../services/watermark/test/support/video.js';
 import { cameraClip, STEADY_HAND, transplanted } from './support/camera-clip.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';
 
-// A video watermark's lead names an asset only when the file also shows that asset's content (a mark can be lifted
-// and laid onto other content). The check must tell an honest re-encoded copy from such a transplant.
+// A watermark's lead names an asset only when the file also shows that asset's content (a mark can be lifted and
+// laid onto other content). The check must tell an honest re-encoded copy from such a transplant: a video's frames
+// (soft-binding), an image's luma registered through the mark's geometry (the watermark service).
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 let stack: Stack;
+let apiKey: string;
 let original: Buffer;
 let signed: SignedAsset;
 let signedBytes: Buffer;
@@ -18,19 +22,22 @@ beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
     PUBLIC_VERIFY_PER_MINUTE: '1000',
   });
-  const owner = await onboard(stack);
-  // A handheld shot of a real photograph (camera-like: pan, jitter, per-frame noise, exposure drift), 960×540.
-  original = await cameraClip([`${PHOTOS}/chelsea.png`], { motion: STEADY_HAND, seed: 5, secondsEach: 4 });
-  ({ signed, signedBytes } = await signAndIndex(stack, owner.api_key, {
-    recipe: 'video-genai-v1',
-    metadata: { generator: 'ClipGen', model: 'v1' },
-    bytes: original,
-    name: 'clip.mp4',
-  }));
+  apiKey = (await onboard(stack)).api_key;
 }, 600_000);
 afterAll(() => stack?.stop());
 
 describe('the watermark content check on video: re-encodes are the asset, transplants are not', () => {
+  beforeAll(async () => {
+    // A handheld shot of a real photograph (camera-like: pan, jitter, per-frame noise, exposure drift), 960×540.
+    original = await cameraClip([`${PHOTOS}/chelsea.png`], { motion: STEADY_HAND, seed: 5, secondsEach: 4 });
+    ({ signed, signedBytes } = await signAndIndex(stack, apiKey, {
+      recipe: 'video-genai-v1',
+      metadata: { generator: 'ClipGen', model: 'v1' },
+      bytes: original,
+      name: 'clip.mp4',
+    }));
+  }, 600_000);
+
   it.each([
     ['H.264 CRF 28', ['-c:v', 'libx264', '-crf', '28']],
     ['scaled to 0.5×', ['-vf', 'scale=480:270', '-c:v', 'libx264', '-crf', '23']],
@@ -64,4 +71,86 @@ describe('the watermark content check on video: re-encodes are the asset, transp
     expect(result.matches.map((m) => m.asset_id)).not.toContain(signed.asset_id);
     expect(JSON.stringify(result)).not.toContain(signed.asset_id);
   }, 300_000);
+});
+
+/** Grey pixels as a PNG. */
+const greyPng = (width: number, height: number, value: (i: number) => number) =>
+  sharp(Buffer.from(Uint8Array.from({ length: width * height }, (_, i) => value(i))), {
+    raw: { width, height, channels: 1 },
+  })
+    .toColourspace('srgb')
+    .png()
+    .toBuffer();
+
+/** Pixels as raw sRGB bytes (what the mark is lifted from and laid onto). */
+const rawOf = (bytes: Buffer) => sharp(bytes).removeAlpha().toColourspace('srgb').raw().toBuffer();
+
+describe('the watermark content check on images: plain and finely textured content', () => {
+  let plain: { signed: SignedAsset; original: Buffer; signedBytes: Buffer };
+  let grain: { signed: SignedAsset; signedBytes: Buffer };
+
+  beforeAll(async () => {
+    // A plain grey picture (its descriptor has no variance to correlate), and a fine grain (noise upscaled 4×: its
+    // detail is the size of a descriptor cell, so a crop's few tenths of a sample of misregistration lower the
+    // correlation of an honest copy well below the photo line).
+    const original = await greyPng(1024, 768, (i) => 150 + ((i * 5 + Math.floor(i / 1024) * 3) % 3) - 1);
+    let seed = 12345;
+    const noise = await greyPng(256, 256, () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return 103 + ((seed >> 16) % 50);
+    });
+    const grainy = await sharp(noise).resize(1024, 1024, { kernel: 'linear' }).png().toBuffer();
+    const sign = (bytes: Buffer, name: string) =>
+      signAndIndex(stack, apiKey, {
+        recipe: 'image-genai-v1',
+        metadata: { generator: 'ImageGen', model: 'v3' },
+        bytes,
+        name,
+      });
+    plain = { ...(await sign(original, 'plain.png')), original };
+    grain = await sign(grainy, 'grain.png');
+    // Read back by the signer, so a mark is there to be checked (else nothing below would prove anything).
+    expect(plain.signed.watermark_id).toBeTruthy();
+    expect(grain.signed.watermark_id).toBeTruthy();
+  }, 600_000);
+
+  it('a JPEG copy of a signed plain grey picture (no manifest) names the asset, no watermark_content_mismatch', async () => {
+    const copy = await sharp(plain.signedBytes).jpeg({ quality: 80 }).toBuffer();
+    const result = await verifyFile(stack, copy, 'plain.jpg');
+    expect(result.signals.c2pa_manifest_present).toBe(false);
+    expect(result.warnings).not.toContain('watermark_content_mismatch');
+    expect(result.status).toBe('watermark_only');
+    expect(result.asset_id).toBe(plain.signed.asset_id);
+  }, 120_000);
+
+  it('the plain picture’s mark laid onto a photo names no asset', async () => {
+    const [before, after] = await Promise.all([rawOf(plain.original), rawOf(plain.signedBytes)]);
+    const host = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
+      .resize(1024, 768, { fit: 'fill' })
+      .removeAlpha()
+      .raw()
+      .toBuffer();
+    const forged = Buffer.alloc(host.length);
+    for (let i = 0; i < host.length; i++) forged[i] = Math.max(0, Math.min(255, host[i]! + after[i]! - before[i]!));
+    const bytes = await sharp(forged, { raw: { width: 1024, height: 768, channels: 3 } })
+      .png()
+      .toBuffer();
+    const result = await verifyFile(stack, bytes, 'forged.png');
+    // The mark is read and registered, but the content is not the asset's.
+    expect(result.warnings).toContain('watermark_content_mismatch');
+    expect(result.asset_id).toBeUndefined();
+    expect(JSON.stringify(result)).not.toContain(plain.signed.asset_id);
+  }, 120_000);
+
+  it('a finely textured picture cropped 10 % off one side (no manifest) names the asset', async () => {
+    const copy = await sharp(grain.signedBytes)
+      .extract({ left: 102, top: 0, width: 922, height: 1024 })
+      .png()
+      .toBuffer();
+    const result = await verifyFile(stack, copy, 'grain.png');
+    expect(result.signals.c2pa_manifest_present).toBe(false);
+    expect(result.warnings).not.toContain('watermark_content_mismatch');
+    expect(result.status).toBe('watermark_only');
+    expect(result.asset_id).toBe(grain.signed.asset_id);
+  }, 120_000);
 });

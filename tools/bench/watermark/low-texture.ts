@@ -2,14 +2,13 @@
 // sign marks it (cairn-sync-v2, read back from its own encoded file, escalating through the strength levels the
 // watermark service uses when it does not read), then every attack of the issue-13 table on what reads back.
 // Lines: read-back 100 % where the class can carry a mark, every attack ≥ 95 % over the class.
-import { decodeRgb, encodeImage } from '../../../packages/media/src/pixels.js';
-import { SyncTileWatermark, SYNC_STRENGTH_LEVELS } from '../../../services/watermark/src/domain/image/cairn-sync-v2.js';
+import { SyncTileWatermark } from '../../../services/watermark/src/domain/image/cairn-sync-v2.js';
 import { psnr } from '../../../services/watermark/src/domain/image/psnr.js';
-import type { Channels, RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
 import { keyedPayloadFor } from '../../../services/watermark/src/domain/payload.js';
 import { startLevel } from '../../../services/watermark/src/domain/image/readback.js';
 import { ISSUE_ATTACKS } from './attacks.js';
 import { lowTextureClass, ssim } from './images.js';
+import { signImage } from './sign.js';
 
 const hex = (p: Uint8Array) => Buffer.from(p).toString('hex');
 
@@ -52,35 +51,15 @@ export async function lowTextureBench(
         rows.set(host.label, row);
         row.marks++;
         // As EmbedImage does it: embed, encode in the upload's format, decode as a verify does, read, escalate.
-        let received: RawImage | null = null;
         const first = fixedStart ?? startLevel(host.image);
-        for (let level = first; level < SYNC_STRENGTH_LEVELS.length && !received; level++) {
-          const marked = wm.embedDescribed(host.image, payload, { level }).image;
-          const encoded = await encodeImage(
-            {
-              width: marked.width,
-              height: marked.height,
-              channels: 3,
-              pixels: Buffer.from(marked.pixels.buffer, marked.pixels.byteOffset, marked.pixels.byteLength),
-            },
-            host.format,
-          );
-          const decoded = (await decodeRgb(encoded, 1e8))!;
-          const image: RawImage = {
-            pixels: new Uint8Array(decoded.pixels.buffer, decoded.pixels.byteOffset, decoded.pixels.byteLength),
-            width: decoded.width,
-            height: decoded.height,
-            channels: decoded.channels as Channels,
-          };
-          const read = wm.detect(image);
-          if (read && hex(read.payload) === hex(payload)) {
-            received = image;
-            if (level === first) row.readAtLevel0++;
-            row.readBack++;
-            row.levels.push(level);
-            row.psnr.push(psnr(host.image, image));
-            row.ssim.push(ssim(host.image, image));
-          }
+        const signed = await signImage(wm, host.image, host.format, payload, first);
+        const received = signed?.image ?? null;
+        if (signed) {
+          if (signed.level === first) row.readAtLevel0++;
+          row.readBack++;
+          row.levels.push(signed.level);
+          row.psnr.push(psnr(host.image, signed.image));
+          row.ssim.push(ssim(host.image, signed.image));
         }
         if (!received) continue; // signed without a mark (watermark_not_embedded): no attack line applies
         for (const [name, attack] of ISSUE_ATTACKS) {

@@ -95,7 +95,7 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput) {
   let outcome = asPlanned ? await embedding : await embedWith(await freshPixels(), plan, from);
   // Only cairn-sync-v2 has stronger settings to escalate to; a retried v1 id is written as it was, once.
   const levels = plan.algorithm === CAIRN_SYNC_V2_NAME ? READBACK_LEVELS : 1;
-  for (let level = 0; ;) {
+  for (let level = from; ;) {
     const content = outcome.content;
     // One encode per try, here: the marked pixels never cross the wire, only the file the signer signs. The
     // description is kept meanwhile (a database round trip while sharp encodes on its own threads); it is the
