@@ -16,7 +16,7 @@ import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, freePort, startHardhat } from '@cairn/testing';
 import { DEV_PRIVATE_KEY } from '../../services/anchor/src/config.js';
 import { createChainWriter } from '../../services/anchor/src/adapters/chain.js';
-import { leafHash, merkleRoot, toHex } from '../../services/anchor/src/domain/merkle.js';
+import { leafHash, merkleRoot, toHex } from '@cairn/merkle';
 import { anchorService } from '../../services/anchor/src/service.js';
 
 const { values } = parseArgs({

@@ -3,7 +3,7 @@ import { newEvent, type AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import { errorText } from '../domain/calldata.js';
-import { fromHex, leafHash, rootOf, toHex, treeLevels } from '../domain/merkle.js';
+import { fromHex, leafHash, rootOf, toHex, treeLevels } from '@cairn/merkle';
 import type { BatchRow, BatchStore } from '../store/batches.js';
 import type { ChainWriter } from './ports.js';
 

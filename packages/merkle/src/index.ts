@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
  *   MTH of n > 1 leaves = node(MTH(first k), MTH(rest)) with k the largest power of two below n,
  *   MTH of no leaves = SHA-256("").
  * Built bottom-up: pair neighbours level by level; an unpaired last node is promoted unchanged (never
- * duplicated), which yields exactly the recursive definition. Pure: no I/O, usable by the verify script.
+ * duplicated), which yields exactly the recursive definition. Pure: no I/O; the anchor service builds its trees
+ * and proofs with it, and tools/anchor/verify-proof.ts checks a proof with the same code, importing no service.
  */
 
 const sha256 = (...parts: Uint8Array[]): Buffer => {

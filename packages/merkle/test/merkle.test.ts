@@ -8,7 +8,7 @@ import {
   nodeHash,
   treeLevels,
   verifyInclusion,
-} from '../src/domain/merkle.js';
+} from '../src/index.js';
 
 /** RFC 6962 2.1 written literally (recursive split at the largest power of two below n): the reference. */
 function referenceRoot(data: Buffer[]): Buffer {
