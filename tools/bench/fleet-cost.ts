@@ -46,7 +46,7 @@ import { indexHashes } from '../../services/softbinding/src/adapters/image-varia
 import { fingerprintVideo } from '../../services/softbinding/src/adapters/video-fingerprint.js';
 import { recording, withSoundtrack } from '../../services/watermark/test/support/audio.js';
 import { clip } from '../../services/watermark/test/support/video.js';
-import { multipart } from '../../test/support/stack.js';
+import { multipart } from '../../test/support/multipart.js';
 import { FLEET_ORDER, onboardTenant, startProcessFleet, type ProcessFleet } from './support/fleet.js';
 import { childrenOf, commandLine, machineBusyMs, procStat, rootsNamed, treeCpuMs } from './support/proc.js';
 

@@ -9,7 +9,7 @@ import { billingV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService } from '@cairn/runtime';
 import { createSandbox } from '@cairn/testing';
-import { billingService } from '../../services/billing/src/service.js';
+import { billingService } from '../src/service.js';
 
 // `pnpm bench:billing -- --tenants 10` passes the `--` through: drop it.
 const { values } = parseArgs({

@@ -9,14 +9,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import {
-  buildAndSign,
-  buildManifestPlan,
-  newBuilder,
-  type BuildAndSignInput,
-} from '../../services/signer/src/adapters/c2pa/index.js';
-import { callbackSignerFor, collectGarbage, makeTestCredential } from '../../services/signer/test/c2pa-fixtures.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import { buildAndSign, buildManifestPlan, newBuilder, type BuildAndSignInput } from '../src/adapters/c2pa/index.js';
+import { callbackSignerFor, collectGarbage, makeTestCredential } from '../test/c2pa-fixtures.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const PHOTO = `${SHARED_DIR}/fixtures/photos/astronaut.png`;
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' } } });

@@ -14,10 +14,10 @@ import { anchorV1, commonV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, freePort, startHardhat } from '@cairn/testing';
-import { DEV_PRIVATE_KEY } from '../../services/anchor/src/config.js';
-import { createChainWriter } from '../../services/anchor/src/adapters/chain.js';
+import { DEV_PRIVATE_KEY } from '../src/config.js';
+import { createChainWriter } from '../src/adapters/chain.js';
 import { leafHash, merkleRoot, toHex } from '@cairn/merkle';
-import { anchorService } from '../../services/anchor/src/service.js';
+import { anchorService } from '../src/service.js';
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== '--'),

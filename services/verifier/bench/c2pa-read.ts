@@ -9,8 +9,8 @@
 // own parsing and validation cost over the pool's fixed overhead.
 import { readdir, readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createManifestReader } from '../../services/verifier/src/adapters/c2pa/index.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import { createManifestReader } from '../src/adapters/c2pa/index.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const CORPUS = `${SHARED_DIR}/fixtures/c2pa-rs/`;
 const BASELINE = 'no_manifest.jpg';

@@ -10,16 +10,16 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { sql } from '../../services/softbinding/node_modules/drizzle-orm/index.js';
-import { createDb, createPool, migrateService, withTenant } from '../../packages/db/src/index.js';
+import { sql } from 'drizzle-orm';
+import { createDb, createPool, migrateService, withTenant } from '../../../packages/db/src/index.js';
 import { createSandbox } from '@cairn/testing';
-import { FingerprintIndex } from '../../services/softbinding/src/store/fingerprints.js';
-import { PDQ_ALG } from '../../services/softbinding/src/domain/pdq.js';
-import { hashImageBytes, pdqFingerprinter } from '../../services/softbinding/src/adapters/image-hash.js';
-import { LOOKUP_RADIUS } from '../../services/softbinding/src/domain/threshold.js';
-import { indexHashes } from '../../services/softbinding/src/adapters/image-variants.js';
-import { migrationsFolder } from '../../services/softbinding/src/service.js';
-import { loadPhotos, TRANSFORMS } from '../../services/softbinding/test/support/variants.js';
+import { FingerprintIndex } from '../src/store/fingerprints.js';
+import { PDQ_ALG } from '../src/domain/pdq.js';
+import { hashImageBytes, pdqFingerprinter } from '../src/adapters/image-hash.js';
+import { LOOKUP_RADIUS } from '../src/domain/threshold.js';
+import { indexHashes } from '../src/adapters/image-variants.js';
+import { migrationsFolder } from '../src/service.js';
+import { loadPhotos, TRANSFORMS } from '../test/support/variants.js';
 
 const { values } = parseArgs({
   options: {

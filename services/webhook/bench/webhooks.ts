@@ -12,7 +12,7 @@ import { webhookV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { startService } from '@cairn/runtime';
 import { createSandbox, sampleEvent } from '@cairn/testing';
-import { webhookService } from '../../services/webhook/src/service.js';
+import { webhookService } from '../src/service.js';
 
 const { values } = parseArgs({
   options: {
