@@ -44,8 +44,8 @@ import { fingerprintAudio, fingerprintSoundtrack } from '../../services/softbind
 import { pdqFingerprinter } from '../../services/softbinding/src/adapters/image-hash.js';
 import { indexHashes } from '../../services/softbinding/src/adapters/image-variants.js';
 import { fingerprintVideo } from '../../services/softbinding/src/adapters/video-fingerprint.js';
-import { recording, withSoundtrack } from '../../services/watermark/test/support/audio.js';
-import { clip } from '../../services/watermark/test/support/video.js';
+import { recording, withSoundtrack } from '../../test/support/audio.js';
+import { clip } from '../../test/support/video.js';
 import { multipart } from '../../test/support/multipart.js';
 import { FLEET_ORDER, onboardTenant, startProcessFleet, type ProcessFleet } from './support/fleet.js';
 import { childrenOf, commandLine, machineBusyMs, procStat, rootsNamed, treeCpuMs } from './support/proc.js';

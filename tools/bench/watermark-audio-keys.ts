@@ -24,14 +24,7 @@ import {
   ContrastQimMark,
   type ContrastQimSpec,
 } from '../../services/watermark/src/domain/audio/contrast-qim.js';
-import {
-  attacked,
-  AUDIO_ATTACKS,
-  espeakSpeech,
-  mono16k,
-  recording,
-  withNoise,
-} from '../../services/watermark/test/support/audio.js';
+import { attacked, AUDIO_ATTACKS, espeakSpeech, mono16k, recording, withNoise } from '../../test/support/audio.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
 const SECONDS = 20;

@@ -27,14 +27,7 @@ import {
   ContrastAnalysis,
   type ContrastQimMark,
 } from '../../services/watermark/src/domain/audio/contrast-qim.js';
-import {
-  attacked,
-  AUDIO_ATTACKS,
-  espeakSpeech,
-  mono16k,
-  recording,
-  withNoise,
-} from '../../services/watermark/test/support/audio.js';
+import { attacked, AUDIO_ATTACKS, espeakSpeech, mono16k, recording, withNoise } from '../../test/support/audio.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 import { realMusic, type MusicSet } from './watermark-audio-music.js';
 

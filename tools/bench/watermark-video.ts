@@ -29,7 +29,7 @@ import { detectVideoMark, markVideo } from '../../services/watermark/src/app/vid
 import { keyedPayloadFor, payloadHex } from '../../services/watermark/src/domain/payload.js';
 import { defaultPoolSize, ImageWorkerPool } from '../../services/watermark/src/adapters/worker-pool.js';
 import { videoEncoderArgs } from '../../services/watermark/src/adapters/video-codec.js';
-import { clip, transcoded, type ClipKind } from '../../services/watermark/test/support/video.js';
+import { clip, transcoded, type ClipKind } from '../../test/support/video.js';
 import { cameraClip, type CameraSet } from './watermark-video-camera.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 3);

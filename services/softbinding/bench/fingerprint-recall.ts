@@ -10,25 +10,19 @@
  */
 import { readFile } from 'node:fs/promises';
 import { decodeAudioMono } from '@cairn/media';
-import { fingerprintAudio } from '../../services/softbinding/src/adapters/audio-fingerprint.js';
-import { fingerprintVideo } from '../../services/softbinding/src/adapters/video-fingerprint.js';
+import { fingerprintAudio } from '../src/adapters/audio-fingerprint.js';
+import { fingerprintVideo } from '../src/adapters/video-fingerprint.js';
 import {
   alignment,
   fingerprintSamples,
   isAudioMatch,
   SAMPLE_RATE,
   type AudioFingerprint,
-} from '../../services/softbinding/src/domain/audio.js';
-import { matchVideo, type VideoFrameHash } from '../../services/softbinding/src/domain/video.js';
-import {
-  attacked,
-  AUDIO_ATTACKS,
-  espeakSpeech,
-  recording,
-  withNoise,
-} from '../../services/watermark/test/support/audio.js';
-import { clip, transcoded, type ClipKind } from '../../services/watermark/test/support/video.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+} from '../src/domain/audio.js';
+import { matchVideo, type VideoFrameHash } from '../src/domain/video.js';
+import { attacked, AUDIO_ATTACKS, espeakSpeech, recording, withNoise } from '../../../test/support/audio.js';
+import { clip, transcoded, type ClipKind } from '../../../test/support/video.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const VIDEO_SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 4);
 const AUDIO_SECONDS = Number(process.env.SECONDS_OF_AUDIO ?? 20);

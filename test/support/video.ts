@@ -1,5 +1,5 @@
 import { runFfmpeg } from '@cairn/media';
-import { SHARED_DIR } from '../../../../packages/testing/src/shared.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
 /** Video clips made here with ffmpeg (no fixtures): a moving test pattern or a photograph slowly zoomed. */
 export type ClipKind = 'testsrc2' | 'mandelbrot' | 'photo';
