@@ -28,7 +28,7 @@ const VIDEO_SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 4);
 const AUDIO_SECONDS = Number(process.env.SECONDS_OF_AUDIO ?? 20);
 
 const X264 = (crf: number) => ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', String(crf), '-c:a', 'aac'];
-/** The video watermark bench's transforms (tools/bench/watermark-video.ts), x264 at a faster preset. */
+/** The video watermark bench's transforms (services/watermark/bench/watermark-video.ts), x264 at a faster preset. */
 const VIDEO_TRANSFORMS: ReadonlyArray<readonly [string, string[]]> = [
   ['H.264 CRF 28', X264(28)],
   ['H.264 CRF 33', X264(33)],

@@ -6,7 +6,7 @@
  * transform a copy goes through, false positives on unmarked audio, and speed on one core (CPU time, so a busy
  * machine does not flatter or spoil it). Ends with `ratio <name> <value>` lines.
  *
- * Real music (tools/bench/watermark-audio-music.ts: Debian's game music, orchestral, wide dynamics) joins the
+ * Real music (services/watermark/bench/watermark-audio-music.ts: Debian's game music, orchestral, wide dynamics) joins the
  * recordings when its packages are installed. SNR is given three ways: against the upload (all channels, full
  * band), against its 16 kHz mix (what the mark lives in: no side channel, nothing above 8 kHz), and the worst
  * second of that mix (how a quiet passage fares).
@@ -17,18 +17,14 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_MEDIA_LIMITS, runFfmpeg } from '@cairn/media';
-import { decodeAudioForEmbedding, encodeMarkedAudio } from '../../services/watermark/src/adapters/audio-codec.js';
-import { analysisMix, embedAudioMark, snrDb } from '../../services/watermark/src/domain/audio/apply.js';
-import { audioPayloadFor, AudioWatermark } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
-import { AudioWatermarkV2 } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v2.js';
-import { AudioWatermarkV3 } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v3.js';
-import {
-  checksPerRead,
-  ContrastAnalysis,
-  type ContrastQimMark,
-} from '../../services/watermark/src/domain/audio/contrast-qim.js';
-import { attacked, AUDIO_ATTACKS, espeakSpeech, mono16k, recording, withNoise } from '../../test/support/audio.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import { decodeAudioForEmbedding, encodeMarkedAudio } from '../src/adapters/audio-codec.js';
+import { analysisMix, embedAudioMark, snrDb } from '../src/domain/audio/apply.js';
+import { audioPayloadFor, AudioWatermark } from '../src/domain/audio/cairn-audio-wm-v1.js';
+import { AudioWatermarkV2 } from '../src/domain/audio/cairn-audio-wm-v2.js';
+import { AudioWatermarkV3 } from '../src/domain/audio/cairn-audio-wm-v3.js';
+import { checksPerRead, ContrastAnalysis, type ContrastQimMark } from '../src/domain/audio/contrast-qim.js';
+import { attacked, AUDIO_ATTACKS, espeakSpeech, mono16k, recording, withNoise } from '../../../test/support/audio.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 import { realMusic, type MusicSet } from './watermark-audio-music.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_AUDIO ?? 20);

@@ -1,17 +1,17 @@
 // Measures cairn-sync-v2's content check (content-registration.ts) on both sides: the signed photo after each
 // attack of the table against its own descriptor (must be consistent), and other photos carrying the same mark
 // (a perfect copy attack: the tile added to unrelated content), plain and attacked, against the victim's
-// descriptor (must not be). Used by tools/bench/watermark.ts; runnable alone:
-//   node --import tsx tools/bench/watermark/content-check.ts
+// descriptor (must not be). Used by services/watermark/bench/watermark.ts; runnable alone:
+//   node --import tsx services/watermark/bench/image/content-check.ts
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
-import { SyncTileWatermark, analyseSync } from '../../../services/watermark/src/domain/image/cairn-sync-v2.js';
-import { compareContent, registeredPoints } from '../../../services/watermark/src/domain/image/content-registration.js';
-import type { RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
-import { keyedPayloadFor } from '../../../services/watermark/src/domain/payload.js';
+import { SHARED_DIR } from '../../../../packages/testing/src/shared.js';
+import { SyncTileWatermark, analyseSync } from '../../src/domain/image/cairn-sync-v2.js';
+import { compareContent, registeredPoints } from '../../src/domain/image/content-registration.js';
+import type { RawImage } from '../../src/domain/image/raw-image.js';
+import { keyedPayloadFor } from '../../src/domain/payload.js';
 import { ISSUE_ATTACKS, chain, cropCentral, decode, flip, jpeg, rotate, type Attack } from './attacks.js';
 
 // The shared folder beside the repository (a worktree sits one level deeper than the main checkout).

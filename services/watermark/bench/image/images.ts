@@ -1,7 +1,7 @@
 // Hosts and measures for the watermark bench: SSIM, synthetic textures, and the unmarked set of the false-positive
 // estimate (photos, their transforms, synthetic images of many kinds, periodic ones included because a tiled
 // mark is found by its periodicity).
-import type { RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
+import type { RawImage } from '../../src/domain/image/raw-image.js';
 import type { Attack } from './attacks.js';
 
 function xorshift(seed: number): () => number {

@@ -11,7 +11,7 @@
  * and for all EmbedVideo does (the frames, then the audio track marked and re-encoded), with the load average before
  * and after: on a shared machine the wall figure is only as good as the quiet it was taken in.
  *
- * Camera-like clips (tools/bench/watermark-video-camera.ts: the real photographs shot handheld, sensor noise, exposure
+ * Camera-like clips (services/watermark/bench/watermark-video-camera.ts: the real photographs shot handheld, sensor noise, exposure
  * drift, a cut; H.264 CRF 20 as a phone encodes) join them: the `judging` set by default, `tuning` on request.
  *
  *   pnpm bench:watermark-video            (SECONDS_OF_VIDEO=3 by default; BENCH_HEIGHTS=720,480 for some clips)
@@ -23,13 +23,13 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { DEFAULT_MEDIA_LIMITS, ffmpegPath, runFfmpeg } from '@cairn/media';
-import { createLogger } from '../../packages/logging/src/index.js';
-import { markAudioTrack } from '../../services/watermark/src/app/video-audio-track.js';
-import { detectVideoMark, markVideo } from '../../services/watermark/src/app/video-watermark.js';
-import { keyedPayloadFor, payloadHex } from '../../services/watermark/src/domain/payload.js';
-import { defaultPoolSize, ImageWorkerPool } from '../../services/watermark/src/adapters/worker-pool.js';
-import { videoEncoderArgs } from '../../services/watermark/src/adapters/video-codec.js';
-import { clip, transcoded, type ClipKind } from '../../test/support/video.js';
+import { createLogger } from '../../../packages/logging/src/index.js';
+import { markAudioTrack } from '../src/app/video-audio-track.js';
+import { detectVideoMark, markVideo } from '../src/app/video-watermark.js';
+import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
+import { defaultPoolSize, ImageWorkerPool } from '../src/adapters/worker-pool.js';
+import { videoEncoderArgs } from '../src/adapters/video-codec.js';
+import { clip, transcoded, type ClipKind } from '../../../test/support/video.js';
 import { cameraClip, type CameraSet } from './watermark-video-camera.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 3);

@@ -11,10 +11,10 @@
  */
 import { createHash } from 'node:crypto';
 import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
-import { detectVideoMark, markVideo } from '../../services/watermark/src/app/video-watermark.js';
-import { keyedPayloadFor, payloadHex } from '../../services/watermark/src/domain/payload.js';
-import { defaultPoolSize, ImageWorkerPool } from '../../services/watermark/src/adapters/worker-pool.js';
-import { clip, transcoded, type ClipKind } from '../../test/support/video.js';
+import { detectVideoMark, markVideo } from '../src/app/video-watermark.js';
+import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
+import { defaultPoolSize, ImageWorkerPool } from '../src/adapters/worker-pool.js';
+import { clip, transcoded, type ClipKind } from '../../../test/support/video.js';
 
 const KEYS = Number(process.env.KEYS ?? 16);
 const FIRST_KEY = Number(process.env.FIRST_KEY ?? 0);

@@ -3,19 +3,19 @@
 // name. Prints per attack the reads, and the lowest raw code-bit error rate over the alignments read (the error
 // rate against the true codeword: a finer measure than read / not read; the K=7 code needs about 11 %).
 //
-//   node --import tsx tools/bench/watermark-quick.ts [--keys N] [--seed S] [--4mp] [--attacks 'social,border 5%']
+//   node --import tsx services/watermark/bench/watermark-quick.ts [--keys N] [--seed S] [--4mp] [--attacks 'social,border 5%']
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { convEncode } from '../../services/watermark/src/domain/image/conv-code.js';
-import { SyncTileWatermark } from '../../services/watermark/src/domain/image/cairn-sync-v2.js';
-import { frameBits } from '../../services/watermark/src/domain/image/frame.js';
-import { psnr } from '../../services/watermark/src/domain/image/psnr.js';
-import type { RawImage } from '../../services/watermark/src/domain/image/raw-image.js';
-import { keyedPayloadFor } from '../../services/watermark/src/domain/payload.js';
-import { ISSUE_ATTACKS, decode } from './watermark/attacks.js';
-import { ssim } from './watermark/images.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import { convEncode } from '../src/domain/image/conv-code.js';
+import { SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
+import { frameBits } from '../src/domain/image/frame.js';
+import { psnr } from '../src/domain/image/psnr.js';
+import type { RawImage } from '../src/domain/image/raw-image.js';
+import { keyedPayloadFor } from '../src/domain/payload.js';
+import { ISSUE_ATTACKS, decode } from './image/attacks.js';
+import { ssim } from './image/images.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const { values } = parseArgs({
   options: {

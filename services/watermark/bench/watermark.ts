@@ -4,7 +4,7 @@ import { relative } from 'node:path';
 //
 //   pnpm bench:watermark [--quick] [--keys N] [--seed S] [--unmarked N] [--out DIR] [--low-texture-only] [--low-texture-seeds 30,31]
 //
-// Ends with the low-texture class (flat, smooth, grayscale, upscaled hosts: tools/bench/watermark/low-texture.ts),
+// Ends with the low-texture class (flat, smooth, grayscale, upscaled hosts: services/watermark/bench/image/low-texture.ts),
 // marked and read back as a sign does; --low-texture-only runs that class alone.
 // Prints: PSNR/SSIM, the attack table (TPR per attack for both algorithms), the false-positive count over the
 // unmarked set, embed/detect ms per megapixel, cairn-sync-v2's content check on both sides, and writes the curves (SVG) to --out (default
@@ -19,28 +19,18 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import type { ImageWatermarkAlgorithm } from '../../services/watermark/src/domain/image/algorithm.js';
-import { createKeyedImageWatermark } from '../../services/watermark/src/domain/image/cairn-dct-keyed-v1.js';
-import { SyncTileWatermark } from '../../services/watermark/src/domain/image/cairn-sync-v2.js';
-import { psnr } from '../../services/watermark/src/domain/image/psnr.js';
-import type { RawImage } from '../../services/watermark/src/domain/image/raw-image.js';
-import { keyedPayloadFor } from '../../services/watermark/src/domain/payload.js';
-import {
-  ISSUE_ATTACKS,
-  blur,
-  cropCentral,
-  decode,
-  jpeg,
-  noise,
-  resize,
-  rotate,
-  type Attack,
-} from './watermark/attacks.js';
-import { contentCheck } from './watermark/content-check.js';
-import { lowTextureBench, printLowTexture } from './watermark/low-texture.js';
-import { ssim, syntheticTexture, unmarkedSet } from './watermark/images.js';
-import { lineChartsSvg, type Panel } from './watermark/svg.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import type { ImageWatermarkAlgorithm } from '../src/domain/image/algorithm.js';
+import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
+import { SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
+import { psnr } from '../src/domain/image/psnr.js';
+import type { RawImage } from '../src/domain/image/raw-image.js';
+import { keyedPayloadFor } from '../src/domain/payload.js';
+import { ISSUE_ATTACKS, blur, cropCentral, decode, jpeg, noise, resize, rotate, type Attack } from './image/attacks.js';
+import { contentCheck } from './image/content-check.js';
+import { lowTextureBench, printLowTexture } from './image/low-texture.js';
+import { ssim, syntheticTexture, unmarkedSet } from './image/images.js';
+import { lineChartsSvg, type Panel } from './image/svg.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const PHOTOS_DIR = `${SHARED_DIR}/fixtures/photos/`;
 const PHOTOS = ['astronaut.png', 'camera.png', 'chelsea.png', 'coffee.png'];
@@ -50,7 +40,7 @@ const { values } = parseArgs({
     keys: { type: 'string' },
     seed: { type: 'string' },
     unmarked: { type: 'string' },
-    out: { type: 'string', default: fileURLToPath(new URL('../../services/watermark/docs/', import.meta.url)) },
+    out: { type: 'string', default: fileURLToPath(new URL('../docs/', import.meta.url)) },
     'low-texture-only': { type: 'boolean', default: false },
     'low-texture-seeds': { type: 'string', default: '30,31' },
   },

@@ -25,15 +25,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ffmpegPath } from '@cairn/media';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
-import { cameraClip, QUICK_HAND, SHAKY_HAND, STEADY_HAND, type Motion } from '../../test/support/camera-clip.js';
-import { fingerprintVideo, sampleVideo } from '../../services/softbinding/src/adapters/video-fingerprint.js';
-import {
-  compareVideoContent,
-  frameRows,
-  indexedFrames,
-  type IndexedVideoFrame,
-} from '../../services/softbinding/src/domain/video.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
+import { cameraClip, QUICK_HAND, SHAKY_HAND, STEADY_HAND, type Motion } from '../../../test/support/camera-clip.js';
+import { fingerprintVideo, sampleVideo } from '../src/adapters/video-fingerprint.js';
+import { compareVideoContent, frameRows, indexedFrames, type IndexedVideoFrame } from '../src/domain/video.js';
 
 const run = promisify(execFile);
 const SHARED = `${SHARED_DIR}/fixtures/`;

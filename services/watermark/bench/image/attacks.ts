@@ -1,7 +1,7 @@
-// The attacks of issue #13, as sharp pipelines on raw pixels. Shared by the bench (tools/bench/watermark) and
+// The attacks of issue #13, as sharp pipelines on raw pixels. Shared by the bench (services/watermark/bench/image) and
 // the CI subset (services/watermark/test/sync-watermark.test.ts), so both measure the same transformations.
 import sharp from 'sharp';
-import type { Channels, RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
+import type { Channels, RawImage } from '../../src/domain/image/raw-image.js';
 
 export type Attack = (image: RawImage) => Promise<RawImage>;
 

@@ -2,12 +2,12 @@
 // sign marks it (cairn-sync-v2, read back from its own encoded file, escalating through the strength levels the
 // watermark service uses when it does not read), then every attack of the issue-13 table on what reads back.
 // Lines: read-back 100 % where the class can carry a mark, every attack ≥ 95 % over the class.
-import { decodeRgb, encodeImage } from '../../../packages/media/src/pixels.js';
-import { SyncTileWatermark, SYNC_STRENGTH_LEVELS } from '../../../services/watermark/src/domain/image/cairn-sync-v2.js';
-import { psnr } from '../../../services/watermark/src/domain/image/psnr.js';
-import type { Channels, RawImage } from '../../../services/watermark/src/domain/image/raw-image.js';
-import { keyedPayloadFor } from '../../../services/watermark/src/domain/payload.js';
-import { startLevel } from '../../../services/watermark/src/domain/image/readback.js';
+import { decodeRgb, encodeImage } from '../../../../packages/media/src/pixels.js';
+import { SyncTileWatermark, SYNC_STRENGTH_LEVELS } from '../../src/domain/image/cairn-sync-v2.js';
+import { psnr } from '../../src/domain/image/psnr.js';
+import type { Channels, RawImage } from '../../src/domain/image/raw-image.js';
+import { keyedPayloadFor } from '../../src/domain/payload.js';
+import { startLevel } from '../../src/domain/image/readback.js';
 import { ISSUE_ATTACKS } from './attacks.js';
 import { lowTextureClass, ssim } from './images.js';
 

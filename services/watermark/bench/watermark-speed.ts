@@ -12,14 +12,14 @@ import { createHash } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import type { ImageWatermarkAlgorithm } from '../../services/watermark/src/domain/image/algorithm.js';
-import { createKeyedImageWatermark } from '../../services/watermark/src/domain/image/cairn-dct-keyed-v1.js';
-import { SyncTileWatermark } from '../../services/watermark/src/domain/image/cairn-sync-v2.js';
-import { ImageAlgorithms, runImageTask } from '../../services/watermark/src/domain/image-tasks.js';
-import type { KeyedAlgorithmName } from '../../services/watermark/src/domain/worker-protocol.js';
-import { keyedPayloadFor } from '../../services/watermark/src/domain/payload.js';
-import { decode } from './watermark/attacks.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import type { ImageWatermarkAlgorithm } from '../src/domain/image/algorithm.js';
+import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
+import { SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
+import { ImageAlgorithms, runImageTask } from '../src/domain/image-tasks.js';
+import type { KeyedAlgorithmName } from '../src/domain/worker-protocol.js';
+import { keyedPayloadFor } from '../src/domain/payload.js';
+import { decode } from './image/attacks.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const { values } = parseArgs({
   options: { keys: { type: 'string', default: '3' }, seed: { type: 'string', default: 'cairn-bench' } },

@@ -14,18 +14,18 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
-import { decodeAudioForEmbedding, encodeMarkedAudio } from '../../services/watermark/src/adapters/audio-codec.js';
-import { embedAudioMark } from '../../services/watermark/src/domain/audio/apply.js';
-import { audioPayloadFor } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
-import { AUDIO_WM_V3, AudioWatermarkV3 } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v3.js';
+import { decodeAudioForEmbedding, encodeMarkedAudio } from '../src/adapters/audio-codec.js';
+import { embedAudioMark } from '../src/domain/audio/apply.js';
+import { audioPayloadFor } from '../src/domain/audio/cairn-audio-wm-v1.js';
+import { AUDIO_WM_V3, AudioWatermarkV3 } from '../src/domain/audio/cairn-audio-wm-v3.js';
 import {
   checksPerRead,
   ContrastAnalysis,
   ContrastQimMark,
   type ContrastQimSpec,
-} from '../../services/watermark/src/domain/audio/contrast-qim.js';
-import { attacked, AUDIO_ATTACKS, espeakSpeech, mono16k, recording, withNoise } from '../../test/support/audio.js';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+} from '../src/domain/audio/contrast-qim.js';
+import { attacked, AUDIO_ATTACKS, espeakSpeech, mono16k, recording, withNoise } from '../../../test/support/audio.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const SECONDS = 20;
 const FIRST_KEY = Number(process.env.FIRST_KEY ?? 0);

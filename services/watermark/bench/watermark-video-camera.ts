@@ -7,7 +7,7 @@
  * `judging` (astronaut, then the grayscale camera man), never used for that.
  */
 import { runFfmpeg } from '@cairn/media';
-import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
 export const CAMERA_SETS = {
