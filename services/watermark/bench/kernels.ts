@@ -22,10 +22,11 @@ import { ImageAlgorithms, NEW_KEYED_ALGORITHM, runImageTask } from '../src/domai
 import { keyedPayloadFor } from '../src/domain/payload.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
 
-const [kind, path, out, roundsArg] = process.argv.slice(2);
-if (!kind || !path || !out || !roundsArg)
+const [kind, path, outArg, roundsArg] = process.argv.slice(2);
+if (!kind || !path || !outArg || !roundsArg)
   throw new Error('usage: kernels.ts <image|song|clip> <file> <out dir> <rounds>');
 const rounds = Number(roundsArg);
+const out: string = outArg;
 const file = await readFile(path);
 const wmKey = { kid: 'bench', secret: Uint8Array.from(randomBytes(32)) };
 
