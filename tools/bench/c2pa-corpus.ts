@@ -1,9 +1,10 @@
 // How long POST /v1/verify takes for each file of the c2pa-rs corpus (../shared/fixtures/c2pa-rs), the
 // hostile ones included, after one warm-up request; and whether the verifier is still up afterwards. The fleet runs
-// as separate processes from the services' sources (tools/bench/support/fleet.ts).
+// as separate processes (tools/bench/support/fleet.ts): the built bundles (node tools/dev/build.mjs first), or the
+// sources through tsx with --from-source.
 // EXPECTED.md asks for every file within a second on this machine.
 //
-//   pnpm bench:c2pa-corpus [--rounds 5]
+//   pnpm bench:c2pa-corpus [--rounds 5] [--from-source]
 import { readdir, readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { multipart } from '../../test/support/multipart.js';
@@ -11,11 +12,16 @@ import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 import { startProcessFleet } from './support/fleet.js';
 
 const CORPUS = `${SHARED_DIR}/fixtures/c2pa-rs`;
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' } } });
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '5' }, 'from-source': { type: 'boolean', default: false } },
+});
 const rounds = Number(values.rounds);
 const files = (await readdir(CORPUS)).filter((f) => !f.endsWith('.md') && !f.endsWith('.pem')).sort();
 
-const fleet = await startProcessFleet({ overrides: { LOG_LEVEL: 'warn', PUBLIC_VERIFY_PER_MINUTE: '100000' } });
+const fleet = await startProcessFleet({
+  entry: values['from-source'] ? 'source' : 'bundle',
+  overrides: { LOG_LEVEL: 'warn', PUBLIC_VERIFY_PER_MINUTE: '100000' },
+});
 try {
   const verify = async (file: string) => {
     const bytes = await readFile(`${CORPUS}/${file}`);

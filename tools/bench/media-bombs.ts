@@ -1,9 +1,9 @@
 /**
- * Decompression bombs against the fleet as separate processes (from the services' sources, default MEDIA_MAX_*
- * limits; tools/bench/support/fleet.ts): a 100-megapixel PNG to every public route that decodes uploads, and a WAV
- * header claiming ten hours; prints each answer's status, the slowest latency and the peak growth of resident
+ * Decompression bombs against the fleet as separate processes (the built bundles, node tools/dev/build.mjs first,
+ * or the sources with --from-source; default MEDIA_MAX_* limits; tools/bench/support/fleet.ts): a 100-megapixel
+ * PNG to every public route that decodes uploads, and a WAV header claiming ten hours; prints each answer's status, the slowest latency and the peak growth of resident
  * memory of the service process (with its children) that grew most (VmHWM reset before each request).
- *   pnpm bench:media-bombs [--n 5]
+ *   pnpm bench:media-bombs [--n 5] [--from-source]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -13,7 +13,9 @@ import { multipart } from '../../test/support/multipart.js';
 import { onboardTenant, startProcessFleet } from './support/fleet.js';
 import { childrenOf } from './support/proc.js';
 
-const { values } = parseArgs({ options: { n: { type: 'string', default: '5' } } });
+const { values } = parseArgs({
+  options: { n: { type: 'string', default: '5' }, 'from-source': { type: 'boolean', default: false } },
+});
 const N = Number(values.n);
 const kb = (pid: number, field: string) => {
   try {
@@ -25,7 +27,10 @@ const kb = (pid: number, field: string) => {
 /** A process and its live descendants (the signer's and verifier's C2PA children, ffmpeg). */
 const tree = (pid: number): number[] => [pid, ...childrenOf(pid).flatMap(tree)];
 
-const fleet = await startProcessFleet({ overrides: { LOG_LEVEL: 'warn' } });
+const fleet = await startProcessFleet({
+  entry: values['from-source'] ? 'source' : 'bundle',
+  overrides: { LOG_LEVEL: 'warn' },
+});
 const request = (path: string, init: RequestInit & { key?: string } = {}) => {
   const { key, ...rest } = init;
   const headers = new Headers(rest.headers);
