@@ -145,6 +145,31 @@ const boundaryBlocks = SERVICES.flatMap((svc) => {
   ];
 });
 
+// tools/ holds what works on the fleet from outside (the dev scripts, the fleet-level benches, the anchor proof
+// checker): it talks HTTP/gRPC to running services and shares code through packages/, never a service's source. A
+// bench that measures one service's code lives beside it, in services/<svc>/bench/.
+const toolsBlock = {
+  files: ['tools/**/*.{ts,js,mjs}'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            regex: '^(\\.\\./)+services/[^/]+/(src|node_modules)/',
+            message:
+              "tools/ imports no service's source: put a bench of one service's code in services/<svc>/bench/, and code two places need in a package under packages/.",
+          },
+          {
+            group: SERVICES.flatMap((svc) => [`@cairn/${svc}`, `@cairn/${svc}/*`]),
+            message: "tools/ imports no service's package: talk to the service over HTTP/gRPC, or share a package.",
+          },
+        ],
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -191,4 +216,5 @@ export default tseslint.config(
     extends: [tseslint.configs.disableTypeChecked],
   },
   ...boundaryBlocks,
+  toolsBlock,
 );

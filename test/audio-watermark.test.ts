@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runFfmpeg, sniffMediaType } from '@cairn/media';
-import { recording } from '../services/watermark/test/support/audio.js';
+import { recording } from './support/audio.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';

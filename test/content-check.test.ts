@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SHARED_DIR } from '@cairn/testing';
 import sharp from 'sharp';
-import { transcoded } from '../services/watermark/test/support/video.js';
+import { transcoded } from './support/video.js';
 import { cameraClip, STEADY_HAND, transplanted } from './support/camera-clip.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';

@@ -18,7 +18,7 @@ import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES, type ServiceNa
 import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 import { dockerEnv, imageName, missingImages, removeContainers } from '../tools/dev/src/images.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
-import { recording } from '../services/watermark/test/support/audio.js';
+import { recording } from './support/audio.js';
 import { multipart } from './support/stack.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

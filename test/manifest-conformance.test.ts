@@ -5,7 +5,7 @@ import { Builder, Reader } from '@contentauth/c2pa-node';
 import { runFfmpeg } from '@cairn/media';
 import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
-import { clip } from '../services/watermark/test/support/video.js';
+import { clip } from './support/video.js';
 import { callbackSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { onboard, signAndFetch, startStack, type Stack } from './support/stack.js';

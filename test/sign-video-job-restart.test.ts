@@ -5,7 +5,7 @@
  * that says so, after its bounded attempts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { clip } from '../services/watermark/test/support/video.js';
+import { clip } from './support/video.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { verifyFile } from './support/watermark-fleet.js';
 

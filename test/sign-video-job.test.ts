@@ -3,7 +3,7 @@
  * (GET /v1/jobs/{id}) rises from 0 to 1 while the frames are marked, and the job ends done with a file that verifies.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { clip } from '../services/watermark/test/support/video.js';
+import { clip } from './support/video.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { verifyFile } from './support/watermark-fleet.js';
 

@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium, watchedPage } from './support/browser.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
-import { recording } from '../services/watermark/test/support/audio.js';
+import { recording } from './support/audio.js';
 
 const OUT = new URL('../tools/out/', import.meta.url);
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runFfmpeg } from '@cairn/media';
-import { recording, withSoundtrack } from '../services/watermark/test/support/audio.js';
-import { clip } from '../services/watermark/test/support/video.js';
+import { recording, withSoundtrack } from './support/audio.js';
+import { clip } from './support/video.js';
 import { onboard, startStack, type Stack } from './support/stack.js';
 import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runFfmpeg, sniffMediaType } from '@cairn/media';
-import { clip, transcoded } from '../services/watermark/test/support/video.js';
+import { clip, transcoded } from './support/video.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
 import { onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';

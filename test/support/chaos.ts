@@ -1,5 +1,6 @@
 import sharp from 'sharp';
-import { multipart, type Stack } from './stack.js';
+import { multipart } from './multipart.js';
+import type { Stack } from './stack.js';
 
 export interface SignOutcome {
   status: number;

@@ -6,7 +6,7 @@ import { createClient, readTlsFiles, serviceTlsName } from '@cairn/rpc';
 import { waitFor } from '@cairn/testing';
 import { distinctImage } from './chaos.js';
 import type { ReplicaFleet } from './replica-fleet.js';
-import { multipart } from './stack.js';
+import { multipart } from './multipart.js';
 
 /**
  * The replica-kill run: sign, verify, lookup and webhook traffic spread over every gateway replica while

@@ -28,6 +28,9 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectGarbage } from '../../services/signer/test/c2pa-fixtures.js';
+import { multipart } from './multipart.js';
+
+export { multipart };
 
 type Definition = Parameters<typeof startService>[0];
 const DEFINITIONS: Record<ServiceName, (env: NodeJS.ProcessEnv) => Definition> = {
@@ -213,15 +216,4 @@ export async function signAndFetch<Signed extends { asset_id: string } = { asset
     await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: apiKey })).arrayBuffer(),
   );
   return { signed, signedBytes };
-}
-
-export function multipart(
-  fields: Record<string, string>,
-  file?: { field: string; bytes: Buffer; name: string; type?: string },
-): FormData {
-  const form = new FormData();
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  if (file)
-    form.append(file.field, new Blob([file.bytes], { type: file.type ?? 'application/octet-stream' }), file.name);
-  return form;
 }

@@ -26,7 +26,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { createPublicClient, http, type Hex } from 'viem';
-import { fromHex, leafHash, toHex, verifyInclusion } from '../../services/anchor/src/domain/merkle.js';
+import { fromHex, leafHash, toHex, verifyInclusion } from '@cairn/merkle';
 
 export interface AnchorProof {
   batch_id: string;

@@ -3,8 +3,9 @@
 // machine, read from /proc (each process with its live descendants and the exited children it reaped, so the
 // signer's C2PA children count), with each process's idle rate subtracted and a sign's background work (stored
 // verdict, soft-binding index, anchor batch, audit, billing, webhooks) counted until the fleet is quiet again.
-// Beside it, the same layers run alone on the same file in this process (decode, embed, encode, thumbnail, C2PA
-// sign, fingerprint): `ratio fleet/kernels <modality>`. Then latency at concurrency 1 back to back and 8 (two
+// Beside it, the same layers run alone on the same file, each service's in a process of its own
+// (services/<svc>/bench/kernels.ts: decode, embed, encode, thumbnail; C2PA sign; fingerprint):
+// `ratio fleet/kernels <modality>`. Then latency at concurrency 1 back to back and 8 (two
 // tenants × 4, the per-tenant sign limit), verify of the signed file and of a stripped copy against a bare
 // c2pa-node Reader + decode, and the idle fleet's CPU and Postgres transactions.
 //
@@ -14,39 +15,21 @@
 // Postgres, NATS and Redis are the machine's, shared with whatever else runs: their per-sign figures are the
 // cluster's processes minus their idle rate, and "postgres (own db)" is the backends serving this fleet's
 // database (sampled every 250 ms; a backend's last quarter second before it exits is missed).
-import { randomBytes, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { availableParallelism, loadavg } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import sharp from 'sharp';
-import { Reader } from '@contentauth/c2pa-node';
-import { DEFAULT_MEDIA_LIMITS, encodeImage, makeThumbnail } from '@cairn/media';
 import { PG_ADMIN_URL } from '@cairn/testing';
 import type { ServiceName } from '../../packages/config/src/index.js';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
-import { createLogger } from '../../packages/logging/src/index.js';
-import { buildAndSign, type BuildAndSignInput } from '../../services/signer/src/adapters/c2pa/index.js';
-import { callbackSignerFor, makeTestCredential } from '../../services/signer/test/c2pa-fixtures.js';
-import { readerSettingsJson } from '../../services/verifier/src/adapters/c2pa/settings.js';
-import { decodeForEmbedding } from '../../services/watermark/src/adapters/image-codec.js';
-import { decodeAudioForEmbedding, encodeMarkedAudio } from '../../services/watermark/src/adapters/audio-codec.js';
-import { defaultPoolSize, ImageWorkerPool } from '../../services/watermark/src/adapters/worker-pool.js';
-import { markAudioTrack } from '../../services/watermark/src/app/video-audio-track.js';
-import { markVideo } from '../../services/watermark/src/app/video-watermark.js';
-import { audioPayloadFor } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v1.js';
-import { CAIRN_AUDIO_WM_V3_NAME } from '../../services/watermark/src/domain/audio/cairn-audio-wm-v3.js';
-import { AudioAlgorithms, runAudioTask } from '../../services/watermark/src/domain/audio-tasks.js';
-import { ImageAlgorithms, NEW_KEYED_ALGORITHM, runImageTask } from '../../services/watermark/src/domain/image-tasks.js';
-import { keyedPayloadFor } from '../../services/watermark/src/domain/payload.js';
-import type { RawImage } from '../../services/watermark/src/domain/image/raw-image.js';
-import { fingerprintAudio, fingerprintSoundtrack } from '../../services/softbinding/src/adapters/audio-fingerprint.js';
-import { pdqFingerprinter } from '../../services/softbinding/src/adapters/image-hash.js';
-import { indexHashes } from '../../services/softbinding/src/adapters/image-variants.js';
-import { fingerprintVideo } from '../../services/softbinding/src/adapters/video-fingerprint.js';
-import { recording, withSoundtrack } from '../../services/watermark/test/support/audio.js';
-import { clip } from '../../services/watermark/test/support/video.js';
-import { multipart } from '../../test/support/stack.js';
+import { runKernels, type Kernels } from '../../test/support/kernels.js';
+import { recording, withSoundtrack } from '../../test/support/audio.js';
+import { clip } from '../../test/support/video.js';
+import { multipart } from '../../test/support/multipart.js';
 import { FLEET_ORDER, onboardTenant, startProcessFleet, type ProcessFleet } from './support/fleet.js';
 import { childrenOf, commandLine, machineBusyMs, procStat, rootsNamed, treeCpuMs } from './support/proc.js';
 
@@ -192,142 +175,45 @@ function perUnit(from: Reading, to: Reading, idle: Rates, units: number): Rates 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Kernels: each layer alone, in this process, CPU of all its threads and the children it reaped (ffmpeg).
+// Kernels: each layer alone, each service's layers in a process of their own (services/<svc>/bench/kernels.ts,
+// CPU of all its threads and the children it reaped: ffmpeg), chained on the same file as a sign chains them.
 
-function cpuNowMs(): number {
-  const own = process.cpuUsage();
-  return (own.user + own.system) / 1000 + (procStat(process.pid)?.reapedMs ?? 0);
-}
+const script = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
+/** The CA of the credential the signer's kernels signed with, the trust list of the bare read (verify baseline). */
+let kernelCaPem: string | undefined;
 
-async function kernelMs<T>(run: () => Promise<T> | T): Promise<{ ms: number; value: T }> {
-  let value = await run(); // warm-up: a running service has its code compiled
-  const samples: number[] = [];
-  for (let i = 0; i < kernelRounds; i++) {
-    const t0 = cpuNowMs();
-    value = await run();
-    samples.push(cpuNowMs() - t0);
-  }
-  return { ms: median(samples), value };
-}
-
-type Kernels = Array<[string, number]>;
-
-const credential = await makeTestCredential();
-const c2paSigner = callbackSignerFor(credential);
-const wmKey = { kid: 'bench', secret: Uint8Array.from(randomBytes(32)) };
-const signInput = (asset: Buffer, mimeType: BuildAndSignInput['mimeType']): BuildAndSignInput => ({
-  asset,
-  mimeType,
-  signer: c2paSigner,
-  claimGenerator: { name: 'cairn', version: '0.1.0' },
-  title: 'bench',
-  digitalSourceType: 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia',
-  metadata: { generator: 'bench' },
-});
-
-async function imageKernels(file: Buffer): Promise<Kernels> {
-  const algorithms = new ImageAlgorithms();
-  const decode = await kernelMs(() => decodeForEmbedding(file, DEFAULT_MEDIA_LIMITS));
-  const { image, mediaType } = decode.value;
-  const payload = keyedPayloadFor(wmKey.secret, 'w_bench');
-  // The worker marks its own copy of the pixels in place: the copy is made outside the timing.
-  let marked: RawImage = image;
-  const embedSamples: number[] = [];
-  for (let i = 0; i <= kernelRounds; i++) {
-    const own = { ...image, pixels: image.pixels.slice() };
-    const t0 = cpuNowMs();
-    const { response } = runImageTask(
-      algorithms,
-      { id: i, op: 'embed', image: own, payload, key: wmKey, algorithm: NEW_KEYED_ALGORITHM },
-      { pixelsOwned: true },
-    );
-    if (i > 0) embedSamples.push(cpuNowMs() - t0);
-    if (!response.ok || response.op !== 'embed') throw new Error(`embed failed: ${JSON.stringify(response)}`);
-    marked = response.outcome.image;
-  }
-  const pixels = {
-    pixels: Buffer.from(marked.pixels.buffer, marked.pixels.byteOffset, marked.pixels.byteLength),
-    width: marked.width,
-    height: marked.height,
-    channels: marked.channels as 3 | 4,
-  };
-  const encode = await kernelMs(() => encodeImage(pixels, mediaType));
-  const thumbnail = await kernelMs(() => makeThumbnail(pixels));
-  const sign = await kernelMs(() =>
-    buildAndSign({
-      ...signInput(encode.value, 'image/jpeg'),
-      thumbnail: { bytes: thumbnail.value, mimeType: 'image/jpeg' },
-    }),
-  );
-  const fingerprint = await kernelMs(() => indexHashes(pdqFingerprinter, sign.value.signed));
-  return [
-    ['decode', decode.ms],
-    ['embed (mark, PSNR, description)', median(embedSamples)],
-    ['encode', encode.ms],
-    ['thumbnail', thumbnail.ms],
-    ['C2PA sign', sign.ms],
-    ['fingerprint (PDQ over the variants)', fingerprint.ms],
-  ];
-}
-
-async function songKernels(file: Buffer): Promise<Kernels> {
-  const algorithms = new AudioAlgorithms();
-  const decode = await kernelMs(() => decodeAudioForEmbedding(file, DEFAULT_MEDIA_LIMITS));
-  const { samples, format } = decode.value;
-  const payload = audioPayloadFor(wmKey.secret, 'w_bench');
-  const embed = await kernelMs(() => {
-    const audio = { samples: samples.slice(), sampleRate: format.sampleRate, channels: format.channels };
-    const { response } = runAudioTask(algorithms, {
-      id: 1,
-      op: 'embed-audio',
-      audio,
-      payload,
-      key: wmKey,
-      algorithm: CAIRN_AUDIO_WM_V3_NAME,
-    });
-    if (!response.ok || response.op !== 'embed-audio') throw new Error(`embed failed: ${JSON.stringify(response)}`);
-    return response.outcome.samples;
-  });
-  const encode = await kernelMs(() => encodeMarkedAudio(embed.value, format));
-  const sign = await kernelMs(() => buildAndSign(signInput(encode.value, 'audio/wav')));
-  const fingerprint = await kernelMs(() => fingerprintAudio(sign.value.signed));
-  return [
-    ['decode', decode.ms],
-    ['embed', embed.ms],
-    ['encode', encode.ms],
-    ['C2PA sign', sign.ms],
-    ['fingerprint', fingerprint.ms],
-  ];
-}
-
-async function clipKernels(file: Buffer): Promise<Kernels> {
-  // As the service runs it: one worker per core (their threads are this process's, so their CPU counts).
-  const pool = new ImageWorkerPool({ size: defaultPoolSize() });
-  await pool.ready();
+async function layersAlone(kind: 'image' | 'song' | 'clip', mimeType: string, file: Buffer): Promise<Kernels> {
+  const dir = await mkdtemp(join(tmpdir(), 'cairn-kernels-'));
   try {
-    const logger = createLogger({ service: 'bench', level: 'warn' });
-    const deps = { pool, mediaLimits: DEFAULT_MEDIA_LIMITS, logger };
-    const payload = keyedPayloadFor(wmKey.secret, 'w_bench');
-    const frames = await kernelMs(() => markVideo(deps, file, payload, wmKey));
-    const marked = frames.value;
-    const sound = await kernelMs(() => markAudioTrack(deps, marked.encoded, marked.mediaType, payload, wmKey));
-    const encoded = sound.value?.encoded ?? marked.encoded;
-    const sign = await kernelMs(() => buildAndSign(signInput(encoded, 'video/mp4')));
-    const fingerprint = await kernelMs(async () => {
-      await fingerprintVideo(sign.value.signed);
-      // A sound too sparse to fingerprint is skipped by the service too (its index logs and goes on).
-      return fingerprintSoundtrack(sign.value.signed).catch(() => null);
-    });
-    return [
-      ['decode, embed, encode (frames)', frames.ms],
-      ['sound track mark', sound.ms],
-      ['C2PA sign', sign.ms],
-      ['fingerprint (frames, sound)', fingerprint.ms],
-    ];
+    const rounds = String(kernelRounds);
+    await writeFile(join(dir, 'upload'), file);
+    const marking = await runKernels(script('services/watermark/bench/kernels.ts'), [
+      kind,
+      join(dir, 'upload'),
+      dir,
+      rounds,
+    ]);
+    const signing = await runKernels(script('services/signer/bench/kernels.ts'), [
+      mimeType,
+      join(dir, 'marked'),
+      dir,
+      rounds,
+      ...(kind === 'image' ? [join(dir, 'thumbnail')] : []),
+    ]);
+    kernelCaPem ??= await readFile(join(dir, 'ca.pem'), 'utf8');
+    const indexing = await runKernels(script('services/softbinding/bench/kernels.ts'), [
+      kind,
+      join(dir, 'signed'),
+      rounds,
+    ]);
+    return [...marking, ...signing, ...indexing];
   } finally {
-    await pool.close(0);
+    await rm(dir, { recursive: true, force: true });
   }
 }
+const imageKernels = (file: Buffer) => layersAlone('image', 'image/jpeg', file);
+const songKernels = (file: Buffer) => layersAlone('song', 'audio/wav', file);
+const clipKernels = (file: Buffer) => layersAlone('clip', 'video/mp4', file);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Modalities
@@ -571,7 +457,9 @@ try {
     console.log(
       `\n${modality.name} (${modality.recipe}, ${mb.toFixed(2)} MB file): ${modality.count} signs one at a time on a quiet fleet, each's background work included${cappedWaits ? ` (${cappedWaits} waits for quiet hit the ${QUIET_CAP_MS / 1000} s cap)` : ''}`,
     );
-    console.log('  CPU per sign, ms (idle rate subtracted)          the layers alone, same file, this process');
+    console.log(
+      '  CPU per sign, ms (idle rate subtracted)          the layers alone, same file, a process per service',
+    );
     const left = [
       ...FLEET_ORDER.map((n): [string, number] => [n, cost.cpu.get(n) ?? 0]),
       ['= fleet (services)', fleetMs] as [string, number],
@@ -616,13 +504,19 @@ try {
         Buffer.from(await (await fetch(`${base}/v1/assets/${assetId}/content`, { headers: auth(0) })).arrayBuffer());
       const delivered = await Promise.all(signed.map(content));
       const stripped = await Promise.all(delivered.map((b) => sharp(b).jpeg({ quality: 85 }).toBuffer()));
-      const settings = readerSettingsJson([credential.caCertPem]);
-      const bare = async (bytes: Buffer) => {
-        const t = performance.now();
-        const reader = await Reader.fromAsset({ buffer: bytes, mimeType: 'image/jpeg' }, settings).catch(() => null); // no manifest
-        reader?.json();
-        await sharp(bytes).raw().toBuffer();
-        return performance.now() - t;
+      /** A bare c2pa-node read plus a decode of each input, in the verifier's bench (services/verifier/bench). */
+      const bare = async (inputs: Buffer[]): Promise<number[]> => {
+        const dir = await mkdtemp(join(tmpdir(), 'cairn-bare-read-'));
+        try {
+          await writeFile(join(dir, 'ca.pem'), kernelCaPem ?? '');
+          const paths = inputs.map((_, i) => join(dir, `${i}.jpg`));
+          await Promise.all(inputs.map((bytes, i) => writeFile(paths[i]!, bytes)));
+          return (
+            await runKernels(script('services/verifier/bench/bare-read.ts'), [join(dir, 'ca.pem'), ...paths])
+          ).map(([, ms]) => ms);
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
       };
       const verify = async (bytes: Buffer) => {
         const t = performance.now();
@@ -642,12 +536,10 @@ try {
       console.log('  verify at concurrency 1 on a quiet fleet, p50 ms: bare Reader + sharp decode / Cairn verify');
       for (const [label, inputs] of rows) {
         await waitQuiet(TAIL_MS);
-        const bareMs: number[] = [];
+        const bareMs = await bare(inputs);
         const cairnMs: number[] = [];
         const statuses = new Map<string, number>();
-        await bare(inputs[0]!); // warm-up
         for (const bytes of inputs) {
-          bareMs.push(await bare(bytes));
           const v = await verify(bytes);
           cairnMs.push(v.ms);
           statuses.set(v.status, (statuses.get(v.status) ?? 0) + 1);
@@ -676,6 +568,4 @@ try {
   await admin.end();
   await fleet.stop();
 }
-// The callback signer holds a referenced Neon channel (services/signer/test/c2pa-fixtures.ts) that keeps the
-// process alive after the run.
 process.exit(process.exitCode ?? 0);

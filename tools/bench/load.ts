@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import type { ServiceName } from '../../packages/config/src/index.js';
-import { multipart } from '../../test/support/stack.js';
+import { multipart } from '../../test/support/multipart.js';
 import { FLEET_ORDER, onboardTenant, startProcessFleet } from './support/fleet.js';
 import { treeRssKb } from './support/proc.js';
 

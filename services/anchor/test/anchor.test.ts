@@ -6,7 +6,7 @@ import { newId } from '@cairn/ids';
 import { commonV1 } from '@cairn/proto';
 import { type HardhatNode, type Sandbox, waitFor } from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../../../tools/anchor/verify-proof.js';
-import { fromHex, leafHash, verifyInclusion } from '../src/domain/merkle.js';
+import { fromHex, leafHash, verifyInclusion } from '@cairn/merkle';
 import { type AnchorFleet, startAnchorFleet, stopAnchorFleet } from './support/anchor-fleet.js';
 
 let fleet: AnchorFleet;

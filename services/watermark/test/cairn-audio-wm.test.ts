@@ -9,7 +9,7 @@ import { AudioWatermarkV3 } from '../src/domain/audio/cairn-audio-wm-v3.js';
 import type { ContrastQimMark } from '../src/domain/audio/contrast-qim.js';
 import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
 import { payloadHex } from '../src/domain/payload.js';
-import { attacked, AUDIO_ATTACKS, mono16k, recording, withNoise } from './support/audio.js';
+import { attacked, AUDIO_ATTACKS, mono16k, recording, withNoise } from '../../../test/support/audio.js';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 
 /** Marks a recording as the service does (decode, mark, encode as WAV); the SNR is against the upload's samples. */

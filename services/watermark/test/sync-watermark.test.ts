@@ -1,15 +1,6 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  chain,
-  cropCentral,
-  cropSide,
-  jpeg,
-  resize,
-  rotate,
-  social,
-  type Attack,
-} from '../../../tools/bench/watermark/attacks.js';
+import { chain, cropCentral, cropSide, jpeg, resize, rotate, social, type Attack } from '../bench/image/attacks.js';
 import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
 import { CAIRN_SYNC_V2_NAME, SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';

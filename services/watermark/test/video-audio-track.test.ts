@@ -6,8 +6,8 @@ import { markAudioTrack } from '../src/app/video-audio-track.js';
 import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
 import { ImageWorkerPool } from '../src/adapters/worker-pool.js';
 import { VideoFile } from '../src/adapters/video-codec.js';
-import { mono16k, recording, withSoundtrack } from './support/audio.js';
-import { clip, transcoded } from './support/video.js';
+import { mono16k, recording, withSoundtrack } from '../../../test/support/audio.js';
+import { clip, transcoded } from '../../../test/support/video.js';
 
 const key = { kid: 'video-audio-test', secret: Uint8Array.from(randomBytes(32)) };
 const payload = keyedPayloadFor(key.secret, 'w_01JVIDEOAUDIOTEST000000000');

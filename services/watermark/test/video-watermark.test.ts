@@ -7,7 +7,7 @@ import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
 import { ImageWorkerPool } from '../src/adapters/worker-pool.js';
 import { LumaFrameMarker, syncTile, videoGridArea } from '../src/domain/video/luma-frame-mark.js';
 import { VideoFile, parseVideoStream } from '../src/adapters/video-codec.js';
-import { clip, transcoded } from './support/video.js';
+import { clip, transcoded } from '../../../test/support/video.js';
 import { loadPhoto } from './support/images.js';
 
 const key = { kid: 'video-test', secret: Uint8Array.from(randomBytes(32)) };

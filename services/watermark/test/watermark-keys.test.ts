@@ -14,7 +14,7 @@ import type { RawImage } from '../src/domain/image/raw-image.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../src/domain/payload.js';
 import { watermarkService } from '../src/service.js';
 import { ATTACKS, decodeFile, loadPhoto, png } from './support/images.js';
-import { recording } from './support/audio.js';
+import { recording } from '../../../test/support/audio.js';
 import { audioPayloadFor } from '../src/domain/audio/cairn-audio-wm-v1.js';
 
 /** One running watermark service and a client to it; `stop` ends both. */

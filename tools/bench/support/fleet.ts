@@ -1,5 +1,5 @@
 // The fleet as separate processes, one per service, for the benches that measure what a deployment pays
-// (`bench:load`, `bench:fleet-cost`): a sandbox (database with a role per service, NATS stream, Redis prefix,
+// (`bench:load`, `bench:fleet-cost`, `bench:c2pa-corpus`): a sandbox (database with a role per service, NATS stream, Redis prefix,
 // blob directory), every service on free loopback ports, each started in dependency order and waited for on
 // its /readyz.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -51,6 +51,8 @@ export interface ProcessFleet {
   base: string;
   sandbox: Sandbox;
   processes: Map<ServiceName, ServiceProcess>;
+  /** Each service's loopback ports (gRPC, and ops: /healthz, /readyz, /metrics). */
+  ports: Map<ServiceName, { grpc: number; ops: number }>;
   chain: HardhatNode | undefined;
   stop(): Promise<void>;
 }
@@ -118,7 +120,7 @@ export async function startProcessFleet(options: ProcessFleetOptions = {}): Prom
         250,
       );
     }
-    return { base: `http://127.0.0.1:${httpPort}`, sandbox, processes, chain, stop };
+    return { base: `http://127.0.0.1:${httpPort}`, sandbox, processes, ports, chain, stop };
   } catch (error) {
     await stop();
     throw error;

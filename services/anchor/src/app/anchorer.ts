@@ -4,7 +4,7 @@ import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { Backoff } from '@cairn/runtime';
 import { errorText } from '../domain/calldata.js';
-import { fromHex, leafHash, rootOf, toHex, treeLevels } from '../domain/merkle.js';
+import { fromHex, leafHash, rootOf, toHex, treeLevels } from '@cairn/merkle';
 import type { BatchRow, BatchStore } from '../store/batches.js';
 import type { ChainWriter } from './ports.js';
 

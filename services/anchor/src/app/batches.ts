@@ -1,5 +1,5 @@
 import { CairnError } from '@cairn/errors';
-import { auditPath, fromHex, leafHash, toHex, treeLevels } from '../domain/merkle.js';
+import { auditPath, fromHex, leafHash, toHex, treeLevels } from '@cairn/merkle';
 import type { PublicStatus } from '../domain/status.js';
 import type { BatchRow, BatchStore, EnqueueInput, LeafRow } from '../store/batches.js';
 

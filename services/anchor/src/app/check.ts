@@ -2,7 +2,7 @@ import type { Hex } from 'viem';
 import { CairnError } from '@cairn/errors';
 import { rootFromCalldata } from '../domain/calldata.js';
 import { Lru } from '../domain/lru.js';
-import { auditPath, fromHex, leafHash, treeLevels, verifyInclusion } from '../domain/merkle.js';
+import { auditPath, fromHex, leafHash, treeLevels, verifyInclusion } from '@cairn/merkle';
 import { publicStatus, type PublicStatus } from '../domain/status.js';
 import type { BatchRow, BatchStore } from '../store/batches.js';
 import type { ChainReader, ChainTransaction } from './ports.js';

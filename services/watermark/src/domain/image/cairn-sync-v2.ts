@@ -543,7 +543,7 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
 }
 
 /**
- * Mask bounds, relative to the picture's mean local contrast. Measured (tools/bench/watermark-quick.ts, the four
+ * Mask bounds, relative to the picture's mean local contrast. Measured (bench/watermark-quick.ts, the four
  * photos at 1 MP × 3 fixed keys, PSNR unchanged): the former 0.3–2.5 read JPEG q30 / WebP q60 / social 11 / 9 / 9 of
  * 12, 0.5–1.5 reads 12 / 11 / 11, with the mean raw code-bit errors after JPEG q30 and WebP q60 down from 6.9 and
  * 9.9 % to 4.8 and 6.9 %; astronaut's lattice after the social chain is found again. Energy piled on edges and
@@ -686,7 +686,7 @@ const CALIBRATION_ROUNDS = 5;
  * and clamped to 0..255. Starts from the gain that makes the enlarged change `strength` levels RMS, then measures
  * on a 63rd of the pixels and corrects. The clamp cuts the chips that push a channel at 0 or 255 further, and
  * that energy neither marks nor costs PSNR: here it goes to the rest of the picture instead. Measured
- * (tools/bench/watermark-quick.ts): with the RMS alone the four photos sat at 42.5–43.1 dB (astronaut, 13 % of its
+ * (bench/watermark-quick.ts): with the RMS alone the four photos sat at 42.5–43.1 dB (astronaut, 13 % of its
  * samples at 0 or 255, at the top); calibrated, each sits at the target. Bounded to 0.5–2× the starting gain.
  */
 function calibratedGain(
@@ -819,7 +819,7 @@ function gram(kernel: Kernel1D): { g: Float64Array; band: number } {
 /**
  * The floor under the local magnitude the whitening divides by, as a share of the plane's mean magnitude: it keeps
  * flat regions (where the residual is mostly rounding and re-encoding noise) from being blown up. Measured
- * (tools/bench/watermark-quick.ts, the four photos at 1 MP × 3 keys, every attack of tools/bench/watermark/attacks.ts):
+ * (services/watermark/bench/watermark-quick.ts, the four photos at 1 MP × 3 keys, every attack of bench/image/attacks.ts):
  * 0.1 against the former 0.25 lowers the mean raw code-bit errors after every attack (JPEG q30 4.8 → 4.5 %, WebP q60
  * 6.9 → 6.1 %, border 8.5 → 6.2 %, scale 0.25× 4.2 → 3.2 %, social 10.3 → 10.1 %); 0.05 and 0.15 did worse on the
  * social chain.

@@ -96,7 +96,7 @@ export function flatShare(image: RawImage): number {
 
 /**
  * Content at least this flat (share of flat grid samples) starts at the flattest strength level: plain colours,
- * gradients, scans, line art. Measured (tools/bench/watermark.ts --low-texture-only, and the bench's own hosts):
+ * gradients, scans, line art. Measured (bench/watermark.ts --low-texture-only, and the bench's own hosts):
  * the four photos sit at 0.04–0.34 and the bench textures below 0.03, so every photo line is made as before; the
  * low-texture class's plain, gradient, scan and line-art hosts at 0.48–1.
  */
