@@ -78,7 +78,8 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         ctx.outbox,
       );
       const results = new ResultStore(ctx.db);
-      const deps: StoredVerdictDeps = {
+      // The ports' implementations (app/ports.ts), with their full types: the RPC handlers use more of them.
+      const deps = {
         db: ctx.db,
         blobs,
         reader,
@@ -104,7 +105,7 @@ export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDe
         outboundPolicy,
         mediaLimits: mediaLimitsOf(config),
         freshForMs: config.VERIFY_RESULT_FRESH_SECONDS * 1000,
-      };
+      } satisfies StoredVerdictDeps;
       const jobs = new VerifyJobStore(ctx.db);
       const queue = await WorkQueue.open<VerifyJobItem>(ctx.bus, 'verify');
       const verifyJobs = new VerifyJobs({ ...deps, jobs }, queue, ctx.logger);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis, Result } from 'ioredis';
+import type { ConcurrencySlots, Slot } from '../app/ports.js';
 
 const COMMAND = 'cairnSlotAcquire';
 
@@ -33,11 +34,6 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 return 1
 `;
 
-/** A held slot; `release` is safe to call more than once. */
-export interface Slot {
-  release(): Promise<void>;
-}
-
 export interface ConcurrencyLimiterOptions {
   /** Called with the Redis error each time slots are counted in process instead; the caller logs it, throttled. */
   onFallback?: (error: unknown) => void;
@@ -49,7 +45,7 @@ export interface ConcurrencyLimiterOptions {
  * never a 500 (so N replicas allow up to N times the limit meanwhile;
  * docs/decisions/0021-limits-in-redis-with-fallback.md).
  */
-export class RedisConcurrencyLimiter {
+export class RedisConcurrencyLimiter implements ConcurrencySlots {
   readonly #redis: Redis;
   readonly #keyPrefix: string;
   readonly #ttlMs: number;

@@ -4,6 +4,7 @@ import { isCairnError } from '@cairn/errors';
 import { tenantV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import type { Scope } from '@cairn/catalog';
+import type { RecipeCatalogue } from '../app/ports.js';
 
 export type TenantClient = ClientOf<typeof tenantV1.TenantService>;
 
@@ -73,7 +74,7 @@ const REFUSALS: Record<tenantV1.KeyRefusal, KeyRefusal> = {
  * gateway drops the tenant's entries at once; through another replica, the change reaches this one within
  * the TTL (the documented bound). Refusals are never cached, so a new key works at once.
  */
-export class TenantDirectory {
+export class TenantDirectory implements RecipeCatalogue {
   private readonly cache = new Map<string, CachedKey>();
   private readonly recipes = new Map<string, { recipe: tenantV1.Recipe; until: number }>();
   /** Bumped by forget(): a lookup that started before it is not cached. */

@@ -1,21 +1,14 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { isImageWatermarkAlg, type ImageWatermarkAlg } from '@cairn/catalog';
 import { absentAsUndefined, CairnError, isCairnError } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
-import type { signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
+import type { softbindingV1 } from '@cairn/proto';
 import { sniffMediaType } from '@cairn/sniff';
 import type { ReferenceFetcher } from '../adapters/reference-fetch.js';
 import { uploadHead } from '../adapters/upload-head.js';
+import type { SignerClient, SoftBindingClient, WatermarkClient } from './ports.js';
 
-export type SoftBindingClient = ServiceClient<
-  typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never
->;
-export type SignerClient = ServiceClient<typeof signerV1.SignerService extends GenService<infer M> ? M : never>;
-export type WatermarkClient = ServiceClient<
-  typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never
->;
+export type { SignerClient, SoftBindingClient, WatermarkClient } from './ports.js';
 
 /** Where the C2PA Soft Binding Resolution API lives: its own version segment, like the spec's `…/v1` server URL. */
 export const C2PA_RESOLUTION_PREFIX = '/c2pa/v1';

@@ -1,27 +1,32 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import { CairnError } from '@cairn/errors';
 import { jobStates, type signerV1, type tenantV1 } from '@cairn/proto';
 import type { Logger } from '@cairn/logging';
-import type { ServiceClient } from '@cairn/rpc';
 import { inSpan } from '@cairn/telemetry';
-import type { Tenant, TenantDirectory } from '../adapters/tenant-directory.js';
-import type { RedisConcurrencyLimiter } from '../adapters/concurrency-limit.js';
+import type { Tenant } from '../adapters/tenant-directory.js';
 import { requestHash } from '../domain/request-hash.js';
 import { presentSignResult } from '../domain/sign-result.js';
-import type { SignAnswer, SignRequestStore } from '../store/sign-requests.js';
-import { reserveUnit, type BillingClient, type MeteredUnit } from './metering.js';
+import { SignMeter } from './metering.js';
+import type {
+  ConcurrencySlots,
+  Metering,
+  RecipeCatalogue,
+  SignAnswer,
+  SignClaim,
+  Signing,
+  SignRequests,
+} from './ports.js';
 
-export type SignerClient = ServiceClient<typeof signerV1.SignerService extends GenService<infer M> ? M : never>;
+export type { SignerClient } from './ports.js';
 
 export interface SignDeps {
-  signer: SignerClient;
-  tenants: TenantDirectory;
+  signer: Signing;
+  tenants: RecipeCatalogue;
   /** Exactly-once per (tenant, Idempotency-Key): claim, finish, release, abandon. */
-  requests: SignRequestStore;
+  requests: SignRequests;
   /** Signs in flight per tenant (SIGN_CONCURRENCY_PER_TENANT). */
-  slots: RedisConcurrencyLimiter;
+  slots: ConcurrencySlots;
   concurrencyPerTenant: number;
-  billing: BillingClient;
+  billing: Metering;
   publicBaseUrl: string;
   /** Uploads up to this size are signed while the client waits (200); larger ones become jobs (202). */
   syncMaxBytes: number;
@@ -68,10 +73,25 @@ function recipeSpec(recipe: tenantV1.Recipe): signerV1.RecipeSpec {
   };
 }
 
+/** A claim this request runs the sign under (the store's `run` answer). */
+type RunClaim = Extract<SignClaim, { kind: 'run' }>;
+
+/** The sign's answer, and whether the signer answered a sign of this asset id it had already recorded. */
+interface Signed {
+  answer: SignAnswer;
+  replayed: boolean;
+}
+
+/** A tenant's concurrency slot, released once however many times it is asked to. */
+interface HeldSlot {
+  release(): Promise<void>;
+}
+
 /**
- * POST /v1/sign as a use case: the recipe and plan rules, the idempotency claim, the tenant's concurrency slot,
- * metering (reserved before, committed by billing from asset.signed, released on failure; never for a replay),
- * and the sign itself, synchronous or as a job.
+ * POST /v1/sign as a use case, in the steps its story reads: the recipe (and plan rules), the idempotency claim,
+ * the tenant's concurrency slot, the metered units (reserved before, committed by billing from asset.signed,
+ * released on failure; never for a replay: `SignMeter`), the sign itself (synchronous or as a job), and the
+ * settling of the units.
  */
 export class SignAssets {
   readonly #base: string;
@@ -81,9 +101,67 @@ export class SignAssets {
   }
 
   async sign(request: SignRequest): Promise<SignOutcome> {
-    const { deps } = this;
-    const { tenant, idempotencyKey, upload, metadata } = request;
-    const recipe = await inSpan('gateway.sign.recipe', () => deps.tenants.getRecipe(request.recipe, tenant.plan));
+    const recipe = await this.#recipe(request);
+    // The key's claim (Postgres) and the metered unit (billing) are independent round trips, asked together; the
+    // claim decides. A replay or a busy key gives the unit back without waiting for it, as a takeover the signer
+    // answers `replayed` does (docs/decisions/0020-sign-idempotent-by-asset-id.md). A short transaction claims the key;
+    // none is open while the sign runs (docs/decisions/0019-idempotency-claims.md).
+    const claiming = this.#claim(request, recipe);
+    const meter = SignMeter.reserve(this.deps.billing, request.tenant, recipe.meter);
+    const claim = await claiming.catch((error: unknown) => {
+      meter.giveBack();
+      throw error;
+    });
+    if (claim.kind !== 'run') {
+      meter.giveBack();
+      if (claim.kind === 'busy') return signStillRunning(claim.retryAfterSeconds);
+      return { kind: 'answer', answer: claim.answer, replayed: true };
+    }
+    const key = new HeldKey(this.deps.requests, request, claim);
+    if (request.upload.spent) {
+      // No recorded answer for this key and request: the session's file was another request's.
+      meter.giveBack();
+      await key.end();
+      throw new CairnError(
+        'cairn.upload.already_used',
+        "This upload was already used; an upload is signed or verified once (a retry with the first sign's Idempotency-Key gets its answer).",
+      );
+    }
+
+    const slot = await this.#slot(request.tenant).catch((error: unknown) => {
+      meter.giveBack();
+      throw error;
+    });
+    if (!slot) {
+      meter.giveBack();
+      await key.end();
+      return this.#noSlot();
+    }
+    let signed: Signed;
+    try {
+      const reservations = await meter.hold(Boolean(request.signingCredential));
+      signed = await this.#signOrEnqueue(request, recipe, key, reservations);
+      // False only when this claim's lease ran out and another request took it over: both asked the signer for
+      // the same asset id, which signs it once, so both clients get the same asset. The slot goes back beside
+      // the finish (a Redis and a Postgres round trip, independent); a failed release is thrown where it always
+      // was (below, in finally), never taken for a failed sign.
+      slot.release().catch(() => undefined);
+      await inSpan('gateway.sign.finish', () => key.finish(signed.answer));
+    } catch (error) {
+      return await this.#failed(error, meter, key);
+    } finally {
+      await slot.release();
+    }
+    await this.#settle(meter, signed.replayed);
+    // A sign the signer had recorded for this key (its first gateway died before recording the answer) is a
+    // replay for the client too.
+    return { kind: 'answer', answer: signed.answer, replayed: signed.replayed };
+  }
+
+  /** The recipe, available on the tenant's plan; signing with the tenant's own key needs Enterprise. */
+  async #recipe(request: SignRequest): Promise<tenantV1.Recipe> {
+    const { tenant } = request;
+    const recipe = await inSpan('gateway.sign.recipe', () => this.deps.tenants.getRecipe(request.recipe, tenant.plan));
     if (!recipe || !recipe.available) {
       throw new CairnError(
         'cairn.sign.invalid_recipe',
@@ -92,211 +170,170 @@ export class SignAssets {
           : `Recipe ${request.recipe} does not exist; GET /v1/recipes lists them.`,
       );
     }
-    const credentialId = request.signingCredential;
-    if (credentialId && tenant.plan !== 'enterprise')
+    if (request.signingCredential && tenant.plan !== 'enterprise')
       throw new CairnError(
         'cairn.auth.forbidden',
         'Signing with your own key (signing_credential) is an Enterprise feature.',
       );
+    return recipe;
+  }
+
+  /** Claims the Idempotency-Key for this request's body (file, size, recipe, metadata, credential). */
+  #claim(request: SignRequest, recipe: tenantV1.Recipe): Promise<SignClaim> {
+    const { tenant, upload, signingCredential: credentialId } = request;
     const hash = requestHash({
       file: upload.sha256,
       size: upload.size,
       recipe: recipe.recipeId,
-      metadata,
+      metadata: request.metadata,
       ...(credentialId ? { credential: credentialId } : {}),
     });
-    // The key's claim (Postgres) and the metered unit (billing) are independent round trips, asked together; the
-    // claim decides. A replay or a busy key gives the unit back without waiting for it, as a takeover the signer
-    // answers `replayed` does (docs/decisions/0020-sign-idempotent-by-asset-id.md). A short transaction claims the key;
-    // none is open while the sign runs (docs/decisions/0019-idempotency-claims.md).
-    const claimed = inSpan('gateway.sign.claim', () => deps.requests.claim(tenant.tenantId, idempotencyKey, hash));
-    const reserved = inSpan('gateway.sign.reserve', () => reserveUnit(deps.billing, tenant, recipe.meter));
-    // A refusal (quota, billing down) may arrive while the claim is awaited: it is read below, never unhandled.
-    reserved.catch(() => undefined);
-    const giveBackUnit = () => void releaseUnit(reserved);
-    let claim: Awaited<typeof claimed>;
-    try {
-      claim = await claimed;
-    } catch (error) {
-      giveBackUnit();
-      throw error;
-    }
-    if (claim.kind !== 'run') giveBackUnit();
-    if (claim.kind === 'busy')
-      return {
-        kind: 'retry_later',
-        retryAfterSeconds: claim.retryAfterSeconds,
-        error: new CairnError(
-          'cairn.idempotency.in_progress',
-          `A sign with this Idempotency-Key is still running; retry after ${claim.retryAfterSeconds} s to get its answer.`,
-        ),
-      };
-    if (claim.kind === 'replay') return { kind: 'answer', answer: claim.answer, replayed: true };
-
-    // Whether a sign of the claim's asset id may have been recorded: then the claim must not be forgotten when this
-    // attempt fails (`release`, not `abandon`), or the client's retry would sign a second asset.
-    let maybeSigned = claim.takenOver;
-    const endClaim = () =>
-      maybeSigned
-        ? deps.requests.release(tenant.tenantId, idempotencyKey, claim.claimId)
-        : deps.requests.abandon(tenant.tenantId, idempotencyKey, claim.claimId);
-    if (upload.spent) {
-      // No recorded answer for this key and request: the session's file was another request's.
-      giveBackUnit();
-      await endClaim();
-      throw new CairnError(
-        'cairn.upload.already_used',
-        "This upload was already used; an upload is signed or verified once (a retry with the first sign's Idempotency-Key gets its answer).",
-      );
-    }
-
-    let slot: Awaited<ReturnType<typeof deps.slots.tryAcquire>>;
-    try {
-      slot = await inSpan('gateway.sign.slot', () =>
-        deps.slots.tryAcquire(`tenant:${tenant.tenantId}`, deps.concurrencyPerTenant),
-      );
-    } catch (error) {
-      giveBackUnit();
-      throw error;
-    }
-    if (!slot) {
-      giveBackUnit();
-      await endClaim();
-      return {
-        kind: 'retry_later',
-        retryAfterSeconds: SIGN_SLOT_RETRY_AFTER_SECONDS,
-        error: new CairnError(
-          'cairn.ratelimit.exceeded',
-          `This tenant already has ${deps.concurrencyPerTenant} signs running; retry after ${SIGN_SLOT_RETRY_AFTER_SECONDS} s.`,
-        ),
-      };
-    }
-    // Released once, as soon as the signer has answered (beside the claim's finish: a Redis and a Postgres round
-    // trip, independent) or, whatever happened, before this request ends.
-    let slotReleased: Promise<void> | undefined;
-    const releaseSlot = () => (slotReleased ??= inSpan('gateway.sign.slot_release', () => slot.release()));
-    // Billed only when the sign really runs (a replay's unit was released above): reserved before, committed by
-    // billing from asset.signed (or the job's end), released when anything fails.
-    let metered: MeteredUnit | undefined;
-    // A BYOK sign is metered as byok_sign on top of its modality meter.
-    let byok: MeteredUnit | undefined;
-    let answer: SignAnswer;
-    // The signer answered a sign (or job) of this asset id that was already recorded: billed by that one.
-    let replayed = false;
-    try {
-      metered = await reserved;
-      if (credentialId) byok = await reserveUnit(deps.billing, tenant, 'byok_sign');
-      const { assetId } = claim;
-      const sign = {
-        tenantId: tenant.tenantId,
-        assetId,
-        recipe: recipeSpec(recipe),
-        uploadBlobKey: upload.key,
-        metadata,
-        ...(credentialId ? { signingCredentialId: credentialId } : {}),
-        // Named in asset.signed, from which billing commits them.
-        reservationId: metered.reservationId,
-        byokReservationId: byok?.reservationId ?? '',
-      };
-      maybeSigned = true;
-      if (upload.size <= deps.syncMaxBytes) {
-        const result = await this.#askSigner(
-          () => deps.signer.sign(sign, { deadlineMs: 120_000 }),
-          () => {
-            maybeSigned = false;
-          },
-        );
-        replayed = result.replayed;
-        answer = { assetId, httpStatus: 200, body: presentSignResult(result) };
-      } else {
-        const job = await this.#askSigner(
-          () => deps.signer.enqueueSign({ sign }),
-          () => {
-            maybeSigned = false;
-          },
-        );
-        replayed = job.replayed;
-        // The signer worker reads it, then deletes it (a replayed job's worker reads the first request's upload,
-        // this one stays the caller's to delete).
-        if (!replayed) request.onUploadHandedOver();
-        answer = {
-          assetId,
-          httpStatus: 202,
-          body: {
-            job_id: job.jobId,
-            status: jobStates.fromProto(job.status),
-            poll_url: `${this.#base}/v1/jobs/${job.jobId}`,
-          },
-        };
-      }
-      // False only when this claim's lease ran out and another request took it over: both asked the signer for
-      // the same asset id, which signs it once, so both clients get the same asset.
-      const finished = answer;
-      // A failed release is thrown where it always was (below, in finally), never taken for a failed sign.
-      releaseSlot().catch(() => undefined);
-      await inSpan('gateway.sign.finish', () =>
-        deps.requests.finish(tenant.tenantId, idempotencyKey, claim.claimId, finished),
-      );
-    } catch (error) {
-      await metered?.release();
-      await byok?.release();
-      // The key is free again for a retry; if the database cannot say so now, the lease runs out instead.
-      await endClaim().catch(() => undefined);
-      // An earlier attempt's sign of this asset id is still running in the signer (its gateway died): the
-      // client retries, as for a duplicate, and gets that sign's answer.
-      if (error instanceof CairnError && error.code === 'cairn.idempotency.in_progress')
-        return {
-          kind: 'retry_later',
-          retryAfterSeconds: BUSY_SIGN_RETRY_AFTER_SECONDS,
-          error: new CairnError(
-            'cairn.idempotency.in_progress',
-            `A sign with this Idempotency-Key is still running; retry after ${BUSY_SIGN_RETRY_AFTER_SECONDS} s to get its answer.`,
-          ),
-        };
-      throw error;
-    } finally {
-      await releaseSlot();
-    }
-    if (replayed) {
-      // The recorded sign named its own reservations in asset.signed (or its job settles them): these are spare.
-      await metered.release();
-      await byok?.release();
-    } else if (answer.httpStatus === 202) {
-      // A job settles its own reservation when it ends (billing reads job.completed / job.failed).
-      metered.handOver();
-      byok?.handOver();
-    } else {
-      // The sign is recorded, and asset.signed (written in the same transaction) names these reservations:
-      // billing commits them from it (consumer billing-sign-settlement), so the answer does not wait for a
-      // Commit round trip. Usage lags the answer by the event's delivery
-      // (docs/decisions/0022-billing-settled-from-events.md).
-      metered.handOver();
-      byok?.handOver();
-    }
-    // A sign the signer had recorded for this key (its first gateway died before recording the answer) is a
-    // replay for the client too.
-    return { kind: 'answer', answer, replayed };
+    return inSpan('gateway.sign.claim', () => this.deps.requests.claim(tenant.tenantId, request.idempotencyKey, hash));
   }
 
   /**
-   * Calls the signer; `refused` runs when it refused the sign (a 4xx other than in_progress): then no sign of
-   * this asset id is recorded or running, this attempt's or an earlier one's (the signer would have answered
-   * the recorded one, or said in_progress). Anything else (unavailable, deadline) may have recorded it.
+   * One of the tenant's SIGN_CONCURRENCY_PER_TENANT slots, or null when all are taken. Released once, as soon as
+   * the signer has answered or, whatever happened, before the request ends.
    */
-  async #askSigner<T>(call: () => Promise<T>, refused: () => void): Promise<T> {
+  async #slot(tenant: Tenant): Promise<HeldSlot | null> {
+    const { slots, concurrencyPerTenant } = this.deps;
+    const slot = await inSpan('gateway.sign.slot', () =>
+      slots.tryAcquire(`tenant:${tenant.tenantId}`, concurrencyPerTenant),
+    );
+    if (!slot) return null;
+    let released: Promise<void> | undefined;
+    return { release: () => (released ??= inSpan('gateway.sign.slot_release', () => slot.release())) };
+  }
+
+  #noSlot(): SignOutcome {
+    return {
+      kind: 'retry_later',
+      retryAfterSeconds: SIGN_SLOT_RETRY_AFTER_SECONDS,
+      error: new CairnError(
+        'cairn.ratelimit.exceeded',
+        `This tenant already has ${this.deps.concurrencyPerTenant} signs running; retry after ${SIGN_SLOT_RETRY_AFTER_SECONDS} s.`,
+      ),
+    };
+  }
+
+  /**
+   * Asks the signer: uploads up to SYNC_SIGN_MAX_BYTES are signed while the client waits (200), larger ones
+   * become jobs (202), whose worker takes the upload over.
+   */
+  async #signOrEnqueue(
+    request: SignRequest,
+    recipe: tenantV1.Recipe,
+    key: HeldKey,
+    reservations: { reservationId: string; byokReservationId: string },
+  ): Promise<Signed> {
+    const { deps } = this;
+    const { assetId } = key;
+    const credentialId = request.signingCredential;
+    const sign = {
+      tenantId: request.tenant.tenantId,
+      assetId,
+      recipe: recipeSpec(recipe),
+      uploadBlobKey: request.upload.key,
+      metadata: request.metadata,
+      ...(credentialId ? { signingCredentialId: credentialId } : {}),
+      // Named in asset.signed, from which billing commits them.
+      ...reservations,
+    };
+    key.maybeSigned = true;
+    if (request.upload.size <= deps.syncMaxBytes) {
+      const result = await key.askSigner(() => deps.signer.sign(sign, { deadlineMs: 120_000 }));
+      return { replayed: result.replayed, answer: { assetId, httpStatus: 200, body: presentSignResult(result) } };
+    }
+    const job = await key.askSigner(() => deps.signer.enqueueSign({ sign }));
+    // The signer worker reads it, then deletes it (a replayed job's worker reads the first request's upload,
+    // this one stays the caller's to delete).
+    if (!job.replayed) request.onUploadHandedOver();
+    const body = {
+      job_id: job.jobId,
+      status: jobStates.fromProto(job.status),
+      poll_url: `${this.#base}/v1/jobs/${job.jobId}`,
+    };
+    return { replayed: job.replayed, answer: { assetId, httpStatus: 202, body } };
+  }
+
+  /** A sign that failed: its units and its key go back, and the error reaches the client. */
+  async #failed(error: unknown, meter: SignMeter, key: HeldKey): Promise<SignOutcome> {
+    await meter.release();
+    // The key is free again for a retry; if the database cannot say so now, the lease runs out instead.
+    await key.end().catch(() => undefined);
+    // An earlier attempt's sign of this asset id is still running in the signer (its gateway died): the
+    // client retries, as for a duplicate, and gets that sign's answer.
+    if (error instanceof CairnError && error.code === 'cairn.idempotency.in_progress')
+      return signStillRunning(BUSY_SIGN_RETRY_AFTER_SECONDS);
+    throw error;
+  }
+
+  /**
+   * A sign that ran: its units are billing's from the event it recorded (asset.signed, or the job's end). When
+   * the signer answered a recorded sign, that one named its own reservations: these are spare.
+   */
+  async #settle(meter: SignMeter, replayed: boolean): Promise<void> {
+    if (replayed) await meter.release();
+    else meter.handOver();
+  }
+}
+
+/** The retry-later answer while a sign with this Idempotency-Key is still running somewhere. */
+function signStillRunning(retryAfterSeconds: number): SignOutcome {
+  return {
+    kind: 'retry_later',
+    retryAfterSeconds,
+    error: new CairnError(
+      'cairn.idempotency.in_progress',
+      `A sign with this Idempotency-Key is still running; retry after ${retryAfterSeconds} s to get its answer.`,
+    ),
+  };
+}
+
+/** This request's hold on its Idempotency-Key, from the claim to its finish, release or abandon. */
+class HeldKey {
+  readonly claimId: string;
+  readonly assetId: string;
+  /**
+   * Whether a sign of the claim's asset id may have been recorded: then the claim must not be forgotten when this
+   * attempt fails (`release`, not `abandon`), or the client's retry would sign a second asset.
+   */
+  maybeSigned: boolean;
+
+  constructor(
+    private readonly requests: SignRequests,
+    private readonly request: SignRequest,
+    claim: RunClaim,
+  ) {
+    this.claimId = claim.claimId;
+    this.assetId = claim.assetId;
+    this.maybeSigned = claim.takenOver;
+  }
+
+  finish(answer: SignAnswer): Promise<boolean> {
+    return this.requests.finish(this.request.tenant.tenantId, this.request.idempotencyKey, this.claimId, answer);
+  }
+
+  /** Frees the key for a retry: kept under the same asset id when a sign may be recorded, forgotten otherwise. */
+  end(): Promise<void> {
+    const { tenant, idempotencyKey } = this.request;
+    return this.maybeSigned
+      ? this.requests.release(tenant.tenantId, idempotencyKey, this.claimId)
+      : this.requests.abandon(tenant.tenantId, idempotencyKey, this.claimId);
+  }
+
+  /**
+   * Calls the signer. When it refused the sign (a 4xx other than in_progress), no sign of this asset id is
+   * recorded or running, this attempt's or an earlier one's (the signer would have answered the recorded one, or
+   * said in_progress). Anything else (unavailable, deadline) may have recorded it.
+   */
+  async askSigner<T>(call: () => Promise<T>): Promise<T> {
     try {
       return await call();
     } catch (error) {
       if (error instanceof CairnError && error.status < 500 && error.code !== 'cairn.idempotency.in_progress')
-        refused();
+        this.maybeSigned = false;
       throw error;
     }
   }
-}
-
-/** A unit reserved for a request that will not run: released once reserved (a refused reserve holds nothing). */
-async function releaseUnit(reserved: Promise<MeteredUnit>): Promise<void> {
-  // A refused reserve holds no unit, and the request answered without it: nothing to release, nothing to report.
-  const unit = await reserved.catch(() => undefined);
-  await unit?.release();
 }

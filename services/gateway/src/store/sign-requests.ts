@@ -3,13 +3,10 @@ import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
+import type { SignAnswer, SignClaim, SignRequests } from '../app/ports.js';
 import { signRequests } from '../db/schema.js';
 
-export interface SignAnswer {
-  assetId: string;
-  httpStatus: number;
-  body: Record<string, unknown>;
-}
+export type { SignAnswer, SignClaim } from '../app/ports.js';
 
 /**
  * How long a claim stays live without being finished by default (SIGN_CLAIM_LEASE_SECONDS): longer than the
@@ -20,19 +17,6 @@ export const SIGN_CLAIM_LEASE_SECONDS = 180;
 
 /** What a duplicate is told to wait before retrying: a sign usually ends within seconds. */
 const BUSY_RETRY_AFTER_SECONDS = 2;
-
-/** The outcome of claiming an Idempotency-Key. */
-export type SignClaim =
-  /**
-   * This request runs the sign, under `assetId` (recorded with the claim: a takeover signs under the same id, so
-   * the signer answers the first sign if it recorded it), and must `finish`, `abandon` or `release` the claim.
-   * `takenOver`: an earlier request held it and may have reached the signer.
-   */
-  | { kind: 'run'; claimId: string; assetId: string; takenOver: boolean }
-  /** A finished sign's recorded answer. */
-  | { kind: 'replay'; answer: SignAnswer }
-  /** Another request is signing under this key right now. */
-  | { kind: 'busy'; retryAfterSeconds: number };
 
 /**
  * Exactly-once signing per (tenant, Idempotency-Key) as a row state machine, never a transaction held across
@@ -45,7 +29,7 @@ export type SignClaim =
  * (its gateway died mid-sign) is taken over the same way by the next request with the same key and body.
  * Leases are on the database's clock.
  */
-export class SignRequestStore {
+export class SignRequestStore implements SignRequests {
   constructor(
     private readonly db: Database,
     private readonly leaseSeconds: number = SIGN_CLAIM_LEASE_SECONDS,

@@ -8,14 +8,16 @@ import { AudioTooShortError, AudioTooSparseError } from '../domain/audio.js';
 import { fingerprintAudio, fingerprintSoundtrack } from '../adapters/audio-fingerprint.js';
 import { pdqFingerprinter } from '../adapters/image-hash.js';
 import { fingerprintText, TextFingerprintError } from '../domain/text.js';
-import type { Indexes } from './lookup.js';
+import type { AudioIndex, TextIndex } from '../store/feature-index.js';
+import type { FingerprintIndex } from '../store/fingerprints.js';
 import { frameRows, VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
 import { fingerprintVideo } from '../adapters/video-fingerprint.js';
 import { indexHashes } from '../adapters/image-variants.js';
 
 export interface IndexDeps {
   blobs: BlobStore;
-  indexes: Indexes;
+  /** The indexes themselves: indexing writes in the event's transaction. */
+  indexes: { images: FingerprintIndex; audio: AudioIndex; text: TextIndex };
   logger: Logger;
   mediaLimits: MediaLimits;
 }

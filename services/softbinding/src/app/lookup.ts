@@ -2,8 +2,7 @@ import { blobKeyOf, parseBlobKey, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
-import type { AudioIndex, TextIndex } from '../store/feature-index.js';
-import type { FingerprintIndex, LookupScope, PublicMatch } from '../store/fingerprints.js';
+import type { HashIndex, Indexes, LookupScope, PublicMatch } from './ports.js';
 import { algorithmNamed, ALGORITHMS } from '../domain/algorithms.js';
 import { AudioTooShortError, AudioTooSparseError } from '../domain/audio.js';
 import { fingerprintAudio } from '../adapters/audio-fingerprint.js';
@@ -22,11 +21,7 @@ import {
   type VideoFrameHash,
 } from '../domain/video.js';
 
-export interface Indexes {
-  images: FingerprintIndex;
-  audio: AudioIndex;
-  text: TextIndex;
-}
+export type { Indexes } from './ports.js';
 
 /** Turns a fingerprinting failure into what the caller can act on (never a 500 for a file we cannot read). */
 function lookupError(error: unknown, what: string): CairnError {
@@ -129,7 +124,7 @@ export async function lookupBinding(
  * number of usable query frames that found none of that asset's frames.
  */
 async function searchVideo(
-  images: FingerprintIndex,
+  images: HashIndex,
   scope: LookupScope,
   frames: readonly VideoFrameHash[],
   limit: number,

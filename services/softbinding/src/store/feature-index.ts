@@ -16,7 +16,8 @@ import {
   TEXT_MATCH_THRESHOLD,
   type TextFingerprint,
 } from '../domain/text.js';
-import { inScope, type IndexedAsset, type LookupScope, type PublicMatch } from './fingerprints.js';
+import type { AudioSearch, LookupScope, PublicMatch, TextSearch } from '../app/ports.js';
+import { inScope, type IndexedAsset } from './fingerprints.js';
 import { audioLandmarks, indexedAssets, textBands } from '../db/schema.js';
 
 interface AssetRow extends Record<string, unknown> {
@@ -35,7 +36,7 @@ const ROWS_PER_INSERT = 5000;
  * with the query (one index scan), then scores each candidate asset by time alignment (domain/audio.ts).
  * `distance` in a match is the number of query landmarks that did not align.
  */
-export class AudioIndex {
+export class AudioIndex implements AudioSearch {
   constructor(private readonly db: Database) {}
 
   /** Idempotent per (tenant, asset): a second add of the same asset changes nothing. */
@@ -102,7 +103,7 @@ export class AudioIndex {
  * with the query; each is scored by the estimated Jaccard similarity of the signatures. `distance` in a match
  * is the number of the 128 slots that differ.
  */
-export class TextIndex {
+export class TextIndex implements TextSearch {
   constructor(private readonly db: Database) {}
 
   async add(tx: Tx, asset: IndexedAsset, fingerprint: TextFingerprint): Promise<void> {

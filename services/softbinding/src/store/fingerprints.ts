@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
+import type { HashIndex, LookupScope, PublicMatch } from '../app/ports.js';
 import { CHUNKS, fingerprints } from '../db/schema.js';
 import {
   chunksOf,
@@ -9,15 +10,7 @@ import {
   type HammingIndexLimits,
 } from '../domain/hamming-index.js';
 
-/** What anyone may learn about a match: never the tenant, the manifest id or the variant. */
-export interface PublicMatch {
-  asset_id: string;
-  manifest_uri: string;
-  verifier_url: string;
-  distance: number;
-  similarity: number;
-  alg: string;
-}
+export type { LookupScope, PublicMatch } from '../app/ports.js';
 
 /** The record a signed asset's fingerprint points back to. */
 export interface IndexedAsset {
@@ -36,7 +29,6 @@ export interface NewFingerprint extends IndexedAsset {
 }
 
 /** Who is looking: a tenant (its own rows only) or the public (every row, public fields only). */
-export type LookupScope = { tenantId: string } | 'public';
 
 export { chunksOf, neighbours } from '../domain/hamming-index.js';
 
@@ -87,7 +79,7 @@ const COMPACT_AT_LEAST = 4096;
  * inserting transaction (`xid`, migration 0005) is at or after that horizon, and `recent` (rows held at or after
  * it) keeps a row read twice, or added here and then read, from being held twice.
  */
-export class FingerprintIndex {
+export class FingerprintIndex implements HashIndex {
   private memory: HammingIndex | undefined;
   /** Every transaction before it had finished when the last read's snapshot was taken (0: nothing read yet). */
   private horizon = 0;

@@ -3,6 +3,7 @@ import { manifestUrl } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/errors';
 import { verifierV1 } from '@cairn/proto';
 import type { KeptVerdict, ResultStore, StoredReport, StoredResult } from '../store/results.js';
+import type { TrustLists } from './trust-lists.js';
 import { verify, type VerifyDeps } from './verify/index.js';
 
 /** A stored verdict and the validation report made from the same reading (absent for verdicts kept before reports). */
@@ -12,6 +13,8 @@ export interface StoredVerdict {
 }
 
 export interface StoredVerdictDeps extends VerifyDeps {
+  /** The default list's digest too: a kept verdict is stale once it changes. */
+  trust: TrustLists;
   results: ResultStore;
   /** A kept verdict older than this is recomputed even when nothing announced a change (OCSP answers age, say). */
   freshForMs: number;

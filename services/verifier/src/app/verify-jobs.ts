@@ -1,4 +1,5 @@
 import { create, toJson } from '@bufbuild/protobuf';
+import type { BlobStore } from '@cairn/blob';
 import { type WorkQueue } from '@cairn/bus';
 import { newEvent } from '@cairn/events';
 import { withTenant } from '@cairn/db';
@@ -27,7 +28,7 @@ const TRANSIENT = new Set(['cairn.unavailable', 'cairn.internal_error']);
  */
 export class VerifyJobs {
   constructor(
-    private readonly deps: VerifyDeps & { jobs: VerifyJobStore },
+    private readonly deps: VerifyDeps & { jobs: VerifyJobStore; blobs: BlobStore },
     private readonly queue: WorkQueue<VerifyJobItem>,
     private readonly logger: Logger,
   ) {}

@@ -2,7 +2,21 @@ import { createHash } from 'node:crypto';
 import { ByteBoundedLru } from '@cairn/runtime';
 import type { RawImage } from '../domain/image/raw-image.js';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
-import type { DetectedMark } from './marks.js';
+
+/** What DetectImage and DetectAudio answer about a mark they read. */
+export interface DetectedMark {
+  detected: true;
+  applicable: true;
+  payloadHex: string;
+  confidence: number;
+  registered: boolean;
+  watermarkId: string;
+  assetId: string;
+  tenantId: string;
+  algorithm: string;
+  keyId: string;
+  keyless: boolean;
+}
 
 /** What the search read in an image file, before the registry: too small to carry a mark, or the worker's outcome. */
 export type ImageReading =

@@ -7,21 +7,9 @@ import { payloadHex } from '../domain/payload.js';
 import type { KeyedAlgorithmName } from '../domain/worker-protocol.js';
 import type { MarkRecord } from '../store/marks.js';
 import type { WatermarkDeps } from './deps.js';
+import type { DetectedMark } from './detection-memo.js';
 
-/** What DetectImage and DetectAudio answer about a mark they read. */
-export interface DetectedMark {
-  detected: true;
-  applicable: true;
-  payloadHex: string;
-  confidence: number;
-  registered: boolean;
-  watermarkId: string;
-  assetId: string;
-  tenantId: string;
-  algorithm: string;
-  keyId: string;
-  keyless: boolean;
-}
+export type { DetectedMark } from './detection-memo.js';
 
 /**
  * A detected mark and the registry entry it resolves to. An entry counts only for a mark read the way it was

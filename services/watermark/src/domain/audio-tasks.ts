@@ -4,10 +4,9 @@ import { analyseAudioV3, AudioWatermarkV3, CAIRN_AUDIO_WM_V3_NAME } from './audi
 import type { ContrastAnalysis, ContrastQimMark } from './audio/contrast-qim.js';
 import type { WatermarkKey } from './keys.js';
 import { transferable } from './image-tasks.js';
-import type { AudioWorkerRequest, AudioWorkerResponse } from './worker-protocol.js';
+import type { AudioMarkAlgorithm, AudioWorkerRequest, AudioWorkerResponse } from './worker-protocol.js';
 
-/** The audio marks a worker writes: v3 for new marks, v1 again for an id recorded with it. */
-export type AudioMarkAlgorithm = typeof CAIRN_AUDIO_WM_V3_NAME | typeof CAIRN_AUDIO_WM_V1_NAME;
+export type { AudioMarkAlgorithm } from './worker-protocol.js';
 
 /**
  * What detection tries, in order: the mark new uploads carry, then the one earlier uploads carry (v2 was never

@@ -1,9 +1,13 @@
 import type { KeyedImageWatermarkAlg } from '@cairn/catalog';
 import type { PcmAudio } from './audio/apply.js';
-import type { AudioMarkAlgorithm } from './audio-tasks.js';
+import type { CAIRN_AUDIO_WM_V1_NAME } from './audio/cairn-audio-wm-v1.js';
+import type { CAIRN_AUDIO_WM_V3_NAME } from './audio/cairn-audio-wm-v3.js';
 import type { RegisteredPoints } from './image/content-registration.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
+
+/** The audio marks a worker writes: v3 for new marks, v1 again for an id recorded with it. */
+export type AudioMarkAlgorithm = typeof CAIRN_AUDIO_WM_V3_NAME | typeof CAIRN_AUDIO_WM_V1_NAME;
 
 /** The image algorithms that run under a key (@cairn/catalog). */
 export type KeyedAlgorithmName = KeyedImageWatermarkAlg;

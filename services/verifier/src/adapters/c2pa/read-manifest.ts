@@ -3,20 +3,9 @@
 import { ReaderPool, type ReaderPoolOptions } from './reader-pool.js';
 import { readerSettingsJson } from './settings.js';
 import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
+import type { ManifestReader, ReadOptions } from '../../app/ports.js';
 
-export interface ReadOptions {
-  /** Overrides the pool's per-file budget for this read. */
-  timeoutMs?: number;
-}
-
-export interface ManifestReader {
-  readManifest(input: ReadManifestInput, options?: ReadOptions): Promise<C2paReading>;
-  /** Resolves when the reader children have loaded c2pa-node. */
-  ready(): Promise<void>;
-  close(): Promise<void>;
-  /** PIDs of the reader children. */
-  readonly pids: number[];
-}
+export type { ManifestReader, ReadOptions } from '../../app/ports.js';
 
 export function createManifestReader(options: ReaderPoolOptions = {}): ManifestReader {
   const pool = new ReaderPool(options);

@@ -1,28 +1,27 @@
-import type { GenService } from '@bufbuild/protobuf/codegenv2';
 import type { BlobStore } from '@cairn/blob';
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { MediaLimits, Modality } from '@cairn/media';
 import type { DestinationPolicy } from '@cairn/outbound';
-import type { anchorV1, signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
-import type { ServiceClient } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
-import type { ManifestReader } from '../../adapters/c2pa/index.js';
 import type { JsonValue } from '../../domain/c2pa/crjson.js';
 import type { Verdict } from '../../domain/verdict.js';
-import type { TrustLists } from '../trust-lists.js';
+import type {
+  ManifestReader,
+  TrustInForce,
+  VerifyAnchor,
+  VerifySigner,
+  VerifySoftBinding,
+  VerifyWatermark,
+} from '../ports.js';
 import type { ReadingMemo } from './reading-memo.js';
 import type { SignalCache, SignalEpochs } from './signal-cache.js';
-
-type SignerMethods = typeof signerV1.SignerService extends GenService<infer M> ? M : never;
-type WatermarkMethods = typeof watermarkV1.WatermarkService extends GenService<infer M> ? M : never;
-type SoftBindingMethods = typeof softbindingV1.SoftBindingService extends GenService<infer M> ? M : never;
-type AnchorMethods = typeof anchorV1.AnchorService extends GenService<infer M> ? M : never;
 
 /** What a verify reads from and talks to: the ports the verify use case runs over (service.ts builds them). */
 export interface VerifyDeps {
   db: Database;
-  blobs: BlobStore;
+  /** Where uploads and Cairn's signed files are read. */
+  blobs: Pick<BlobStore, 'getBuffer'>;
   reader: ManifestReader;
   /** The C2PA readings of Cairn's own signed files, for a verify of the very same bytes (reading-memo.ts). */
   readings: ReadingMemo;
@@ -30,12 +29,13 @@ export interface VerifyDeps {
   signals: SignalCache;
   /** The tokens of the events those answers depend on, shared by the replicas. */
   signalEpochs: SignalEpochs;
-  signer: ServiceClient<SignerMethods>;
-  watermark: ServiceClient<WatermarkMethods>;
-  softbinding: ServiceClient<SoftBindingMethods>;
-  anchor: ServiceClient<AnchorMethods>;
-  trust: TrustLists;
-  outbox: Outbox;
+  signer: VerifySigner;
+  watermark: VerifyWatermark;
+  softbinding: VerifySoftBinding;
+  anchor: VerifyAnchor;
+  trust: TrustInForce;
+  /** Where asset.verified goes, in the tenant's transaction. */
+  outbox: Pick<Outbox, 'enqueue' | 'flush'>;
   logger: Logger;
   publicBaseUrl: string;
   ocspTimeoutMs: number;

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { absentAsUndefined } from '@cairn/errors';
-import type { signerV1 } from '@cairn/proto';
 import { cairnLinkOf } from '../../domain/cairn-link.js';
 import type { C2paReading } from '../../domain/c2pa/types.js';
 import type { SigningKey, SoftMatch } from '../../domain/evidence.js';
 import { chainLeadsToOneOf } from './chain-answers.js';
+import type { PublicRecord } from '../ports.js';
 import type { VerifyDeps } from './deps.js';
 
 /**
@@ -20,12 +20,6 @@ export async function signedWithTheseBytes(deps: VerifyDeps, bytes: Buffer): Pro
     return undefined;
   }
 }
-
-/**
- * What a verify reads of an asset's public record: fields written once, when the asset is signed (so they may be
- * kept, signal-cache.ts). Its retention state is not among them: that is the subject's business (subject.ts).
- */
-export type PublicRecord = Pick<signerV1.Asset, 'assetId' | 'manifestId' | 'createdAt'>;
 
 /** Cairn's public record of an asset (when it was signed, its manifest), or undefined when unknown. */
 export async function publicAsset(deps: VerifyDeps, assetId: string | undefined): Promise<PublicRecord | undefined> {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ByteBoundedLru } from '@cairn/runtime';
 import type { OcspEvidence } from '../../domain/evidence.js';
-import type { PublicRecord } from './records.js';
+import type { PublicRecord } from '../ports.js';
 
 /** The facts a kept answer depends on, each announced by an event (events.ts): `certificate.revoked`. */
 export type SignalTopic = 'revocation';

@@ -1,26 +1,35 @@
 import { newEvent } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
-import { checkMediaLimits, isSidecarMediaType, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
+import { checkMediaLimits, isSidecarMediaType, sniffMediaType, SNIFF_BYTES, type SniffedType } from '@cairn/media';
 import { isoTimestamp, type verifierV1 } from '@cairn/proto';
 import { inSpan } from '@cairn/telemetry';
 import type { C2paReading, ReadManifestInput } from '../../domain/c2pa/types.js';
-import type { WatermarkEvidence } from '../../domain/evidence.js';
+import type { AnchorEvidence, OcspEvidence, SoftMatch, WatermarkEvidence } from '../../domain/evidence.js';
 import { manifestEvidence } from '../../domain/from-reading.js';
 import { crJsonReport } from '../../domain/c2pa/crjson.js';
 import { listThatTrusts, type ListInForce, type TrustListIdentity } from '../../domain/trust-decision.js';
-import { decide } from '../../domain/verdict.js';
+import { decide, type Verdict } from '../../domain/verdict.js';
+import type { PublicRecord } from '../ports.js';
 import { chainLeadsToOneOf } from './chain-answers.js';
 import type { VerifyDeps, VerifyOutcome } from './deps.js';
-import { linkedRecord, matchOf, publicAsset, sidecarRecord, signedWithTheseBytes } from './records.js';
+import {
+  linkedRecord,
+  matchOf,
+  publicAsset,
+  sidecarRecord,
+  signedWithTheseBytes,
+  type LinkedRecord,
+} from './records.js';
 import { checkAnchor, checkRevocation, lookupFingerprint } from './signals.js';
 import { ReadingMemo } from './reading-memo.js';
-import { resolveSubject } from './subject.js';
+import { resolveSubject, type Subject } from './subject.js';
 import { contentMatchesAsset, detectAudioWatermark, detectVideoWatermark, detectWatermark } from './watermark.js';
 
 /**
- * Gathers every signal (C2PA in an isolated reader, watermark, then OCSP and the anchor check together; the
- * soft-binding lookup when nothing stronger leads to a record), decides and, for a tenant, emits the event.
+ * A verify in the steps its story reads: gather every signal (C2PA in an isolated reader, watermark, then OCSP and
+ * the anchor check together), identify which Cairn asset the file is, decide (the soft-binding lookup when nothing
+ * stronger leads to a record), explain (the crJSON report, when asked) and, for a tenant, record the event.
  * Nothing here is stored: what a file's uploader is told never changes what others are told about an asset
  * (app/stored-verdict.ts computes that from Cairn's own copy).
  */
@@ -29,6 +38,46 @@ export async function verify(
   request: verifierV1.VerifyRequest,
   options: { report?: boolean } = {},
 ): Promise<VerifyOutcome> {
+  const gathered = await gather(deps, request);
+  const identity = await identify(deps, gathered);
+  const { verdict, trustedBy } = await decideVerdict(deps, request, gathered, identity);
+  const verifiedAt = new Date().toISOString();
+  const report = options.report || request.includeReport ? explain(gathered, trustedBy, verifiedAt) : undefined;
+  if (request.tenantId) await record(deps, request, gathered, identity, verdict);
+  const { subject, sniffed, anchor } = gathered;
+  const { manifestId, assetId } = identity;
+  return {
+    verdict,
+    modality: sniffed.modality,
+    ...(manifestId ? { manifestId } : {}),
+    ...(assetId ? { assetId } : {}),
+    verifiedAt,
+    ...(subject.expiresAt ? { expiresAt: subject.expiresAt.toISOString() } : {}),
+    anchorPending: !anchor.ran && anchor.reason === 'pending',
+    ...(report ? { report } : {}),
+  };
+}
+
+/** The file, what it is, the trust lists in force, and every signal read from it. */
+interface Gathered {
+  subject: Subject;
+  sniffed: SniffedType;
+  trust: TrustInForce;
+  /** The manifest Cairn keeps for a sidecar-signed file (by the input's id, or by the file's exact hash). */
+  sidecarManifestId: string | undefined;
+  reading: C2paReading;
+  linked: LinkedRecord | undefined;
+  ocsp: OcspEvidence;
+  anchor: AnchorEvidence;
+  /** The public record of the asset the input or the manifest names. */
+  knownRecord: PublicRecord | undefined;
+  watermark: WatermarkEvidence;
+}
+
+type TrustInForce = Awaited<ReturnType<VerifyDeps['trust']['forTenant']>>;
+
+/** Gather: the file (refused first when it is not one Cairn verifies), the trust lists, then every signal. */
+async function gather(deps: VerifyDeps, request: verifierV1.VerifyRequest): Promise<Gathered> {
   // The trust list in force depends only on who asks: read while the file is fetched and checked, and awaited
   // after, so a refused file still answers its own error first.
   const trustInForce = inSpan('verify.trust', () => deps.trust.forTenant(request.tenantId || undefined));
@@ -57,9 +106,6 @@ export async function verify(
   const sidecar = sidecarManifestId
     ? (await deps.signer.getManifest({ manifestId: sidecarManifestId })).manifestStore
     : undefined;
-  // Cairn's own signed file (read by asset or manifest id, as the stored verdict does): its C2PA reading and its
-  // watermark reading are kept for a verify of the very same bytes (reading-memo.ts, the watermark service's memo).
-  const cairnCopy = subject.uploadBlobKey === undefined;
   const readingInput: ReadManifestInput | undefined =
     sidecarType && !sidecar
       ? undefined
@@ -70,6 +116,28 @@ export async function verify(
           allowRemoteFetch: false,
           ...(sidecar ? { sidecar: Buffer.from(sidecar) } : {}),
         };
+  const signals = await gatherSignals(deps, { subject, sniffed, sidecarManifestId, readingInput, epochs });
+  return { subject, sniffed, trust, sidecarManifestId, ...signals };
+}
+
+/**
+ * The signals: the C2PA reading and what follows from it (its record, OCSP, the anchor, the asset's public
+ * record), beside the watermark detection.
+ */
+async function gatherSignals(
+  deps: VerifyDeps,
+  file: {
+    subject: Subject;
+    sniffed: SniffedType;
+    sidecarManifestId: string | undefined;
+    readingInput: ReadManifestInput | undefined;
+    epochs: ReturnType<VerifyDeps['signalEpochs']['current']>;
+  },
+): Promise<Pick<Gathered, 'reading' | 'linked' | 'ocsp' | 'anchor' | 'knownRecord' | 'watermark'>> {
+  const { subject, sniffed, sidecarManifestId, readingInput, epochs } = file;
+  // Cairn's own signed file (read by asset or manifest id, as the stored verdict does): its C2PA reading and its
+  // watermark reading are kept for a verify of the very same bytes (reading-memo.ts, the watermark service's memo).
+  const cairnCopy = subject.uploadBlobKey === undefined;
   const readingKey = readingInput ? ReadingMemo.keyOf(readingInput) : undefined;
   const keptReading = readingKey ? deps.readings.get(readingKey, Date.now()) : undefined;
   // A kept reading means Cairn signed these bytes and read them lately: the watermark service most likely keeps
@@ -111,12 +179,31 @@ export async function verify(
     ]);
     return { reading, linked, ocsp, anchor, knownRecord };
   })();
-  const [{ reading, linked, ocsp, anchor, knownRecord }, watermark] = await Promise.all([
-    fromManifest,
-    watermarkDetection,
-  ]);
+  const [manifestSignals, watermark] = await Promise.all([fromManifest, watermarkDetection]);
+  return { ...manifestSignals, watermark };
+}
 
-  // Which Cairn asset is this? Known from the input or the signed record; else the watermark registry points to one.
+/** Which Cairn asset the file is, and what leads to it. */
+interface Identity {
+  /** The asset the input or the signed record names. */
+  manifestAssetId: string | undefined;
+  /** The asset the verify names: the manifest's, else the one a watermark on the asset's own content leads to. */
+  assetId: string | undefined;
+  manifestId: string | undefined;
+  /** That asset's public record. */
+  record: PublicRecord | undefined;
+  /** The watermark signal, with whether the content is the marked asset's when that was checked here. */
+  watermark: WatermarkEvidence;
+  /** The record a watermark alone leads to. */
+  match: SoftMatch | undefined;
+}
+
+/**
+ * Identify: which Cairn asset is this? Known from the input or the signed record; else the watermark registry
+ * points to one, when the content is the asset's own.
+ */
+async function identify(deps: VerifyDeps, gathered: Gathered): Promise<Identity> {
+  const { subject, linked, reading, watermark, knownRecord } = gathered;
   const manifestAssetId = subject.assetId ?? linked?.assetId;
   const markedAssetId = watermark.ran && watermark.detected && watermark.registered ? watermark.assetId : undefined;
   // A watermark-only lead must also be the asset's content, not merely carry its mark.
@@ -150,6 +237,21 @@ export async function verify(
       ? matchOf(deps, record, 'watermark', watermarkEvidence.confidence)
       : undefined;
   const manifestId = subject.manifestId ?? linked?.manifestId;
+  return { manifestAssetId, assetId, manifestId, record, watermark: watermarkEvidence, match };
+}
+
+/**
+ * Decide: the evidence, signal by signal (the soft-binding lookup only when neither a manifest nor a registered
+ * mark leads to a record), judged by the decision table (domain/verdict.ts).
+ */
+async function decideVerdict(
+  deps: VerifyDeps,
+  request: verifierV1.VerifyRequest,
+  gathered: Gathered,
+  identity: Identity,
+): Promise<{ verdict: Verdict; trustedBy: TrustListIdentity | undefined }> {
+  const { reading, linked, ocsp, anchor, watermark, subject, trust } = gathered;
+  const { manifestId, manifestAssetId, record, match } = identity;
   const trustedBy = trustingList(reading, trust.lists);
   const evidence = manifestEvidence(reading, {
     ...(trustedBy ? { trustedBy: trustedBy.list } : {}),
@@ -166,7 +268,7 @@ export async function verify(
   const verdict = decide({
     manifest: evidence,
     ocsp,
-    watermark: watermarkEvidence,
+    watermark: identity.watermark,
     fingerprint:
       reading.kind === 'manifest' || (watermark.ran && watermark.detected && watermark.registered)
         ? { ran: false, reason: 'not_available' }
@@ -174,45 +276,48 @@ export async function verify(
     anchor,
     ...(match ? { watermarkMatch: match } : {}),
   });
-  const verifiedAt = new Date().toISOString();
-  const report =
-    options.report || request.includeReport
-      ? crJsonReport(reading, {
-          validationTime: verifiedAt,
-          generator: REPORT_GENERATOR,
-          trust: { decidedBy: trustedBy ?? null, inForce: trust.lists.map((l) => l.identity) },
-        })
-      : undefined;
+  return { verdict, trustedBy };
+}
 
-  if (request.tenantId) {
-    await inSpan('verify.event', () =>
-      withTenant(deps.db, request.tenantId, (tx) =>
-        deps.outbox.enqueue(
-          tx,
-          newEvent('asset.verified', request.tenantId, {
-            status: verdict.status,
-            confidence: verdict.confidence,
-            manifest_id: manifestId ?? null,
-            asset_id: assetId ?? null,
-            media_type: sniffed.mediaType,
-            ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
-            ...(request.reservationId ? { reservation_id: request.reservationId } : {}),
-          }),
-        ),
+/** Explain: the crJSON validation report of the reading the verdict came from. */
+function explain(
+  gathered: Gathered,
+  trustedBy: TrustListIdentity | undefined,
+  verifiedAt: string,
+): VerifyOutcome['report'] {
+  return crJsonReport(gathered.reading, {
+    validationTime: verifiedAt,
+    generator: REPORT_GENERATOR,
+    trust: { decidedBy: trustedBy ?? null, inForce: gathered.trust.lists.map((l) => l.identity) },
+  });
+}
+
+/** Record: asset.verified for the tenant that asked (billing meters it, webhooks announce it). */
+async function record(
+  deps: VerifyDeps,
+  request: verifierV1.VerifyRequest,
+  gathered: Gathered,
+  identity: Identity,
+  verdict: Verdict,
+): Promise<void> {
+  const { sniffed } = gathered;
+  await inSpan('verify.event', () =>
+    withTenant(deps.db, request.tenantId, (tx) =>
+      deps.outbox.enqueue(
+        tx,
+        newEvent('asset.verified', request.tenantId, {
+          status: verdict.status,
+          confidence: verdict.confidence,
+          manifest_id: identity.manifestId ?? null,
+          asset_id: identity.assetId ?? null,
+          media_type: sniffed.mediaType,
+          ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
+          ...(request.reservationId ? { reservation_id: request.reservationId } : {}),
+        }),
       ),
-    );
-    void deps.outbox.flush();
-  }
-  return {
-    verdict,
-    modality: sniffed.modality,
-    ...(manifestId ? { manifestId } : {}),
-    ...(assetId ? { assetId } : {}),
-    verifiedAt,
-    ...(subject.expiresAt ? { expiresAt: subject.expiresAt.toISOString() } : {}),
-    anchorPending: !anchor.ran && anchor.reason === 'pending',
-    ...(report ? { report } : {}),
-  };
+    ),
+  );
+  void deps.outbox.flush();
 }
 
 /** Who writes the reports: this verifier, reading with c2pa-rs 0.90.1 through c2pa-node 0.8.0. */
