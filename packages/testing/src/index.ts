@@ -16,3 +16,4 @@ export { makeDevPki, type TlsFiles } from './tls.js';
 export { SHARED_DIR } from './shared.js';
 export { sampleEvent } from './events.js';
 export { writeMigrations } from './migrations.js';
+export { wavOf } from './wav.js';
