@@ -24,6 +24,13 @@ function expectShape(problem: Awaited<ReturnType<typeof problemOf>>, res: Respon
   expect(res.headers.get('x-request-id')).toBe(problem.request_id);
 }
 
+it('an idle connection is kept longer than the 60 s idle timeout of the proxies in front (advertised to the client)', async () => {
+  const res = await gw.request('/v1/no-such-thing');
+  await res.arrayBuffer();
+  expect(res.headers.get('connection')).toBe('keep-alive');
+  expect(res.headers.get('keep-alive')).toBe('timeout=65');
+});
+
 describe('every error is RFC 7807 Problem+JSON with a cairn code and the request id', () => {
   it('unknown route → 404 cairn.not_found', async () => {
     const res = await gw.request('/v1/no-such-thing');

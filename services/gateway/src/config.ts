@@ -74,6 +74,12 @@ export const gatewayConfigShape = {
     .int()
     .nonnegative()
     .default(1024 * 1024 * 1024),
+  /**
+   * How long an idle client connection stays open for its next request. Longer than the idle timeout of the proxy
+   * in front (60 s for ingress-nginx's upstream keep-alive and for AWS load balancers): a proxy or client that reuses
+   * a connection at the moment the gateway closes it gets a reset instead of an answer.
+   */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(65_000),
   /** Every request's body must have arrived within this from its headers (an upload PUT gets more, below). */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
   /**

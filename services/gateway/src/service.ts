@@ -129,6 +129,7 @@ export function gatewayService(env: NodeJS.ProcessEnv = process.env): ServiceDef
       // Each request's body deadline is the app's (http/request-deadline.ts): an upload PUT's follows its size.
       server.requestTimeout = 0;
       server.headersTimeout = 30_000;
+      server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
       const port = await listen(server, config.HTTP_HOST ?? config.GRPC_HOST, config.HTTP_PORT);
       ctx.expose('http', port);
       ctx.onShutdown(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
