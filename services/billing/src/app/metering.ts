@@ -3,7 +3,7 @@ import { newEvent, type AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { Outbox } from '@cairn/runtime';
-import { billsOverage, METERS, PLANS, type Meter, type PlanName } from '@cairn/catalog';
+import { billsOverage, METERS, PLANS, type Meter, type PlanName, type Quota } from '@cairn/catalog';
 import { periodOf } from '../domain/period.js';
 import { microsToUsd, usdToMicros, type PriceTable } from '../domain/prices.js';
 import type { MeteringStore } from '../store/metering.js';
@@ -57,6 +57,84 @@ const SENT_CACHE_MAX = 100_000;
 /** Share of a quota (and of the spending cap) at which the warning goes out. */
 const WARNING_RATIO = 0.8;
 
+type Period = ReturnType<typeof periodOf>;
+
+/** What a plan says for a reserve: its included quota, and how units above it are priced and capped. */
+interface ReserveTerms {
+  planQuota: Quota;
+  planLimit: number;
+  bills: boolean;
+  unitMicros: number;
+  capMicros: number | null;
+}
+
+const periodData = (period: Period) => ({
+  period_start: period.start.toISOString(),
+  period_end: period.end.toISOString(),
+});
+
+/**
+ * The alerts an accepted reserve has reached: near and past the quota, and near the spending cap (each is sent
+ * once a month: alertOnce).
+ */
+function alertsDue(
+  input: ReserveInput,
+  period: Period,
+  terms: ReserveTerms,
+  reached: { after: number; limit: number; overageMicros: number; spentAfter: number | null },
+): PendingAlert[] {
+  const { tenantId, meter } = input;
+  const { after, limit, overageMicros, spentAfter } = reached;
+  const { capMicros } = terms;
+  const due: PendingAlert[] = [];
+  if (limit > 0 && after >= Math.ceil(limit * WARNING_RATIO)) {
+    due.push({
+      alert: `quota_warning:${meter}`,
+      event: () =>
+        newEvent('billing.quota_warning', tenantId, {
+          meter,
+          used: after,
+          limit,
+          threshold: WARNING_RATIO,
+          ...periodData(period),
+        }),
+    });
+  }
+  if (limit > 0 && after >= limit) {
+    due.push({
+      alert: `quota_exceeded:${meter}`,
+      event: () =>
+        newEvent('billing.quota_exceeded', tenantId, {
+          meter,
+          used: after,
+          limit,
+          overage: terms.bills,
+          ...periodData(period),
+        }),
+    });
+  }
+  if (
+    overageMicros > 0 &&
+    capMicros !== null &&
+    capMicros > 0 &&
+    spentAfter !== null &&
+    spentAfter >= capMicros * WARNING_RATIO
+  ) {
+    const spendUsd = microsToUsd(spentAfter);
+    due.push({
+      alert: 'spending_cap_warning',
+      event: () =>
+        newEvent('billing.spending_cap_warning', tenantId, {
+          spend_usd: spendUsd,
+          spending_cap_usd: input.spendingCapUsd,
+          threshold: WARNING_RATIO,
+          ...periodData(period),
+        }),
+    });
+  }
+  return due;
+}
+
 /**
  * Metering: reserve before the work, commit after it succeeds, release when it fails. Every reserve locks the
  * (tenant, meter, month) counter row, so concurrent reserves are serialized and `used + reserved` never
@@ -105,118 +183,109 @@ export class Metering {
     const period = periodOf(now);
     const reservationId = input.reservationId || `rsv_${randomUUID()}`;
     if (input.reservationId) {
-      const existing = await this.store.findReservation(tx, input.tenantId, reservationId);
-      if (existing) {
-        const counter = await this.store.lockCounter(tx, input.tenantId, existing.meter, existing.periodStart);
-        return {
-          reservationId,
-          used: counter.used + counter.reserved,
-          limit: await this.limitOf(tx, input.tenantId, input.plan, input.meter),
-          overageUnits: existing.overageUnits,
-          overageUsd: microsToUsd(existing.overageMicros),
-        };
-      }
+      const held = await this.heldReservation(tx, input, reservationId);
+      if (held) return held;
     }
-    const planQuota = PLANS[input.plan].quotas[input.meter];
-    const planLimit = typeof planQuota === 'number' ? planQuota : 0;
-    const bills = billsOverage(input.plan);
-    const unitMicros = bills ? this.prices.unitMicros(input.plan, input.meter) : 0;
-    const capMicros = input.spendingCapUsd === null ? null : usdToMicros(input.spendingCapUsd);
+    const terms = this.termsOf(input);
     const { tenantId, meter, quantity } = input;
-    const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
-
     const row = await this.store.reserveStatement(tx, {
       tenantId,
       meter,
       quantity,
       periodKey: period.key,
-      planLimit,
-      bills,
-      unitMicros,
-      capMicros,
+      planLimit: terms.planLimit,
+      bills: terms.bills,
+      unitMicros: terms.unitMicros,
+      capMicros: terms.capMicros,
       reservationId,
       now,
-      expiresAt,
+      expiresAt: new Date(now.getTime() + this.ttlSeconds * 1000),
     });
     const limit = Number(row.lim);
-    const periodData = { period_start: period.start.toISOString(), period_end: period.end.toISOString() };
-
-    if (row.before === null || row.over === null) {
-      // Refused at the quota (a plan without overage). The counter row, if any, is locked: this read is exact.
-      const counter = await this.store.counterOf(tx, tenantId, meter, period.key);
-      const before = counter ? counter.used + counter.reserved : 0;
-      const offered = planQuota !== null || limit > 0;
-      await this.alertOnce(tx, alerting, tenantId, period.key, [
-        {
-          alert: `quota_exceeded:${meter}`,
-          event: () => newEvent('billing.quota_exceeded', tenantId, { meter, used: before, limit, ...periodData }),
-        },
-      ]);
-      const detail = offered
-        ? `The monthly ${meter} quota of the ${input.plan} plan (${limit}) is used up until ${period.end.toISOString()}; upgrade the plan to continue.`
-        : `The ${meter} meter is not offered on the ${input.plan} plan.`;
-      return { refused: new CairnError('cairn.billing.quota_exceeded', detail, { meter, used: before, limit }) };
-    }
-
-    const before = Number(row.before);
+    if (row.before === null || row.over === null)
+      return this.refusedAtQuota(tx, input, alerting, period, terms.planQuota !== null || limit > 0, limit);
     const over = Number(row.over);
-    const overageMicros = over * unitMicros;
-    if (!row.inserted) {
-      // Above the spending cap: undo the counter update (rollback), then refuse. The spend row, if any, is locked.
-      const spentBefore = await this.store.spendOf(tx, tenantId, period.key);
-      const capUsd = input.spendingCapUsd ?? 0;
-      throw new RolledBack(
-        new CairnError(
-          'cairn.billing.spending_cap_reached',
-          `This ${meter} operation would bring the month's overage spend to $${microsToUsd(spentBefore + overageMicros).toFixed(2)}, above the spending cap of $${capUsd.toFixed(2)}.`,
-          { meter, spend_usd: microsToUsd(spentBefore), spending_cap_usd: capUsd },
-        ),
-      );
-    }
-
-    const after = before + quantity;
-    const due: PendingAlert[] = [];
-    if (limit > 0 && after >= Math.ceil(limit * WARNING_RATIO)) {
-      due.push({
-        alert: `quota_warning:${meter}`,
-        event: () =>
-          newEvent('billing.quota_warning', tenantId, {
-            meter,
-            used: after,
-            limit,
-            threshold: WARNING_RATIO,
-            ...periodData,
-          }),
-      });
-    }
-    if (limit > 0 && after >= limit) {
-      due.push({
-        alert: `quota_exceeded:${meter}`,
-        event: () =>
-          newEvent('billing.quota_exceeded', tenantId, { meter, used: after, limit, overage: bills, ...periodData }),
-      });
-    }
-    if (
-      overageMicros > 0 &&
-      capMicros !== null &&
-      capMicros > 0 &&
-      row.spent_after !== null &&
-      Number(row.spent_after) >= capMicros * WARNING_RATIO
-    ) {
-      const spendUsd = microsToUsd(Number(row.spent_after));
-      due.push({
-        alert: 'spending_cap_warning',
-        event: () =>
-          newEvent('billing.spending_cap_warning', tenantId, {
-            spend_usd: spendUsd,
-            spending_cap_usd: input.spendingCapUsd,
-            threshold: WARNING_RATIO,
-            ...periodData,
-          }),
-      });
-    }
+    const overageMicros = over * terms.unitMicros;
+    if (!row.inserted) throw new RolledBack(await this.spendingCapReached(tx, input, period.key, overageMicros));
+    const after = Number(row.before) + quantity;
+    const spentAfter = row.spent_after === null ? null : Number(row.spent_after);
+    const due = alertsDue(input, period, terms, { after, limit, overageMicros, spentAfter });
     await this.alertOnce(tx, alerting, tenantId, period.key, due);
     return { reservationId, used: after, limit, overageUnits: over, overageUsd: microsToUsd(overageMicros) };
+  }
+
+  /** A retry of a reservation already made: answered again as it was made, with the counter as it is now. */
+  private async heldReservation(tx: Tx, input: ReserveInput, reservationId: string): Promise<Reservation | undefined> {
+    const existing = await this.store.findReservation(tx, input.tenantId, reservationId);
+    if (!existing) return undefined;
+    const counter = await this.store.lockCounter(tx, input.tenantId, existing.meter, existing.periodStart);
+    return {
+      reservationId,
+      used: counter.used + counter.reserved,
+      limit: await this.limitOf(tx, input.tenantId, input.plan, input.meter),
+      overageUnits: existing.overageUnits,
+      overageUsd: microsToUsd(existing.overageMicros),
+    };
+  }
+
+  /** The plan's terms for this reserve: its included quota, and how units above it are priced and capped. */
+  private termsOf(input: ReserveInput): ReserveTerms {
+    const planQuota = PLANS[input.plan].quotas[input.meter];
+    const bills = billsOverage(input.plan);
+    return {
+      planQuota,
+      planLimit: typeof planQuota === 'number' ? planQuota : 0,
+      bills,
+      unitMicros: bills ? this.prices.unitMicros(input.plan, input.meter) : 0,
+      capMicros: input.spendingCapUsd === null ? null : usdToMicros(input.spendingCapUsd),
+    };
+  }
+
+  /**
+   * Refused at the quota (a plan without overage), with its alert the first time this month. The counter row, if
+   * any, is locked: the usage read here is exact.
+   */
+  private async refusedAtQuota(
+    tx: Tx,
+    input: ReserveInput,
+    alerting: AlertState,
+    period: Period,
+    offered: boolean,
+    limit: number,
+  ): Promise<Refusal> {
+    const { tenantId, meter } = input;
+    const counter = await this.store.counterOf(tx, tenantId, meter, period.key);
+    const before = counter ? counter.used + counter.reserved : 0;
+    await this.alertOnce(tx, alerting, tenantId, period.key, [
+      {
+        alert: `quota_exceeded:${meter}`,
+        event: () =>
+          newEvent('billing.quota_exceeded', tenantId, { meter, used: before, limit, ...periodData(period) }),
+      },
+    ]);
+    const detail = offered
+      ? `The monthly ${meter} quota of the ${input.plan} plan (${limit}) is used up until ${period.end.toISOString()}; upgrade the plan to continue.`
+      : `The ${meter} meter is not offered on the ${input.plan} plan.`;
+    return { refused: new CairnError('cairn.billing.quota_exceeded', detail, { meter, used: before, limit }) };
+  }
+
+  /**
+   * Above the spending cap: the refusal, thrown by the caller to undo the counter update (rollback). The spend
+   * row, if any, is locked.
+   */
+  private async spendingCapReached(
+    tx: Tx,
+    input: ReserveInput,
+    periodKey: string,
+    overageMicros: number,
+  ): Promise<CairnError> {
+    const spentBefore = await this.store.spendOf(tx, input.tenantId, periodKey);
+    const capUsd = input.spendingCapUsd ?? 0;
+    return new CairnError(
+      'cairn.billing.spending_cap_reached',
+      `This ${input.meter} operation would bring the month's overage spend to $${microsToUsd(spentBefore + overageMicros).toFixed(2)}, above the spending cap of $${capUsd.toFixed(2)}.`,
+      { meter: input.meter, spend_usd: microsToUsd(spentBefore), spending_cap_usd: capUsd },
+    );
   }
 
   /** Commit: the reservation's units move from reserved to used (idempotent; a swept one is billed all the same). */

@@ -158,79 +158,103 @@ export async function answerOcspRequest(requestDer: Uint8Array, deps: OcspRespon
   }
   const certIDs = request.tbsRequest.requestList.map((r) => r.reqCert);
   if (certIDs.length === 0 || certIDs.length > MAX_CERT_IDS) return ocspStatusOnly('malformedRequest');
-
-  let issuers: PreparedIssuer[];
-  try {
-    issuers = (await deps.issuers()).map(prepare);
-  } catch (error) {
-    deps.onError?.(error);
-    return ocspStatusOnly('tryLater');
-  }
-  const fallback = issuers[0];
-  if (!fallback) return ocspStatusOnly('tryLater');
-
+  const issuers = await issuersOf(deps);
+  const fallback = issuers?.[0];
+  if (!issuers || !fallback) return ocspStatusOnly('tryLater');
   try {
     // One key signs the whole response: the issuer of the first CertID we recognise. CertIDs of any other
     // issuer are answered `unknown`, which is true from this responder's point of view.
     const answering =
       certIDs.map((id) => issuers.find((entry) => issuedBy(entry, id))).find((e) => e !== undefined) ?? fallback;
     const now = wholeSeconds((deps.clock ?? (() => new Date()))());
-    const nextUpdate = new Date(now.getTime() + (deps.validitySeconds ?? 3600) * 1000);
-
-    const responses: pkijs.SingleResponse[] = [];
-    for (const certID of certIDs) {
-      let status: OcspCertStatus = { status: 'unknown' };
-      if (issuedBy(answering, certID)) {
-        try {
-          status = await deps.lookup(answering.issuer.serialHex, serialHexOf(certID.serialNumber));
-        } catch (error) {
-          deps.onError?.(error);
-          return ocspStatusOnly('tryLater');
-        }
-      }
-      responses.push(
-        new pkijs.SingleResponse({ certID, certStatus: certStatusBlock(status), thisUpdate: now, nextUpdate }),
-      );
-    }
-
-    const nonce = request.tbsRequest.requestExtensions?.find((e) => e.extnID === OID.ocspNonce);
-    const tbsResponseData = new pkijs.ResponseData({
-      responderID: new asn1js.OctetString({ valueHex: responderKeyHash(answering.signer.certificate) }),
-      producedAt: now,
-      responses,
-      ...(nonce
-        ? {
-            responseExtensions: [
-              new pkijs.Extension({
-                extnID: OID.ocspNonce,
-                critical: false,
-                extnValue: nonce.extnValue.valueBlock.valueHexView.slice().buffer,
-              }),
-            ],
-          }
-        : {}),
-    });
-    // A delegated responder ships its certificate and the CA's (c2pa-rs validates certs[0] as an end-entity
-    // OCSPSigning certificate and chains it to its trust anchors). When the CA signs itself, `certs` stays
-    // empty: the client has the CA certificate, and c2pa-rs would reject a CA certificate in certs[0].
-    const basic = new pkijs.BasicOCSPResponse({
-      tbsResponseData,
-      ...(answering.signer.delegated ? { certs: [answering.signer.certificate, answering.certificate] } : {}),
-    });
-    await basic.sign(answering.signer.privateKey, 'SHA-256', ocspCrypto());
-
-    const response = new pkijs.OCSPResponse({
-      responseStatus: new asn1js.Enumerated({ value: OcspResponseStatus.successful }),
-      responseBytes: new pkijs.ResponseBytes({
-        responseType: OID.ocspBasic,
-        response: new asn1js.OctetString({ valueHex: basic.toSchema().toBER(false) }),
-      }),
-    });
-    return Buffer.from(response.toSchema().toBER(false));
+    const responses = await singleResponses(deps, answering, certIDs, now);
+    if (!responses) return ocspStatusOnly('tryLater');
+    return await signedResponse(request, answering, responses, now);
   } catch (error) {
     deps.onError?.(error);
     return ocspStatusOnly('internalError');
   }
+}
+
+/** The issuers this responder answers for; undefined (the error reported) when they cannot be loaded. */
+async function issuersOf(deps: OcspResponderDeps): Promise<PreparedIssuer[] | undefined> {
+  try {
+    return (await deps.issuers()).map(prepare);
+  } catch (error) {
+    deps.onError?.(error);
+    return undefined;
+  }
+}
+
+/**
+ * One answer per CertID, valid from `now` for the configured validity: the status looked up when `answering`
+ * issued it, `unknown` otherwise. Undefined (the error reported) when a lookup fails.
+ */
+async function singleResponses(
+  deps: OcspResponderDeps,
+  answering: PreparedIssuer,
+  certIDs: pkijs.CertID[],
+  now: Date,
+): Promise<pkijs.SingleResponse[] | undefined> {
+  const nextUpdate = new Date(now.getTime() + (deps.validitySeconds ?? 3600) * 1000);
+  const responses: pkijs.SingleResponse[] = [];
+  for (const certID of certIDs) {
+    let status: OcspCertStatus = { status: 'unknown' };
+    if (issuedBy(answering, certID)) {
+      try {
+        status = await deps.lookup(answering.issuer.serialHex, serialHexOf(certID.serialNumber));
+      } catch (error) {
+        deps.onError?.(error);
+        return undefined;
+      }
+    }
+    responses.push(
+      new pkijs.SingleResponse({ certID, certStatus: certStatusBlock(status), thisUpdate: now, nextUpdate }),
+    );
+  }
+  return responses;
+}
+
+/** The successful OCSPResponse carrying `responses`, the request's nonce echoed, signed by `answering`'s signer. */
+async function signedResponse(
+  request: pkijs.OCSPRequest,
+  answering: PreparedIssuer,
+  responses: pkijs.SingleResponse[],
+  now: Date,
+): Promise<Buffer> {
+  const nonce = request.tbsRequest.requestExtensions?.find((e) => e.extnID === OID.ocspNonce);
+  const tbsResponseData = new pkijs.ResponseData({
+    responderID: new asn1js.OctetString({ valueHex: responderKeyHash(answering.signer.certificate) }),
+    producedAt: now,
+    responses,
+    ...(nonce
+      ? {
+          responseExtensions: [
+            new pkijs.Extension({
+              extnID: OID.ocspNonce,
+              critical: false,
+              extnValue: nonce.extnValue.valueBlock.valueHexView.slice().buffer,
+            }),
+          ],
+        }
+      : {}),
+  });
+  // A delegated responder ships its certificate and the CA's (c2pa-rs validates certs[0] as an end-entity
+  // OCSPSigning certificate and chains it to its trust anchors). When the CA signs itself, `certs` stays
+  // empty: the client has the CA certificate, and c2pa-rs would reject a CA certificate in certs[0].
+  const basic = new pkijs.BasicOCSPResponse({
+    tbsResponseData,
+    ...(answering.signer.delegated ? { certs: [answering.signer.certificate, answering.certificate] } : {}),
+  });
+  await basic.sign(answering.signer.privateKey, 'SHA-256', ocspCrypto());
+  const response = new pkijs.OCSPResponse({
+    responseStatus: new asn1js.Enumerated({ value: OcspResponseStatus.successful }),
+    responseBytes: new pkijs.ResponseBytes({
+      responseType: OID.ocspBasic,
+      response: new asn1js.OctetString({ valueHex: basic.toSchema().toBER(false) }),
+    }),
+  });
+  return Buffer.from(response.toSchema().toBER(false));
 }
 
 function normalizeBasePath(path: string): string {

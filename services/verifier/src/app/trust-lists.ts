@@ -214,6 +214,7 @@ export class TrustLists {
     return list;
   }
 
+  /** The default list from its sources, in precedence order, each certificate once, with each list's identity. */
   private assemble(
     cairn: string[],
     c2pa: string[],
@@ -221,86 +222,48 @@ export class TrustLists {
     configured: string[],
     interim: string[],
   ): DefaultTrustList {
-    const entries: DefaultTrustList['entries'] = [];
-    const seen = new Set<string>();
-    const add = (pems: string[], origin: TrustOrigin) => {
-      for (const pem of pems) {
-        const key = pem.replace(/\s+/g, '');
-        if (seen.has(key)) continue;
-        seen.add(key);
-        entries.push({ pem, origin });
-      }
-    };
-    add(cairn, 'cairn');
-    add(c2pa, 'c2pa');
-    add(tsa, 'c2pa_tsa');
-    add(configured, 'configured');
-    add(interim, 'interim');
+    const entries = eachCertificateOnce([
+      [cairn, 'cairn'],
+      [c2pa, 'c2pa'],
+      [tsa, 'c2pa_tsa'],
+      [configured, 'configured'],
+      [interim, 'interim'],
+    ]);
     const pems = entries.map((e) => e.pem);
-    const digest = createHash('sha256')
-      .update(
-        pems
-          .map((p) => p.trim())
-          .sort()
-          .join('\n'),
-      )
-      .digest('hex');
-    const published = (kind: 'c2pa' | 'c2pa_tsa' | 'interim', list: PublishedList, pems: string[]): ListInForce => {
-      const copy = list.loaded?.();
-      const identity: TrustListIdentity = {
-        list: kind,
-        name: copy?.name ?? LIST_NAMES[kind],
-        source: copy?.source ?? list.origin(),
-        ...(copy?.issuedAt ? { issuedAt: copy.issuedAt } : {}),
-        ...(copy?.nextUpdate ? { nextUpdate: copy.nextUpdate } : {}),
-        sha256: copy?.sha256 ?? certificatesDigest(pems),
-        certificates: pems.length,
-        ...(copy?.loadedAt ? { loadedAt: copy.loadedAt } : {}),
-        ...(kind === 'interim' ? { frozen: true } : {}),
-      };
-      return { identity, pems };
-    };
+    const published = this.published;
     const lists: ListInForce[] = [
-      {
-        identity: {
-          list: 'cairn',
-          name: 'Cairn’s root',
-          source: 'signer',
-          sha256: certificatesDigest(cairn),
-          certificates: cairn.length,
-          ...(this.roots ? { loadedAt: new Date(this.roots.loadedAt).toISOString() } : {}),
-        },
-        pems: cairn,
-      },
-      published('c2pa', this.published.c2pa, c2pa),
-      published('c2pa_tsa', this.published.tsa, tsa),
-      ...(this.published.interim ? [published('interim', this.published.interim, interim)] : []),
-      ...(configured.length
-        ? [
-            {
-              identity: {
-                list: 'configured' as const,
-                name: 'configured trust anchors',
-                source: 'TRUST_ANCHORS_FILE',
-                sha256: certificatesDigest(configured),
-                certificates: configured.length,
-              },
-              pems: configured,
-            },
-          ]
-        : []),
+      this.cairnInForce(cairn),
+      publishedInForce('c2pa', published.c2pa, c2pa),
+      publishedInForce('c2pa_tsa', published.tsa, tsa),
+      ...(published.interim ? [publishedInForce('interim', published.interim, interim)] : []),
+      ...(configured.length ? [configuredInForce(configured)] : []),
     ];
     return {
       entries,
       pems,
       cairn,
-      digest,
+      digest: defaultListDigest(pems),
       sources: {
-        c2pa: this.published.c2pa.origin(),
-        tsa: this.published.tsa.origin(),
-        ...(this.published.interim ? { interim: this.published.interim.origin() } : {}),
+        c2pa: published.c2pa.origin(),
+        tsa: published.tsa.origin(),
+        ...(published.interim ? { interim: published.interim.origin() } : {}),
       },
       lists,
+    };
+  }
+
+  /** Cairn's root as a list in force: its snapshot is the certificates the signer last answered. */
+  private cairnInForce(cairn: string[]): ListInForce {
+    return {
+      identity: {
+        list: 'cairn',
+        name: 'Cairn’s root',
+        source: 'signer',
+        sha256: certificatesDigest(cairn),
+        certificates: cairn.length,
+        ...(this.roots ? { loadedAt: new Date(this.roots.loadedAt).toISOString() } : {}),
+      },
+      pems: cairn,
     };
   }
 
@@ -309,6 +272,64 @@ export class TrustLists {
       this.roots = { pems: await this.loadCairnRoots(), loadedAt: Date.now() };
     return this.roots.pems;
   }
+}
+
+/** The sources' certificates in order, a certificate listed again (whitespace aside) kept at its first origin. */
+function eachCertificateOnce(sources: Array<[pems: string[], origin: TrustOrigin]>): DefaultTrustList['entries'] {
+  const entries: DefaultTrustList['entries'] = [];
+  const seen = new Set<string>();
+  for (const [pems, origin] of sources) {
+    for (const pem of pems) {
+      const key = pem.replace(/\s+/g, '');
+      if (seen.has(key)) continue;
+      seen.add(key);
+      entries.push({ pem, origin });
+    }
+  }
+  return entries;
+}
+
+/** The default list's digest (DefaultTrustList.digest): over its certificates, trimmed and sorted. */
+function defaultListDigest(pems: readonly string[]): string {
+  return createHash('sha256')
+    .update(
+      pems
+        .map((p) => p.trim())
+        .sort()
+        .join('\n'),
+    )
+    .digest('hex');
+}
+
+/** A published list in force, named and dated as its copy says (its certificates' digest when it says nothing). */
+function publishedInForce(kind: 'c2pa' | 'c2pa_tsa' | 'interim', list: PublishedList, pems: string[]): ListInForce {
+  const copy = list.loaded?.();
+  const identity: TrustListIdentity = {
+    list: kind,
+    name: copy?.name ?? LIST_NAMES[kind],
+    source: copy?.source ?? list.origin(),
+    ...(copy?.issuedAt ? { issuedAt: copy.issuedAt } : {}),
+    ...(copy?.nextUpdate ? { nextUpdate: copy.nextUpdate } : {}),
+    sha256: copy?.sha256 ?? certificatesDigest(pems),
+    certificates: pems.length,
+    ...(copy?.loadedAt ? { loadedAt: copy.loadedAt } : {}),
+    ...(kind === 'interim' ? { frozen: true } : {}),
+  };
+  return { identity, pems };
+}
+
+/** The anchors of TRUST_ANCHORS_FILE as a list in force. */
+function configuredInForce(configured: string[]): ListInForce {
+  return {
+    identity: {
+      list: 'configured',
+      name: 'configured trust anchors',
+      source: 'TRUST_ANCHORS_FILE',
+      sha256: certificatesDigest(configured),
+      certificates: configured.length,
+    },
+    pems: configured,
+  };
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {

@@ -1,5 +1,5 @@
 import type { Evidence, ManifestEvidence, WatermarkEvidence } from './evidence.js';
-import type { Ruling } from './verdict-table.js';
+import type { Ruling, Status } from './verdict-table.js';
 
 /** A verdict's words: what it says to a developer and to a person, what it proves and what it does not. */
 export interface Explanation {
@@ -61,7 +61,7 @@ const ALWAYS_UNPROVEN = [
 
 /** The words of a ruling of the table (verdict-table.ts) over the evidence it ruled on. */
 export function explain(ruling: Ruling, e: Evidence): Explanation {
-  const text = sentences(ruling, e);
+  const text = WORDS[ruling.status](e, ruling);
   const m = e.manifest;
   return {
     developer_explanation:
@@ -80,145 +80,135 @@ export function explain(ruling: Ruling, e: Evidence): Explanation {
   };
 }
 
-// One case per status, each a few sentences: over 80 lines only because the table has sixteen rows, and a
-// status's words are easiest to review beside its neighbours'.
-function sentences(r: Ruling, e: Evidence): Text {
-  switch (r.status) {
-    case 'manifest_malformed':
+/**
+ * Each status's words, one entry per row of the table (verdict-table.ts), in its order: a status's words are
+ * easiest to review beside its neighbours'.
+ */
+const WORDS: { [S in Status]: (e: Evidence, r: Ruling) => Text } = {
+  manifest_malformed: (e) => ({
+    user: 'This file carries provenance data that is damaged and cannot be read, so nothing about its origin can be confirmed.',
+    developer: `C2PA manifest store present but unparseable: ${manifestOf(e, 'malformed').detail}.`,
+    doesNotProve: ['Anything about who made the file or how.'],
+  }),
+  manifest_unreachable: (e) => ({
+    user: 'This file points to provenance data stored elsewhere that could not be retrieved, so its origin cannot be confirmed.',
+    developer: `Remote manifest reference ${manifestOf(e, 'unreachable').url} not fetched (not an allowed manifest host or the fetch failed).`,
+    doesNotProve: ['Anything about who made the file or how.'],
+  }),
+  manifest_tampered: (e) => ({
+    user: 'This file’s provenance signature does not match: the signed record was altered or forged. Do not rely on its claims.',
+    developer: `Claim signature or assertion hash check failed (${manifestOf(e, 'manifest').validationCodes.join(', ') || 'signature mismatch'}).`,
+    doesNotProve: ['Who made the file.', 'That any claim in its manifest is true.'],
+  }),
+  manifest_signer_revoked: () => ({
+    user: 'The certificate that signed this file has been revoked by its issuer, so its signature can no longer be trusted.',
+    developer: 'OCSP responder reports the signing certificate revoked.',
+    doesNotProve: ['Who made the file.'],
+  }),
+  manifest_content_modified: (e) => {
+    const m = manifestOf(e, 'manifest');
+    return {
+      user: 'This file was signed, but its content was changed after signing. What you see is not what was signed.',
+      developer: `Claim signature valid; hard binding (content hash) mismatch (${m.validationCodes.join(', ')}).`,
+      proves: [
+        `A version of this file was signed by ${m.signerName ?? 'the certificate holder'} on ${day(m.signedAt)}.`,
+      ],
+      doesNotProve: ['That this version of the content is the one that was signed.'],
+    };
+  },
+  manifest_certificate_expired: () => ({
+    user: 'This file was signed with a certificate that had already expired, and no trusted time-stamp shows it was signed in time.',
+    developer: 'Signing certificate outside its validity at signing time; no trusted timestamp.',
+    doesNotProve: ['That the signer’s identity was current when the file was signed.'],
+  }),
+  manifest_signer_untrusted: (e) => {
+    const { signerName } = manifestOf(e, 'manifest');
+    return {
+      user: `This file is signed${signerName ? ` by “${signerName}”` : ''}, but that signer is not on the trust list in force, so its identity is not vouched for.`,
+      developer: 'Claim signature and hard binding valid; certificate chain does not lead to a trust anchor in force.',
+      proves: ['The file has not been changed since it was signed.'],
+      doesNotProve: ['That the signer is who its certificate says.'],
+    };
+  },
+  inconclusive: (e, r) => ({
+    user: 'Not every check could be completed right now, so this file’s provenance cannot be fully assessed. Try again later.',
+    developer: `Signal service(s) failed: ${(r.failed ?? []).join(', ')}; weighed over the signals that ran.`,
+    proves: e.manifest.kind === 'manifest' ? manifestProves(e) : [],
+  }),
+  anchor_mismatch: (e) => ({
+    user: 'This file’s signature is valid, but its record on the public ledger does not match it. Treat its provenance with caution.',
+    developer: 'Manifest valid and trusted; anchored digest contradicts the chain.',
+    proves: manifestProves(e),
+    doesNotProve: ['That the record was published when the ledger entry says.'],
+  }),
+  manifest_watermark_conflict: (e, r) => {
+    const m = manifestOf(e, 'manifest');
+    const wm = detectedMark(e);
+    return {
+      user: 'This file’s signature is valid, but its invisible watermark belongs to a different record. It may have been assembled from another signed file.',
+      developer:
+        r.conflict === 'payload'
+          ? `Manifest names watermark ${m.softBindingValue}; decoded ${wm.payloadHex}.`
+          : `Manifest is asset ${m.assetId}'s; the watermark ${wm.payloadHex} is registered to ${wm.assetId}.`,
+      proves: manifestProves(e),
+      doesNotProve: ['That the pixels and the manifest started life together.'],
+    };
+  },
+  verified_manifest_and_watermark_match: (e) => {
+    const m = manifestOf(e, 'manifest');
+    return {
+      user: `Verified: signed by ${m.signerName ?? 'a trusted signer'} on ${day(m.signedAt)}, unchanged since, and its invisible watermark matches the signed record.`,
+      developer:
+        'Manifest valid and trusted; watermark decodes to the payload named in the manifest’s soft-binding assertion.',
+      proves: [...manifestProves(e), 'The invisible watermark in the content belongs to this signed record.'],
+    };
+  },
+  verified_manifest: (e) => {
+    const m = manifestOf(e, 'manifest');
+    return {
+      user: `Verified: signed by ${m.signerName ?? 'a trusted signer'} on ${day(m.signedAt)} and unchanged since.`,
+      developer: m.softBindingValue
+        ? 'Manifest valid and trusted; the watermark it names was not found in the content.'
+        : 'Manifest valid and trusted; no watermark expected.',
+      proves: manifestProves(e),
+    };
+  },
+  watermark_only: (e, r) => {
+    const wm = detectedMark(e);
+    if (r.warnings.includes('watermark_content_mismatch'))
       return {
-        user: 'This file carries provenance data that is damaged and cannot be read, so nothing about its origin can be confirmed.',
-        developer: `C2PA manifest store present but unparseable: ${manifestOf(e, 'malformed').detail}.`,
-        doesNotProve: ['Anything about who made the file or how.'],
+        user: 'This file carries an invisible watermark registered with Cairn, but the content does not look like the signed asset it was made for. The watermark may have been copied onto other content; it does not identify this file.',
+        developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered, but the content does not match the asset it was embedded in (fingerprint outside the lookup radius, or the content check of a cairn-sync-v2 mark failed).`,
+        proves: ['The content carries a watermark registered with Cairn.'],
+        doesNotProve: ['That this content is the signed asset, or derived from it.'],
       };
-    case 'manifest_unreachable':
-      return {
-        user: 'This file points to provenance data stored elsewhere that could not be retrieved, so its origin cannot be confirmed.',
-        developer: `Remote manifest reference ${manifestOf(e, 'unreachable').url} not fetched (not an allowed manifest host or the fetch failed).`,
-        doesNotProve: ['Anything about who made the file or how.'],
-      };
-    case 'manifest_tampered':
-      return {
-        user: 'This file’s provenance signature does not match: the signed record was altered or forged. Do not rely on its claims.',
-        developer: `Claim signature or assertion hash check failed (${manifestOf(e, 'manifest').validationCodes.join(', ') || 'signature mismatch'}).`,
-        doesNotProve: ['Who made the file.', 'That any claim in its manifest is true.'],
-      };
-    case 'manifest_signer_revoked':
-      return {
-        user: 'The certificate that signed this file has been revoked by its issuer, so its signature can no longer be trusted.',
-        developer: 'OCSP responder reports the signing certificate revoked.',
-        doesNotProve: ['Who made the file.'],
-      };
-    case 'manifest_content_modified': {
-      const m = manifestOf(e, 'manifest');
-      return {
-        user: 'This file was signed, but its content was changed after signing. What you see is not what was signed.',
-        developer: `Claim signature valid; hard binding (content hash) mismatch (${m.validationCodes.join(', ')}).`,
-        proves: [
-          `A version of this file was signed by ${m.signerName ?? 'the certificate holder'} on ${day(m.signedAt)}.`,
-        ],
-        doesNotProve: ['That this version of the content is the one that was signed.'],
-      };
-    }
-    case 'manifest_certificate_expired':
-      return {
-        user: 'This file was signed with a certificate that had already expired, and no trusted time-stamp shows it was signed in time.',
-        developer: 'Signing certificate outside its validity at signing time; no trusted timestamp.',
-        doesNotProve: ['That the signer’s identity was current when the file was signed.'],
-      };
-    case 'manifest_signer_untrusted': {
-      const { signerName } = manifestOf(e, 'manifest');
-      return {
-        user: `This file is signed${signerName ? ` by “${signerName}”` : ''}, but that signer is not on the trust list in force, so its identity is not vouched for.`,
-        developer:
-          'Claim signature and hard binding valid; certificate chain does not lead to a trust anchor in force.',
-        proves: ['The file has not been changed since it was signed.'],
-        doesNotProve: ['That the signer is who its certificate says.'],
-      };
-    }
-    case 'inconclusive':
-      return {
-        user: 'Not every check could be completed right now, so this file’s provenance cannot be fully assessed. Try again later.',
-        developer: `Signal service(s) failed: ${(r.failed ?? []).join(', ')}; weighed over the signals that ran.`,
-        proves: e.manifest.kind === 'manifest' ? manifestProves(e) : [],
-      };
-    case 'anchor_mismatch':
-      return {
-        user: 'This file’s signature is valid, but its record on the public ledger does not match it. Treat its provenance with caution.',
-        developer: 'Manifest valid and trusted; anchored digest contradicts the chain.',
-        proves: manifestProves(e),
-        doesNotProve: ['That the record was published when the ledger entry says.'],
-      };
-    case 'manifest_watermark_conflict': {
-      const m = manifestOf(e, 'manifest');
-      const wm = detectedMark(e);
-      return {
-        user: 'This file’s signature is valid, but its invisible watermark belongs to a different record. It may have been assembled from another signed file.',
-        developer:
-          r.conflict === 'payload'
-            ? `Manifest names watermark ${m.softBindingValue}; decoded ${wm.payloadHex}.`
-            : `Manifest is asset ${m.assetId}'s; the watermark ${wm.payloadHex} is registered to ${wm.assetId}.`,
-        proves: manifestProves(e),
-        doesNotProve: ['That the pixels and the manifest started life together.'],
-      };
-    }
-    case 'verified_manifest_and_watermark_match': {
-      const m = manifestOf(e, 'manifest');
-      return {
-        user: `Verified: signed by ${m.signerName ?? 'a trusted signer'} on ${day(m.signedAt)}, unchanged since, and its invisible watermark matches the signed record.`,
-        developer:
-          'Manifest valid and trusted; watermark decodes to the payload named in the manifest’s soft-binding assertion.',
-        proves: [...manifestProves(e), 'The invisible watermark in the content belongs to this signed record.'],
-      };
-    }
-    case 'verified_manifest': {
-      const m = manifestOf(e, 'manifest');
-      return {
-        user: `Verified: signed by ${m.signerName ?? 'a trusted signer'} on ${day(m.signedAt)} and unchanged since.`,
-        developer: m.softBindingValue
-          ? 'Manifest valid and trusted; the watermark it names was not found in the content.'
-          : 'Manifest valid and trusted; no watermark expected.',
-        proves: manifestProves(e),
-      };
-    }
-    case 'watermark_only': {
-      const wm = detectedMark(e);
-      if (r.warnings.includes('watermark_content_mismatch'))
-        return {
-          user: 'This file carries an invisible watermark registered with Cairn, but the content does not look like the signed asset it was made for. The watermark may have been copied onto other content; it does not identify this file.',
-          developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered, but the content does not match the asset it was embedded in (fingerprint outside the lookup radius, or the content check of a cairn-sync-v2 mark failed).`,
-          proves: ['The content carries a watermark registered with Cairn.'],
-          doesNotProve: ['That this content is the signed asset, or derived from it.'],
-        };
-      return {
-        user: 'This file has no provenance manifest (it was probably stripped), but its invisible watermark leads to a signed record. See the match for the original.',
-        developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered${wm.assetId ? ` to ${wm.assetId}` : ''}.`,
-        proves: ['The content carries a watermark Cairn embedded when an asset was signed.'],
-        doesNotProve: ['That the content was not edited after that asset was signed.'],
-      };
-    }
-    case 'watermark_unregistered':
-      return {
-        user: 'This file carries an invisible watermark, but it does not lead to any known record.',
-        developer: `Watermark payload ${detectedMark(e).payloadHex} decoded with a valid check but is not in the registry.`,
-        doesNotProve: ['Who made the file.'],
-      };
-    case 'fingerprint_match_only': {
-      const best = Math.max(...r.matches.map((x) => x.similarity));
-      return {
-        user: 'This file has no manifest or watermark, but it closely resembles a signed asset. See the matches.',
-        developer: `Soft-binding lookup: ${r.matches.length} match(es), best similarity ${best}.`,
-        proves: ['The content is perceptually similar to a signed asset.'],
-        doesNotProve: ['That it is the same file, or derived from it.'],
-      };
-    }
-    case 'no_provenance':
-      return {
-        user: 'No provenance information was found in this file. That does not mean it is fake — only that nothing here says where it came from.',
-        developer: 'No manifest, no watermark, no soft-binding match.',
-        doesNotProve: ['That the file is authentic or that it is not.'],
-      };
-  }
-}
+    return {
+      user: 'This file has no provenance manifest (it was probably stripped), but its invisible watermark leads to a signed record. See the match for the original.',
+      developer: `No C2PA manifest; watermark payload ${wm.payloadHex} is registered${wm.assetId ? ` to ${wm.assetId}` : ''}.`,
+      proves: ['The content carries a watermark Cairn embedded when an asset was signed.'],
+      doesNotProve: ['That the content was not edited after that asset was signed.'],
+    };
+  },
+  watermark_unregistered: (e) => ({
+    user: 'This file carries an invisible watermark, but it does not lead to any known record.',
+    developer: `Watermark payload ${detectedMark(e).payloadHex} decoded with a valid check but is not in the registry.`,
+    doesNotProve: ['Who made the file.'],
+  }),
+  fingerprint_match_only: (e, r) => {
+    const best = Math.max(...r.matches.map((x) => x.similarity));
+    return {
+      user: 'This file has no manifest or watermark, but it closely resembles a signed asset. See the matches.',
+      developer: `Soft-binding lookup: ${r.matches.length} match(es), best similarity ${best}.`,
+      proves: ['The content is perceptually similar to a signed asset.'],
+      doesNotProve: ['That it is the same file, or derived from it.'],
+    };
+  },
+  no_provenance: () => ({
+    user: 'No provenance information was found in this file. That does not mean it is fake — only that nothing here says where it came from.',
+    developer: 'No manifest, no watermark, no soft-binding match.',
+    doesNotProve: ['That the file is authentic or that it is not.'],
+  }),
+};
 
 /** The manifest evidence of the kind the table's status implies; anything else is the table and text disagreeing. */
 function manifestOf<K extends ManifestEvidence['kind']>(e: Evidence, kind: K): Extract<ManifestEvidence, { kind: K }> {

@@ -5,7 +5,7 @@ import { keyedPayloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
 import { keyOf } from './marks.js';
 import { markAudioTrack } from './video-audio-track.js';
-import { detectVideoMark, markVideo, type VideoMarkProgress } from './video-watermark.js';
+import { detectVideoMark, markVideo, type MarkedVideo, type VideoMarkProgress } from './video-watermark.js';
 import { readAudioMark } from './detect-audio.js';
 import type { WatermarkKey } from '../domain/keys.js';
 
@@ -27,20 +27,70 @@ export async function embedVideo(
   input: EmbedVideoInput,
   onProgress?: (progress: VideoMarkProgress) => void,
 ) {
-  const { registry, keyring, mediaLimits, pool, logger } = deps;
-  const { tenantId, watermarkId, assetId } = input;
-  // A retry of a recorded id writes the same mark under the key it was recorded with.
-  const existing = await registry.findById(tenantId, watermarkId);
+  const key = await videoKeyFor(deps, input);
+  const payload = keyedPayloadFor(key.secret, input.watermarkId);
+  const hex = payloadHex(payload);
+  const marked = await markAndRecord(deps, input, key, payload, onProgress);
+  // The sound carries the same payload (cairn-audio-wm-v3): a copy whose frames lost the mark still names the asset.
+  const withAudio = await inWorker(deps.logger, 'video audio track embedding', () =>
+    markAudioTrack(deps, marked.encoded, marked.mediaType, payload, key),
+  );
+  const encoded = withAudio?.encoded ?? marked.encoded;
+  checkAnswerSize('video', encoded.length);
+  const { mediaType, width, height, frames, crf } = marked;
+  // Read back before answering, as DetectVideo reads a file (its frames, then its sound), under the mark's key: a
+  // mark that reads in neither is not answered, and the signer signs the upload unmarked.
+  if (!(await readsBack(deps, encoded, key, hex))) {
+    const notEmbeddedReason = unreadReason(marked);
+    deps.logger.warn(
+      { watermark_id: input.watermarkId, asset_id: input.assetId, reason: notEmbeddedReason },
+      'video mark not embedded',
+    );
+    const unmarked = { encoded: new Uint8Array(0), payloadHex: '', psnrDb: 0, algorithm: '', keyId: '' };
+    return { ...unmarked, mediaType, width, height, frames, crf, notEmbeddedReason };
+  }
+  return {
+    notEmbeddedReason: '',
+    encoded,
+    payloadHex: hex,
+    psnrDb: marked.psnrDb,
+    algorithm: CAIRN_SYNC_V2_NAME,
+    keyId: key.kid,
+    mediaType,
+    width,
+    height,
+    frames,
+    crf,
+  };
+}
+
+/**
+ * The key the mark is written under: the current one, or for a retry of a recorded id the key it was recorded
+ * with (the same mark again). An id recorded for another algorithm is not a video mark's.
+ */
+async function videoKeyFor(deps: WatermarkDeps, input: EmbedVideoInput): Promise<WatermarkKey> {
+  const existing = await deps.registry.findById(input.tenantId, input.watermarkId);
   if (existing && existing.algorithm !== CAIRN_SYNC_V2_NAME)
     throw new CairnError(
       'cairn.sign.idempotency_conflict',
-      `watermark_id ${watermarkId} is already registered for a ${existing.algorithm} mark; use a new watermark id`,
+      `watermark_id ${input.watermarkId} is already registered for a ${existing.algorithm} mark; use a new watermark id`,
     );
-  const key = existing ? keyOf(keyring, existing) : keyring.current;
+  const key = existing ? keyOf(deps.keyring, existing) : deps.keyring.current;
   if (!key) throw new CairnError('cairn.internal_error', 'a video mark needs a watermark key');
-  const payload = keyedPayloadFor(key.secret, watermarkId);
-  const hex = payloadHex(payload);
-  const marked = await inWorker(logger, 'video embedding', async () => {
+  return key;
+}
+
+/** The frames marked in the worker pool, the mark recorded once the upload is probed and accepted. */
+async function markAndRecord(
+  deps: WatermarkDeps,
+  input: EmbedVideoInput,
+  key: WatermarkKey,
+  payload: Uint8Array,
+  onProgress: ((progress: VideoMarkProgress) => void) | undefined,
+): Promise<MarkedVideo> {
+  const { registry, mediaLimits, pool, logger } = deps;
+  const { tenantId, watermarkId, assetId } = input;
+  return inWorker(logger, 'video embedding', async () => {
     try {
       return await markVideo({ pool, mediaLimits }, input.encoded, payload, key, {
         onProgress,
@@ -48,7 +98,7 @@ export async function embedVideo(
         accepted: async () => {
           await registry.record({
             watermarkId,
-            payloadHex: hex,
+            payloadHex: payloadHex(payload),
             tenantId,
             assetId,
             algorithm: CAIRN_SYNC_V2_NAME,
@@ -63,47 +113,13 @@ export async function embedVideo(
       throw error;
     }
   });
-  // The sound carries the same payload (cairn-audio-wm-v3): a copy whose frames lost the mark still names the asset.
-  const withAudio = await inWorker(logger, 'video audio track embedding', () =>
-    markAudioTrack(deps, marked.encoded, marked.mediaType, payload, key),
-  );
-  const encoded = withAudio?.encoded ?? marked.encoded;
-  checkAnswerSize('video', encoded.length);
-  // Read back before answering, as DetectVideo reads a file (its frames, then its sound), under the mark's key: a
-  // mark that reads in neither is not answered, and the signer signs the upload unmarked.
-  if (!(await readsBack(deps, encoded, key, hex))) {
-    const notEmbeddedReason =
-      Math.min(marked.width, marked.height) < MIN_READ_SIDE
-        ? `video too small: ${marked.width}×${marked.height}, and its sound (if any) did not carry the mark either`
-        : 'the mark did not read back from the encoded video, in its frames or its sound';
-    logger.warn({ watermark_id: watermarkId, asset_id: assetId, reason: notEmbeddedReason }, 'video mark not embedded');
-    return {
-      encoded: new Uint8Array(0),
-      payloadHex: '',
-      psnrDb: 0,
-      algorithm: '',
-      keyId: '',
-      mediaType: marked.mediaType,
-      width: marked.width,
-      height: marked.height,
-      frames: marked.frames,
-      crf: marked.crf,
-      notEmbeddedReason,
-    };
-  }
-  return {
-    notEmbeddedReason: '',
-    encoded,
-    payloadHex: hex,
-    psnrDb: marked.psnrDb,
-    algorithm: CAIRN_SYNC_V2_NAME,
-    keyId: key.kid,
-    mediaType: marked.mediaType,
-    width: marked.width,
-    height: marked.height,
-    frames: marked.frames,
-    crf: marked.crf,
-  };
+}
+
+/** Why a mark that does not read back was not embedded. */
+function unreadReason(marked: MarkedVideo): string {
+  return Math.min(marked.width, marked.height) < MIN_READ_SIDE
+    ? `video too small: ${marked.width}×${marked.height}, and its sound (if any) did not carry the mark either`
+    : 'the mark did not read back from the encoded video, in its frames or its sound';
 }
 
 /** Frames smaller than this on their short side are not searched by detection (video-watermark.ts). */

@@ -1,6 +1,6 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { blobKeys } from '@cairn/blob';
-import { newEvent } from '@cairn/events';
+import { newEvent, type AnyEvent } from '@cairn/events';
 import { withTenant, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { GenerationMetadata } from '../../adapters/c2pa/index.js';
@@ -84,80 +84,15 @@ export async function recordSigned(
   input: RecordInput,
   onCommitted?: (tx: Tx, result: SignResult) => Promise<void>,
 ): Promise<void> {
-  const { tenantId, accepted, result, signed, blobs, watermark, active } = input;
-  const { recipe, upload } = accepted;
-  const { assetId, manifestId, mediaType } = result;
+  const { blobs } = input;
   try {
     await timed(deps, 'record', () =>
-      withTenant(deps.db, tenantId, async (tx) => {
-        const recorded = await deps.store.insertSigned(
-          tx,
-          {
-            assetId,
-            tenantId,
-            recipeId: recipe.recipeId,
-            mediaType,
-            sizeBytes: blobs.sizeBytes,
-            contentSha256: blobs.contentSha256,
-            uploadSha256: createHash('sha256').update(upload).digest('hex'),
-            watermarkId: watermark?.id ?? null,
-            watermarkPayload: watermark?.payloadHex ?? null,
-            manifestId,
-            blobKey: blobs.assetKey,
-            metadata: { ...input.metadata },
-            signerName: signerNameOf(active),
-            certificateSerial: active.serialHex,
-            createdAt: input.createdAt,
-            expiresAt: input.expiresAt,
-          },
-          {
-            manifestId,
-            assetId,
-            tenantId,
-            blobKey: blobs.manifestKey,
-            label: signed.manifestLabel,
-            sizeBytes: signed.manifestStore.length,
-            createdAt: input.createdAt,
-          },
-          input.claimId,
-        );
+      withTenant(deps.db, input.tenantId, async (tx) => {
+        const recorded = await deps.store.insertSigned(tx, assetRowOf(input), manifestRowOf(input), input.claimId);
         if (!recorded) throw new ClaimLost();
-        const common = {
-          asset_id: assetId,
-          manifest_id: manifestId,
-          recipe_id: recipe.recipeId,
-          media_type: mediaType,
-          'billing.meter': recipe.meter,
-        };
-        await deps.outbox.enqueue(
-          tx,
-          newEvent('asset.signed', tenantId, {
-            ...common,
-            watermark_id: watermark?.id ?? null,
-            watermark_payload: watermark?.payloadHex ?? null,
-            ...(result.watermarkNotEmbeddedReason ? { watermark_not_embedded: result.watermarkNotEmbeddedReason } : {}),
-            manifest_uri: result.manifestUri,
-            verifier_url: result.verifierUrl,
-            content_sha256: blobs.contentSha256,
-            blob_key: blobs.assetKey,
-            soft_binding: recipe.softBinding,
-            anchor: recipe.anchor,
-            // The anchor service also consumes this (idempotently), so a digest whose Enqueue call failed is anchored anyway.
-            ...(recipe.anchor ? { manifest_digest: input.manifestDigest } : {}),
-            ...(input.reservationId ? { reservation_id: input.reservationId } : {}),
-            ...(input.byokReservationId ? { byok_reservation_id: input.byokReservationId } : {}),
-          }),
-        );
-        await deps.outbox.enqueue(
-          tx,
-          newEvent('manifest.signed', tenantId, {
-            manifest_id: manifestId,
-            asset_id: assetId,
-            recipe: recipe.recipeId,
-            status: 'signed',
-          }),
-        );
-        if (onCommitted) await onCommitted(tx, result);
+        await deps.outbox.enqueue(tx, assetSignedEvent(input));
+        await deps.outbox.enqueue(tx, manifestSignedEvent(input));
+        if (onCommitted) await onCommitted(tx, input.result);
       }),
     );
   } catch (error) {
@@ -167,7 +102,7 @@ export async function recordSigned(
       await deps.blobs.delete(blobs.manifestKey).catch(() => undefined); // unreferenced either way
       throw new CairnError(
         'cairn.idempotency.in_progress',
-        `Asset ${assetId} is being signed by a later attempt; retry to get its answer.`,
+        `Asset ${input.result.assetId} is being signed by a later attempt; retry to get its answer.`,
         {},
         { cause: error },
       );
@@ -176,4 +111,79 @@ export async function recordSigned(
     await Promise.allSettled([deps.blobs.delete(blobs.assetKey), deps.blobs.delete(blobs.manifestKey)]);
     throw error;
   }
+}
+
+type InsertSigned = Parameters<PipelineDeps['store']['insertSigned']>;
+
+/** The signed asset's row. */
+function assetRowOf(input: RecordInput): InsertSigned[1] {
+  const { tenantId, accepted, result, blobs, watermark, active } = input;
+  return {
+    assetId: result.assetId,
+    tenantId,
+    recipeId: accepted.recipe.recipeId,
+    mediaType: result.mediaType,
+    sizeBytes: blobs.sizeBytes,
+    contentSha256: blobs.contentSha256,
+    uploadSha256: createHash('sha256').update(accepted.upload).digest('hex'),
+    watermarkId: watermark?.id ?? null,
+    watermarkPayload: watermark?.payloadHex ?? null,
+    manifestId: result.manifestId,
+    blobKey: blobs.assetKey,
+    metadata: { ...input.metadata },
+    signerName: signerNameOf(active),
+    certificateSerial: active.serialHex,
+    createdAt: input.createdAt,
+    expiresAt: input.expiresAt,
+  };
+}
+
+/** Its manifest's row. */
+function manifestRowOf(input: RecordInput): InsertSigned[2] {
+  const { tenantId, result, signed, blobs } = input;
+  return {
+    manifestId: result.manifestId,
+    assetId: result.assetId,
+    tenantId,
+    blobKey: blobs.manifestKey,
+    label: signed.manifestLabel,
+    sizeBytes: signed.manifestStore.length,
+    createdAt: input.createdAt,
+  };
+}
+
+/** asset.signed: what the soft-binding, anchor, billing and webhook consumers need of the new asset. */
+function assetSignedEvent(input: RecordInput): AnyEvent {
+  const { tenantId, accepted, result, blobs, watermark } = input;
+  const { recipe } = accepted;
+  return newEvent('asset.signed', tenantId, {
+    asset_id: result.assetId,
+    manifest_id: result.manifestId,
+    recipe_id: recipe.recipeId,
+    media_type: result.mediaType,
+    'billing.meter': recipe.meter,
+    watermark_id: watermark?.id ?? null,
+    watermark_payload: watermark?.payloadHex ?? null,
+    ...(result.watermarkNotEmbeddedReason ? { watermark_not_embedded: result.watermarkNotEmbeddedReason } : {}),
+    manifest_uri: result.manifestUri,
+    verifier_url: result.verifierUrl,
+    content_sha256: blobs.contentSha256,
+    blob_key: blobs.assetKey,
+    soft_binding: recipe.softBinding,
+    anchor: recipe.anchor,
+    // The anchor service also consumes this (idempotently), so a digest whose Enqueue call failed is anchored anyway.
+    ...(recipe.anchor ? { manifest_digest: input.manifestDigest } : {}),
+    ...(input.reservationId ? { reservation_id: input.reservationId } : {}),
+    ...(input.byokReservationId ? { byok_reservation_id: input.byokReservationId } : {}),
+  });
+}
+
+function manifestSignedEvent(input: RecordInput): AnyEvent {
+  const { result } = input;
+  return newEvent('manifest.signed', input.tenantId, {
+    manifest_id: result.manifestId,
+    asset_id: result.assetId,
+    recipe: input.accepted.recipe.recipeId,
+    status: 'signed',
+  });
 }

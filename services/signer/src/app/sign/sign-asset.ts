@@ -8,8 +8,9 @@ import { acceptUpload, type AcceptedUpload } from './accept.js';
 import { enqueueAnchor } from './anchor.js';
 import { c2paStep, type SignWithC2pa } from './c2pa.js';
 import type { PipelineDeps, SignProgress, SignRequest, SignResult } from './deps.js';
+import type { ActiveSigningKey } from '../../pki/index.js';
 import type { AssetRow } from '../../store/assets.js';
-import { produceSigned } from './produce.js';
+import { produceSigned, type Produced } from './produce.js';
 import { recordSigned, storeBlobs } from './record.js';
 
 const DAY_MS = 86_400_000;
@@ -96,6 +97,10 @@ function recordedResult(deps: PipelineDeps, asset: AssetRow): SignResult {
   };
 }
 
+/**
+ * A claimed sign: the key chosen, the file produced and signed, its blobs stored, its anchor enqueued and
+ * everything recorded.
+ */
 async function signClaimed(
   deps: PipelineDeps,
   request: SignRequest,
@@ -109,12 +114,7 @@ async function signClaimed(
   const { tenantId, assetId } = request;
   // Known before signing: the manifest names its own id and asset in the signed com.cairn.record assertion.
   const manifestId = newId('manifest');
-  // Bring your own key: the tenant's chain, signed by its own endpoint; otherwise Cairn's active key.
-  const active = await inSpan('sign.key', () =>
-    request.signingCredentialId
-      ? (deps.credentials ?? noCredentials()).activeKey(tenantId, request.signingCredentialId)
-      : deps.authority.activeSigningKey(),
-  );
+  const active = await signingKeyOf(deps, request);
   const c2paSign = c2paStep(deps, {
     recipe,
     metadata,
@@ -127,52 +127,24 @@ async function signClaimed(
     progress?.('signing', 1);
     return c2paSign(input);
   };
-  const { signed, watermark, watermarkNotEmbedded } = await produceSigned(
-    deps,
-    { tenantId, assetId },
-    accepted,
-    sign,
-    progress,
-  );
+  const produced = await produceSigned(deps, { tenantId, assetId }, accepted, sign, progress);
+  const { signed, watermark } = produced;
   progress?.('storing', 1);
-  const mediaType = sniffed.mediaType;
   // What anchoring commits to: SHA-256 of the manifest store bytes, as served at manifest_uri.
   const manifestDigest = createHash('sha256').update(signed.manifestStore).digest('hex');
-  const anchorInput = { tenantId, assetId, manifestId, manifestDigest };
-  const anchorWanted = recipe.anchor && deps.anchor !== undefined;
-  // A job's result is committed with its asset (onCommitted), so its anchor must be known before the record. A
-  // synchronous sign enqueues while its blobs are written and its record committed (the enqueue is a round trip to
-  // the anchor service and its open batch, not worth waiting for in series); should the record then fail, the
-  // leaf names a manifest nobody holds (harmless) and a retry signs under a new manifest id. enqueueAnchor never
-  // throws: an anchor service that does not answer leaves the manifest to be anchored from asset.signed.
-  const anchorFirst = onCommitted !== undefined && anchorWanted;
-  const anchorAlongside = !anchorFirst && anchorWanted ? enqueueAnchor(deps, anchorInput) : undefined;
+  const anchor = anchoring(deps, recipe.anchor, onCommitted !== undefined, {
+    tenantId,
+    assetId,
+    manifestId,
+    manifestDigest,
+  });
   const blobs = await storeBlobs(
     deps,
-    { tenantId, assetId, manifestId, extension: sniffed.extension, mediaType },
+    { tenantId, assetId, manifestId, extension: sniffed.extension, mediaType: sniffed.mediaType },
     signed,
   );
-
-  const createdAt = new Date();
-  const expiresAt = new Date(createdAt.getTime() + Math.max(1, recipe.derivedAssetDays) * DAY_MS);
-  const result: SignResult = {
-    assetId,
-    watermarkId: watermark?.id ?? '',
-    manifestId,
-    manifestUri: manifestUrl(deps.publicBaseUrl, manifestId),
-    verifierUrl: verifierPageUrl(deps.publicBaseUrl, assetId),
-    assetUrl: assetContentUrl(deps.publicBaseUrl, assetId),
-    mediaType,
-    createdAt: createdAt.toISOString(),
-    expiresAt: expiresAt.toISOString(),
-    ...(watermarkNotEmbedded
-      ? { warnings: ['watermark_not_embedded'], watermarkNotEmbeddedReason: watermarkNotEmbedded }
-      : {}),
-  };
-  if (anchorFirst) {
-    const anchor = await enqueueAnchor(deps, anchorInput);
-    if (anchor) result.anchor = anchor;
-  }
+  const { result, createdAt, expiresAt } = resultOf(deps, request, accepted, manifestId, produced);
+  await anchor.beforeRecord(result);
   await recordSigned(
     deps,
     {
@@ -194,9 +166,75 @@ async function signClaimed(
     onCommitted,
   );
   void deps.outbox.flush();
-  if (anchorAlongside) {
-    const anchor = await anchorAlongside;
-    if (anchor) result.anchor = anchor;
-  }
+  await anchor.afterRecord(result);
   return result;
+}
+
+/** Bring your own key: the tenant's chain, signed by its own endpoint; otherwise Cairn's active key. */
+function signingKeyOf(deps: PipelineDeps, request: SignRequest): Promise<ActiveSigningKey> {
+  return inSpan('sign.key', () =>
+    request.signingCredentialId
+      ? (deps.credentials ?? noCredentials()).activeKey(request.tenantId, request.signingCredentialId)
+      : deps.authority.activeSigningKey(),
+  );
+}
+
+/**
+ * When a sign's anchor is enqueued, and its state put in the answer. A job's result is committed with its asset
+ * (onCommitted), so its anchor must be known before the record. A synchronous sign enqueues while its blobs are
+ * written and its record committed (the enqueue is a round trip to the anchor service and its open batch, not
+ * worth waiting for in series); should the record then fail, the leaf names a manifest nobody holds (harmless)
+ * and a retry signs under a new manifest id. enqueueAnchor never throws: an anchor service that does not answer
+ * leaves the manifest to be anchored from asset.signed.
+ */
+function anchoring(
+  deps: PipelineDeps,
+  recipeAnchors: boolean,
+  forJob: boolean,
+  input: Parameters<typeof enqueueAnchor>[1],
+): { beforeRecord(result: SignResult): Promise<void>; afterRecord(result: SignResult): Promise<void> } {
+  const wanted = recipeAnchors && deps.anchor !== undefined;
+  const first = forJob && wanted;
+  const alongside = !first && wanted ? enqueueAnchor(deps, input) : undefined;
+  const into = async (result: SignResult, enqueued: ReturnType<typeof enqueueAnchor>) => {
+    const anchor = await enqueued;
+    if (anchor) result.anchor = anchor;
+  };
+  return {
+    beforeRecord: async (result) => {
+      if (first) await into(result, enqueueAnchor(deps, input));
+    },
+    afterRecord: async (result) => {
+      if (alongside) await into(result, alongside);
+    },
+  };
+}
+
+/** The sign's answer (the anchor's state is added by `anchoring`), with the asset's lifetime. */
+function resultOf(
+  deps: PipelineDeps,
+  request: SignRequest,
+  accepted: AcceptedUpload,
+  manifestId: string,
+  produced: Produced,
+): { result: SignResult; createdAt: Date; expiresAt: Date } {
+  const { assetId } = request;
+  const { watermark, watermarkNotEmbedded } = produced;
+  const createdAt = new Date();
+  const expiresAt = new Date(createdAt.getTime() + Math.max(1, accepted.recipe.derivedAssetDays) * DAY_MS);
+  const result: SignResult = {
+    assetId,
+    watermarkId: watermark?.id ?? '',
+    manifestId,
+    manifestUri: manifestUrl(deps.publicBaseUrl, manifestId),
+    verifierUrl: verifierPageUrl(deps.publicBaseUrl, assetId),
+    assetUrl: assetContentUrl(deps.publicBaseUrl, assetId),
+    mediaType: accepted.sniffed.mediaType,
+    createdAt: createdAt.toISOString(),
+    expiresAt: expiresAt.toISOString(),
+    ...(watermarkNotEmbedded
+      ? { warnings: ['watermark_not_embedded'], watermarkNotEmbeddedReason: watermarkNotEmbedded }
+      : {}),
+  };
+  return { result, createdAt, expiresAt };
 }

@@ -545,15 +545,31 @@ export class ContrastQimMark {
     return soft;
   }
 
+  /** One scale under one weight power: the sync search over the folded votes, then its best grids decoded in turn. */
   private decodeScale(analysis: ScaleAnalysis, power: number): AudioDetection | null {
-    const { period, bands, step, candidates, payloadBits, minConfidence } = this.spec;
+    const fold = this.fold(analysis, power);
+    for (const { offset: o, shift: r, z } of this.rankedGrids(fold).slice(0, this.spec.candidates)) {
+      const read = this.readGrid(analysis, power, fold, o, r, z);
+      if (!read) continue;
+      const confidence = this.confidenceOf(read);
+      if (confidence < this.spec.minConfidence) continue;
+      const payload = bytesOf(read.message.subarray(0, this.spec.payloadBits));
+      return { payload, confidence, offset: analysis.offsetSamples[o]!, shift: r, scale: analysis.scale };
+    }
+    return null;
+  }
+
+  /**
+   * Folded phasors e^{2πi f/Δ} per (offset, frame position, band), each weighted by its symbol's reliability:
+   * every repetition onto one period.
+   */
+  private fold(analysis: ScaleAnalysis, power: number): Fold {
+    const { period, bands, step } = this.spec;
     const { features } = this.geometry;
     const offsets = analysis.offsets.length;
-    // Folded phasors e^{2πi f/Δ} per (offset, frame position, band), each weighted by its symbol's reliability:
-    // every repetition onto one period.
     const cells = offsets * period * bands;
-    const foldRe = new Float64Array(cells);
-    const foldIm = new Float64Array(cells);
+    const re = new Float64Array(cells);
+    const im = new Float64Array(cells);
     const mass = new Float64Array(cells);
     for (let o = 0; o < offsets; o++) {
       const logs = analysis.offsets[o]!;
@@ -567,19 +583,26 @@ export class ContrastQimMark {
           if (f === null) continue;
           const angle = (2 * Math.PI * f) / step;
           const cell = (o * period + (j % period)) * bands + b;
-          foldRe[cell] = foldRe[cell]! + w * Math.cos(angle);
-          foldIm[cell] = foldIm[cell]! + w * Math.sin(angle);
+          re[cell] = re[cell]! + w * Math.cos(angle);
+          im[cell] = im[cell]! + w * Math.sin(angle);
           mass[cell] = mass[cell]! + w;
         }
       }
     }
-    // The votes at a folded cell for the lattice at `target`: Σ w cos(2π(f − target)/Δ) = Re(e^{−2πi target/Δ} · fold).
-    const vote = (cell: number, target: number): number => {
-      const angle = (2 * Math.PI * target) / step;
-      return Math.cos(angle) * foldRe[cell]! + Math.sin(angle) * foldIm[cell]!;
-    };
+    return { offsets, re, im, mass };
+  }
+
+  /** The votes at a folded cell for the lattice at `target`: Σ w cos(2π(f − target)/Δ) = Re(e^{−2πi target/Δ} · fold). */
+  private vote(fold: Fold, cell: number, target: number): number {
+    const angle = (2 * Math.PI * target) / this.spec.step;
+    return Math.cos(angle) * fold.re[cell]! + Math.sin(angle) * fold.im[cell]!;
+  }
+
+  /** Every grid (offset o, shift r) the sync symbols vote on, best agreement first. */
+  private rankedGrids(fold: Fold): Array<{ score: number; offset: number; shift: number; z: number }> {
+    const { period, bands, step } = this.spec;
     const ranked: Array<{ score: number; offset: number; shift: number; z: number }> = [];
-    for (let o = 0; o < offsets; o++) {
+    for (let o = 0; o < fold.offsets; o++) {
       for (let r = 0; r < period; r++) {
         let agree = 0;
         let total = 0;
@@ -590,10 +613,10 @@ export class ContrastQimMark {
             const slot = embedded * bands + b;
             const role = this.layout.role[slot]!;
             const cell = (o * period + p) * bands + b;
-            if (role >= 0 || mass[cell] === 0) continue;
-            agree += vote(cell, this.layout.dither[slot]! + (this.layout.sync[-1 - role]! * step) / 2);
-            total += mass[cell]!;
-            spread += foldRe[cell]! ** 2 + foldIm[cell]! ** 2;
+            if (role >= 0 || fold.mass[cell] === 0) continue;
+            agree += this.vote(fold, cell, this.layout.dither[slot]! + (this.layout.sync[-1 - role]! * step) / 2);
+            total += fold.mass[cell]!;
+            spread += fold.re[cell]! ** 2 + fold.im[cell]! ** 2;
           }
         }
         // z: the sync votes over their spread. With no mark each cell's vote is |F| cos of a keyed uniform phase,
@@ -602,50 +625,76 @@ export class ContrastQimMark {
       }
     }
     ranked.sort((a, b) => b.score - a.score);
-    for (const { offset: o, shift: r, z } of ranked.slice(0, candidates)) {
-      // Each code bit's summed vote: positive for 0 (the lattice at the dither), negative for 1, as viterbiDecode
-      // reads it; a cell's vote mass is its reliability, so a well-heard bit outweighs a faint one.
-      const soft = new Float64Array(this.codeBits);
-      for (let p = 0; p < period; p++) {
-        const embedded = (p + r) % period;
-        for (let b = 0; b < bands; b++) {
-          const slot = embedded * bands + b;
-          const role = this.layout.role[slot]!;
-          const cell = (o * period + p) * bands + b;
-          if (role < 0 || mass[cell] === 0) continue;
-          soft[role] = vote(cell, this.layout.dither[slot]!);
-        }
-      }
-      // A grid the sync pattern vouches for (a z that unmarked audio reaches with odds under e^−z²/2) is worth a
-      // longer list: under noise its right path is sometimes past the 8th.
-      const list =
-        analysis.scale !== 1 ? 1 : z >= this.spec.closeSyncZ ? this.spec.closeListPaths : this.spec.listPaths;
-      // The calibrated decodes are built only when the plain one fails (most reads of a marked copy stop at it).
-      const calibrated = analysis.scale === 1 && power === this.spec.weightPowers[0] ? this.spec.calibrated : [];
-      let read: { message: Uint8Array; soft: Float64Array } | null = null;
-      for (let attempt = 0; attempt <= calibrated.length && !read; attempt++) {
-        const votes = attempt === 0 ? soft : this.calibratedSoft(analysis, o, r, calibrated[attempt - 1]!);
-        const paths =
-          list > 1 ? listViterbiDecode(votes, this.messageBits, list) : [viterbiDecode(votes, this.messageBits)];
-        const message = paths.find((path) => this.checkPasses(path));
-        if (message) read = { message, soft: votes };
-      }
-      if (!read) continue;
-      const { message } = read;
-      const payload = bytesOf(message.subarray(0, payloadBits));
-      const recoded = convEncode(message);
-      let agree = 0;
-      let total = 0;
-      for (let i = 0; i < this.codeBits; i++) {
-        agree += recoded[i] ? -read.soft[i]! : read.soft[i]!;
-        total += Math.abs(read.soft[i]!);
-      }
-      const confidence = total > 0 ? Math.max(0, agree / total) : 0;
-      if (confidence < minConfidence) continue;
-      return { payload, confidence, offset: analysis.offsetSamples[o]!, shift: r, scale: analysis.scale };
+    return ranked;
+  }
+
+  /**
+   * The message read at grid (o, r) whose check passes, with the votes it was read from: the plain votes first,
+   * then (at the first scale and weight power only) each calibrated set in turn; null when none reads.
+   */
+  private readGrid(
+    analysis: ScaleAnalysis,
+    power: number,
+    fold: Fold,
+    o: number,
+    r: number,
+    z: number,
+  ): { message: Uint8Array; soft: Float64Array } | null {
+    const soft = this.codeVotes(fold, o, r);
+    // A grid the sync pattern vouches for (a z that unmarked audio reaches with odds under e^−z²/2) is worth a
+    // longer list: under noise its right path is sometimes past the 8th.
+    const list = analysis.scale !== 1 ? 1 : z >= this.spec.closeSyncZ ? this.spec.closeListPaths : this.spec.listPaths;
+    // The calibrated decodes are built only when the plain one fails (most reads of a marked copy stop at it).
+    const calibrated = analysis.scale === 1 && power === this.spec.weightPowers[0] ? this.spec.calibrated : [];
+    for (let attempt = 0; attempt <= calibrated.length; attempt++) {
+      const votes = attempt === 0 ? soft : this.calibratedSoft(analysis, o, r, calibrated[attempt - 1]!);
+      const paths =
+        list > 1 ? listViterbiDecode(votes, this.messageBits, list) : [viterbiDecode(votes, this.messageBits)];
+      const message = paths.find((path) => this.checkPasses(path));
+      if (message) return { message, soft: votes };
     }
     return null;
   }
+
+  /**
+   * Each code bit's summed vote at grid (o, r): positive for 0 (the lattice at the dither), negative for 1, as
+   * viterbiDecode reads it; a cell's vote mass is its reliability, so a well-heard bit outweighs a faint one.
+   */
+  private codeVotes(fold: Fold, o: number, r: number): Float64Array {
+    const { period, bands } = this.spec;
+    const soft = new Float64Array(this.codeBits);
+    for (let p = 0; p < period; p++) {
+      const embedded = (p + r) % period;
+      for (let b = 0; b < bands; b++) {
+        const slot = embedded * bands + b;
+        const role = this.layout.role[slot]!;
+        const cell = (o * period + p) * bands + b;
+        if (role < 0 || fold.mass[cell] === 0) continue;
+        soft[role] = this.vote(fold, cell, this.layout.dither[slot]!);
+      }
+    }
+    return soft;
+  }
+
+  /** The votes' weight that agrees with the message re-encoded, net of the weight against it, as a share (floor 0). */
+  private confidenceOf(read: { message: Uint8Array; soft: Float64Array }): number {
+    const recoded = convEncode(read.message);
+    let agree = 0;
+    let total = 0;
+    for (let i = 0; i < this.codeBits; i++) {
+      agree += recoded[i] ? -read.soft[i]! : read.soft[i]!;
+      total += Math.abs(read.soft[i]!);
+    }
+    return total > 0 ? Math.max(0, agree / total) : 0;
+  }
+}
+
+/** The votes of one scale folded onto one period, per (offset, frame position, band) cell. */
+interface Fold {
+  readonly offsets: number;
+  readonly re: Float64Array;
+  readonly im: Float64Array;
+  readonly mass: Float64Array;
 }
 
 /** The group log-energies of every frame at each candidate offset, for one playback-rate scale. */

@@ -862,6 +862,28 @@ function latticeCandidates(
   h: number,
   nominal: readonly [Vector, Vector],
 ): Array<[Vector, Vector]> {
+  const { re, im, nx, ny } = flattenedSpectrum(r, w, h);
+  // The spectral template first (rotation and scale by a comb over all harmonics), then the autocorrelation's pairs.
+  const templates = combLattices(re, nx, ny, nominal);
+  fft2d(re, im, nx, ny, true);
+  const at: Autocorrelation = (dx, dy) => re[(((dy % ny) + ny) % ny) * nx + (((dx % nx) + nx) % nx)]!;
+  const reach = Math.min(nx, ny) / 2;
+  return [...templates, ...axisPairs(autocorrelationPeaks(at, reach), at, reach)];
+}
+
+/** The autocorrelation at lag (dx, dy), cyclic. */
+type Autocorrelation = (dx: number, dy: number) => number;
+
+/**
+ * The spectrum of the plane's centre, its power over its local mean (9×9 frequencies) less 1, in `re` (`im`
+ * zeroed): the host's smooth spectral envelope divides out and what stands above it is the tile's lattice of
+ * spectral lines.
+ */
+function flattenedSpectrum(
+  r: Float64Array,
+  w: number,
+  h: number,
+): { re: Float64Array; im: Float64Array; nx: number; ny: number } {
   // A window of at most AUTOCORRELATION_SIDE² around the centre (a crop, not a resampling: the period must
   // stay in samples); short sides are zero-padded by at least the largest lag so they do not wrap.
   const nx = Math.min(AUTOCORRELATION_SIDE, nextPowerOfTwo(w + MAX_PERIOD + 2));
@@ -877,8 +899,6 @@ function latticeCandidates(
   mean /= cw * ch;
   for (let y = 0; y < ch; y++) for (let x = 0; x < cw; x++) re[y * nx + x] = r[(y + y0) * w + x + x0]! - mean;
   fft2d(re, im, nx, ny);
-  // Power over its local mean (9×9 frequencies): the host's smooth spectral envelope divides out and what
-  // stands above it is the tile's lattice of spectral lines.
   const power = new Float64Array(nx * ny);
   for (let i = 0; i < power.length; i++) power[i] = re[i]! * re[i]! + im[i]! * im[i]!;
   const envelope = cyclicBoxMean(power, nx, ny, 4);
@@ -886,11 +906,11 @@ function latticeCandidates(
     re[i] = power[i]! / (envelope[i]! + 1e-9) - 1;
     im[i] = 0;
   }
-  // The spectral template first (rotation and scale by a comb over all harmonics), then the autocorrelation's pairs.
-  const templates = combLattices(re, nx, ny, nominal);
-  fft2d(re, im, nx, ny, true);
-  const at = (dx: number, dy: number) => re[(((dy % ny) + ny) % ny) * nx + (((dx % nx) + nx) % nx)]!;
-  // Local maxima of the half plane (the autocorrelation is symmetric) at plausible periods, strongest first.
+  return { re, im, nx, ny };
+}
+
+/** Local maxima of the half plane (the autocorrelation is symmetric) at plausible periods, strongest first. */
+function autocorrelationPeaks(at: Autocorrelation, reach: number): Array<{ v: Vector; value: number }> {
   const peaks: Array<{ v: Vector; value: number }> = [];
   for (let dy = 0; dy <= MAX_PERIOD; dy++) {
     for (let dx = -MAX_PERIOD; dx <= MAX_PERIOD; dx++) {
@@ -902,14 +922,24 @@ function latticeCandidates(
       for (let ey = -1; ey <= 1 && isMax; ey++)
         for (let ex = -1; ex <= 1 && isMax; ex++) if ((ex || ey) && at(dx + ex, dy + ey) > value) isMax = false;
       if (!isMax) continue;
-      peaks.push(harmonics(at, dx, dy, Math.min(nx, ny) / 2));
+      peaks.push(harmonics(at, dx, dy, reach));
     }
   }
   peaks.sort((p, q) => q.value - p.value);
+  return peaks;
+}
+
+/**
+ * The PAIRS best pairs of peaks that can span a square tile seen through a rotation, crop, aspect change:
+ * near-perpendicular, similar lengths. The strongest few also get their best partner among all peaks: after a
+ * re-encode of a small picture the second axis can rank below the picture's own structure.
+ */
+function axisPairs(
+  peaks: ReadonlyArray<{ v: Vector; value: number }>,
+  at: Autocorrelation,
+  reach: number,
+): Array<[Vector, Vector]> {
   const top = peaks.slice(0, PEAKS);
-  // Pairs that can span a square tile seen through a rotation, crop, aspect change: near-perpendicular, similar lengths.
-  // The strongest few also get their best partner among all peaks: after a re-encode of a small picture the
-  // second axis can rank below the picture's own structure.
   const pairs: Array<{ pair: [Vector, Vector]; value: number }> = [];
   const seen = new Set<string>();
   for (let i = 0; i < top.length; i++) {
@@ -931,12 +961,12 @@ function latticeCandidates(
   // case its peak is not a local maximum of its own next to the picture's structure.
   for (let i = 0; i < Math.min(STRONGEST, top.length); i++) {
     const a = top[i]!.v;
-    const turned = harmonics(at, Math.round(-a[1]), Math.round(a[0]), Math.min(nx, ny) / 2);
+    const turned = harmonics(at, Math.round(-a[1]), Math.round(a[0]), reach);
     if (turned.v[1] < 0) turned.v = [-turned.v[0], -turned.v[1]];
     pairs.push({ pair: [a, turned.v], value: top[i]!.value + turned.value });
   }
   pairs.sort((p, q) => q.value - p.value);
-  return [...templates, ...pairs.slice(0, PAIRS).map((p) => p.pair)];
+  return pairs.slice(0, PAIRS).map((p) => p.pair);
 }
 
 /**
