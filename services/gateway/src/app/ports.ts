@@ -1,6 +1,6 @@
 // The ports the gateway's use cases run over, declared here (where the use cases can see them) and implemented
-// elsewhere: the idempotency store in store/, the concurrency slots and the tenant directory in adapters/, the
-// other services by their typed gRPC clients. service.ts builds the implementations and injects them.
+// elsewhere: the idempotency store in store/, the concurrency slots, the tenant directory and the byReference
+// fetcher in adapters/, the other services by their typed gRPC clients. service.ts builds the implementations and injects them.
 import type { billingV1, signerV1, softbindingV1, tenantV1, watermarkV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 
@@ -64,3 +64,21 @@ export interface ConcurrencySlots {
   /** A slot, or null when `limit` are held already. */
   tryAcquire(subject: string, limit: number): Promise<Slot | null>;
 }
+
+/** A tenant as the gateway's routes use it (the tenant service's record, in the gateway's types; adapters/tenant-directory.ts). */
+export interface Tenant {
+  tenantId: string;
+  name: string;
+  plan: string;
+  parentTenantId: string | null;
+  spendingCapUsd: number | null;
+  auditRetentionDays: number;
+  auditRetentionDaysMax: number;
+  rateLimitRps: number;
+  rateLimitDaily: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Fetches the asset a caller names (the resolution API's byReference): its bytes, or cairn.resolution.fetch_failed. */
+export type ReferenceFetcher = (referenceUrl: string, maxBytes: number) => Promise<Buffer>;

@@ -9,7 +9,7 @@ import { every } from '@cairn/runtime';
 import { SNIFF_BYTES, sniffMediaType } from '@cairn/sniff';
 import type { UploadUrlSigner } from '../domain/upload-url.js';
 import type { UploadSessionRow, UploadSessionStore } from '../store/upload-sessions.js';
-import { uploadHead } from '../adapters/upload-head.js';
+import { uploadHead } from './upload-head.js';
 
 /** A request's upload in the blob store: a multipart file part, or an upload session's file named by upload_id. */
 export interface StoredUpload extends BlobInfo {
