@@ -2,8 +2,9 @@
 //  1. code rules: typescript-eslint with type information (floating and misused promises, no `any`, no silent
 //     catches);
 //  2. the service interior (docs/decisions/0038-service-interior-rooms.md), as `no-restricted-imports` per glob:
-//     `domain/` imports nothing that does I/O, `rpc.ts` and `http/` never reach `db/` or `store/`, and nothing under
-//     services/<a> imports services/<b>. Contracts between services are protos and typed events, never code.
+//     `domain/` imports nothing that does I/O, `app/` never names `store/` (it uses the ports in app/ports.ts),
+//     `rpc.ts` and `http/` never reach `db/` or `store/`, and nothing under services/<a> imports services/<b>.
+//     Contracts between services are protos and typed events, never code.
 import { readdirSync } from 'node:fs';
 import tseslint from 'typescript-eslint';
 
@@ -104,6 +105,14 @@ const domainPaths = [
     message: `domain/ does not run ffmpeg; an adapter does (${ISSUE}).`,
   },
 ];
+// app/ holds the use cases over ports it declares (app/ports.ts); store/ implements them and service.ts injects the
+// implementation, so app/ never names store/ (not even its types: a store importing app/ports.ts would close a circle).
+const appRules = [
+  {
+    regex: '^\\.{1,2}/(\\.\\./)*store(/|\\.js$)',
+    message: `app/ reaches store/ only through the ports it declares in app/ports.ts; service.ts injects the store (${ISSUE}).`,
+  },
+];
 const mappingRules = [
   {
     regex: '^\\.{1,2}/(\\.\\./)*(store|db)(/|\\.js$)',
@@ -137,6 +146,10 @@ const boundaryBlocks = SERVICES.flatMap((svc) => {
     {
       files: [`${root}/src/domain/**/*.ts`],
       rules: { 'no-restricted-imports': ['error', { paths: domainPaths, patterns: [...base, ...domainRules] }] },
+    },
+    {
+      files: [`${root}/src/app/**/*.ts`],
+      rules: { 'no-restricted-imports': ['error', { patterns: [...base, ...appRules] }] },
     },
     {
       files: [`${root}/src/rpc.ts`, `${root}/src/http/**/*.ts`],

@@ -12,6 +12,7 @@ import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
 import { signerConfigShape } from './config.js';
 import { IsolatedC2pa } from './adapters/c2pa/isolated.js';
+import { remoteKeyBackend } from './adapters/remote-signer.js';
 import type { PipelineDeps } from './app/sign/index.js';
 import { SignJobs, type SignJobItem } from './app/jobs.js';
 import {
@@ -78,6 +79,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       });
       const credentials = new Credentials({
         store: new CredentialStore(ctx.db),
+        remoteKey: remoteKeyBackend,
         // The KEK that seals the CA's keys also seals the BYOK endpoints' HMAC secrets (bound to their rows).
         sealer: new Sealer(pkiSettingsFromConfig(config).kek.toString('hex'), 'SIGNER_KEK'),
         policy: outboundPolicy(

@@ -4,6 +4,7 @@ import { mediaLimitsOf } from '@cairn/media';
 import { signerV1, softbindingV1 } from '@cairn/proto';
 import { Backoff, wakeableLoop, type ServiceDefinition } from '@cairn/runtime';
 import { softbindingConfigShape } from './config.js';
+import { fingerprinters } from './adapters/fingerprinters.js';
 import { INDEX_CONSUMER, INDEX_TYPES, indexHandler } from './events.js';
 import { softbindingHandlers } from './rpc.js';
 import { AudioIndex, TextIndex } from './store/feature-index.js';
@@ -73,6 +74,7 @@ export function softbindingService(
         softbindingHandlers({
           blobs,
           indexes,
+          fingerprints: fingerprinters,
           maxResults: ctx.config.LOOKUP_MAX_RESULTS,
           mediaLimits: mediaLimitsOf(ctx.config),
           recordLookup: lookupRecorder(ctx.db, ctx.outbox),
@@ -88,6 +90,7 @@ export function softbindingService(
         indexHandler({
           blobs,
           indexes,
+          fingerprints: fingerprinters,
           logger: ctx.logger,
           mediaLimits: mediaLimitsOf(ctx.config),
         }),

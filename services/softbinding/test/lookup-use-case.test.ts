@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { blobKeys } from '@cairn/blob';
 import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
+import { fingerprinters } from '../src/adapters/fingerprinters.js';
 import { pdqFingerprinter } from '../src/adapters/image-hash.js';
 import { lookup, type LookupDeps } from '../src/app/lookup.js';
 import type { HashIndex, LookupScope, PublicMatch } from '../src/app/ports.js';
@@ -61,6 +62,7 @@ function world() {
       audio: { search: async () => Promise.reject(new Error('not an audio test')) },
       text: { search: async () => Promise.reject(new Error('not a text test')) },
     },
+    fingerprints: fingerprinters,
     maxResults: 10,
     mediaLimits: DEFAULT_MEDIA_LIMITS,
     recordLookup: async (tenantId, matches) => {

@@ -3,7 +3,7 @@ import type { Tx } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import type { NewVerdicts } from './app/new-verdicts.js';
 import { storedVerdict, type StoredVerdictDeps } from './app/stored-verdict.js';
-import type { ResultStore } from './store/results.js';
+import type { VerdictRecords } from './app/ports.js';
 
 export const RESULTS_CONSUMER = 'verifier-results';
 export const RESULTS_EVENT_TYPES = ['asset.signed', 'anchor.confirmed', 'certificate.revoked'] as const;
@@ -17,7 +17,7 @@ export const RESULTS_EVENT_TYPES = ['asset.signed', 'anchor.confirmed', 'certifi
  * verify; a failure to do so fails the handler and the event is delivered again.
  */
 export function verifierResultEvents(
-  deps: StoredVerdictDeps & { results: ResultStore; logger: Logger },
+  deps: StoredVerdictDeps & { results: VerdictRecords; logger: Logger },
   newVerdicts?: Pick<NewVerdicts, 'add'>,
 ) {
   return async (event: EventOf<(typeof RESULTS_EVENT_TYPES)[number]>, _tx: Tx): Promise<void> => {

@@ -5,11 +5,10 @@ import type { Logger } from '@cairn/logging';
 import type { Backoff } from '@cairn/runtime';
 import { errorText } from '../domain/calldata.js';
 import { fromHex, leafHash, rootOf, toHex, treeLevels } from '@cairn/merkle';
-import type { BatchRow, BatchStore } from '../store/batches.js';
-import type { ChainWriter } from './ports.js';
+import type { BatchRecords, BatchRow, ChainWriter } from './ports.js';
 
 export interface AnchorerOptions {
-  store: BatchStore;
+  store: BatchRecords;
   chain: ChainWriter;
   logger: Logger;
   confirmations: number;

@@ -1,7 +1,7 @@
 import { CairnError } from '@cairn/errors';
 import { auditPath, fromHex, leafHash, toHex, treeLevels } from '@cairn/merkle';
 import type { PublicStatus } from '../domain/status.js';
-import type { BatchRow, BatchStore, EnqueueInput, LeafRow } from '../store/batches.js';
+import type { BatchRecords, BatchRow, EnqueueInput, LeafRow } from './ports.js';
 
 export type { BatchRow, EnqueueInput, LeafRow };
 
@@ -15,7 +15,7 @@ export interface Proof {
 /** The anchor service's batch use cases: enqueue a manifest digest, show a batch, prove an asset's inclusion. */
 export class Batches {
   constructor(
-    private readonly store: BatchStore,
+    private readonly store: BatchRecords,
     private readonly batchMax: number,
     /** Told after each enqueue (`filled`: it closed the batch), so the batcher's loop can wake. */
     private readonly onEnqueued: (filled: boolean) => void = () => undefined,

@@ -4,8 +4,7 @@ import { rootFromCalldata } from '../domain/calldata.js';
 import { Lru } from '../domain/lru.js';
 import { auditPath, fromHex, leafHash, treeLevels, verifyInclusion } from '@cairn/merkle';
 import { publicStatus, type PublicStatus } from '../domain/status.js';
-import type { BatchRow, BatchStore } from '../store/batches.js';
-import type { ChainReader, ChainTransaction } from './ports.js';
+import type { BatchRecords, BatchRow, ChainReader, ChainTransaction } from './ports.js';
 
 /** Why an anchored asset's check failed. */
 export type MismatchReason =
@@ -35,7 +34,7 @@ export class AnchorChecker {
   private readonly paths = new Lru<Buffer[]>(10_000);
 
   constructor(
-    private readonly store: BatchStore,
+    private readonly store: BatchRecords,
     private readonly chain: ChainReader,
   ) {}
 

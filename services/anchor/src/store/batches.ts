@@ -2,24 +2,9 @@ import { and, asc, desc, eq, inArray, isNotNull, isNull, lte, or, sql } from 'dr
 import type pg from 'pg';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
+import type { BatchRecords, BatchRow, EnqueueInput, LeafRow, TenantShare } from '../app/ports.js';
 import { batches, leaves } from '../db/schema.js';
 import { publicStatus, type PublicStatus } from '../domain/status.js';
-
-export type BatchRow = typeof batches.$inferSelect;
-export type LeafRow = typeof leaves.$inferSelect;
-
-export interface EnqueueInput {
-  tenantId: string;
-  assetId: string;
-  manifestId: string;
-  manifestDigest: string;
-}
-
-/** What one tenant has in an anchored batch (one anchor.confirmed each). */
-export interface TenantShare {
-  tenantId: string;
-  manifests: number;
-}
 
 /** One key for the whole fleet: only one anchor replica sends at a time, so nonces never collide. */
 const SENDER_LOCK = 0x616e6368; // "anch"
@@ -47,7 +32,7 @@ function causeCode(error: unknown): unknown {
 const due = () => or(isNull(batches.nextAttemptAt), lte(batches.nextAttemptAt, new Date()));
 
 /** anchor.batches and anchor.leaves: every statement of the anchor service. */
-export class BatchStore {
+export class BatchStore implements BatchRecords {
   constructor(
     private readonly db: Database,
     private readonly pool: pg.Pool,

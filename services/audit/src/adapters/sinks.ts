@@ -7,6 +7,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import { outboundPolicy, publicFailure, refusedReason, vetLiteralHost, vettedLookup } from '@cairn/outbound';
+import type { ExportSink, WriteOutcome } from '../app/ports.js';
 import { invalid, type ExportSettings } from '../domain/export-settings.js';
 
 const INTERNAL_NAMES = /(^|\.)(localhost|local|internal|localdomain|home\.arpa|svc|cluster\.local)$/i;
@@ -53,15 +54,6 @@ export function tenantFacingError(error: unknown): string {
 }
 
 /** 'written' the first time a key is written; 'exists' when it already was (the write was refused, nothing changed). */
-export type WriteOutcome = 'written' | 'exists';
-
-export interface ExportSink {
-  readonly kind: 'filesystem' | 's3';
-  /** Writes `body` at `key` only if nothing is there yet. */
-  writeOnce(key: string, body: string): Promise<WriteOutcome>;
-  close(): void;
-}
-
 /** Files under a directory; written to a temporary name and hard-linked into place, which fails if the name exists. */
 export class FilesystemSink implements ExportSink {
   readonly kind = 'filesystem' as const;

@@ -1,13 +1,8 @@
 import type { Database } from '@cairn/db';
-import { listEntries, verifyChain, type ChainVerdict, type EntryFilter, type EntryRow } from './chain.js';
-import {
-  deleteExportConfig,
-  getExportConfig,
-  setExportConfig,
-  type ExportConfigOptions,
-  type ExportConfigRow,
-} from './export-config.js';
+import { verifyChain, type ChainVerdict } from './chain.js';
+import { deleteExportConfig, setExportConfig, type ExportConfigOptions } from './export-config.js';
 import type { ExportSettingsInput } from '../domain/export-settings.js';
+import type { AuditPorts, EntryFilter, EntryRow, ExportConfigRow } from './ports.js';
 import { purgeExpired } from './retention.js';
 
 export type { ChainVerdict, EntryFilter, EntryRow, ExportConfigOptions, ExportConfigRow };
@@ -16,30 +11,31 @@ export type { ChainVerdict, EntryFilter, EntryRow, ExportConfigOptions, ExportCo
 export class AuditLog {
   constructor(
     private readonly db: Database,
+    private readonly ports: AuditPorts,
     private readonly options: ExportConfigOptions,
   ) {}
 
   entries(tenantId: string, filter: EntryFilter, limit: number): Promise<EntryRow[]> {
-    return listEntries(this.db, tenantId, filter, limit);
+    return this.ports.entries.listEntries(this.db, tenantId, filter, limit);
   }
 
   verify(tenantId: string): Promise<ChainVerdict> {
-    return verifyChain(this.db, tenantId);
+    return verifyChain(this.ports.entries, this.db, tenantId);
   }
 
   purge(tenantId: string, retentionDays: number): Promise<{ purged: number; checkpointSeq: number }> {
-    return purgeExpired(this.db, tenantId, retentionDays);
+    return purgeExpired(this.ports.entries, this.db, tenantId, retentionDays);
   }
 
   setExport(tenantId: string, input: ExportSettingsInput, actorKeyId: string | null = null): Promise<ExportConfigRow> {
-    return setExportConfig(this.db, tenantId, input, this.options, actorKeyId);
+    return setExportConfig(this.ports, this.db, tenantId, input, this.options, actorKeyId);
   }
 
   getExport(tenantId: string): Promise<ExportConfigRow | undefined> {
-    return getExportConfig(this.db, tenantId);
+    return this.ports.exportConfigs.getExportConfig(this.db, tenantId);
   }
 
   deleteExport(tenantId: string, actorKeyId: string | null = null): Promise<boolean> {
-    return deleteExportConfig(this.db, tenantId, actorKeyId);
+    return deleteExportConfig(this.ports, this.db, tenantId, actorKeyId);
   }
 }

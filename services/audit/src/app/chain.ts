@@ -3,19 +3,7 @@ import { withTenant, type Database, type Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
 import { entryHash, GENESIS_HASH } from '../domain/chain.js';
 import { isAudited } from '../domain/policy.js';
-import {
-  chainHead,
-  checkpointOf,
-  entriesFrom,
-  hasEntryForEvent,
-  insertEntry,
-  listEntries,
-  lockTenantChain,
-  type EntryFilter,
-  type EntryRow,
-} from '../store/entries.js';
-
-export { listEntries, type EntryFilter, type EntryRow };
+import type { ChainEntries } from './ports.js';
 
 const VERIFY_BATCH = 1000;
 
@@ -25,12 +13,12 @@ const VERIFY_BATCH = 1000;
  * tenant are serialized by a transaction-scoped advisory lock on the tenant, so two events never take the
  * same seq or chain off the same predecessor.
  */
-export async function recordEvent(event: AnyEvent, tx: Tx): Promise<void> {
+export async function recordEvent(entries: ChainEntries, event: AnyEvent, tx: Tx): Promise<void> {
   if (!isAudited(event)) return;
-  await lockTenantChain(tx, event.tenant_id);
-  if (await hasEntryForEvent(tx, event.tenant_id, event.event_id)) return;
+  await entries.lockTenantChain(tx, event.tenant_id);
+  if (await entries.hasEntryForEvent(tx, event.tenant_id, event.event_id)) return;
   // Where the next entry chains on: the last entry, the purge checkpoint, or genesis.
-  const head = (await chainHead(tx, event.tenant_id)) ?? { seq: 0, hash: GENESIS_HASH };
+  const head = (await entries.chainHead(tx, event.tenant_id)) ?? { seq: 0, hash: GENESIS_HASH };
   const fields = {
     tenantId: event.tenant_id,
     seq: head.seq + 1,
@@ -40,7 +28,7 @@ export async function recordEvent(event: AnyEvent, tx: Tx): Promise<void> {
     occurredAt: new Date(event.created_at),
     data: event.data,
   };
-  await insertEntry(tx, { ...fields, prevHash: head.hash, hash: entryHash(fields, head.hash) });
+  await entries.insertEntry(tx, { ...fields, prevHash: head.hash, hash: entryHash(fields, head.hash) });
 }
 
 export type ChainVerdict =
@@ -56,15 +44,15 @@ export type ChainVerdict =
  * Walks a tenant's chain from its start (genesis or the retention checkpoint) in seq order and recomputes
  * every hash: an edited entry fails its own hash, a deleted one leaves a seq gap / a prev_hash mismatch.
  */
-export async function verifyChain(db: Database, tenantId: string): Promise<ChainVerdict> {
+export async function verifyChain(entries: ChainEntries, db: Database, tenantId: string): Promise<ChainVerdict> {
   return withTenant(db, tenantId, async (tx) => {
-    const checkpoint = await checkpointOf(tx, tenantId);
+    const checkpoint = await entries.checkpointOf(tx, tenantId);
     let expectedSeq = (checkpoint?.seq ?? 0) + 1;
     let prevHash = checkpoint?.hash ?? GENESIS_HASH;
     const checkpointSeq = checkpoint?.seq ?? 0;
     let checked = 0;
     for (;;) {
-      const batch = await entriesFrom(tx, tenantId, expectedSeq, VERIFY_BATCH);
+      const batch = await entries.entriesFrom(tx, tenantId, expectedSeq, VERIFY_BATCH);
       for (const row of batch) {
         const broken = (reason: string): ChainVerdict => ({
           intact: false,

@@ -1,15 +1,9 @@
 import type { Database, Tx } from '@cairn/db';
 import { newEvent } from '@cairn/events';
-import { assertTenantEndpoint } from '../adapters/sinks.js';
 import { validateSettings, type ExportSettingsInput } from '../domain/export-settings.js';
 import { windowStart } from '../domain/export-window.js';
-import {
-  deleteExportConfig as deleteRow,
-  getExportConfig,
-  upsertExportConfig,
-  type ExportConfigRow,
-} from '../store/export-configs.js';
 import { recordEvent } from './chain.js';
+import type { AuditPorts, ChainEntries, ExportConfigRow } from './ports.js';
 
 export type { ExportConfigRow };
 
@@ -38,7 +32,12 @@ function destination(row: ExportConfigRow | undefined): Record<string, unknown> 
  * The audit service owns both the destination and the chain, so the change's entry is appended to the chain in
  * the transaction that changes the destination, not sent through the bus: it commits with the change or not at all.
  */
-function auditChange(tenantId: string, actorKeyId: string | null, action: 'audit_export.set' | 'audit_export.deleted') {
+function auditChange(
+  entries: ChainEntries,
+  tenantId: string,
+  actorKeyId: string | null,
+  action: 'audit_export.set' | 'audit_export.deleted',
+) {
   return async (tx: Tx, before: ExportConfigRow | undefined, after: ExportConfigRow | undefined): Promise<void> => {
     const event = newEvent('admin.changed', tenantId, {
       action,
@@ -48,12 +47,13 @@ function auditChange(tenantId: string, actorKeyId: string | null, action: 'audit
       before: destination(before),
       after: destination(after),
     });
-    await recordEvent(event, tx);
+    await recordEvent(entries, event, tx);
   };
 }
 
 /** A tenant's export destination: validated, then stored (a changed destination keeps its position). */
 export async function setExportConfig(
+  ports: AuditPorts,
   db: Database,
   tenantId: string,
   input: ExportSettingsInput,
@@ -61,20 +61,27 @@ export async function setExportConfig(
   actorKeyId: string | null = null,
 ): Promise<ExportConfigRow> {
   const settings = validateSettings(input, options.production);
-  assertTenantEndpoint(settings.endpoint, options.production);
+  ports.sinks.assertTenantEndpoint(settings.endpoint, options.production);
   const now = new Date();
-  return upsertExportConfig(
+  return ports.exportConfigs.upsertExportConfig(
     db,
     tenantId,
     settings,
     windowStart(now, options.exportWindowSeconds),
     now,
-    auditChange(tenantId, actorKeyId, 'audit_export.set'),
+    auditChange(ports.entries, tenantId, actorKeyId, 'audit_export.set'),
   );
 }
 
-export function deleteExportConfig(db: Database, tenantId: string, actorKeyId: string | null = null): Promise<boolean> {
-  return deleteRow(db, tenantId, auditChange(tenantId, actorKeyId, 'audit_export.deleted'));
+export function deleteExportConfig(
+  ports: AuditPorts,
+  db: Database,
+  tenantId: string,
+  actorKeyId: string | null = null,
+): Promise<boolean> {
+  return ports.exportConfigs.deleteExportConfig(
+    db,
+    tenantId,
+    auditChange(ports.entries, tenantId, actorKeyId, 'audit_export.deleted'),
+  );
 }
-
-export { getExportConfig };

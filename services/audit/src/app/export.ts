@@ -1,14 +1,7 @@
 import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
-import { openSink, tenantFacingError, type SinkEnvironment } from '../adapters/sinks.js';
 import { ndjsonLine, windowKey } from '../domain/export-window.js';
-import { entriesRecordedIn } from '../store/entries.js';
-import {
-  advanceExport,
-  exportingTenants,
-  recordExportError,
-  withClaimedExportConfig,
-} from '../store/export-configs.js';
+import type { ChainEntries, ExportConfigs, ExportSinks } from './ports.js';
 
 /** At most this many windows per tenant per pass (a tenant catching up after downtime advances steadily). */
 const MAX_WINDOWS_PER_PASS = 96;
@@ -18,7 +11,9 @@ export interface ExporterDeps {
   logger: Logger;
   windowSeconds: number;
   graceSeconds: number;
-  sinks: SinkEnvironment;
+  entries: ChainEntries;
+  exportConfigs: ExportConfigs;
+  sinks: ExportSinks;
   now?: () => Date;
 }
 
@@ -32,29 +27,33 @@ export type WindowOutcome = { written: false } | { written: true; key: string; e
  */
 export async function exportNextWindow(deps: ExporterDeps, tenantId: string): Promise<WindowOutcome> {
   const now = deps.now?.() ?? new Date();
-  const outcome = await withClaimedExportConfig(deps.db, tenantId, async (config, tx): Promise<WindowOutcome> => {
-    const start = config.exportedUntil;
-    const end = new Date(start.getTime() + deps.windowSeconds * 1000);
-    if (end.getTime() + deps.graceSeconds * 1000 > now.getTime()) return { written: false };
-    const rows = await entriesRecordedIn(tx, tenantId, start, end);
-    const key = windowKey(config.prefix, start, end, deps.windowSeconds);
-    const sink = await openSink(tenantId, config, deps.sinks);
-    let written;
-    try {
-      written = await sink.writeOnce(key, rows.map(ndjsonLine).join(''));
-    } finally {
-      sink.close();
-    }
-    await advanceExport(tx, tenantId, end, now);
-    return { written: true, key, entries: rows.length, alreadyThere: written === 'exists' };
-  });
+  const outcome = await deps.exportConfigs.withClaimedExportConfig(
+    deps.db,
+    tenantId,
+    async (config, tx): Promise<WindowOutcome> => {
+      const start = config.exportedUntil;
+      const end = new Date(start.getTime() + deps.windowSeconds * 1000);
+      if (end.getTime() + deps.graceSeconds * 1000 > now.getTime()) return { written: false };
+      const rows = await deps.entries.entriesRecordedIn(tx, tenantId, start, end);
+      const key = windowKey(config.prefix, start, end, deps.windowSeconds);
+      const sink = await deps.sinks.open(tenantId, config);
+      let written;
+      try {
+        written = await sink.writeOnce(key, rows.map(ndjsonLine).join(''));
+      } finally {
+        sink.close();
+      }
+      await deps.exportConfigs.advanceExport(tx, tenantId, end, now);
+      return { written: true, key, entries: rows.length, alreadyThere: written === 'exists' };
+    },
+  );
   return outcome ?? { written: false };
 }
 
 /** One pass of the exporter: every configured tenant, each closed window not yet written, oldest first. */
 export async function exportDueWindows(deps: ExporterDeps): Promise<number> {
   let written = 0;
-  for (const tenantId of await exportingTenants(deps.db)) {
+  for (const tenantId of await deps.exportConfigs.exportingTenants(deps.db)) {
     try {
       for (let i = 0; i < MAX_WINDOWS_PER_PASS; i++) {
         const outcome = await exportNextWindow(deps, tenantId);
@@ -67,9 +66,9 @@ export async function exportDueWindows(deps: ExporterDeps): Promise<number> {
       }
     } catch (error) {
       deps.logger.error({ err: error, tenant_id: tenantId }, 'audit export failed for a tenant');
-      const message = tenantFacingError(error).slice(0, 500);
+      const message = deps.sinks.failureText(error).slice(0, 500);
       // Recording lastError is best effort: the failure is logged just above.
-      await recordExportError(deps.db, tenantId, message).catch(() => undefined);
+      await deps.exportConfigs.recordExportError(deps.db, tenantId, message).catch(() => undefined);
     }
   }
   return written;

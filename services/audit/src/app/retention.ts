@@ -4,7 +4,7 @@ import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import type { tenantV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
-import { purgeRecordedBefore, tenantsWithEntries } from '../store/entries.js';
+import type { ChainEntries } from './ports.js';
 
 export type TenantClient = ClientOf<typeof tenantV1.TenantService>;
 
@@ -22,13 +22,14 @@ export function retentionDays(tenant: Pick<tenantV1.Tenant, 'plan' | 'auditReten
  * checkpoint to the last one deleted so the surviving chain still verifies from there.
  */
 export async function purgeExpired(
+  entries: ChainEntries,
   db: Database,
   tenantId: string,
   retentionDays: number,
   now = new Date(),
 ): Promise<{ purged: number; checkpointSeq: number }> {
   if (retentionDays < 1) throw new CairnError('cairn.validation.invalid_body', 'retention_days must be at least 1');
-  return purgeRecordedBefore(db, tenantId, new Date(now.getTime() - retentionDays * 86_400_000), now);
+  return entries.purgeRecordedBefore(db, tenantId, new Date(now.getTime() - retentionDays * 86_400_000), now);
 }
 
 export interface RetentionSweepResult {
@@ -44,18 +45,25 @@ export interface RetentionSweepResult {
  */
 export async function purgeAllExpired(deps: {
   db: Database;
+  entries: ChainEntries;
   tenants: TenantClient;
   logger: Logger;
   now?: () => Date;
 }): Promise<RetentionSweepResult> {
   const result: RetentionSweepResult = { tenants: 0, purged: 0, failed: 0 };
-  for (const tenantId of await tenantsWithEntries(deps.db)) {
+  for (const tenantId of await deps.entries.tenantsWithEntries(deps.db)) {
     result.tenants++;
     try {
       const { tenant } = await deps.tenants.getTenant({ tenantId });
       if (!tenant) continue;
       const days = retentionDays(tenant);
-      const { purged, checkpointSeq } = await purgeExpired(deps.db, tenantId, days, deps.now?.() ?? new Date());
+      const { purged, checkpointSeq } = await purgeExpired(
+        deps.entries,
+        deps.db,
+        tenantId,
+        days,
+        deps.now?.() ?? new Date(),
+      );
       if (purged > 0)
         deps.logger.info(
           { tenant_id: tenantId, purged, checkpoint_seq: checkpointSeq, retention_days: days },

@@ -1,18 +1,7 @@
 import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
+import type { CheckpointRow, EntryFilter, EntryInsert, EntryRow } from '../app/ports.js';
 import { checkpoints, entries } from '../db/schema.js';
-
-export type EntryRow = typeof entries.$inferSelect;
-export type EntryInsert = typeof entries.$inferInsert;
-export type CheckpointRow = typeof checkpoints.$inferSelect;
-
-export interface EntryFilter {
-  eventType?: string;
-  since?: Date;
-  until?: Date;
-  /** Only entries below this chain position (the page cursor). */
-  belowSeq?: number;
-}
 
 /** Serializes one tenant's appends (and purges) for the rest of the transaction. */
 export async function lockTenantChain(tx: Tx, tenantId: string): Promise<void> {

@@ -1,16 +1,8 @@
 import { eq, sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
+import type { ExportConfigChange, ExportConfigRow } from '../app/ports.js';
 import { exportConfigs } from '../db/schema.js';
 import type { ExportSettings } from '../domain/export-settings.js';
-
-export type ExportConfigRow = typeof exportConfigs.$inferSelect;
-
-/** Runs in the write's transaction with the destination before and after it (the admin change's audit entry). */
-export type ExportConfigChange = (
-  tx: Tx,
-  before: ExportConfigRow | undefined,
-  after: ExportConfigRow | undefined,
-) => Promise<void>;
 
 /** Creates the tenant's export destination, or changes it keeping its position (windows written stay written). */
 export async function upsertExportConfig(

@@ -6,7 +6,7 @@ import type { Outbox } from '@cairn/runtime';
 import { billsOverage, METERS, PLANS, type Meter, type PlanName, type Quota } from '@cairn/catalog';
 import { periodOf } from '../domain/period.js';
 import { microsToUsd, usdToMicros, type PriceTable } from '../domain/prices.js';
-import type { MeteringStore } from '../store/metering.js';
+import type { MeteringLedger } from './ports.js';
 
 export interface ReserveInput {
   tenantId: string;
@@ -149,7 +149,7 @@ export class Metering {
   private readonly sent = new Set<string>();
 
   constructor(
-    private readonly store: MeteringStore,
+    private readonly store: MeteringLedger,
     private readonly outbox: Outbox,
     private readonly prices: PriceTable,
     private readonly ttlSeconds: number,

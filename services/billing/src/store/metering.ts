@@ -1,44 +1,15 @@
 import { and, eq, lt, sql } from 'drizzle-orm';
 import { setTenant, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
+import type { CounterRow, MeteringLedger, ReservationRow, ReserveOutcome, ReserveStatement } from '../app/ports.js';
 import { alerts, counters, quotas, reservations, spend } from '../db/schema.js';
-
-export type ReservationRow = typeof reservations.$inferSelect;
-export type CounterRow = typeof counters.$inferSelect;
-
-/** The values the reserve statement works with (app/metering.ts decides them). */
-export interface ReserveStatement {
-  tenantId: string;
-  meter: string;
-  quantity: number;
-  periodKey: string;
-  /** The plan's quota (used when the tenant has no override). */
-  planLimit: number;
-  /** Whether units above the quota are billed (else they are refused). */
-  bills: boolean;
-  unitMicros: number;
-  /** null = no spending cap. */
-  capMicros: number | null;
-  reservationId: string;
-  now: Date;
-  expiresAt: Date;
-}
-
-/** The reserve statement's answer (bigints as strings, as Postgres returns them). */
-export interface ReserveOutcome {
-  lim: string;
-  before: string | null;
-  over: string | null;
-  spent_after: string | null;
-  inserted: boolean;
-}
 
 /**
  * billing.counters, reservations, spend, quotas and alerts: every statement of metering. Reserve, commit and
  * release each do their work in one statement, so the counter row stays locked for that statement and the
  * COMMIT only.
  */
-export class MeteringStore {
+export class MeteringStore implements MeteringLedger {
   constructor(
     private readonly db: Database,
     private readonly now: () => Date = () => new Date(),

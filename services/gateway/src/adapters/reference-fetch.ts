@@ -1,11 +1,9 @@
 import { CairnError } from '@cairn/errors';
 import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
+import type { ReferenceFetcher } from '../app/ports.js';
 
 /** Redirects a fetch follows, each hop vetted by the address policy like the first. */
 const MAX_REDIRECTS = 3;
-
-/** Fetches the asset a caller names (the resolution API's byReference): its bytes, or cairn.resolution.fetch_failed. */
-export type ReferenceFetcher = (referenceUrl: string, maxBytes: number) => Promise<Buffer>;
 
 /**
  * Fetches under the outbound address policy (checked at connect time, after DNS, on every redirect hop), at most

@@ -4,24 +4,11 @@ import { isCairnError } from '@cairn/errors';
 import { tenantV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import type { Scope } from '@cairn/catalog';
-import type { RecipeCatalogue } from '../app/ports.js';
+import type { RecipeCatalogue, Tenant } from '../app/ports.js';
 
 export type TenantClient = ClientOf<typeof tenantV1.TenantService>;
 
-/** A tenant as the gateway's routes use it (the tenant service's record, in the gateway's types). */
-export interface Tenant {
-  tenantId: string;
-  name: string;
-  plan: string;
-  parentTenantId: string | null;
-  spendingCapUsd: number | null;
-  auditRetentionDays: number;
-  auditRetentionDaysMax: number;
-  rateLimitRps: number;
-  rateLimitDaily: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
+export type { Tenant } from '../app/ports.js';
 
 export interface ApiKeyRecord {
   keyId: string;

@@ -4,8 +4,8 @@ import { absentAsUndefined, CairnError, isCairnError } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
 import type { softbindingV1 } from '@cairn/proto';
 import { sniffMediaType } from '@cairn/sniff';
-import type { ReferenceFetcher } from '../adapters/reference-fetch.js';
-import { uploadHead } from '../adapters/upload-head.js';
+import type { ReferenceFetcher } from './ports.js';
+import { uploadHead } from './upload-head.js';
 import type { SignerClient, SoftBindingClient, WatermarkClient } from './ports.js';
 
 export type { SignerClient, SoftBindingClient, WatermarkClient } from './ports.js';

@@ -1,5 +1,5 @@
 import { inSpan } from '@cairn/telemetry';
-import type { Tenant } from '../adapters/tenant-directory.js';
+import type { Tenant } from './ports.js';
 import type { Metering } from './ports.js';
 
 export type { BillingClient } from './ports.js';

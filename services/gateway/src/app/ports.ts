@@ -1,6 +1,6 @@
 // The ports the gateway's use cases run over, declared here (where the use cases can see them) and implemented
-// elsewhere: the idempotency store in store/, the concurrency slots and the tenant directory in adapters/, the
-// other services by their typed gRPC clients. service.ts builds the implementations and injects them.
+// elsewhere: the idempotency store in store/, the concurrency slots, the tenant directory and the byReference
+// fetcher in adapters/, the other services by their typed gRPC clients. service.ts builds the implementations and injects them.
 import type { billingV1, signerV1, softbindingV1, tenantV1, watermarkV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 
@@ -63,4 +63,68 @@ export interface Slot {
 export interface ConcurrencySlots {
   /** A slot, or null when `limit` are held already. */
   tryAcquire(subject: string, limit: number): Promise<Slot | null>;
+}
+
+/** A tenant as the gateway's routes use it (the tenant service's record, in the gateway's types; adapters/tenant-directory.ts). */
+export interface Tenant {
+  tenantId: string;
+  name: string;
+  plan: string;
+  parentTenantId: string | null;
+  spendingCapUsd: number | null;
+  auditRetentionDays: number;
+  auditRetentionDaysMax: number;
+  rateLimitRps: number;
+  rateLimitDaily: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Fetches the asset a caller names (the resolution API's byReference): its bytes, or cairn.resolution.fetch_failed. */
+export type ReferenceFetcher = (referenceUrl: string, maxBytes: number) => Promise<Buffer>;
+
+export type UploadState = 'pending' | 'receiving' | 'uploaded' | 'used' | 'expired';
+
+export interface UploadSessionRow {
+  uploadId: string;
+  tenantId: string;
+  blobKey: string;
+  declaredSize: number;
+  contentType: string | null;
+  state: UploadState;
+  size: number | null;
+  sha256: string | null;
+  expiresAt: Date;
+  /** Whether expires_at is past, on the database's clock. */
+  expired: boolean;
+}
+
+/** Upload sessions as a row state machine, pending → receiving → uploaded → used, or expired (store/upload-sessions.ts). */
+export interface UploadSessionRecords {
+  /** A new session, unless the tenant's open sessions would then number or declare more than `limits`. */
+  create(
+    row: {
+      uploadId: string;
+      tenantId: string;
+      blobKey: string;
+      filename?: string;
+      declaredSize: number;
+      contentType?: string;
+      ttlSeconds: number;
+    },
+    limits: { maxOpen: number; maxOutstandingBytes: number },
+  ): Promise<{ created: UploadSessionRow } | { refused: 'sessions' | 'bytes'; open: number; outstandingBytes: number }>;
+  /** The unauthenticated PUT's view: the one session its signed URL names. */
+  byId(uploadId: string): Promise<UploadSessionRow | null>;
+  /** Moves the session from one state to another if it is still in `from` and unexpired; false when it was not. */
+  transition(
+    uploadId: string,
+    from: UploadState[],
+    to: UploadState,
+    received?: { size: number; sha256: string },
+  ): Promise<boolean>;
+  /** The tenant's own session (null for none, or another tenant's). */
+  forTenant(tenantId: string, uploadId: string): Promise<UploadSessionRow | null>;
+  /** One expiry sweep step: up to `batch` unused sessions past their expiry marked expired; their blob keys. */
+  expireDue(batch?: number): Promise<string[]>;
 }

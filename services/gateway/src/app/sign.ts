@@ -2,7 +2,7 @@ import { CairnError } from '@cairn/errors';
 import { jobStates, type signerV1, type tenantV1 } from '@cairn/proto';
 import type { Logger } from '@cairn/logging';
 import { inSpan } from '@cairn/telemetry';
-import type { Tenant } from '../adapters/tenant-directory.js';
+import type { Tenant } from './ports.js';
 import { requestHash } from '../domain/request-hash.js';
 import { presentSignResult } from '../domain/sign-result.js';
 import { SignMeter } from './metering.js';

@@ -8,8 +8,8 @@ import type { Logger } from '@cairn/logging';
 import { every } from '@cairn/runtime';
 import { SNIFF_BYTES, sniffMediaType } from '@cairn/sniff';
 import type { UploadUrlSigner } from '../domain/upload-url.js';
-import type { UploadSessionRow, UploadSessionStore } from '../store/upload-sessions.js';
-import { uploadHead } from '../adapters/upload-head.js';
+import type { UploadSessionRecords, UploadSessionRow } from './ports.js';
+import { uploadHead } from './upload-head.js';
 
 /** A request's upload in the blob store: a multipart file part, or an upload session's file named by upload_id. */
 export interface StoredUpload extends BlobInfo {
@@ -38,7 +38,7 @@ export interface UploadSessionAnswer {
 export class UploadSessions {
   constructor(
     private readonly deps: {
-      store: UploadSessionStore;
+      store: UploadSessionRecords;
       blobs: BlobStore;
       urls: UploadUrlSigner;
       publicBaseUrl: string;

@@ -3,8 +3,8 @@ import { CairnError } from '@cairn/errors';
 import { modalities, type verifierV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import { sniffMediaType } from '@cairn/sniff';
-import { uploadHead } from '../adapters/upload-head.js';
-import type { Tenant } from '../adapters/tenant-directory.js';
+import { uploadHead } from './upload-head.js';
+import type { Tenant } from './ports.js';
 import { reserveUnit, type BillingClient, type MeteredUnit } from './metering.js';
 
 export type VerifierClient = ClientOf<typeof verifierV1.VerifierService>;

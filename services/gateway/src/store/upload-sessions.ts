@@ -1,22 +1,7 @@
 import { and, eq, inArray, lt, sql } from 'drizzle-orm';
 import { withRlsSettings, withTenant, type Database } from '@cairn/db';
+import type { UploadSessionRecords, UploadSessionRow, UploadState } from '../app/ports.js';
 import { uploadSessions } from '../db/schema.js';
-
-export type UploadState = 'pending' | 'receiving' | 'uploaded' | 'used' | 'expired';
-
-export interface UploadSessionRow {
-  uploadId: string;
-  tenantId: string;
-  blobKey: string;
-  declaredSize: number;
-  contentType: string | null;
-  state: UploadState;
-  size: number | null;
-  sha256: string | null;
-  expiresAt: Date;
-  /** Whether expires_at is past, on the database's clock. */
-  expired: boolean;
-}
 
 /** How long a finished session's row is kept after its expiry, so a late reuse is told "expired", not "no such upload". */
 const ROW_GRACE = '1 day';
@@ -39,7 +24,7 @@ const columns = {
  * verify took it), or expired (the sweep deleted its file). Transitions are conditional updates, so two PUTs or
  * two signs racing for one session cannot both win.
  */
-export class UploadSessionStore {
+export class UploadSessionStore implements UploadSessionRecords {
   constructor(private readonly db: Database) {}
 
   /**

@@ -1,18 +1,9 @@
-import { createHmac, type KeyObject } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
-import { boundedRequest, type DestinationPolicy } from '@cairn/outbound';
+import { boundedRequest } from '@cairn/outbound';
 import { es256Raw, verifiesEs256 } from '../domain/es256.js';
+import type { RemoteKeyOptions } from '../app/ports.js';
 import type { KeyBackend } from '../pki/index.js';
-
-export interface RemoteSignerOptions {
-  url: string;
-  credentialId: string;
-  hmacSecret: string;
-  /** The registered leaf's key: every signature the endpoint answers must verify under it. */
-  leafPublicKey: KeyObject;
-  timeoutMs: number;
-  policy: DestinationPolicy;
-}
 
 const MAX_ANSWER_BYTES = 16 * 1024;
 
@@ -29,7 +20,7 @@ const MAX_ANSWER_BYTES = 16 * 1024;
  * stored, anchored or billed, instead of yielding a manifest whose signature fails ("Tampered") under the name of
  * the certificate's owner.
  */
-export function remoteKeyBackend(options: RemoteSignerOptions): KeyBackend {
+export function remoteKeyBackend(options: RemoteKeyOptions): KeyBackend {
   return {
     kind: 'remote',
     sign: async (tbs: Buffer) => {

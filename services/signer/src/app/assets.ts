@@ -3,7 +3,7 @@ import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import type { MediaLimits } from '@cairn/media';
 import { activeManifestOnly } from '../domain/manifest-store.js';
-import type { AssetRow, AssetStore, JobRow, ManifestRow } from '../store/assets.js';
+import type { AssetRecords, AssetRow, JobRow, ManifestRow } from './ports.js';
 import { pageThumbnail } from './thumbnails.js';
 
 export type { AssetRow, JobRow, ManifestRow };
@@ -18,7 +18,7 @@ export interface ServedManifest {
 /** Reads of signed assets, their manifests and sign jobs. */
 export class Assets {
   constructor(
-    private readonly store: AssetStore,
+    private readonly store: AssetRecords,
     private readonly blobs: BlobStore,
     private readonly mediaLimits: MediaLimits,
   ) {}

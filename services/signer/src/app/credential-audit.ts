@@ -1,6 +1,6 @@
 import type { Tx } from '@cairn/db';
 import { newEvent, secretFingerprint, type AdminAction, type AnyEvent } from '@cairn/events';
-import type { CredentialRow } from '../store/credentials.js';
+import type { CredentialRow } from './ports.js';
 
 /** Where an admin change's audit event goes: the signer's outbox, in the transaction of the change. */
 export interface AdminAuditOutbox {

@@ -5,7 +5,6 @@ import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { refusedReason, type DestinationPolicy } from '@cairn/outbound';
 import type { Sealer } from '@cairn/sealing';
-import { remoteKeyBackend } from '../adapters/remote-signer.js';
 import {
   checkCredentialChain,
   impersonatesCairn,
@@ -15,12 +14,14 @@ import {
 import { es256Raw, verifiesEs256 } from '../domain/es256.js';
 import type { ActiveSigningKey, CertificateAuthority } from '../pki/index.js';
 import { x509 } from '../pki/x509.js';
-import type { CredentialRow, CredentialStore } from '../store/credentials.js';
+import type { CredentialRecords, CredentialRow, RemoteKeyBackend } from './ports.js';
 import { credentialChanged, credentialSettings, type AdminAuditOutbox } from './credential-audit.js';
 export type { CredentialRow };
 
 export interface CredentialDeps {
-  store: CredentialStore;
+  store: CredentialRecords;
+  /** Signs through the tenant's BYOK endpoint (adapters/remote-signer.ts). */
+  remoteKey: RemoteKeyBackend;
   sealer: Sealer;
   policy: DestinationPolicy;
   timeoutMs: number;
@@ -167,7 +168,7 @@ export class Credentials {
       chainPem: row.chainPem,
       notAfter: row.notAfter,
       credentialId,
-      backend: remoteKeyBackend({
+      backend: this.deps.remoteKey({
         url: row.endpointUrl,
         credentialId,
         hmacSecret: this.deps.sealer.open(row.hmacSecretSealed, `${tenantId}/${credentialId}`),

@@ -10,7 +10,7 @@ import type { Logger } from '@cairn/logging';
 import { anchorBatchStates, signerV1, type AnchorBatchStateName } from '@cairn/proto';
 import { parseSignMetadata } from '../domain/metadata.js';
 import type { StoredJobProgress } from '../db/assets-schema.js';
-import type { JobRow } from '../store/assets.js';
+import type { JobRow } from './ports.js';
 import { JobProgressWriter } from './job-progress.js';
 import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './sign/index.js';
 

@@ -2,7 +2,7 @@ import { blobKeys, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, thumbnailOfFile, type MediaLimits } from '@cairn/media';
-import type { AssetRow } from '../store/assets.js';
+import type { AssetRow } from './ports.js';
 
 /** Longest side of the public page's thumbnail, pixels. */
 export const PAGE_THUMBNAIL_SIDE = 320;

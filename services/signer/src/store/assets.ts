@@ -1,25 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
+import type { AssetClaim, AssetRecords, AssetRow, JobRow, ManifestRow } from '../app/ports.js';
 import { assets, jobs, manifests, signClaims, type StoredJobProgress } from '../db/assets-schema.js';
 
-export type AssetRow = typeof assets.$inferSelect;
-export type ManifestRow = typeof manifests.$inferSelect;
-export type JobRow = typeof jobs.$inferSelect;
-
-/** The outcome of claiming an asset id before signing it. */
-export type AssetClaim =
-  /** This attempt signs the asset and must record it (which drops the claim) or `releaseClaim`. */
-  | { kind: 'claimed'; claimId: string }
-  /** The asset is already recorded, for this tenant: its recorded result is the answer. */
-  | { kind: 'recorded'; asset: AssetRow }
-  /** Another attempt is signing this asset id right now. */
-  | { kind: 'busy'; retryAfterSeconds: number }
-  /** Another tenant signed, or is signing, an asset with this id. */
-  | { kind: 'foreign' };
-
 /** Assets, manifests and jobs of the signer; every query under row-level security. */
-export class AssetStore {
+export class AssetStore implements AssetRecords {
   constructor(private readonly db: Database) {}
 
   /**

@@ -1,11 +1,10 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
+import type { CredentialRecords, CredentialRow } from '../app/ports.js';
 import { signingCredentials } from '../db/schema.js';
 
-export type CredentialRow = typeof signingCredentials.$inferSelect;
-
 /** A tenant's BYOK credentials, under its row-level security. */
-export class CredentialStore {
+export class CredentialStore implements CredentialRecords {
   constructor(private readonly db: Database) {}
 
   /** `alsoInTx` runs in the insert's transaction (the audit event), so both commit or neither. */

@@ -1,4 +1,5 @@
 import sharp from 'sharp';
+import type { IndexedHash } from '../app/ports.js';
 import type { ImageFingerprinter, PerceptualHash, PixelRegion, RawPixelLayout } from '../domain/pdq.js';
 
 /**
@@ -13,10 +14,6 @@ import type { ImageFingerprinter, PerceptualHash, PixelRegion, RawPixelLayout } 
 export const CROP_FRACTION = 0.05;
 const ANCHORS = { tl: [0, 0], tr: [1, 0], bl: [0, 1], br: [1, 1], c: [0.5, 0.5] } as const;
 const INPUT = { failOn: 'error', limitInputPixels: 100_000_000 } as const;
-
-export interface IndexedHash extends PerceptualHash {
-  variant: string;
-}
 
 /** A picture between two steps (the decoded file, a crop, a quarter), to cut, shrink or hash. */
 interface Kept {

@@ -1,6 +1,6 @@
 import type { signerV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
-import type { ReceiptSigning } from '../app/repository.js';
+import type { ReceiptSigning } from '../app/ports.js';
 
 /** Receipts are signed by the signer (Cairn's signing key never leaves it); its roots are asked at most hourly. */
 export function signerReceipts(signer: ClientOf<typeof signerV1.SignerService>): ReceiptSigning {

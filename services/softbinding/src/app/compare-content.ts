@@ -2,7 +2,6 @@ import { parseBlobKey } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES } from '@cairn/media';
-import { sampleVideo } from '../adapters/video-fingerprint.js';
 import { compareVideoContent, indexedFrames, VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
 import type { LookupDeps } from './lookup.js';
 
@@ -24,7 +23,7 @@ const UNKNOWN: ContentCheck = { known: false, consistent: false, comparedFrames:
  * cannot be sampled: unknown. Answers no more than the verdict: never a row, a tenant or a distance list.
  */
 export async function compareContent(
-  deps: Pick<LookupDeps, 'blobs' | 'indexes' | 'mediaLimits'>,
+  deps: Pick<LookupDeps, 'blobs' | 'indexes' | 'fingerprints' | 'mediaLimits'>,
   request: { uploadBlobKey: string; assetId: string },
 ): Promise<ContentCheck> {
   if (!isId('asset', request.assetId))
@@ -40,7 +39,7 @@ export async function compareContent(
   if (indexed.length === 0) return UNKNOWN;
   let sampled;
   try {
-    sampled = await sampleVideo(bytes);
+    sampled = await deps.fingerprints.sampleVideo(bytes);
   } catch (error) {
     // A file the sampler cannot read is not a verdict on its content.
     if (error instanceof VideoFingerprintError) return UNKNOWN;

@@ -5,19 +5,15 @@ import type { Logger } from '@cairn/logging';
 import { isCairnError } from '@cairn/errors';
 import { checkMediaLimits, FfmpegError, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
 import { AudioTooShortError, AudioTooSparseError } from '../domain/audio.js';
-import { fingerprintAudio, fingerprintSoundtrack } from '../adapters/audio-fingerprint.js';
-import { pdqFingerprinter } from '../adapters/image-hash.js';
 import { fingerprintText, TextFingerprintError } from '../domain/text.js';
-import type { AudioIndex, TextIndex } from '../store/feature-index.js';
-import type { FingerprintIndex, IndexedAsset } from '../store/fingerprints.js';
 import { frameRows, VIDEO_ALG, VideoFingerprintError } from '../domain/video.js';
-import { fingerprintVideo } from '../adapters/video-fingerprint.js';
-import { indexHashes } from '../adapters/image-variants.js';
+import type { Fingerprinters, IndexedAsset, IndexWriters } from './ports.js';
 
 export interface IndexDeps {
   blobs: BlobStore;
   /** The indexes themselves: indexing writes in the event's transaction. */
-  indexes: { images: FingerprintIndex; audio: AudioIndex; text: TextIndex };
+  indexes: IndexWriters;
+  fingerprints: Fingerprinters;
   logger: Logger;
   mediaLimits: MediaLimits;
 }
@@ -115,12 +111,12 @@ interface Indexing {
 const INDEX_PARTS: Record<Modality, (indexing: Indexing) => Promise<void>> = {
   image: async ({ deps, tx, bytes, record, attempt }) => {
     await attempt('image', async () => {
-      const hashes = await indexHashes(pdqFingerprinter, bytes);
+      const hashes = await deps.fingerprints.imageHashes(bytes);
       await deps.indexes.images.add(
         tx,
         hashes.map((h) => ({
           ...record,
-          alg: pdqFingerprinter.alg,
+          alg: deps.fingerprints.imageAlg,
           variant: h.variant,
           bits: h.bits,
           quality: h.quality,
@@ -130,7 +126,7 @@ const INDEX_PARTS: Record<Modality, (indexing: Indexing) => Promise<void>> = {
   },
   video: async ({ deps, tx, bytes, record, attempt }) => {
     await attempt('frames', async () => {
-      const frames = await fingerprintVideo(bytes, { crops: true });
+      const frames = await deps.fingerprints.videoFrames(bytes, { crops: true });
       await deps.indexes.images.add(
         tx,
         // Whole frames and their crops (a cropped copy's frames land near these: domain/video.ts FRAME_CROPS).
@@ -140,12 +136,12 @@ const INDEX_PARTS: Record<Modality, (indexing: Indexing) => Promise<void>> = {
     // The sound is indexed as audio of the same asset: an audio lookup of the sound taken out of the video (the
     // soundtrack as MP3, WAV or M4A) finds the video it came from.
     await attempt('sound', async () => {
-      const sound = await fingerprintSoundtrack(bytes);
+      const sound = await deps.fingerprints.soundtrack(bytes);
       if (sound) await deps.indexes.audio.add(tx, record, sound);
     });
   },
   audio: async ({ deps, tx, bytes, record, attempt }) => {
-    await attempt('audio', async () => deps.indexes.audio.add(tx, record, await fingerprintAudio(bytes)));
+    await attempt('audio', async () => deps.indexes.audio.add(tx, record, await deps.fingerprints.audio(bytes)));
   },
   text: async ({ deps, tx, bytes, record, attempt }) => {
     await attempt('text', async () => deps.indexes.text.add(tx, record, fingerprintText(bytes.toString('utf8'))));

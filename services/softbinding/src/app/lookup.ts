@@ -2,15 +2,12 @@ import { blobKeyOf, parseBlobKey, type BlobStore } from '@cairn/blob';
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaLimits } from '@cairn/media';
-import type { HashIndex, Indexes, LookupScope, PublicMatch } from './ports.js';
+import type { Fingerprinters, HashIndex, Indexes, LookupScope, PublicMatch } from './ports.js';
 import { algorithmNamed, ALGORITHMS } from '../domain/algorithms.js';
 import { AudioTooShortError, AudioTooSparseError } from '../domain/audio.js';
-import { fingerprintAudio } from '../adapters/audio-fingerprint.js';
-import { pdqFingerprinter } from '../adapters/image-hash.js';
 import { fromHex, HASH_BYTES, PDQ_ALG } from '../domain/pdq.js';
 import { fingerprintText, signatureFromHex, TextFingerprintError, TEXT_ALG, lshBands } from '../domain/text.js';
 import { LOOKUP_RADIUS } from '../domain/threshold.js';
-import { fingerprintVideo } from '../adapters/video-fingerprint.js';
 import {
   MIN_FRAME_QUALITY,
   MIN_MATCHED_FRACTION,
@@ -44,6 +41,7 @@ const supported = () => ALGORITHMS.map((a) => a.mediaTypes.join(', ')).join('; '
 /** Lookup by content: the file's type (by its bytes) picks the fingerprint and the index. */
 export async function lookupContent(
   indexes: Indexes,
+  fingerprints: Fingerprinters,
   scope: LookupScope,
   bytes: Buffer,
   limit: number,
@@ -57,19 +55,19 @@ export async function lookupContent(
   await checkMediaLimits(bytes, sniffed, mediaLimits);
   switch (algorithm.modality) {
     case 'image': {
-      const hash = await pdqFingerprinter.hashImage(bytes).catch((error: unknown) => {
+      const hash = await fingerprints.imageHash(bytes).catch((error: unknown) => {
         throw lookupError(error, 'image');
       });
       return indexes.images.search(scope, hash.bits, LOOKUP_RADIUS, limit, PDQ_ALG);
     }
     case 'audio': {
-      const fingerprint = await fingerprintAudio(bytes).catch((error: unknown) => {
+      const fingerprint = await fingerprints.audio(bytes).catch((error: unknown) => {
         throw lookupError(error, 'audio');
       });
       return indexes.audio.search(scope, fingerprint, limit);
     }
     case 'video': {
-      const frames = await fingerprintVideo(bytes).catch((error: unknown) => {
+      const frames = await fingerprints.videoFrames(bytes).catch((error: unknown) => {
         throw lookupError(error, 'video');
       });
       return searchVideo(indexes.images, scope, frames, limit);
@@ -155,6 +153,7 @@ async function searchVideo(
 export interface LookupDeps {
   blobs: Pick<BlobStore, 'getBuffer'>;
   indexes: Indexes;
+  fingerprints: Fingerprinters;
   maxResults: number;
   mediaLimits: MediaLimits;
   /** Records a tenant's lookup (asset.lookup: the audit log, and the lookup meter's evidence). */
@@ -186,7 +185,7 @@ export async function lookup(
     if (!upload) throw new CairnError('cairn.validation.invalid_body', 'upload_blob_key must name an upload.');
     const bytes = await deps.blobs.getBuffer(query.value);
     if (!bytes) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the file again.');
-    matches = await lookupContent(deps.indexes, scope, bytes, limit, deps.mediaLimits);
+    matches = await lookupContent(deps.indexes, deps.fingerprints, scope, bytes, limit, deps.mediaLimits);
   } else if (query.case === 'binding') {
     matches = await lookupBinding(deps.indexes, scope, query.value, limit);
   } else {

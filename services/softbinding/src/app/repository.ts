@@ -3,16 +3,10 @@ import { CairnError } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
 import { inspectManifestStore } from '../domain/manifest-store.js';
 import { buildReceipt, receiptTbs, verifyReceipt, type ReceiptVerdict } from '../domain/receipt.js';
-import type { BindOutcome, ManifestRepository, StoredManifest } from '../store/repository.js';
-
-/** Cairn's signature over a receipt, and Cairn's roots to check one against (the signer, over gRPC). */
-export interface ReceiptSigning {
-  sign(tbs: Buffer): Promise<{ signature: Uint8Array; chainPem: readonly string[] }>;
-  roots(): Promise<readonly string[]>;
-}
+import type { BindOutcome, ReceiptSigning, StoredManifest, StoredManifests } from './ports.js';
 
 export interface RepositoryDeps {
-  repository: ManifestRepository;
+  repository: StoredManifests;
   receipts: ReceiptSigning;
   /** STORED_MANIFEST_MAX_BYTES. */
   maxManifestBytes: number;

@@ -16,8 +16,8 @@ import {
   TEXT_MATCH_THRESHOLD,
   type TextFingerprint,
 } from '../domain/text.js';
-import type { AudioSearch, LookupScope, PublicMatch, TextSearch } from '../app/ports.js';
-import { inScope, type IndexedAsset } from './fingerprints.js';
+import type { AudioSearch, IndexedAsset, LookupScope, PublicMatch, TextSearch } from '../app/ports.js';
+import { inScope } from './fingerprints.js';
 import { audioLandmarks, indexedAssets, textBands } from '../db/schema.js';
 
 interface AssetRow extends Record<string, unknown> {

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
-import type { HashIndex, LookupScope, PublicMatch } from '../app/ports.js';
+import type { HashIndex, LookupScope, NewFingerprint, PublicMatch } from '../app/ports.js';
 import { CHUNKS, fingerprints } from '../db/schema.js';
 import {
   chunksOf,
@@ -12,21 +12,7 @@ import {
 
 export type { LookupScope, PublicMatch } from '../app/ports.js';
 
-/** The record a signed asset's fingerprint points back to. */
-export interface IndexedAsset {
-  tenantId: string;
-  assetId: string;
-  manifestId: string;
-  manifestUri: string;
-  verifierUrl: string;
-}
-
-export interface NewFingerprint extends IndexedAsset {
-  alg: string;
-  variant: string;
-  bits: Uint8Array;
-  quality: number;
-}
+export type { IndexedAsset, NewFingerprint } from '../app/ports.js';
 
 /** Who is looking: a tenant (its own rows only) or the public (every row, public fields only). */
 

@@ -1,29 +1,14 @@
 import { and, count, desc, eq, or, sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
+import type { BindOutcome, NewStoredManifest, StoredManifest, StoredManifests } from '../app/ports.js';
 import { storedBindings, storedManifests } from '../db/schema.js';
-
-/** A stored manifest as the public may read it. */
-export interface StoredManifest {
-  manifestId: string;
-  sha256: string;
-  bytes: Buffer;
-  receipt: string;
-}
-
-export interface NewStoredManifest extends StoredManifest {
-  tenantId: string;
-  label: string;
-}
-
-/** The outcome of binding a value: done, the manifest is not the tenant's, or the value is already bound elsewhere. */
-export type BindOutcome = 'bound' | 'no_manifest' | 'no_binding' | 'bound_elsewhere';
 
 /**
  * All SQL of the resolution API's repository (stored manifests and their bindings). Writes run as the owning
  * tenant (RLS: a tenant can neither see nor touch another's rows); public reads set `cairn.softbinding_public`,
  * which opens rows for reading only.
  */
-export class ManifestRepository {
+export class ManifestRepository implements StoredManifests {
   constructor(private readonly db: Database) {}
 
   private publicRead<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {

@@ -1,21 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type { AttachPaymentMethodInput, PaymentOutcome, PaymentProcessor } from '../app/ports.js';
 
-export type PaymentOutcome =
-  | { ok: true; customerRef: string; paymentMethodRef: string; processor: 'test' | 'stripe' }
-  | { ok: false; reason: 'malformed' | 'declined' | 'unavailable'; message: string };
-
-export interface AttachPaymentMethodInput {
-  paymentMethodId: string;
-  email: string;
-  tenantName: string;
-  idempotencyKey: string;
-}
-
-export interface PaymentProcessor {
-  readonly mode: 'test' | 'live';
-  attachPaymentMethod(input: AttachPaymentMethodInput): Promise<PaymentOutcome>;
-}
+export type { AttachPaymentMethodInput, PaymentOutcome, PaymentProcessor } from '../app/ports.js';
 
 type PaymentFailure = Extract<PaymentOutcome, { ok: false }>;
 

@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import { CairnError } from '@cairn/errors';
-import type { PaymentProcessor } from '../adapters/payments.js';
 import { PLANS, isPlanName, type PlanName, type Scope } from '@cairn/catalog';
 import { defaultRecipeIds, recipeAvailable, type Recipe } from '../domain/recipes.js';
 import { mayChangeSpendingCap, type SpendingCap } from '../domain/tenant-tree.js';
-import type { RecipeCatalog } from '../store/recipes.js';
-import type { KeyRecord, NewKey, TenantRecord, TenantStore } from '../store/tenants.js';
+import type { KeyRecord, NewKey, PaymentProcessor, Recipes, TenantRecord, Tenants } from './ports.js';
 
 export type { KeyRecord, TenantRecord };
 
@@ -41,9 +39,9 @@ export interface RecipeForPlan extends Recipe {
  * every caller (the gateway's routes, the operator CLI) gets the same answers; storage is the stores'.
  */
 export class TenantDirectory {
-  constructor(private readonly deps: { store: TenantStore; recipes: RecipeCatalog; payments: PaymentProcessor }) {}
+  constructor(private readonly deps: { store: Tenants; recipes: Recipes; payments: PaymentProcessor }) {}
 
-  authenticate(apiKey: string): ReturnType<TenantStore['authenticate']> {
+  authenticate(apiKey: string): ReturnType<Tenants['authenticate']> {
     return this.deps.store.authenticate(apiKey);
   }
 

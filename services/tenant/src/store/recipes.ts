@@ -1,10 +1,11 @@
 import { eq, sql } from 'drizzle-orm';
 import type { Database } from '@cairn/db';
 import { recipes } from '../db/schema.js';
+import type { Recipes } from '../app/ports.js';
 import { SEEDED_RECIPES, type Recipe } from '../domain/recipes.js';
 
 /** The recipe catalog in tenant.recipes, seeded (upserted) at start from domain/recipes.ts. */
-export class RecipeCatalog {
+export class RecipeCatalog implements Recipes {
   constructor(private readonly db: Database) {}
 
   async seed(): Promise<void> {

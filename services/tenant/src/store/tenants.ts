@@ -7,50 +7,26 @@ import { newApiKey, newId, parseApiKey } from '@cairn/ids';
 import type { Outbox } from '@cairn/runtime';
 import { apiKeys, onboardingRequests, tenants } from '../db/schema.js';
 import { apiKeyMatches, hashApiKey } from '../domain/api-keys.js';
-import { keyState, PLANS, type PlanName, type Scope } from '@cairn/catalog';
+import { keyState, PLANS, type Scope } from '@cairn/catalog';
 import { capAboveParentDetail, capFitsUnder, initialChildCap } from '../domain/tenant-tree.js';
 import type { Sealer } from '@cairn/sealing';
-
-export type TenantRecord = typeof tenants.$inferSelect;
+import type {
+  AuthenticatedKey,
+  KeyRecord,
+  NewKey,
+  NewTenantInput,
+  SettingsPatch,
+  TenantRecord,
+  Tenants,
+} from '../app/ports.js';
 
 /** The onboarding idempotency window: 24 h, as for every Idempotency-Key. */
 export const ONBOARD_REPLAY_TTL_DEFAULT_SECONDS = 86_400;
 /** How long an onboarding claim stays live: longer than the payment calls' own timeouts (2 × 10 s) and the writes. */
 export const ONBOARD_CLAIM_LEASE_SECONDS = 60;
-export type KeyRecord = Omit<typeof apiKeys.$inferSelect, 'keyHash' | 'expiringNotifiedAt'>;
-
-export interface AuthenticatedKey {
-  keyId: string;
-  scope: Scope;
-  /** null: the key never expires. */
-  expiresAt: Date | null;
-  tenant: TenantRecord;
-}
-
-export interface NewKey {
-  key_id: string;
-  api_key: string;
-  scope: Scope;
-  description: string | null;
-  expires_at: string | null;
-  created_at: string;
-}
-
-export interface NewTenantInput {
-  name: string;
-  email?: string | null;
-  plan: PlanName;
-  spendingCapUsd?: number | null;
-  paymentCustomerRef?: string | null;
-}
-
-export interface SettingsPatch {
-  auditRetentionDays?: number;
-  spendingCapUsd?: number | null;
-}
 
 /** Tenants, their keys and onboarding records; every query runs under row-level security. */
-export class TenantStore {
+export class TenantStore implements Tenants {
   constructor(
     private readonly db: Database,
     private readonly outbox: Outbox,

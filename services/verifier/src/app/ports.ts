@@ -1,10 +1,14 @@
 // The ports the verifier's use cases run over, declared here (where the use cases can see them) and implemented
-// elsewhere: the C2PA reader in adapters/c2pa, the other services by their typed gRPC clients. service.ts builds
-// the implementations and injects them.
+// elsewhere: the C2PA reader in adapters/c2pa, the kept verdicts and the verify jobs in store/, the other services
+// by their typed gRPC clients. service.ts builds the implementations and injects them.
+import type { Tx } from '@cairn/db';
 import type { anchorV1, signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
+import type { verifyJobs } from '../db/schema.js';
+import type { JsonValue } from '../domain/c2pa/crjson.js';
 import type { C2paReading, ReadManifestInput } from '../domain/c2pa/types.js';
 import type { ListInForce } from '../domain/trust-decision.js';
+import type { Verdict } from '../domain/verdict.js';
 
 export type SignerClient = ClientOf<typeof signerV1.SignerService>;
 export type WatermarkClient = ClientOf<typeof watermarkV1.WatermarkService>;
@@ -48,4 +52,45 @@ export interface TrustInForce {
     tenantId: string | undefined,
   ): Promise<{ pems: string[]; source: 'default' | 'custom'; lists: ListInForce[] }>;
   cairnRoots(): Promise<string[]>;
+}
+
+export type StoredResult = Omit<Verdict, 'matches'> & { manifest_id: string; asset_id: string; verified_at: string };
+
+/** A crJSON validation report (domain/c2pa/crjson.ts). */
+export type StoredReport = { [key: string]: JsonValue };
+
+export interface KeptVerdict {
+  result: StoredResult;
+  computedAt: Date;
+  expiresAt: Date;
+  trustDigest: string;
+  stale: boolean;
+  /** The validation report made from the same reading as `result`; absent for verdicts kept before reports. */
+  report?: StoredReport;
+}
+
+/** The stored verdict of each Cairn manifest (store/results.ts). */
+export interface VerdictRecords {
+  save(
+    result: StoredResult,
+    kept: { expiresAt: Date; trustDigest: string; anchorSettled: boolean; report?: StoredReport },
+  ): Promise<void>;
+  get(manifestId: string): Promise<KeptVerdict | null>;
+  /** Marks verdicts for recomputation: all of them (a signing certificate was revoked), or those waiting for an anchor. */
+  markStale(which: 'all' | 'anchor_pending'): Promise<void>;
+}
+
+export type VerifyJobRow = typeof verifyJobs.$inferSelect;
+
+/** The rows of asynchronous verifies, each under its tenant (store/jobs.ts). */
+export interface VerifyJobRecords {
+  create(tenantId: string, jobId: string, uploadBlobKey: string, reservationId: string): Promise<void>;
+  /** Removes a job nobody was told about (its queue item was refused), while it is still only queued. */
+  deleteQueued(tenantId: string, jobId: string): Promise<void>;
+  get(tenantId: string, jobId: string): Promise<VerifyJobRow | null>;
+  mark(
+    tx: Tx,
+    jobId: string,
+    fields: Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>,
+  ): Promise<void>;
 }

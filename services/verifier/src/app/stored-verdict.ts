@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { manifestUrl } from '@cairn/config';
 import { CairnError, isCairnError } from '@cairn/errors';
 import { verifierV1 } from '@cairn/proto';
-import type { KeptVerdict, ResultStore, StoredReport, StoredResult } from '../store/results.js';
+import type { KeptVerdict, StoredReport, StoredResult, VerdictRecords } from './ports.js';
 import type { TrustLists } from './trust-lists.js';
 import { verify, type VerifyDeps } from './verify/index.js';
 
@@ -15,7 +15,7 @@ export interface StoredVerdict {
 export interface StoredVerdictDeps extends VerifyDeps {
   /** The default list's digest too: a kept verdict is stale once it changes. */
   trust: TrustLists;
-  results: ResultStore;
+  results: VerdictRecords;
   /** A kept verdict older than this is recomputed even when nothing announced a change (OCSP answers age, say). */
   freshForMs: number;
 }

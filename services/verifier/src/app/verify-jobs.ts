@@ -9,7 +9,7 @@ import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { verifierV1 } from '@cairn/proto';
 import { toResultMessage } from '../domain/result-message.js';
-import type { VerifyJobRow, VerifyJobStore } from '../store/jobs.js';
+import type { VerifyJobRecords, VerifyJobRow } from './ports.js';
 import { verify, type VerifyDeps } from './verify/index.js';
 
 export interface VerifyJobItem {
@@ -28,7 +28,7 @@ const TRANSIENT = new Set(['cairn.unavailable', 'cairn.internal_error']);
  */
 export class VerifyJobs {
   constructor(
-    private readonly deps: VerifyDeps & { jobs: VerifyJobStore; blobs: BlobStore },
+    private readonly deps: VerifyDeps & { jobs: VerifyJobRecords; blobs: BlobStore },
     private readonly queue: WorkQueue<VerifyJobItem>,
     private readonly logger: Logger,
   ) {}

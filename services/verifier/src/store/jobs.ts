@@ -1,11 +1,10 @@
 import { and, eq } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
+import type { VerifyJobRecords, VerifyJobRow } from '../app/ports.js';
 import { verifyJobs } from '../db/schema.js';
 
-export type VerifyJobRow = typeof verifyJobs.$inferSelect;
-
 /** The rows of asynchronous verifies, each read and written under its tenant (row-level security). */
-export class VerifyJobStore {
+export class VerifyJobStore implements VerifyJobRecords {
   constructor(private readonly db: Database) {}
 
   async create(tenantId: string, jobId: string, uploadBlobKey: string, reservationId: string): Promise<void> {

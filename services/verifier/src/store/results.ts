@@ -1,26 +1,10 @@
 import { eq } from 'drizzle-orm';
 import type { Database } from '@cairn/db';
 import { results } from '../db/schema.js';
-import type { JsonValue } from '../domain/c2pa/crjson.js';
-import type { Verdict } from '../domain/verdict.js';
-
-export type StoredResult = Omit<Verdict, 'matches'> & { manifest_id: string; asset_id: string; verified_at: string };
-
-/** A crJSON validation report (domain/c2pa/crjson.ts). */
-export type StoredReport = { [key: string]: JsonValue };
-
-export interface KeptVerdict {
-  result: StoredResult;
-  computedAt: Date;
-  expiresAt: Date;
-  trustDigest: string;
-  stale: boolean;
-  /** The validation report made from the same reading as `result`; absent for verdicts kept before reports. */
-  report?: StoredReport;
-}
+import type { KeptVerdict, StoredReport, StoredResult, VerdictRecords } from '../app/ports.js';
 
 /** The stored verdict of each Cairn manifest (see the `results` table for what may write one). */
-export class ResultStore {
+export class ResultStore implements VerdictRecords {
   constructor(private readonly db: Database) {}
 
   async save(

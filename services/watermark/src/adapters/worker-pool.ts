@@ -3,7 +3,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { Lane, WorkerPool } from '../app/ports.js';
 import { poolSizeFromCgroup } from './cpu-limit.js';
+import { PoolClosedError } from '../domain/worker-protocol.js';
 import { ImageRejectedError, type RawImage } from '../domain/image/raw-image.js';
 import type { WatermarkKey } from '../domain/keys.js';
 import { transferable } from '../domain/image-tasks.js';
@@ -80,7 +82,6 @@ export function defaultPoolSize(): number {
 }
 
 /** Which of the pool's workers a task runs on: the foreground ones, or the one low-priority background worker. */
-export type Lane = 'foreground' | 'background';
 
 /** What the pool tells a worker when it starts it (worker.ts reads it as workerData). */
 export interface WorkerSetup {
@@ -88,13 +89,7 @@ export interface WorkerSetup {
   readonly lowPriority: boolean;
 }
 
-/** The pool no longer takes work (the service is draining). */
-export class PoolClosedError extends Error {
-  constructor() {
-    super('the image worker pool is shutting down');
-    this.name = 'PoolClosedError';
-  }
-}
+export { PoolClosedError };
 
 interface Task {
   readonly request: AnyRequest;
@@ -125,7 +120,7 @@ export interface PoolOptions {
  * and takes only background detections, one at a time: work nobody waits on (the verifier's stored verdict of
  * each new asset, a whole detection per sign) then neither queues ahead of an embed nor takes the CPU from one.
  */
-export class ImageWorkerPool {
+export class ImageWorkerPool implements WorkerPool {
   readonly size: number;
   private readonly entry: WorkerEntry;
   private readonly slots = new Set<Slot>();

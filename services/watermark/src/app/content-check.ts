@@ -1,6 +1,6 @@
 import type { Logger } from '@cairn/logging';
 import { compareContent, type RegisteredPoints } from '../domain/image/content-registration.js';
-import type { MarkRecord } from '../store/marks.js';
+import type { MarkRecord } from './ports.js';
 
 /**
  * The content check of a registered cairn-sync-v2 mark: is the picture it was read from, placed back on the

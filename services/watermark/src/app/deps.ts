@@ -1,16 +1,16 @@
 import { CairnError } from '@cairn/errors';
 import type { Logger } from '@cairn/logging';
 import type { MediaLimits } from '@cairn/media';
-import { PoolClosedError, type ImageWorkerPool } from '../adapters/worker-pool.js';
 import { ImageRejectedError } from '../domain/image/raw-image.js';
 import type { Keyring } from '../domain/keys.js';
-import type { MarkRegistry } from '../store/marks.js';
+import { PoolClosedError } from '../domain/worker-protocol.js';
 import type { DetectionMemo } from './detection-memo.js';
+import type { MarkRecords, WorkerPool } from './ports.js';
 
 /** What the watermark use cases run over (service.ts builds them). */
 export interface WatermarkDeps {
-  readonly pool: ImageWorkerPool;
-  readonly registry: MarkRegistry;
+  readonly pool: WorkerPool;
+  readonly registry: MarkRecords;
   /** The current key signs new marks; all keys (current first) are tried by detection, then cairn-dct-v1. */
   readonly keyring: Keyring;
   /** Smallest image side the algorithms embed into. */

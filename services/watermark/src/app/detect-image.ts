@@ -1,6 +1,6 @@
 import { inSpan } from '@cairn/telemetry';
 import { decodeForDetection } from '../adapters/image-codec.js';
-import type { Lane } from '../adapters/worker-pool.js';
+import type { Lane } from './ports.js';
 import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { contentConsistent } from './content-check.js';

@@ -15,7 +15,7 @@ import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
 import { DetectionMemo } from './detection-memo.js';
 import { isKeyedImageAlgorithm, keyOf } from './marks.js';
 import type { RawImage } from '../domain/image/raw-image.js';
-import type { MarkRecord } from '../store/marks.js';
+import type { MarkRecord } from './ports.js';
 import type { Keyring, WatermarkKey } from '../domain/keys.js';
 import type { EmbedOutcome } from '../domain/worker-protocol.js';
 

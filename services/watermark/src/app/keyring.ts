@@ -3,7 +3,7 @@ import type { Logger } from '@cairn/logging';
 import { Sealer } from '@cairn/sealing';
 import { WATERMARK_KEY_BYTES } from '../domain/image/cairn-dct-keyed-v1.js';
 import type { Keyring, WatermarkKey } from '../domain/keys.js';
-import type { GeneratedKeyStore } from '../store/generated-keys.js';
+import type { GeneratedKeys } from './ports.js';
 
 /**
  * Seals development keys at rest. Like the signer's development KEK it is derived from a constant, so it keeps
@@ -22,7 +22,7 @@ const aad = (kid: string) => `watermark.generated_keys|${kid}`;
 export async function resolveKeyring(options: {
   readonly env: 'development' | 'production';
   readonly configured: ReadonlyArray<WatermarkKey> | undefined;
-  readonly store: GeneratedKeyStore;
+  readonly store: GeneratedKeys;
   readonly logger: Logger;
 }): Promise<Keyring> {
   const { env, configured, store, logger } = options;

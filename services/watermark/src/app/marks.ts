@@ -5,7 +5,7 @@ import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
 import type { Keyring, WatermarkKey } from '../domain/keys.js';
 import { payloadHex } from '../domain/payload.js';
 import type { KeyedAlgorithmName } from '../domain/worker-protocol.js';
-import type { MarkRecord } from '../store/marks.js';
+import type { MarkRecord } from './ports.js';
 import type { WatermarkDeps } from './deps.js';
 import type { DetectedMark } from './detection-memo.js';
 

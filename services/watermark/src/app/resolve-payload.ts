@@ -1,8 +1,8 @@
 import { CAIRN_DCT_V1_NAME } from '../domain/image/cairn-dct-v1.js';
-import type { MarkRegistry } from '../store/marks.js';
+import type { MarkRecords } from './ports.js';
 
 /** The registered mark carrying a payload, public fields only: whose mark it is stays with the registry. */
-export async function resolvePayload(registry: MarkRegistry, payloadHex: string) {
+export async function resolvePayload(registry: MarkRecords, payloadHex: string) {
   const mark = await registry.findByPayload(payloadHex);
   return mark
     ? {

@@ -2,7 +2,7 @@ import type { MediaLimits } from '@cairn/media';
 import type { Detection } from '../domain/image/algorithm.js';
 import type { RawImage } from '../domain/image/raw-image.js';
 import type { WatermarkKey } from '../domain/keys.js';
-import type { ImageWorkerPool } from '../adapters/worker-pool.js';
+import type { WorkerPool } from './ports.js';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
 import { detectionSampleFps, VIDEO_GRID_AREAS } from '../domain/video/luma-frame-mark.js';
 import {
@@ -26,7 +26,7 @@ export const VIDEO_MARK_STRENGTH_RMS = 2.2;
 const DETECT_SECONDS = 12;
 
 export interface VideoMarkDeps {
-  readonly pool: ImageWorkerPool;
+  readonly pool: WorkerPool;
   readonly mediaLimits: MediaLimits;
 }
 

@@ -133,3 +133,11 @@ export function isVideoRequest(
 ): request is VideoWorkerRequest {
   return request.op === 'mark-luma';
 }
+
+/** The pool no longer takes work (the service is draining): what a task the pool will not run fails with. */
+export class PoolClosedError extends Error {
+  constructor() {
+    super('the image worker pool is shutting down');
+    this.name = 'PoolClosedError';
+  }
+}

@@ -1,14 +1,10 @@
 import { sql } from 'drizzle-orm';
 import type { Database } from '@cairn/db';
+import type { GeneratedKeys, SealedKey } from '../app/ports.js';
 import { generatedKeys } from '../db/schema.js';
 
-export interface SealedKey {
-  readonly kid: string;
-  readonly sealedKey: string;
-}
-
 /** watermark.generated_keys: the development key the service made for itself, sealed. */
-export class GeneratedKeyStore {
+export class GeneratedKeyStore implements GeneratedKeys {
   constructor(private readonly db: Database) {}
 
   /**

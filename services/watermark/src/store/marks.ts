@@ -1,25 +1,11 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { withTenant, type Database } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
+import type { MarkRecord, MarkRecords, NewMark } from '../app/ports.js';
 import { marks } from '../db/schema.js';
 
-export interface MarkRecord {
-  readonly watermarkId: string;
-  readonly payloadHex: string;
-  readonly tenantId: string;
-  readonly assetId: string;
-  readonly algorithm: string;
-  /** The watermark key of a keyed mark; null for keyless (cairn-dct-v1) marks. */
-  readonly keyId: string | null;
-  /** cairn-sync-v2: the coarse luma map of what was marked (content-registration.ts); null otherwise. */
-  readonly content: Buffer | null;
-  readonly createdAt: Date;
-}
-
-export type NewMark = Omit<MarkRecord, 'createdAt' | 'content'>;
-
 /** The payload → watermark id registry (watermark.marks), always under row-level security. */
-export class MarkRegistry {
+export class MarkRegistry implements MarkRecords {
   constructor(private readonly db: Database) {}
 
   /**

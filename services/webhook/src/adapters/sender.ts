@@ -1,18 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { publicFailure } from '@cairn/outbound';
+import type { SendOutcome, WebhookSender } from '../app/ports.js';
 import { vetLiteralHost, vettedLookup, type DestinationPolicy, type ResolveAll } from './address-policy.js';
-
-/** What an attempt produced: an HTTP status (any), or an error when no answer came. */
-export interface SendOutcome {
-  statusCode?: number;
-  /** The first RESPONSE_BODY_MAX bytes of the answer. */
-  body: string;
-  error?: string;
-  latencyMs: number;
-  /** The attempt was cut short by a shutdown: it does not count. */
-  aborted?: boolean;
-}
 
 export const RESPONSE_BODY_MAX = 4096;
 
@@ -27,7 +17,7 @@ export interface SenderOptions {
  * followed (a 3xx is a failed attempt), the answer must come within the timeout and only its first 4 KiB are
  * read. Keep-alive agents reuse connections to the same receiver.
  */
-export class Sender {
+export class Sender implements WebhookSender {
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 16, timeout: 60_000 });
   private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 16, timeout: 60_000 });
   private readonly lookup;

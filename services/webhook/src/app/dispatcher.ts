@@ -1,22 +1,9 @@
 import { newEvent } from '@cairn/events';
-import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import { Backoff, type Outbox } from '@cairn/runtime';
 import type { Sealer } from '@cairn/sealing';
-import type { Sender, SendOutcome } from '../adapters/sender.js';
 import { renderBody, retryDelayMs, signatureHeader } from '../domain/events.js';
-import {
-  claimDue,
-  handBack,
-  inTenantTx,
-  insertAttempt,
-  markDelivered,
-  markFailed,
-  nextDueInMs,
-  scheduleRetry,
-  type ClaimedDelivery as Claimed,
-  type DeliveryRow,
-} from '../store/deliveries.js';
+import type { ClaimedDelivery as Claimed, DeliveryQueue, DeliveryRow, SendOutcome, WebhookSender } from './ports.js';
 
 export interface DispatcherOptions {
   retryScale: number;
@@ -54,10 +41,10 @@ export class Dispatcher {
   private readonly idle: Backoff;
 
   constructor(
-    private readonly db: Database,
+    private readonly queue: DeliveryQueue,
     private readonly outbox: Outbox,
     private readonly sealer: Sealer,
-    private readonly sender: Sender,
+    private readonly sender: WebhookSender,
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
   ) {
@@ -107,7 +94,7 @@ export class Dispatcher {
           claimed += n;
         }
       } while (this.again && !this.stopped);
-      const dueInMs = await nextDueInMs(this.db);
+      const dueInMs = await this.queue.nextDueInMs();
       if (dueInMs === null) return this.idle.next(claimed > 0);
       this.idle.reset();
       return Math.min(idleMaxMs, Math.max(pollIntervalMs, dueInMs));
@@ -136,7 +123,7 @@ export class Dispatcher {
     if (free <= 0) return 0;
     const busy = [...this.busyEndpoints];
     const lease = this.options.timeoutMs + 30_000;
-    const claimed = await claimDue(this.db, free, busy, lease);
+    const claimed = await this.queue.claimDue(free, busy, lease);
     for (const c of claimed) this.launch(c);
     return claimed.length;
   }
@@ -195,7 +182,7 @@ export class Dispatcher {
     const startedAt = new Date();
     const outcome = await this.sender.send(endpoint.url, body, headers, signal);
     if (outcome.aborted) {
-      await handBack(this.db, delivery.deliveryId);
+      await this.queue.handBack(delivery.deliveryId);
       return;
     }
     await this.finish(delivery, startedAt, outcome, { final: false, silent: false, url: endpoint.url });
@@ -215,9 +202,9 @@ export class Dispatcher {
     const error = ok ? null : (outcome.error ?? `HTTP ${outcome.statusCode ?? 0}`);
     const delay = how.final ? undefined : retryDelayMs(n, this.options.retryScale);
     let emitted = false;
-    await inTenantTx(this.db, delivery.tenantId, async (tx) => {
+    await this.queue.inTenantTx(delivery.tenantId, async (tx) => {
       if (!how.silent) {
-        await insertAttempt(tx, delivery, {
+        await this.queue.insertAttempt(tx, delivery, {
           startedAt,
           statusCode: outcome.statusCode ?? null,
           latencyMs: outcome.latencyMs,
@@ -232,11 +219,11 @@ export class Dispatcher {
         lastLatencyMs: outcome.latencyMs,
       };
       if (ok) {
-        await markDelivered(tx, delivery, last);
+        await this.queue.markDelivered(tx, delivery, last);
       } else if (delay !== undefined) {
-        await scheduleRetry(tx, delivery, last, delay);
+        await this.queue.scheduleRetry(tx, delivery, last, delay);
       } else {
-        const moved = await markFailed(tx, delivery, last);
+        const moved = await this.queue.markFailed(tx, delivery, last);
         if (moved && !how.silent) {
           await this.outbox.enqueue(
             tx,

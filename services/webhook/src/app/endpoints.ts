@@ -2,9 +2,8 @@ import { CairnError } from '@cairn/errors';
 import { isId, newId, newWebhookSecret } from '@cairn/ids';
 import type { Sealer } from '@cairn/sealing';
 import type { PayloadFormat } from '../domain/events.js';
-import { checkEndpointUrl, type DestinationPolicy } from '../adapters/address-policy.js';
 import { WEBHOOK_EVENTS, isWebhookEvent } from '../domain/events.js';
-import type { AttemptRow, DeliveryRow, EndpointRow, EndpointStore } from '../store/endpoints.js';
+import type { AttemptRow, DeliveryRow, EndpointRecords, EndpointRow, EndpointUrlCheck } from './ports.js';
 import type { Tx } from '@cairn/db';
 import { newEvent, secretFingerprint, type AdminAction, type AnyEvent } from '@cairn/events';
 
@@ -61,9 +60,9 @@ function validEvents(events: readonly string[]): string[] {
 /** A tenant's webhook endpoints and their deliveries (every statement scoped to the tenant). */
 export class Endpoints {
   constructor(
-    private readonly store: EndpointStore,
+    private readonly store: EndpointRecords,
     private readonly sealer: Sealer,
-    private readonly policy: DestinationPolicy,
+    private readonly checkUrl: EndpointUrlCheck,
     /** Called after a redelivery is scheduled, so it goes out now rather than at the next poll. */
     private readonly wake: () => void,
     /** Every create, rotation and delete leaves an admin.changed audit event in its own transaction. */
@@ -91,7 +90,7 @@ export class Endpoints {
 
   /** Creates an endpoint; the signing secret is answered once and stored sealed. */
   async create(input: CreateEndpointInput): Promise<{ endpoint: EndpointRow; secret: string }> {
-    const url = checkEndpointUrl(input.url, this.policy);
+    const url = this.checkUrl(input.url);
     const events = validEvents(input.events);
     const format = (input.payloadFormat || 'a') as PayloadFormat;
     if (format !== 'a' && format !== 'b')

@@ -2,23 +2,8 @@ import { and, arrayContains, asc, eq, inArray, isNull, lte, notInArray, sql } fr
 import type { Database, Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
 import { attempts, deliveries, endpoints } from '../db/schema.js';
+import type { AttemptSummary, ClaimedDelivery, DeliveryQueue, DeliveryRow, FanOutRecords } from '../app/ports.js';
 import type { PayloadFormat } from '../domain/events.js';
-
-export type DeliveryRow = typeof deliveries.$inferSelect;
-export type EndpointRow = typeof endpoints.$inferSelect;
-
-export interface ClaimedDelivery {
-  delivery: DeliveryRow;
-  endpoint: EndpointRow | undefined;
-}
-
-/** What an attempt left on the delivery row. */
-export interface AttemptSummary {
-  attempts: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  lastLatencyMs: number;
-}
 
 const afterMs = (ms: number) => sql`now() + ${ms} * interval '1 millisecond'`;
 
@@ -211,4 +196,20 @@ export async function markFailed(tx: Tx, delivery: DeliveryRow, last: AttemptSum
     .where(claimGuard(delivery))
     .returning({ id: deliveries.deliveryId });
   return moved.length > 0;
+}
+
+/** The fan-out's statements and the dispatcher's queue, over one database (service.ts injects them). */
+export function deliveryStore(db: Database): FanOutRecords & DeliveryQueue {
+  return {
+    subscribedEndpoints,
+    insertDueDeliveries,
+    claimDue: (free, busy, leaseMs) => claimDue(db, free, busy, leaseMs),
+    nextDueInMs: () => nextDueInMs(db),
+    handBack: (deliveryId) => handBack(db, deliveryId),
+    inTenantTx: (tenantId, fn) => inTenantTx(db, tenantId, fn),
+    insertAttempt,
+    markDelivered,
+    scheduleRetry,
+    markFailed,
+  };
 }

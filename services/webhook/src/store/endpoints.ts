@@ -1,24 +1,10 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { withTenant, type Database, type Tx } from '@cairn/db';
 import { attempts, deliveries, endpoints } from '../db/schema.js';
-import type { PayloadFormat } from '../domain/events.js';
-
-export type EndpointRow = typeof endpoints.$inferSelect;
-export type DeliveryRow = typeof deliveries.$inferSelect;
-export type AttemptRow = typeof attempts.$inferSelect;
-
-export interface NewEndpoint {
-  webhookId: string;
-  tenantId: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  payloadFormat: PayloadFormat;
-  sealedSecret: string;
-}
+import type { AttemptRow, DeliveryRow, EndpointRecords, EndpointRow, NewEndpoint } from '../app/ports.js';
 
 /** A tenant's endpoints and deliveries; every statement runs as that tenant (RLS). */
-export class EndpointStore {
+export class EndpointStore implements EndpointRecords {
   constructor(private readonly db: Database) {}
 
   inTenant<T>(tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {

@@ -8,7 +8,7 @@ import type { Outbox } from '@cairn/runtime';
 import { inSpan } from '@cairn/telemetry';
 import type { IsolatedC2pa } from '../../adapters/c2pa/isolated.js';
 import type { CertificateAuthority } from '../../pki/index.js';
-import type { AssetStore } from '../../store/assets.js';
+import type { AssetRecords } from '../ports.js';
 import type { Credentials } from '../credentials.js';
 
 export type SignRequest = signerV1.SignRequest;
@@ -46,7 +46,7 @@ export interface PipelineDeps {
   db: Database;
   blobs: BlobStore;
   outbox: Outbox;
-  store: AssetStore;
+  store: AssetRecords;
   authority: CertificateAuthority;
   watermark: ClientOf<typeof watermarkV1.WatermarkService>;
   /** Tenants' own signing credentials (BYOK); absent: a sign that names one is refused. */
