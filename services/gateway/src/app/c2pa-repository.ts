@@ -1,6 +1,6 @@
 import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import type { SoftBindingClient } from './c2pa-resolution.js';
+import type { SoftBindingClient } from './ports.js';
 
 /** A repository receipt as the API answers it: the receipt's JSON, plus its verification status when asked. */
 export type ReceiptAnswer = Record<string, unknown> & { verified?: boolean; error?: string };

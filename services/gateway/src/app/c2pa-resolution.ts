@@ -6,6 +6,7 @@ import type { softbindingV1 } from '@cairn/proto';
 import { sniffMediaType } from '@cairn/sniff';
 import type { ReferenceFetcher } from './ports.js';
 import { uploadHead } from './upload-head.js';
+import { ManifestRepositoryApi } from './c2pa-repository.js';
 import type { SignerClient, SoftBindingClient, WatermarkClient } from './ports.js';
 
 export type { SignerClient, SoftBindingClient, WatermarkClient } from './ports.js';
@@ -34,6 +35,8 @@ export interface ResolutionDeps {
   publicBaseUrl: string;
   /** byReference: fetches a URL a caller names, under the outbound address policy. */
   fetchReference: ReferenceFetcher;
+  /** byReference: the largest asset fetched (held in memory while it is read, so smaller than uploads). */
+  referenceMaxBytes: number;
 }
 
 /** A query on content: the algorithm asked for (optional, as in the spec) and how many matches. */
@@ -51,10 +54,12 @@ export interface ContentQuery {
 export class SoftBindingResolution {
   readonly apiBase: string;
   readonly algorithms: () => Promise<softbindingV1.Algorithm[]>;
+  private readonly repository: ManifestRepositoryApi;
 
   constructor(private readonly deps: ResolutionDeps) {
     this.apiBase = `${deps.publicBaseUrl.replace(/\/$/, '')}${C2PA_RESOLUTION_PREFIX}`;
     this.algorithms = supportedAlgorithmsCache(deps.softbinding);
+    this.repository = new ManifestRepositoryApi(deps.softbinding, this.apiBase);
   }
 
   private match(manifestId: string, similarity: number | undefined): SpecMatch {
@@ -199,12 +204,46 @@ export class SoftBindingResolution {
       : undefined;
   }
 
-  /** byReference: the asset a caller names, fetched (adapters/reference-fetch.ts) into a public upload the caller deletes. */
-  async fetchReference(referenceUrl: string, assetLength: number): Promise<{ key: string; size: number }> {
+  /**
+   * byReference: the asset a caller names, fetched (adapters/reference-fetch.ts) into a public upload, queried as
+   * byContent's upload is, and deleted before the answer leaves.
+   */
+  async byReference(referenceUrl: string, assetLength: number, query: ContentQuery): Promise<SpecMatch[]> {
+    if (assetLength > this.deps.referenceMaxBytes)
+      throw new CairnError(
+        'cairn.validation.body_too_large',
+        `assetLength is over the ${Math.round(this.deps.referenceMaxBytes / (1024 * 1024))} MB this service fetches; upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent instead.`,
+      );
+    const key = await this.fetchReference(referenceUrl, assetLength);
+    try {
+      return await this.byUpload(key, query);
+    } finally {
+      // Best effort, as for byContent's upload: the answer does not depend on it; a failed delete leaves an
+      // unreferenced public upload behind.
+      await this.deps.blobs.delete(key).catch(() => undefined);
+    }
+  }
+
+  /** The referenced asset's bytes, stored as a public upload; its key. */
+  private async fetchReference(referenceUrl: string, assetLength: number): Promise<string> {
     const bytes = await this.deps.fetchReference(referenceUrl, assetLength);
     const key = blobKeys.upload(PUBLIC_OWNER, newId('request').slice(4));
     await this.deps.blobs.put(key, bytes, { contentType: 'application/octet-stream' });
-    return { key, size: bytes.length };
+    return key;
+  }
+
+  /**
+   * The manifest store a manifest id names: Cairn's manifest id (m_…, as in matches), the C2PA manifest label a client
+   * reads from the file (urn:c2pa:…), or a stored manifest's id (sm_…). A stored manifest is served exactly as
+   * uploaded (the spec's round trip); `activeManifestOnly` applies to Cairn's own, which the signer cuts down (it
+   * owns the stores, the gateway only passes bytes). Anything else is a manifest this repository does not hold
+   * (the signer's not_found).
+   */
+  async manifest(manifestId: string, activeManifestOnly: boolean): Promise<Buffer> {
+    const stored = await this.repository.manifest(manifestId);
+    if (stored) return stored;
+    const { manifestStore } = await this.deps.signer.getManifest({ ...manifestRef(manifestId), activeManifestOnly });
+    return Buffer.from(manifestStore);
   }
 
   /**
@@ -228,6 +267,11 @@ export class SoftBindingResolution {
     if (!signer || !softbinding) return 'down';
     return watermark ? 'ok' : 'degraded';
   }
+}
+
+/** A manifest named in a path: Cairn's manifest id, or the C2PA manifest label of its active manifest. */
+export function manifestRef(param: string): { manifestId: string } | { label: string } {
+  return param.startsWith('urn:') ? { label: param } : { manifestId: param };
 }
 
 /** The supported algorithms of the soft-binding service, asked at most once a minute. */

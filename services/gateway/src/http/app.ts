@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { Logger } from '@cairn/logging';
 import type { ServiceMetrics } from '@cairn/telemetry';
 import type { BlobStore } from '@cairn/blob';
@@ -114,35 +114,47 @@ export function createApp(deps: GatewayDeps): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', deps.trustProxy);
   app.set('etag', false);
-  // Every answer: a browser must never sniff a manifest, thumbnail or JSON body into HTML or script.
-  app.use((_req, res, next) => {
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    next();
-  });
-  app.use(
-    requestDeadline((req) =>
-      isUploadPut(req)
-        ? uploadPutDeadlineMs(req, { baseMs: deps.requestDeadlineMs, ...deps.uploadDeadline })
-        : deps.requestDeadlineMs,
-    ),
-  );
-  app.use(requestContext(deps.logger, deps.metrics));
-  // Before the JSON parser: an upload PUT's body is the file, streamed whatever its Content-Type.
-  app.use(uploadSessionRoutes({ sessions: deps.uploadSessions, tenants: deps.tenants, limiter: deps.limiter }));
-  app.use(express.json({ limit: '1mb', strict: true }));
-  app.use(authFailureLimit(deps.authFailures));
-
+  app.use(requestPipeline(deps));
   app.use(
     '/v1/onboard',
     addressRateLimit(deps.limiter, 'onboard', { limit: deps.onboardPerMinute, windowSeconds: 60 }),
   );
   app.use(onboardRoutes({ tenants: deps.tenants, docsUrl: deps.docsUrl }));
-
   app.use(AUTHENTICATED, authenticate(deps.tenants), tenantRateLimit(deps.limiter));
-  app.use(tenantRoutes({ tenants: deps.tenants }));
-  app.use(recipeRoutes({ tenants: deps.tenants }));
-  app.use(signingCredentialRoutes({ signer: deps.signer }));
-  app.use(
+  for (const router of [...tenantApiRoutes(deps), ...publicRoutes(deps)]) app.use(router);
+  app.use(webhookRoutes({ webhooks: deps.webhooks }));
+  app.use(notFound);
+  app.use(errorHandler(deps.logger, deps.docsUrl));
+  return app;
+}
+
+/** What every request passes before its route, in this order. */
+function requestPipeline(deps: GatewayDeps): RequestHandler[] {
+  return [
+    // Every answer: a browser must never sniff a manifest, thumbnail or JSON body into HTML or script.
+    (_req, res, next) => {
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      next();
+    },
+    requestDeadline((req) =>
+      isUploadPut(req)
+        ? uploadPutDeadlineMs(req, { baseMs: deps.requestDeadlineMs, ...deps.uploadDeadline })
+        : deps.requestDeadlineMs,
+    ),
+    requestContext(deps.logger, deps.metrics),
+    // Before the JSON parser: an upload PUT's body is the file, streamed whatever its Content-Type.
+    uploadSessionRoutes({ sessions: deps.uploadSessions, tenants: deps.tenants, limiter: deps.limiter }),
+    express.json({ limit: '1mb', strict: true }),
+    authFailureLimit(deps.authFailures),
+  ];
+}
+
+/** The tenant API under /v1: keyed (AUTHENTICATED), except verify, whose routes authenticate themselves. */
+function tenantApiRoutes(deps: GatewayDeps): Router[] {
+  return [
+    tenantRoutes({ tenants: deps.tenants }),
+    recipeRoutes({ tenants: deps.tenants }),
+    signingCredentialRoutes({ signer: deps.signer }),
     signRoutes({
       blobs: deps.blobs,
       signer: deps.signer,
@@ -150,9 +162,7 @@ export function createApp(deps: GatewayDeps): Express {
       uploadMaxBytes: deps.uploadMaxBytes,
       uploadSessions: deps.uploadSessions,
     }),
-  );
-  app.use(jobRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }));
-  app.use(
+    jobRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }),
     verifyRoutes({
       blobs: deps.blobs,
       verifier: deps.verifier,
@@ -165,19 +175,21 @@ export function createApp(deps: GatewayDeps): Express {
       publicVerifyPerMinute: deps.publicVerifyPerMinute,
       uploadSessions: deps.uploadSessions,
     }),
-  );
-  app.use(usageRoutes({ billing: deps.billing }));
-  app.use(
+    usageRoutes({ billing: deps.billing }),
     lookupRoutes({
       blobs: deps.blobs,
       softbinding: deps.softbinding,
       billing: deps.billing,
       uploadMaxBytes: deps.uploadMaxBytes,
     }),
-  );
-  app.use(auditRoutes({ audit: deps.audit }));
-  app.use(anchorRoutes({ anchor: deps.anchor }));
-  app.use(
+    auditRoutes({ audit: deps.audit }),
+    anchorRoutes({ anchor: deps.anchor }),
+  ];
+}
+
+/** The C2PA Soft Binding Resolution API (its store routes keyed), the pages and the docs. */
+function publicRoutes(deps: GatewayDeps): Router[] {
+  return [
     c2paRepositoryRoutes({
       tenants: deps.tenants,
       limiter: deps.limiter,
@@ -185,8 +197,6 @@ export function createApp(deps: GatewayDeps): Express {
       publicBaseUrl: deps.publicBaseUrl,
       manifestMaxBytes: deps.storedManifestMaxBytes,
     }),
-  );
-  app.use(
     c2paResolutionRoutes({
       blobs: deps.blobs,
       softbinding: deps.softbinding,
@@ -200,9 +210,7 @@ export function createApp(deps: GatewayDeps): Express {
       referenceTimeoutMs: deps.referenceFetchTimeoutMs,
       referenceMaxBytes: deps.referenceFetchMaxBytes,
     }),
-  );
-  app.use(pageRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }));
-  app.use(
+    pageRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }),
     verifyPageRoutes({
       verifier: deps.verifier,
       blobs: deps.blobs,
@@ -213,18 +221,11 @@ export function createApp(deps: GatewayDeps): Express {
       publicVerifyMaxBytes: deps.publicVerifyMaxBytes,
       publicVerifyPerMinute: deps.publicVerifyPerMinute,
     }),
-  );
-  app.use(errorDocsRoutes());
-  app.use(
+    errorDocsRoutes(),
     apiDocsRoutes({
       publicBaseUrl: deps.publicBaseUrl,
       version: API_VERSION,
       internalReferenceHtml: internalApiReference,
     }),
-  );
-
-  app.use(webhookRoutes({ webhooks: deps.webhooks }));
-  app.use(notFound);
-  app.use(errorHandler(deps.logger, deps.docsUrl));
-  return app;
+  ];
 }

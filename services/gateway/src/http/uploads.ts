@@ -1,4 +1,4 @@
-import type { Request, RequestHandler } from 'express';
+import type { NextFunction, Request, RequestHandler } from 'express';
 import multer, { type StorageEngine } from 'multer';
 import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { CairnError, type ErrorCode } from '@cairn/errors';
@@ -56,11 +56,7 @@ class BlobStorage implements StorageEngine {
   }
 }
 
-/**
- * Multipart parsing for one file field plus small text fields. Limits and malformed bodies become
- * Problem+JSON: `tooLarge` names the code for an oversize file (sign and verify differ).
- */
-export function singleUpload(options: {
+export interface SingleUploadOptions {
   blobs: BlobStore;
   field: string;
   maxBytes: number;
@@ -77,7 +73,13 @@ export function singleUpload(options: {
   sessions?: UploadSessions;
   /** With sessions: a session already used becomes a `spent` req.upload instead of a refusal (an idempotent retry). */
   describeSpentSessions?: boolean;
-}): RequestHandler {
+}
+
+/**
+ * Multipart parsing for one file field plus small text fields. Limits and malformed bodies become
+ * Problem+JSON: `tooLarge` names the code for an oversize file (sign and verify differ).
+ */
+export function singleUpload(options: SingleUploadOptions): RequestHandler {
   const upload = multer({
     storage: new BlobStorage(options.blobs, options.maxBytes),
     limits: { fileSize: options.maxBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
@@ -90,7 +92,6 @@ export function singleUpload(options: {
       }
     },
   }).single(options.field);
-  const limitText = `${Math.round(options.maxBytes / (1024 * 1024))} MB`;
   // The multipart parse and the file's streaming into the blob store, timed as one span (gateway.upload).
   const parse = (req: Request, res: Parameters<RequestHandler>[1]) =>
     inSpan(
@@ -98,59 +99,74 @@ export function singleUpload(options: {
       () => new Promise<unknown>((resolve) => upload(req, res, (error: unknown) => resolve(error ?? undefined))),
     );
   return (req, res, next) => {
-    void parse(req, res).then((error: unknown) => {
-      if (!error) {
-        const uploadId = (req.body as Record<string, unknown> | undefined)?.upload_id;
-        if (!options.sessions || uploadId === undefined) return next();
-        if (req.upload)
-          return next(
-            new CairnError(
-              'cairn.validation.invalid_body',
-              `Send either the file (field "${options.field}") or upload_id, not both.`,
-            ),
-          );
-        if (typeof uploadId !== 'string')
-          return next(new CairnError('cairn.validation.invalid_body', 'upload_id must be a single text field.'));
-        if (!req.auth)
-          return next(
-            new CairnError(
-              'cairn.auth.invalid_key',
-              'Naming an upload_id needs an API key of the tenant that created the upload session.',
-            ),
-          );
-        const sessions = options.sessions;
-        const tenantId = req.auth.tenant.tenantId;
-        // The fields are checked before the session is used up: a refusable request must not cost the upload.
-        Promise.resolve()
-          .then(() => options.checkFieldsBeforeFile?.((req.body ?? {}) as Record<string, unknown>))
-          .then(() => sessions.take(tenantId, uploadId, { describeSpent: options.describeSpentSessions === true }))
-          .then((taken) => {
-            req.upload = taken;
-            next();
-          }, next);
-        return;
-      }
-      if (error instanceof CairnError) return next(error);
-      if (error instanceof BlobTooLargeError)
-        return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
-      if (error instanceof multer.MulterError) {
-        if (error.code === 'LIMIT_FILE_SIZE')
-          return next(new CairnError(options.tooLarge, `The file is larger than the ${limitText} upload limit.`));
-        if (error.code === 'LIMIT_UNEXPECTED_FILE')
-          return next(
-            new CairnError(
-              'cairn.validation.invalid_body',
-              `Send the file in the multipart field "${options.field}" (one file only).`,
-            ),
-          );
-        return next(new CairnError('cairn.validation.invalid_body', `Malformed multipart body: ${error.message}.`));
-      }
-      const message = error instanceof Error ? error.message : '';
-      if (/multipart|boundary|unexpected end|malformed/i.test(message))
-        return next(new CairnError('cairn.validation.invalid_body', 'Malformed multipart body.'));
-      next(error);
-    });
+    void parse(req, res).then((error: unknown) =>
+      error ? next(uploadProblem(error, options)) : takeNamedSession(req, options, next),
+    );
   };
+}
+
+/** After a parse without a file part: the upload session named in `upload_id`, when the route takes them. */
+function takeNamedSession(req: Request, options: SingleUploadOptions, next: NextFunction): void {
+  const uploadId = (req.body as Record<string, unknown> | undefined)?.upload_id;
+  if (!options.sessions || uploadId === undefined) return next();
+  if (req.upload)
+    return next(
+      new CairnError(
+        'cairn.validation.invalid_body',
+        `Send either the file (field "${options.field}") or upload_id, not both.`,
+      ),
+    );
+  if (typeof uploadId !== 'string')
+    return next(new CairnError('cairn.validation.invalid_body', 'upload_id must be a single text field.'));
+  if (!req.auth)
+    return next(
+      new CairnError(
+        'cairn.auth.invalid_key',
+        'Naming an upload_id needs an API key of the tenant that created the upload session.',
+      ),
+    );
+  const sessions = options.sessions;
+  const tenantId = req.auth.tenant.tenantId;
+  // The fields are checked before the session is used up: a refusable request must not cost the upload.
+  Promise.resolve()
+    .then(() => options.checkFieldsBeforeFile?.((req.body ?? {}) as Record<string, unknown>))
+    .then(() => sessions.take(tenantId, uploadId, { describeSpent: options.describeSpentSessions === true }))
+    .then((taken) => {
+      req.upload = taken;
+      next();
+    }, next);
+}
+
+/**
+ * singleUpload for a multipart body, its options chosen per request; any other body passes on untouched (the route
+ * reads it as JSON).
+ */
+export function fileIfMultipart(options: (req: Request) => SingleUploadOptions): RequestHandler {
+  return (req, res, next) => (req.is('multipart/form-data') ? singleUpload(options(req))(req, res, next) : next());
+}
+
+/** A failed multipart parse as the problem it answers (an error it does not recognise passes on unchanged). */
+function uploadProblem(error: unknown, options: SingleUploadOptions): unknown {
+  const tooLarge = () =>
+    new CairnError(
+      options.tooLarge,
+      `The file is larger than the ${Math.round(options.maxBytes / (1024 * 1024))} MB upload limit.`,
+    );
+  if (error instanceof CairnError) return error;
+  if (error instanceof BlobTooLargeError) return tooLarge();
+  if (error instanceof multer.MulterError) {
+    if (error.code === 'LIMIT_FILE_SIZE') return tooLarge();
+    if (error.code === 'LIMIT_UNEXPECTED_FILE')
+      return new CairnError(
+        'cairn.validation.invalid_body',
+        `Send the file in the multipart field "${options.field}" (one file only).`,
+      );
+    return new CairnError('cairn.validation.invalid_body', `Malformed multipart body: ${error.message}.`);
+  }
+  const message = error instanceof Error ? error.message : '';
+  if (/multipart|boundary|unexpected end|malformed/i.test(message))
+    return new CairnError('cairn.validation.invalid_body', 'Malformed multipart body.');
+  return error;
 }
 
 /** Removes the stored upload once the request no longer needs it (its content now lives elsewhere). */
@@ -158,4 +174,21 @@ export async function discardUpload(blobs: BlobStore, req: Request): Promise<voi
   // Best effort: the answer does not depend on it; a failed delete leaves an unreferenced upload blob behind.
   // A spent session's file is the earlier request's, which may still be signing it.
   if (req.upload && !req.upload.spent) await blobs.delete(req.upload.key).catch(() => undefined);
+}
+
+/**
+ * Runs `use` on the request's stored upload, then discards the upload (discardUpload) unless `use` handed it over
+ * to work that outlives the request (a job, which deletes it when it ends).
+ */
+export async function withUpload<T>(
+  blobs: BlobStore,
+  req: Request,
+  use: (handOver: () => void) => Promise<T>,
+): Promise<T> {
+  let handedOver = false;
+  try {
+    return await use(() => void (handedOver = true));
+  } finally {
+    if (!handedOver) await discardUpload(blobs, req);
+  }
 }

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { isoTimestamp, toOptionalTimestamp, type auditV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
@@ -89,12 +89,25 @@ function presentEntry(entry: auditV1.AuditEntry): Record<string, unknown> {
  */
 export function auditRoutes(deps: { audit: AuditClient }): Router {
   const router = Router();
+  router.get('/v1/audit', requireScope('read'), listEntries(deps.audit));
+  router.get('/v1/audit/verify', requireScope('read'), verifyChain(deps.audit));
+  // Continuous export (Enterprise): PUT sets the destination, GET shows it and how far it has been written, DELETE stops it.
+  router.use('/v1/audit/export', requireScope('admin'), requireEnterprise);
+  router.put('/v1/audit/export', setExport(deps.audit));
+  router.get('/v1/audit/export', serveExport(deps.audit));
+  router.delete('/v1/audit/export', deleteExport(deps.audit));
+  return router;
+}
 
-  router.get('/v1/audit', requireScope('read'), async (req, res) => {
+type EntryPage = (cursor: string, limit: number) => Promise<auditV1.ListEntriesResponse>;
+
+/** GET /v1/audit: one json page, or ndjson. */
+function listEntries(audit: AuditClient): RequestHandler {
+  return async (req, res) => {
     const q = queryParams(req, auditQuery);
     const tenantId = req.auth!.tenant.tenantId;
-    const page = (cursor: string, limit: number) =>
-      deps.audit.listEntries({
+    const page: EntryPage = (cursor, limit) =>
+      audit.listEntries({
         tenantId,
         eventType: q.event_type ?? '',
         since: toOptionalTimestamp(q.since),
@@ -108,21 +121,29 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
       res.json({ entries: result.entries.map(presentEntry), next_cursor: result.nextCursor || null });
       return;
     }
-    // ndjson: the first page is fetched before the status line, so a bad cursor is still a problem+json answer.
-    let remaining = q.limit ?? Number.POSITIVE_INFINITY;
-    let result = await page(q.cursor ?? '', Math.min(remaining, MAX_PAGE));
-    res.status(200).set('Content-Type', 'application/x-ndjson; charset=utf-8');
-    for (;;) {
-      for (const entry of result.entries) res.write(`${JSON.stringify(presentEntry(entry))}\n`);
-      remaining -= result.entries.length;
-      if (!result.nextCursor || remaining <= 0 || res.destroyed) break;
-      result = await page(result.nextCursor, Math.min(remaining, MAX_PAGE));
-    }
-    res.end();
-  });
+    await streamEntries(res, page, q.cursor ?? '', q.limit ?? Number.POSITIVE_INFINITY);
+  };
+}
 
-  router.get('/v1/audit/verify', requireScope('read'), async (req, res) => {
-    const verdict = await deps.audit.verifyChain({ tenantId: req.auth!.tenant.tenantId });
+/** ndjson: `limit` entries from `cursor` on (or every one), page after page while the client listens. */
+async function streamEntries(res: Response, page: EntryPage, cursor: string, limit: number): Promise<void> {
+  // The first page is fetched before the status line, so a bad cursor is still a problem+json answer.
+  let remaining = limit;
+  let result = await page(cursor, Math.min(remaining, MAX_PAGE));
+  res.status(200).set('Content-Type', 'application/x-ndjson; charset=utf-8');
+  for (;;) {
+    for (const entry of result.entries) res.write(`${JSON.stringify(presentEntry(entry))}\n`);
+    remaining -= result.entries.length;
+    if (!result.nextCursor || remaining <= 0 || res.destroyed) break;
+    result = await page(result.nextCursor, Math.min(remaining, MAX_PAGE));
+  }
+  res.end();
+}
+
+/** GET /v1/audit/verify: the hash chain checked by the audit service. */
+function verifyChain(audit: AuditClient): RequestHandler {
+  return async (req, res) => {
+    const verdict = await audit.verifyChain({ tenantId: req.auth!.tenant.tenantId });
     res.set('Cache-Control', 'private, no-store');
     res.json({
       intact: verdict.intact,
@@ -138,18 +159,19 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
             },
           }),
     });
-  });
+  };
+}
 
-  // Continuous export (Enterprise): PUT sets the destination, GET shows it and how far it has been written, DELETE stops it.
-  router.use('/v1/audit/export', requireScope('admin'), (req, _res, next) => {
-    if (req.auth!.tenant.plan !== 'enterprise')
-      throw new CairnError('cairn.auth.forbidden', 'Continuous audit export is an Enterprise feature.');
-    next();
-  });
+const requireEnterprise: RequestHandler = (req, _res, next) => {
+  if (req.auth!.tenant.plan !== 'enterprise')
+    throw new CairnError('cairn.auth.forbidden', 'Continuous audit export is an Enterprise feature.');
+  next();
+};
 
-  router.put('/v1/audit/export', async (req, res) => {
+function setExport(audit: AuditClient): RequestHandler {
+  return async (req, res) => {
     const body = jsonBody(req, exportBody);
-    const { config } = await deps.audit.setExportConfig({
+    const { config } = await audit.setExportConfig({
       config: {
         tenantId: req.auth!.tenant.tenantId,
         sink: body.sink,
@@ -165,23 +187,25 @@ export function auditRoutes(deps: { audit: AuditClient }): Router {
     });
     res.set('Cache-Control', 'private, no-store');
     res.json(presentExport(config!));
-  });
+  };
+}
 
-  router.get('/v1/audit/export', async (req, res) => {
-    const { config } = await deps.audit.getExportConfig({ tenantId: req.auth!.tenant.tenantId });
+function serveExport(audit: AuditClient): RequestHandler {
+  return async (req, res) => {
+    const { config } = await audit.getExportConfig({ tenantId: req.auth!.tenant.tenantId });
     if (!config) throw new CairnError('cairn.not_found', 'No audit export is configured.');
     res.set('Cache-Control', 'private, no-store');
     res.json(presentExport(config));
-  });
+  };
+}
 
-  router.delete('/v1/audit/export', async (req, res) => {
-    const { deleted } = await deps.audit.deleteExportConfig({
+function deleteExport(audit: AuditClient): RequestHandler {
+  return async (req, res) => {
+    const { deleted } = await audit.deleteExportConfig({
       tenantId: req.auth!.tenant.tenantId,
       actorKeyId: req.auth!.keyId,
     });
     if (!deleted) throw new CairnError('cairn.not_found', 'No audit export is configured.');
     res.status(204).end();
-  });
-
-  return router;
+  };
 }

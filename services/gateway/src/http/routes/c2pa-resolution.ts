@@ -2,7 +2,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { z } from 'zod';
 import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { FINGERPRINT_ALG, IMAGE_WATERMARK_ALGS } from '@cairn/catalog';
-import { CairnError, parseOrThrow } from '@cairn/errors';
+import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { DestinationPolicy } from '@cairn/outbound';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
@@ -16,10 +16,10 @@ import {
   type SpecMatch,
   type WatermarkClient,
 } from '../../app/c2pa-resolution.js';
-import { ManifestRepositoryApi } from '../../app/c2pa-repository.js';
 import { referenceFetcher } from '../../adapters/reference-fetch.js';
 import { addressRateLimit } from '../limits.js';
-import { discardUpload, singleUpload } from '../uploads.js';
+import { singleUpload, withUpload } from '../uploads.js';
+import { jsonBody, queryParams } from '../validate.js';
 
 export { C2PA_RESOLUTION_PREFIX } from '../../app/c2pa-resolution.js';
 /** The version of the C2PA specification whose Soft Binding Resolution API these routes serve. */
@@ -119,95 +119,91 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
     ...deps,
     fetchReference: referenceFetcher({ policy: deps.outbound, timeoutMs: deps.referenceTimeoutMs }),
   });
-  const repository = new ManifestRepositoryApi(deps.softbinding, resolution.apiBase);
-  const base = resolution.apiBase;
-  const answer = (res: Response, matches: SpecMatch[]) => {
-    res.set('Cache-Control', 'no-store');
-    res.json({ matches });
+  const matches = `${C2PA_RESOLUTION_PREFIX}/matches`;
+  router.get(`${matches}/byBinding`, queryValueFitsGet, limited, matchByBindingQuery(resolution));
+  router.post(`${matches}/byBinding`, limited, matchByBindingBody(resolution));
+  router.post(`${matches}/byContent`, limited, assetUpload(deps), matchByContent(resolution, deps.blobs));
+  router.post(`${matches}/byReference`, limited, matchByReference(resolution));
+  router.get(`${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId`, serveManifest(resolution));
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/capabilities`, serveCapabilities);
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/status`, serveStatus(resolution));
+  router.get(C2PA_DISCOVERY_PATH, serveDiscovery(resolution.apiBase));
+  router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, serveSupportedAlgorithms);
+  return router;
+}
+
+function answerMatches(res: Response, matches: SpecMatch[]): void {
+  res.set('Cache-Control', 'no-store');
+  res.json({ matches });
+}
+
+/** Checked before the rate limit: a value too long for a GET is the caller's mistake, told how to send it. */
+const queryValueFitsGet: RequestHandler = (req, _res, next) => {
+  const value = req.query.value;
+  if (typeof value === 'string' && value.length > MAX_QUERY_VALUE_LENGTH) {
+    throw new CairnError(
+      'cairn.validation.query_too_long',
+      `value is ${value.length} characters; a GET query carries at most ${MAX_QUERY_VALUE_LENGTH}. Send it as {"alg", "value"} to POST ${C2PA_RESOLUTION_PREFIX}/matches/byBinding.`,
+    );
+  }
+  next();
+};
+
+/** GET /matches/byBinding: the binding in the query. */
+function matchByBindingQuery(resolution: SoftBindingResolution): RequestHandler {
+  return async (req, res) => {
+    const query = queryParams(req, byBindingQuery);
+    answerMatches(res, await resolution.byBinding(query.alg, query.value, limitOf(query.maxResults)));
   };
+}
 
-  router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, (req, _res, next) => {
-    const value = req.query.value;
-    if (typeof value === 'string' && value.length > MAX_QUERY_VALUE_LENGTH) {
-      throw new CairnError(
-        'cairn.validation.query_too_long',
-        `value is ${value.length} characters; a GET query carries at most ${MAX_QUERY_VALUE_LENGTH}. Send it as {"alg", "value"} to POST ${C2PA_RESOLUTION_PREFIX}/matches/byBinding.`,
-      );
-    }
-    next();
-  });
-  router.get(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
-    const query = parseOrThrow(byBindingQuery, req.query, 'query parameters');
-    answer(res, await resolution.byBinding(query.alg, query.value, limitOf(query.maxResults)));
-  });
+/** POST /matches/byBinding: the binding in a JSON body (values too long for a query). */
+function matchByBindingBody(resolution: SoftBindingResolution): RequestHandler {
+  return async (req, res) => {
+    const query = queryParams(req, byBindingPostQuery);
+    const body = jsonBody(req, byBindingBody, 'Send the soft binding query as application/json: {"alg", "value"}.');
+    answerMatches(res, await resolution.byBinding(body.alg, body.value, limitOf(query.maxResults)));
+  };
+}
 
-  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byBinding`, limited, async (req, res) => {
-    const query = parseOrThrow(byBindingPostQuery, req.query, 'query parameters');
-    if (!req.is('application/json'))
-      throw new CairnError(
-        'cairn.validation.unsupported_media_type',
-        'Send the soft binding query as application/json: {"alg", "value"}.',
-      );
-    const body = parseOrThrow(byBindingBody, req.body ?? {}, 'request body');
-    answer(res, await resolution.byBinding(body.alg, body.value, limitOf(query.maxResults)));
-  });
-
-  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byContent`, limited, assetUpload(deps), async (req, res) => {
-    let matches: SpecMatch[];
+/** POST /matches/byContent: the asset uploaded (assetUpload). */
+function matchByContent(resolution: SoftBindingResolution, blobs: BlobStore): RequestHandler {
+  return async (req, res) => {
     // The upload is removed before the answer leaves: a caller who got an answer (of any kind) can rely on
     // the anonymous upload being gone, not merely scheduled for removal.
-    try {
-      const query = parseOrThrow(byContentQuery, req.query, 'query parameters');
+    const matches = await withUpload(blobs, req, async () => {
+      const query = queryParams(req, byContentQuery);
       if (!req.upload || req.upload.size === 0)
         throw new CairnError(
           'cairn.validation.invalid_body',
           'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).',
         );
-      matches = await resolution.byUpload(req.upload.key, { alg: query.alg, limit: limitOf(query.maxResults) });
-    } finally {
-      await discardUpload(deps.blobs, req);
-    }
-    answer(res, matches);
-  });
+      return resolution.byUpload(req.upload.key, { alg: query.alg, limit: limitOf(query.maxResults) });
+    });
+    answerMatches(res, matches);
+  };
+}
 
-  router.post(`${C2PA_RESOLUTION_PREFIX}/matches/byReference`, limited, async (req, res) => {
-    const query = parseOrThrow(byContentQuery, req.query, 'query parameters');
-    if (!req.is('application/json'))
-      throw new CairnError(
-        'cairn.validation.unsupported_media_type',
-        'Send the reference as application/json: {"referenceUrl", "assetLength"}.',
-      );
-    const body = parseOrThrow(byReferenceBody, req.body ?? {}, 'request body');
-    if (body.assetLength > deps.referenceMaxBytes)
-      throw new CairnError(
-        'cairn.validation.body_too_large',
-        `assetLength is over the ${Math.round(deps.referenceMaxBytes / (1024 * 1024))} MB this service fetches; upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent instead.`,
-      );
-    const upload = await resolution.fetchReference(body.referenceUrl, body.assetLength);
-    let matches: SpecMatch[];
-    try {
-      matches = await resolution.byUpload(upload.key, { alg: query.alg, limit: limitOf(query.maxResults) });
-    } finally {
-      // Best effort, as for byContent's upload: the answer does not depend on it; a failed delete leaves an
-      // unreferenced public upload behind.
-      await deps.blobs.delete(upload.key).catch(() => undefined);
-    }
-    answer(res, matches);
-  });
+/** POST /matches/byReference: the asset at a URL the caller names, fetched by the service. */
+function matchByReference(resolution: SoftBindingResolution): RequestHandler {
+  return async (req, res) => {
+    const query = queryParams(req, byContentQuery);
+    const body = jsonBody(
+      req,
+      byReferenceBody,
+      'Send the reference as application/json: {"referenceUrl", "assetLength"}.',
+    );
+    const limit = limitOf(query.maxResults);
+    answerMatches(res, await resolution.byReference(body.referenceUrl, body.assetLength, { alg: query.alg, limit }));
+  };
+}
 
-  router.get(`${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId`, async (req, res) => {
-    // Cairn's manifest id (m_…, as in matches), the C2PA manifest label a client reads from the file (urn:c2pa:…),
-    // or a stored manifest's id (sm_…); anything else is a manifest this repository does not hold: 404.
+/** GET /manifests/{manifestId}: the manifest store's bytes (app/c2pa-resolution.ts says which ids name one). */
+function serveManifest(resolution: SoftBindingResolution): RequestHandler {
+  return async (req, res) => {
     const manifestId = String(req.params.manifestId);
-    const { returnActiveManifest } = parseOrThrow(manifestQuery, req.query, 'query parameters');
-    // A stored manifest is served exactly as uploaded (the spec's round trip); returnActiveManifest applies to
-    // Cairn's own, which the signer cuts down (it owns the stores, the gateway only passes bytes).
-    const body =
-      (await repository.manifest(manifestId)) ??
-      Buffer.from(
-        (await deps.signer.getManifest({ ...manifestRef(manifestId), activeManifestOnly: returnActiveManifest }))
-          .manifestStore,
-      );
+    const { returnActiveManifest } = queryParams(req, manifestQuery);
+    const body = await resolution.manifest(manifestId, returnActiveManifest);
     // A manifest never changes once signed; a stored one can be deleted by its owner, so it is not cached for long.
     res.set({
       'Content-Type': 'application/c2pa',
@@ -215,19 +211,24 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
       ETag: `"${manifestId}${returnActiveManifest ? '-active' : ''}"`,
     });
     res.send(body);
-  });
+  };
+}
 
-  router.get(`${C2PA_RESOLUTION_PREFIX}/services/capabilities`, (_req, res) => {
-    res.set('Cache-Control', 'public, max-age=300');
-    res.json({ c2paSpecificationVersion: C2PA_SPECIFICATION_VERSION, supportedCapabilities: SUPPORTED_CAPABILITIES });
-  });
+const serveCapabilities: RequestHandler = (_req, res) => {
+  res.set('Cache-Control', 'public, max-age=300');
+  res.json({ c2paSpecificationVersion: C2PA_SPECIFICATION_VERSION, supportedCapabilities: SUPPORTED_CAPABILITIES });
+};
 
-  router.get(`${C2PA_RESOLUTION_PREFIX}/services/status`, async (_req, res) => {
+function serveStatus(resolution: SoftBindingResolution): RequestHandler {
+  return async (_req, res) => {
     res.set('Cache-Control', 'no-store');
     res.json({ status: await resolution.status(), timestamp: new Date().toISOString() });
-  });
+  };
+}
 
-  router.get(C2PA_DISCOVERY_PATH, (_req, res) => {
+/** The discovery document (RFC 8615): where the API and its service endpoints are. */
+function serveDiscovery(base: string): RequestHandler {
+  return (_req, res) => {
     res.set('Cache-Control', 'public, max-age=300');
     res.json({
       apiEndpoint: base,
@@ -235,26 +236,21 @@ export function c2paResolutionRoutes(deps: C2paResolutionDeps): Router {
       capabilitiesEndpoint: `${base}/services/capabilities`,
       statusEndpoint: `${base}/services/status`,
     });
-  });
-
-  // What Cairn resolves, from the catalogue every service shares: the image watermarks (by payload or content) and
-  // the fingerprints (by value or content; the audio one by content only). No service is asked, so the list is
-  // served while one is down (status says so).
-  router.get(`${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`, (_req, res) => {
-    res.set('Cache-Control', 'public, max-age=300');
-    res.json({
-      watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })),
-      fingerprints: Object.values(FINGERPRINT_ALG).map((alg) => ({ alg })),
-    });
-  });
-
-  return router;
+  };
 }
 
-/** A manifest named in a path: Cairn's manifest id, or the C2PA manifest label of its active manifest. */
-export function manifestRef(param: string): { manifestId: string } | { label: string } {
-  return param.startsWith('urn:') ? { label: param } : { manifestId: param };
-}
+/**
+ * What Cairn resolves, from the catalogue every service shares: the image watermarks (by payload or content) and
+ * the fingerprints (by value or content; the audio one by content only). No service is asked, so the list is
+ * served while one is down (status says so).
+ */
+const serveSupportedAlgorithms: RequestHandler = (_req, res) => {
+  res.set('Cache-Control', 'public, max-age=300');
+  res.json({
+    watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })),
+    fingerprints: Object.values(FINGERPRINT_ALG).map((alg) => ({ alg })),
+  });
+};
 
 /**
  * The request body as a stored upload: the raw asset bytes (the spec's form: Content-Type image/*, audio/*, …),

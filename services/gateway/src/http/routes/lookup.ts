@@ -6,7 +6,7 @@ import type { softbindingV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import { reserveUnit, type BillingClient } from '../../app/metering.js';
 import { requireScope } from '../auth.js';
-import { discardUpload, singleUpload } from '../uploads.js';
+import { fileIfMultipart, withUpload } from '../uploads.js';
 
 export const bindingBody = z
   .object({ binding: z.object({ alg: z.string().min(1).max(64), value: z.string().min(1).max(512) }) })
@@ -26,17 +26,14 @@ export function lookupRoutes(deps: {
   router.post(
     '/v1/lookup',
     requireScope('read'),
-    (req, res, next) =>
-      req.is('multipart/form-data')
-        ? singleUpload({
-            blobs: deps.blobs,
-            field: 'file',
-            maxBytes: deps.uploadMaxBytes,
-            tooLarge: 'cairn.validation.body_too_large',
-          })(req, res, next)
-        : next(),
+    fileIfMultipart(() => ({
+      blobs: deps.blobs,
+      field: 'file',
+      maxBytes: deps.uploadMaxBytes,
+      tooLarge: 'cairn.validation.body_too_large',
+    })),
     async (req, res) => {
-      try {
+      await withUpload(deps.blobs, req, async () => {
         const tenant = req.auth!.tenant;
         let query: softbindingV1.LookupRequest['query'];
         if (req.upload) query = { case: 'uploadBlobKey', value: req.upload.key };
@@ -74,9 +71,7 @@ export function lookupRoutes(deps: {
           await metered.release();
           throw error;
         }
-      } finally {
-        await discardUpload(deps.blobs, req);
-      }
+      });
     },
   );
   return router;

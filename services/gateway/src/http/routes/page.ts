@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { manifestUrl, publicUrl } from '@cairn/config';
 import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
@@ -9,15 +9,22 @@ import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-pa
 const PAGE_POLICY =
   "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/** `/v/{asset_id}`: the human-readable verification page, public and script-free. */
-export function pageRoutes(deps: {
+interface PageDeps {
   signer: ClientOf<typeof signerV1.SignerService>;
   verifier: ClientOf<typeof verifierV1.VerifierService>;
   publicBaseUrl: string;
-}): Router {
-  const router = Router();
+}
 
-  router.get('/v/:asset_id', async (req, res) => {
+/** `/v/{asset_id}`: the human-readable verification page, public and script-free. */
+export function pageRoutes(deps: PageDeps): Router {
+  const router = Router();
+  router.get('/v/:asset_id', servePage(deps));
+  router.get('/v/:asset_id/thumbnail.jpg', serveThumbnail(deps.signer));
+  return router;
+}
+
+function servePage(deps: PageDeps): RequestHandler {
+  return async (req, res) => {
     const assetId = String(req.params.asset_id);
     res.set({
       'Content-Security-Policy': PAGE_POLICY,
@@ -31,7 +38,6 @@ export function pageRoutes(deps: {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
       return;
     }
-    const manifestUri = manifestUrl(deps.publicBaseUrl, asset.manifestId);
     // The asset's stored verdict: computed by the verifier from Cairn's own copy, never from anybody's upload.
     const result = await deps.verifier
       .getResult({ manifestId: asset.manifestId }, { deadlineMs: 60_000 })
@@ -40,54 +46,63 @@ export function pageRoutes(deps: {
       res.status(404).type('html').send(renderNotFoundPage(assetId));
       return;
     }
-    const claims = result.claims;
     res.set('Cache-Control', 'public, max-age=60');
-    res.type('html').send(
-      renderVerifierPage({
-        assetId,
-        status: verificationStatuses.fromProto(result.status),
-        confidence: result.confidence ?? null,
-        userExplanation: result.userExplanation,
-        signedBy: claims?.signedBy || asset.signerName || undefined,
-        signingKey: claims?.signingKey || undefined,
-        signedAt: claims?.signedAt || (asset.createdAt ? isoTimestamp(asset.createdAt) : undefined),
-        ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
-        generator: claims?.generator || undefined,
-        model: claims?.model || undefined,
-        proves: result.proves,
-        doesNotProve: result.doesNotProve,
-        warnings: result.warnings,
-        manifestUri,
-        // The signer makes thumbnails of images only: another medium gets no picture rather than a broken one.
-        ...(asset.expired || !asset.mediaType.startsWith('image/')
-          ? {}
-          : { thumbnailUrl: publicUrl(deps.publicBaseUrl, `/v/${assetId}/thumbnail.jpg`) }),
-        mediaType: asset.mediaType,
-        verifiedAt: isoTimestamp(result.verifiedAt) ?? '',
-      }),
-    );
-  });
+    res.type('html').send(renderVerifierPage(pageOf(assetId, asset, result, deps.publicBaseUrl)));
+  };
+}
 
+/** What the page shows of a signed asset and its stored verdict. */
+function pageOf(
+  assetId: string,
+  asset: signerV1.Asset,
+  result: verifierV1.VerificationResult,
+  publicBaseUrl: string,
+): Parameters<typeof renderVerifierPage>[0] {
+  const claims = result.claims;
+  return {
+    assetId,
+    status: verificationStatuses.fromProto(result.status),
+    confidence: result.confidence ?? null,
+    userExplanation: result.userExplanation,
+    signedBy: claims?.signedBy || asset.signerName || undefined,
+    signingKey: claims?.signingKey || undefined,
+    signedAt: claims?.signedAt || (asset.createdAt ? isoTimestamp(asset.createdAt) : undefined),
+    ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
+    generator: claims?.generator || undefined,
+    model: claims?.model || undefined,
+    proves: result.proves,
+    doesNotProve: result.doesNotProve,
+    warnings: result.warnings,
+    manifestUri: manifestUrl(publicBaseUrl, asset.manifestId),
+    // The signer makes thumbnails of images only: another medium gets no picture rather than a broken one.
+    ...(asset.expired || !asset.mediaType.startsWith('image/')
+      ? {}
+      : { thumbnailUrl: publicUrl(publicBaseUrl, `/v/${assetId}/thumbnail.jpg`) }),
+    mediaType: asset.mediaType,
+    verifiedAt: isoTimestamp(result.verifiedAt) ?? '',
+  };
+}
+
+/**
+ * `/v/{asset_id}/thumbnail.jpg`: made and kept by the signer, which owns the signed file
+ * (SignerService.GetThumbnail): the gateway decodes nothing, it passes the bytes on.
+ */
+function serveThumbnail(signer: PageDeps['signer']): RequestHandler {
   const thumbnail = async (assetId: string): Promise<Uint8Array | undefined> => {
     try {
-      return (await deps.signer.getThumbnail({ assetId }, { deadlineMs: 30_000 })).jpeg;
+      return (await signer.getThumbnail({ assetId }, { deadlineMs: 30_000 })).jpeg;
     } catch (error) {
       if (isCairnError(error) && error.code === 'cairn.not_found') return undefined;
       throw error;
     }
   };
-
-  router.get('/v/:asset_id/thumbnail.jpg', async (req, res) => {
+  return async (req, res) => {
     const assetId = String(req.params.asset_id);
-    // Made and kept by the signer, which owns the signed file (SignerService.GetThumbnail): the gateway decodes
-    // nothing, it passes the bytes on.
     const jpeg = isId('asset', assetId) ? await thumbnail(assetId) : undefined;
     if (!jpeg) {
       res.status(404).end();
       return;
     }
     res.set({ 'Content-Type': 'image/jpeg', 'Cache-Control': 'public, max-age=86400' }).send(Buffer.from(jpeg));
-  });
-
-  return router;
+  };
 }

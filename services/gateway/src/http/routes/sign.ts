@@ -1,15 +1,15 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import type { BlobStore } from '@cairn/blob';
 import { CairnError, parseOrThrow, parseSignMetadata } from '@cairn/errors';
 import { isoTimestamp } from '@cairn/proto';
+import { manifestRef } from '../../app/c2pa-resolution.js';
 import type { SignAssets, SignerClient } from '../../app/sign.js';
 import { requireScope } from '../auth.js';
-import { discardUpload, singleUpload } from '../uploads.js';
+import { singleUpload, withUpload } from '../uploads.js';
 import type { UploadSessions } from '../../app/upload-sessions.js';
 import { exactLength } from '../streaming.js';
-import { manifestRef } from './c2pa-resolution.js';
 
 export interface SignRouteDeps {
   blobs: BlobStore;
@@ -58,76 +58,84 @@ function parseMetadataField(raw: string | undefined): Record<string, string> {
 
 export function signRoutes(deps: SignRouteDeps): Router {
   const router = Router();
+  router.post('/v1/sign', requireScope('sign'), requireIdempotencyKey, signUpload(deps), signAsset(deps));
+  router.get('/v1/assets/:asset_id/content', requireScope('read'), serveAssetContent(deps));
+  router.get('/v1/manifests/:manifest_id', serveManifest(deps.signer));
+  return router;
+}
 
-  router.post(
-    '/v1/sign',
-    requireScope('sign'),
-    (req, _res, next) => {
-      // Before the upload is read: a request that cannot be made idempotent is refused at once.
-      const key = req.header('idempotency-key');
-      if (!key)
-        return next(
-          new CairnError(
-            'cairn.sign.missing_idempotency_key',
-            'Send an Idempotency-Key header (a UUID, v7 preferred) so a retried sign never signs twice.',
-          ),
-        );
-      if (!UUID.test(key))
-        return next(
-          new CairnError(
-            'cairn.sign.missing_idempotency_key',
-            'Idempotency-Key must be a UUID, e.g. 0190d6c8-8f4e-7a8b-9c1d-2e3f4a5b6c7d.',
-          ),
-        );
-      next();
+/** Before the upload is read: a request that cannot be made idempotent is refused at once. */
+const requireIdempotencyKey: RequestHandler = (req, _res, next) => {
+  const key = req.header('idempotency-key');
+  if (!key)
+    return next(
+      new CairnError(
+        'cairn.sign.missing_idempotency_key',
+        'Send an Idempotency-Key header (a UUID, v7 preferred) so a retried sign never signs twice.',
+      ),
+    );
+  if (!UUID.test(key))
+    return next(
+      new CairnError(
+        'cairn.sign.missing_idempotency_key',
+        'Idempotency-Key must be a UUID, e.g. 0190d6c8-8f4e-7a8b-9c1d-2e3f4a5b6c7d.',
+      ),
+    );
+  next();
+};
+
+/** The asset (field "asset", or an upload session's upload_id), its metadata field checked before the file is stored. */
+function signUpload(deps: SignRouteDeps): RequestHandler {
+  return singleUpload({
+    blobs: deps.blobs,
+    field: 'asset',
+    maxBytes: deps.uploadMaxBytes,
+    tooLarge: 'cairn.sign.file_too_large',
+    sessions: deps.uploadSessions,
+    describeSpentSessions: true,
+    checkFieldsBeforeFile: (fields) => {
+      if (typeof fields.metadata === 'string') parseMetadataField(fields.metadata);
     },
-    singleUpload({
-      blobs: deps.blobs,
-      field: 'asset',
-      maxBytes: deps.uploadMaxBytes,
-      tooLarge: 'cairn.sign.file_too_large',
-      sessions: deps.uploadSessions,
-      describeSpentSessions: true,
-      checkFieldsBeforeFile: (fields) => {
-        if (typeof fields.metadata === 'string') parseMetadataField(fields.metadata);
-      },
-    }),
-    async (req, res) => {
-      const tenant = req.auth!.tenant;
-      let keepUpload = false;
-      try {
-        const upload = req.upload;
-        if (!upload)
-          throw new CairnError(
-            'cairn.validation.invalid_body',
-            'Send the asset as multipart/form-data in the field "asset" (or, for a large file, its upload session\'s id in the field "upload_id").',
-          );
-        if (upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The asset is empty.');
-        const fields = parseOrThrow(fieldsSchema, req.body ?? {}, 'form fields');
-        const outcome = await deps.signing.sign({
-          tenant,
-          idempotencyKey: req.header('idempotency-key')!,
-          upload,
-          recipe: fields.recipe,
-          metadata: parseMetadataField(fields.metadata),
-          ...(fields.signing_credential ? { signingCredential: fields.signing_credential } : {}),
-          onUploadHandedOver: () => void (keepUpload = true),
-        });
-        if (outcome.kind === 'retry_later') {
-          res.set('Retry-After', String(outcome.retryAfterSeconds));
-          throw outcome.error;
-        }
-        const { answer } = outcome;
-        if (outcome.replayed) res.set('Idempotent-Replayed', 'true');
-        if (answer.httpStatus === 202) res.set('Location', String(answer.body.poll_url));
-        res.status(answer.httpStatus).json(answer.body);
-      } finally {
-        if (!keepUpload) await discardUpload(deps.blobs, req);
+  });
+}
+
+/** POST /v1/sign: the use case (app/sign.ts) on the stored upload; its answer, a replay's, or Retry-After. */
+function signAsset(deps: SignRouteDeps): RequestHandler {
+  return async (req, res) => {
+    const tenant = req.auth!.tenant;
+    await withUpload(deps.blobs, req, async (handOver) => {
+      const upload = req.upload;
+      if (!upload)
+        throw new CairnError(
+          'cairn.validation.invalid_body',
+          'Send the asset as multipart/form-data in the field "asset" (or, for a large file, its upload session\'s id in the field "upload_id").',
+        );
+      if (upload.size === 0) throw new CairnError('cairn.validation.invalid_body', 'The asset is empty.');
+      const fields = parseOrThrow(fieldsSchema, req.body ?? {}, 'form fields');
+      const outcome = await deps.signing.sign({
+        tenant,
+        idempotencyKey: req.header('idempotency-key')!,
+        upload,
+        recipe: fields.recipe,
+        metadata: parseMetadataField(fields.metadata),
+        ...(fields.signing_credential ? { signingCredential: fields.signing_credential } : {}),
+        onUploadHandedOver: handOver,
+      });
+      if (outcome.kind === 'retry_later') {
+        res.set('Retry-After', String(outcome.retryAfterSeconds));
+        throw outcome.error;
       }
-    },
-  );
+      const { answer } = outcome;
+      if (outcome.replayed) res.set('Idempotent-Replayed', 'true');
+      if (answer.httpStatus === 202) res.set('Location', String(answer.body.poll_url));
+      res.status(answer.httpStatus).json(answer.body);
+    });
+  };
+}
 
-  router.get('/v1/assets/:asset_id/content', requireScope('read'), async (req, res) => {
+/** GET /v1/assets/{asset_id}/content: the signed file, streamed from the blob store while its retention lasts. */
+function serveAssetContent(deps: SignRouteDeps): RequestHandler {
+  return async (req, res) => {
     const { asset } = await deps.signer.getAsset({
       tenantId: req.auth!.tenant.tenantId,
       assetId: String(req.params.asset_id),
@@ -149,10 +157,13 @@ export function signRoutes(deps: SignRouteDeps): Router {
     // pipeline, not pipe: a source that fails or ends early destroys the response (the client sees a cut-off
     // body, never a complete-looking one) and rejects here, where the error handler logs it.
     await pipeline(stream, exactLength(Number(asset.sizeBytes)), res);
-  });
+  };
+}
 
-  router.get('/v1/manifests/:manifest_id', async (req, res) => {
-    const manifest = await deps.signer.getManifest(manifestRef(String(req.params.manifest_id)));
+/** GET /v1/manifests/{manifest_id}: a Cairn manifest store, by manifest id or C2PA label. */
+function serveManifest(signer: SignerClient): RequestHandler {
+  return async (req, res) => {
+    const manifest = await signer.getManifest(manifestRef(String(req.params.manifest_id)));
     // A manifest never changes once signed: cache it anywhere, for as long as anyone likes.
     res.set({
       'Content-Type': 'application/c2pa',
@@ -160,7 +171,5 @@ export function signRoutes(deps: SignRouteDeps): Router {
       ETag: `"${String(req.params.manifest_id)}"`,
     });
     res.send(Buffer.from(manifest.manifestStore));
-  });
-
-  return router;
+  };
 }

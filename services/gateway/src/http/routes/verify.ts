@@ -1,5 +1,6 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
+import type { Scope } from '@cairn/catalog';
 import type { BlobStore } from '@cairn/blob';
 import { jobUrl } from '@cairn/config';
 import { CairnError, parseOrThrow } from '@cairn/errors';
@@ -9,7 +10,8 @@ import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { authenticate, requireScope } from '../auth.js';
 import { addressRateLimit, tenantRateLimit } from '../limits.js';
-import { discardUpload, singleUpload } from '../uploads.js';
+import { fileIfMultipart, withUpload } from '../uploads.js';
+import { jsonBody } from '../validate.js';
 import type { UploadSessions } from '../../app/upload-sessions.js';
 
 export interface VerifyRouteDeps {
@@ -123,73 +125,95 @@ export const trustListBody = z.object({
 
 export function verifyRoutes(deps: VerifyRouteDeps): Router {
   const router = Router();
+  const keyed = (scope: Scope) => [authenticate(deps.tenants), tenantRateLimit(deps.limiter), requireScope(scope)];
+  const publicVerifyLimit = addressRateLimit(deps.limiter, 'public-verify', {
+    limit: deps.publicVerifyPerMinute,
+    windowSeconds: 60,
+  });
+  // A key makes it an authenticated (tenant-scoped, metered) verify; without one it is the public verify.
+  router.post('/v1/verify', keyOr(deps, 'verify', publicVerifyLimit), verifyUpload(deps), verifyAsset(deps));
+  router.get('/v1/verify/:manifest_id', ...keyed('read'), serveStoredVerdict(deps.verifier));
+  // What a verify trusts: with a key, the list in force for that tenant (its own, or the default); without one,
+  // the default list every public verify uses.
+  router.get(
+    '/v1/trust-list',
+    keyOr(deps, 'read', (_req, _res, next) => next()),
+    serveTrustList(deps.verifier),
+  );
+  router.post('/v1/trust-list', ...keyed('admin'), setTrustList(deps.verifier));
+  // Back to the default list. Any plan: a tenant that left Enterprise must still be able to drop the list it set.
+  router.delete('/v1/trust-list', ...keyed('admin'), resetTrustList(deps.verifier));
+  return router;
+}
 
-  /** A key makes it an authenticated (tenant-scoped, metered) verify; without one it is the public verify. */
-  const keyOrPublic: RequestHandler = (req, res, next) => {
-    if (req.header('authorization')) {
-      authenticate(deps.tenants)(req, res, (error?: unknown) => {
-        if (error) return next(error);
-        tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) =>
-          limited ? next(limited) : requireScope('verify')(req, res, next),
-        );
-      });
+/**
+ * With an Authorization header: the key authenticated, the tenant's rate limit, and a scope granting `scope`;
+ * without one, `otherwise` (the route's answer to anyone).
+ */
+function keyOr(deps: VerifyRouteDeps, scope: Scope, otherwise: RequestHandler): RequestHandler {
+  const authenticated = authenticate(deps.tenants);
+  const tenantLimit = tenantRateLimit(deps.limiter);
+  const scoped = requireScope(scope);
+  return (req, res, next) => {
+    if (!req.header('authorization')) {
+      void otherwise(req, res, next);
       return;
     }
-    addressRateLimit(deps.limiter, 'public-verify', { limit: deps.publicVerifyPerMinute, windowSeconds: 60 })(
-      req,
-      res,
-      next,
+    void authenticated(req, res, (error?: unknown) =>
+      error
+        ? next(error)
+        : tenantLimit(req, res, (limited?: unknown) => (limited ? next(limited) : scoped(req, res, next))),
     );
   };
-  const fileIfMultipart: RequestHandler = (req, res, next) =>
-    req.is('multipart/form-data')
-      ? singleUpload({
-          blobs: deps.blobs,
-          field: 'file',
-          maxBytes: req.auth ? deps.uploadMaxBytes : Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes),
-          tooLarge: 'cairn.validation.body_too_large',
-          sessions: deps.uploadSessions,
-        })(req, res, next)
-      : next();
+}
 
-  router.post('/v1/verify', keyOrPublic, fileIfMultipart, async (req, res) => {
-    let keepUpload = false;
-    try {
+/** A multipart body's file (field "file"), cut at the public verify's smaller limit when no key was given. */
+function verifyUpload(deps: VerifyRouteDeps): RequestHandler {
+  return fileIfMultipart((req) => ({
+    blobs: deps.blobs,
+    field: 'file',
+    maxBytes: req.auth ? deps.uploadMaxBytes : Math.min(deps.uploadMaxBytes, deps.publicVerifyMaxBytes),
+    tooLarge: 'cairn.validation.body_too_large',
+    sessions: deps.uploadSessions,
+  }));
+}
+
+/** What POST /v1/verify verifies: the uploaded file, or exactly one of a JSON body's asset_id and manifest_uri. */
+function verifyInput(req: Request): verifierV1.VerifyRequest['input'] {
+  if (req.upload) {
+    if (req.upload.size === 0) throw new CairnError('cairn.verify.no_input', 'The file is empty.');
+    return { case: 'uploadBlobKey', value: req.upload.key };
+  }
+  const body = req.is('application/json') ? parseOrThrow(jsonInput, req.body ?? {}, 'request body') : {};
+  const given = [body.asset_id, body.manifest_uri].filter(Boolean).length;
+  if (given === 0)
+    throw new CairnError(
+      'cairn.verify.no_input',
+      'Send exactly one of: a file (multipart field "file"), {"asset_id"} or {"manifest_uri"}.',
+    );
+  if (given > 1) throw new CairnError('cairn.validation.invalid_body', 'Send only one of asset_id and manifest_uri.');
+  if (!body.asset_id) return { case: 'manifestUri', value: body.manifest_uri! };
+  if (!req.auth?.tenant.tenantId)
+    throw new CairnError(
+      'cairn.auth.invalid_key',
+      'Verifying by asset_id needs an API key of the asset’s tenant; anyone can verify the file or its manifest_uri.',
+    );
+  return { case: 'assetId', value: body.asset_id };
+}
+
+/** POST /v1/verify: the use case (app/verify.ts); the verdict or report now, or 202 with the job. */
+function verifyAsset(deps: VerifyRouteDeps): RequestHandler {
+  return async (req, res) => {
+    await withUpload(deps.blobs, req, async (handOver) => {
       const report = wantsReport(req);
       res.vary('Accept');
-      const tenantId = req.auth?.tenant.tenantId ?? '';
-      let input: verifierV1.VerifyRequest['input'];
-      if (req.upload) {
-        if (req.upload.size === 0) throw new CairnError('cairn.verify.no_input', 'The file is empty.');
-        input = { case: 'uploadBlobKey', value: req.upload.key };
-      } else {
-        const body = req.is('application/json') ? parseOrThrow(jsonInput, req.body ?? {}, 'request body') : {};
-        const given = [body.asset_id, body.manifest_uri].filter(Boolean).length;
-        if (given === 0)
-          throw new CairnError(
-            'cairn.verify.no_input',
-            'Send exactly one of: a file (multipart field "file"), {"asset_id"} or {"manifest_uri"}.',
-          );
-        if (given > 1)
-          throw new CairnError('cairn.validation.invalid_body', 'Send only one of asset_id and manifest_uri.');
-        if (body.asset_id) {
-          if (!tenantId)
-            throw new CairnError(
-              'cairn.auth.invalid_key',
-              'Verifying by asset_id needs an API key of the asset’s tenant; anyone can verify the file or its manifest_uri.',
-            );
-          input = { case: 'assetId', value: body.asset_id };
-        } else {
-          input = { case: 'manifestUri', value: body.manifest_uri! };
-        }
-      }
       const respondAsync = /(^|[\s,;])respond-async([\s,;]|$)/i.test(req.header('prefer') ?? '');
       const outcome = await deps.verifying.verify({
         tenant: req.auth?.tenant,
-        input,
+        input: verifyInput(req),
         upload: req.upload,
         respondAsync,
-        onUploadHandedOver: () => void (keepUpload = true),
+        onUploadHandedOver: handOver,
         report,
       });
       if (outcome.kind === 'job') {
@@ -203,111 +227,87 @@ export function verifyRoutes(deps: VerifyRouteDeps): Router {
       }
       if (report) sendReport(res, outcome.reportJson);
       else res.json(presentVerification(outcome.result));
-    } finally {
-      if (!keepUpload) await discardUpload(deps.blobs, req);
-    }
-  });
-
-  router.get(
-    '/v1/verify/:manifest_id',
-    authenticate(deps.tenants),
-    tenantRateLimit(deps.limiter),
-    requireScope('read'),
-    async (req, res) => {
-      const report = wantsReport(req);
-      const { result, reportJson } = await deps.verifier.getResult(
-        { manifestId: String(req.params.manifest_id), includeReport: report },
-        { deadlineMs: 60_000 },
-      );
-      if (!result) throw new CairnError('cairn.not_found');
-      res.set('Cache-Control', 'private, max-age=60').vary('Accept');
-      if (report) sendReport(res, reportJson);
-      else res.json(presentVerification(result));
-    },
-  );
-
-  // What a verify trusts: with a key, the list in force for that tenant (its own, or the default); without one,
-  // the default list every public verify uses.
-  const keyOrDefault: RequestHandler = (req, res, next) =>
-    req.header('authorization')
-      ? authenticate(deps.tenants)(req, res, (error?: unknown) =>
-          error
-            ? next(error)
-            : tenantRateLimit(deps.limiter)(req, res, (limited?: unknown) =>
-                limited ? next(limited) : requireScope('read')(req, res, next),
-              ),
-        )
-      : next();
-  router.get('/v1/trust-list', keyOrDefault, async (req, res) => {
-    const list = await deps.verifier.getTrustList({ tenantId: req.auth?.tenant.tenantId ?? '' });
-    res.set('Cache-Control', req.auth ? 'private, max-age=60' : 'public, max-age=300');
-    res.json({
-      source: list.source,
-      count: list.entries.length,
-      ...(list.source === 'default'
-        ? {
-            published_lists: {
-              c2pa_trust_list: list.c2paTrustListSource,
-              c2pa_tsa_trust_list: list.c2paTsaTrustListSource,
-              ...(list.interimTrustListSource ? { interim_trust_list: list.interimTrustListSource } : {}),
-            },
-          }
-        : {}),
-      lists: list.lists.map((l) => ({
-        list: l.list,
-        name: l.name,
-        source: l.source,
-        ...(l.issuedAt ? { issued_at: isoTimestamp(l.issuedAt) } : {}),
-        sha256: l.sha256,
-        certificates: l.certificates,
-        ...(l.loadedAt ? { loaded_at: isoTimestamp(l.loadedAt) } : {}),
-        ...(l.frozen ? { frozen: true } : {}),
-      })),
-      entries: list.entries.map((e) => ({
-        subject: e.subject,
-        origin: e.origin,
-        sha256_fingerprint: e.sha256Fingerprint,
-        not_after: isoTimestamp(e.notAfter),
-      })),
     });
-  });
+  };
+}
 
-  router.post(
-    '/v1/trust-list',
-    authenticate(deps.tenants),
-    tenantRateLimit(deps.limiter),
-    requireScope('admin'),
-    async (req, res) => {
-      const tenant = req.auth!.tenant;
-      if (tenant.plan !== 'enterprise')
-        throw new CairnError('cairn.auth.forbidden', 'A custom trust list is an Enterprise feature.');
-      if (!req.is('application/json'))
-        throw new CairnError('cairn.validation.unsupported_media_type', 'Send the body as application/json.');
-      const body = parseOrThrow(trustListBody, req.body ?? {}, 'request body');
-      const result = await deps.verifier.setTrustList({
-        tenantId: tenant.tenantId,
-        entries: body.entries.map((e) => ({ issuerCn: e.issuer_cn, certificatePem: e.certificate_pem })),
-        actorKeyId: req.auth!.keyId,
-      });
-      res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: isoTimestamp(result.updatedAt) });
-    },
-  );
+/** GET /v1/verify/{manifest_id}: the verdict (or report) the verifier stored for a manifest of the tenant's. */
+function serveStoredVerdict(verifier: VerifierClient): RequestHandler {
+  return async (req, res) => {
+    const report = wantsReport(req);
+    const { result, reportJson } = await verifier.getResult(
+      { manifestId: String(req.params.manifest_id), includeReport: report },
+      { deadlineMs: 60_000 },
+    );
+    if (!result) throw new CairnError('cairn.not_found');
+    res.set('Cache-Control', 'private, max-age=60').vary('Accept');
+    if (report) sendReport(res, reportJson);
+    else res.json(presentVerification(result));
+  };
+}
 
-  // Back to the default list. Any plan: a tenant that left Enterprise must still be able to drop the list it set.
-  router.delete(
-    '/v1/trust-list',
-    authenticate(deps.tenants),
-    tenantRateLimit(deps.limiter),
-    requireScope('admin'),
-    async (req, res) => {
-      await deps.verifier.setTrustList({
-        tenantId: req.auth!.tenant.tenantId,
-        entries: [],
-        actorKeyId: req.auth!.keyId,
-      });
-      res.status(204).end();
-    },
-  );
+/** GET /v1/trust-list. */
+function serveTrustList(verifier: VerifierClient): RequestHandler {
+  return async (req, res) => {
+    const list = await verifier.getTrustList({ tenantId: req.auth?.tenant.tenantId ?? '' });
+    res.set('Cache-Control', req.auth ? 'private, max-age=60' : 'public, max-age=300');
+    res.json(presentTrustList(list));
+  };
+}
 
-  return router;
+/** The trust list in the API's names. */
+function presentTrustList(list: verifierV1.GetTrustListResponse): Record<string, unknown> {
+  return {
+    source: list.source,
+    count: list.entries.length,
+    ...(list.source === 'default'
+      ? {
+          published_lists: {
+            c2pa_trust_list: list.c2paTrustListSource,
+            c2pa_tsa_trust_list: list.c2paTsaTrustListSource,
+            ...(list.interimTrustListSource ? { interim_trust_list: list.interimTrustListSource } : {}),
+          },
+        }
+      : {}),
+    lists: list.lists.map((l) => ({
+      list: l.list,
+      name: l.name,
+      source: l.source,
+      ...(l.issuedAt ? { issued_at: isoTimestamp(l.issuedAt) } : {}),
+      sha256: l.sha256,
+      certificates: l.certificates,
+      ...(l.loadedAt ? { loaded_at: isoTimestamp(l.loadedAt) } : {}),
+      ...(l.frozen ? { frozen: true } : {}),
+    })),
+    entries: list.entries.map((e) => ({
+      subject: e.subject,
+      origin: e.origin,
+      sha256_fingerprint: e.sha256Fingerprint,
+      not_after: isoTimestamp(e.notAfter),
+    })),
+  };
+}
+
+/** POST /v1/trust-list: an Enterprise tenant's own list replaces the default for its verifies. */
+function setTrustList(verifier: VerifierClient): RequestHandler {
+  return async (req, res) => {
+    const tenant = req.auth!.tenant;
+    if (tenant.plan !== 'enterprise')
+      throw new CairnError('cairn.auth.forbidden', 'A custom trust list is an Enterprise feature.');
+    const body = jsonBody(req, trustListBody);
+    const result = await verifier.setTrustList({
+      tenantId: tenant.tenantId,
+      entries: body.entries.map((e) => ({ issuerCn: e.issuer_cn, certificatePem: e.certificate_pem })),
+      actorKeyId: req.auth!.keyId,
+    });
+    res.json({ tenant_id: tenant.tenantId, count: result.count, updated_at: isoTimestamp(result.updatedAt) });
+  };
+}
+
+/** DELETE /v1/trust-list. */
+function resetTrustList(verifier: VerifierClient): RequestHandler {
+  return async (req, res) => {
+    await verifier.setTrustList({ tenantId: req.auth!.tenant.tenantId, entries: [], actorKeyId: req.auth!.keyId });
+    res.status(204).end();
+  };
 }
