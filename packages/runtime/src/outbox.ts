@@ -7,6 +7,11 @@ import type { ServiceMetrics } from '@cairn/telemetry';
 import { context, propagation } from '@opentelemetry/api';
 import { Backoff, wakeableLoop, type WakeableLoop } from './backoff.js';
 
+/** Rows one relay transaction takes; a batch this full may have left more behind. */
+const RELAY_BATCH = 100;
+/** Sent rows are kept a day for inspection; the relay drops the older ones at most this often, not per flush. */
+const PRUNE_EVERY_MS = 60_000;
+
 /** The relay's safety sweep: first `baseMs` after activity, doubling while it finds nothing, up to `maxMs`. */
 export interface OutboxSweep {
   baseMs: number;
@@ -29,6 +34,8 @@ export class Outbox {
   private active = false;
   private running: Promise<void> | undefined;
   private again = false;
+  /** When the relay next drops sent rows older than a day (0: at its first transaction). */
+  private pruneAt = 0;
 
   constructor(
     private readonly db: Database,
@@ -59,7 +66,12 @@ export class Outbox {
       do {
         this.again = false;
         try {
-          while ((await this.relayBatch()) > 0) this.active = true;
+          // A batch that was not full took every row committed when it read them; rows committed since are their
+          // writer's flush (which asks for another round here: `again`) or the sweep's, so no empty read follows.
+          for (let relayed = RELAY_BATCH; relayed === RELAY_BATCH;) {
+            relayed = await this.relayBatch();
+            if (relayed > 0) this.active = true;
+          }
         } catch (error) {
           this.active = true;
           this.logger.warn({ err: error }, 'outbox relay failed; will retry');
@@ -109,7 +121,7 @@ export class Outbox {
         envelope: AnyEvent;
         headers: Record<string, string>;
       }>(
-        sql`select seq, event_id, subject, envelope, headers from ${sql.identifier(this.schema)}.outbox where published_at is null order by seq limit 100 for update skip locked`,
+        sql`select seq, event_id, subject, envelope, headers from ${sql.identifier(this.schema)}.outbox where published_at is null order by seq limit ${RELAY_BATCH} for update skip locked`,
       );
       for (const row of rows.rows) {
         await this.bus.publishRaw(row.subject, JSON.stringify(row.envelope), row.event_id, {
@@ -124,10 +136,13 @@ export class Outbox {
           sql`update ${sql.identifier(this.schema)}.outbox set published_at = now() where seq in ${seqs}`,
         );
       }
-      // Sent rows are kept a day for inspection, then dropped.
-      await tx.execute(
-        sql`delete from ${sql.identifier(this.schema)}.outbox where published_at < now() - interval '1 day'`,
-      );
+      // Sent rows are kept a day for inspection, then dropped: a minute late at most, not a statement per flush.
+      if (Date.now() >= this.pruneAt) {
+        await tx.execute(
+          sql`delete from ${sql.identifier(this.schema)}.outbox where published_at < now() - interval '1 day'`,
+        );
+        this.pruneAt = Date.now() + PRUNE_EVERY_MS;
+      }
       return rows.rows.length;
     });
   }

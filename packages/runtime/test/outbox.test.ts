@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import { createSandbox, sampleEvent, waitFor, writeMigrations, type Sandbox } from '@cairn/testing';
-import { startService, type RunningService } from '../src/index.js';
+import { Outbox, startService, type RunningService } from '../src/index.js';
 
 let sandbox: Sandbox;
 let service: RunningService;
@@ -50,6 +50,31 @@ describe('outbox relay', () => {
     );
     await waitFor('the orphaned outbox row delivered', () => applied.includes(event.event_id), 30_000);
     await waitFor('the row marked sent', async () => (await service.context.outbox.pendingCount()) === 0, 30_000);
+  }, 60_000);
+
+  it('relays the events of a commit in one transaction when its writer flushes', async () => {
+    const { db, bus, logger, metrics } = service.context;
+    // The service's own database, its transactions counted: a relay of its own over it (the service's relay runs
+    // beside it; each skips the rows the other has locked, and both publish under the event id).
+    let transactions = 0;
+    const counted = new Proxy(db, {
+      get: (target, name, receiver) =>
+        name === 'transaction'
+          ? (...args: Parameters<typeof db.transaction>) => {
+              transactions += 1;
+              return target.transaction(...args);
+            }
+          : (Reflect.get(target, name, receiver) as unknown),
+    });
+    const outbox = new Outbox(counted, 'webhook', bus, logger, metrics);
+    const events = [1, 2, 3].map(() => sampleEvent('asset.signed', 't_outbox', {}));
+    await db.transaction(async (tx) => {
+      for (const event of events) await outbox.enqueue(tx, event);
+    });
+    await outbox.flush();
+    // Every event leaves, and the outbox is read once: a batch short of full took all there was to take.
+    await waitFor('the flushed events delivered', () => events.every((e) => applied.includes(e.event_id)), 30_000);
+    expect(transactions).toBe(1);
   }, 60_000);
 
   it('publishes an event whose writer committed it and never flushed', async () => {

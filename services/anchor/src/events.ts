@@ -7,12 +7,13 @@ export const ANCHOR_SIGNED_TYPES = ['asset.signed'] as const;
 
 /**
  * The safety net of the signer's Enqueue call: every signed manifest with the anchor layer is enqueued from its
- * asset.signed event too (a repeat is a no-op), so an anchor service that was down loses nothing.
+ * asset.signed event too (a repeat is a no-op, and costs no transaction when this process took the call), so an
+ * anchor service that was down loses nothing.
  */
 export function enqueueSigned(batches: Batches) {
   return async (event: EventOf<'asset.signed'>): Promise<void> => {
     const { anchor, asset_id: assetId, manifest_id: manifestId, manifest_digest: manifestDigest } = event.data;
     if (!anchor || manifestDigest === undefined) return;
-    await batches.enqueue({ tenantId: event.tenant_id, assetId, manifestId, manifestDigest });
+    await batches.enqueueOnce({ tenantId: event.tenant_id, assetId, manifestId, manifestDigest });
   };
 }

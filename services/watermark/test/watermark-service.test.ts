@@ -138,14 +138,27 @@ describe('EmbedImage → DetectImage over gRPC', () => {
 
 describe('a reading of Cairn’s own signed file is kept for the very same bytes', () => {
   /** How many image searches (decode and worker) and registry lookups the service ran since the call. */
-  function searches(): { count: () => number; lookups: () => number; stop: () => void } {
+  function searches(): { count: () => number; lookups: () => number; decodes: () => number; stop: () => void } {
     let count = 0;
     let lookups = 0;
+    let decodes = 0;
     const stop = onSpanEnd((span) => {
       if (span.name === 'watermark.detect') count += 1;
       if (span.name === 'watermark.registry.find') lookups += 1;
+      if (span.name === 'watermark.decode') decodes += 1;
     });
-    return { count: () => count, lookups: () => lookups, stop };
+    return { count: () => count, lookups: () => lookups, decodes: () => decodes, stop };
+  }
+
+  /** The marked PNG as the signer stores it: a C2PA manifest store in a `caBX` chunk after IHDR. */
+  function withManifestChunk(png: Uint8Array): Buffer {
+    const file = Buffer.from(png);
+    const afterIhdr = 8 + 12 + file.readUInt32BE(8);
+    const store = Buffer.alloc(64, 0x2a);
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(store.length);
+    head.write('caBX', 4, 'latin1');
+    return Buffer.concat([file.subarray(0, afterIhdr), head, store, Buffer.alloc(4), file.subarray(afterIhdr)]);
   }
 
   it('answers a verify of a Cairn copy’s bytes exactly as the full search would, from the embedding’s read-back', async () => {
@@ -153,7 +166,12 @@ describe('a reading of Cairn’s own signed file is kept for the very same bytes
     const embedded = await client.embedImage({ ...mark, encoded: coffeePng });
     const seen = searches();
     try {
+      // Cairn's signed copy (the marked file with its manifest store): its reading is the read-back's, neither
+      // decoded nor searched again.
+      const signed = await client.detectImage({ encoded: withManifestChunk(embedded.encoded), cairnCopy: true });
+      expect(seen.decodes()).toBe(0);
       const first = await client.detectImage({ encoded: embedded.encoded, cairnCopy: true });
+      expect(first).toEqual(signed);
       expect(first).toMatchObject({
         detected: true,
         registered: true,
@@ -171,7 +189,9 @@ describe('a reading of Cairn’s own signed file is kept for the very same bytes
       // Not even the first: EmbedImage read the mark back from these pixels before answering, and that reading is
       // kept (under the pixels, which a signed copy shares), so Cairn's copy is never searched a second time.
       expect(seen.count()).toBe(0);
-      expect(seen.lookups()).toBe(1);
+      expect(seen.decodes()).toBe(0);
+      // One registry lookup per distinct file (the signed copy, the marked file); none for a file asked again.
+      expect(seen.lookups()).toBe(2);
     } finally {
       seen.stop();
     }

@@ -1,9 +1,13 @@
 import { CairnError } from '@cairn/errors';
 import { auditPath, fromHex, leafHash, toHex, treeLevels } from '@cairn/merkle';
+import { Lru } from '../domain/lru.js';
 import type { PublicStatus } from '../domain/status.js';
 import type { BatchRecords, BatchRow, EnqueueInput, LeafRow } from './ports.js';
 
 export type { BatchRow, EnqueueInput, LeafRow };
+
+/** The statements the batch use cases run (store/batches.ts). */
+export type BatchQueries = Pick<BatchRecords, 'enqueue' | 'getBatch' | 'tenantHasLeafIn' | 'tenantLeaf' | 'leavesOf'>;
 
 export interface Proof {
   batch: BatchRow;
@@ -14,8 +18,14 @@ export interface Proof {
 
 /** The anchor service's batch use cases: enqueue a manifest digest, show a batch, prove an asset's inclusion. */
 export class Batches {
+  /**
+   * The manifests (tenant and manifest id) this process enqueued: asset.signed enqueues every anchored manifest
+   * again, behind the signer's Enqueue call, and a leaf once committed stays, so that repeat needs no transaction.
+   */
+  private readonly enqueued = new Lru<true>(10_000);
+
   constructor(
-    private readonly store: BatchRecords,
+    private readonly store: BatchQueries,
     private readonly batchMax: number,
     /** Told after each enqueue (`filled`: it closed the batch), so the batcher's loop can wake. */
     private readonly onEnqueued: (filled: boolean) => void = () => undefined,
@@ -36,8 +46,18 @@ export class Batches {
       if (!value) throw new CairnError('cairn.validation.invalid_body', `${name} is required`);
     }
     const { batchId, status, filled } = await this.store.enqueue(input, this.batchMax);
+    this.enqueued.set(enqueuedKey(input), true);
     this.onEnqueued(filled);
     return { batchId, status };
+  }
+
+  /**
+   * Enqueue's safety net (asset.signed): nothing to do for a manifest this process has enqueued already; any other
+   * (enqueued by another replica, or not at all) goes through enqueue, where a repeat is found in the database.
+   */
+  async enqueueOnce(input: EnqueueInput): Promise<void> {
+    if (this.enqueued.get(enqueuedKey(input))) return;
+    await this.enqueue(input);
   }
 
   /** A batch, only when `tenantId` (if given) has a manifest in it. */
@@ -73,3 +93,5 @@ export class Batches {
     };
   }
 }
+
+const enqueuedKey = (input: EnqueueInput): string => `${input.tenantId}/${input.manifestId}`;

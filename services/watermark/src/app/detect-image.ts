@@ -31,7 +31,11 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
   if (!reading) {
     // Named by digest and not kept: nothing to read; the caller sends the file.
     if (!('encoded' in input)) return { readingMissing: true, detected: false, applicable: false, algorithm: '' };
-    reading = await readImage(deps, input.encoded, input.lane, input.cairnCopy);
+    // Cairn's own copy of a JPEG or PNG: the embedding's read-back of the same file less its manifest store, kept
+    // without a decode; the stored verdict of a new sign gets it without decoding or searching again.
+    const unsignedKey = input.cairnCopy ? DetectionMemo.unsignedKeyOf(input.encoded) : undefined;
+    const kept = unsignedKey === undefined ? undefined : deps.detections.get(unsignedKey);
+    reading = kept ?? (await readImage(deps, input.encoded, input.lane, input.cairnCopy));
     if (input.cairnCopy) deps.detections.set(memoKey, reading);
   }
   if (!reading.applicable) return { detected: false, applicable: false, algorithm: NEW_KEYED_ALGORITHM };
@@ -60,8 +64,8 @@ async function readImage(
   const image = await inSpan('watermark.decode', () => decodeForDetection(encoded, deps.mediaLimits));
   // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
   if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { applicable: false };
-  // Cairn's own copy: its pixels are those the embedding read its mark back from (embed-image.ts), whose reading
-  // is kept; the stored verdict of a new sign gets it without a second search.
+  // Cairn's own copy in a format not keyed by its bytes (WebP): its pixels are those the embedding read its mark
+  // back from (embed-image.ts), whose reading is kept; the stored verdict of a new sign gets it without a search.
   if (cairnCopy) {
     const kept = deps.detections.get(DetectionMemo.pixelKeyOf(image));
     if (kept) return kept;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ByteBoundedLru } from '@cairn/runtime';
 import type { RawImage } from '../domain/image/raw-image.js';
+import { partsWithoutC2pa } from '../domain/image/without-c2pa.js';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
 
 /** What DetectImage and DetectAudio answer about a mark they read. */
@@ -51,9 +52,23 @@ export class DetectionMemo {
   }
 
   /**
-   * The key of decoded pixels: an embedding's read-back keeps its reading under it, so the signed file (the same
-   * pixels with the manifest inside: a C2PA store changes no pixel) is not searched a second time for the stored
-   * verdict. Prefixed so it never meets a file's SHA-256.
+   * The key of a JPEG or PNG file less its C2PA store (domain/image/without-c2pa.ts), undefined for other files: an
+   * embedding's read-back keeps its reading under it, and the signed file (the marked file with the manifest
+   * inside) has the same key, so the stored verdict neither decodes nor searches it again. Taken from the file's
+   * bytes, without a decode. Prefixed so it never meets a file's SHA-256 or a pixel key.
+   */
+  static unsignedKeyOf(encoded: Uint8Array): string | undefined {
+    const parts = partsWithoutC2pa(encoded);
+    if (!parts) return undefined;
+    const hash = createHash('sha256');
+    for (const part of parts) hash.update(part);
+    return `unsigned:${hash.digest('hex')}`;
+  }
+
+  /**
+   * The key of decoded pixels, for the files unsignedKeyOf does not key (WebP): an embedding's read-back keeps its
+   * reading under it, so the signed file (the same pixels with the manifest inside: a C2PA store changes no pixel)
+   * is not searched a second time for the stored verdict. Prefixed so it never meets a file's SHA-256.
    */
   static pixelKeyOf(image: RawImage): string {
     const hash = createHash('sha256').update(`${image.width}x${image.height}x${image.channels}|`);

@@ -245,8 +245,9 @@ async function notEmbedded(deps: WatermarkDeps, input: EmbedImageInput, image: R
 /** Whether the mark `plan` wrote reads from `encoded` (decoded as a verify decodes it), with its payload. */
 async function readsBack(deps: WatermarkDeps, encoded: Uint8Array, plan: MarkPlan): Promise<boolean> {
   const image = await inSpan('watermark.readback.decode', () => decodeForDetection(encoded, deps.mediaLimits));
-  // Taken before the search: the pixels are handed over to the worker.
-  const pixelKey = DetectionMemo.pixelKeyOf(image);
+  // Taken before the search (the pixels are handed over to the worker): from the file's bytes for JPEG and PNG,
+  // which the signed copy shares less its manifest store, else from the pixels.
+  const memoKey = DetectionMemo.unsignedKeyOf(encoded) ?? DetectionMemo.pixelKeyOf(image);
   const outcome = await inSpan('watermark.readback', () =>
     inWorker(deps.logger, 'readback', () => deps.pool.detect(image, plan.key ? [plan.key] : [])),
   );
@@ -256,7 +257,6 @@ async function readsBack(deps: WatermarkDeps, encoded: Uint8Array, plan: MarkPla
     payloadHex(outcome.detection.payload) === plan.hex;
   // This reading is the stored verdict's: the signed file has these pixels, and a search under every key finds the
   // same mark first when it is the current key's (the v1 marks tried before it never read a v2 mark). Kept only then.
-  if (reads && plan.key?.kid === deps.keyring.current?.kid)
-    deps.detections.set(pixelKey, { applicable: true, outcome });
+  if (reads && plan.key?.kid === deps.keyring.current?.kid) deps.detections.set(memoKey, { applicable: true, outcome });
   return reads;
 }
