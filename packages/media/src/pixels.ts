@@ -10,12 +10,21 @@ export interface RgbPixels {
 
 /**
  * An image decoded the way a viewer shows it (EXIF orientation applied, sRGB, alpha dropped): the pixels a
- * watermark detector reads. Null when the bytes are not an image sharp decodes within `maxPixels`.
+ * watermark detector reads. Null when the bytes are not an image sharp decodes within `maxPixels`. With
+ * `longestSide`, a larger image comes out shrunk to that longest side, its aspect kept (a JPEG is decoded at a
+ * reduced scale directly, so the full-size pixels are never made).
  */
-export async function decodeRgb(bytes: Buffer, maxPixels: number): Promise<RgbPixels | null> {
+export async function decodeRgb(
+  bytes: Buffer,
+  maxPixels: number,
+  { longestSide }: { longestSide?: number } = {},
+): Promise<RgbPixels | null> {
   try {
-    const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: maxPixels, sequentialRead: true })
-      .rotate()
+    const decoder = sharp(bytes, { failOn: 'error', limitInputPixels: maxPixels, sequentialRead: true }).rotate();
+    // A square box: the longest side is the same whichever way the EXIF orientation turns the picture.
+    if (longestSide !== undefined)
+      decoder.resize({ width: longestSide, height: longestSide, fit: 'inside', withoutEnlargement: true });
+    const { data, info } = await decoder
       .removeAlpha()
       .toColourspace('srgb')
       .raw()

@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { chain, cropCentral, cropSide, jpeg, resize, rotate, social, type Attack } from '../bench/image/attacks.js';
@@ -10,6 +11,8 @@ import type { RawImage } from '../src/domain/image/raw-image.js';
 import { ImageAlgorithms, runImageTask } from '../src/domain/image-tasks.js';
 import type { WatermarkKey } from '../src/domain/keys.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../src/domain/payload.js';
+import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
+import { decodeForDetection, detectionShrink } from '../src/adapters/image-codec.js';
 import { decode, encoder, loadPhoto } from './support/images.js';
 
 // Fixed keys, so that a failure reproduces; the robustness claims are measured over random keys by the bench.
@@ -188,5 +191,40 @@ describe('worker tasks with cairn-sync-v2', () => {
 
   it('answers no mark for an unmarked photo under every key', () => {
     expect(detect(photos.get('coffee.png')!, [key, otherKey]).detection).toBeNull();
+  });
+});
+
+// An upload is searched at a working size (adapters/image-codec.ts): what the search reads of a large copy must be
+// what it reads at full size.
+describe('detection of a large upload at its working size', () => {
+  it('shrinks by powers of two only what stays at least two megapixels', () => {
+    expect(detectionShrink(1152, 864)).toBe(1);
+    expect(detectionShrink(2000, 1999)).toBe(1);
+    expect(detectionShrink(4000, 3000)).toBe(2);
+    expect(detectionShrink(8000, 6000)).toBe(4);
+  });
+
+  it('reads the same mark, confidence and content from an 8 MP JPEG copy as at full size, turned by EXIF too', async () => {
+    const photo = await loadPhoto('chelsea.png', { size: [3300, 2500] });
+    const { image, content } = new SyncTileWatermark(key.secret).embedDescribed(photo, payload);
+    const copy = await encoder(image).jpeg({ quality: 85 }).toBuffer();
+    const turned = await sharp(copy).withMetadata({ orientation: 6 }).toBuffer();
+    const full = await decodeForDetection(copy, DEFAULT_MEDIA_LIMITS);
+    const reads = (pixels: RawImage) => new ImageAlgorithms().detect(pixels, [key]);
+    const atFull = reads(full);
+    expect(atFull.detection && payloadHex(atFull.detection.payload)).toBe(payloadHex(payload));
+    for (const [bytes, size] of [
+      [copy, [1650, 1250]],
+      [turned, [1250, 1650]],
+    ] as const) {
+      const working = await decodeForDetection(bytes, DEFAULT_MEDIA_LIMITS, { workingSize: true });
+      expect([working.width, working.height]).toEqual(size);
+      const atWorking = reads(working);
+      expect(atWorking.detection && payloadHex(atWorking.detection.payload)).toBe(payloadHex(payload));
+      expect(atWorking.detection?.confidence).toBeCloseTo(atFull.detection!.confidence, 1);
+      const correlation = (read: typeof atFull) => compareContent(read.registered!, content).correlation;
+      expect(correlation(atWorking)).toBeGreaterThanOrEqual(0.95);
+      expect(correlation(atWorking)).toBeCloseTo(correlation(atFull), 1);
+    }
   });
 });

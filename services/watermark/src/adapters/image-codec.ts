@@ -61,13 +61,43 @@ export async function encodeMarked(
   return { encoded, thumbnail };
 }
 
-/** Any image sharp reads, as the RGB a viewer sees; a file that is no image is the caller's error. */
-export async function decodeForDetection(encoded: Uint8Array, limits: MediaLimits): Promise<RawImage> {
+/**
+ * The fewest pixels an image is shrunk to before a detection searches it (`workingSize`). Every image mark is read
+ * on grids of a fixed number of samples whatever the image's size (cairn-sync-v2 about 320² and, retrying, 512²;
+ * the v1 marks 256²): past a few megapixels, more pixels only add decode and resampling time, linear in the
+ * picture's size up to the media limit (a 12 MP photo took 5× a 1 MP one). At 2 MP a sample of the finer grid still
+ * spans about three pixels; a 12 or 24 MP copy read at half size gave the same payload, confidence and content
+ * correlation as at full size (docs/performance.md, "Verify of a stripped copy").
+ */
+export const DETECTION_WORKING_PIXELS = 2_000_000;
+
+/**
+ * The power of two an image of `width` × `height` is shrunk by so that it keeps at least DETECTION_WORKING_PIXELS
+ * (1 for anything below twice that): powers of two, because a JPEG decodes at those scales directly.
+ */
+export function detectionShrink(width: number, height: number): number {
+  let shrink = 1;
+  while ((width * height) / (4 * shrink * shrink) >= DETECTION_WORKING_PIXELS) shrink *= 2;
+  return shrink;
+}
+
+/**
+ * Any image sharp reads, as the RGB a viewer sees; a file that is no image is the caller's error. `workingSize`:
+ * a large image comes out shrunk (detectionShrink), which bounds a detection's cost by the grids it reads.
+ */
+export async function decodeForDetection(
+  encoded: Uint8Array,
+  limits: MediaLimits,
+  { workingSize = false }: { workingSize?: boolean } = {},
+): Promise<RawImage> {
   const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
   const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
   if (!sniffed || sniffed.modality !== 'image') throw invalid('encoded must be an image file');
-  await checkMediaLimits(bytes, sniffed, limits);
-  const decoded = await decodeRgb(bytes, limits.imagePixels);
+  const probe = await checkMediaLimits(bytes, sniffed, limits);
+  const shrink = workingSize && probe?.width && probe.height ? detectionShrink(probe.width, probe.height) : 1;
+  const longestSide =
+    probe?.width && probe.height && shrink > 1 ? Math.round(Math.max(probe.width, probe.height) / shrink) : undefined;
+  const decoded = await decodeRgb(bytes, limits.imagePixels, longestSide === undefined ? {} : { longestSide });
   if (!decoded || !isChannels(decoded.channels))
     throw invalid(`encoded looks like ${sniffed.mediaType} but cannot be decoded`);
   return { pixels: decoded.pixels, width: decoded.width, height: decoded.height, channels: decoded.channels };

@@ -61,7 +61,12 @@ async function readImage(
   lane: Lane = 'foreground',
   cairnCopy = false,
 ): Promise<ImageReading> {
-  const image = await inSpan('watermark.decode', () => decodeForDetection(encoded, deps.mediaLimits));
+  // An upload is read at a working size, so its search costs what the grids it reads cost, not what its pixels do.
+  // Cairn's own copy is read whole: its pixels are the key of the reading the embedding kept (just below), taken
+  // from the readback of the very file at full size.
+  const image = await inSpan('watermark.decode', () =>
+    decodeForDetection(encoded, deps.mediaLimits, { workingSize: !cairnCopy }),
+  );
   // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
   if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { applicable: false };
   // Cairn's own copy in a format not keyed by its bytes (WebP): its pixels are those the embedding read its mark
