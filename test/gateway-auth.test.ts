@@ -182,3 +182,29 @@ describe('per-tenant rate limit', () => {
     expect((await gw.request('/v1/recipes', { key: b.api_key })).status).toBe(200);
   });
 });
+
+describe('the tenant service away', () => {
+  let alone: GatewayHarness;
+  beforeAll(async () => {
+    alone = await startGateway();
+  });
+  afterAll(() => alone.stop());
+
+  it('a keyed verify and trust-list read answer 503 cairn.unavailable (not a request left hanging) while it is away', async () => {
+    const { api_key } = await alone.onboard('developer');
+    await alone.tenant.stop();
+    // A key the gateway has not seen is checked with the tenant service, which is away.
+    const unseen = `${api_key.slice(0, -4)}${api_key.slice(-4) === 'aaaa' ? 'bbbb' : 'aaaa'}`;
+    for (const res of [
+      await alone.request('/v1/verify', {
+        method: 'POST',
+        key: unseen,
+        json: { asset_id: 'ast_01JAAAAAAAAAAAAAAAAAAAAAAA' },
+      }),
+      await alone.request('/v1/trust-list', { key: unseen }),
+    ]) {
+      expect(res.status).toBe(503);
+      expect((await problemOf(res)).code).toBe('cairn.unavailable');
+    }
+  });
+});

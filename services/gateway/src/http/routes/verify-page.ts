@@ -6,6 +6,7 @@ import { commonV1, isoTimestamp, verificationStatuses, type verifierV1 } from '@
 import type { ClientOf } from '@cairn/rpc';
 import { renderVerifyPage, type PageModel } from '../../domain/verifier-page.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
+import { invoke } from '../invoke.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload } from '../uploads.js';
 
@@ -56,7 +57,7 @@ const DROP_SCRIPT = `'use strict';
 /** Runs an Express middleware as a promise, so its refusal can be rendered as a page instead of Problem+JSON. */
 function run(handler: RequestHandler, req: Request, res: Response): Promise<void> {
   return new Promise((resolve, reject) => {
-    void handler(req, res, (error?: unknown) =>
+    invoke(handler, req, res, (error?: unknown) =>
       error ? reject(error instanceof Error ? error : new Error('middleware refused', { cause: error })) : resolve(),
     );
   });

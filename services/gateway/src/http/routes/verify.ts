@@ -9,6 +9,7 @@ import type { VerifierClient, VerifyFiles } from '../../app/verify.js';
 import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { authenticate, requireScope } from '../auth.js';
+import { invoke } from '../invoke.js';
 import { addressRateLimit, tenantRateLimit } from '../limits.js';
 import { fileIfMultipart, withUpload } from '../uploads.js';
 import { jsonBody } from '../validate.js';
@@ -155,14 +156,13 @@ function keyOr(deps: VerifyRouteDeps, scope: Scope, otherwise: RequestHandler): 
   const tenantLimit = tenantRateLimit(deps.limiter);
   const scoped = requireScope(scope);
   return (req, res, next) => {
-    if (!req.header('authorization')) {
-      void otherwise(req, res, next);
-      return;
-    }
-    void authenticated(req, res, (error?: unknown) =>
+    if (!req.header('authorization')) return invoke(otherwise, req, res, next);
+    invoke(authenticated, req, res, (error?: unknown) =>
       error
         ? next(error)
-        : tenantLimit(req, res, (limited?: unknown) => (limited ? next(limited) : scoped(req, res, next))),
+        : invoke(tenantLimit, req, res, (limited?: unknown) =>
+            limited ? next(limited) : invoke(scoped, req, res, next),
+          ),
     );
   };
 }
