@@ -99,21 +99,29 @@ export interface UploadSessionRow {
   expired: boolean;
 }
 
+export interface NewUploadSession {
+  uploadId: string;
+  tenantId: string;
+  blobKey: string;
+  filename?: string;
+  declaredSize: number;
+  contentType?: string;
+  ttlSeconds: number;
+}
+
+/** How many sessions a tenant may hold open, and how many bytes they may declare together. */
+export interface OpenSessionLimits {
+  maxOpen: number;
+  maxOutstandingBytes: number;
+}
+
+export type CreatedUploadSession =
+  { created: UploadSessionRow } | { refused: 'sessions' | 'bytes'; open: number; outstandingBytes: number };
+
 /** Upload sessions as a row state machine, pending → receiving → uploaded → used, or expired (store/upload-sessions.ts). */
 export interface UploadSessionRecords {
   /** A new session, unless the tenant's open sessions would then number or declare more than `limits`. */
-  create(
-    row: {
-      uploadId: string;
-      tenantId: string;
-      blobKey: string;
-      filename?: string;
-      declaredSize: number;
-      contentType?: string;
-      ttlSeconds: number;
-    },
-    limits: { maxOpen: number; maxOutstandingBytes: number },
-  ): Promise<{ created: UploadSessionRow } | { refused: 'sessions' | 'bytes'; open: number; outstandingBytes: number }>;
+  create(row: NewUploadSession, limits: OpenSessionLimits): Promise<CreatedUploadSession>;
   /** The unauthenticated PUT's view: the one session its signed URL names. */
   byId(uploadId: string): Promise<UploadSessionRow | null>;
   /** Moves the session from one state to another if it is still in `from` and unexpired; false when it was not. */

@@ -1,6 +1,13 @@
 import { and, eq, inArray, lt, sql } from 'drizzle-orm';
 import { withRlsSettings, withTenant, type Database } from '@cairn/db';
-import type { UploadSessionRecords, UploadSessionRow, UploadState } from '../app/ports.js';
+import type {
+  CreatedUploadSession,
+  NewUploadSession,
+  OpenSessionLimits,
+  UploadSessionRecords,
+  UploadSessionRow,
+  UploadState,
+} from '../app/ports.js';
 import { uploadSessions } from '../db/schema.js';
 
 /** How long a finished session's row is kept after its expiry, so a late reuse is told "expired", not "no such upload". */
@@ -32,20 +39,7 @@ export class UploadSessionStore implements UploadSessionRecords {
    * `limits.maxOpen` or declare more than `limits.maxOutstandingBytes` together. Counted and inserted under a
    * per-tenant transaction lock, so concurrent creates cannot each slip under the limit.
    */
-  async create(
-    row: {
-      uploadId: string;
-      tenantId: string;
-      blobKey: string;
-      filename?: string;
-      declaredSize: number;
-      contentType?: string;
-      ttlSeconds: number;
-    },
-    limits: { maxOpen: number; maxOutstandingBytes: number },
-  ): Promise<
-    { created: UploadSessionRow } | { refused: 'sessions' | 'bytes'; open: number; outstandingBytes: number }
-  > {
+  async create(row: NewUploadSession, limits: OpenSessionLimits): Promise<CreatedUploadSession> {
     return withTenant(this.db, row.tenantId, async (tx) => {
       await tx.execute(
         sql`select pg_advisory_xact_lock(hashtextextended(${`cairn.upload-sessions:${row.tenantId}`}, 0))`,

@@ -41,6 +41,18 @@ export interface SettingsPatch {
 export type KeyRefusal = 'malformed' | 'unknown' | 'revoked' | 'expired';
 
 /** Tenants, their keys and onboarding records (store/tenants.ts, under row-level security). */
+export interface OnboardRequest {
+  idempotencyKey: string;
+  requestHash: string;
+  tenant: Omit<NewTenantInput, 'paymentCustomerRef'>;
+  attachPayment: () => Promise<string | null>;
+  render: (tenant: TenantRecord, key: NewKey) => Record<string, unknown>;
+}
+
+/** The onboarding's answer (a replay of the first one for the same key), or busy while that one is still under way. */
+export type OnboardOutcome =
+  { kind: 'answer'; replayed: boolean; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number };
+
 export interface Tenants {
   /** Resolves a presented API key; failures are values so the caller picks the answer. */
   authenticate(apiKey: string): Promise<AuthenticatedKey | { error: KeyRefusal }>;
@@ -48,15 +60,7 @@ export interface Tenants {
   /** The tenant `targetId` if `actor` may manage it (itself or a sub-tenant); null otherwise. */
   findManaged(actorTenantId: string, targetId: string): Promise<TenantRecord | null>;
   /** Self-onboarding, exactly once per Idempotency-Key; `attachPayment` runs with no transaction open. */
-  onboard(input: {
-    idempotencyKey: string;
-    requestHash: string;
-    tenant: Omit<NewTenantInput, 'paymentCustomerRef'>;
-    attachPayment: () => Promise<string | null>;
-    render: (tenant: TenantRecord, key: NewKey) => Record<string, unknown>;
-  }): Promise<
-    { kind: 'answer'; replayed: boolean; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number }
-  >;
+  onboard(input: OnboardRequest): Promise<OnboardOutcome>;
   createSubTenant(parentTenantId: string, input: NewTenantInput, actorKeyId?: string | null): Promise<TenantRecord>;
   createKey(
     tenantId: string,

@@ -15,6 +15,8 @@ import type {
   KeyRecord,
   NewKey,
   NewTenantInput,
+  OnboardOutcome,
+  OnboardRequest,
   SettingsPatch,
   TenantRecord,
   Tenants,
@@ -82,15 +84,7 @@ export class TenantStore implements Tenants {
    * a claim whose lease ran out (its process died) is taken over, the payment call repeated under the same
    * processor idempotency key.
    */
-  async onboard(input: {
-    idempotencyKey: string;
-    requestHash: string;
-    tenant: Omit<NewTenantInput, 'paymentCustomerRef'>;
-    attachPayment: () => Promise<string | null>;
-    render: (tenant: TenantRecord, key: NewKey) => Record<string, unknown>;
-  }): Promise<
-    { kind: 'answer'; replayed: boolean; body: Record<string, unknown> } | { kind: 'busy'; retryAfterSeconds: number }
-  > {
+  async onboard(input: OnboardRequest): Promise<OnboardOutcome> {
     const claim = await this.claimOnboarding(input.idempotencyKey, input.requestHash);
     if (claim.kind !== 'run') return claim;
     const byKey = { 'cairn.idempotency_key': input.idempotencyKey };

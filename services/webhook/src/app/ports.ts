@@ -75,6 +75,15 @@ export interface FanOutRecords {
 }
 
 /** The persisted delivery schedule the dispatcher works through (store/deliveries.ts). */
+/** One try at delivering, as recorded (the endpoint's status and the start of its answer, or the error). */
+export interface DeliveryAttempt {
+  startedAt: Date;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  responseBody: string | null;
+}
+
 export interface DeliveryQueue {
   /** Up to `free` due deliveries, none of the `busy` endpoints', marked delivering for `leaseMs`. */
   claimDue(free: number, busy: string[], leaseMs: number): Promise<ClaimedDelivery[]>;
@@ -83,17 +92,7 @@ export interface DeliveryQueue {
   /** A claimed delivery back to pending, due now (its attempt was cut short by a shutdown). */
   handBack(deliveryId: string): Promise<void>;
   inTenantTx<T>(tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T>;
-  insertAttempt(
-    tx: Tx,
-    delivery: DeliveryRow,
-    attempt: {
-      startedAt: Date;
-      statusCode: number | null;
-      latencyMs: number;
-      error: string | null;
-      responseBody: string | null;
-    },
-  ): Promise<void>;
+  insertAttempt(tx: Tx, delivery: DeliveryRow, attempt: DeliveryAttempt): Promise<void>;
   markDelivered(tx: Tx, delivery: DeliveryRow, last: AttemptSummary): Promise<void>;
   scheduleRetry(tx: Tx, delivery: DeliveryRow, last: AttemptSummary, delayMs: number): Promise<void>;
   /** False when the claim no longer holds the row. */

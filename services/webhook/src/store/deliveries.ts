@@ -2,7 +2,14 @@ import { and, arrayContains, asc, eq, inArray, isNull, lte, notInArray, sql } fr
 import type { Database, Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
 import { attempts, deliveries, endpoints } from '../db/schema.js';
-import type { AttemptSummary, ClaimedDelivery, DeliveryQueue, DeliveryRow, FanOutRecords } from '../app/ports.js';
+import type {
+  AttemptSummary,
+  ClaimedDelivery,
+  DeliveryAttempt,
+  DeliveryQueue,
+  DeliveryRow,
+  FanOutRecords,
+} from '../app/ports.js';
 import type { PayloadFormat } from '../domain/events.js';
 
 const afterMs = (ms: number) => sql`now() + ${ms} * interval '1 millisecond'`;
@@ -142,17 +149,7 @@ export async function inTenantTx<T>(db: Database, tenantId: string, fn: (tx: Tx)
   });
 }
 
-export async function insertAttempt(
-  tx: Tx,
-  delivery: DeliveryRow,
-  attempt: {
-    startedAt: Date;
-    statusCode: number | null;
-    latencyMs: number;
-    error: string | null;
-    responseBody: string | null;
-  },
-): Promise<void> {
+export async function insertAttempt(tx: Tx, delivery: DeliveryRow, attempt: DeliveryAttempt): Promise<void> {
   await tx.insert(attempts).values({
     deliveryId: delivery.deliveryId,
     n: sql`(select coalesce(max(n), 0) + 1 from webhook.attempts where delivery_id = ${delivery.deliveryId})`,
