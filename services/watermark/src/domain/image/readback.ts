@@ -102,11 +102,44 @@ export function flatShare(image: RawImage): number {
  */
 const FLAT_CONTENT = 0.45;
 
+/** Luma levels counted by paletteShare: a screenshot's or a drawing's few colours, and their anti-aliasing. */
+const PALETTE_LEVELS = 8;
+
 /**
- * The strength level an image's mark starts at (content-adaptive): the last, uniform-mask level for flat content,
- * whose mask would otherwise leave most of the mark in its few edges and too little of it where the picture is
- * flat (the mask is relative to the mean contrast, which the edges dominate); level 0 for everything else.
+ * The share of the picture (every 7th pixel) whose luma, in whole levels, is one of its PALETTE_LEVELS most common:
+ * near 1 for content drawn in a few flat colours (screenshots, line art, plain colours), low for anything a camera
+ * took (sensor noise and shading spread a photo's luma over the whole range).
+ */
+export function paletteShare(image: RawImage): number {
+  const { pixels, channels, width, height } = image;
+  const counts = new Uint32Array(256);
+  let n = 0;
+  for (let p = 0; p < width * height; p += 7, n++) {
+    const at = p * channels;
+    const luma = channels >= 3 ? 0.299 * pixels[at]! + 0.587 * pixels[at + 1]! + 0.114 * pixels[at + 2]! : pixels[at]!;
+    counts[Math.round(luma)]!++;
+  }
+  const top = [...counts].sort((a, b) => b - a).slice(0, PALETTE_LEVELS);
+  return n > 0 ? top.reduce((sum, c) => sum + c, 0) / n : 0;
+}
+
+/**
+ * Content with at least this palette share (paletteShare) is drawn, not photographed, and starts at the uniform
+ * level as flat content does, however much of it is fine detail (a screenshot's text: flatShare 0.35, as much as a
+ * photo's). Measured (bench/watermark.ts, its photos at 1 and 4 MP; the low-texture class, tuning seed 30): the
+ * four photos 0.08–0.17; the screenshot, the line art and the plain hosts 1.0, the scan 0.53, gradients and the
+ * upscaled textures 0.05–0.29. The screenshot marked at level 0 missed 13 of the 31 attack lines on the tuning
+ * seed, at the uniform level 6 (docs/content-classes.md).
+ */
+const PALETTE_CONTENT = 0.6;
+
+/**
+ * The strength level an image's mark starts at (content-adaptive): the last, uniform-mask level for flat content
+ * and for content drawn in a few colours, whose perceptual mask would otherwise leave most of the mark in its
+ * edges and text and too little of it where the picture is flat (the mask is relative to the mean contrast, which
+ * the edges dominate); level 0 for everything else.
  */
 export function startLevel(image: RawImage): number {
-  return flatShare(image) >= FLAT_CONTENT ? SYNC_STRENGTH_LEVELS.length - 1 : 0;
+  const uniform = flatShare(image) >= FLAT_CONTENT || paletteShare(image) >= PALETTE_CONTENT;
+  return uniform ? SYNC_STRENGTH_LEVELS.length - 1 : 0;
 }
