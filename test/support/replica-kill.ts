@@ -268,19 +268,26 @@ export async function runReplicaKill(fleet: ReplicaFleet, options: ReplicaKillOp
         90_000,
         500,
       );
+      // Billing commits a sign from its asset.signed. A message a killed billing replica held comes back only after
+      // the bus's ack wait (30 s), by when the expiry sweep (20 s here) may have released its reservation: nothing is
+      // left reserved, yet the commit (which bills a released reservation all the same) is still on its way. So the
+      // wait is for every sign committed too; past the deadline the last reading is what the assertions judge.
+      let settlement: Array<{ meter: string; status: string; count: number }> = [];
       const billing = await waitFor(
-        'every reservation committed or released',
+        'every reservation settled and every sign committed',
         async () => {
           const { rows } = await admin.query<{ meter: string; status: string; count: number }>(
             `select meter, status, count(*)::int as count from billing.reservations where tenant_id = $1
               group by meter, status order by meter, status`,
             [tenantId],
           );
-          return rows.some((r) => r.status === 'reserved') ? undefined : rows;
+          settlement = rows;
+          const committed = rows.find((r) => r.meter === 'image_sign' && r.status === 'committed')?.count ?? 0;
+          return rows.some((r) => r.status === 'reserved') || committed < signedIds ? undefined : rows;
         },
         90_000,
         500,
-      );
+      ).catch(() => settlement);
       const { rows: stored } = await admin.query<{ count: number }>(
         'select count(*)::int as count from signer.assets where tenant_id = $1',
         [tenantId],
