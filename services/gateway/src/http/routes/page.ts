@@ -2,9 +2,10 @@ import { Router, type RequestHandler } from 'express';
 import { manifestUrl, publicUrl } from '@cairn/config';
 import { absentAsUndefined, isCairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
-import { isoTimestamp, verificationStatuses, type signerV1, type verifierV1 } from '@cairn/proto';
+import { isoTimestamp, type signerV1, type verifierV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-page.js';
+import { verdictFields } from './verify-page.js';
 
 const PAGE_POLICY =
   "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -58,21 +59,12 @@ function pageOf(
   result: verifierV1.VerificationResult,
   publicBaseUrl: string,
 ): Parameters<typeof renderVerifierPage>[0] {
-  const claims = result.claims;
   return {
     assetId,
-    status: verificationStatuses.fromProto(result.status),
-    confidence: result.confidence ?? null,
-    userExplanation: result.userExplanation,
-    signedBy: claims?.signedBy || asset.signerName || undefined,
-    signingKey: claims?.signingKey || undefined,
-    signedAt: claims?.signedAt || (asset.createdAt ? isoTimestamp(asset.createdAt) : undefined),
-    ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
-    generator: claims?.generator || undefined,
-    model: claims?.model || undefined,
-    proves: result.proves,
-    doesNotProve: result.doesNotProve,
-    warnings: result.warnings,
+    ...verdictFields(result, {
+      by: asset.signerName,
+      ...(asset.createdAt ? { at: isoTimestamp(asset.createdAt) } : {}),
+    }),
     manifestUri: manifestUrl(publicBaseUrl, asset.manifestId),
     // The signer makes thumbnails of images only: another medium gets no picture rather than a broken one.
     ...(asset.expired || !asset.mediaType.startsWith('image/')

@@ -63,13 +63,51 @@ function run(handler: RequestHandler, req: Request, res: Response): Promise<void
   });
 }
 
+/**
+ * The verdict and the manifest's claims as both pages show them (this one and the signed asset's `/v/` page);
+ * `signed` fills what the claims leave out.
+ */
+export function verdictFields(
+  result: verifierV1.VerificationResult,
+  signed: { by?: string; at?: string } = {},
+): Pick<
+  PageModel,
+  | 'status'
+  | 'confidence'
+  | 'userExplanation'
+  | 'signedBy'
+  | 'signingKey'
+  | 'signedAt'
+  | 'aiGenerated'
+  | 'generator'
+  | 'model'
+  | 'proves'
+  | 'doesNotProve'
+  | 'warnings'
+> {
+  const claims = result.claims;
+  return {
+    status: verificationStatuses.fromProto(result.status),
+    confidence: result.confidence ?? null,
+    userExplanation: result.userExplanation,
+    signedBy: claims?.signedBy || signed.by || undefined,
+    signingKey: claims?.signingKey || undefined,
+    signedAt: claims?.signedAt || signed.at || undefined,
+    ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
+    generator: claims?.generator || undefined,
+    model: claims?.model || undefined,
+    proves: result.proves,
+    doesNotProve: result.doesNotProve,
+    warnings: result.warnings,
+  };
+}
+
 /** A verification result as the page shows it; thumbnails and matches point at the signed assets' `/v/` pages. */
 export function pageModelFromResult(
   result: verifierV1.VerificationResult,
   publicBaseUrl: string,
   modality: commonV1.Modality,
 ): PageModel {
-  const claims = result.claims;
   const matches = result.matches
     .filter((m) => m.assetId)
     .map((m) => ({
@@ -83,18 +121,7 @@ export function pageModelFromResult(
   const thumbnailAsset = modality === commonV1.Modality.IMAGE ? result.assetId || matches[0]?.assetId : undefined;
   return {
     ...(result.assetId ? { assetId: result.assetId } : {}),
-    status: verificationStatuses.fromProto(result.status),
-    confidence: result.confidence ?? null,
-    userExplanation: result.userExplanation,
-    signedBy: claims?.signedBy || undefined,
-    signingKey: claims?.signingKey || undefined,
-    signedAt: claims?.signedAt || undefined,
-    ...(claims?.aiGenerated !== undefined ? { aiGenerated: claims.aiGenerated } : {}),
-    generator: claims?.generator || undefined,
-    model: claims?.model || undefined,
-    proves: result.proves,
-    doesNotProve: result.doesNotProve,
-    warnings: result.warnings,
+    ...verdictFields(result),
     ...(result.manifestId ? { manifestUri: manifestUrl(publicBaseUrl, result.manifestId) } : {}),
     ...(thumbnailAsset
       ? {
