@@ -290,6 +290,22 @@ describe('crJSON validation reports under the default trust list', () => {
     await stack.request(path, { key: tenant.api_key });
     const db = await stack.sandbox.adminClient();
     try {
+      // The sign's own background verdict (asset.signed) rewrites the row when it lands: the rows below are
+      // written only once it has, or it would overwrite them (the verifier claims the event as it commits).
+      await waitFor(
+        'the verifier to have made the sign’s own verdict',
+        async () => {
+          const { rows } = await db.query(
+            `SELECT 1 FROM signer.outbox o JOIN verifier.processed_events p
+               ON p.event_id = o.event_id AND p.consumer = 'verifier-results'
+             WHERE o.subject LIKE '%asset.signed' AND o.envelope->'data'->>'manifest_id' = $1`,
+            [signed.manifest_id],
+          );
+          return rows.length === 1 || undefined;
+        },
+        30_000,
+        100,
+      );
       // As a row written before the report column: the verdict alone.
       await db.query('UPDATE verifier.results SET report = NULL WHERE manifest_id = $1', [signed.manifest_id]);
       const report = (await (await stack.request(`${path}?format=crjson`, { key: tenant.api_key })).json()) as Report;
