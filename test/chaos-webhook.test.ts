@@ -123,6 +123,32 @@ describe('kill -9 the webhook service in the middle of a stream of deliveries', 
     // At most one delivery per endpoint is in flight, so the kill can cause at most one duplicate.
     const duplicates = receiver.received.length - byEvent.size;
     expect(duplicates).toBeLessThanOrEqual(1);
+    // The resend says it is one: the cut attempt counts, so it carries the next attempt number, and the
+    // delivery's log shows the cut one as lost.
+    const listed = await stack.request(`/v1/webhooks/${webhookId}/deliveries?limit=100`, { key: tenant.api_key });
+    type Listed = {
+      event_id: string;
+      attempts: number;
+      attempt_log: { n: number; status_code: number | null; error: string | null }[];
+    };
+    const logs = new Map(((await listed.json()) as { data: Listed[] }).data.map((d) => [d.event_id, d]));
+    for (const [id, bodies] of byEvent) {
+      if (bodies.length < 2) continue;
+      const copies = receiver.received.filter((r) => String(r.headers['cairn-event-id']) === id);
+      expect(copies.map((r) => r.headers['cairn-attempt'])).toEqual(['1', '2']);
+      const log = logs.get(id)!;
+      expect(log.attempts).toBe(2);
+      expect(
+        log.attempt_log.map((a) => ({
+          n: a.n,
+          status: a.status_code,
+          lost: /no outcome recorded/.test(a.error ?? ''),
+        })),
+      ).toEqual([
+        { n: 1, status: null, lost: true },
+        { n: 2, status: 200, lost: false },
+      ]);
+    }
     if (process.env.CHAOS_REPORT) console.log({ received: receiver.received.length, duplicates });
   }, 240_000);
 });

@@ -5,6 +5,9 @@ import type { Sealer } from '@cairn/sealing';
 import { renderBody, retryDelayMs, signatureHeader } from '../domain/events.js';
 import type { ClaimedDelivery as Claimed, DeliveryQueue, DeliveryRow, SendOutcome, WebhookSender } from './ports.js';
 
+/** What the log says of an attempt whose process stopped before recording it (its request may have arrived). */
+export const LOST_ATTEMPT = 'no outcome recorded: the process making this attempt stopped';
+
 export interface DispatcherOptions {
   retryScale: number;
   timeoutMs: number;
@@ -19,7 +22,8 @@ export interface DispatcherOptions {
 /**
  * The delivery engine. Due deliveries live in Postgres (status + next_attempt_at), so the schedule survives
  * restarts. A claim marks a row `delivering` with a lease (next_attempt_at = now + timeout + margin): a process
- * that dies mid-attempt leaves a row that becomes due again when the lease runs out (at-least-once). Each
+ * that dies mid-attempt leaves a row that becomes due again when the lease runs out (at-least-once); that attempt
+ * counts, is logged as lost, and the resend carries the next Cairn-Attempt number. Each
  * endpoint has at most one delivery in flight (here, and across replicas through the live-lease check), and
  * at most `maxInFlight` are in flight in all, so a slow or dead receiver holds one slot, never the others.
  *
@@ -149,13 +153,13 @@ export class Dispatcher {
     this.running.add(run);
   }
 
-  private async attempt({ delivery, endpoint }: Claimed, signal: AbortSignal): Promise<void> {
+  private async attempt({ delivery, endpoint, lostAttempt }: Claimed, signal: AbortSignal): Promise<void> {
     if (!endpoint || endpoint.deletedAt) {
       await this.finish(
         delivery,
         new Date(),
         { body: '', error: 'endpoint deleted', latencyMs: 0 },
-        { final: true, silent: true },
+        { final: true, silent: true, lostAttempt },
       );
       return;
     }
@@ -185,7 +189,7 @@ export class Dispatcher {
       await this.queue.handBack(delivery.deliveryId);
       return;
     }
-    await this.finish(delivery, startedAt, outcome, { final: false, silent: false, url: endpoint.url });
+    await this.finish(delivery, startedAt, outcome, { final: false, silent: false, url: endpoint.url, lostAttempt });
   }
 
   /** Records the attempt and moves the delivery on: delivered, scheduled again, or failed (webhook.failed). */
@@ -193,7 +197,7 @@ export class Dispatcher {
     delivery: DeliveryRow,
     startedAt: Date,
     outcome: SendOutcome,
-    how: { final: boolean; silent: boolean; url?: string },
+    how: { final: boolean; silent: boolean; url?: string; lostAttempt?: Claimed['lostAttempt'] },
   ): Promise<void> {
     const ok = outcome.statusCode !== undefined && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const n = delivery.attempts + 1;
@@ -203,6 +207,15 @@ export class Dispatcher {
     const delay = how.final ? undefined : retryDelayMs(n, this.options.retryScale);
     let emitted = false;
     await this.queue.inTenantTx(delivery.tenantId, async (tx) => {
+      if (how.lostAttempt) {
+        await this.queue.insertAttempt(tx, delivery, {
+          startedAt: how.lostAttempt.startedAt,
+          statusCode: null,
+          latencyMs: 0,
+          error: LOST_ATTEMPT,
+          responseBody: null,
+        });
+      }
       if (!how.silent) {
         await this.queue.insertAttempt(tx, delivery, {
           startedAt,

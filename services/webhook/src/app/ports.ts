@@ -49,6 +49,12 @@ export interface EndpointRecords {
 export interface ClaimedDelivery {
   delivery: DeliveryRow;
   endpoint: EndpointRow | undefined;
+  /**
+   * The row was claimed from a lease that ran out: the replica holding it stopped mid-attempt, after its request
+   * may have reached the receiver. That attempt counts (delivery.attempts includes it) and is logged as lost,
+   * started when its lease began.
+   */
+  lostAttempt?: { startedAt: Date };
 }
 
 /** What an attempt left on the delivery row. */

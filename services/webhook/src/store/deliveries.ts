@@ -95,23 +95,34 @@ export async function claimDue(
       if (picked.length >= free) break;
     }
     if (picked.length === 0) return [];
-    await tx
+    // A row still `delivering` is one whose lease ran out: its attempt counts, whatever became of it.
+    const claimed = await tx
       .update(deliveries)
-      .set({ status: 'delivering', nextAttemptAt: afterMs(leaseMs) })
+      .set({
+        status: 'delivering',
+        nextAttemptAt: afterMs(leaseMs),
+        attempts: sql`case when ${deliveries.status} = 'delivering' then ${deliveries.attempts} + 1 else ${deliveries.attempts} end`,
+      })
       .where(
         inArray(
           deliveries.deliveryId,
           picked.map((p) => p.deliveryId),
         ),
-      );
+      )
+      .returning({ deliveryId: deliveries.deliveryId, attempts: deliveries.attempts });
     const owners = await tx
       .select()
       .from(endpoints)
       .where(inArray(endpoints.webhookId, [...seen]));
-    return picked.map((delivery): ClaimedDelivery => ({
-      delivery: { ...delivery, status: 'delivering' },
-      endpoint: owners.find((e) => e.webhookId === delivery.webhookId),
-    }));
+    return picked.map((delivery): ClaimedDelivery => {
+      const attempts = claimed.find((c) => c.deliveryId === delivery.deliveryId)?.attempts ?? delivery.attempts;
+      const lost = delivery.status === 'delivering' && delivery.nextAttemptAt;
+      return {
+        delivery: { ...delivery, status: 'delivering', attempts },
+        endpoint: owners.find((e) => e.webhookId === delivery.webhookId),
+        ...(lost ? { lostAttempt: { startedAt: new Date(delivery.nextAttemptAt!.getTime() - leaseMs) } } : {}),
+      };
+    });
   });
 }
 
