@@ -154,7 +154,7 @@ export class ImageWorkerPool implements WorkerPool {
     payload: Uint8Array,
     key?: WatermarkKey,
     algorithm?: KeyedAlgorithmName,
-    level = 0,
+    level: number | 'content' = 0,
   ): Promise<EmbedOutcome> {
     const response = await this.run((id) => ({
       id,
@@ -190,6 +190,19 @@ export class ImageWorkerPool implements WorkerPool {
       }),
       lane,
     );
+    if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
+    return response.outcome;
+  }
+
+  /** Reads the cairn-sync-v2 mark just written under `key` (the v1 marks are not tried), with detect's hand-over. */
+  async readBack(image: RawImage, key: WatermarkKey): Promise<DetectOutcome> {
+    const response = await this.run((id) => ({
+      id,
+      op: 'detect',
+      image: { ...image, pixels: owned(image.pixels) },
+      keys: [key],
+      syncOnly: true,
+    }));
     if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }

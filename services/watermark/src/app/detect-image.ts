@@ -44,8 +44,12 @@ export async function detectImage(deps: WatermarkDeps, input: DetectImageInput) 
   const known = deps.detections.answerOf(memoKey);
   if (known) return known;
   const { answer, mark } = await inSpan('watermark.registry.find', () => registeredMark(deps, detection, name, keyId));
-  // A registered v2 mark is also checked against what it was embedded in (the payload alone can be copied).
-  const consistent = mark && registered ? contentConsistent(deps.logger, mark, registered) : undefined;
+  // A registered v2 mark is also checked against what it was embedded in (the payload alone can be copied), unless
+  // this reading is the embedding's own read-back of that very mark.
+  const consistent =
+    mark && registered
+      ? reading.embeddedAs === mark.watermarkId || contentConsistent(deps.logger, mark, registered)
+      : undefined;
   const resolved: ResolvedMark = consistent === undefined ? answer : { ...answer, contentConsistent: consistent };
   // The row is final once found with what it will ever hold (a cairn-sync-v2 row's description is set once, after
   // the embedding); a payload not found yet, or a description still to come, is looked up again next time.

@@ -21,7 +21,16 @@ export interface DetectedMark {
 
 /** What the search read in an image file, before the registry: too small to carry a mark, or the worker's outcome. */
 export type ImageReading =
-  { readonly applicable: false } | { readonly applicable: true; readonly outcome: DetectOutcome };
+  | { readonly applicable: false }
+  | {
+      readonly applicable: true;
+      readonly outcome: DetectOutcome;
+      /**
+       * The embedding's own read-back of the mark it wrote with this id: its content is the registered content by
+       * construction (the same pixels, marked and encoded), so the content check has nothing to ask of it.
+       */
+      readonly embeddedAs?: string;
+    };
 
 /** A mark read and resolved in the registry, with its content check (DetectImage's answer). */
 export type ResolvedMark = DetectedMark & { readonly contentConsistent?: boolean };

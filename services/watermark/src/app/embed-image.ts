@@ -8,7 +8,7 @@ import {
 } from '../adapters/image-codec.js';
 import { CAIRN_DCT_V1_NAME } from '../domain/image/cairn-dct-v1.js';
 import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
-import { READBACK_LEVELS, startLevel, unreadableReason } from '../domain/image/readback.js';
+import { READBACK_LEVELS, unreadableReason } from '../domain/image/readback.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../domain/payload.js';
 import { checkAnswerSize, inWorker, type WatermarkDeps } from './deps.js';
@@ -99,7 +99,12 @@ function planOf(keyring: Keyring, watermarkId: string, existing: MarkRecord | nu
 }
 
 /** `plan` embedded in `pixels` by a worker, at strength `level`. */
-function embedPlan(deps: WatermarkDeps, pixels: RawImage, plan: MarkPlan, level = 0): Promise<EmbedOutcome> {
+function embedPlan(
+  deps: WatermarkDeps,
+  pixels: RawImage,
+  plan: MarkPlan,
+  level: number | 'content' = 0,
+): Promise<EmbedOutcome> {
   return inSpan('watermark.embed', () =>
     inWorker(deps.logger, 'embedding', () =>
       deps.pool.embed(
@@ -128,10 +133,10 @@ async function recordWhileEmbedding(deps: WatermarkDeps, input: EmbedImageInput,
   const { registry, keyring } = deps;
   const { tenantId, watermarkId, assetId } = input;
   const fresh = planOf(keyring, watermarkId, null);
-  // Content-adaptive: flat content starts at the flattest level (domain/image/readback.ts). Measured on the pixels
-  // before they go to the worker; a cairn-sync-v2 choice only (the v1 marks have no levels).
-  const first = fresh.algorithm === CAIRN_SYNC_V2_NAME ? startLevel(image) : 0;
-  const embedding = embedPlan(deps, image, fresh, first);
+  // Content-adaptive: flat content starts at the flattest level (domain/image/readback.ts), chosen by the worker from
+  // the luma grid it embeds on; a cairn-sync-v2 choice only (the v1 marks have no levels).
+  const startAt = (plan: MarkPlan) => (plan.algorithm === CAIRN_SYNC_V2_NAME ? 'content' : 0);
+  const embedding = embedPlan(deps, image, fresh, startAt(fresh));
   embedding.catch(() => undefined); // read below, unless the registry refused the id first
   const { plan } = await inSpan('watermark.registry.record', () =>
     registry.recordFor(tenantId, watermarkId, (existing) => {
@@ -150,9 +155,10 @@ async function recordWhileEmbedding(deps: WatermarkDeps, input: EmbedImageInput,
     }),
   );
   const asPlanned = plan.hex === fresh.hex && plan.algorithm === fresh.algorithm && plan.key?.kid === fresh.key?.kid;
-  const level = plan.algorithm === CAIRN_SYNC_V2_NAME ? first : 0;
-  const outcome = asPlanned ? await embedding : await embedPlan(deps, await freshPixels(deps, input), plan, level);
-  return { plan, outcome, level };
+  const outcome = asPlanned
+    ? await embedding
+    : await embedPlan(deps, await freshPixels(deps, input), plan, startAt(plan));
+  return { plan, outcome, level: outcome.level ?? 0 };
 }
 
 /**
@@ -173,7 +179,7 @@ async function firstThatReadsBack(
     const { encoded, thumbnail } = await encodeAndDescribe(deps, input, mediaType, outcome, level === from);
     // Read back before answering: the file the signer will sign, decoded and searched as a verify of it would be
     // (the same decode, the same detector, under the mark's own key). A mark that does not read is never answered.
-    if (await readsBack(deps, encoded, plan)) {
+    if (await readsBack(deps, encoded, plan, input.watermarkId)) {
       return {
         encoded,
         thumbnail,
@@ -243,13 +249,24 @@ async function notEmbedded(deps: WatermarkDeps, input: EmbedImageInput, image: R
 }
 
 /** Whether the mark `plan` wrote reads from `encoded` (decoded as a verify decodes it), with its payload. */
-async function readsBack(deps: WatermarkDeps, encoded: Uint8Array, plan: MarkPlan): Promise<boolean> {
+async function readsBack(
+  deps: WatermarkDeps,
+  encoded: Uint8Array,
+  plan: MarkPlan,
+  watermarkId: string,
+): Promise<boolean> {
   const image = await inSpan('watermark.readback.decode', () => decodeForDetection(encoded, deps.mediaLimits));
   // Taken before the search (the pixels are handed over to the worker): from the file's bytes for JPEG and PNG,
   // which the signed copy shares less its manifest store, else from the pixels.
   const memoKey = DetectionMemo.unsignedKeyOf(encoded) ?? DetectionMemo.pixelKeyOf(image);
+  // A cairn-sync-v2 mark is looked for alone (the v1 marks, tried first by a verify's search, never read one).
+  const { key } = plan;
   const outcome = await inSpan('watermark.readback', () =>
-    inWorker(deps.logger, 'readback', () => deps.pool.detect(image, plan.key ? [plan.key] : [])),
+    inWorker(deps.logger, 'readback', () =>
+      key && plan.algorithm === CAIRN_SYNC_V2_NAME
+        ? deps.pool.readBack(image, key)
+        : deps.pool.detect(image, key ? [key] : []),
+    ),
   );
   const reads =
     outcome.detection !== null &&
@@ -257,6 +274,7 @@ async function readsBack(deps: WatermarkDeps, encoded: Uint8Array, plan: MarkPla
     payloadHex(outcome.detection.payload) === plan.hex;
   // This reading is the stored verdict's: the signed file has these pixels, and a search under every key finds the
   // same mark first when it is the current key's (the v1 marks tried before it never read a v2 mark). Kept only then.
-  if (reads && plan.key?.kid === deps.keyring.current?.kid) deps.detections.set(memoKey, { applicable: true, outcome });
+  if (reads && plan.key?.kid === deps.keyring.current?.kid)
+    deps.detections.set(memoKey, { applicable: true, outcome, embeddedAs: watermarkId });
   return reads;
 }

@@ -70,7 +70,7 @@ export interface WorkerPool {
     payload: Uint8Array,
     key?: WatermarkKey,
     algorithm?: KeyedAlgorithmName,
-    level?: number,
+    level?: number | 'content',
   ): Promise<EmbedOutcome>;
   /** Reads the mark of `image` under each of `keys`, then keyless. */
   detect(
@@ -79,6 +79,8 @@ export interface WorkerPool {
     syncGridAreas?: ReadonlyArray<number>,
     lane?: Lane,
   ): Promise<DetectOutcome>;
+  /** Reads the cairn-sync-v2 mark just written under `key` from its encoded output (only that algorithm is tried). */
+  readBack(image: RawImage, key: WatermarkKey): Promise<DetectOutcome>;
   /** Marks `audio` with `algorithm` under `key`. */
   embedAudio(
     audio: PcmAudio,

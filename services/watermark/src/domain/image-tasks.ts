@@ -3,6 +3,7 @@ import { createKeyedImageWatermark } from './image/cairn-dct-keyed-v1.js';
 import { analyseSync, CAIRN_SYNC_V2_NAME, SyncTileWatermark } from './image/cairn-sync-v2.js';
 import { CAIRN_DCT_V1, CAIRN_DCT_V1_NAME } from './image/cairn-dct-v1.js';
 import { registeredPoints } from './image/content-registration.js';
+import { startLevelOfGrid } from './image/readback.js';
 import { DctQimWatermark } from './image/dct-qim.js';
 import type { RawImage } from './image/raw-image.js';
 import type { WatermarkKey } from './keys.js';
@@ -56,14 +57,17 @@ export class ImageAlgorithms {
     image: RawImage,
     keys: ReadonlyArray<WatermarkKey>,
     syncGridAreas: ReadonlyArray<number | undefined> = [undefined],
+    { syncOnly = false }: { syncOnly?: boolean } = {},
   ): DetectOutcome {
     // The v1 marks (keyed and keyless, every mark issued before cairn-sync-v2) are cheap to read and never read a
     // v2 mark: tried first. The v2 analysis (lattice and folds, key-independent, made once; each key then only
     // correlates and decodes) runs when none of them reads a mark.
-    const candidates: Array<{ algorithm: DctQimWatermark; keyId: string | null }> = [
-      ...keys.map((key) => ({ algorithm: this.forKey(key), keyId: key.kid })),
-      { algorithm: this.keyless, keyId: null },
-    ];
+    const candidates: Array<{ algorithm: DctQimWatermark; keyId: string | null }> = syncOnly
+      ? []
+      : [
+          ...keys.map((key) => ({ algorithm: this.forKey(key), keyId: key.kid })),
+          { algorithm: this.keyless, keyId: null },
+        ];
     const grids = new Map<number, Float32Array | null>();
     for (const { algorithm, keyId } of candidates) {
       if (!grids.has(algorithm.gridSize)) grids.set(algorithm.gridSize, algorithm.lumaOf(image));
@@ -105,24 +109,28 @@ export function runImageTask(
       // Every image mark measures its PSNR as it writes the samples, so it may mark the request's own buffer when
       // the caller no longer needs it (a worker's copy) instead of a copy compared with the original afterwards.
       const inPlace = { inPlace: pixelsOwned };
-      const level = request.level ?? 0;
+      const level = request.level === 'content' ? startLevelOfGrid : (request.level ?? 0);
       const {
         image: marked,
         content,
         psnrDb,
+        level: embeddedAt,
       } = algorithm instanceof SyncTileWatermark
         ? algorithm.embedDescribed(request.image, request.payload, { ...inPlace, level })
-        : { ...algorithm.embedMeasured(request.image, request.payload, inPlace), content: undefined };
+        : { ...algorithm.embedMeasured(request.image, request.payload, inPlace), content: undefined, level: 0 };
       const outcome = {
         image: marked,
         psnrDb,
         algorithm: algorithm.name,
         keyId: request.key?.kid ?? null,
         ...(content ? { content } : {}),
+        level: embeddedAt,
       };
       return { response: { id: request.id, ok: true, op: 'embed', outcome }, transfer: transferable(marked.pixels) };
     }
-    const outcome = algorithms.detect(request.image, request.keys ?? [], request.syncGridAreas);
+    const outcome = algorithms.detect(request.image, request.keys ?? [], request.syncGridAreas, {
+      syncOnly: request.syncOnly === true,
+    });
     return { response: { id: request.id, ok: true, op: 'detect', outcome }, transfer: [] };
   } catch (error) {
     const { name, message } = error instanceof Error ? error : new Error(String(error));

@@ -23,8 +23,11 @@ export type WorkerRequest =
       readonly payload: Uint8Array;
       readonly key?: WatermarkKey;
       readonly algorithm?: KeyedAlgorithmName;
-      /** cairn-sync-v2: the strength level (SYNC_STRENGTH_LEVELS), 0 unless a readback failed at a lower one. */
-      readonly level?: number;
+      /**
+       * cairn-sync-v2: the strength level (SYNC_STRENGTH_LEVELS), or `content` for the level the content starts at
+       * (domain/image/readback.ts, startLevel), chosen from the embedding's own luma grid.
+       */
+      readonly level?: number | 'content';
     }
   // cairn-dct-keyed-v1 under each key, then cairn-dct-v1, then cairn-sync-v2 under each key in order, on each of
   // `syncGridAreas` (the embedding grid areas to try; an image's only, when not named: video frames may be coarser).
@@ -34,6 +37,8 @@ export type WorkerRequest =
       readonly image: RawImage;
       readonly keys?: ReadonlyArray<WatermarkKey>;
       readonly syncGridAreas?: ReadonlyArray<number>;
+      /** Only cairn-sync-v2 is tried (the read-back of a mark it just wrote: a v1 mark is not what it looks for). */
+      readonly syncOnly?: boolean;
     };
 
 export interface EmbedOutcome {
@@ -44,6 +49,8 @@ export interface EmbedOutcome {
   readonly keyId: string | null;
   /** cairn-sync-v2: the coarse luma map of what was marked, for the registry (content-registration.ts). */
   readonly content?: Uint8Array;
+  /** cairn-sync-v2: the strength level the mark was embedded at. */
+  readonly level?: number;
 }
 
 export interface DetectOutcome {

@@ -322,8 +322,8 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
   embedDescribed(
     image: RawImage,
     payload: Uint8Array,
-    { inPlace = false, level = 0 }: { inPlace?: boolean; level?: number } = {},
-  ): { image: RawImage; content: Uint8Array; psnrDb: number } {
+    { inPlace = false, level: chosen = 0 }: { inPlace?: boolean; level?: number | LevelChooser } = {},
+  ): { image: RawImage; content: Uint8Array; psnrDb: number; level: number } {
     assertWellFormed(image);
     const { width, height } = image;
     if (width < this.minEmbedSize || height < this.minEmbedSize) {
@@ -334,6 +334,7 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     const [gw, gh] = gridSize(width, height);
     const resampler = new LumaResampler(width, height, gw, gh);
     const luma = resampler.grid(image);
+    const level = typeof chosen === 'number' ? chosen : chosen(image, luma, gw, gh);
     const strength = SYNC_STRENGTH_LEVELS[level];
     if (!strength) throw new Error(`no embedding strength level ${level}`);
     // Level 0 keeps the parameters this mark was made with (video and tests may set their own PSNR).
@@ -360,6 +361,7 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
       image: marked,
       content: describeContent(luma, gw, gh),
       psnrDb: psnrOfChange(image, squaredError),
+      level,
     };
   }
 
@@ -561,6 +563,9 @@ export interface MaskBounds {
 }
 
 const DEFAULT_MASK: MaskBounds = { min: MASK_MIN, max: MASK_MAX };
+
+/** Chooses the strength level from the picture and its embedding-grid luma (`gw` × `gh`) as the embedding reads it. */
+export type LevelChooser = (image: RawImage, luma: Float32Array, gw: number, gh: number) => number;
 
 /**
  * The settings an embedding escalates through when its own output does not read back (app/embed-image.ts reads every

@@ -74,7 +74,11 @@ const FLAT_SAMPLE = 0.75;
 /** The share of the embedding grid's samples that are flat (see FLAT_SAMPLE). */
 export function flatShare(image: RawImage): number {
   const [gw, gh] = gridSize(image.width, image.height);
-  const luma = lumaGrid(image, gw, gh);
+  return flatShareOfGrid(lumaGrid(image, gw, gh), gw, gh);
+}
+
+/** flatShare of the embedding grid's luma as the embedding has it already. */
+function flatShareOfGrid(luma: Float32Array, gw: number, gh: number): number {
   let flat = 0;
   let n = 0;
   for (let y = 1; y < gh - 1; y++) {
@@ -140,6 +144,15 @@ const PALETTE_CONTENT = 0.6;
  * the edges dominate); level 0 for everything else.
  */
 export function startLevel(image: RawImage): number {
-  const uniform = flatShare(image) >= FLAT_CONTENT || paletteShare(image) >= PALETTE_CONTENT;
+  const [gw, gh] = gridSize(image.width, image.height);
+  return startLevelOfGrid(image, lumaGrid(image, gw, gh), gw, gh);
+}
+
+/**
+ * startLevel from the embedding grid's luma (`gw` × `gh`, gridSize of the image) the embedding computes anyway: the
+ * worker chooses the level as it embeds (ImageAlgorithms, level 'content'), without a second pass over the pixels.
+ */
+export function startLevelOfGrid(image: RawImage, luma: Float32Array, gw: number, gh: number): number {
+  const uniform = flatShareOfGrid(luma, gw, gh) >= FLAT_CONTENT || paletteShare(image) >= PALETTE_CONTENT;
   return uniform ? SYNC_STRENGTH_LEVELS.length - 1 : 0;
 }
