@@ -2,8 +2,6 @@ import { Router, type Response } from 'express';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { publicUrl } from '@cairn/config';
-import { buildOpenApiDocument } from '../openapi/document.js';
 import { renderApiDocsPage, API_DOCS_INIT_SCRIPT } from '../../domain/api-docs-page.js';
 
 /** The renderer's files, served from the installed package so the page needs no CDN. */
@@ -18,17 +16,17 @@ const ASSET_FILES: Record<string, string> = { 'swagger-ui.css': 'text/css', 'swa
 const DOCS_PAGE_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/** `GET /openapi.json`, `GET /docs` (Swagger UI over it) and the renderer's assets. */
+/**
+ * `GET /openapi.json`, `GET /docs` (Swagger UI over it) and the renderer's assets. The document comes built by the
+ * app, so the route modules can describe their operations for it (this one too) without a cycle of imports.
+ */
 export function apiDocsRoutes(deps: {
-  publicBaseUrl: string;
-  version: string;
+  openApiDocument: Record<string, unknown>;
   internalReferenceHtml: () => string | undefined;
 }): Router {
   const router = Router();
-  // The document depends only on the code: build once, serve the same bytes.
-  const document = JSON.stringify(
-    buildOpenApiDocument({ serverUrl: publicUrl(deps.publicBaseUrl, ''), version: deps.version }),
-  );
+  // The document depends only on the code: serve the same bytes.
+  const document = JSON.stringify(deps.openApiDocument);
   const page = renderApiDocsPage();
   // Read once at start: a missing renderer is a start-up error, not a 500 on the first reader.
   const assets = new Map<string, { bytes: Buffer; type: string }>(
