@@ -1,4 +1,5 @@
 import express, { type Express, type RequestHandler, type Router } from 'express';
+import { publicUrl } from '@cairn/config';
 import type { Logger } from '@cairn/logging';
 import type { ServiceMetrics } from '@cairn/telemetry';
 import type { BlobStore } from '@cairn/blob';
@@ -20,6 +21,7 @@ import { pageRoutes } from './routes/page.js';
 import { verifyPageRoutes } from './routes/verify-page.js';
 import { errorDocsRoutes } from './routes/error-docs.js';
 import { apiDocsRoutes } from './routes/api-docs.js';
+import { buildOpenApiDocument } from './openapi/document.js';
 import { internalApiReference } from '../adapters/internal-api-reference.js';
 import { signRoutes } from './routes/sign.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -223,8 +225,8 @@ function publicRoutes(deps: GatewayDeps): Router[] {
     }),
     errorDocsRoutes(),
     apiDocsRoutes({
-      publicBaseUrl: deps.publicBaseUrl,
-      version: API_VERSION,
+      // The document depends only on the code: built once per app.
+      openApiDocument: buildOpenApiDocument({ serverUrl: publicUrl(deps.publicBaseUrl, ''), version: API_VERSION }),
       internalReferenceHtml: internalApiReference,
     }),
   ];

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { ERROR_CATALOG, type ErrorCode } from '@cairn/errors';
 import { components } from './responses.js';
-import { OPERATIONS, type OperationDoc } from './operations.js';
+import type { OperationDoc } from './describe.js';
+import { OPERATIONS } from './operations.js';
 
 type JsonSchema = Record<string, unknown>;
 type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, JsonSchema>> };
@@ -164,7 +165,7 @@ function operation(op: OperationDoc): JsonSchema {
   };
 }
 
-/** The OpenAPI 3.1 document: built once per process from OPERATIONS and the route modules' schemas. */
+/** The OpenAPI 3.1 document: built once per process from the route modules' operations and schemas. */
 export function buildOpenApiDocument(options: { serverUrl: string; version: string }): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {};
   for (const op of OPERATIONS) (paths[openApiPath(op.path)] ??= {})[op.method] = operation(op);

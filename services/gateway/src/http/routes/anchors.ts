@@ -4,6 +4,7 @@ import { CairnError } from '@cairn/errors';
 import { anchorBatchStates, isoTimestamp, type anchorV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
+import { EXAMPLE, json, needsKey, NOT_FOUND, operationsOf } from '../openapi/describe.js';
 
 export type AnchorClient = ClientOf<typeof anchorV1.AnchorService>;
 
@@ -26,6 +27,27 @@ function batchIdParam(raw: unknown): string {
   if (!isId('batch', value)) throw new CairnError('cairn.not_found', `No batch ${value}.`);
   return value;
 }
+
+export const operations = operationsOf('Anchoring', needsKey('read'), {
+  getAnchorBatch: {
+    route: 'get /v1/anchors/:batchId',
+    summary: 'Read an anchor batch',
+    answers: [json(200, 'The batch', { batch_id: 'ab_01JBZ3Q8M6V4W2X9Y7T5R3N1PK', status: 'anchored' })],
+    errors: NOT_FOUND,
+  },
+  getAnchorProof: {
+    route: 'get /v1/anchors/:batchId/proofs/:assetId',
+    summary: "An asset's inclusion proof in a batch",
+    answers: [
+      json(200, 'The inclusion proof', {
+        batch_id: 'ab_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        asset_id: EXAMPLE.asset,
+        proof: ['9f…'],
+      }),
+    ],
+    errors: NOT_FOUND,
+  },
+});
 
 /**
  * GET /v1/anchors/{batch_id} and GET /v1/anchors/{batch_id}/proofs/{asset_id}: a batch the caller has a manifest

@@ -2,9 +2,8 @@ import { Router, type Response } from 'express';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { publicUrl } from '@cairn/config';
-import { buildOpenApiDocument } from '../openapi/document.js';
 import { renderApiDocsPage, API_DOCS_INIT_SCRIPT } from '../../domain/api-docs-page.js';
+import { htmlPage, json, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 /** The renderer's files, served from the installed package so the page needs no CDN. */
 const RENDERER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -18,17 +17,38 @@ const ASSET_FILES: Record<string, string> = { 'swagger-ui.css': 'text/css', 'swa
 const DOCS_PAGE_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/** `GET /openapi.json`, `GET /docs` (Swagger UI over it) and the renderer's assets. */
+export const operations = operationsOf('Docs', PUBLIC, {
+  openApiDocument: {
+    route: 'get /openapi.json',
+    summary: 'This OpenAPI 3.1 document',
+    answers: [json(200, 'The document', { openapi: '3.1.0' })],
+  },
+  apiReference: {
+    route: 'get /docs',
+    summary: 'The API reference rendered from this document',
+    answers: [htmlPage('The reference page')],
+  },
+  internalApiReference: {
+    route: 'get /docs/internal',
+    summary: 'The internal gRPC API reference (for teams calling the services)',
+    answers: [htmlPage('The reference page')],
+  },
+});
+
+/** Served but no operation: the renderer's files. */
+export const staticPaths = ['/docs/assets/:file'];
+
+/**
+ * `GET /openapi.json`, `GET /docs` (Swagger UI over it) and the renderer's assets. The document comes built by the
+ * app, so the route modules can describe their operations for it (this one too) without a cycle of imports.
+ */
 export function apiDocsRoutes(deps: {
-  publicBaseUrl: string;
-  version: string;
+  openApiDocument: Record<string, unknown>;
   internalReferenceHtml: () => string | undefined;
 }): Router {
   const router = Router();
-  // The document depends only on the code: build once, serve the same bytes.
-  const document = JSON.stringify(
-    buildOpenApiDocument({ serverUrl: publicUrl(deps.publicBaseUrl, ''), version: deps.version }),
-  );
+  // The document depends only on the code: serve the same bytes.
+  const document = JSON.stringify(deps.openApiDocument);
   const page = renderApiDocsPage();
   // Read once at start: a missing renderer is a start-up error, not a 500 on the first reader.
   const assets = new Map<string, { bytes: Buffer; type: string }>(

@@ -5,6 +5,7 @@ import type { ClientOf } from '@cairn/rpc';
 import { CairnError } from '@cairn/errors';
 import { requireScope } from '../auth.js';
 import { jsonBody, queryParams } from '../validate.js';
+import { bytes, json, jsonRequest, needsKey, noContent, operationsOf } from '../openapi/describe.js';
 
 export type AuditClient = ClientOf<typeof auditV1.AuditService>;
 
@@ -81,6 +82,50 @@ function presentEntry(entry: auditV1.AuditEntry): Record<string, unknown> {
     hash: entry.hash,
   };
 }
+
+const exportConfig = json(200, 'The export config', { sink: 's3', bucket: 'example-audit' });
+
+export const operations = operationsOf('Account', needsKey('admin'), {
+  listAuditEntries: {
+    route: 'get /v1/audit',
+    summary: 'Read your audit log (JSON pages or NDJSON)',
+    auth: needsKey('read'),
+    query: auditQuery,
+    answers: [
+      json(200, 'A page, newest first', {
+        entries: [{ entry_id: 'ae_1', event_type: 'asset.signed', seq: 42, hash: '9f…' }],
+        next_cursor: null,
+      }),
+      bytes('format=ndjson: one entry a line', 'application/x-ndjson'),
+    ],
+    errors: ['cairn.validation.query_too_long'],
+  },
+  verifyAuditChain: {
+    route: 'get /v1/audit/verify',
+    summary: 'Check the audit log hash chain',
+    auth: needsKey('read'),
+    answers: [json(200, 'The chain check', { intact: true, entries: 42 })],
+  },
+  setAuditExport: {
+    route: 'put /v1/audit/export',
+    summary: 'Set continuous audit export (Enterprise)',
+    body: jsonRequest(exportBody, { sink: 's3', bucket: 'example-audit', prefix: 'cairn/', region: 'eu-west-1' }),
+    answers: [exportConfig],
+    errors: ['cairn.auth.forbidden'],
+  },
+  getAuditExport: {
+    route: 'get /v1/audit/export',
+    summary: 'Read the audit export config and progress',
+    answers: [exportConfig],
+    errors: ['cairn.auth.forbidden', 'cairn.not_found'],
+  },
+  deleteAuditExport: {
+    route: 'delete /v1/audit/export',
+    summary: 'Stop the audit export',
+    answers: [noContent],
+    errors: ['cairn.auth.forbidden', 'cairn.not_found'],
+  },
+});
 
 /**
  * GET /v1/audit (newest first; json pages with next_cursor, or ndjson streamed: with a limit, that many lines;

@@ -8,6 +8,8 @@ import { ManifestRepositoryApi } from '../../app/c2pa-repository.js';
 import { C2PA_RESOLUTION_PREFIX, type SoftBindingClient } from '../../app/c2pa-resolution.js';
 import { authenticate, requireScope } from '../auth.js';
 import { tenantRateLimit } from '../limits.js';
+import { C2PA_RESOLUTION_TAG } from './c2pa-resolution.js';
+import { empty, json, jsonRequest, needsKey, NOT_FOUND, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 export interface C2paRepositoryDeps {
   tenants: TenantDirectory;
@@ -35,6 +37,75 @@ export const bindingBody = z.object({
 });
 const receiptBody = z.record(z.string(), z.unknown());
 export { receiptBody as verifyReceiptBody };
+
+const STORED = 'sm_01JBZ3Q8M6V4W2X9Y7T5R3N1PK';
+
+export const operations = operationsOf(C2PA_RESOLUTION_TAG, needsKey('sign'), {
+  c2paStoreManifest: {
+    route: `post ${C2PA_RESOLUTION_PREFIX}/manifests`,
+    summary: 'Store a C2PA manifest store in the repository',
+    description:
+      "The body is the manifest store (JUMBF, Content-Type: application/c2pa), at most STORED_MANIFEST_MAX_BYTES. Its structure is checked (a c2pa superbox of manifests with claims and signatures); its signature is not Cairn's and is not checked. The values of its c2pa.soft-binding assertions are bound to it. Answers the stored manifest id (sm_…) and, with returnReceipt=true, the repository receipt Cairn signed. Stored manifests are never consulted by verify.",
+    query: storeManifestQuery,
+    answers: [
+      json(200, 'Stored', {
+        manifestId: STORED,
+        receipt: { '@type': 'org.c2pa.manifest-receipt', repository: { manifestId: STORED } },
+      }),
+    ],
+    errors: [
+      'cairn.validation.body_too_large',
+      'cairn.validation.unsupported_media_type',
+      'cairn.resolution.quota_exceeded',
+    ],
+  },
+  c2paDeleteManifest: {
+    route: `delete ${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId`,
+    summary: 'Delete a stored manifest with its bindings and receipt (owner only)',
+    answers: [empty('Deleted')],
+    errors: NOT_FOUND,
+  },
+  c2paCreateBinding: {
+    route: `post ${C2PA_RESOLUTION_PREFIX}/bindings`,
+    summary: 'Bind a soft-binding value to one of your stored manifests',
+    description:
+      "alg is optional (Cairn's addition to the spec's body): a value bound without one is found by a byBinding query naming any algorithm. A value you already bound to another manifest is 409; PUT moves it.",
+    body: jsonRequest(bindingBody, { bindingValue: 'AAECAwQFBgc=', manifestId: STORED }),
+    answers: [empty('Bound')],
+    errors: ['cairn.not_found', 'cairn.resolution.binding_exists'],
+  },
+  c2paUpdateBinding: {
+    route: `put ${C2PA_RESOLUTION_PREFIX}/bindings`,
+    summary: 'Move one of your bindings to another of your stored manifests',
+    body: jsonRequest(bindingBody, { bindingValue: 'AAECAwQFBgc=', manifestId: STORED }),
+    answers: [empty('Moved')],
+    errors: NOT_FOUND,
+  },
+  c2paGetReceipt: {
+    route: `get ${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId/receipts`,
+    summary: "A stored manifest's repository receipt, verified now",
+    auth: PUBLIC,
+    answers: [
+      json(200, 'The receipt with verified', {
+        '@type': 'org.c2pa.manifest-receipt',
+        repository: { uri: 'https://cairn.example/c2pa/v1', manifestId: STORED },
+        verified: true,
+      }),
+    ],
+    errors: NOT_FOUND,
+  },
+  c2paVerifyReceipt: {
+    route: `post ${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId/receipts`,
+    summary: 'Verify a receipt against a stored manifest',
+    auth: PUBLIC,
+    body: jsonRequest(receiptBody, {
+      '@type': 'org.c2pa.manifest-receipt',
+      repository: { manifestId: STORED },
+    }),
+    answers: [json(200, 'The receipt with verified (and error when false)', { verified: true })],
+    errors: ['cairn.not_found', 'cairn.validation.unsupported_media_type'],
+  },
+});
 
 /**
  * The store side of the Soft Binding Resolution API (capabilities storeManifests and storeBindings): a tenant keeps

@@ -1,7 +1,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
-import { FINGERPRINT_ALG, IMAGE_WATERMARK_ALGS } from '@cairn/catalog';
+import { FINGERPRINT_ALG, IMAGE_WATERMARK_ALGS, WATERMARK_ALG } from '@cairn/catalog';
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import type { DestinationPolicy } from '@cairn/outbound';
@@ -20,6 +20,7 @@ import { referenceFetcher } from '../../adapters/reference-fetch.js';
 import { addressRateLimit } from '../limits.js';
 import { singleUpload, withUpload } from '../uploads.js';
 import { jsonBody, queryParams } from '../validate.js';
+import { bytes, EXAMPLE, json, jsonRequest, NOT_FOUND, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 export { C2PA_RESOLUTION_PREFIX } from '../../app/c2pa-resolution.js';
 /** The version of the C2PA specification whose Soft Binding Resolution API these routes serve. */
@@ -104,6 +105,104 @@ export const manifestQuery = z.object({
 const ASSET_TYPES = /^(image|audio|video|application|model|text)\/[\w.+-]+$/i;
 
 const limitOf = (maxResults: number | undefined) => Math.min(maxResults ?? DEFAULT_RESULTS, MAX_RESULTS);
+
+/** The OpenAPI tag of the C2PA Soft Binding Resolution API (this module's queries, c2pa-repository.ts's store). */
+export const C2PA_RESOLUTION_TAG = 'C2PA Soft Binding Resolution';
+
+const matchFound = json(200, 'Matches', { matches: [{ manifestId: EXAMPLE.manifest }] });
+const contentMatchFound = json(200, 'Matches', { matches: [{ manifestId: EXAMPLE.manifest, similarityScore: 97 }] });
+
+export const operations = operationsOf(C2PA_RESOLUTION_TAG, PUBLIC, {
+  c2paMatchesByBinding: {
+    route: `get ${C2PA_RESOLUTION_PREFIX}/matches/byBinding`,
+    summary: 'Soft-binding matches by algorithm and value',
+    query: byBindingQuery,
+    answers: [matchFound],
+    errors: ['cairn.validation.query_too_long', 'cairn.ratelimit.exceeded'],
+  },
+  c2paMatchesByBindingPost: {
+    route: `post ${C2PA_RESOLUTION_PREFIX}/matches/byBinding`,
+    summary: 'Soft-binding matches by value (long values in the body)',
+    query: byBindingPostQuery,
+    body: jsonRequest(byBindingBody, { alg: WATERMARK_ALG.syncV2, value: 'AAECAwQFBgc=' }),
+    answers: [matchFound],
+    errors: ['cairn.ratelimit.exceeded'],
+  },
+  c2paMatchesByContent: {
+    route: `post ${C2PA_RESOLUTION_PREFIX}/matches/byContent`,
+    summary: 'Soft-binding matches for an uploaded file',
+    query: byContentQuery,
+    body: {
+      kind: 'multipart',
+      files: { file: 'The file to look up (or send it as the raw body)' },
+      required: ['file'],
+    },
+    answers: [contentMatchFound],
+    errors: [
+      'cairn.verify.unsupported_file_type',
+      'cairn.validation.body_too_large',
+      'cairn.ratelimit.exceeded',
+      'cairn.unavailable',
+    ],
+  },
+  c2paMatchesByReference: {
+    route: `post ${C2PA_RESOLUTION_PREFIX}/matches/byReference`,
+    summary: 'Soft-binding matches for an asset fetched from a URL',
+    description:
+      'Cairn fetches referenceUrl under its outbound address policy (private, link-local and metadata addresses refused, checked after DNS and on every redirect, at most 3 redirects), at most assetLength bytes (≤ UPLOAD_MAX_BYTES) within REFERENCE_FETCH_TIMEOUT_MS, then answers as byContent. A failed fetch is 502 naming only the class of failure.',
+    query: byContentQuery,
+    body: jsonRequest(byReferenceBody, {
+      referenceUrl: 'https://images.example.com/photo.jpg',
+      assetLength: 245_760,
+      assetType: 'image/jpeg',
+    }),
+    answers: [contentMatchFound],
+    errors: [
+      'cairn.resolution.fetch_failed',
+      'cairn.verify.unsupported_file_type',
+      'cairn.validation.body_too_large',
+      'cairn.ratelimit.exceeded',
+    ],
+  },
+  c2paGetManifest: {
+    route: `get ${C2PA_RESOLUTION_PREFIX}/manifests/:manifestId`,
+    summary: 'A manifest store by id',
+    query: manifestQuery,
+    answers: [bytes('The manifest store', 'application/c2pa')],
+    errors: NOT_FOUND,
+  },
+  c2paCapabilities: {
+    route: `get ${C2PA_RESOLUTION_PREFIX}/services/capabilities`,
+    summary: 'What this resolution service supports',
+    answers: [
+      json(200, 'Capabilities', {
+        c2paSpecificationVersion: C2PA_SPECIFICATION_VERSION,
+        supportedCapabilities: SUPPORTED_CAPABILITIES,
+      }),
+    ],
+  },
+  c2paStatus: {
+    route: `get ${C2PA_RESOLUTION_PREFIX}/services/status`,
+    summary: 'Service status',
+    answers: [json(200, 'Up', { status: 'ok' })],
+    errors: ['cairn.unavailable'],
+  },
+  c2paSupportedAlgorithms: {
+    route: `get ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms`,
+    summary: 'Soft-binding algorithms served',
+    answers: [
+      json(200, 'Algorithms', {
+        watermarks: IMAGE_WATERMARK_ALGS.map((alg) => ({ alg })),
+        fingerprints: [{ alg: FINGERPRINT_ALG.image }],
+      }),
+    ],
+  },
+  c2paDiscovery: {
+    route: `get ${C2PA_DISCOVERY_PATH}`,
+    summary: 'Where the resolution API is (well-known discovery)',
+    answers: [json(200, 'Discovery', { endpoints: [`https://cairn.example${C2PA_RESOLUTION_PREFIX}`] })],
+  },
+});
 
 /**
  * The C2PA Soft Binding Resolution API (C2PA 2.x "Soft Binding API" document, §1.4, OpenAPI

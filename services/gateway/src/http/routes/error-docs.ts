@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { ERROR_CATALOG, errorGuidance, type ErrorCode } from '@cairn/errors';
 import { renderErrorCatalogPage } from '../../domain/error-catalog-page.js';
+import { htmlPage, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 const PAGE_POLICY =
   "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -29,3 +30,11 @@ export function errorDocsRoutes(): Router {
   });
   return router;
 }
+
+export const operations = operationsOf('Docs', PUBLIC, {
+  errorCatalogue: {
+    route: 'get /docs/api/errors',
+    summary: 'The error catalogue (every problem type URL lands here)',
+    answers: [htmlPage('One anchor per cairn.* code')],
+  },
+});

@@ -6,6 +6,33 @@ import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { presentSignResult } from '../../domain/sign-result.js';
 import { presentVerification } from './verify.js';
+import { jobSchema } from '../openapi/responses.js';
+import { EXAMPLE, json, needsKey, NOT_FOUND, operationsOf, SIGN_RESULT_EXAMPLE } from '../openapi/describe.js';
+
+export const operations = operationsOf('Jobs', needsKey('read'), {
+  getJob: {
+    route: 'get /v1/jobs/:job_id',
+    summary: 'Poll a sign or verify job',
+    answers: [
+      json(
+        200,
+        'The job',
+        {
+          job_id: EXAMPLE.job,
+          kind: 'sign',
+          status: 'done',
+          poll_url: `https://cairn.example/v1/jobs/${EXAMPLE.job}`,
+          ...SIGN_RESULT_EXAMPLE,
+          attempts: 1,
+          created_at: EXAMPLE.time,
+          updated_at: EXAMPLE.time,
+        },
+        jobSchema,
+      ),
+    ],
+    errors: NOT_FOUND,
+  },
+});
 
 /**
  * `GET /v1/jobs/{job_id}`: one address for every asynchronous job, a sign (the signer's) or a verify (the

@@ -7,10 +7,22 @@ import type { ClientOf } from '@cairn/rpc';
 import { reserveUnit, type BillingClient } from '../../app/metering.js';
 import { requireScope } from '../auth.js';
 import { fileIfMultipart, withUpload } from '../uploads.js';
+import { FINGERPRINT_ALG } from '@cairn/catalog';
+import { EXAMPLE, json, jsonRequest, needsKey, operationsOf } from '../openapi/describe.js';
 
 export const bindingBody = z
   .object({ binding: z.object({ alg: z.string().min(1).max(64), value: z.string().min(1).max(512) }) })
   .strict();
+
+export const operations = operationsOf('Verification', needsKey('read'), {
+  lookup: {
+    route: 'post /v1/lookup',
+    summary: 'Find signed assets by file or soft-binding value',
+    body: jsonRequest(bindingBody, { binding: { alg: FINGERPRINT_ALG.image, value: 'c3f0a1b2d4e5f607'.repeat(4) } }),
+    answers: [json(200, 'Matches', { matches: [{ asset_id: EXAMPLE.asset, similarity: 0.97 }] })],
+    errors: ['cairn.verify.no_input', 'cairn.validation.body_too_large', 'cairn.billing.quota_exceeded'],
+  },
+});
 
 /**
  * `POST /v1/lookup`: the soft-binding lookup, by file (multipart `file`) or by binding value. Metered

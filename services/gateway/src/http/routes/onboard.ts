@@ -5,6 +5,7 @@ import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { requestHash } from '../../domain/request-hash.js';
 import { isBrowserLike } from '../../domain/user-agent.js';
 import { jsonBody } from '../validate.js';
+import { EXAMPLE, IDEMPOTENCY, json, jsonRequest, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 export const onboardBody = z.object({
   email: z.string().trim().email().max(254),
@@ -14,6 +15,38 @@ export const onboardBody = z.object({
 });
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{8,255}$/;
+
+export const operations = operationsOf('Tenants', PUBLIC, {
+  onboard: {
+    route: 'post /v1/onboard',
+    summary: 'Create a tenant and its first admin key (self-service)',
+    headers: [IDEMPOTENCY],
+    body: jsonRequest(onboardBody, {
+      email: 'dev@example.com',
+      tenant_name: 'Example Studio',
+      plan: 'developer',
+      payment_method_id: 'pm_card_visa',
+    }),
+    answers: [
+      json(201, 'Tenant created; the API key is shown once', {
+        tenant_id: EXAMPLE.tenant,
+        api_key: 'ck_live_…',
+        plan: 'developer',
+      }),
+    ],
+    errors: [
+      'cairn.onboard.browser_not_allowed',
+      'cairn.onboard.missing_idempotency_key',
+      'cairn.onboard.idempotency_conflict',
+      'cairn.onboard.plan_not_available',
+      'cairn.onboard.invalid_payment_method',
+      'cairn.onboard.payment_declined',
+      'cairn.idempotency.in_progress',
+      'cairn.ratelimit.exceeded',
+      'cairn.unavailable',
+    ],
+  },
+});
 
 export function onboardRoutes(deps: { tenants: TenantDirectory; docsUrl: string }): Router {
   const router = Router();

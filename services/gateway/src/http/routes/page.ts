@@ -6,6 +6,7 @@ import { isoTimestamp, type signerV1, type verifierV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import { renderNotFoundPage, renderVerifierPage } from '../../domain/verifier-page.js';
 import { verdictFields } from './verify-page.js';
+import { bytes, htmlPage, NOT_FOUND, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 const PAGE_POLICY =
   "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -15,6 +16,21 @@ interface PageDeps {
   verifier: ClientOf<typeof verifierV1.VerifierService>;
   publicBaseUrl: string;
 }
+
+export const operations = operationsOf('Pages', PUBLIC, {
+  assetPage: {
+    route: 'get /v/:asset_id',
+    summary: "A signed asset's public provenance page",
+    answers: [htmlPage('The page; the verdict in data-status')],
+    errors: NOT_FOUND,
+  },
+  assetThumbnail: {
+    route: 'get /v/:asset_id/thumbnail.jpg',
+    summary: "A signed asset's thumbnail",
+    answers: [bytes('A JPEG, at most 320 px a side (images only)', 'image/jpeg')],
+    errors: NOT_FOUND,
+  },
+});
 
 /** `/v/{asset_id}`: the human-readable verification page, public and script-free. */
 export function pageRoutes(deps: PageDeps): Router {

@@ -10,6 +10,18 @@ import { requireScope } from '../auth.js';
 import { singleUpload, withUpload } from '../uploads.js';
 import type { UploadSessions } from '../../app/upload-sessions.js';
 import { exactLength } from '../streaming.js';
+import { jobSchema, signResultSchema } from '../openapi/responses.js';
+import {
+  bytes,
+  EXAMPLE,
+  IDEMPOTENCY,
+  json,
+  needsKey,
+  NOT_FOUND,
+  operationsOf,
+  PUBLIC,
+  SIGN_RESULT_EXAMPLE,
+} from '../openapi/describe.js';
 
 export interface SignRouteDeps {
   blobs: BlobStore;
@@ -55,6 +67,65 @@ function parseMetadataField(raw: string | undefined): Record<string, string> {
   const metadata = parseSignMetadata(parsed);
   return Object.fromEntries(Object.entries(metadata).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
+
+export const operations = operationsOf('Signing', {
+  sign: {
+    route: 'post /v1/sign',
+    summary: 'Sign a file with a recipe (C2PA manifest, watermark, soft binding)',
+    auth: needsKey('sign'),
+    headers: [IDEMPOTENCY],
+    body: {
+      kind: 'multipart',
+      schema: fieldsSchema,
+      files: { asset: 'The file to sign' },
+      required: ['asset', 'recipe'],
+      example: { recipe: 'photo-v1', metadata: '{"title":"Harbour at dawn"}' },
+    },
+    answers: [
+      json(200, 'Signed (small files)', SIGN_RESULT_EXAMPLE, signResultSchema),
+      json(
+        202,
+        'Accepted as a job; poll poll_url',
+        {
+          job_id: EXAMPLE.job,
+          kind: 'sign',
+          status: 'queued',
+          poll_url: `https://cairn.example/v1/jobs/${EXAMPLE.job}`,
+        },
+        jobSchema,
+      ),
+    ],
+    errors: [
+      'cairn.sign.missing_idempotency_key',
+      'cairn.sign.idempotency_conflict',
+      'cairn.idempotency.in_progress',
+      'cairn.sign.invalid_recipe',
+      'cairn.sign.unsupported_mime',
+      'cairn.sign.file_too_large',
+      'cairn.media.too_large',
+      'cairn.billing.quota_exceeded',
+      'cairn.billing.spending_cap_reached',
+      'cairn.signer.unavailable',
+      'cairn.sign.worker_failed',
+      'cairn.not_found',
+    ],
+  },
+  downloadAsset: {
+    route: 'get /v1/assets/:asset_id/content',
+    summary: 'Download a signed asset',
+    auth: needsKey('read'),
+    answers: [bytes('The signed file', 'application/octet-stream')],
+    errors: ['cairn.not_found', 'cairn.asset.expired'],
+  },
+  getManifest: {
+    route: 'get /v1/manifests/:manifest_id',
+    summary: 'Fetch a C2PA manifest store (public)',
+    tag: 'Verification',
+    auth: PUBLIC,
+    answers: [bytes('The manifest store', 'application/c2pa')],
+    errors: NOT_FOUND,
+  },
+});
 
 export function signRoutes(deps: SignRouteDeps): Router {
   const router = Router();

@@ -5,6 +5,7 @@ import { isoTimestamp, type signerV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { jsonBody } from '../validate.js';
+import { json, jsonRequest, needsKey, noContent, operationsOf } from '../openapi/describe.js';
 
 const PROOF_BYTES =
   '"cairn-byok-registration\\n<your tenant id>\\n<lowercase hex SHA-256 of the leaf certificate DER>"';
@@ -49,6 +50,41 @@ function enterpriseTenant(req: Request): string {
     throw new CairnError('cairn.auth.forbidden', 'Signing with your own key (BYOK) is an Enterprise feature.');
   return tenant.tenantId;
 }
+
+export const operations = operationsOf('Signing', needsKey('admin'), {
+  registerSigningCredential: {
+    route: 'post /v1/signing-credentials',
+    summary: 'Register your own signing key (Enterprise, BYOK), proving you hold it',
+    description:
+      "The chain (PEM, leaf first, leaf EC P-256), the endpoint that holds the key, and `proof_of_possession`: base64 of the ES256 signature, made with the leaf key, of the UTF-8 bytes `cairn-byok-registration\\n<tenant_id>\\n<lowercase hex SHA-256 of the leaf certificate DER>`. A missing or failing proof, a chain whose subject carries Cairn's own certificate names (O of Cairn's certificates, CN `Cairn Root CA`, `Cairn Intermediate CA`, `Cairn Signing …`, `Cairn OCSP Responder …`) or that Cairn's CA issued, and an endpoint at an internal address are 400 `cairn.validation.invalid_body` naming the field. Every signature the endpoint later answers is verified against the leaf before use; one that does not verify fails the sign with 503 `cairn.signer.unavailable` and nothing recorded or billed.",
+    body: jsonRequest(registerBody, {
+      certificate_chain_pem: '-----BEGIN CERTIFICATE-----\n…',
+      endpoint_url: 'https://keys.example.com/sign',
+      proof_of_possession: 'MEUCIQ…',
+    }),
+    answers: [
+      json(201, 'The credential; its HMAC secret is shown once', {
+        credential_id: 'sc_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        subject: 'CN=Example Studio',
+        hmac_secret: '…',
+      }),
+    ],
+    errors: ['cairn.auth.forbidden'],
+  },
+  listSigningCredentials: {
+    route: 'get /v1/signing-credentials',
+    summary: 'List your signing credentials',
+    auth: needsKey('read'),
+    answers: [json(200, 'The credentials', { credentials: [] })],
+    errors: ['cairn.auth.forbidden'],
+  },
+  deleteSigningCredential: {
+    route: 'delete /v1/signing-credentials/:credential_id',
+    summary: 'Remove a signing credential',
+    answers: [noContent],
+    errors: ['cairn.auth.forbidden', 'cairn.not_found'],
+  },
+});
 
 /**
  * `/v1/signing-credentials`: bring your own key. A credential is the tenant's certificate chain and the https

@@ -5,6 +5,7 @@ import { PLAN_NAMES, SCOPES } from '@cairn/catalog';
 import { requireScope } from '../auth.js';
 import { presentKey, presentNewKey, presentSettings, presentTenant } from '../present.js';
 import { jsonBody, queryParams } from '../validate.js';
+import { EXAMPLE, json, jsonRequest, needsKey, noContent, NOT_FOUND, operationsOf } from '../openapi/describe.js';
 
 const money = z.number().finite().nonnegative().max(1e10).multipleOf(0.01, 'at most two decimals');
 
@@ -30,6 +31,73 @@ export const settingsBody = z
   .refine((b) => Object.keys(b).length > 0, { message: 'Send at least one of audit_retention_days, spending_cap_usd' });
 
 export const listQuery = z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) });
+
+export const operations = operationsOf('Tenants', needsKey('admin'), {
+  createSubTenant: {
+    route: 'post /v1/tenants',
+    summary: 'Create a sub-tenant',
+    body: jsonRequest(createTenantBody, { name: 'Newsroom EU', plan: 'growth', spending_cap_usd: 500 }),
+    answers: [
+      json(201, 'The sub-tenant', {
+        tenant_id: 'ten_01JBZ3Q8M6V4W2X9Y7T5R3N1PQ',
+        name: 'Newsroom EU',
+        plan: 'growth',
+      }),
+    ],
+    errors: [
+      'cairn.tenant.subtenants_not_available',
+      'cairn.tenant.plan_not_allowed',
+      'cairn.tenant.spending_cap_above_parent',
+    ],
+  },
+  getTenant: {
+    route: 'get /v1/tenants/:tenant_id',
+    summary: 'Read a tenant you manage',
+    answers: [json(200, 'The tenant', { tenant_id: EXAMPLE.tenant, name: 'Example Studio', plan: 'developer' })],
+    errors: NOT_FOUND,
+  },
+  createApiKey: {
+    route: 'post /v1/tenants/:tenant_id/keys',
+    summary: 'Create an API key',
+    body: jsonRequest(createKeyBody, { scope: 'sign', description: 'CI pipeline' }),
+    answers: [
+      json(201, 'The key; its secret is shown once', {
+        key_id: 'key_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        scope: 'sign',
+        api_key: 'ck_live_…',
+      }),
+    ],
+    errors: NOT_FOUND,
+  },
+  listApiKeys: {
+    route: 'get /v1/tenants/:tenant_id/keys',
+    summary: 'List API keys',
+    query: listQuery,
+    answers: [
+      json(200, 'The keys (no secrets)', { keys: [{ key_id: 'key_01JBZ3Q8M6V4W2X9Y7T5R3N1PK', scope: 'sign' }] }),
+    ],
+    errors: NOT_FOUND,
+  },
+  revokeApiKey: {
+    route: 'delete /v1/tenants/:tenant_id/keys/:key_id',
+    summary: 'Revoke an API key',
+    answers: [noContent],
+    errors: NOT_FOUND,
+  },
+  getTenantSettings: {
+    route: 'get /v1/tenants/:tenant_id/settings',
+    summary: 'Read tenant settings',
+    answers: [json(200, 'The settings', { audit_retention_days: 365, spending_cap_usd: null })],
+    errors: NOT_FOUND,
+  },
+  updateTenantSettings: {
+    route: 'patch /v1/tenants/:tenant_id/settings',
+    summary: 'Change tenant settings',
+    body: jsonRequest(settingsBody, { audit_retention_days: 730 }),
+    answers: [json(200, 'The settings', { audit_retention_days: 730, spending_cap_usd: null })],
+    errors: ['cairn.not_found', 'cairn.settings.out_of_range', 'cairn.tenant.spending_cap_above_parent'],
+  },
+});
 
 /** Routes on /v1/tenants: a tenant manages itself and its sub-tenants with an admin key (rules: the tenant service). */
 export function tenantRoutes(deps: { tenants: TenantDirectory }): Router {

@@ -8,6 +8,7 @@ import type { UploadSessions } from '../../app/upload-sessions.js';
 import { authenticate } from '../auth.js';
 import { tenantRateLimit } from '../limits.js';
 import { jsonBody } from '../validate.js';
+import { empty, json, jsonRequest, needsKey, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 export interface UploadSessionRouteDeps {
   sessions: UploadSessions;
@@ -32,6 +33,39 @@ export const createUploadBody = z
 
 /** The signed URL's query: both parts or it is refused as an invalid URL. */
 export const uploadContentQuery = z.object({ expires: z.string().max(20), signature: z.string().max(100) });
+
+export const operations = operationsOf('Signing', {
+  createUploadSession: {
+    route: 'post /v1/uploads',
+    summary: 'Open an upload session for a large file (above the direct upload limit)',
+    auth: needsKey('sign'),
+    body: jsonRequest(createUploadBody, { filename: 'launch.mp4', size: 734003200, content_type: 'video/mp4' }),
+    answers: [
+      json(201, 'Where to PUT the file; then send upload_id to POST /v1/sign or /v1/verify instead of the file', {
+        upload_id: 'up_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        upload_url:
+          'https://cairn.example.com/v1/uploads/up_01JBZ3Q8M6V4W2X9Y7T5R3N1PK/content?expires=1795312345&signature=…',
+        method: 'PUT',
+        expires_at: '2026-11-23T23:00:00.000Z',
+        max_bytes: 734003200,
+      }),
+    ],
+    errors: ['cairn.upload.too_large'],
+  },
+  putUploadContent: {
+    route: 'put /v1/uploads/:upload_id/content',
+    summary: "The file of an upload session, to its signed URL (no API key: the URL's signature is the credential)",
+    auth: PUBLIC,
+    query: uploadContentQuery,
+    answers: [empty('Received')],
+    errors: [
+      'cairn.upload.invalid_url',
+      'cairn.upload.too_large',
+      'cairn.upload.already_uploaded',
+      'cairn.verify.unsupported_file_type',
+    ],
+  },
+});
 
 /**
  * Upload sessions. Mounted before the app's JSON parser: the PUT's body is the file, whatever Content-Type the

@@ -2,6 +2,15 @@ import { Router } from 'express';
 import { isoTimestamp } from '@cairn/proto';
 import type { BillingClient } from '../../app/metering.js';
 import { requireScope } from '../auth.js';
+import { json, needsKey, operationsOf } from '../openapi/describe.js';
+
+export const operations = operationsOf('Account', needsKey('read'), {
+  getUsage: {
+    route: 'get /v1/usage',
+    summary: 'Usage and charges this period',
+    answers: [json(200, 'Usage', { period_start: '2025-06-01T00:00:00Z', units: { sign: 120, verify: 40 } })],
+  },
+});
 
 /** GET /v1/usage: the current UTC month's metered use per meter (Usage resource of the spec). */
 export function usageRoutes(deps: { billing: BillingClient }): Router {

@@ -9,6 +9,7 @@ import type { RedisRateLimiter } from '../../adapters/rate-limit.js';
 import { invoke } from '../invoke.js';
 import { addressRateLimit } from '../limits.js';
 import { discardUpload, singleUpload } from '../uploads.js';
+import { htmlPage, operationsOf, PUBLIC } from '../openapi/describe.js';
 
 export interface VerifyPageDeps {
   verifier: ClientOf<typeof verifierV1.VerifierService>;
@@ -133,6 +134,29 @@ export function pageModelFromResult(
     matches,
   };
 }
+
+export const operations = operationsOf('Pages', PUBLIC, {
+  verifyPage: {
+    route: 'get /verify',
+    summary: 'The public verify page: drop a file',
+    answers: [htmlPage('The form')],
+  },
+  verifyPageSubmit: {
+    route: 'post /verify',
+    summary: 'The verify page form post',
+    body: { kind: 'multipart', files: { file: 'The file to verify' }, required: ['file'] },
+    answers: [htmlPage('The verdict page')],
+    errors: [
+      'cairn.verify.no_input',
+      'cairn.validation.body_too_large',
+      'cairn.validation.unsupported_media_type',
+      'cairn.ratelimit.exceeded',
+    ],
+  },
+});
+
+/** Served but no operation: the page's own script. */
+export const staticPaths = [SCRIPT_PATH];
 
 /**
  * `/verify`: the public page anyone can drop a file on. Its post is the public `POST /v1/verify` (the same

@@ -14,6 +14,18 @@ import { addressRateLimit, tenantRateLimit } from '../limits.js';
 import { fileIfMultipart, withUpload } from '../uploads.js';
 import { jsonBody } from '../validate.js';
 import type { UploadSessions } from '../../app/upload-sessions.js';
+import { jobSchema, verificationSchema } from '../openapi/responses.js';
+import {
+  EXAMPLE,
+  json,
+  jsonRequest,
+  KEY_OPTIONAL,
+  needsKey,
+  noContent,
+  NOT_FOUND,
+  operationsOf,
+  type AnswerDoc,
+} from '../openapi/describe.js';
 
 export interface VerifyRouteDeps {
   blobs: BlobStore;
@@ -122,6 +134,110 @@ export const trustListBody = z.object({
     .array(z.object({ issuer_cn: z.string().trim().min(1).max(200), certificate_pem: z.string().min(1).max(20_000) }))
     .min(1)
     .max(100),
+});
+
+const verificationExample = {
+  status: 'verified_manifest_and_watermark_match',
+  confidence: 0.99,
+  signals: {
+    c2pa_manifest_present: true,
+    c2pa_signature_valid: true,
+    signer_trusted: true,
+    watermark_present: true,
+    watermark_payload_valid: true,
+  },
+  claims: { generator: 'Cairn', ai_generated: true, signed_by: 'Cairn Demo', signed_at: EXAMPLE.time },
+  matches: [],
+  warnings: [],
+  developer_explanation: 'The C2PA signature is valid and the watermark payload matches the manifest record.',
+  user_explanation: 'This file carries intact provenance from Cairn Demo.',
+  proves: ['The file was signed by Cairn Demo and not changed since.'],
+  does_not_prove: ['That what the file shows is true.'],
+  manifest_id: EXAMPLE.manifest,
+  asset_id: EXAMPLE.asset,
+  verified_at: EXAMPLE.time,
+};
+
+/** `?format=crjson` or `Accept: application/ld+json`: the C2PA validation report (docs/api.md, "Validation report"). */
+const crJsonAnswer: AnswerDoc = {
+  status: 200,
+  description:
+    'format=crjson or Accept: application/ld+json: the C2PA validation report of the same reading, a crJSON document (C2PA 2.4)',
+  contentType: CRJSON_MEDIA_TYPE,
+};
+
+export const operations = operationsOf('Verification', {
+  verify: {
+    route: 'post /v1/verify',
+    summary: 'Verify a file, an asset_id or a manifest_uri (public without a key)',
+    auth: KEY_OPTIONAL,
+    headers: [{ name: 'Prefer', required: false, description: 'respond-async: verify as a job (with a key)' }],
+    query: verifyQuery,
+    body: jsonRequest(jsonInput, { asset_id: EXAMPLE.asset }),
+    answers: [
+      json(200, 'The verification (a failed check is a 200 with its status)', verificationExample, verificationSchema),
+      crJsonAnswer,
+      json(
+        202,
+        'Accepted as a job (with a key, large or Prefer: respond-async)',
+        { job_id: EXAMPLE.job, kind: 'verify', status: 'queued' },
+        jobSchema,
+      ),
+    ],
+    errors: [
+      'cairn.verify.no_input',
+      'cairn.verify.unsupported_file_type',
+      'cairn.validation.body_too_large',
+      'cairn.not_found',
+      'cairn.auth.invalid_key',
+      'cairn.auth.forbidden',
+      'cairn.ratelimit.exceeded',
+      'cairn.billing.quota_exceeded',
+      'cairn.unavailable',
+    ],
+  },
+  verifyManifest: {
+    route: 'get /v1/verify/:manifest_id',
+    summary: 'Verify a stored manifest by id',
+    auth: needsKey('read'),
+    query: verifyQuery,
+    answers: [json(200, 'The verification', verificationExample, verificationSchema), crJsonAnswer],
+    errors: NOT_FOUND,
+  },
+  getTrustList: {
+    route: 'get /v1/trust-list',
+    summary: 'Read the trust list verification uses',
+    auth: KEY_OPTIONAL,
+    answers: [
+      json(200, 'The trust list', {
+        entries: [
+          {
+            subject: 'CN=Cairn Demo CA',
+            origin: 'default',
+            sha256_fingerprint: 'ab12…',
+            not_after: '2030-01-01T00:00:00Z',
+          },
+        ],
+      }),
+    ],
+    errors: ['cairn.auth.invalid_key'],
+  },
+  setTrustList: {
+    route: 'post /v1/trust-list',
+    summary: 'Set a custom trust list (Enterprise)',
+    auth: needsKey('admin'),
+    body: jsonRequest(trustListBody, {
+      entries: [{ issuer_cn: 'Example Root CA', certificate_pem: '-----BEGIN CERTIFICATE-----\n…' }],
+    }),
+    answers: [json(200, 'Stored', { tenant_id: EXAMPLE.tenant, count: 1, updated_at: EXAMPLE.time })],
+    errors: ['cairn.auth.forbidden'],
+  },
+  clearTrustList: {
+    route: 'delete /v1/trust-list',
+    summary: 'Remove the custom trust list: verification uses the default list again',
+    auth: needsKey('admin'),
+    answers: [noContent],
+  },
 });
 
 export function verifyRoutes(deps: VerifyRouteDeps): Router {

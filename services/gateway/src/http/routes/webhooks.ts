@@ -4,6 +4,7 @@ import { deliveryStates, isoTimestamp, type webhookV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
 import { requireScope } from '../auth.js';
 import { jsonBody, queryParams } from '../validate.js';
+import { EXAMPLE, json, jsonRequest, needsKey, noContent, NOT_FOUND, operationsOf } from '../openapi/describe.js';
 
 export type WebhookClient = ClientOf<typeof webhookV1.WebhookService>;
 
@@ -63,6 +64,74 @@ export function presentDelivery(d: webhookV1.Delivery | undefined): Record<strin
     })),
   };
 }
+
+export const operations = operationsOf('Webhooks', needsKey('admin'), {
+  createWebhook: {
+    route: 'post /v1/webhooks',
+    summary: 'Register a webhook endpoint',
+    body: jsonRequest(createBody, { url: 'https://hooks.example.com/cairn', events: ['job.completed'] }),
+    answers: [
+      json(201, 'The webhook; its signing secret is shown once', {
+        webhook_id: 'wh_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        url: 'https://hooks.example.com/cairn',
+        secret: 'whsec_…',
+      }),
+    ],
+    errors: ['cairn.webhook.invalid_url', 'cairn.webhook.unknown_event'],
+  },
+  listWebhooks: {
+    route: 'get /v1/webhooks',
+    summary: 'List webhooks',
+    auth: needsKey('read'),
+    query: listQuery,
+    answers: [json(200, 'The webhooks', { webhooks: [] })],
+  },
+  getWebhook: {
+    route: 'get /v1/webhooks/:webhook_id',
+    summary: 'Read a webhook',
+    auth: needsKey('read'),
+    answers: [
+      json(200, 'The webhook', {
+        webhook_id: 'wh_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        url: 'https://hooks.example.com/cairn',
+      }),
+    ],
+    errors: NOT_FOUND,
+  },
+  deleteWebhook: {
+    route: 'delete /v1/webhooks/:webhook_id',
+    summary: 'Delete a webhook',
+    answers: [noContent],
+    errors: NOT_FOUND,
+  },
+  rotateWebhookSecret: {
+    route: 'post /v1/webhooks/:webhook_id/rotate-secret',
+    summary: "Rotate a webhook's signing secret (the replaced one keeps signing for overlap_seconds, default 0)",
+    body: jsonRequest(rotateBody, { overlap_seconds: 3600 }),
+    answers: [
+      json(200, 'The new secret, shown once', {
+        webhook_id: 'wh_01JBZ3Q8M6V4W2X9Y7T5R3N1PK',
+        secret: 'whsec_…',
+        previous_secret_expires_at: EXAMPLE.time,
+      }),
+    ],
+    errors: ['cairn.not_found', 'cairn.validation.invalid_body'],
+  },
+  listWebhookDeliveries: {
+    route: 'get /v1/webhooks/:webhook_id/deliveries',
+    summary: "A webhook's recent deliveries",
+    auth: needsKey('read'),
+    query: deliveriesQuery,
+    answers: [json(200, 'The deliveries', { deliveries: [] })],
+    errors: NOT_FOUND,
+  },
+  redeliverWebhook: {
+    route: 'post /v1/webhooks/:webhook_id/deliveries/:delivery_id/redeliver',
+    summary: 'Send a delivery again',
+    answers: [json(202, 'Queued', { delivery_id: 'whd_01JBZ3Q8M6V4W2X9Y7T5R3N1PK', status: 'pending' })],
+    errors: NOT_FOUND,
+  },
+});
 
 /**
  * Routes on /v1/webhooks: a tenant's receivers and their delivery history. The webhook service owns the data
