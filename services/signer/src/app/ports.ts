@@ -260,7 +260,8 @@ export interface SignedManifest {
 
 /**
  * C2PA signing (adapters/c2pa/isolated.ts: c2pa-rs in child processes, the key signs here). A file c2pa-rs cannot
- * read or sign throws C2paSignError (domain/c2pa-failures.ts); a key backend's failure, its own CairnError (503).
+ * read or sign throws C2paSignError (domain/c2pa-failures.ts); a key backend's failure, its own CairnError, and a
+ * failed time-stamp, 503 `cairn.signer.unavailable`.
  */
 export interface C2paSigning {
   buildAndSign(

@@ -4,7 +4,8 @@
 // and `signAsync` (CallbackSigner) both RETURN the manifest store bytes (the JUMBF c2pa-rs embedded) and write
 // the signed asset into `output.buffer` of a `{ buffer: null }` destination object.
 import { Builder, CallbackSigner, type LocalSigner } from '@contentauth/c2pa-node';
-import { C2paSignError, C2paTimeStampError } from '../../domain/c2pa-failures.js';
+import { CairnError } from '@cairn/errors';
+import { C2paSignError } from '../../domain/c2pa-failures.js';
 import { buildManifestPlan, type ManifestDefinition } from './manifest-definition.js';
 import { activeManifestLabel } from './manifest-label.js';
 import { THUMBNAIL_RESOURCE_ID } from './labels.js';
@@ -16,7 +17,7 @@ import {
   type C2paSigner,
 } from './types.js';
 
-export { C2paSignError, C2paTimeStampError, timeStampUnavailable } from '../../domain/c2pa-failures.js';
+export { C2paSignError } from '../../domain/c2pa-failures.js';
 
 /**
  * c2pa-rs settings for every Cairn signature. The thumbnail is off because c2pa-rs decoding and re-encoding
@@ -28,8 +29,27 @@ export const SIGN_SETTINGS = JSON.stringify({
   verify: { verify_after_sign: false },
 });
 
+/**
+ * The time-stamping authority failed the sign (unreachable, an HTTP error, a rejection or a token c2pa-rs refused).
+ * c2pa-rs requests the time-stamp itself while it signs, and reports a failure as a plain error whose message is
+ * its TimeStampError's; those messages are what tells it apart from a file it cannot sign.
+ */
+export class C2paTimeStampError extends Error {
+  override readonly name = 'C2paTimeStampError';
+}
+
 const TIME_STAMP_FAILURE =
   /time ?stamp|http resolver|service responded with an HTTP error|nonce mismatch|unable to complete HTTP request|^decode error \(/i;
+
+/** What a sign whose time-stamp failed answers: retry later (503), never a manifest without its time-stamp. */
+export function timeStampUnavailable(cause: unknown): CairnError {
+  return new CairnError(
+    'cairn.signer.unavailable',
+    'The time-stamping authority did not answer; nothing was signed. Retry later.',
+    {},
+    { cause },
+  );
+}
 
 interface DestinationBuffer {
   buffer: Buffer | null;

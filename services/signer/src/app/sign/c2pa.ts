@@ -1,6 +1,6 @@
 import { CairnError } from '@cairn/errors';
 import type { signerV1 } from '@cairn/proto';
-import { C2paInputError, C2paSignError, C2paTimeStampError, timeStampUnavailable } from '../../domain/c2pa-failures.js';
+import { C2paInputError, C2paSignError } from '../../domain/c2pa-failures.js';
 import type { SignableMimeType } from '../../domain/media-types.js';
 import type { GenerationMetadata } from '../../domain/metadata.js';
 import type { ActiveSigningKey } from '../ports.js';
@@ -56,9 +56,6 @@ export function c2paStep(
         ...(input.thumbnail ? { thumbnail: { bytes: input.thumbnail, mimeType: 'image/jpeg' as const } } : {}),
       };
       return deps.c2pa.buildAndSign(definition, plan.active, tsa);
-    }).catch((error: unknown) => {
-      if (error instanceof C2paTimeStampError) throw timeStampUnavailable(error);
-      throw error;
     });
 }
 
