@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import { Bus, type RunningConsumer } from '@cairn/bus';
 import { type AnyEvent } from '@cairn/events';
 import { waitFor } from '@cairn/testing';
-import { closePkcs11 } from '../services/signer/src/pki/index.js';
+import { closePkcs11 } from '../services/signer/src/adapters/key-backends.js';
 import { setupSoftHsm, USER_PIN, type SoftHsm } from '../services/signer/test/fixtures/softhsm.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';

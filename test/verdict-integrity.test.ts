@@ -8,7 +8,7 @@ import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { waitFor } from '@cairn/testing';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
-import { answerOcspRequest } from '../services/signer/src/pki/ocsp-responder.js';
+import { answerOcspRequest } from '../services/signer/src/domain/pki/ocsp-response.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';

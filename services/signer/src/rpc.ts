@@ -8,7 +8,8 @@ import type { ImplOf } from '@cairn/rpc';
 import { signAsset, type PipelineDeps, type SignResult } from './app/sign/index.js';
 import { storedSignResult, type SignJobs } from './app/jobs.js';
 import { storedJobProgress } from './app/job-progress.js';
-import { isRevocationReason, type CertificateAuthority } from './pki/index.js';
+import { isRevocationReason } from '@cairn/ocsp';
+import type { CertificateAuthority } from './app/pki/certificate-authority.js';
 import type { CredentialRow, Credentials } from './app/credentials.js';
 import type { AssetRow, Assets } from './app/assets.js';
 

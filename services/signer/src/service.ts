@@ -10,21 +10,18 @@ import { cairnIdentity, Credentials } from './app/credentials.js';
 import { CredentialStore } from './store/credentials.js';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
 import { every, type ServiceDefinition } from '@cairn/runtime';
-import { signerConfigShape } from './config.js';
+import { pkiSettingsFromConfig, signerConfigShape } from './config.js';
 import { IsolatedC2pa } from './adapters/c2pa/isolated.js';
+import { KeyMaterial } from './adapters/key-material.js';
+import { createOcspHandler, startOcspServer } from './adapters/ocsp-responder.js';
 import { remoteKeyBackend } from './adapters/remote-signer.js';
+import { createTsaHandler, localTsaUrl } from './adapters/tsa-responder.js';
 import type { PipelineDeps } from './app/sign/index.js';
 import { SignJobs, type SignJobItem } from './app/jobs.js';
-import {
-  CertificateAuthority,
-  createOcspHandler,
-  createTsaHandler,
-  localTsaUrl,
-  pkiSettingsFromConfig,
-  startOcspServer,
-} from './pki/index.js';
+import { CertificateAuthority } from './app/pki/certificate-authority.js';
 import { signerHandlers } from './rpc.js';
 import { AssetStore } from './store/assets.js';
+import { CertificateStore } from './store/certificates.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 const VERSION = '0.1.0';
@@ -39,7 +36,13 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       const { config, logger } = ctx;
       const blobs = createBlobStore(config.BLOB_STORE_URL, env);
       await blobs.ping();
-      const authority = new CertificateAuthority({ db: ctx.db, settings: pkiSettingsFromConfig(config), logger });
+      const pki = pkiSettingsFromConfig(config);
+      const authority = new CertificateAuthority({
+        store: new CertificateStore(ctx.db),
+        keys: new KeyMaterial(pki),
+        settings: pki,
+        logger,
+      });
       await authority.ensureDevelopmentPki();
 
       // One listener: the time-stamping authority at TSA_PUBLIC_URL's path, the OCSP responder at the rest.
@@ -57,9 +60,7 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
       );
       ctx.expose('ocsp', ocsp.port);
       ctx.onShutdown(() => ocsp.close());
-      const tsaUrl =
-        pkiSettingsFromConfig(config).tsaUrl ??
-        localTsaUrl(ocspHost, ocsp.port, tsaDeps.ownPath ?? tsaDeps.basePath ?? '/tsa');
+      const tsaUrl = pki.tsaUrl ?? localTsaUrl(ocspHost, ocsp.port, tsaDeps.ownPath ?? tsaDeps.basePath ?? '/tsa');
 
       const store = new AssetStore(ctx.db);
       const c2pa = new IsolatedC2pa({
@@ -81,13 +82,13 @@ export function signerService(env: NodeJS.ProcessEnv = process.env): ServiceDefi
         store: new CredentialStore(ctx.db),
         remoteKey: remoteKeyBackend,
         // The KEK that seals the CA's keys also seals the BYOK endpoints' HMAC secrets (bound to their rows).
-        sealer: new Sealer(pkiSettingsFromConfig(config).kek.toString('hex'), 'SIGNER_KEK'),
+        sealer: new Sealer(pki.kek.toString('hex'), 'SIGNER_KEK'),
         policy: outboundPolicy(
           config.CAIRN_ENV,
           config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
         ),
         timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
-        cairnIdentity: () => cairnIdentity(authority, pkiSettingsFromConfig(config).org),
+        cairnIdentity: () => cairnIdentity(authority, pki.org),
         outbox: ctx.outbox,
       });
       const deps: PipelineDeps = {

@@ -7,7 +7,7 @@ import {
   registrationProofMessage,
 } from '../src/domain/credential-chain.js';
 import { es256Raw, verifiesEs256 } from '../src/domain/es256.js';
-import { x509 } from '../src/pki/x509.js';
+import { x509 } from '../src/domain/pki/x509.js';
 import { makeTestCredential } from './c2pa-fixtures.js';
 
 // docs/decisions/0027-byok-proves-possession.md: what a tenant's chain may not pass for, and the ES256 checks every

@@ -9,9 +9,9 @@ import {
   generateP256KeyPair,
   newSerialHex,
   parseCertificatePem,
-} from '../src/pki/ca.js';
-import type { TsaCredential } from '../src/pki/time-stamp-token.js';
-import { answerTimeStampRequest } from '../src/pki/tsa-responder.js';
+} from '../src/domain/pki/ca.js';
+import type { TsaCredential } from '../src/domain/pki/time-stamp-token.js';
+import { answerTimeStampRequest } from '../src/domain/pki/time-stamp-answer.js';
 
 export interface ExternalTsa {
   url: string;

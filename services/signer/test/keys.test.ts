@@ -11,12 +11,16 @@ import {
   SoftwareKeyBackend,
   closePkcs11,
   generatePkcs11SigningKey,
-  type ActiveSigningKey,
-  type KeyBackend,
-  type Pkcs11Config,
-} from '../src/pki/keys.js';
-import { openPrivateKey, sealPrivateKey } from '../src/pki/envelope.js';
-import { c2paSignerFailure, c2paTrustSettings, createC2paSigner, signWithC2pa } from '../src/pki/c2pa-signer.js';
+} from '../src/adapters/key-backends.js';
+import type { ActiveSigningKey, KeyBackend } from '../src/app/ports.js';
+import type { Pkcs11Config } from '../src/config.js';
+import { openPrivateKey, sealPrivateKey } from '../src/domain/pki/envelope.js';
+import {
+  c2paSignerFailure,
+  c2paTrustSettings,
+  createC2paSigner,
+  signWithC2pa,
+} from '../src/adapters/c2pa/callback-signer.js';
 
 let hsm: SoftHsm;
 let token: string;

@@ -5,8 +5,8 @@ import { generateKeyPairSync, randomBytes, webcrypto } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { sql } from 'drizzle-orm';
-import { CertificateAuthority, type PkiOverview } from '../src/pki/certificates.js';
-import { createOcspHandler, startOcspServer, type OcspServer } from '../src/pki/ocsp-responder.js';
+import type { CertificateAuthority, PkiOverview } from '../src/app/pki/certificate-authority.js';
+import { createOcspHandler, startOcspServer, type OcspServer } from '../src/adapters/ocsp-responder.js';
 import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
 import {
   OID,
@@ -16,11 +16,11 @@ import {
   pemCertificatesToDer,
   responderKeyHash,
 } from '@cairn/ocsp';
-import { c2paTrustSettings, signWithC2pa } from '../src/pki/c2pa-signer.js';
+import { c2paTrustSettings, signWithC2pa } from '../src/adapters/c2pa/callback-signer.js';
 import { createTestHierarchy } from './fixtures/hierarchy.js';
-import { createPkiDb, testSettings, type PkiDb } from './fixtures/pki-db.js';
+import { certificateAuthority, createPkiDb, testSettings, type PkiDb } from './fixtures/pki-db.js';
 import { newBuilder, readValidation, releaseC2paHandles, signJpeg } from './fixtures/c2pa.js';
-import { SoftwareKeyBackend } from '../src/pki/keys.js';
+import { SoftwareKeyBackend } from '../src/adapters/key-backends.js';
 
 /** The responders these tests run listen on loopback, which OCSP checks refuse unless told otherwise. */
 const LOOPBACK = { policy: { httpsOnly: false, blockInternal: true, allowLoopback: true } };
@@ -46,10 +46,7 @@ afterAll(async () => {
 beforeEach(async () => {
   await pki.reset();
   // The AIA of the signing certificates names this test's responder, as OCSP_PUBLIC_URL would.
-  ca = new CertificateAuthority({
-    db: pki.db,
-    settings: testSettings({ ocspPublicUrl: url, ocspResponseValiditySeconds: 600 }),
-  });
+  ca = certificateAuthority(pki.db, testSettings({ ocspPublicUrl: url, ocspResponseValiditySeconds: 600 }));
   overview = await ca.ensureDevelopmentPki();
   inner = createOcspHandler(ca.ocspResponderDeps());
 });

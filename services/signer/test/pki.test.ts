@@ -3,17 +3,18 @@ import { sql } from 'drizzle-orm';
 import { CairnError } from '@cairn/errors';
 import type { AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
-import { CertificateAuthority } from '../src/pki/certificates.js';
-import { c2paTrustSettings, signWithC2pa } from '../src/pki/c2pa-signer.js';
-import { openPrivateKey } from '../src/pki/envelope.js';
-import { closePkcs11, type ActiveSigningKey, type KeyBackend } from '../src/pki/keys.js';
-import { pkiSettingsFromConfig } from '../src/pki/config.js';
-import { x509 } from '../src/pki/x509.js';
-import { EKU_C2PA_CLAIM_SIGNING, EKU_EMAIL_PROTECTION, EKU_OCSP_SIGNING } from '../src/pki/ca.js';
-import { startPkiMaintenance } from '../src/pki/maintenance.js';
+import type { CertificateAuthority } from '../src/app/pki/certificate-authority.js';
+import { c2paTrustSettings, signWithC2pa } from '../src/adapters/c2pa/callback-signer.js';
+import { openPrivateKey } from '../src/domain/pki/envelope.js';
+import { closePkcs11 } from '../src/adapters/key-backends.js';
+import type { ActiveSigningKey, KeyBackend } from '../src/app/ports.js';
+import { pkiSettingsFromConfig } from '../src/config.js';
+import { x509 } from '../src/domain/pki/x509.js';
+import { EKU_C2PA_CLAIM_SIGNING, EKU_EMAIL_PROTECTION, EKU_OCSP_SIGNING } from '../src/domain/pki/ca.js';
+import { startPkiMaintenance } from '../src/app/pki/maintenance.js';
 import { createLogger } from '@cairn/logging';
 import graphene from 'graphene-pk11';
-import { createPkiDb, testSettings, type PkiDb } from './fixtures/pki-db.js';
+import { certificateAuthority, createPkiDb, testSettings, type PkiDb } from './fixtures/pki-db.js';
 import { newBuilder, readValidation, releaseC2paHandles, signJpeg } from './fixtures/c2pa.js';
 import { SOFTHSM_MODULE, USER_PIN, setupSoftHsm, type SoftHsm } from './fixtures/softhsm.js';
 
@@ -52,7 +53,7 @@ async function rows(): Promise<Row[]> {
 }
 
 function newCa(overrides: Parameters<typeof testSettings>[0] = {}, clock?: () => Date): CertificateAuthority {
-  return new CertificateAuthority({ db: pki.db, settings: testSettings(overrides), ...(clock ? { clock } : {}) });
+  return certificateAuthority(pki.db, testSettings(overrides), clock);
 }
 
 async function signedWith(active: ActiveSigningKey): Promise<Buffer> {

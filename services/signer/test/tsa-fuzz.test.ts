@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { answerTimeStampRequest, GrantBudget } from '../src/pki/tsa-responder.js';
+import { GrantBudget } from '../src/adapters/tsa-responder.js';
+import { answerTimeStampRequest } from '../src/domain/pki/time-stamp-answer.js';
 import { makeTsaHierarchy } from './external-tsa.js';
 import { HASH_OIDS, readTimeStampReply, timeStampQuery } from './tsp-client.js';
 

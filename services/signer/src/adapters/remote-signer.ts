@@ -2,8 +2,7 @@ import { createHmac } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
 import { boundedRequest } from '@cairn/outbound';
 import { es256Raw, verifiesEs256 } from '../domain/es256.js';
-import type { RemoteKeyOptions } from '../app/ports.js';
-import type { KeyBackend } from '../pki/index.js';
+import type { KeyBackend, RemoteKeyOptions } from '../app/ports.js';
 
 const MAX_ANSWER_BYTES = 16 * 1024;
 

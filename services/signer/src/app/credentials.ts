@@ -12,9 +12,9 @@ import {
   type CairnIdentity,
 } from '../domain/credential-chain.js';
 import { es256Raw, verifiesEs256 } from '../domain/es256.js';
-import type { ActiveSigningKey, CertificateAuthority } from '../pki/index.js';
-import { x509 } from '../pki/x509.js';
-import type { CredentialRecords, CredentialRow, RemoteKeyBackend } from './ports.js';
+import type { CertificateAuthority } from './pki/certificate-authority.js';
+import { x509 } from '../domain/pki/x509.js';
+import type { ActiveSigningKey, CredentialRecords, CredentialRow, RemoteKeyBackend } from './ports.js';
 import { credentialChanged, credentialSettings, type AdminAuditOutbox } from './credential-audit.js';
 export type { CredentialRow };
 

@@ -1,12 +1,18 @@
 // The ports the signer's use cases run over, declared here (where the use cases can see them) and implemented
-// elsewhere: assets, manifests, jobs and BYOK credentials in store/ (Postgres), the BYOK remote signer in adapters/.
-// service.ts builds the implementations and injects them.
-import type { KeyObject } from 'node:crypto';
+// elsewhere: assets, manifests, jobs, BYOK credentials and certificates in store/ (Postgres); key material (sealed
+// keys, the PKCS#11 token), the BYOK remote signer and the C2PA child processes in adapters/. service.ts builds the
+// implementations and injects them.
+import type { KeyObject, webcrypto } from 'node:crypto';
 import type { Tx } from '@cairn/db';
+import type { AnyEvent } from '@cairn/events';
 import type { DestinationPolicy } from '@cairn/outbound';
 import type { assets, jobs, manifests, StoredJobProgress } from '../db/assets-schema.js';
+import type { CertificateRole, CertificateRow, KeyBackendKind, NewCertificateRow } from '../db/pki-schema.js';
 import type { signingCredentials } from '../db/schema.js';
-import type { KeyBackend } from '../pki/index.js';
+import type { GenerationMetadata } from '../domain/metadata.js';
+import type { SignableMimeType } from '../domain/media-types.js';
+
+export type { CertificateRow, NewCertificateRow } from '../db/pki-schema.js';
 
 export type AssetRow = typeof assets.$inferSelect;
 export type NewAssetRow = typeof assets.$inferInsert;
@@ -109,3 +115,159 @@ export interface RemoteKeyOptions {
 
 /** A key backend that signs through a tenant's BYOK endpoint (adapters/remote-signer.ts). */
 export type RemoteKeyBackend = (options: RemoteKeyOptions) => KeyBackend;
+
+/** A private key that can make ES256 signatures. The key itself is never reachable through this interface. */
+export interface KeyBackend {
+  readonly kind: 'software' | 'pkcs11' | 'remote';
+  /**
+   * ECDSA P-256 over SHA-256(tbs); the signature as raw r‖s (64 bytes, IEEE P1363), which is what COSE ES256
+   * carries. Throws CairnError('cairn.signer.unavailable') and nothing else when the key cannot sign.
+   */
+  sign(tbs: Buffer): Promise<Buffer>;
+}
+
+/** What the signing pipeline needs for one signature: the key and the certificates that vouch for it. */
+export interface ActiveSigningKey {
+  readonly serialHex: string;
+  readonly certificatePem: string;
+  /** Leaf first, then the intermediate. The root is the verifier's trust anchor and is not sent. */
+  readonly chainPem: readonly string[];
+  readonly notAfter: Date;
+  readonly backend: KeyBackend;
+  /** Set when the key is a tenant's own (BYOK): the credential (sc_…) it was registered as. */
+  readonly credentialId?: string;
+}
+
+/** Binds to the outbox in the wiring: `(tx, event) => outbox.enqueue(tx, event)`. */
+export type EnqueueEvent = (tx: Tx, event: AnyEvent) => Promise<void>;
+
+export interface PkiLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/** The active certificate of each role, where there is one. */
+export interface ActiveRows {
+  root?: CertificateRow;
+  intermediate?: CertificateRow;
+  signing?: CertificateRow;
+  ocspResponder?: CertificateRow;
+  tsa?: CertificateRow;
+}
+
+/** What the OCSP responder reads of one certificate. */
+export interface CertificateStatusRow {
+  status: CertificateRow['status'];
+  revokedAt: Date | null;
+  reason: string | null;
+}
+
+/**
+ * The CA's certificates, `signer.certificates`: keys sealed or on the HSM, certificates, their states
+ * (store/certificates.ts).
+ */
+export interface CertificateRecords {
+  /** Runs `fn` in a transaction holding the hierarchy's advisory lock (callers re-read state inside it). */
+  locked<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** A plain transaction (no hierarchy lock). */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  activeRows(tx?: Tx): Promise<ActiveRows>;
+  /** The active signing certificate; with `tx`, locked for update. */
+  activeSigning(tx?: Tx): Promise<CertificateRow | undefined>;
+  /** A certificate by its serial (lower-case hex); with `tx`, locked for update. */
+  bySerial(serialHex: string, tx?: Tx): Promise<CertificateRow | undefined>;
+  list(roles: readonly CertificateRole[]): Promise<CertificateRow[]>;
+  nextSequence(tx: Tx, role: CertificateRole): Promise<number>;
+  insert(tx: Tx, values: NewCertificateRow): Promise<CertificateRow>;
+  markRevoked(tx: Tx, serialHex: string, now: Date, reason: string): Promise<CertificateRow>;
+  /** Retires a certificate (it stays valid, no longer used for new work). */
+  retire(tx: Tx, serialHex: string, now: Date): Promise<CertificateRow | undefined>;
+  /** Active signing certificates ending by `horizon` and not announced yet, locked (SKIP LOCKED), soonest first. */
+  expiringUnannounced(tx: Tx, horizon: Date): Promise<CertificateRow[]>;
+  markExpiringAnnounced(tx: Tx, serialHex: string, now: Date): Promise<void>;
+  /** The status of `serialHex` as issued by `issuerSerialHex` (the OCSP responder's question). */
+  statusOf(issuerSerialHex: string, serialHex: string): Promise<CertificateStatusRow | undefined>;
+  /** Intermediates that still answer OCSP (active first, then retired, oldest first) and the active responders. */
+  ocspIssuerRows(): Promise<{ intermediates: CertificateRow[]; responders: CertificateRow[] }>;
+}
+
+/** Key material for a new signing certificate, made before the transaction that certifies it. */
+export interface PreparedSigningKey {
+  readonly serialHex: string;
+  readonly spki: Buffer;
+  readonly columns: { keyBackend: KeyBackendKind; encryptedPrivateKey: string | null; pkcs11Label: string | null };
+  discard(): Promise<void>;
+}
+
+/**
+ * Private keys of the CA (adapters/key-material.ts): made (in memory, sealed under the KEK, or on the HSM token),
+ * sealed for storage and opened again for signing. The certificate records keep what this returns.
+ */
+export interface KeyVault {
+  /** A software private key sealed under the KEK, bound to the certificate's serial. */
+  seal(serialHex: string, privateKey: webcrypto.CryptoKey): Promise<string>;
+  /** Generates the next signing key: in memory (then sealed) or on the HSM token. */
+  prepareSigningKey(): Promise<PreparedSigningKey>;
+  /** The sealed software key of a CA or responder certificate, imported for signing. */
+  caKey(row: CertificateRow): Promise<webcrypto.CryptoKey>;
+  /** The backend that signs with a signing certificate's key (software or PKCS#11). */
+  backendFor(row: CertificateRow): KeyBackend;
+}
+
+/** The watermark a sign embedded: recorded as the soft-binding assertion and the `c2pa.watermarked.bound` action. */
+export interface SoftBindingInput {
+  /** Soft-binding algorithm id, e.g. `cairn-sync-v2`. */
+  alg: string;
+  /** Payload hex, as the watermark service reports it. */
+  value: string;
+  /** Id of the watermark key the mark was embedded with; empty or absent for an unkeyed algorithm. */
+  keyId?: string;
+}
+
+export interface ThumbnailInput {
+  bytes: Buffer;
+  mimeType: 'image/jpeg';
+}
+
+/** What a C2PA signature is made of, apart from the key that signs it. */
+export interface ManifestInput {
+  asset: Buffer;
+  mimeType: SignableMimeType;
+  claimGenerator: { name: 'cairn'; version: string };
+  title?: string;
+  /**
+   * IPTC digital source type URI (e.g. http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia).
+   * Set: the manifest records a `c2pa.created` action with it. Unset: the asset is recorded as opened from the
+   * received file (`c2pa.opened` + parentOf ingredient), because a v2 claim without either action is invalid.
+   * A generative type (trained algorithmic media or data, or a composite with it) adds `c2pa.ai-disclosure`.
+   */
+  digitalSourceType?: string;
+  metadata: GenerationMetadata;
+  softBinding?: SoftBindingInput;
+  thumbnail?: ThumbnailInput;
+  /** The Cairn asset and manifest this signature is for, written as the signed `com.cairn.record` assertion. */
+  record?: { assetId: string; manifestId: string };
+}
+
+export interface SignedManifest {
+  /** The asset with the manifest store embedded (sidecar types: the asset unchanged). */
+  signed: Buffer;
+  /** The manifest store (JUMBF) exactly as embedded, or the sidecar; served as `application/c2pa` at manifest_uri. */
+  manifestStore: Buffer;
+  /** Label of the new (active) manifest, e.g. `urn:c2pa:<uuid>`. */
+  manifestLabel: string;
+}
+
+/**
+ * C2PA signing (adapters/c2pa/isolated.ts: c2pa-rs in child processes, the key signs here). A file c2pa-rs cannot
+ * read or sign throws C2paSignError (domain/c2pa-failures.ts); a key backend's failure, its own CairnError, and a
+ * failed time-stamp, 503 `cairn.signer.unavailable`.
+ */
+export interface C2paSigning {
+  buildAndSign(
+    input: ManifestInput,
+    key: ActiveSigningKey,
+    /** tsaUrl: the RFC 3161 authority c2pa-rs stamps the signature with. */
+    options?: { tsaUrl?: string; reserveSize?: number },
+  ): Promise<SignedManifest>;
+}

@@ -1,5 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { x509 } from '../pki/x509.js';
+import { x509 } from './pki/x509.js';
 
 export interface CheckedChain {
   chainPem: string[];
@@ -68,7 +68,7 @@ export interface CairnIdentity {
 }
 
 /**
- * CN= of Cairn's own certificates (pki/ca.ts): `Cairn Root CA`, `Cairn Intermediate CA`, `Cairn Signing <n>`,
+ * CN= of Cairn's own certificates (domain/pki/ca.ts): `Cairn Root CA`, `Cairn Intermediate CA`, `Cairn Signing <n>`,
  * `Cairn OCSP Responder <n>`, `Cairn Time-Stamping Authority <n>`, each compared after folding (case, spacing, punctuation, accents, invisible
  * characters and look-alike letters). Other names with the word "cairn" in them are the tenant's business.
  */

@@ -8,3 +8,16 @@ import { parseSignMetadata as parseShared } from '@cairn/errors';
 export function parseSignMetadata(raw: Record<string, string>): ReturnType<typeof parseShared> {
   return parseShared(raw);
 }
+
+/** The sign metadata of the API (all optional strings). Never carries prompt text, only its hash. */
+export interface GenerationMetadata {
+  generator?: string;
+  model?: string;
+  /** `sha256:<64 hex>` of the prompt. */
+  prompt_hash?: string;
+  /** ISO 8601 UTC. */
+  created_at?: string;
+  creator?: string;
+  legal_entity?: string;
+  legal_case_ref?: string;
+}

@@ -12,7 +12,7 @@ import {
   WorkerTimeoutError,
   WorkerUnavailableError,
 } from '@cairn/isolate';
-import type { ActiveSigningKey } from '../../pki/index.js';
+import type { ActiveSigningKey, C2paSigning } from '../../app/ports.js';
 import { C2paSignError, timeStampUnavailable } from './sign.js';
 import { isSignCall, isSignTaskResult, type SignTask } from './isolated-protocol.js';
 import type { BuildAndSignInput, BuildAndSignResult } from './types.js';
@@ -32,7 +32,7 @@ function defaultEntry(): URL {
   return new URL(`./sign-child.${ext}`, import.meta.url);
 }
 
-export class IsolatedC2pa {
+export class IsolatedC2pa implements C2paSigning {
   readonly pool: WorkerPool;
 
   constructor(options: IsolatedC2paOptions) {

@@ -14,7 +14,10 @@ import {
   WATERMARK_PARAMETER,
   WATERMARKED_BOUND_ACTION,
 } from './labels.js';
+import { C2paInputError } from '../../domain/c2pa-failures.js';
 import type { BuildAndSignInput, GenerationMetadata, SoftBindingInput } from './types.js';
+
+export { C2paInputError } from '../../domain/c2pa-failures.js';
 
 export interface AssertionDefinition {
   label: string;
@@ -46,10 +49,6 @@ export interface ManifestPlan {
    * it already carried).
    */
   intent: 'edit' | undefined;
-}
-
-export class C2paInputError extends Error {
-  override readonly name = 'C2paInputError';
 }
 
 const GENERATION_KEYS = [

@@ -5,6 +5,7 @@
 // the signed asset into `output.buffer` of a `{ buffer: null }` destination object.
 import { Builder, CallbackSigner, type LocalSigner } from '@contentauth/c2pa-node';
 import { CairnError } from '@cairn/errors';
+import { C2paSignError } from '../../domain/c2pa-failures.js';
 import { buildManifestPlan, type ManifestDefinition } from './manifest-definition.js';
 import { activeManifestLabel } from './manifest-label.js';
 import { THUMBNAIL_RESOURCE_ID } from './labels.js';
@@ -16,6 +17,8 @@ import {
   type C2paSigner,
 } from './types.js';
 
+export { C2paSignError } from '../../domain/c2pa-failures.js';
+
 /**
  * c2pa-rs settings for every Cairn signature. The thumbnail is off because c2pa-rs decoding and re-encoding
  * the image is ~90% of sign time (STACK-NOTES §13); callers supply one made from pixels they already decoded.
@@ -25,10 +28,6 @@ export const SIGN_SETTINGS = JSON.stringify({
   builder: { thumbnail: { enabled: false } },
   verify: { verify_after_sign: false },
 });
-
-export class C2paSignError extends Error {
-  override readonly name = 'C2paSignError';
-}
 
 /**
  * The time-stamping authority failed the sign (unreachable, an HTTP error, a rejection or a token c2pa-rs refused).

@@ -1,7 +1,7 @@
 import { CairnError } from '@cairn/errors';
 import { checkMediaLimits, sniffMediaType, SNIFF_BYTES, type MediaProbe, type SniffedType } from '@cairn/media';
 import type { signerV1 } from '@cairn/proto';
-import type { GenerationMetadata } from '../../adapters/c2pa/index.js';
+import type { GenerationMetadata } from '../../domain/metadata.js';
 import { parseSignMetadata } from '../../domain/metadata.js';
 import { timed, type PipelineDeps, type SignRequest } from './deps.js';
 

@@ -1,15 +1,9 @@
-import {
-  buildAndSign,
-  C2paInputError,
-  C2paSignError,
-  C2paTimeStampError,
-  timeStampUnavailable,
-  type GenerationMetadata,
-  type SignableMimeType,
-} from '../../adapters/c2pa/index.js';
 import { CairnError } from '@cairn/errors';
 import type { signerV1 } from '@cairn/proto';
-import { c2paSignerFailure, createC2paSigner, type ActiveSigningKey } from '../../pki/index.js';
+import { C2paInputError, C2paSignError } from '../../domain/c2pa-failures.js';
+import type { SignableMimeType } from '../../domain/media-types.js';
+import type { GenerationMetadata } from '../../domain/metadata.js';
+import type { ActiveSigningKey } from '../ports.js';
 import { timed, type EmbeddedWatermark, type PipelineDeps, type SignedBytes } from './deps.js';
 
 /** One file to sign: its bytes, type, thumbnail (images) and the watermark it carries (its soft binding). */
@@ -40,7 +34,6 @@ export function c2paStep(
 ): SignWithC2pa {
   // Every manifest carries an RFC 3161 time-stamp (Cairn's TSA or TSA_URL): signatures outlive their certificate.
   const tsa = deps.tsaUrl ? { tsaUrl: deps.tsaUrl } : {};
-  const c2paSigner = createC2paSigner(plan.active, tsa);
   return (input) =>
     timed(deps, 'c2pa', () => {
       const definition = {
@@ -62,13 +55,7 @@ export function c2paStep(
           : {}),
         ...(input.thumbnail ? { thumbnail: { bytes: input.thumbnail, mimeType: 'image/jpeg' as const } } : {}),
       };
-      return deps.c2pa
-        ? deps.c2pa.buildAndSign(definition, plan.active, tsa)
-        : buildAndSign({ ...definition, signer: c2paSigner });
-    }).catch((error: unknown) => {
-      // c2pa-rs replaces a key backend's error with its own; the signer kept ours (503, not 500).
-      if (error instanceof C2paTimeStampError) throw timeStampUnavailable(error);
-      throw c2paSignerFailure(c2paSigner) ?? error;
+      return deps.c2pa.buildAndSign(definition, plan.active, tsa);
     });
 }
 

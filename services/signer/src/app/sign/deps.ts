@@ -6,9 +6,8 @@ import type { anchorV1, signerV1, watermarkV1, AnchorBatchStateName } from '@cai
 import type { ClientOf } from '@cairn/rpc';
 import type { Outbox } from '@cairn/runtime';
 import { inSpan } from '@cairn/telemetry';
-import type { IsolatedC2pa } from '../../adapters/c2pa/isolated.js';
-import type { CertificateAuthority } from '../../pki/index.js';
-import type { AssetRecords } from '../ports.js';
+import type { CertificateAuthority } from '../pki/certificate-authority.js';
+import type { AssetRecords, C2paSigning } from '../ports.js';
 import type { Credentials } from '../credentials.js';
 
 export type SignRequest = signerV1.SignRequest;
@@ -54,8 +53,8 @@ export interface PipelineDeps {
   /** Enqueues manifest digests for anchoring (recipes with the anchor layer); absent: no anchoring. */
   anchor?: ClientOf<typeof anchorV1.AnchorService>;
   logger?: Logger;
-  /** C2PA signing in child processes (the service always sets it); absent: in this process (unit tests, tools). */
-  c2pa?: IsolatedC2pa;
+  /** C2PA signing: c2pa-rs in child processes, the key signing in this one (adapters/c2pa/isolated.ts). */
+  c2pa: C2paSigning;
   publicBaseUrl: string;
   /**
    * The RFC 3161 time-stamping authority every signature is stamped by (TSA_URL, or the signer's own TSA);

@@ -1,6 +1,6 @@
 import { CairnError } from '@cairn/errors';
 import { newId } from '@cairn/ids';
-import { isEmbeddableMimeType, isSidecarMimeType } from '../../adapters/c2pa/index.js';
+import { isEmbeddableMimeType, isSidecarMimeType } from '../../domain/media-types.js';
 import { decodeImage, encodeImage, makeThumbnail, MIN_IMAGE_SIDE, type ImageMediaType } from '../../domain/image.js';
 import type { AcceptedUpload } from './accept.js';
 import { signAsUploaded, type SignWithC2pa } from './c2pa.js';

@@ -3,8 +3,8 @@ import { blobKeys } from '@cairn/blob';
 import { newEvent, type AnyEvent } from '@cairn/events';
 import { withTenant, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
-import type { GenerationMetadata } from '../../adapters/c2pa/index.js';
-import type { ActiveSigningKey } from '../../pki/index.js';
+import type { GenerationMetadata } from '../../domain/metadata.js';
+import type { ActiveSigningKey } from '../ports.js';
 import type { AcceptedUpload } from './accept.js';
 import { timed, type EmbeddedWatermark, type PipelineDeps, type SignedBytes, type SignResult } from './deps.js';
 

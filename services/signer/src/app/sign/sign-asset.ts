@@ -8,7 +8,7 @@ import { acceptUpload, type AcceptedUpload } from './accept.js';
 import { enqueueAnchor } from './anchor.js';
 import { c2paStep, type SignWithC2pa } from './c2pa.js';
 import type { PipelineDeps, SignProgress, SignRequest, SignResult } from './deps.js';
-import type { ActiveSigningKey } from '../../pki/index.js';
+import type { ActiveSigningKey } from '../ports.js';
 import type { AssetRow } from '../ports.js';
 import { produceSigned, type Produced } from './produce.js';
 import { recordSigned, storeBlobs } from './record.js';

@@ -3,28 +3,8 @@ import { inspect } from 'node:util';
 import graphene from 'graphene-pk11';
 import type { Module, PrivateKey, Session, Slot } from 'graphene-pk11';
 import { CairnError } from '@cairn/errors';
-
-/** A private key that can make ES256 signatures. The key itself is never reachable through this interface. */
-export interface KeyBackend {
-  readonly kind: 'software' | 'pkcs11' | 'remote';
-  /**
-   * ECDSA P-256 over SHA-256(tbs); the signature as raw r‖s (64 bytes, IEEE P1363), which is what COSE ES256
-   * carries. Throws CairnError('cairn.signer.unavailable') and nothing else when the key cannot sign.
-   */
-  sign(tbs: Buffer): Promise<Buffer>;
-}
-
-/** What the signing pipeline needs for one signature: the key and the certificates that vouch for it. */
-export interface ActiveSigningKey {
-  readonly serialHex: string;
-  readonly certificatePem: string;
-  /** Leaf first, then the intermediate. The root is the verifier's trust anchor and is not sent. */
-  readonly chainPem: readonly string[];
-  readonly notAfter: Date;
-  readonly backend: KeyBackend;
-  /** Set when the key is a tenant's own (BYOK): the credential (sc_…) it was registered as. */
-  readonly credentialId?: string;
-}
+import type { KeyBackend } from '../app/ports.js';
+import type { Pkcs11Config } from '../config.js';
 
 const UNAVAILABLE_DETAIL = 'The signing key is temporarily unavailable; retry later.';
 
@@ -83,14 +63,6 @@ export class SoftwareKeyBackend implements KeyBackend {
 
 // ---------------------------------------------------------------------------------------------------------
 // PKCS#11 keys (SoftHSM2 in development, a network HSM in production)
-
-export interface Pkcs11Config {
-  /** Path of the PKCS#11 module, e.g. /usr/lib/softhsm/libsofthsm2.so. */
-  readonly modulePath: string;
-  /** Label of the token (slot ids are not stable across token changes; labels are). */
-  readonly tokenLabel: string;
-  readonly pin: string;
-}
 
 const CKR_USER_ALREADY_LOGGED_IN = 0x100;
 

@@ -1,8 +1,7 @@
-import { parseCertificatePem } from './ca.js';
-import type { CertificateStore } from './certificate-store.js';
-import type { KeyMaterial } from './key-material.js';
-import { unavailable } from './key-material.js';
-import type { TsaCredential } from './time-stamp-token.js';
+import { parseCertificatePem } from '../../domain/pki/ca.js';
+import type { TsaCredential } from '../../domain/pki/time-stamp-token.js';
+import { unavailable } from '../../domain/pki/unavailable.js';
+import type { CertificateRecords, KeyVault } from '../ports.js';
 
 const CREDENTIAL_CACHE_MS = 5 * 60_000;
 
@@ -15,8 +14,8 @@ export class TsaCredentials {
   #cached: { credential: TsaCredential; loadedAt: number } | undefined;
 
   constructor(
-    private readonly store: CertificateStore,
-    private readonly keys: KeyMaterial,
+    private readonly store: CertificateRecords,
+    private readonly keys: KeyVault,
   ) {}
 
   invalidate(): void {

@@ -1,39 +1,22 @@
-import { CairnError } from '@cairn/errors';
-import type { CertificateRow, KeyBackendKind } from '../db/pki-schema.js';
-import { exportPkcs8, exportSpki, generateP256KeyPair, importSigningKey, newSerialHex, type CryptoKey } from './ca.js';
-import type { PkiSettings } from './config.js';
-import { openPrivateKey, sealPrivateKey } from './envelope.js';
+import type { CertificateRow, KeyBackend, KeyVault, PreparedSigningKey } from '../app/ports.js';
+import type { PkiSettings } from '../config.js';
 import {
-  Pkcs11KeyBackend,
-  SoftwareKeyBackend,
-  destroyPkcs11Key,
-  generatePkcs11SigningKey,
-  type KeyBackend,
-} from './keys.js';
-
-/** What a sign sees when the CA cannot give it a key: 503, retry later (the cause is kept for the logs). */
-export function unavailable(reason: string, cause?: unknown): CairnError {
-  return new CairnError(
-    'cairn.signer.unavailable',
-    'The signing key is temporarily unavailable; retry later.',
-    {},
-    { cause: new Error(reason, { cause }) },
-  );
-}
-
-/** Key material for a new signing certificate, made before the transaction that certifies it. */
-export interface PreparedSigningKey {
-  readonly serialHex: string;
-  readonly spki: Buffer;
-  readonly columns: { keyBackend: KeyBackendKind; encryptedPrivateKey: string | null; pkcs11Label: string | null };
-  discard(): Promise<void>;
-}
+  exportPkcs8,
+  exportSpki,
+  generateP256KeyPair,
+  importSigningKey,
+  newSerialHex,
+  type CryptoKey,
+} from '../domain/pki/ca.js';
+import { openPrivateKey, sealPrivateKey } from '../domain/pki/envelope.js';
+import { unavailable } from '../domain/pki/unavailable.js';
+import { Pkcs11KeyBackend, SoftwareKeyBackend, destroyPkcs11Key, generatePkcs11SigningKey } from './key-backends.js';
 
 /**
  * Private keys of the CA: made (in memory, sealed under the KEK, or on the HSM token), sealed for storage and
  * opened again for signing. Never touches the database; the certificate store keeps what this returns.
  */
-export class KeyMaterial {
+export class KeyMaterial implements KeyVault {
   constructor(private readonly settings: PkiSettings) {}
 
   /** A software private key sealed under the KEK, bound to the certificate's serial. */

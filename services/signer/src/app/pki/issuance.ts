@@ -1,5 +1,6 @@
 import type { Tx } from '@cairn/db';
-import type { CertificateRole, CertificateRow } from '../db/pki-schema.js';
+import type { PkiSettings } from '../../config.js';
+import type { CertificateRole } from '../../db/pki-schema.js';
 import {
   createIntermediateCertificate,
   createOcspResponderCertificate,
@@ -12,11 +13,9 @@ import {
   type CryptoKey,
   type IssuedCertificate,
   type Issuer,
-} from './ca.js';
-import type { CertificateStore } from './certificate-store.js';
-import type { PkiSettings } from './config.js';
-import type { KeyMaterial, PreparedSigningKey } from './key-material.js';
-import { info, type CertificateInfo, type PkiLogger } from './types.js';
+} from '../../domain/pki/ca.js';
+import type { CertificateRecords, CertificateRow, KeyVault, PkiLogger, PreparedSigningKey } from '../ports.js';
+import { info, type CertificateInfo } from './types.js';
 
 /** The delegated OCSP responder certificate is short-lived (it cannot be revoked: ocsp-nocheck) and renewed by rotateIfDue. */
 export const OCSP_RESPONDER_VALIDITY_DAYS = 90;
@@ -44,8 +43,8 @@ export interface PkiOverview {
  */
 export class Issuance {
   constructor(
-    private readonly store: CertificateStore,
-    private readonly keys: KeyMaterial,
+    private readonly store: CertificateRecords,
+    private readonly keys: KeyVault,
     private readonly settings: PkiSettings,
   ) {}
 

@@ -1,11 +1,9 @@
 import type { Tx } from '@cairn/db';
 import { newEvent } from '@cairn/events';
-import type { CertificateRow } from '../db/pki-schema.js';
-import type { CertificateStore } from './certificate-store.js';
-import type { PkiSettings } from './config.js';
+import type { PkiSettings } from '../../config.js';
+import type { CertificateRecords, CertificateRow, EnqueueEvent, KeyVault, PkiLogger } from '../ports.js';
 import type { Issuance } from './issuance.js';
-import type { KeyMaterial } from './key-material.js';
-import { DAY_MS, info, type CertificateInfo, type EnqueueEvent, type PkiLogger } from './types.js';
+import { DAY_MS, info, type CertificateInfo } from './types.js';
 
 /** The OCSP responder's and the TSA's certificates are renewed when they have fewer days left than this. */
 const DELEGATE_RENEW_DAYS = 30;
@@ -24,8 +22,8 @@ export type RotationResult = (
 ) & { readonly ocspResponderRenewed?: CertificateInfo; readonly tsaRenewed?: CertificateInfo };
 
 export interface RotationDeps {
-  readonly store: CertificateStore;
-  readonly keys: KeyMaterial;
+  readonly store: CertificateRecords;
+  readonly keys: KeyVault;
   readonly issuance: Issuance;
   readonly settings: PkiSettings;
   readonly logger: PkiLogger | undefined;

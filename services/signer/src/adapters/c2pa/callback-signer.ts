@@ -1,6 +1,6 @@
 import { CallbackSigner, type Builder, type DestinationAsset, type SourceAsset } from '@contentauth/c2pa-node';
 import { CairnError } from '@cairn/errors';
-import type { ActiveSigningKey } from './keys.js';
+import type { ActiveSigningKey } from '../../app/ports.js';
 
 export interface C2paSignerOptions {
   /** RFC 3161 time-stamp authority; none by default (the claim then carries no trusted signing time). */

@@ -1,9 +1,8 @@
 import { isRevocationReason } from '@cairn/ocsp';
-import { parseCertificatePem } from './ca.js';
-import type { CertificateStore } from './certificate-store.js';
-import type { PkiSettings } from './config.js';
-import type { KeyMaterial } from './key-material.js';
-import type { OcspCertStatus, OcspIssuer, OcspResponderDeps } from './ocsp-responder.js';
+import type { PkiSettings } from '../../config.js';
+import { parseCertificatePem } from '../../domain/pki/ca.js';
+import type { OcspCertStatus, OcspIssuer, OcspResponderDeps } from '../../domain/pki/ocsp-response.js';
+import type { CertificateRecords, KeyVault } from '../ports.js';
 
 const ISSUERS_CACHE_MS = 5 * 60_000;
 
@@ -16,8 +15,8 @@ export class OcspAnswers {
   #issuers: { list: readonly OcspIssuer[]; loadedAt: number } | undefined;
 
   constructor(
-    private readonly store: CertificateStore,
-    private readonly keys: KeyMaterial,
+    private readonly store: CertificateRecords,
+    private readonly keys: KeyVault,
     private readonly settings: PkiSettings,
     private readonly clock: () => Date,
   ) {}

@@ -1,28 +1,29 @@
 import { randomBytes } from 'node:crypto';
-import type { Database } from '@cairn/db';
 import type { RevocationReason } from '@cairn/ocsp';
-import { CERTIFICATE_ROLES, type CertificateRole } from '../db/pki-schema.js';
+import type { PkiSettings } from '../../config.js';
+import { CERTIFICATE_ROLES, type CertificateRole } from '../../db/pki-schema.js';
+import type { OcspResponderDeps } from '../../domain/pki/ocsp-response.js';
+import type { TsaResponderDeps } from '../../domain/pki/time-stamp-answer.js';
+import { unavailable } from '../../domain/pki/unavailable.js';
+import type { ActiveSigningKey, CertificateRecords, EnqueueEvent, KeyVault, PkiLogger } from '../ports.js';
 import { ActiveKeyCache } from './active-key.js';
-import { CertificateStore } from './certificate-store.js';
-import type { PkiSettings } from './config.js';
 import { Issuance, type PkiOverview } from './issuance.js';
-import { KeyMaterial, unavailable } from './key-material.js';
-import type { ActiveSigningKey } from './keys.js';
 import { OcspAnswers } from './ocsp-answers.js';
-import type { OcspResponderDeps } from './ocsp-responder.js';
 import { revokeCertificate, type RevocationDeps, type RevokeResult } from './revocation.js';
 import { notifyExpiring, rotateIfDue, type RotationDeps, type RotationResult } from './rotation.js';
 import { TsaCredentials } from './tsa-credential.js';
-import type { TsaResponderDeps } from './tsa-responder.js';
-import { info, type CertificateInfo, type EnqueueEvent, type PkiLogger } from './types.js';
+import { info, type CertificateInfo } from './types.js';
 
-export type { CertificateInfo, EnqueueEvent, PkiLogger } from './types.js';
+export type { CertificateInfo } from './types.js';
 export type { PkiOverview } from './issuance.js';
 export type { RevokeResult } from './revocation.js';
 export type { RotationResult } from './rotation.js';
 
 export interface CertificateAuthorityDeps {
-  readonly db: Database;
+  /** `signer.certificates` (store/certificates.ts). */
+  readonly store: CertificateRecords;
+  /** Sealed software keys and the PKCS#11 token (adapters/key-material.ts). */
+  readonly keys: KeyVault;
   readonly settings: PkiSettings;
   /** Injectable for tests of rotation and expiry; defaults to the wall clock. */
   readonly clock?: () => Date;
@@ -30,11 +31,12 @@ export interface CertificateAuthorityDeps {
 }
 
 /**
- * The signer's certificate authority and signing keys, over `signer.certificates`: the facade the rest of the
- * signer uses (through pki/index.ts). Each responsibility is its own module behind it (services/signer/README.md):
- * the SQL (certificate-store.ts), key material (key-material.ts), issuance (issuance.ts), revocation
- * (revocation.ts), rotation and expiry notices (rotation.ts), the cached active key (active-key.ts) and what the
- * OCSP responder answers from (ocsp-answers.ts).
+ * The signer's certificate authority and signing keys, over `signer.certificates`: the use case the rest of the
+ * signer uses. Each responsibility is its own module behind it (services/signer/README.md): issuance
+ * (issuance.ts), revocation (revocation.ts), rotation and expiry notices (rotation.ts), the cached active key
+ * (active-key.ts), what the OCSP responder answers from (ocsp-answers.ts) and the TSA's credential
+ * (tsa-credential.ts), over two ports: the certificate records (store/certificates.ts) and the key vault
+ * (adapters/key-material.ts).
  *
  * Every change (creation, rotation, revocation) runs in one transaction holding a transaction-scoped
  * advisory lock, re-reading state after taking it, so concurrent replicas serialise and the second one
@@ -44,7 +46,7 @@ export class CertificateAuthority {
   readonly #settings: PkiSettings;
   readonly #clock: () => Date;
   readonly #logger: PkiLogger | undefined;
-  readonly #store: CertificateStore;
+  readonly #store: CertificateRecords;
   readonly #issuance: Issuance;
   readonly #activeKey: ActiveKeyCache;
   readonly #ocsp: OcspAnswers;
@@ -58,8 +60,8 @@ export class CertificateAuthority {
     this.#settings = deps.settings;
     this.#clock = deps.clock ?? (() => new Date());
     this.#logger = deps.logger;
-    this.#store = new CertificateStore(deps.db);
-    const keys = new KeyMaterial(deps.settings);
+    this.#store = deps.store;
+    const keys = deps.keys;
     this.#issuance = new Issuance(this.#store, keys, deps.settings);
     this.#activeKey = new ActiveKeyCache(this.#store, keys, deps.settings, deps.logger);
     this.#ocsp = new OcspAnswers(this.#store, keys, deps.settings, this.#clock);

@@ -1,28 +1,13 @@
 import { and, asc, eq, inArray, isNull, lte, sql } from 'drizzle-orm';
 import type { Database, Tx } from '@cairn/db';
+import type { ActiveRows, CertificateRecords, CertificateStatusRow } from '../app/ports.js';
 import { certificates, type CertificateRole, type CertificateRow } from '../db/pki-schema.js';
 
 /** One advisory lock for every change to the hierarchy: replicas starting together create one root. */
 const PKI_LOCK = 'cairn.signer.pki';
 
-/** The active certificate of each role, where there is one. */
-export interface ActiveRows {
-  root?: CertificateRow;
-  intermediate?: CertificateRow;
-  signing?: CertificateRow;
-  ocspResponder?: CertificateRow;
-  tsa?: CertificateRow;
-}
-
-/** What the OCSP responder reads of one certificate. */
-export interface CertificateStatusRow {
-  status: CertificateRow['status'];
-  revokedAt: Date | null;
-  reason: string | null;
-}
-
 /** All SQL of the CA: `signer.certificates` (keys sealed or on the HSM, certificates, their states). */
-export class CertificateStore {
+export class CertificateStore implements CertificateRecords {
   constructor(private readonly db: Database) {}
 
   /** Runs `fn` in a transaction holding the hierarchy's advisory lock (callers re-read state inside it). */

@@ -1,10 +1,7 @@
 import { CairnError } from '@cairn/errors';
-import type { CertificateRow } from '../db/pki-schema.js';
-import type { CertificateStore } from './certificate-store.js';
-import type { PkiSettings } from './config.js';
-import { unavailable, type KeyMaterial } from './key-material.js';
-import type { ActiveSigningKey } from './keys.js';
-import type { PkiLogger } from './types.js';
+import type { PkiSettings } from '../../config.js';
+import { unavailable } from '../../domain/pki/unavailable.js';
+import type { ActiveSigningKey, CertificateRecords, CertificateRow, KeyVault, PkiLogger } from '../ports.js';
 
 /**
  * The key new signatures use, with its chain, cached in this process. Re-read from the database at most every
@@ -16,8 +13,8 @@ export class ActiveKeyCache {
   #loading: Promise<ActiveSigningKey> | undefined;
 
   constructor(
-    private readonly store: CertificateStore,
-    private readonly keys: KeyMaterial,
+    private readonly store: CertificateRecords,
+    private readonly keys: KeyVault,
     private readonly settings: PkiSettings,
     private readonly logger: PkiLogger | undefined,
   ) {}

@@ -1,9 +1,8 @@
 import { newEvent } from '@cairn/events';
 import { isRevocationReason, type RevocationReason } from '@cairn/ocsp';
-import type { CertificateStore } from './certificate-store.js';
+import type { CertificateRecords, EnqueueEvent, KeyVault, PkiLogger, PreparedSigningKey } from '../ports.js';
 import type { Issuance } from './issuance.js';
-import type { KeyMaterial, PreparedSigningKey } from './key-material.js';
-import { info, type CertificateInfo, type EnqueueEvent, type PkiLogger } from './types.js';
+import { info, type CertificateInfo } from './types.js';
 
 export type RevokeResult =
   | {
@@ -21,8 +20,8 @@ export type RevokeResult =
     };
 
 export interface RevocationDeps {
-  readonly store: CertificateStore;
-  readonly keys: KeyMaterial;
+  readonly store: CertificateRecords;
+  readonly keys: KeyVault;
   readonly issuance: Issuance;
   readonly clock: () => Date;
   readonly logger: PkiLogger | undefined;

@@ -1,4 +1,5 @@
-import type { CertificateAuthority, EnqueueEvent, PkiLogger } from './certificates.js';
+import type { EnqueueEvent, PkiLogger } from '../ports.js';
+import type { CertificateAuthority } from './certificate-authority.js';
 
 export interface PkiMaintenanceOptions {
   /** Binds certificate.expiring to the outbox: `(tx, event) => outbox.enqueue(tx, event)`. */

@@ -1,59 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { answerTimeStampRequest, type TsaResponderDeps } from '../domain/pki/time-stamp-answer.js';
+import { timeStampRejection } from '../domain/pki/time-stamp-token.js';
 import { readBody } from './ocsp-responder.js';
-import {
-  issueTimeStampToken,
-  parseTimeStampRequest,
-  timeStampRejection,
-  type TsaCredential,
-} from './time-stamp-token.js';
 
-/**
- * Cairn's time-stamping authority over HTTP (RFC 3161 §3.4): POST `<basePath>` with an `application/timestamp-query`
- * body, answered `application/timestamp-reply`. A request that is not a time-stamp query at all is a plain HTTP
- * error (404/405/413/415); one that is but cannot be granted is a TimeStampResp with status rejection and the
- * RFC 3161 failure (badAlg, badDataFormat, badRequest, unacceptedPolicy, unacceptedExtension, systemFailure).
- *
- * Time comes from the host clock (operators run NTP or chrony; docs/operations.md): genTime is whole seconds and
- * the stated accuracy is one second.
- */
-export interface TsaResponderDeps {
-  /** The active TSA credential; throws when there is none (answered systemFailure). */
-  credential(): Promise<TsaCredential>;
-  /** Path the TSA is mounted at (the pathname of TSA_PUBLIC_URL). Default '/tsa'. */
-  readonly basePath?: string;
-  /**
-   * A path only the signer knows (random per process), where its own signs are stamped: never limited, so no
-   * outside caller can starve them. Absent: the signer's signs use the public path.
-   */
-  readonly ownPath?: string;
-  /** Grants per second on the public path (burst twice that); 0: the public path is not served. Absent: unlimited. */
-  readonly publicRequestsPerSecond?: number;
-  readonly clock?: () => Date;
-  /** Failures that became systemFailure answers (for the log). */
-  readonly onError?: (error: unknown) => void;
-}
+// Cairn's time-stamping authority over HTTP: the answers themselves are built in domain/pki/time-stamp-answer.ts.
 
 /** A TimeStampReq is under 100 bytes with a SHA-512 imprint and a nonce; anything this large is not one. */
 const MAX_REQUEST_BYTES = 4 * 1024;
-const ACCURACY_SECONDS = 1;
 const QUERY_TYPE = 'application/timestamp-query';
 const REPLY_TYPE = 'application/timestamp-reply';
-
-/** The DER TimeStampResp answering `requestDer`. Never throws. */
-export async function answerTimeStampRequest(requestDer: Uint8Array, deps: TsaResponderDeps): Promise<Buffer> {
-  const parsed = parseTimeStampRequest(requestDer);
-  if (!parsed.ok) return timeStampRejection(parsed.failure, parsed.text);
-  try {
-    const credential = await deps.credential();
-    return await issueTimeStampToken(parsed.request, credential, {
-      genTime: (deps.clock ?? (() => new Date()))(),
-      accuracySeconds: ACCURACY_SECONDS,
-    });
-  } catch (error) {
-    deps.onError?.(error);
-    return timeStampRejection('systemFailure', 'the time-stamping authority cannot sign now; retry later');
-  }
-}
 
 function sendReply(res: ServerResponse, body: Buffer): void {
   res.statusCode = 200;

@@ -1,16 +1,6 @@
-import type { Tx } from '@cairn/db';
-import type { AnyEvent } from '@cairn/events';
-import type { CertificateRole, CertificateRow, CertificateStatus, KeyBackendKind } from '../db/pki-schema.js';
+import type { CertificateRole, CertificateRow, CertificateStatus, KeyBackendKind } from '../../db/pki-schema.js';
 
 export const DAY_MS = 86_400_000;
-
-/** Binds to the outbox in the wiring: `(tx, event) => outbox.enqueue(tx, event)`. */
-export type EnqueueEvent = (tx: Tx, event: AnyEvent) => Promise<void>;
-
-export interface PkiLogger {
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-}
 
 /** A certificate as operators and callers see it: never any key material. */
 export interface CertificateInfo {
