@@ -65,4 +65,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "const port = process.env.OPS_PORT || require('fs').readFileSync('/app/ops-port', 'utf8'); fetch('http://127.0.0.1:' + port + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node is PID 1 and handles SIGTERM itself: it drains within SHUTDOWN_GRACE_MS, then exits.
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/main.js"]
+# The V8 flags of every service process (packages/config/src/fleet.ts, SERVICE_NODE_FLAGS).
+CMD ["node", "--max-semi-space-size=32", "dist/main.js"]

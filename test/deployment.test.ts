@@ -21,6 +21,7 @@ import {
   identityProblems,
   loadConfig,
   SERVICE_NAMES,
+  SERVICE_NODE_FLAGS,
   type ServiceName,
 } from '../packages/config/src/index.js';
 import { serviceTlsName } from '../packages/rpc/src/tls.js';
@@ -51,7 +52,9 @@ describe('the service image: one Dockerfile, the build argument SERVICE selects 
     const users = instructions.filter((l) => /^USER\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
     expect(users[users.length - 1]).toBe('node');
     const cmds = instructions.filter((l) => /^CMD\s/i.test(l));
-    expect(cmds[cmds.length - 1]).toMatch(/^CMD\s+\[\s*"node"\s*,\s*"dist\/main\.js"\s*\]$/);
+    // `node`, the service processes' V8 flags (as `npm run up` passes them), the bundle.
+    const argv = JSON.parse(cmds[cmds.length - 1]!.replace(/^CMD\s+/i, '')) as string[];
+    expect(argv).toEqual(['node', ...SERVICE_NODE_FLAGS, 'dist/main.js']);
     expect(text).toMatch(/^ENV NODE_ENV=production/m);
     expect(text).toMatch(/^HEALTHCHECK\s.*\\$\n\s*CMD \["node", "-e", ".*\/healthz/m);
   });

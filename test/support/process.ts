@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ServiceName } from '@cairn/config';
+import { SERVICE_NODE_FLAGS, type ServiceName } from '@cairn/config';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -24,8 +24,10 @@ export function spawnService(
   env: NodeJS.ProcessEnv,
   entry: 'source' | 'bundle' = 'source',
 ): ServiceProcess {
-  const args =
-    entry === 'bundle' ? [`services/${name}/dist/main.js`] : ['--import', 'tsx', `services/${name}/src/main.ts`];
+  const args = [
+    ...SERVICE_NODE_FLAGS,
+    ...(entry === 'bundle' ? [`services/${name}/dist/main.js`] : ['--import', 'tsx', `services/${name}/src/main.ts`]),
+  ];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,

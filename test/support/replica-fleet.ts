@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { databaseRole, SERVICE_NAMES } from '@cairn/config';
+import { databaseRole, SERVICE_NAMES, SERVICE_NODE_FLAGS } from '@cairn/config';
 import {
   APP_ROLE,
   createSandbox,
@@ -91,7 +91,7 @@ export class ReplicaFleet {
   /** Starts (or starts again) one replica and waits until its /readyz answers 200. */
   async startReplica(label: string): Promise<void> {
     const s = this.service(label);
-    const child = spawn(process.execPath, [join(ROOT, `services/${s.name}/dist/main.js`)], {
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, join(ROOT, `services/${s.name}/dist/main.js`)], {
       cwd: ROOT,
       env: s.env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -40,6 +40,15 @@ export const DEFAULT_PORTS: Readonly<Record<ServiceName, ServicePorts>> = {
 
 export const DEFAULT_GATEWAY_HTTP_PORT = 8080;
 
+/**
+ * The V8 flags every service process runs with: the image's CMD (Dockerfile, checked by test/deployment.test.ts),
+ * `npm run up` and the tests that start services as processes. A 32 MiB semi-space (Node's default is 16) lets the
+ * young generation hold a request's buffers and parsed messages until they die, instead of scavenging and
+ * promoting them several times a request: garbage collection fell by about 30 % of main-thread samples over a
+ * run of 1 MP signs (docs/performance.md), for up to 32 MiB more young generation per process.
+ */
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=32'];
+
 /** Env var naming where a peer's gRPC server is, e.g. AUDIT_GRPC_ADDR=127.0.0.1:9457. */
 export function grpcAddrVar(service: ServiceName): string {
   return `${service.toUpperCase()}_GRPC_ADDR`;

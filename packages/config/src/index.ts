@@ -5,6 +5,7 @@ export {
   SERVICE_NAMES,
   DEFAULT_PORTS,
   DEFAULT_GATEWAY_HTTP_PORT,
+  SERVICE_NODE_FLAGS,
   grpcAddrVar,
   databaseRole,
   type ServiceName,

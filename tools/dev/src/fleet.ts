@@ -7,7 +7,14 @@
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { commonEnvShape, ConfigError, loadConfig, SERVICE_NAMES, type CommonEnv } from '@cairn/config';
+import {
+  commonEnvShape,
+  ConfigError,
+  loadConfig,
+  SERVICE_NAMES,
+  SERVICE_NODE_FLAGS,
+  type CommonEnv,
+} from '@cairn/config';
 import { banner } from './banner.js';
 import { describeExit, firstExit, ServiceProcess, stopAll, type ChildExit, type OutputOptions } from './children.js';
 import { startLocalChain, type LocalChain } from './chain.js';
@@ -178,8 +185,8 @@ async function main(argv: string[]): Promise<number> {
     SERVICE_NAMES.map((name) => [
       name,
       options.fromSource
-        ? [process.execPath, '--import', 'tsx', `services/${name}/src/main.ts`]
-        : [process.execPath, `services/${name}/dist/main.js`],
+        ? [process.execPath, ...SERVICE_NODE_FLAGS, '--import', 'tsx', `services/${name}/src/main.ts`]
+        : [process.execPath, ...SERVICE_NODE_FLAGS, `services/${name}/dist/main.js`],
     ]),
   );
   // One container a process (a replica's label, e.g. signer-1), named after this launcher so two fleets never clash.
