@@ -1,3 +1,4 @@
+import { sendBinary, sendText } from './http-answers.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { answerOcspRequest, ocspStatusOnly, type OcspResponderDeps } from '../domain/pki/ocsp-response.js';
@@ -50,19 +51,13 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 
 }
 
 function sendOcsp(res: ServerResponse, body: Buffer, cacheable: boolean): void {
-  res.statusCode = 200;
-  res.setHeader('Content-Type', OCSP_RESPONSE_TYPE);
-  res.setHeader('Content-Length', body.length);
   // GET answers may sit in HTTP caches (RFC 5019 §6); keep that short so a revocation shows quickly.
-  res.setHeader('Cache-Control', cacheable ? 'max-age=60, public, no-transform, must-revalidate' : 'no-store');
-  res.end(body);
-}
-
-function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.statusCode = status;
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-  res.end(text);
+  sendBinary(
+    res,
+    OCSP_RESPONSE_TYPE,
+    body,
+    cacheable ? 'max-age=60, public, no-transform, must-revalidate' : 'no-store',
+  );
 }
 
 /**

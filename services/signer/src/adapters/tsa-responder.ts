@@ -1,3 +1,4 @@
+import { sendBinary, sendText } from './http-answers.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { answerTimeStampRequest, type TsaResponderDeps } from '../domain/pki/time-stamp-answer.js';
 import { timeStampRejection } from '../domain/pki/time-stamp-token.js';
@@ -11,18 +12,7 @@ const QUERY_TYPE = 'application/timestamp-query';
 const REPLY_TYPE = 'application/timestamp-reply';
 
 function sendReply(res: ServerResponse, body: Buffer): void {
-  res.statusCode = 200;
-  res.setHeader('Content-Type', REPLY_TYPE);
-  res.setHeader('Content-Length', body.length);
-  res.setHeader('Cache-Control', 'no-store');
-  res.end(body);
-}
-
-function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.statusCode = status;
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-  res.end(text);
+  sendBinary(res, REPLY_TYPE, body, 'no-store');
 }
 
 /**
