@@ -22,6 +22,17 @@ import type {
   Tenants,
 } from '../app/ports.js';
 
+/** A key as read back (a KeyRecord): its settings, never its hash nor the expiry sweep's mark. */
+export const keyRecordColumns = {
+  keyId: apiKeys.keyId,
+  tenantId: apiKeys.tenantId,
+  scope: apiKeys.scope,
+  description: apiKeys.description,
+  expiresAt: apiKeys.expiresAt,
+  revokedAt: apiKeys.revokedAt,
+  createdAt: apiKeys.createdAt,
+};
+
 /** The onboarding idempotency window: 24 h, as for every Idempotency-Key. */
 export const ONBOARD_REPLAY_TTL_DEFAULT_SECONDS = 86_400;
 /** How long an onboarding claim stays live: longer than the payment calls' own timeouts (2 × 10 s) and the writes. */
@@ -325,15 +336,7 @@ export class TenantStore implements Tenants {
   async listKeys(tenantId: string, limit: number): Promise<KeyRecord[]> {
     return withTenant(this.db, tenantId, (tx) =>
       tx
-        .select({
-          keyId: apiKeys.keyId,
-          tenantId: apiKeys.tenantId,
-          scope: apiKeys.scope,
-          description: apiKeys.description,
-          expiresAt: apiKeys.expiresAt,
-          revokedAt: apiKeys.revokedAt,
-          createdAt: apiKeys.createdAt,
-        })
+        .select(keyRecordColumns)
         .from(apiKeys)
         .where(eq(apiKeys.tenantId, tenantId))
         .orderBy(desc(apiKeys.createdAt))
