@@ -1,6 +1,7 @@
 export { createPool, closePool, createDb, migrateService, pingDatabase } from './pool.js';
 export {
   withTenant,
+  rowOrNull,
   withRlsSettings,
   setTenant,
   tenantPredicate,

@@ -37,3 +37,8 @@ export async function setTenant(tx: Tx, tenantId: string): Promise<void> {
 /** The SQL predicate RLS policies use for tenant ownership. */
 export const tenantPredicate = (column = 'tenant_id') =>
   sql.raw(`${column} = current_setting('cairn.tenant_id', true)`);
+
+/** The row a read by key answers, or null when there is none. */
+export async function rowOrNull<T>(rows: PromiseLike<T[]>): Promise<T | null> {
+  return (await rows)[0] ?? null;
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, gt, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
 import { newEvent, type AnyEvent, type EventDataInput } from '@cairn/events';
-import { setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
+import { rowOrNull, setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newApiKey, newId, parseApiKey } from '@cairn/ids';
 import type { Outbox } from '@cairn/runtime';
@@ -68,10 +68,8 @@ export class TenantStore implements Tenants {
   }
 
   async getTenant(tenantId: string): Promise<TenantRecord | null> {
-    return withTenant(
-      this.db,
-      tenantId,
-      async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, tenantId)))[0] ?? null,
+    return withTenant(this.db, tenantId, (tx) =>
+      rowOrNull(tx.select().from(tenants).where(eq(tenants.tenantId, tenantId))),
     );
   }
 
@@ -80,10 +78,8 @@ export class TenantStore implements Tenants {
    * invisible under the actor's RLS context, so it reads as absent (404), never as forbidden.
    */
   async findManaged(actorTenantId: string, targetId: string): Promise<TenantRecord | null> {
-    return withTenant(
-      this.db,
-      actorTenantId,
-      async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, targetId)))[0] ?? null,
+    return withTenant(this.db, actorTenantId, (tx) =>
+      rowOrNull(tx.select().from(tenants).where(eq(tenants.tenantId, targetId))),
     );
   }
 
