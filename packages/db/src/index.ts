@@ -5,6 +5,7 @@ export {
   withRlsSettings,
   setTenant,
   tenantPredicate,
+  tenantPolicy,
   type Database,
   type Tx,
   type RlsSettings,
