@@ -1,9 +1,11 @@
 export { createPool, closePool, createDb, migrateService, pingDatabase } from './pool.js';
 export {
   withTenant,
+  rowOrNull,
   withRlsSettings,
   setTenant,
   tenantPredicate,
+  tenantPolicy,
   type Database,
   type Tx,
   type RlsSettings,

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { pgPolicy, type PgColumn } from 'drizzle-orm/pg-core';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 
 export type Database = NodePgDatabase<Record<string, never>>;
@@ -34,6 +35,20 @@ export async function setTenant(tx: Tx, tenantId: string): Promise<void> {
   await tx.execute(sql`select set_config('cairn.tenant_id', ${tenantId}, true)`);
 }
 
+/** The policy of a tenant-owned table: a row is read and written only while `cairn.tenant_id` is its tenant. */
+export function tenantPolicy(name: string, tenantId: PgColumn) {
+  return pgPolicy(name, {
+    for: 'all',
+    using: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
+    withCheck: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
+  });
+}
+
 /** The SQL predicate RLS policies use for tenant ownership. */
 export const tenantPredicate = (column = 'tenant_id') =>
   sql.raw(`${column} = current_setting('cairn.tenant_id', true)`);
+
+/** The row a read by key answers, or null when there is none. */
+export async function rowOrNull<T>(rows: PromiseLike<T[]>): Promise<T | null> {
+  return (await rows)[0] ?? null;
+}

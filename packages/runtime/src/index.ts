@@ -1,4 +1,5 @@
 export {
+  defineService,
   startService,
   runService,
   type ServiceContext,

@@ -85,6 +85,19 @@ export interface ServiceDefinition<S extends z.ZodRawShape> {
   register(ctx: ServiceContext<S>): Promise<void>;
 }
 
+/**
+ * What each service's module exports: its definition for an environment (the process's by default), which its
+ * registrations also read (a blob store's credentials, whether a setting was given at all).
+ */
+export function defineService<S extends z.ZodRawShape>(
+  name: ServiceName,
+  configShape: S,
+  migrationsFolder: string,
+  register: (ctx: ServiceContext<S>, env: NodeJS.ProcessEnv) => Promise<void>,
+): (env?: NodeJS.ProcessEnv) => ServiceDefinition<S> {
+  return (env = process.env) => ({ name, configShape, migrationsFolder, env, register: (ctx) => register(ctx, env) });
+}
+
 export interface RunningService {
   readonly name: ServiceName;
   readonly grpcPort: number;

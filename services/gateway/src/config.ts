@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { publicUrlSetting } from '@cairn/config';
+import { publicUrlSetting, storedManifestConfigShape } from '@cairn/config';
 
 /** Gateway-only settings (the common ones come from @cairn/config). */
 export const gatewayConfigShape = {
@@ -132,16 +132,8 @@ export const gatewayConfigShape = {
    * @default `true` in development, `false` in production
    */
   OUTBOUND_ALLOW_LOOPBACK: z.enum(['true', 'false']).optional(),
-  /**
-   * Largest manifest store `POST /c2pa/v1/manifests` takes (413 above, read no further); the soft-binding service
-   * holds it to its own `STORED_MANIFEST_MAX_BYTES` too: set both alike.
-   */
-  STORED_MANIFEST_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(64 * 1024 * 1024)
-    .default(2 * 1024 * 1024),
+  /** The resolution API's manifest size limit, shared with the soft-binding service. */
+  ...storedManifestConfigShape,
   /**
    * How long a sign's `Idempotency-Key` claim lives unfinished (longer than the sign's 120 s deadline plus the time
    * to record its answer): a retry with the same key meanwhile is 409 `cairn.idempotency.in_progress`; past it (its

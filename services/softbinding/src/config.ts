@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storedManifestConfigShape } from '@cairn/config';
 import { mediaLimitsConfigShape } from '@cairn/media';
 
 /** Soft-binding settings (the common ones come from @cairn/config). */
@@ -15,18 +16,10 @@ export const softbindingConfigShape = {
    */
   FINGERPRINT_MEMORY_MAX_ROWS: z.coerce.number().int().min(0).default(2_000_000),
   FINGERPRINT_MEMORY_MAX_ROWS_PER_TENANT: z.coerce.number().int().min(0).default(1_500_000),
+  /** The resolution API's manifest size limit, shared with the gateway. */
+  ...storedManifestConfigShape,
   /**
-   * Largest manifest store a tenant may keep in the resolution API's repository (`POST /c2pa/v1/manifests`, 413
-   * above); set it and the gateway's alike.
-   */
-  STORED_MANIFEST_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(64 * 1024 * 1024)
-    .default(2 * 1024 * 1024),
-  /**
-   * Most manifests one tenant may keep there (429 `cairn.resolution.quota_exceeded` past it, until it deletes some):
+   * Most manifests one tenant may keep in the resolution API's repository (429 `cairn.resolution.quota_exceeded` past it, until it deletes some):
    * with the size limit, what a tenant can make Postgres hold.
    */
   STORED_MANIFESTS_MAX_PER_TENANT: z.coerce.number().int().min(1).default(1000),

@@ -4,7 +4,7 @@ import { createBlobStore } from '@cairn/blob';
 import { outboundPolicy as sharedOutboundPolicy } from '@cairn/outbound';
 import { WorkQueue } from '@cairn/bus';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
-import type { ServiceDefinition } from '@cairn/runtime';
+import { defineService } from '@cairn/runtime';
 import { anchorsFile, parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
 import { createManifestReader } from './adapters/c2pa/index.js';
 import { TrustLists } from './app/trust-lists.js';
@@ -36,100 +36,86 @@ const SHIPPED_LISTS = {
   interim: { name: 'Interim Trust List (frozen)', issuedAt: '2025-08-28T17:49:44.000Z' },
 } as const;
 
-export function verifierService(env: NodeJS.ProcessEnv = process.env): ServiceDefinition<typeof verifierConfigShape> {
-  return {
-    name: 'verifier',
-    configShape: verifierConfigShape,
-    migrationsFolder,
-    env,
-    register: async (ctx) => {
-      const { config } = ctx;
-      const blobs = createBlobStore(config.BLOB_STORE_URL, env);
-      await blobs.ping();
-      const reader = createManifestReader({ size: config.C2PA_READERS, timeoutMs: config.C2PA_READ_TIMEOUT_MS });
-      await reader.ready();
-      ctx.onShutdown(() => reader.close());
-      const signer = ctx.client(signerV1.SignerService, 'signer');
-      // OCSP responders answer over plain http (RFC 6960 A.1), so only the trust lists take https-only below.
-      const outboundPolicy = {
-        ...sharedOutboundPolicy(
-          config.CAIRN_ENV,
-          config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
-        ),
-        httpsOnly: false,
-      };
-      const published = (setting: string, builtin: URL, shipped: (typeof SHIPPED_LISTS)[keyof typeof SHIPPED_LISTS]) =>
-        new PublishedTrustList(parseTrustSource(setting, builtin), {
-          builtin,
-          shipped,
-          refreshMs: config.TRUST_LIST_REFRESH_SECONDS * 1000,
-          policy: { ...outboundPolicy, httpsOnly: config.CAIRN_ENV === 'production' },
-          logger: ctx.logger,
-        });
-      const trust = new TrustLists(
-        new TrustListStore(ctx.db),
-        async () => (await signer.getTrustAnchors({})).rootPem,
-        {
-          c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE, SHIPPED_LISTS.c2pa),
-          tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE, SHIPPED_LISTS.tsa),
-          interim: published(config.C2PA_INTERIM_TRUST_LIST, INTERIM_TRUST_LIST_FILE, SHIPPED_LISTS.interim),
-        },
-        anchorsFile(config.TRUST_ANCHORS_FILE),
-        ctx.outbox,
-      );
-      const results = new ResultStore(ctx.db);
-      // The ports' implementations (app/ports.ts), with their full types: the RPC handlers use more of them.
-      const deps = {
-        db: ctx.db,
-        blobs,
-        reader,
-        readings: new ReadingMemo(
-          config.C2PA_READING_MEMO_MIB * 1024 * 1024,
-          config.VERIFY_RESULT_FRESH_SECONDS * 1000,
-        ),
-        signals: new SignalCache(
-          config.VERIFY_SIGNAL_CACHE_MIB * 1024 * 1024,
-          config.VERIFY_SIGNAL_CACHE_SECONDS * 1000,
-        ),
-        signalEpochs: new RedisSignalEpochs(ctx.redis),
-        signer,
-        watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
-        softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
-        anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
-        trust,
-        results,
-        outbox: ctx.outbox,
-        logger: ctx.logger,
-        publicBaseUrl: config.PUBLIC_BASE_URL,
-        ocspTimeoutMs: config.OCSP_TIMEOUT_MS,
-        outboundPolicy,
-        mediaLimits: mediaLimitsOf(config),
-        freshForMs: config.VERIFY_RESULT_FRESH_SECONDS * 1000,
-      } satisfies StoredVerdictDeps;
-      const jobs = new VerifyJobStore(ctx.db);
-      const queue = await WorkQueue.open<VerifyJobItem>(ctx.bus, 'verify');
-      const verifyJobs = new VerifyJobs({ ...deps, jobs }, queue, ctx.logger);
-      ctx.rpc.add(verifierV1.VerifierService, verifierHandlers({ ...deps, verifyJobs }));
-      const worker = await queue.consume({
-        durable: 'verifier-jobs',
-        // One delivery more than the attempts: the last one only records the failure (app/verify-jobs.ts).
-        maxAttempts: config.VERIFY_JOB_MAX_ATTEMPTS + 1,
-        ackWaitMs: 120_000,
-        logger: ctx.logger,
-        handler: (item, job) => verifyJobs.run(item, job.attempt, config.VERIFY_JOB_MAX_ATTEMPTS),
-      });
-      ctx.onShutdown(() => worker.stop(config.SHUTDOWN_GRACE_MS));
-      // 0 (the default): each new asset's verdict is computed as its event is handled, as before this setting.
-      let newVerdicts: NewVerdicts | undefined;
-      if (config.VERIFY_NEW_VERDICT_QUIET_MS > 0) {
-        const queue = new NewVerdicts(
-          async (manifestId) => void (await storedVerdict(deps, manifestId, { background: true })),
-          { quietMs: config.VERIFY_NEW_VERDICT_QUIET_MS, maxPending: NEW_VERDICTS_MAX_PENDING, logger: ctx.logger },
-        );
-        ctx.onShutdown(() => queue.close());
-        newVerdicts = queue;
-      }
-      await ctx.consume(RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents(deps, newVerdicts));
-    },
+export const verifierService = defineService('verifier', verifierConfigShape, migrationsFolder, async (ctx, env) => {
+  const { config } = ctx;
+  const blobs = createBlobStore(config.BLOB_STORE_URL, env);
+  await blobs.ping();
+  const reader = createManifestReader({ size: config.C2PA_READERS, timeoutMs: config.C2PA_READ_TIMEOUT_MS });
+  await reader.ready();
+  ctx.onShutdown(() => reader.close());
+  const signer = ctx.client(signerV1.SignerService, 'signer');
+  // OCSP responders answer over plain http (RFC 6960 A.1), so only the trust lists take https-only below.
+  const outboundPolicy = {
+    ...sharedOutboundPolicy(
+      config.CAIRN_ENV,
+      config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
+    ),
+    httpsOnly: false,
   };
-}
+  const published = (setting: string, builtin: URL, shipped: (typeof SHIPPED_LISTS)[keyof typeof SHIPPED_LISTS]) =>
+    new PublishedTrustList(parseTrustSource(setting, builtin), {
+      builtin,
+      shipped,
+      refreshMs: config.TRUST_LIST_REFRESH_SECONDS * 1000,
+      policy: { ...outboundPolicy, httpsOnly: config.CAIRN_ENV === 'production' },
+      logger: ctx.logger,
+    });
+  const trust = new TrustLists(
+    new TrustListStore(ctx.db),
+    async () => (await signer.getTrustAnchors({})).rootPem,
+    {
+      c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE, SHIPPED_LISTS.c2pa),
+      tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE, SHIPPED_LISTS.tsa),
+      interim: published(config.C2PA_INTERIM_TRUST_LIST, INTERIM_TRUST_LIST_FILE, SHIPPED_LISTS.interim),
+    },
+    anchorsFile(config.TRUST_ANCHORS_FILE),
+    ctx.outbox,
+  );
+  const results = new ResultStore(ctx.db);
+  // The ports' implementations (app/ports.ts), with their full types: the RPC handlers use more of them.
+  const deps = {
+    db: ctx.db,
+    blobs,
+    reader,
+    readings: new ReadingMemo(config.C2PA_READING_MEMO_MIB * 1024 * 1024, config.VERIFY_RESULT_FRESH_SECONDS * 1000),
+    signals: new SignalCache(config.VERIFY_SIGNAL_CACHE_MIB * 1024 * 1024, config.VERIFY_SIGNAL_CACHE_SECONDS * 1000),
+    signalEpochs: new RedisSignalEpochs(ctx.redis),
+    signer,
+    watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
+    softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
+    anchor: ctx.client(anchorV1.AnchorService, 'anchor'),
+    trust,
+    results,
+    outbox: ctx.outbox,
+    logger: ctx.logger,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    ocspTimeoutMs: config.OCSP_TIMEOUT_MS,
+    outboundPolicy,
+    mediaLimits: mediaLimitsOf(config),
+    freshForMs: config.VERIFY_RESULT_FRESH_SECONDS * 1000,
+  } satisfies StoredVerdictDeps;
+  const jobs = new VerifyJobStore(ctx.db);
+  const queue = await WorkQueue.open<VerifyJobItem>(ctx.bus, 'verify');
+  const verifyJobs = new VerifyJobs({ ...deps, jobs }, queue, ctx.logger);
+  ctx.rpc.add(verifierV1.VerifierService, verifierHandlers({ ...deps, verifyJobs }));
+  const worker = await queue.consume({
+    durable: 'verifier-jobs',
+    // One delivery more than the attempts: the last one only records the failure (app/verify-jobs.ts).
+    maxAttempts: config.VERIFY_JOB_MAX_ATTEMPTS + 1,
+    ackWaitMs: 120_000,
+    logger: ctx.logger,
+    handler: (item, job) => verifyJobs.run(item, job.attempt, config.VERIFY_JOB_MAX_ATTEMPTS),
+  });
+  ctx.onShutdown(() => worker.stop(config.SHUTDOWN_GRACE_MS));
+  // 0 (the default): each new asset's verdict is computed as its event is handled, as before this setting.
+  let newVerdicts: NewVerdicts | undefined;
+  if (config.VERIFY_NEW_VERDICT_QUIET_MS > 0) {
+    const queue = new NewVerdicts(
+      async (manifestId) => void (await storedVerdict(deps, manifestId, { background: true })),
+      { quietMs: config.VERIFY_NEW_VERDICT_QUIET_MS, maxPending: NEW_VERDICTS_MAX_PENDING, logger: ctx.logger },
+    );
+    ctx.onShutdown(() => queue.close());
+    newVerdicts = queue;
+  }
+  await ctx.consume(RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents(deps, newVerdicts));
+});

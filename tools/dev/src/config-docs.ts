@@ -27,6 +27,7 @@ type ShapeEntry =
 /** Shapes spread into several services' shapes get one section of their own, listing who reads them. */
 const SHARED_SHAPES: ReadonlyArray<{ readonly shape: string; readonly title: string }> = [
   { shape: 'mediaLimitsConfigShape', title: 'Media limits' },
+  { shape: 'storedManifestConfigShape', title: 'Stored manifests' },
 ];
 
 function sourceFiles(dir: string): string[] {

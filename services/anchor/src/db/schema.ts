@@ -10,7 +10,7 @@ import {
   timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
-import { outboxTable, processedEventsTable } from '@cairn/db';
+import { outboxTable, processedEventsTable, tenantPolicy } from '@cairn/db';
 
 /** The anchor service's own schema; no other service reads it. */
 export const anchor = pgSchema('anchor');
@@ -80,11 +80,7 @@ export const leaves = anchor.table(
     index('leaves_tenant_asset_idx').on(t.tenantId, t.assetId),
     // The verifier's anchor check finds an asset's leaf without its tenant (public verify).
     index('leaves_asset_idx').on(t.assetId),
-    pgPolicy('leaves_isolation', {
-      for: 'all',
-      using: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-      withCheck: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-    }),
+    tenantPolicy('leaves_isolation', t.tenantId),
     pgPolicy('leaves_batcher', { for: 'select', using: batcher }),
   ],
 );

@@ -1,15 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { bigint, index, jsonb, pgPolicy, pgSchema, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { outboxTable, processedEventsTable } from '@cairn/db';
+import { outboxTable, processedEventsTable, tenantPolicy } from '@cairn/db';
 
 export const audit = pgSchema('audit');
-
-const tenantPolicy = (name: string, column: unknown) =>
-  pgPolicy(name, {
-    for: 'all',
-    using: sql`${column} = current_setting('cairn.tenant_id', true)`,
-    withCheck: sql`${column} = current_setting('cairn.tenant_id', true)`,
-  });
 
 /**
  * The audit log: one row per recorded event, per tenant, append-only and hash-chained: entry n carries

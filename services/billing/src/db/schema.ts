@@ -1,17 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { bigint, date, index, integer, pgPolicy, pgSchema, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
-import { outboxTable, processedEventsTable } from '@cairn/db';
+import { outboxTable, processedEventsTable, tenantPolicy } from '@cairn/db';
 
 /** The billing service's own schema; no other service reads it. */
 export const billing = pgSchema('billing');
-
-const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
-const tenantPolicy = (name: string, column: unknown) =>
-  pgPolicy(name, {
-    for: 'all',
-    using: sql`${column} = ${currentTenant}`,
-    withCheck: sql`${column} = ${currentTenant}`,
-  });
 
 /**
  * One row per (tenant, meter, UTC month): the counter every reservation locks (a conditional

@@ -1,4 +1,4 @@
-import { and, eq, lt, sql } from 'drizzle-orm';
+import { and, eq, lt, sql, type SQL } from 'drizzle-orm';
 import { setTenant, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import type { CounterRow, MeteringLedger, ReservationRow, ReserveOutcome, ReserveStatement } from '../app/ports.js';
@@ -104,15 +104,20 @@ export class MeteringStore implements MeteringLedger {
     return spent?.micros ?? 0;
   }
 
+  /** Settles the reservation as `status` if it is still open, returning what commit and release move back. */
+  private settleOpen(tenantId: string, reservationId: string, status: 'committed' | 'released'): SQL {
+    return sql`
+      update billing.reservations set status = ${status}, settled_at = ${this.now()}::timestamptz
+      where reservation_id = ${reservationId} and tenant_id = ${tenantId} and status = 'reserved'
+      returning meter, period_start, quantity, overage_units, overage_micros
+    `;
+  }
+
   /** Commit: one statement marks the reservation committed and moves its units from reserved to used. */
   async commit(tenantId: string, reservationId: string): Promise<'committed'> {
     return withTenant(this.db, tenantId, async (tx) => {
       const { rows } = await tx.execute<{ n: number }>(sql`
-        with r as (
-          update billing.reservations set status = 'committed', settled_at = ${this.now()}::timestamptz
-          where reservation_id = ${reservationId} and tenant_id = ${tenantId} and status = 'reserved'
-          returning meter, period_start, quantity, overage_units
-        ),
+        with r as (${this.settleOpen(tenantId, reservationId, 'committed')}),
         cu as (
           update billing.counters k
           set reserved = k.reserved - r.quantity, used = k.used + r.quantity, overage_units = k.overage_units + r.overage_units
@@ -162,11 +167,7 @@ export class MeteringStore implements MeteringLedger {
   /** Release: one statement marks the reservation released and returns its units (and overage spend). */
   private async releaseInTx(tx: Tx, tenantId: string, reservationId: string): Promise<'released' | 'committed'> {
     const { rows } = await tx.execute<{ n: number }>(sql`
-      with r as (
-        update billing.reservations set status = 'released', settled_at = ${this.now()}::timestamptz
-        where reservation_id = ${reservationId} and tenant_id = ${tenantId} and status = 'reserved'
-        returning meter, period_start, quantity, overage_micros
-      ),
+      with r as (${this.settleOpen(tenantId, reservationId, 'released')}),
       cu as (
         update billing.counters k set reserved = k.reserved - r.quantity
         from r where k.tenant_id = ${tenantId} and k.meter = r.meter and k.period_start = r.period_start

@@ -1,10 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { bigint, integer, jsonb, pgPolicy, pgSchema, primaryKey, text, timestamp, index } from 'drizzle-orm/pg-core';
-import { outboxTable, processedEventsTable } from '@cairn/db';
+import { outboxTable, processedEventsTable, tenantPolicy } from '@cairn/db';
 
 export const gateway = pgSchema('gateway');
-
-const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
 
 /**
  * One row per sign Idempotency-Key of a tenant: the request's hash and the answer given, so a replay gets
@@ -27,14 +25,7 @@ export const signRequests = gateway.table(
     /** Past this an in_progress claim is abandoned (its gateway died mid-sign) and may be taken over. */
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
   },
-  (t) => [
-    primaryKey({ columns: [t.tenantId, t.idempotencyKey] }),
-    pgPolicy('sign_requests_tenant', {
-      for: 'all',
-      using: sql`${t.tenantId} = ${currentTenant}`,
-      withCheck: sql`${t.tenantId} = ${currentTenant}`,
-    }),
-  ],
+  (t) => [primaryKey({ columns: [t.tenantId, t.idempotencyKey] }), tenantPolicy('sign_requests_tenant', t.tenantId)],
 );
 
 /**
@@ -61,11 +52,7 @@ export const uploadSessions = gateway.table(
   },
   (t) => [
     index('upload_sessions_expires_idx').on(t.expiresAt),
-    pgPolicy('upload_sessions_tenant', {
-      for: 'all',
-      using: sql`${t.tenantId} = ${currentTenant}`,
-      withCheck: sql`${t.tenantId} = ${currentTenant}`,
-    }),
+    tenantPolicy('upload_sessions_tenant', t.tenantId),
     pgPolicy('upload_sessions_by_id', {
       for: 'all',
       using: sql`${t.uploadId} = current_setting('cairn.upload_id', true)`,

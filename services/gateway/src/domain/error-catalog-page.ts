@@ -1,3 +1,5 @@
+import { escapeHtml } from './html.js';
+
 /**
  * The error catalogue page (`/docs/api/errors`): one row per `cairn.*` code, each with an `id` anchor equal to the
  * code, so a problem's `type` URL (`{DOCS_URL}/api/errors#<code>`) lands on the row that explains it.
@@ -9,14 +11,11 @@ export interface ErrorCatalogEntry {
   guidance: string;
 }
 
-const escape = (value: string) =>
-  value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
-
 export function renderErrorCatalogPage(entries: ErrorCatalogEntry[]): string {
   const rows = entries
     .map(
       (e) =>
-        `<tr id="${escape(e.code)}"><th scope="row"><a href="#${escape(e.code)}"><code>${escape(e.code)}</code></a></th><td>${e.status}</td><td>${escape(e.title)}</td><td>${escape(e.guidance)}</td></tr>`,
+        `<tr id="${escapeHtml(e.code)}"><th scope="row"><a href="#${escapeHtml(e.code)}"><code>${escapeHtml(e.code)}</code></a></th><td>${e.status}</td><td>${escapeHtml(e.title)}</td><td>${escapeHtml(e.guidance)}</td></tr>`,
     )
     .join('\n');
   return `<!doctype html>

@@ -14,7 +14,7 @@ import {
   uniqueIndex,
   type PgColumn,
 } from 'drizzle-orm/pg-core';
-import { outboxTable, processedEventsTable } from '@cairn/db';
+import { outboxTable, processedEventsTable, tenantPolicy } from '@cairn/db';
 
 /** The softbinding service's own schema; no other service reads it. */
 export const softbinding = pgSchema('softbinding');
@@ -48,11 +48,7 @@ const chunkColumns = {
  */
 function tenantPolicies(name: string, tenantId: PgColumn) {
   return [
-    pgPolicy(`${name}_isolation`, {
-      for: 'all',
-      using: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
-      withCheck: sql`${tenantId} = current_setting('cairn.tenant_id', true)`,
-    }),
+    tenantPolicy(`${name}_isolation`, tenantId),
     pgPolicy(`${name}_public_lookup`, {
       for: 'select',
       using: sql`current_setting('cairn.softbinding_public', true) = 'on'`,

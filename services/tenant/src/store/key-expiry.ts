@@ -4,6 +4,7 @@ import type { Database } from '@cairn/db';
 import type { Logger } from '@cairn/logging';
 import { every, type Outbox } from '@cairn/runtime';
 import { apiKeys } from '../db/schema.js';
+import { keyRecordColumns } from './tenants.js';
 
 /** Spec: an API key's expiry notice goes out 7 days before expires_at (variant A event key.expiring). */
 export const KEY_EXPIRY_NOTICE_DAYS = 7;
@@ -17,13 +18,7 @@ export async function sweepExpiringKeys(db: Database, outbox: Outbox, batch = 50
   const notified = await db.transaction(async (tx) => {
     await tx.execute(sql`select set_config('cairn.system', 'key-expiry', true)`);
     const due = await tx
-      .select({
-        keyId: apiKeys.keyId,
-        tenantId: apiKeys.tenantId,
-        scope: apiKeys.scope,
-        description: apiKeys.description,
-        expiresAt: apiKeys.expiresAt,
-      })
+      .select(keyRecordColumns)
       .from(apiKeys)
       .where(
         and(

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, gt, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
 import { newEvent, type AnyEvent, type EventDataInput } from '@cairn/events';
-import { setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
+import { rowOrNull, setTenant, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { newApiKey, newId, parseApiKey } from '@cairn/ids';
 import type { Outbox } from '@cairn/runtime';
@@ -21,6 +21,17 @@ import type {
   TenantRecord,
   Tenants,
 } from '../app/ports.js';
+
+/** A key as read back (a KeyRecord): its settings, never its hash nor the expiry sweep's mark. */
+export const keyRecordColumns = {
+  keyId: apiKeys.keyId,
+  tenantId: apiKeys.tenantId,
+  scope: apiKeys.scope,
+  description: apiKeys.description,
+  expiresAt: apiKeys.expiresAt,
+  revokedAt: apiKeys.revokedAt,
+  createdAt: apiKeys.createdAt,
+};
 
 /** The onboarding idempotency window: 24 h, as for every Idempotency-Key. */
 export const ONBOARD_REPLAY_TTL_DEFAULT_SECONDS = 86_400;
@@ -57,10 +68,8 @@ export class TenantStore implements Tenants {
   }
 
   async getTenant(tenantId: string): Promise<TenantRecord | null> {
-    return withTenant(
-      this.db,
-      tenantId,
-      async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, tenantId)))[0] ?? null,
+    return withTenant(this.db, tenantId, (tx) =>
+      rowOrNull(tx.select().from(tenants).where(eq(tenants.tenantId, tenantId))),
     );
   }
 
@@ -69,10 +78,8 @@ export class TenantStore implements Tenants {
    * invisible under the actor's RLS context, so it reads as absent (404), never as forbidden.
    */
   async findManaged(actorTenantId: string, targetId: string): Promise<TenantRecord | null> {
-    return withTenant(
-      this.db,
-      actorTenantId,
-      async (tx) => (await tx.select().from(tenants).where(eq(tenants.tenantId, targetId)))[0] ?? null,
+    return withTenant(this.db, actorTenantId, (tx) =>
+      rowOrNull(tx.select().from(tenants).where(eq(tenants.tenantId, targetId))),
     );
   }
 
@@ -325,15 +332,7 @@ export class TenantStore implements Tenants {
   async listKeys(tenantId: string, limit: number): Promise<KeyRecord[]> {
     return withTenant(this.db, tenantId, (tx) =>
       tx
-        .select({
-          keyId: apiKeys.keyId,
-          tenantId: apiKeys.tenantId,
-          scope: apiKeys.scope,
-          description: apiKeys.description,
-          expiresAt: apiKeys.expiresAt,
-          revokedAt: apiKeys.revokedAt,
-          createdAt: apiKeys.createdAt,
-        })
+        .select(keyRecordColumns)
         .from(apiKeys)
         .where(eq(apiKeys.tenantId, tenantId))
         .orderBy(desc(apiKeys.createdAt))

@@ -88,9 +88,8 @@ export interface VerifyJobRecords {
   /** Removes a job nobody was told about (its queue item was refused), while it is still only queued. */
   deleteQueued(tenantId: string, jobId: string): Promise<void>;
   get(tenantId: string, jobId: string): Promise<VerifyJobRow | null>;
-  mark(
-    tx: Tx,
-    jobId: string,
-    fields: Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>,
-  ): Promise<void>;
+  mark(tx: Tx, jobId: string, fields: VerifyJobFields): Promise<void>;
 }
+
+/** What a verify job's run changes on its row. */
+export type VerifyJobFields = Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>;

@@ -1,7 +1,7 @@
 import { create, toJson } from '@bufbuild/protobuf';
 import type { BlobStore } from '@cairn/blob';
 import { type WorkQueue } from '@cairn/bus';
-import { newEvent } from '@cairn/events';
+import { newEvent, type AnyEvent } from '@cairn/events';
 import { withTenant } from '@cairn/db';
 import { asCairnError, CairnError, toJobProblem } from '@cairn/errors';
 import { unqueued } from '@cairn/runtime';
@@ -9,7 +9,7 @@ import { newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { verifierV1 } from '@cairn/proto';
 import { toResultMessage } from '../domain/result-message.js';
-import type { VerifyJobRecords, VerifyJobRow } from './ports.js';
+import type { VerifyJobFields, VerifyJobRecords, VerifyJobRow } from './ports.js';
 import { verify, type VerifyDeps } from './verify/index.js';
 
 export interface VerifyJobItem {
@@ -79,22 +79,19 @@ export class VerifyJobs {
         verifierV1.VerificationResultSchema,
         create(verifierV1.VerificationResultSchema, toResultMessage(outcome.verdict, outcome)),
       );
-      await withTenant(this.deps.db, item.tenantId, async (tx) => {
-        await this.deps.jobs.mark(tx, item.jobId, { status: 'done', result });
-        await this.deps.outbox.enqueue(
-          tx,
-          newEvent('verification.completed', item.tenantId, {
-            job_id: item.jobId,
-            reservation_id: job.reservationId || null,
-            status: outcome.verdict.status,
-            confidence: outcome.verdict.confidence,
-            manifest_id: outcome.manifestId ?? null,
-            asset_id: outcome.assetId ?? null,
-            media_type: outcome.modality,
-          }),
-        );
-      });
-      void this.deps.outbox.flush();
+      await this.end(
+        item,
+        { status: 'done', result },
+        newEvent('verification.completed', item.tenantId, {
+          job_id: item.jobId,
+          reservation_id: job.reservationId || null,
+          status: outcome.verdict.status,
+          confidence: outcome.verdict.confidence,
+          manifest_id: outcome.manifestId ?? null,
+          asset_id: outcome.assetId ?? null,
+          media_type: outcome.modality,
+        }),
+      );
       await finished();
     } catch (error) {
       const known = asCairnError(error, 'The verify failed unexpectedly.');
@@ -107,17 +104,23 @@ export class VerifyJobs {
 
   private async fail(item: VerifyJobItem, reservationId: string, known: CairnError): Promise<void> {
     const problem = toJobProblem(known);
+    await this.end(
+      item,
+      { status: 'failed', problem },
+      newEvent('job.failed', item.tenantId, {
+        job_id: item.jobId,
+        reservation_id: reservationId || null,
+        kind: 'verify',
+        problem,
+      }),
+    );
+  }
+
+  /** The job's end and the event that tells it commit together, so billing settles exactly the jobs that ended. */
+  private async end(item: VerifyJobItem, fields: VerifyJobFields, event: AnyEvent): Promise<void> {
     await withTenant(this.deps.db, item.tenantId, async (tx) => {
-      await this.deps.jobs.mark(tx, item.jobId, { status: 'failed', problem });
-      await this.deps.outbox.enqueue(
-        tx,
-        newEvent('job.failed', item.tenantId, {
-          job_id: item.jobId,
-          reservation_id: reservationId || null,
-          kind: 'verify',
-          problem,
-        }),
-      );
+      await this.deps.jobs.mark(tx, item.jobId, fields);
+      await this.deps.outbox.enqueue(tx, event);
     });
     void this.deps.outbox.flush();
   }

@@ -1,6 +1,5 @@
-import { sql } from 'drizzle-orm';
-import { boolean, integer, jsonb, pgPolicy, pgSchema, text, timestamp } from 'drizzle-orm/pg-core';
-import { outboxTable, processedEventsTable } from '@cairn/db';
+import { boolean, integer, jsonb, pgSchema, text, timestamp } from 'drizzle-orm/pg-core';
+import { outboxTable, processedEventsTable, tenantPolicy } from '@cairn/db';
 
 export const verifier = pgSchema('verifier');
 
@@ -12,13 +11,7 @@ export const trustLists = verifier.table(
     entries: jsonb('entries').$type<Array<{ issuer_cn: string; certificate_pem: string }>>().notNull(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [
-    pgPolicy('trust_lists_tenant', {
-      for: 'all',
-      using: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-      withCheck: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-    }),
-  ],
+  (t) => [tenantPolicy('trust_lists_tenant', t.tenantId)],
 );
 
 /**
@@ -58,13 +51,7 @@ export const verifyJobs = verifier.table(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [
-    pgPolicy('verify_jobs_tenant', {
-      for: 'all',
-      using: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-      withCheck: sql`${t.tenantId} = current_setting('cairn.tenant_id', true)`,
-    }),
-  ],
+  (t) => [tenantPolicy('verify_jobs_tenant', t.tenantId)],
 );
 
 export const outbox = outboxTable(verifier);

@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
-import { withTenant, type Database, type Tx } from '@cairn/db';
-import type { VerifyJobRecords, VerifyJobRow } from '../app/ports.js';
+import { rowOrNull, withTenant, type Database, type Tx } from '@cairn/db';
+import type { VerifyJobFields, VerifyJobRecords, VerifyJobRow } from '../app/ports.js';
 import { verifyJobs } from '../db/schema.js';
 
 /** The rows of asynchronous verifies, each read and written under its tenant (row-level security). */
@@ -23,24 +23,17 @@ export class VerifyJobStore implements VerifyJobRecords {
   }
 
   get(tenantId: string, jobId: string): Promise<VerifyJobRow | null> {
-    return withTenant(
-      this.db,
-      tenantId,
-      async (tx) =>
-        (
-          await tx
-            .select()
-            .from(verifyJobs)
-            .where(and(eq(verifyJobs.jobId, jobId), eq(verifyJobs.tenantId, tenantId)))
-        )[0] ?? null,
+    return withTenant(this.db, tenantId, (tx) =>
+      rowOrNull(
+        tx
+          .select()
+          .from(verifyJobs)
+          .where(and(eq(verifyJobs.jobId, jobId), eq(verifyJobs.tenantId, tenantId))),
+      ),
     );
   }
 
-  async mark(
-    tx: Tx,
-    jobId: string,
-    fields: Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>,
-  ): Promise<void> {
+  async mark(tx: Tx, jobId: string, fields: VerifyJobFields): Promise<void> {
     await tx
       .update(verifyJobs)
       .set({ ...fields, updatedAt: new Date() })

@@ -10,13 +10,12 @@ import {
   timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
-import { outboxTable, processedEventsTable } from '@cairn/db';
+import { outboxTable, processedEventsTable, tenantPolicy } from '@cairn/db';
 import type { PayloadFormat } from '../domain/events.js';
 
 /** The webhook service's own schema; no other service reads it. */
 export const webhook = pgSchema('webhook');
 
-const currentTenant = sql`current_setting('cairn.tenant_id', true)`;
 /** The delivery scheduler's setting: it claims due deliveries of every tenant, and nothing else. */
 const dispatcher = sql`current_setting('cairn.system', true) = 'webhook-dispatch'`;
 
@@ -41,11 +40,7 @@ export const endpoints = webhook.table(
   },
   (t) => [
     index('endpoints_tenant_idx').on(t.tenantId, t.createdAt),
-    pgPolicy('endpoints_tenant', {
-      for: 'all',
-      using: sql`${t.tenantId} = ${currentTenant}`,
-      withCheck: sql`${t.tenantId} = ${currentTenant}`,
-    }),
+    tenantPolicy('endpoints_tenant', t.tenantId),
     // The dispatcher reads the endpoint (url, sealed secret) of a delivery it claimed; it never writes one.
     pgPolicy('endpoints_dispatch', { for: 'select', using: dispatcher }),
   ],
@@ -76,11 +71,7 @@ export const deliveries = webhook.table(
     index('deliveries_due_idx')
       .on(t.nextAttemptAt)
       .where(sql`${t.status} in ('pending', 'delivering')`),
-    pgPolicy('deliveries_tenant', {
-      for: 'all',
-      using: sql`${t.tenantId} = ${currentTenant}`,
-      withCheck: sql`${t.tenantId} = ${currentTenant}`,
-    }),
+    tenantPolicy('deliveries_tenant', t.tenantId),
     // The dispatcher claims (select ... for update, update status/lease) unfinished deliveries of any tenant.
     pgPolicy('deliveries_dispatch', {
       for: 'all',
@@ -103,14 +94,7 @@ export const attempts = webhook.table(
     error: text('error'),
     responseBody: text('response_body'),
   },
-  (t) => [
-    primaryKey({ columns: [t.deliveryId, t.n] }),
-    pgPolicy('attempts_tenant', {
-      for: 'all',
-      using: sql`${t.tenantId} = ${currentTenant}`,
-      withCheck: sql`${t.tenantId} = ${currentTenant}`,
-    }),
-  ],
+  (t) => [primaryKey({ columns: [t.deliveryId, t.n] }), tenantPolicy('attempts_tenant', t.tenantId)],
 );
 
 export const outbox = outboxTable(webhook);
