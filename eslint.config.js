@@ -105,12 +105,17 @@ const domainPaths = [
     message: `domain/ does not run ffmpeg; an adapter does (${ISSUE}).`,
   },
 ];
-// app/ holds the use cases over ports it declares (app/ports.ts); store/ implements them and service.ts injects the
-// implementation, so app/ never names store/ (not even its types: a store importing app/ports.ts would close a circle).
+// app/ holds the use cases over ports it declares (app/ports.ts); store/ and adapters/ implement them and service.ts
+// injects the implementations, so app/ never names store/ or adapters/ (not even their types: an implementation
+// importing app/ports.ts would close a circle).
 const appRules = [
   {
     regex: '^\\.{1,2}/(\\.\\./)*store(/|\\.js$)',
     message: `app/ reaches store/ only through the ports it declares in app/ports.ts; service.ts injects the store (${ISSUE}).`,
+  },
+  {
+    regex: '^\\.{1,2}/(\\.\\./)*adapters(/|\\.js$)',
+    message: `app/ reaches adapters/ only through the ports it declares in app/ports.ts; service.ts injects them (${ISSUE}).`,
   },
 ];
 const mappingRules = [

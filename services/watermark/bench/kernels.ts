@@ -21,6 +21,7 @@ import { AudioAlgorithms, runAudioTask } from '../src/domain/audio-tasks.js';
 import { ImageAlgorithms, NEW_KEYED_ALGORITHM, runImageTask } from '../src/domain/image-tasks.js';
 import { keyedPayloadFor } from '../src/domain/payload.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
+import { mediaCodecs } from '../src/adapters/media-codecs.js';
 
 const [kind, path, outArg, roundsArg] = process.argv.slice(2);
 if (!kind || !path || !outArg || !roundsArg)
@@ -101,7 +102,7 @@ async function clip(): Promise<Kernels> {
   await pool.ready();
   try {
     const logger = createLogger({ service: 'bench', level: 'warn' });
-    const deps = { pool, mediaLimits: DEFAULT_MEDIA_LIMITS, logger };
+    const deps = { pool, codecs: mediaCodecs, mediaLimits: DEFAULT_MEDIA_LIMITS, logger };
     const payload = keyedPayloadFor(wmKey.secret, 'w_bench');
     const frames = await kernelMs(rounds, () => markVideo(deps, file, payload, wmKey));
     const marked = frames.value;

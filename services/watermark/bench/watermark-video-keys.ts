@@ -15,6 +15,7 @@ import { detectVideoMark, markVideo } from '../src/app/video-watermark.js';
 import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
 import { defaultPoolSize, ImageWorkerPool } from '../src/adapters/worker-pool.js';
 import { clip, transcoded, type ClipKind } from '../../../test/support/video.js';
+import { mediaCodecs } from '../src/adapters/media-codecs.js';
 
 const KEYS = Number(process.env.KEYS ?? 16);
 const FIRST_KEY = Number(process.env.FIRST_KEY ?? 0);
@@ -48,7 +49,7 @@ const keyOf = (i: number) => ({
 
 const pool = new ImageWorkerPool({ size: defaultPoolSize() });
 await pool.ready();
-const deps = { pool, mediaLimits: DEFAULT_MEDIA_LIMITS };
+const deps = { pool, codecs: mediaCodecs, mediaLimits: DEFAULT_MEDIA_LIMITS };
 
 const lines = [
   '| clip | transform | read | keys missed | unmarked copy read (false positives) |',

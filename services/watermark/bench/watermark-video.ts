@@ -31,6 +31,7 @@ import { defaultPoolSize, ImageWorkerPool } from '../src/adapters/worker-pool.js
 import { videoEncoderArgs } from '../src/adapters/video-codec.js';
 import { clip, transcoded, type ClipKind } from '../../../test/support/video.js';
 import { cameraClip, type CameraSet } from './watermark-video-camera.js';
+import { mediaCodecs } from '../src/adapters/media-codecs.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 3);
 const FPS = 30;
@@ -76,7 +77,7 @@ const key = { kid: 'bench', secret: Uint8Array.from(randomBytes(32)) };
 // As the service runs it: one worker per core.
 const pool = new ImageWorkerPool({ size: defaultPoolSize() });
 await pool.ready();
-const deps = { pool, mediaLimits: DEFAULT_MEDIA_LIMITS };
+const deps = { pool, codecs: mediaCodecs, mediaLimits: DEFAULT_MEDIA_LIMITS };
 // A running service's workers are warm: one short clip first, untimed, so the first timed clip does not pay for
 // compiling the marking code.
 await markVideo(deps, await clip('testsrc2', { seconds: 1, width: 1280, height: 720, fps: FPS }), randomBytes(8), key);

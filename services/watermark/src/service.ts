@@ -6,6 +6,7 @@ import { watermarkConfigShape } from './config.js';
 import { DetectionMemo } from './app/detection-memo.js';
 import { resolveKeyring } from './app/keyring.js';
 import { CAIRN_DCT_V1 } from './domain/image/cairn-dct-v1.js';
+import { mediaCodecs } from './adapters/media-codecs.js';
 import { ImageWorkerPool } from './adapters/worker-pool.js';
 import { poolSizeFromCgroup } from './adapters/cpu-limit.js';
 import { watermarkHandlers } from './rpc.js';
@@ -36,6 +37,7 @@ export const watermarkService = defineService('watermark', watermarkConfigShape,
   ctx.onShutdown(() => pool.close(ctx.config.SHUTDOWN_GRACE_MS));
   const handlers = watermarkHandlers({
     pool,
+    codecs: mediaCodecs,
     registry: new MarkRegistry(ctx.db),
     keyring,
     minEmbedSize: CAIRN_DCT_V1.minEmbedSize,

@@ -5,6 +5,7 @@ import { createLogger } from '@cairn/logging';
 import { markAudioTrack } from '../src/app/video-audio-track.js';
 import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
 import { ImageWorkerPool } from '../src/adapters/worker-pool.js';
+import { mediaCodecs } from '../src/adapters/media-codecs.js';
 import { VideoFile } from '../src/adapters/video-codec.js';
 import { mono16k, recording, withSoundtrack } from '../../../test/support/audio.js';
 import { clip, transcoded } from '../../../test/support/video.js';
@@ -37,6 +38,7 @@ beforeAll(async () => {
   pool = new ImageWorkerPool({ size: 1 });
   deps = {
     pool,
+    codecs: mediaCodecs,
     mediaLimits: DEFAULT_MEDIA_LIMITS,
     logger: createLogger({ service: 'watermark-test', level: 'silent' }),
   };

@@ -5,6 +5,7 @@ import { detectVideoMark, markVideo, type MarkedVideo } from '../src/app/video-w
 import { createSyncImageWatermark, GRID_AREA } from '../src/domain/image/cairn-sync-v2.js';
 import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
 import { ImageWorkerPool } from '../src/adapters/worker-pool.js';
+import { mediaCodecs } from '../src/adapters/media-codecs.js';
 import { LumaFrameMarker, syncTile, videoGridArea } from '../src/domain/video/luma-frame-mark.js';
 import { VideoFile, parseVideoStream } from '../src/adapters/video-codec.js';
 import { clip, transcoded } from '../../../test/support/video.js';
@@ -17,7 +18,7 @@ let original: Buffer;
 let marked: MarkedVideo;
 
 const read = async (bytes: Buffer) => {
-  const found = await detectVideoMark({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, bytes, [key]);
+  const found = await detectVideoMark({ pool, codecs: mediaCodecs, mediaLimits: DEFAULT_MEDIA_LIMITS }, bytes, [key]);
   return found.outcome ? payloadHex(found.outcome.detection.payload) : null;
 };
 
@@ -55,7 +56,7 @@ beforeAll(async () => {
   // 2 s of a moving test pattern with a tone, 1280×720 at 25 fps, H.264/AAC in MP4: the image grid (chips 1/341 of
   // the width); a 360p clip below carries the coarser grid of small frames.
   original = await clip('testsrc2', { seconds: 2, width: 1280, height: 720, audio: true });
-  marked = await markVideo({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, original, payload, key);
+  marked = await markVideo({ pool, codecs: mediaCodecs, mediaLimits: DEFAULT_MEDIA_LIMITS }, original, payload, key);
 }, 180_000);
 afterAll(() => pool?.close(0));
 
@@ -122,7 +123,12 @@ describe('video watermark (cairn-sync-v2 on every frame)', () => {
     expect(videoGridArea(854, 480)).toBe(GRID_AREA / 4);
     expect(videoGridArea(640, 360)).toBe(GRID_AREA / 6.25);
     const small = await clip('testsrc2', { seconds: 2, width: 640, height: 360 });
-    const smallMarked = await markVideo({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, small, payload, key);
+    const smallMarked = await markVideo(
+      { pool, codecs: mediaCodecs, mediaLimits: DEFAULT_MEDIA_LIMITS },
+      small,
+      payload,
+      key,
+    );
     expect(smallMarked.psnrDb).toBeGreaterThanOrEqual(40);
     const { stream } = await streamOf(smallMarked.encoded);
     expect(stream).toMatchObject({ width: 640, height: 360 });
@@ -135,7 +141,11 @@ describe('video watermark (cairn-sync-v2 on every frame)', () => {
   it('finds nothing in the unmarked clip, nor under another key', async () => {
     expect(await read(original)).toBeNull();
     const other = { kid: 'other', secret: Uint8Array.from(randomBytes(32)) };
-    const found = await detectVideoMark({ pool, mediaLimits: DEFAULT_MEDIA_LIMITS }, marked.encoded, [other]);
+    const found = await detectVideoMark(
+      { pool, codecs: mediaCodecs, mediaLimits: DEFAULT_MEDIA_LIMITS },
+      marked.encoded,
+      [other],
+    );
     expect(found.outcome).toBeUndefined();
     expect(found.applicable).toBe(true);
   }, 60_000);

@@ -12,6 +12,7 @@ import {
   SNIFF_BYTES,
   type MediaLimits,
 } from '@cairn/media';
+import { ANALYSIS_RATE, type AudioFormat, type DecodedAudio, type VideoAudioTrack } from '../domain/media-formats.js';
 
 /**
  * The service's own decode and re-encode of audio files (callers send files, never samples): the header is
@@ -20,35 +21,10 @@ import {
  * re-encode at the bit rate the upload declares.
  */
 
-/** The rate every audio algorithm works at (every cairn-audio-wm band is under its Nyquist). */
-export const ANALYSIS_RATE = 16_000;
-
 const EMBEDDABLE: ReadonlySet<string> = new Set(['audio/wav', 'audio/flac', 'audio/mpeg', 'audio/ogg']);
 
 function invalid(detail: string): CairnError {
   return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
-}
-
-/** How the upload is encoded, so the marked file can be encoded the same way. */
-export interface AudioFormat {
-  readonly mediaType: string;
-  readonly codec: string;
-  readonly sampleRate: number;
-  readonly channels: number;
-  /** ffmpeg's sample format (s16, s32, fltp, ...), and the bits really used when it says ("s32 (24 bit)"). */
-  readonly sampleFormat: string;
-  readonly bitsPerSample?: number;
-  /** The declared bit rate in kb/s (lossy codecs). */
-  readonly kbps?: number;
-  readonly seconds: number;
-}
-
-export interface DecodedAudio {
-  readonly format: AudioFormat;
-  /** Interleaved float samples at the upload's rate and channels. */
-  readonly samples: Float32Array;
-  /** Mono mix at ANALYSIS_RATE, as detection will read it. */
-  readonly mono: Float32Array;
 }
 
 /** The first audio stream of ffmpeg's description: codec, rate, channels, sample format, bit rate. */
@@ -265,17 +241,6 @@ export async function encodeMarkedAudio(samples: Float32Array, format: AudioForm
     });
     return readFile(output);
   });
-}
-
-/** The first audio track of a video, decoded at its own rate and channels, and how to encode it again. */
-export interface VideoAudioTrack {
-  readonly samples: Float32Array;
-  readonly sampleRate: number;
-  readonly channels: number;
-  /** The encoder for the container's codec family (AAC in MP4, Opus in WebM) and the track's bit rate in kb/s. */
-  readonly codec: 'aac' | 'libopus';
-  readonly kbps: number;
-  readonly seconds: number;
 }
 
 /** Opus encodes only these rates; another rate is resampled to 48 kHz for it. */

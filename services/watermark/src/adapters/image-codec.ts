@@ -11,6 +11,7 @@ import {
   type MediaLimits,
 } from '@cairn/media';
 import { isChannels, type RawImage } from '../domain/image/raw-image.js';
+import type { DecodedForEmbedding } from '../domain/media-formats.js';
 
 /**
  * The service's own decode of the files callers send (they send encoded bytes, never pixels): header first
@@ -21,11 +22,6 @@ const EMBEDDABLE: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'ima
 
 function invalid(detail: string): CairnError {
   return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
-}
-
-export interface DecodedForEmbedding {
-  readonly image: RawImage;
-  readonly mediaType: EncodableImageType;
 }
 
 /** The upload to mark, decoded once the way it will be re-encoded (its own format, alpha kept where it has one). */

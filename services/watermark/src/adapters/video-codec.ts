@@ -15,6 +15,7 @@ import {
   SNIFF_BYTES,
   type MediaLimits,
 } from '@cairn/media';
+import { MIN_VIDEO_SIDE, type Transcoded, type VideoFormat, type VideoScratch } from '../domain/media-formats.js';
 
 /**
  * The service's own decode and re-encode of video files (callers send files, never frames). The upload is written
@@ -52,24 +53,9 @@ const MAX_CRF = 36;
  * encode, which was a fifth of a 3 s clip's whole CPU.
  */
 const PROBE_SECONDS = 0.5;
-/** Frames may not be smaller than this on a side: the v2 grid would hold less than a chip per pixel. */
-export const MIN_VIDEO_SIDE = 128;
 
 function invalid(detail: string): CairnError {
   return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
-}
-
-export interface VideoFormat {
-  readonly mediaType: 'video/mp4' | 'video/webm';
-  /** The upload's video codec as ffmpeg names it (h264, vp9, vp8, ...). */
-  readonly codec: string;
-  readonly width: number;
-  readonly height: number;
-  /** Frames per second as ffmpeg takes it (a rational for the NTSC rates). */
-  readonly frameRate: string;
-  readonly fps: number;
-  readonly seconds: number;
-  readonly hasAudio: boolean;
 }
 
 /** A size of one raw YUV 4:2:0 frame (the luma plane first). */
@@ -78,7 +64,7 @@ export function yuv420FrameBytes(width: number, height: number): number {
 }
 
 /** The upload in a private temporary directory, removed by `remove`. */
-export class VideoFile {
+export class VideoFile implements VideoScratch {
   private constructor(
     readonly dir: string,
     readonly path: string,
@@ -130,7 +116,7 @@ export function parseVideoStream(text: string): Omit<VideoFormat, 'mediaType' | 
  */
 export async function probeVideoForEmbedding(
   bytes: Uint8Array,
-  file: VideoFile,
+  file: VideoScratch,
   limits: MediaLimits,
 ): Promise<VideoFormat> {
   const sniffed = sniffMediaType(Buffer.from(bytes.subarray(0, SNIFF_BYTES)));
@@ -165,7 +151,7 @@ export function videoEncoderArgs(format: Pick<VideoFormat, 'mediaType'>, crf: nu
  * and compared with the same seconds of the upload's own stream; each 2× in bits is about 6 CRF steps (x264 and
  * libvpx alike). Clamped to MIN_CRF–MAX_CRF.
  */
-export async function measureCrf(file: VideoFile, format: VideoFormat): Promise<number> {
+export async function measureCrf(file: VideoScratch, format: VideoFormat): Promise<number> {
   const seconds = String(Math.min(PROBE_SECONDS, Math.max(0.5, format.seconds)));
   const common = ['-t', seconds, '-i', file.path, '-map', '0:v:0', '-an', '-sn', '-dn'];
   const [original, probe] = await Promise.all([
@@ -210,7 +196,7 @@ function startFfmpeg(args: string[], stdio: ['pipe' | 'ignore', 'pipe' | 'ignore
  * ffmpeg decoding the first `seconds` of the upload's first video stream (nothing else) to raw frames of
  * `pixelFormat` on its stdout, with `timing` (how frames are kept, dropped or resampled in time) before the format.
  */
-function startRawDecoder(file: VideoFile, seconds: number, timing: string[], pixelFormat: 'yuv420p' | 'gray') {
+function startRawDecoder(file: VideoScratch, seconds: number, timing: string[], pixelFormat: 'yuv420p' | 'gray') {
   return startFfmpeg(
     [
       ...['-t', String(seconds), '-i', file.path, '-map', '0:v:0', '-an', '-sn', '-dn'],
@@ -254,11 +240,6 @@ async function write(child: ChildProcess, bytes: Uint8Array, written?: () => voi
   if (!child.stdin!.write(bytes, written && ((error) => error || written()))) await once(child.stdin!, 'drain');
 }
 
-export interface Transcoded {
-  readonly encoded: Buffer;
-  readonly frames: number;
-}
-
 /**
  * Decodes the upload's first video stream frame by frame (YUV 4:2:0 at its frame rate), passes each frame through
  * `mark` (at most `inFlight` at once, in order), and encodes the results like the upload (see videoEncoderArgs) at
@@ -266,7 +247,7 @@ export interface Transcoded {
  * decoder and the marking at once. Stops both processes on failure or after `timeoutMs`.
  */
 export async function transcodeFrames(
-  file: VideoFile,
+  file: VideoScratch,
   format: VideoFormat,
   crf: Promise<number>,
   mark: (frame: Uint8Array) => Promise<Uint8Array>,
@@ -348,7 +329,7 @@ export async function transcodeFrames(
  * `visit` gets each window's mean luma plane as 8-bit gray and its start time, and answers whether to go on.
  */
 export async function visitLumaWindows(
-  file: VideoFile,
+  file: VideoScratch,
   options: { maxSeconds: number; sampleFps: (width: number, height: number) => number; timeoutMs: number },
   visit: (window: { luma: Uint8Array; width: number; height: number; atSeconds: number }) => Promise<boolean>,
 ): Promise<'visited' | 'not_video'> {

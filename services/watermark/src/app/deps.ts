@@ -5,11 +5,12 @@ import { ImageRejectedError } from '../domain/image/raw-image.js';
 import type { Keyring } from '../domain/keys.js';
 import { PoolClosedError } from '../domain/worker-protocol.js';
 import type { DetectionMemo } from './detection-memo.js';
-import type { MarkRecords, WorkerPool } from './ports.js';
+import type { MarkRecords, MediaCodecs, WorkerPool } from './ports.js';
 
 /** What the watermark use cases run over (service.ts builds them). */
 export interface WatermarkDeps {
   readonly pool: WorkerPool;
+  readonly codecs: MediaCodecs;
   readonly registry: MarkRecords;
   /** The current key signs new marks; all keys (current first) are tried by detection, then cairn-dct-v1. */
   readonly keyring: Keyring;

@@ -1,4 +1,4 @@
-import { ANALYSIS_RATE, decodeAudioForDetection } from '../adapters/audio-codec.js';
+import { ANALYSIS_RATE } from '../domain/media-formats.js';
 import { CAIRN_AUDIO_WM_V1_NAME } from '../domain/audio/cairn-audio-wm-v1.js';
 import { AUDIO_WM_V3, CAIRN_AUDIO_WM_V3_NAME } from '../domain/audio/cairn-audio-wm-v3.js';
 import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
@@ -31,7 +31,7 @@ export async function readAudioMark(
   encoded: Uint8Array,
   keys: ReadonlyArray<WatermarkKey> = deps.keyring.all,
 ): Promise<{ applicable: false } | { applicable: true; outcome: DetectOutcome }> {
-  const samples = await decodeAudioForDetection(encoded, deps.mediaLimits, AUDIO_WM_V3.detectMaxSeconds);
+  const samples = await deps.codecs.decodeAudioForDetection(encoded, deps.mediaLimits, AUDIO_WM_V3.detectMaxSeconds);
   if (!samples || samples.length < MIN_DETECT_AUDIO_SECONDS * ANALYSIS_RATE) return { applicable: false };
   const outcome = await inWorker(deps.logger, 'audio detection', () => deps.pool.detectAudio(samples, keys));
   return { applicable: true, outcome };

@@ -1,5 +1,4 @@
 import { inSpan } from '@cairn/telemetry';
-import { decodeForDetection } from '../adapters/image-codec.js';
 import type { Lane } from './ports.js';
 import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
 import { NEW_KEYED_ALGORITHM } from '../domain/image-tasks.js';
@@ -69,7 +68,7 @@ async function readImage(
   // Cairn's own copy is read whole: its pixels are the key of the reading the embedding kept (just below), taken
   // from the readback of the very file at full size.
   const image = await inSpan('watermark.decode', () =>
-    decodeForDetection(encoded, deps.mediaLimits, { workingSize: !cairnCopy }),
+    deps.codecs.decodeForDetection(encoded, deps.mediaLimits, { workingSize: !cairnCopy }),
   );
   // Too small to carry a mark: nothing to look for (not an error: verify goes on without the signal).
   if (Math.min(image.width, image.height) < MIN_DETECT_SIDE) return { applicable: false };

@@ -6,9 +6,7 @@ import { detectVideoMark } from './video-watermark.js';
 
 /** Looks for the frame mark (cairn-sync-v2) in a video under every key, current first, and resolves it. */
 export async function detectVideo(deps: WatermarkDeps, encoded: Uint8Array) {
-  const found = await inWorker(deps.logger, 'video detection', () =>
-    detectVideoMark({ pool: deps.pool, mediaLimits: deps.mediaLimits }, encoded, deps.keyring.all),
-  );
+  const found = await inWorker(deps.logger, 'video detection', () => detectVideoMark(deps, encoded, deps.keyring.all));
   if (!found.outcome) {
     // Frames that give nothing (lost to a downscale or a heavy re-encode, or too small): the audio track may.
     const heard = await readAudioMark(deps, encoded);

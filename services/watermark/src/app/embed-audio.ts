@@ -1,10 +1,5 @@
 import { CairnError } from '@cairn/errors';
-import {
-  ANALYSIS_RATE,
-  decodeAudioForDetection,
-  decodeAudioForEmbedding,
-  encodeMarkedAudio,
-} from '../adapters/audio-codec.js';
+import { ANALYSIS_RATE } from '../domain/media-formats.js';
 import { audioPayloadFor, CAIRN_AUDIO_WM_V1_NAME } from '../domain/audio/cairn-audio-wm-v1.js';
 import { AUDIO_WM_V3, CAIRN_AUDIO_WM_V3_NAME } from '../domain/audio/cairn-audio-wm-v3.js';
 import type { WatermarkKey } from '../domain/keys.js';
@@ -27,12 +22,12 @@ export interface EmbedAudioInput {
  * quality: decode under the media limits, record the mark (idempotent on its id), embed in a worker, encode.
  */
 export async function embedAudio(deps: WatermarkDeps, input: EmbedAudioInput) {
-  const { registry, keyring, mediaLimits, pool, logger } = deps;
+  const { registry, keyring, mediaLimits, pool, logger, codecs } = deps;
   const { tenantId, watermarkId, assetId } = input;
   // Decoded before the registry is touched: a file refused for its size or format records no mark.
   // Any length is marked (a clip shorter than one repetition, 1.5 s, carries a mark no detector can read
   // whole; its manifest and fingerprint still bind it).
-  const decoded = await decodeAudioForEmbedding(input.encoded, mediaLimits);
+  const decoded = await codecs.decodeAudioForEmbedding(input.encoded, mediaLimits);
   // A retry of an id already recorded writes exactly that mark again, with the algorithm and key it was recorded with.
   const existing = await registry.findById(tenantId, watermarkId);
   const algorithm = existing ? writtenAgain(existing.algorithm) : CAIRN_AUDIO_WM_V3_NAME;
@@ -63,7 +58,7 @@ export async function embedAudio(deps: WatermarkDeps, input: EmbedAudioInput) {
   );
   let encoded: Buffer;
   try {
-    encoded = await encodeMarkedAudio(outcome.samples, decoded.format);
+    encoded = await codecs.encodeMarkedAudio(outcome.samples, decoded.format);
   } catch (error) {
     logger.error({ err: error, format: decoded.format }, 'encoding the marked audio failed');
     throw new CairnError('cairn.internal_error', 'encoding the marked audio failed', {}, { cause: error });
@@ -107,7 +102,7 @@ async function readBackFailure(
   plan: { key: WatermarkKey; hex: string; algorithm: string },
   seconds: number,
 ): Promise<string> {
-  const samples = await decodeAudioForDetection(encoded, deps.mediaLimits, AUDIO_WM_V3.detectMaxSeconds);
+  const samples = await deps.codecs.decodeAudioForDetection(encoded, deps.mediaLimits, AUDIO_WM_V3.detectMaxSeconds);
   if (!samples || samples.length < MIN_DETECT_AUDIO_SECONDS * ANALYSIS_RATE)
     return `audio too short: ${seconds.toFixed(1)} s, the mark is specified for ${MIN_DETECT_AUDIO_SECONDS.toFixed(1)} s and more`;
   const outcome = await inWorker(deps.logger, 'audio readback', () => deps.pool.detectAudio(samples, [plan.key]));

@@ -1,11 +1,6 @@
 import { CairnError } from '@cairn/errors';
 import { inSpan } from '@cairn/telemetry';
-import {
-  decodeForDetection,
-  decodeForEmbedding,
-  encodeMarked,
-  type DecodedForEmbedding,
-} from '../adapters/image-codec.js';
+import type { DecodedForEmbedding } from '../domain/media-formats.js';
 import { CAIRN_DCT_V1_NAME } from '../domain/image/cairn-dct-v1.js';
 import { CAIRN_SYNC_V2_NAME } from '../domain/image/cairn-sync-v2.js';
 import { READBACK_LEVELS, unreadableReason } from '../domain/image/readback.js';
@@ -73,7 +68,7 @@ export async function embedImage(deps: WatermarkDeps, input: EmbedImageInput): P
 /** The upload decoded for embedding, refused when it is too small to carry a mark. */
 async function decodeMarkable(deps: WatermarkDeps, encoded: Uint8Array): Promise<DecodedForEmbedding> {
   const { minEmbedSize, mediaLimits } = deps;
-  const decoded = await inSpan('watermark.decode', () => decodeForEmbedding(encoded, mediaLimits));
+  const decoded = await inSpan('watermark.decode', () => deps.codecs.decodeForEmbedding(encoded, mediaLimits));
   const { image } = decoded;
   if (Math.min(image.width, image.height) < minEmbedSize) {
     throw new CairnError(
@@ -120,7 +115,7 @@ function embedPlan(
 
 /** The upload decoded again: pixels handed to a worker are gone. */
 async function freshPixels(deps: WatermarkDeps, input: EmbedImageInput): Promise<RawImage> {
-  return (await decodeForEmbedding(input.encoded, deps.mediaLimits)).image;
+  return (await deps.codecs.decodeForEmbedding(input.encoded, deps.mediaLimits)).image;
 }
 
 /**
@@ -215,7 +210,7 @@ async function encodeAndDescribe(
 ): Promise<{ encoded: Uint8Array; thumbnail: Uint8Array }> {
   const content = outcome.content;
   const [{ encoded, thumbnail }] = await Promise.all([
-    inSpan('watermark.encode', () => encodeMarked(outcome.image, mediaType)),
+    inSpan('watermark.encode', () => deps.codecs.encodeMarked(outcome.image, mediaType)),
     content && firstTry
       ? inSpan('watermark.registry.describe', () => deps.registry.describe(input.tenantId, input.watermarkId, content))
       : Promise.resolve(),
@@ -255,7 +250,9 @@ async function readsBack(
   plan: MarkPlan,
   watermarkId: string,
 ): Promise<boolean> {
-  const image = await inSpan('watermark.readback.decode', () => decodeForDetection(encoded, deps.mediaLimits));
+  const image = await inSpan('watermark.readback.decode', () =>
+    deps.codecs.decodeForDetection(encoded, deps.mediaLimits),
+  );
   // Taken before the search (the pixels are handed over to the worker): from the file's bytes for JPEG and PNG,
   // which the signed copy shares less its manifest store, else from the pixels.
   const memoKey = DetectionMemo.unsignedKeyOf(encoded) ?? DetectionMemo.pixelKeyOf(image);

@@ -92,7 +92,7 @@ async function markAndRecord(
   const { tenantId, watermarkId, assetId } = input;
   return inWorker(logger, 'video embedding', async () => {
     try {
-      return await markVideo({ pool, mediaLimits }, input.encoded, payload, key, {
+      return await markVideo({ pool, codecs: deps.codecs, mediaLimits }, input.encoded, payload, key, {
         onProgress,
         // Probed (and refused for its format or size) before the registry is touched.
         accepted: async () => {
@@ -127,9 +127,7 @@ const MIN_READ_SIDE = 96;
 
 /** Whether the payload `hex` reads from the encoded video's frames, or else from its sound, under `key`. */
 async function readsBack(deps: WatermarkDeps, encoded: Uint8Array, key: WatermarkKey, hex: string): Promise<boolean> {
-  const frames = await inWorker(deps.logger, 'video readback', () =>
-    detectVideoMark({ pool: deps.pool, mediaLimits: deps.mediaLimits }, encoded, [key]),
-  );
+  const frames = await inWorker(deps.logger, 'video readback', () => detectVideoMark(deps, encoded, [key]));
   if (frames.outcome?.detection && payloadHex(frames.outcome.detection.payload) === hex) return true;
   const sound = await readAudioMark(deps, encoded, [key]);
   return sound.applicable && sound.outcome.detection !== null && payloadHex(sound.outcome.detection.payload) === hex;

@@ -1,10 +1,20 @@
 // The ports the watermark use cases run over, declared here (where the use cases can see them) and implemented
-// elsewhere: the mark registry and the generated keys in store/ (Postgres), the worker pool in adapters/.
-// service.ts builds the implementations and injects them.
+// elsewhere: the mark registry and the generated keys in store/ (Postgres), the worker pool and the media codecs
+// in adapters/. service.ts builds the implementations and injects them.
+import type { EncodableImageType, MediaLimits } from '@cairn/media';
 import type { PcmAudio } from '../domain/audio/apply.js';
 import type { AudioMarkAlgorithm } from '../domain/audio-tasks.js';
 import type { RawImage } from '../domain/image/raw-image.js';
 import type { WatermarkKey } from '../domain/keys.js';
+import type {
+  AudioFormat,
+  DecodedAudio,
+  DecodedForEmbedding,
+  Transcoded,
+  VideoAudioTrack,
+  VideoFormat,
+  VideoScratch,
+} from '../domain/media-formats.js';
 import type {
   AudioEmbedOutcome,
   DetectOutcome,
@@ -98,4 +108,44 @@ export interface WorkerPool {
     key: WatermarkKey,
     strengthRms: number,
   ): Promise<MarkLumaOutcome>;
+}
+
+/**
+ * The service's own decode and encode of the files callers send (they send files, never pixels or samples), under
+ * the media limits: images through sharp, audio and video through ffmpeg (adapters/*-codec.ts, mediaCodecs).
+ */
+export interface MediaCodecs {
+  /** The upload to mark, decoded the way it will be re-encoded (its own format, alpha kept where it has one). */
+  decodeForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedForEmbedding>;
+  /** A file to search, as a verify reads it; `workingSize` shrinks a large upload to the size its grids need. */
+  decodeForDetection(encoded: Uint8Array, limits: MediaLimits, options?: { workingSize?: boolean }): Promise<RawImage>;
+  /** The marked pixels encoded as the upload was, with their thumbnail. */
+  encodeMarked(image: RawImage, mediaType: EncodableImageType): Promise<{ encoded: Buffer; thumbnail: Buffer }>;
+  decodeAudioForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedAudio>;
+  /** The mono mix at ANALYSIS_RATE of at most `readSeconds`; null without decodable audio. */
+  decodeAudioForDetection(encoded: Uint8Array, limits: MediaLimits, readSeconds?: number): Promise<Float32Array | null>;
+  encodeMarkedAudio(samples: Float32Array, format: AudioFormat): Promise<Buffer>;
+  /** The first audio track of the video at `path`; null when it has none that decodes. */
+  decodeVideoAudioTrack(path: string, container: string, maxSeconds: number): Promise<VideoAudioTrack | null>;
+  /** The video at `path` with its first audio track replaced by `track`, the video stream copied. */
+  replaceVideoAudioTrack(path: string, container: string, track: VideoAudioTrack): Promise<Buffer>;
+  /** The upload written where ffmpeg can read it. */
+  writeVideo(bytes: Uint8Array): Promise<VideoScratch>;
+  probeVideoForEmbedding(bytes: Uint8Array, file: VideoScratch, limits: MediaLimits): Promise<VideoFormat>;
+  /** The CRF that keeps the upload's bit rate. */
+  measureCrf(file: VideoScratch, format: VideoFormat): Promise<number>;
+  /** Every frame decoded, passed through `mark` and encoded like the upload at the CRF `crf` settles on. */
+  transcodeFrames(
+    file: VideoScratch,
+    format: VideoFormat,
+    crf: Promise<number>,
+    mark: (frame: Uint8Array) => Promise<Uint8Array>,
+    options: { timeoutMs: number; maxSeconds: number; inFlight?: number; onProgress?: (frames: number) => void },
+  ): Promise<Transcoded>;
+  /** Luma windows of the first `maxSeconds` to `visit`, until it answers true; `not_video` without a video stream. */
+  visitLumaWindows(
+    file: VideoScratch,
+    options: { maxSeconds: number; sampleFps: (width: number, height: number) => number; timeoutMs: number },
+    visit: (window: { luma: Uint8Array; width: number; height: number; atSeconds: number }) => Promise<boolean>,
+  ): Promise<'visited' | 'not_video'>;
 }

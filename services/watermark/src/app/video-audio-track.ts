@@ -1,6 +1,4 @@
 import type { WatermarkKey } from '../domain/keys.js';
-import { decodeVideoAudioTrack, replaceVideoAudioTrack } from '../adapters/audio-codec.js';
-import { VideoFile } from '../adapters/video-codec.js';
 import type { WatermarkDeps } from './deps.js';
 
 /**
@@ -9,7 +7,7 @@ import type { WatermarkDeps } from './deps.js';
  * lost the mark (downscaled, heavily re-encoded, or just its sound) still names the asset through its audio.
  */
 
-type TrackDeps = Pick<WatermarkDeps, 'pool' | 'mediaLimits' | 'logger'>;
+type TrackDeps = Pick<WatermarkDeps, 'pool' | 'codecs' | 'mediaLimits' | 'logger'>;
 
 /**
  * `video` (as EmbedVideo encoded it, its audio copied from the upload) with its first audio track marked and
@@ -17,19 +15,19 @@ type TrackDeps = Pick<WatermarkDeps, 'pool' | 'mediaLimits' | 'logger'>;
  * copied. Null when there is no decodable audio track (the video is answered as it is).
  */
 export async function markAudioTrack(
-  { pool, mediaLimits }: TrackDeps,
+  { pool, codecs, mediaLimits }: TrackDeps,
   video: Buffer,
   container: string,
   payload: Uint8Array,
   key: WatermarkKey,
 ): Promise<{ encoded: Buffer; snrDb: number } | null> {
-  const file = await VideoFile.write(video);
+  const file = await codecs.writeVideo(video);
   try {
-    const track = await decodeVideoAudioTrack(file.path, container, mediaLimits.videoSeconds);
+    const track = await codecs.decodeVideoAudioTrack(file.path, container, mediaLimits.videoSeconds);
     if (!track) return null;
     const { sampleRate, channels } = track;
     const marked = await pool.embedAudio({ samples: track.samples, sampleRate, channels }, payload, key);
-    const encoded = await replaceVideoAudioTrack(file.path, container, { ...track, samples: marked.samples });
+    const encoded = await codecs.replaceVideoAudioTrack(file.path, container, { ...track, samples: marked.samples });
     return { encoded, snrDb: marked.snrDb };
   } finally {
     await file.remove();

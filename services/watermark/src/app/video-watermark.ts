@@ -2,17 +2,10 @@ import type { MediaLimits } from '@cairn/media';
 import type { Detection } from '../domain/image/algorithm.js';
 import type { RawImage } from '../domain/image/raw-image.js';
 import type { WatermarkKey } from '../domain/keys.js';
-import type { WorkerPool } from './ports.js';
+import type { MediaCodecs, WorkerPool } from './ports.js';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
 import { detectionSampleFps, VIDEO_GRID_AREAS } from '../domain/video/luma-frame-mark.js';
-import {
-  measureCrf,
-  MIN_VIDEO_SIDE,
-  probeVideoForEmbedding,
-  transcodeFrames,
-  VideoFile,
-  visitLumaWindows,
-} from '../adapters/video-codec.js';
+import { MIN_VIDEO_SIDE } from '../domain/media-formats.js';
 
 /**
  * The video watermark: every frame carries the image mark cairn-sync-v2 (the keyed tile with the payload, made
@@ -27,6 +20,7 @@ const DETECT_SECONDS = 12;
 
 export interface VideoMarkDeps {
   readonly pool: WorkerPool;
+  readonly codecs: MediaCodecs;
   readonly mediaLimits: MediaLimits;
 }
 
@@ -51,7 +45,7 @@ export interface MarkedVideo {
  * upload (H.264/MP4 or VP9/WebM, same size and frame rate, audio copied) at the CRF measured to keep its bit rate.
  */
 export async function markVideo(
-  { pool, mediaLimits }: VideoMarkDeps,
+  { pool, codecs, mediaLimits }: VideoMarkDeps,
   encoded: Uint8Array,
   payload: Uint8Array,
   key: WatermarkKey,
@@ -63,17 +57,17 @@ export async function markVideo(
   } = {},
 ): Promise<MarkedVideo> {
   const { accepted, onProgress } = hooks;
-  const file = await VideoFile.write(encoded);
+  const file = await codecs.writeVideo(encoded);
   let crf: Promise<number> | undefined;
   try {
-    const format = await probeVideoForEmbedding(encoded, file, mediaLimits);
+    const format = await codecs.probeVideoForEmbedding(encoded, file, mediaLimits);
     await accepted?.();
     // Measured while the first frames are decoded and marked (the encoder waits for it).
-    crf = measureCrf(file, format);
+    crf = codecs.measureCrf(file, format);
     const lumaBytes = format.width * format.height;
     let squaredError = 0;
     const expectedFrames = Math.max(1, Math.round(format.seconds * format.fps));
-    const { encoded: marked, frames } = await transcodeFrames(
+    const { encoded: marked, frames } = await codecs.transcodeFrames(
       file,
       format,
       crf,
@@ -128,11 +122,11 @@ export interface VideoDetection {
  * analyses (twelve single windows on one area did, before the windows were integrated).
  */
 export async function detectVideoMark(
-  { pool }: VideoMarkDeps,
+  { pool, codecs }: VideoMarkDeps,
   encoded: Uint8Array,
   keys: ReadonlyArray<WatermarkKey>,
 ): Promise<VideoDetection> {
-  const file = await VideoFile.write(encoded);
+  const file = await codecs.writeVideo(encoded);
   try {
     let found: VideoDetection | undefined;
     let algorithm: string | undefined;
@@ -152,7 +146,7 @@ export async function detectVideoMark(
       return true;
     };
     let lastSeconds = 0;
-    const visited = await visitLumaWindows(
+    const visited = await codecs.visitLumaWindows(
       file,
       { maxSeconds: DETECT_SECONDS, sampleFps: detectionSampleFps, timeoutMs: 60_000 },
       async ({ luma, width, height, atSeconds }) => {
