@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +18,7 @@ import {
   type Sandbox,
   type TlsFiles,
 } from '@cairn/testing';
+import { portFree } from './fleet-launcher.js';
 import { allPorts, planFleet, type FleetPlan, type ServicePlan } from '../../tools/dev/src/plan.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -177,14 +177,6 @@ export class ReplicaFleet {
     await this.sandbox.dispose();
     await rm(this.tlsDir, { recursive: true, force: true });
   }
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
 }
 
 /**
