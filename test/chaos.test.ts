@@ -8,9 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import type { ServiceName } from '@cairn/config';
 import { waitFor } from '@cairn/testing';
-import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
-import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, type Stack } from './support/stack.js';
+import {
+  killAndRestart,
+  signOnce,
+  signStreamWith,
+  startChaosFleet,
+  stopChaosFleet,
+  type SignOutcome,
+} from './support/chaos.js';
+import type { ServiceProcesses } from './support/service-processes.js';
+import type { Stack } from './support/stack.js';
 
 const STREAM = 16;
 let stack: Stack;
@@ -28,32 +35,22 @@ async function auditedSigns(): Promise<Map<string, number>> {
 }
 
 beforeAll(async () => {
-  ({ stack, processes } = await ServiceProcesses.startWithStack(
+  ({ stack, processes, tenant, admin } = await startChaosFleet(
     ['watermark', 'verifier', 'softbinding', 'gateway'],
     ['signer', 'audit'],
-    {
-      SIGN_CONCURRENCY_PER_TENANT: '100',
-    },
+    { SIGN_CONCURRENCY_PER_TENANT: '100' },
+    'growth',
   ));
-  tenant = await onboard(stack, 'growth');
-  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
-afterAll(async () => {
-  processes?.stopAll();
-  await admin?.end();
-  await stack?.stop();
-});
+afterAll(() => stopChaosFleet({ processes, admin, stack }));
 
 /** Signs `STREAM` images two at a time; after the first few answers, SIGKILLs `victim` and starts it again. */
 function streamWithKill(victim: ServiceName): Promise<SignOutcome[]> {
   return signStreamWith(stack, tenant.api_key, {
     count: STREAM,
     disruptAfter: 4,
-    disrupt: async () => {
-      await processes.kill9(victim);
-      await processes.start(victim);
-    },
+    disrupt: killAndRestart(processes, victim),
   });
 }
 
