@@ -4,14 +4,11 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { databaseRole, SERVICE_NAMES } from '@cairn/config';
+import { SERVICE_NAMES } from '@cairn/config';
 import {
-  APP_ROLE,
   createSandbox,
   freePort,
   makeDevPki,
-  PG_ADMIN_URL,
-  provisionServiceRoles,
   startHardhat,
   waitFor,
   type HardhatNode,
@@ -19,6 +16,7 @@ import {
   type TlsFiles,
 } from '@cairn/testing';
 import { portFree } from './fleet-launcher.js';
+import { provisionFleetRoles } from './fleet-setup.js';
 import { allPorts, planFleet, type FleetPlan, type ServicePlan } from '../../tools/dev/src/plan.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -53,12 +51,7 @@ export class ReplicaFleet {
     const missing = SERVICE_NAMES.filter((name) => !existsSync(join(ROOT, `services/${name}/dist/main.js`)));
     if (missing.length) throw new Error(`build the bundles first (node tools/dev/build.mjs): ${missing.join(', ')}`);
     const sandbox = await createSandbox();
-    await provisionServiceRoles(
-      PG_ADMIN_URL,
-      sandbox.databaseName,
-      APP_ROLE,
-      SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })),
-    );
+    await provisionFleetRoles(sandbox.databaseName);
     const chain = await startHardhat(await freePort());
     const tlsDir = join(tmpdir(), `cairn-replicas-tls-${sandbox.id}`);
     const tls = await makeDevPki(tlsDir, SERVICE_NAMES);
