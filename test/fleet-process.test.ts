@@ -5,19 +5,12 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
 import { healthV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { databaseRole, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '@cairn/config';
 import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
-import {
-  interruptLauncher,
-  portFree,
-  spawnLauncher,
-  stopLauncher,
-  untilFleetReady,
-  type Launcher,
-} from './support/fleet-launcher.js';
+import { Launcher } from './support/fleet-launcher.js';
+import { portFree, refused } from './support/ports.js';
 
 function fleetPorts(offset: number): number[] {
   return [
@@ -36,18 +29,6 @@ async function freeOffset(): Promise<number> {
   throw new Error('no port offset between 1000 and 5000 has all the fleet ports free');
 }
 
-/** Resolves true when nothing listens on the port any more. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
-  });
-}
-
 let sandbox: Sandbox;
 let offset: number;
 let launcher: Launcher;
@@ -63,12 +44,12 @@ beforeAll(async () => {
 
   // Provisioning as `npm run up` does: the sandbox's database is there, the launcher adds one role per service.
   env.PG_ADMIN_URL = PG_ADMIN_URL;
-  launcher = spawnLauncher(['--port-offset', String(offset)], env);
-  await untilFleetReady(launcher, 90);
+  launcher = Launcher.spawn(['--port-offset', String(offset)], env);
+  await launcher.untilReady(90);
 }, 120_000);
 
 afterAll(async () => {
-  await stopLauncher(launcher, 20_000);
+  await launcher?.stop(20_000);
   await sandbox?.dispose();
 }, 60_000);
 
@@ -136,7 +117,7 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
   });
 
   it('drains every service on SIGINT and exits 0, leaving no service process behind', async () => {
-    const ended = await interruptLauncher(launcher, 20_000);
+    const ended = await launcher.interrupt(20_000);
     const output = launcher.output();
     expect({ ...ended, output: ended.code === 0 ? '' : output }).toEqual({ code: 0, signal: null, output: '' });
     expect(output).toContain('all services stopped cleanly');

@@ -18,14 +18,8 @@ import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 import { dockerEnv, imageName, missingImages, removeContainers } from '../tools/dev/src/images.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { recording } from './support/audio.js';
-import {
-  interruptLauncher,
-  portFree,
-  spawnLauncher,
-  stopLauncher,
-  untilFleetReady,
-  type Launcher,
-} from './support/fleet-launcher.js';
+import { Launcher } from './support/fleet-launcher.js';
+import { portFree } from './support/ports.js';
 import { multipart } from './support/stack.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -142,12 +136,12 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, ...sandbox.env, LOG_LEVEL: 'info', PG_ADMIN_URL };
   for (const name of ['GRPC_PORT', 'OPS_PORT', 'HTTP_PORT', 'NODE_OPTIONS', 'OCSP_PORT', 'OCSP_PUBLIC_URL'])
     delete env[name];
-  launcher = spawnLauncher(['--images', TAG, '--port-offset', String(offset), '--ready-timeout', '150'], env);
-  await untilFleetReady(launcher, 170);
+  launcher = Launcher.spawn(['--images', TAG, '--port-offset', String(offset), '--ready-timeout', '150'], env);
+  await launcher.untilReady(170);
 }, 200_000);
 
 afterAll(async () => {
-  await stopLauncher(launcher, 30_000);
+  await launcher?.stop(30_000);
   // Whatever happened above, no container of this run stays behind.
   if (launcher?.child.pid) removeContainers(containers(), process.env);
   await sandbox?.dispose();
@@ -276,7 +270,7 @@ describe('the fleet started from the images', () => {
   }, 120_000);
 
   it('drains every container on SIGINT: the launcher exits 0 and no container is left', async () => {
-    const ended = await interruptLauncher(launcher!, 45_000);
+    const ended = await launcher!.interrupt(45_000);
     const output = launcher!.output();
     expect({ ...ended, output: ended.code === 0 ? '' : output }).toEqual({ code: 0, signal: null, output: '' });
     expect(output).toContain('all services stopped cleanly');

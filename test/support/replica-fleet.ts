@@ -15,7 +15,7 @@ import {
   type Sandbox,
   type TlsFiles,
 } from '@cairn/testing';
-import { portFree } from './fleet-launcher.js';
+import { portFree } from './ports.js';
 import { provisionFleetRoles } from './fleet-setup.js';
 import { allPorts, planFleet, type FleetPlan, type ServicePlan } from '../../tools/dev/src/plan.js';
 
