@@ -34,6 +34,19 @@ async function auditedSigns(): Promise<Map<string, number>> {
   return new Map(rows.map((r) => [r.asset_id, r.n]));
 }
 
+/** Waits until every asset of `signed` has an audit entry; answers the entries per asset. */
+function untilAudited(what: string, signed: string[]): Promise<Map<string, number>> {
+  return waitFor(
+    what,
+    async () => {
+      const counts = await auditedSigns();
+      return signed.every((id) => counts.has(id)) ? counts : undefined;
+    },
+    60_000,
+    250,
+  );
+}
+
 beforeAll(async () => {
   ({ stack, processes, tenant, admin } = await startChaosFleet(
     ['watermark', 'verifier', 'softbinding', 'gateway'],
@@ -60,15 +73,7 @@ describe('kill -9 in the middle of a stream of signs', () => {
     // The audit service is not on the sign path: every sign answers 200 while it is down.
     expect(outcomes.map((o) => o.status)).toEqual(outcomes.map(() => 200));
     const signed = outcomes.map((o) => o.asset_id!);
-    const audited = await waitFor(
-      'every sign audited',
-      async () => {
-        const counts = await auditedSigns();
-        return signed.every((id) => counts.has(id)) ? counts : undefined;
-      },
-      60_000,
-      250,
-    );
+    const audited = await untilAudited('every sign audited', signed);
     for (const id of signed) expect(audited.get(id)).toBe(1);
     const { rows } = await admin.query<{ n: number; max: number; events: number }>(
       'select count(*)::int as n, max(seq)::int as max, count(distinct event_id)::int as events from audit.entries where tenant_id = $1',
@@ -93,15 +98,7 @@ describe('kill -9 in the middle of a stream of signs', () => {
     const after = await signOnce(stack, tenant.api_key);
     expect(after.status).toBe(200);
     signed.push(after.asset_id!);
-    const audited = await waitFor(
-      'every successful sign audited',
-      async () => {
-        const counts = await auditedSigns();
-        return signed.every((id) => counts.has(id)) ? counts : undefined;
-      },
-      60_000,
-      250,
-    );
+    const audited = await untilAudited('every successful sign audited', signed);
     for (const id of signed) expect(audited.get(id)).toBe(1);
     // A sign whose answer the kill cut may still have completed: then it is an asset the tenant can fetch.
     for (const id of audited.keys()) {
