@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { webhookV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
-import { onboard, startStack, type Stack } from './support/stack.js';
+import { onboardEnterprise, startStack, type Stack } from './support/stack.js';
 
 // docs/decisions/0040-admin-changes-audited.md: every admin change leaves an audit entry. The attacker holds a stolen
 // admin key of an Enterprise tenant and redirects what it can: signatures (a BYOK credential), events (a webhook),
@@ -98,15 +98,7 @@ beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'audit', 'webhook', 'gateway'], {
     AUDIT_EXPORT_INTERVAL_MS: '86400000',
   });
-  const tenant = await onboard(stack, 'free');
-  const admin = await stack.sandbox.adminClient();
-  try {
-    await admin.query(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
-      tenant.tenant_id,
-    ]);
-  } finally {
-    await admin.end();
-  }
+  const tenant = await onboardEnterprise(stack);
   const keys = (await (
     await stack.request(`/v1/tenants/${tenant.tenant_id}/keys`, { key: tenant.api_key })
   ).json()) as {

@@ -11,7 +11,8 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from './support/events.js';
 import { newId } from '@cairn/ids';
 import { waitFor, sampleEvent } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
@@ -48,11 +49,7 @@ beforeAll(async () => {
     AWS_ACCESS_KEY_ID: 'S3RVER',
     AWS_SECRET_ACCESS_KEY: 'S3RVER',
   });
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
+  bus = await connectBus(stack.env);
   admin = await stack.sandbox.adminClient();
 }, 120_000);
 

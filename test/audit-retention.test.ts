@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from './support/events.js';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient, type ClientOf } from '@cairn/rpc';
@@ -15,11 +16,7 @@ let audit: ClientOf<typeof auditV1.AuditService>;
 
 beforeAll(async () => {
   stack = await startStack(['gateway', 'audit'], { AUDIT_PURGE_INTERVAL_MS: '300' });
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
+  bus = await connectBus(stack.env);
   admin = await stack.sandbox.adminClient();
   audit = createClient(auditV1.AuditService, String(stack.env.AUDIT_GRPC_ADDR));
 }, 120_000);

@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, onboardEnterprise, startStack, type Stack } from './support/stack.js';
 import { settledUsage } from './support/usage.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
@@ -118,18 +118,7 @@ async function count(sql: string, params: unknown[]): Promise<number> {
   }
 }
 
-async function makeEnterprise(): Promise<{ tenant_id: string; api_key: string }> {
-  const tenant = await onboard(stack, 'free');
-  const admin = await stack.sandbox.adminClient();
-  try {
-    await admin.query(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
-      tenant.tenant_id,
-    ]);
-  } finally {
-    await admin.end();
-  }
-  return tenant;
-}
+const makeEnterprise = () => onboardEnterprise(stack);
 
 const register = (key: string, body: Record<string, unknown>) =>
   stack.request('/v1/signing-credentials', { method: 'POST', key, json: body });

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFile } from 'node:fs/promises';
-import sharp from 'sharp';
 import { activeManifestLabel } from '../packages/jumbf/src/index.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
-import { SHARED_DIR } from '../packages/testing/src/shared.js';
+import { photoJpeg } from './support/photos.js';
+import { onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 
 // The C2PA Soft Binding Resolution API 2.4 — discovery, capabilities, status, 404 for unknown
 // manifests, and the C2PA manifest label (URN) accepted wherever Cairn's manifest id is.
@@ -16,16 +14,12 @@ let store: Buffer;
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'gateway']);
   const tenant = await onboard(stack);
-  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/camera.png`))
-    .jpeg({ quality: 90 })
-    .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'p.jpg' }),
-  });
-  signed = (await res.json()) as typeof signed;
+  const photo = await photoJpeg('camera', 90);
+  ({ signed } = await signAndFetch<typeof signed>(stack, tenant.api_key, {
+    recipe: 'image-genai-v1',
+    bytes: photo,
+    name: 'p.jpg',
+  }));
   store = Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());
   label = activeManifestLabel(store) ?? '';
 }, 120_000);

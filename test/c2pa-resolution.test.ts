@@ -13,7 +13,8 @@ import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.
 import { localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { degradedCopy, signAstronaut, untilIndexed } from './support/lookup.js';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // The C2PA Soft Binding Resolution API (/c2pa/v1): public, no key anywhere in this file except to sign.
@@ -30,24 +31,6 @@ interface SpecMatch {
   manifestId: string;
   endpoint?: string;
   similarityScore?: number;
-}
-
-/** JPEG 60, resized to 50%, cropped 5%, re-encoded: no manifest survives (nor the watermark, which does not survive crops). */
-async function degrade(bytes: Buffer): Promise<Buffer> {
-  const half = await sharp(bytes)
-    .resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) })
-    .jpeg({ quality: 60 })
-    .toBuffer();
-  const { width = 0, height = 0 } = await sharp(half).metadata();
-  return sharp(half)
-    .extract({
-      left: Math.round(width * 0.05),
-      top: Math.round(height * 0.05),
-      width: Math.round(width * 0.95),
-      height: Math.round(height * 0.95),
-    })
-    .jpeg({ quality: 60 })
-    .toBuffer();
 }
 
 function byContent(bytes: Buffer, query = '', type = 'image/jpeg') {
@@ -118,24 +101,11 @@ beforeAll(async () => {
     PUBLIC_RESOLUTION_PER_MINUTE: '1000',
   });
   owner = await onboard(stack);
-  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
-    .resize(1024, 1024)
-    .jpeg({ quality: 90 })
-    .toBuffer();
-  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, owner.api_key, {
-    recipe: 'image-genai-v1',
-    bytes: photo,
-    name: 'a.jpg',
-  }));
+  ({ signed, signedBytes } = await signAstronaut<typeof signed>(stack, owner.api_key));
   manifestId = signed.manifest_uri.split('/').at(-1)!;
-  copy = await degrade(signedBytes);
-  // Indexing follows asset.signed asynchronously: wait until the public lookup sees it.
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    const found = (await (await byContent(signedBytes, '?alg=cairn.pdq.v1')).json()) as { matches: unknown[] };
-    if (found.matches.length > 0) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  copy = await degradedCopy(signedBytes);
+  // Wait until the public lookup sees it.
+  await untilIndexed(() => byContent(signedBytes, '?alg=cairn.pdq.v1'));
 }, 120_000);
 afterAll(() => stack?.stop());
 

@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import { freePort, startHardhat, waitFor, type HardhatNode } from '@cairn/testing';
-import { signStreamWith } from './support/chaos.js';
-import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, type Stack } from './support/stack.js';
+import { killAndRestart, signStreamWith, startChaosFleet, stopChaosFleet } from './support/chaos.js';
+import type { ServiceProcesses } from './support/service-processes.js';
+import type { Stack } from './support/stack.js';
 
 const STREAM = 16;
 let chain: HardhatNode;
@@ -22,7 +22,7 @@ let processes: ServiceProcesses;
 beforeAll(async () => {
   chain = await startHardhat(await freePort());
   // Small batches closing fast: several are open, closed and sent while the stream runs.
-  ({ stack, processes } = await ServiceProcesses.startWithStack(['watermark', 'signer', 'gateway'], ['anchor'], {
+  ({ stack, processes, tenant, admin } = await startChaosFleet(['watermark', 'signer', 'gateway'], ['anchor'], {
     SIGN_CONCURRENCY_PER_TENANT: '100',
     ANCHOR_RPC_URL: chain.url,
     ANCHOR_BATCH_MAX: '3',
@@ -30,14 +30,10 @@ beforeAll(async () => {
     ANCHOR_POLL_MS: '100',
     ANCHOR_RETRY_MAX_MS: '1000',
   }));
-  tenant = await onboard(stack);
-  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
 afterAll(async () => {
-  processes?.stopAll();
-  await admin?.end();
-  await stack?.stop();
+  await stopChaosFleet({ processes, admin, stack });
   await chain?.stop();
 });
 
@@ -70,10 +66,7 @@ describe('kill -9 the anchor service in the middle of a stream of signs', () => 
     const outcomes = await signStreamWith(stack, tenant.api_key, {
       count: STREAM,
       disruptAfter: 6,
-      disrupt: async () => {
-        await processes.kill9('anchor');
-        await processes.start('anchor');
-      },
+      disrupt: killAndRestart(processes, 'anchor'),
     });
     // The anchor service is not on the sign path: a manifest it could not take is anchored from asset.signed.
     expect(outcomes.map((o) => o.status)).toEqual(outcomes.map(() => 200));

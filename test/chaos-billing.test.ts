@@ -7,9 +7,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import { waitFor } from '@cairn/testing';
-import { retryUntilSigned, signStreamWith, type SignOutcome } from './support/chaos.js';
-import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, type Stack } from './support/stack.js';
+import {
+  killAndRestart,
+  retryUntilSigned,
+  signStreamWith,
+  startChaosFleet,
+  stopChaosFleet,
+  type SignOutcome,
+} from './support/chaos.js';
+import type { ServiceProcesses } from './support/service-processes.js';
+import type { Stack } from './support/stack.js';
 
 const STREAM = 16;
 /**
@@ -23,19 +30,16 @@ let admin: pg.Client;
 let processes: ServiceProcesses;
 
 beforeAll(async () => {
-  ({ stack, processes } = await ServiceProcesses.startWithStack(['watermark', 'signer', 'gateway'], ['billing'], {
-    SIGN_CONCURRENCY_PER_TENANT: '100',
-  }));
   // growth: units above the quota are billed, never refused, so every sign here is metered.
-  tenant = await onboard(stack, 'growth');
-  admin = await stack.sandbox.adminClient();
+  ({ stack, processes, tenant, admin } = await startChaosFleet(
+    ['watermark', 'signer', 'gateway'],
+    ['billing'],
+    { SIGN_CONCURRENCY_PER_TENANT: '100' },
+    'growth',
+  ));
 }, 240_000);
 
-afterAll(async () => {
-  processes?.stopAll();
-  await admin?.end();
-  await stack?.stop();
-});
+afterAll(() => stopChaosFleet({ processes, admin, stack }));
 
 /** Retries a sign that did not answer 200 with its own Idempotency-Key, as a client should, until it does. */
 function untilSigned(first: SignOutcome): Promise<SignOutcome> {
@@ -58,11 +62,7 @@ describe('kill -9 billing in the middle of a stream of signs', () => {
     const outcomes = await signStreamWith(stack, tenant.api_key, {
       count: STREAM,
       disruptAfter: 4,
-      disrupt: async () => {
-        await processes.kill9('billing');
-        await new Promise((r) => setTimeout(r, DOWN_MS));
-        await processes.start('billing');
-      },
+      disrupt: killAndRestart(processes, 'billing', DOWN_MS),
     });
     const first = outcomes.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.code ?? ''}`);
     const settled = await Promise.all(outcomes.map(untilSigned));

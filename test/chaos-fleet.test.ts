@@ -8,19 +8,28 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ServiceName } from '@cairn/config';
 import { waitFor } from '@cairn/testing';
-import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
+import {
+  killAndRestart,
+  signOnce,
+  signStreamWith,
+  startChaosFleet,
+  stopChaosFleet,
+  type ChaosFleet,
+  type SignOutcome,
+} from './support/chaos.js';
 import { lookupFile, matchesOf } from './support/lookup.js';
-import { ServiceProcesses } from './support/service-processes.js';
-import { multipart, onboard, type Stack } from './support/stack.js';
+import type { ServiceProcesses } from './support/service-processes.js';
+import { multipart, type Stack } from './support/stack.js';
 
 const STREAM = 10;
 const VICTIMS: ServiceName[] = ['tenant', 'watermark', 'softbinding', 'verifier', 'gateway'];
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let processes: ServiceProcesses;
+let fleet: ChaosFleet | undefined;
 
 beforeAll(async () => {
-  ({ stack, processes } = await ServiceProcesses.startWithStack(
+  fleet = await startChaosFleet(
     ['gateway', 'signer', 'verifier', 'watermark', 'softbinding', 'tenant', 'billing', 'audit'],
     VICTIMS,
     {
@@ -28,24 +37,19 @@ beforeAll(async () => {
       // Nine services share the machine's Postgres with other suites: a small pool each (streams are 2 wide).
       DATABASE_POOL_MAX: '4',
     },
-  ));
-  tenant = await onboard(stack, 'growth');
+    'growth',
+  );
+  ({ stack, processes, tenant } = fleet);
 }, 240_000);
 
-afterAll(async () => {
-  processes?.stopAll();
-  await stack?.stop();
-});
+afterAll(() => stopChaosFleet(fleet ?? {}));
 
 /** Signs STREAM images two at a time; after the fourth answer, SIGKILLs `victim` and starts it again. */
 function streamWithKill(victim: ServiceName): Promise<SignOutcome[]> {
   return signStreamWith(stack, tenant.api_key, {
     count: STREAM,
     disruptAfter: 4,
-    disrupt: async () => {
-      await processes.kill9(victim);
-      await processes.start(victim);
-    },
+    disrupt: killAndRestart(processes, victim),
   });
 }
 

@@ -12,9 +12,9 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import { waitFor } from '@cairn/testing';
-import { retryUntilSigned, signStreamWith } from './support/chaos.js';
-import { ServiceProcesses } from './support/service-processes.js';
-import { multipart, onboard, type Stack } from './support/stack.js';
+import { killAndRestart, retryUntilSigned, signStreamWith, startChaosFleet, stopChaosFleet } from './support/chaos.js';
+import type { ServiceProcesses } from './support/service-processes.js';
+import { multipart, type Stack } from './support/stack.js';
 
 const STREAM = 12;
 let stack: Stack;
@@ -24,7 +24,7 @@ let processes: ServiceProcesses;
 
 beforeAll(async () => {
   // The gateway runs as its own process and answers on the stack's own HTTP port.
-  ({ stack, processes } = await ServiceProcesses.startWithStack(
+  ({ stack, processes, tenant, admin } = await startChaosFleet(
     ['gateway', 'signer', 'watermark', 'verifier', 'billing', 'audit'],
     ['gateway'],
     {
@@ -33,16 +33,11 @@ beforeAll(async () => {
       SIGN_CLAIM_LEASE_SECONDS: '2',
       DATABASE_POOL_MAX: '4',
     },
+    'growth',
   ));
-  tenant = await onboard(stack, 'growth');
-  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
-afterAll(async () => {
-  processes?.stopAll();
-  await admin?.end();
-  await stack?.stop();
-});
+afterAll(() => stopChaosFleet({ processes, admin, stack }));
 
 /** The signer's assets made from this upload (each key has a file of its own). */
 async function assetsOfUpload(bytes: Buffer): Promise<Array<{ asset_id: string; manifest_id: string }>> {
@@ -80,10 +75,7 @@ describe('kill -9 the gateway while signs are in flight', () => {
       count: STREAM,
       concurrency: 4,
       disruptAfter: 3,
-      disrupt: async () => {
-        await processes.kill9('gateway');
-        await processes.start('gateway');
-      },
+      disrupt: killAndRestart(processes, 'gateway'),
     });
     const cut = outcomes.filter((o) => o.status !== 200);
     const settled = await Promise.all(

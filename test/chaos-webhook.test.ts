@@ -7,12 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from './support/events.js';
 import { newId } from '@cairn/ids';
 import { sampleEvent, waitFor } from '@cairn/testing';
 import { startReceiver, verifySignature, type Receiver } from '../services/webhook/test/support/receiver.js';
-import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, type Stack } from './support/stack.js';
+import { startChaosFleet, stopChaosFleet } from './support/chaos.js';
+import type { ServiceProcesses } from './support/service-processes.js';
+import type { Stack } from './support/stack.js';
 
 /** Events published, one every PUBLISH_GAP_MS; the kill lands on the KILL_AT-th request the receiver gets. */
 const EVENTS = 24;
@@ -29,27 +31,19 @@ let receiver: Receiver;
 let processes: ServiceProcesses;
 
 beforeAll(async () => {
-  ({ stack, processes } = await ServiceProcesses.startWithStack(['gateway'], ['webhook'], {
+  ({ stack, processes, tenant, admin } = await startChaosFleet(['gateway'], ['webhook'], {
     WEBHOOK_RETRY_SCALE: '0.001',
     WEBHOOK_POLL_INTERVAL_MS: '50',
     WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
   }));
-  tenant = await onboard(stack);
   receiver = await startReceiver();
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
-  admin = await stack.sandbox.adminClient();
+  bus = await connectBus(stack.env);
 }, 240_000);
 
 afterAll(async () => {
-  processes?.stopAll();
   await bus?.close();
   await receiver?.close();
-  await admin?.end();
-  await stack?.stop();
+  await stopChaosFleet({ processes, admin, stack });
 });
 
 describe('kill -9 the webhook service in the middle of a stream of deliveries', () => {

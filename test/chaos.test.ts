@@ -8,9 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import type { ServiceName } from '@cairn/config';
 import { waitFor } from '@cairn/testing';
-import { signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
-import { ServiceProcesses } from './support/service-processes.js';
-import { onboard, type Stack } from './support/stack.js';
+import {
+  killAndRestart,
+  signOnce,
+  signStreamWith,
+  startChaosFleet,
+  stopChaosFleet,
+  type SignOutcome,
+} from './support/chaos.js';
+import type { ServiceProcesses } from './support/service-processes.js';
+import type { Stack } from './support/stack.js';
 
 const STREAM = 16;
 let stack: Stack;
@@ -27,33 +34,36 @@ async function auditedSigns(): Promise<Map<string, number>> {
   return new Map(rows.map((r) => [r.asset_id, r.n]));
 }
 
+/** Waits until every asset of `signed` has an audit entry; answers the entries per asset. */
+function untilAudited(what: string, signed: string[]): Promise<Map<string, number>> {
+  return waitFor(
+    what,
+    async () => {
+      const counts = await auditedSigns();
+      return signed.every((id) => counts.has(id)) ? counts : undefined;
+    },
+    60_000,
+    250,
+  );
+}
+
 beforeAll(async () => {
-  ({ stack, processes } = await ServiceProcesses.startWithStack(
+  ({ stack, processes, tenant, admin } = await startChaosFleet(
     ['watermark', 'verifier', 'softbinding', 'gateway'],
     ['signer', 'audit'],
-    {
-      SIGN_CONCURRENCY_PER_TENANT: '100',
-    },
+    { SIGN_CONCURRENCY_PER_TENANT: '100' },
+    'growth',
   ));
-  tenant = await onboard(stack, 'growth');
-  admin = await stack.sandbox.adminClient();
 }, 240_000);
 
-afterAll(async () => {
-  processes?.stopAll();
-  await admin?.end();
-  await stack?.stop();
-});
+afterAll(() => stopChaosFleet({ processes, admin, stack }));
 
 /** Signs `STREAM` images two at a time; after the first few answers, SIGKILLs `victim` and starts it again. */
 function streamWithKill(victim: ServiceName): Promise<SignOutcome[]> {
   return signStreamWith(stack, tenant.api_key, {
     count: STREAM,
     disruptAfter: 4,
-    disrupt: async () => {
-      await processes.kill9(victim);
-      await processes.start(victim);
-    },
+    disrupt: killAndRestart(processes, victim),
   });
 }
 
@@ -63,15 +73,7 @@ describe('kill -9 in the middle of a stream of signs', () => {
     // The audit service is not on the sign path: every sign answers 200 while it is down.
     expect(outcomes.map((o) => o.status)).toEqual(outcomes.map(() => 200));
     const signed = outcomes.map((o) => o.asset_id!);
-    const audited = await waitFor(
-      'every sign audited',
-      async () => {
-        const counts = await auditedSigns();
-        return signed.every((id) => counts.has(id)) ? counts : undefined;
-      },
-      60_000,
-      250,
-    );
+    const audited = await untilAudited('every sign audited', signed);
     for (const id of signed) expect(audited.get(id)).toBe(1);
     const { rows } = await admin.query<{ n: number; max: number; events: number }>(
       'select count(*)::int as n, max(seq)::int as max, count(distinct event_id)::int as events from audit.entries where tenant_id = $1',
@@ -96,15 +98,7 @@ describe('kill -9 in the middle of a stream of signs', () => {
     const after = await signOnce(stack, tenant.api_key);
     expect(after.status).toBe(200);
     signed.push(after.asset_id!);
-    const audited = await waitFor(
-      'every successful sign audited',
-      async () => {
-        const counts = await auditedSigns();
-        return signed.every((id) => counts.has(id)) ? counts : undefined;
-      },
-      60_000,
-      250,
-    );
+    const audited = await untilAudited('every successful sign audited', signed);
     for (const id of signed) expect(audited.get(id)).toBe(1);
     // A sign whose answer the kill cut may still have completed: then it is an asset the tenant can fetch.
     for (const id of audited.keys()) {

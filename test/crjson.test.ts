@@ -14,8 +14,8 @@ import { coseTimeStampToken, readTimeStampToken } from '../services/verifier/src
 import { signatureCose } from '../services/verifier/src/domain/c2pa/jumbf.js';
 import { bufferAccess, extractManifestStore } from '../services/verifier/src/domain/c2pa/asset-store.js';
 import type { ManifestReading } from '../services/verifier/src/domain/c2pa/types.js';
-import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
-import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { signedElsewhere } from './support/signed-elsewhere.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { waitFor } from '@cairn/testing';
@@ -361,16 +361,7 @@ describe('the frozen interim trust list', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const signedBy = async (credential: TestCredential) =>
-    (
-      await buildAndSign({
-        asset: photo,
-        mimeType: 'image/jpeg',
-        signer: localSignerFor(credential),
-        claimGenerator: { name: 'cairn', version: 'test' },
-        metadata: {},
-      })
-    ).signed;
+  const signedBy = (credential: TestCredential) => signedElsewhere(photo, credential);
   const verify = async (bytes: Buffer, query = '') =>
     stack.request(`/v1/verify${query}`, {
       method: 'POST',

@@ -4,24 +4,13 @@
  * against an isolated sandbox (database, NATS stream and prefix, Redis prefix) and a random port offset.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { connect, createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { healthV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { databaseRole, DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES } from '@cairn/config';
 import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
-}
+import { Launcher } from './support/fleet-launcher.js';
+import { portFree, refused } from './support/ports.js';
 
 function fleetPorts(offset: number): number[] {
   return [
@@ -40,36 +29,9 @@ async function freeOffset(): Promise<number> {
   throw new Error('no port offset between 1000 and 5000 has all the fleet ports free');
 }
 
-/** Resolves true when nothing listens on the port any more. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
-  });
-}
-
-/** The promise's value, or 'timeout' after `ms` (the timer never outlives the promise). */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 let sandbox: Sandbox;
 let offset: number;
-let launcher: ChildProcess;
-let output = '';
-let exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+let launcher: Launcher;
 
 const gateway = () => `http://127.0.0.1:${DEFAULT_GATEWAY_HTTP_PORT + offset}`;
 
@@ -82,35 +44,12 @@ beforeAll(async () => {
 
   // Provisioning as `npm run up` does: the sandbox's database is there, the launcher adds one role per service.
   env.PG_ADMIN_URL = PG_ADMIN_URL;
-  launcher = spawn(process.execPath, ['--import', 'tsx', 'tools/dev/src/fleet.ts', '--port-offset', String(offset)], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  exit = new Promise((resolve) => launcher.once('close', (code, signal) => resolve({ code, signal })));
-  launcher.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "fleet ready" within 90 s; output:\n${output}`)), 90_000);
-    launcher.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (/^fleet ready$/m.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void exit.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`the launcher exited (${code ?? signal}) before the fleet was ready; output:\n${output}`));
-    });
-  });
+  launcher = Launcher.spawn(['--port-offset', String(offset)], env);
+  await launcher.untilReady(90);
 }, 120_000);
 
 afterAll(async () => {
-  if (launcher && launcher.exitCode === null && launcher.signalCode === null) {
-    launcher.kill('SIGTERM');
-    if ((await within(exit, 20_000)) === 'timeout') launcher.kill('SIGKILL');
-  }
+  await launcher?.stop(20_000);
   await sandbox?.dispose();
 }, 60_000);
 
@@ -140,7 +79,7 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
   });
 
   it('runs gRPC between the services as mutual TLS: a plaintext client is refused', async () => {
-    expect(output).toContain('gRPC between the services is mutual TLS');
+    expect(launcher.output()).toContain('gRPC between the services is mutual TLS');
     const health = createClient(healthV1.Health, `127.0.0.1:${DEFAULT_PORTS.billing.grpc + offset}`, {
       retries: 0,
       deadlineMs: 3000,
@@ -153,6 +92,7 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
   });
 
   it('prints the gateway URL and how to get a key', () => {
+    const output = launcher.output();
     expect(output).toContain(gateway());
     expect(output).toContain('pnpm cairn admin bootstrap --name ACME');
     expect(output).toContain(`curl -X POST ${gateway()}/v1/onboard`);
@@ -177,9 +117,8 @@ describe('the local fleet launcher (tools/dev/src/fleet.ts)', () => {
   });
 
   it('drains every service on SIGINT and exits 0, leaving no service process behind', async () => {
-    launcher.kill('SIGINT');
-    const ended = await within(exit, 20_000);
-    if (ended === 'timeout') throw new Error(`the launcher did not exit within 20 s of SIGINT; output:\n${output}`);
+    const ended = await launcher.interrupt(20_000);
+    const output = launcher.output();
     expect({ ...ended, output: ended.code === 0 ? '' : output }).toEqual({ code: 0, signal: null, output: '' });
     expect(output).toContain('all services stopped cleanly');
 

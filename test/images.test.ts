@@ -7,11 +7,10 @@
  * every production dependency (native addons, ffmpeg) loading on the image's Node.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES, type ServiceName } from '@cairn/config';
@@ -19,19 +18,13 @@ import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 import { dockerEnv, imageName, missingImages, removeContainers } from '../tools/dev/src/images.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { recording } from './support/audio.js';
+import { Launcher } from './support/fleet-launcher.js';
+import { portFree } from './support/ports.js';
 import { multipart } from './support/stack.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TAG = process.env.CAIRN_IMAGE_TAG ?? 'dev';
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
-}
 
 /** An offset between 5000 and 9000 (fleet-process.test.ts takes 1000-5000) with every fleet port free now. */
 async function freeOffset(): Promise<number> {
@@ -127,23 +120,9 @@ interface Inspection {
 
 let sandbox: Sandbox | undefined;
 let offset: number;
-let launcher: ChildProcess | undefined;
-let output = '';
-let exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-const containers = () => SERVICE_NAMES.map((name) => `cairn-${name}-${launcher?.pid ?? 0}`);
+let launcher: Launcher | undefined;
+const containers = () => SERVICE_NAMES.map((name) => `cairn-${name}-${launcher?.child.pid ?? 0}`);
 const gateway = () => `http://127.0.0.1:${DEFAULT_GATEWAY_HTTP_PORT + offset}`;
-
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 beforeAll(async () => {
   const missing = missingImages(SERVICE_NAMES, TAG, process.env);
@@ -157,47 +136,14 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, ...sandbox.env, LOG_LEVEL: 'info', PG_ADMIN_URL };
   for (const name of ['GRPC_PORT', 'OPS_PORT', 'HTTP_PORT', 'NODE_OPTIONS', 'OCSP_PORT', 'OCSP_PUBLIC_URL'])
     delete env[name];
-  launcher = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'tools/dev/src/fleet.ts',
-      '--images',
-      TAG,
-      '--port-offset',
-      String(offset),
-      '--ready-timeout',
-      '150',
-    ],
-    { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const child = launcher;
-  exit = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "fleet ready" within 170 s; output:\n${output}`)), 170_000);
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (/^fleet ready$/m.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void exit.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`the launcher exited (${code ?? signal}) before the fleet was ready; output:\n${output}`));
-    });
-  });
+  launcher = Launcher.spawn(['--images', TAG, '--port-offset', String(offset), '--ready-timeout', '150'], env);
+  await launcher.untilReady(170);
 }, 200_000);
 
 afterAll(async () => {
-  if (launcher && launcher.exitCode === null && launcher.signalCode === null) {
-    launcher.kill('SIGTERM');
-    if ((await within(exit, 30_000)) === 'timeout') launcher.kill('SIGKILL');
-  }
+  await launcher?.stop(30_000);
   // Whatever happened above, no container of this run stays behind.
-  if (launcher?.pid) removeContainers(containers(), process.env);
+  if (launcher?.child.pid) removeContainers(containers(), process.env);
   await sandbox?.dispose();
 }, 90_000);
 
@@ -250,7 +196,7 @@ describe('the service images (Dockerfile, tools/dev/images.sh)', () => {
 
 describe('the fleet started from the images', () => {
   it.each(SERVICE_NAMES.map((n) => [n]))('runs %s as a container of its image, ready on its ops port', async (name) => {
-    const container = `cairn-${name}-${launcher?.pid ?? 0}`;
+    const container = `cairn-${name}-${launcher?.child.pid ?? 0}`;
     const state = docker([
       'inspect',
       '-f',
@@ -324,9 +270,8 @@ describe('the fleet started from the images', () => {
   }, 120_000);
 
   it('drains every container on SIGINT: the launcher exits 0 and no container is left', async () => {
-    launcher?.kill('SIGINT');
-    const ended = await within(exit, 45_000);
-    if (ended === 'timeout') throw new Error(`the launcher did not exit within 45 s of SIGINT; output:\n${output}`);
+    const ended = await launcher!.interrupt(45_000);
+    const output = launcher!.output();
     expect({ ...ended, output: ended.code === 0 ? '' : output }).toEqual({ code: 0, signal: null, output: '' });
     expect(output).toContain('all services stopped cleanly');
     const left = docker(['ps', '-a', '--format', '{{.Names}}']).stdout.split('\n');

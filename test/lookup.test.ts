@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { degradedCopy, lookupFile, signAstronaut, untilIndexed } from './support/lookup.js';
+import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -13,30 +14,8 @@ let signed: { asset_id: string; manifest_uri: string; verifier_url: string };
 let signedBytes: Buffer;
 let copy: Buffer;
 
-/** JPEG 60, resized to 50%, cropped 5% (from the top-left), re-encoded: no manifest survives. */
-async function degrade(bytes: Buffer): Promise<Buffer> {
-  const half = await sharp(bytes)
-    .resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) })
-    .jpeg({ quality: 60 })
-    .toBuffer();
-  const { width = 0, height = 0 } = await sharp(half).metadata();
-  return sharp(half)
-    .extract({
-      left: Math.round(width * 0.05),
-      top: Math.round(height * 0.05),
-      width: Math.round(width * 0.95),
-      height: Math.round(height * 0.95),
-    })
-    .jpeg({ quality: 60 })
-    .toBuffer();
-}
-
 function lookup(bytes: Buffer, key: string) {
-  return stack.request('/v1/lookup', {
-    method: 'POST',
-    key,
-    body: multipart({}, { field: 'file', bytes, name: 'q.jpg' }),
-  });
+  return lookupFile(stack, key, { bytes, name: 'q.jpg' });
 }
 
 beforeAll(async () => {
@@ -45,23 +24,9 @@ beforeAll(async () => {
   });
   owner = await onboard(stack);
   other = await onboard(stack);
-  const photo = await sharp(await readFile(`${PHOTOS}/astronaut.png`))
-    .resize(1024, 1024)
-    .jpeg({ quality: 90 })
-    .toBuffer();
-  ({ signed, signedBytes } = await signAndFetch<typeof signed>(stack, owner.api_key, {
-    recipe: 'image-genai-v1',
-    bytes: photo,
-    name: 'a.jpg',
-  }));
-  copy = await degrade(signedBytes);
-  // Indexing follows asset.signed asynchronously.
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    const found = ((await (await lookup(signedBytes, owner.api_key)).json()) as { matches: unknown[] }).matches;
-    if (found.length > 0) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  ({ signed, signedBytes } = await signAstronaut<typeof signed>(stack, owner.api_key));
+  copy = await degradedCopy(signedBytes);
+  await untilIndexed(() => lookup(signedBytes, owner.api_key));
 }, 120_000);
 afterAll(() => stack?.stop());
 

@@ -6,12 +6,12 @@
  * Each service runs from its sources as a process of its own, against a sandbox of this file.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect } from 'node:net';
 import { billingV1, healthV1 } from '@cairn/proto';
 import { createClient, ServingStatus } from '@cairn/rpc';
 import { Bus } from '@cairn/bus';
 import type { ServiceName } from '@cairn/config';
 import { createSandbox, freePort, waitFor, type Sandbox } from '@cairn/testing';
+import { refused } from './support/ports.js';
 import { spawnService, type ServiceProcess } from './support/process.js';
 
 let sandbox: Sandbox;
@@ -24,18 +24,6 @@ afterEach(() => {
   for (const p of running.splice(0)) p.kill();
 });
 afterAll(() => sandbox?.dispose());
-
-/** True when nothing accepts connections on the port any more. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
-  });
-}
 
 async function ready(opsPort: number, service: ServiceProcess): Promise<void> {
   await waitFor(

@@ -2,7 +2,8 @@
 // Here the budget is 1 ms, so every sign overruns it: the child is killed each time, and what a client sees must stay
 // one clean answer.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Bus, type RunningConsumer } from '@cairn/bus';
+import { type Bus, type RunningConsumer } from '@cairn/bus';
+import { connectBus, collectEvents } from './support/events.js';
 import { type AnyEvent } from '@cairn/events';
 import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
@@ -34,16 +35,8 @@ beforeAll(async () => {
     SIGN_JOB_MAX_ATTEMPTS: '3',
   });
   tenant = await onboard(stack);
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
-  observer = await bus.consume({
-    durable: 'isolation-observer',
-    types: ['job.failed', 'job.completed'],
-    handler: async (event) => void events.push(event),
-  });
+  bus = await connectBus(stack.env);
+  observer = await collectEvents(bus, 'isolation-observer', ['job.failed', 'job.completed'], events);
 }, 120_000);
 
 afterAll(async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
-import { Bus, type RunningConsumer } from '@cairn/bus';
+import { type Bus, type RunningConsumer } from '@cairn/bus';
+import { connectBus, collectEvents } from './support/events.js';
 import { type AnyEvent } from '@cairn/events';
 import { waitFor } from '@cairn/testing';
 import { closePkcs11 } from '../services/signer/src/adapters/key-backends.js';
@@ -36,16 +37,13 @@ beforeAll(async () => {
   photo = await sharp(await readFile(PHOTO))
     .jpeg()
     .toBuffer();
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
-  observer = await bus.consume({
-    durable: 'test-observer',
-    types: ['asset.signed', 'manifest.signed', 'job.completed', 'job.failed'],
-    handler: async (event) => void events.push(event),
-  });
+  bus = await connectBus(stack.env);
+  observer = await collectEvents(
+    bus,
+    'test-observer',
+    ['asset.signed', 'manifest.signed', 'job.completed', 'job.failed'],
+    events,
+  );
 }, 120_000);
 
 afterAll(async () => {

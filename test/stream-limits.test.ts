@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import sharp from 'sharp';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from './support/events.js';
 import { waitFor } from '@cairn/testing';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
 import { settledUsage } from './support/usage.js';
@@ -24,11 +25,7 @@ beforeAll(async () => {
     SYNC_SIGN_MAX_BYTES: '1',
   });
   tenant = await onboard(stack);
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
+  bus = await connectBus(stack.env);
   photo = await sharp({
     create: {
       width: 400,

@@ -23,7 +23,7 @@ import { waitFor } from '@cairn/testing';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { HASH_OIDS, readTimeStampReply, timeStampQuery } from '../services/signer/test/tsp-client.js';
 import { startExternalTsa, type ExternalTsa } from '../services/signer/test/external-tsa.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, onboardEnterprise, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { toneWav } from './support/tone-wav.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
@@ -255,10 +255,7 @@ describe('a time-stamped signature outlives its certificate', () => {
   });
 
   it('a sign made minutes before the certificate expires verifies after the expiry; the same file signed without a time-stamp reports the expiry', async () => {
-    enterprise = await onboard(stack, 'free');
-    await sql(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
-      enterprise.tenant_id,
-    ]);
+    enterprise = await onboardEnterprise(stack);
     // Expires 75 s from now: long enough to register and sign, short enough to wait out.
     const notAfter = new Date(Math.ceil((Date.now() + 75_000) / 1000) * 1000);
     credential = await makeTestCredential({
@@ -474,10 +471,7 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
     expect(byDefault.signals.timestamp_valid).toBe(false);
 
     // A tenant whose list holds Cairn's root and the operator's TSA root trusts the time-stamp too.
-    const own = await onboard(stack, 'free');
-    await sql(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
-      own.tenant_id,
-    ]);
+    const own = await onboardEnterprise(stack);
     const [cairnRoot] = await sql<{ pem: string }>(
       `select pem from signer.certificates where role = 'root' and status = 'active'`,
     );

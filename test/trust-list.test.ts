@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { waitFor } from '@cairn/testing';
-import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
-import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { PublishedTrustList, parseTrustSource } from '../services/verifier/src/adapters/trust-sources.js';
+import { signedElsewhere } from './support/signed-elsewhere.js';
 import { multipart, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
@@ -162,16 +162,7 @@ describe('a configured trust list replaces the shipped one without a release', (
     await rm(dir, { recursive: true, force: true });
   });
 
-  const signedBy = async (credential: TestCredential) =>
-    (
-      await buildAndSign({
-        asset: photo,
-        mimeType: 'image/jpeg',
-        signer: localSignerFor(credential),
-        claimGenerator: { name: 'cairn', version: 'test' },
-        metadata: {},
-      })
-    ).signed;
+  const signedBy = (credential: TestCredential) => signedElsewhere(photo, credential);
   const publicStatus = async (bytes: Buffer) => {
     const res = await stack.request('/v1/verify', {
       method: 'POST',

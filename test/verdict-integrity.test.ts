@@ -10,6 +10,7 @@ import { waitFor } from '@cairn/testing';
 import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { answerOcspRequest } from '../services/signer/src/domain/pki/ocsp-response.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { signedElsewhere } from './support/signed-elsewhere.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
@@ -223,15 +224,7 @@ describe('no request on behalf of an untrusted file', () => {
     const responder = await listener();
     try {
       const stranger = await makeTestCredential({ commonName: 'Stranger', ocspUrl: responder.url });
-      const file = (
-        await buildAndSign({
-          asset: otherPhoto,
-          mimeType: 'image/jpeg',
-          signer: localSignerFor(stranger),
-          claimGenerator: { name: 'cairn', version: 'test' },
-          metadata: {},
-        })
-      ).signed;
+      const file = await signedElsewhere(otherPhoto, stranger);
       const answer = await publicVerify(file);
       expect(answer.status).toBe('manifest_signer_untrusted');
       expect(answer.signals.ocsp_status).toBe('not_checked');
@@ -247,15 +240,7 @@ describe('no request on behalf of an untrusted file', () => {
     try {
       const partner = await makeTestCredential({ commonName: 'Partner', ocspUrl: responder.url });
       const enterprise = await enterpriseTrusting(partner.caCertPem);
-      const file = (
-        await buildAndSign({
-          asset: otherPhoto,
-          mimeType: 'image/jpeg',
-          signer: localSignerFor(partner),
-          claimGenerator: { name: 'cairn', version: 'test' },
-          metadata: {},
-        })
-      ).signed;
+      const file = await signedElsewhere(otherPhoto, partner);
       const answer = await verifyAs(enterprise.api_key, file);
       expect(answer.signals.ocsp_status).toBe('unavailable');
       expect(responder.hits()).toBe(1);
@@ -296,15 +281,7 @@ describe('no request on behalf of an untrusted file', () => {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ocsp`;
       partner = await makeTestCredential({ commonName: 'Partner With Responder', ocspUrl: url });
       const enterprise = await enterpriseTrusting(partner.caCertPem);
-      const file = (
-        await buildAndSign({
-          asset: otherPhoto,
-          mimeType: 'image/jpeg',
-          signer: localSignerFor(partner),
-          claimGenerator: { name: 'cairn', version: 'test' },
-          metadata: {},
-        })
-      ).signed;
+      const file = await signedElsewhere(otherPhoto, partner);
       const first = await verifyAs(enterprise.api_key, file);
       expect(first.signals.ocsp_status).toBe('good');
       expect(hits).toBe(1);
@@ -328,15 +305,7 @@ describe('no request on behalf of an untrusted file', () => {
     try {
       const partner = await makeTestCredential({ commonName: 'Partner', ocspUrl: responder.url });
       const enterprise = await enterpriseTrusting(partner.caCertPem);
-      const file = (
-        await buildAndSign({
-          asset: otherPhoto,
-          mimeType: 'image/jpeg',
-          signer: localSignerFor(partner),
-          claimGenerator: { name: 'cairn', version: 'test' },
-          metadata: {},
-        })
-      ).signed;
+      const file = await signedElsewhere(otherPhoto, partner);
       const answer = await verifyAs(enterprise.api_key, file);
       expect(answer.status).toBe('verified_manifest');
       expect(answer.signals.ocsp_status).toBe('unavailable');

@@ -21,6 +21,7 @@ import {
 } from '../services/verifier/src/adapters/c2pa/index.js';
 import { decodeCbor } from '../services/verifier/src/domain/c2pa/cbor.js';
 import { signatureCose } from '../services/verifier/src/domain/c2pa/jumbf.js';
+import { VALID_AND_TRUSTED } from '../services/verifier/test/support/readings.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const SHARED = `${SHARED_DIR}/fixtures/`;
@@ -263,13 +264,7 @@ describe('Cairn-signed assets', () => {
     expect(m).toMatchObject({
       activeLabel: signed.manifestLabel,
       validationState: 'Trusted',
-      signatureValid: true,
-      assertionsValid: true,
-      hardBindingValid: true,
-      trusted: true,
-      certificateExpired: false,
-      revoked: false,
-      ocspStatus: 'not_checked',
+      ...VALID_AND_TRUSTED,
       timestamped: false,
       validationCodes: [],
       softBinding: { alg: 'cairn-dct-v1', value: 'w_01JDTESTWATERMARK' },

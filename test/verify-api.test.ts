@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFile } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import sharp from 'sharp';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
-import { SHARED_DIR } from '../packages/testing/src/shared.js';
+import { photoJpeg } from './support/photos.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 
 const CALLER_IP = '203.0.113.77';
 let stack: Stack;
@@ -27,16 +25,12 @@ beforeAll(async () => {
     { gateway: capture(), verifier: capture(), signer: capture(), watermark: capture(), billing: capture() },
   );
   tenant = await onboard(stack);
-  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
-    .jpeg()
-    .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
-  });
-  signed = (await res.json()) as typeof signed;
+  const photo = await photoJpeg('chelsea');
+  ({ signed } = await signAndFetch<typeof signed>(stack, tenant.api_key, {
+    recipe: 'image-genai-v1',
+    bytes: photo,
+    name: 'c.jpg',
+  }));
 }, 120_000);
 afterAll(() => stack?.stop());
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readdir } from 'node:fs/promises';
 import sharp from 'sharp';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus, collectEvents } from './support/events.js';
 import { type AnyEvent } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { verifierV1 } from '@cairn/proto';
@@ -41,16 +42,8 @@ beforeAll(async () => {
     bytes: photo,
     name: 'p.jpg',
   }));
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
-  observer = await bus.consume({
-    durable: 'test-verify-jobs',
-    types: ['verification.completed', 'job.failed'],
-    handler: async (event) => void events.push(event),
-  });
+  bus = await connectBus(stack.env);
+  observer = await collectEvents(bus, 'test-verify-jobs', ['verification.completed', 'job.failed'], events);
 }, 120_000);
 afterAll(async () => {
   await observer?.stop();

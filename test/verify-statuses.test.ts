@@ -4,8 +4,8 @@ import sharp from 'sharp';
 import { signerV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
 import { waitFor } from '@cairn/testing';
-import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
-import { collectGarbage, localSignerFor, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { collectGarbage, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
+import { signedElsewhere } from './support/signed-elsewhere.js';
 import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
@@ -48,15 +48,7 @@ async function manifestBytes(): Promise<Buffer> {
 }
 
 async function signElsewhere(options: Parameters<typeof makeTestCredential>[0]) {
-  const credential = await makeTestCredential(options);
-  const result = await buildAndSign({
-    asset: photo,
-    mimeType: 'image/jpeg',
-    signer: localSignerFor(credential),
-    claimGenerator: { name: 'cairn', version: 'test' },
-    metadata: {},
-  });
-  return result.signed;
+  return signedElsewhere(photo, await makeTestCredential(options));
 }
 
 /** The photo signed as the tests here sign it. */

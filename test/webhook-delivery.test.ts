@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from './support/events.js';
 import { type EventType } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1, commonV1, webhookV1 } from '@cairn/proto';
@@ -37,11 +38,7 @@ beforeAll(async () => {
   });
   auditSvc = await startService(auditService(sandbox.env));
   await startWebhook();
-  bus = await Bus.connect({
-    url: String(sandbox.env.NATS_URL),
-    stream: String(sandbox.env.NATS_STREAM),
-    subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
-  });
+  bus = await connectBus(sandbox.env);
   audit = createClient(auditV1.AuditService, `127.0.0.1:${auditSvc.grpcPort}`);
 }, 60_000);
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from './support/events.js';
 import { newId } from '@cairn/ids';
 import { verifyWebhookSignature } from '../packages/sdk/src/index.js';
 import { startReceiver, verifySignature, waitFor, type Receiver } from '../services/webhook/test/support/receiver.js';
@@ -24,11 +25,7 @@ beforeAll(async () => {
   a = await onboard(stack);
   b = await onboard(stack);
   receiver = await startReceiver();
-  bus = await Bus.connect({
-    url: String(stack.env.NATS_URL),
-    stream: String(stack.env.NATS_STREAM),
-    subjectPrefix: String(stack.env.NATS_SUBJECT_PREFIX),
-  });
+  bus = await connectBus(stack.env);
 }, 120_000);
 
 afterAll(async () => {

@@ -1,6 +1,56 @@
+import type pg from 'pg';
 import sharp from 'sharp';
+import type { ServiceName } from '@cairn/config';
 import { multipart } from './multipart.js';
-import type { Stack } from './stack.js';
+import { ServiceProcesses } from './service-processes.js';
+import { onboard, type Stack } from './stack.js';
+
+/** What a chaos test runs against: the stack, the services it kills as processes of their own, one tenant. */
+export interface ChaosFleet {
+  stack: Stack;
+  processes: ServiceProcesses;
+  tenant: { tenant_id: string; api_key: string };
+  /** The sandbox's database as its owner: the proof is taken from the rows as well as from the answers. */
+  admin: pg.Client;
+}
+
+/**
+ * Starts `names` with `external` as real processes of their own (ServiceProcesses.startWithStack), onboards a
+ * tenant on `plan` and opens an admin connection. What has started is stopped again if a later step fails.
+ */
+export async function startChaosFleet(
+  names: ServiceName[],
+  external: ServiceName[],
+  overrides: NodeJS.ProcessEnv,
+  plan: Parameters<typeof onboard>[1] = 'developer',
+): Promise<ChaosFleet> {
+  const { stack, processes } = await ServiceProcesses.startWithStack(names, external, overrides);
+  let admin: pg.Client | undefined;
+  try {
+    const tenant = await onboard(stack, plan);
+    admin = await stack.sandbox.adminClient();
+    return { stack, processes, tenant, admin };
+  } catch (error) {
+    await stopChaosFleet({ stack, processes, admin });
+    throw error;
+  }
+}
+
+/** Stops whatever part of a chaos fleet started (afterAll runs even when beforeAll failed). */
+export async function stopChaosFleet(fleet: Partial<Omit<ChaosFleet, 'tenant'>>): Promise<void> {
+  fleet.processes?.stopAll();
+  await fleet.admin?.end();
+  await fleet.stack?.stop();
+}
+
+/** A stream's `disrupt`: SIGKILLs `victim`, leaves it down for `downMs`, and starts it again. */
+export function killAndRestart(processes: ServiceProcesses, victim: ServiceName, downMs = 0): () => Promise<void> {
+  return async () => {
+    await processes.kill9(victim);
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await processes.start(victim);
+  };
+}
 
 export interface SignOutcome {
   status: number;

@@ -1,6 +1,9 @@
 import { expect } from '@jest/globals';
+import { readFile } from 'node:fs/promises';
+import sharp from 'sharp';
 import { waitFor } from '@cairn/testing';
-import { multipart, type Stack } from './stack.js';
+import { SHARED_DIR } from '../../packages/testing/src/shared.js';
+import { multipart, signAndFetch, type Stack } from './stack.js';
 
 export type LookupMatch = Record<string, unknown>;
 
@@ -22,4 +25,37 @@ export async function matchesOf(res: Response): Promise<LookupMatch[]> {
 /** Indexing follows asset.signed asynchronously: waits until looking the signed file up finds something. */
 export async function untilIndexed(lookup: () => Promise<Response>): Promise<void> {
   await waitFor('the signed asset indexed', async () => (await matchesOf(await lookup())).length > 0, 30_000, 250);
+}
+
+/** The astronaut photo at 1024 × 1024, JPEG 90, signed under image-genai-v1: what the image lookup tests look for. */
+export async function signAstronaut<Signed extends { asset_id: string }>(
+  stack: Stack,
+  apiKey: string,
+): Promise<{ signed: Signed; signedBytes: Buffer }> {
+  const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`))
+    .resize(1024, 1024)
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  return signAndFetch<Signed>(stack, apiKey, { recipe: 'image-genai-v1', bytes: photo, name: 'a.jpg' });
+}
+
+/**
+ * JPEG 60, resized to 50%, cropped 5% (from the top-left), re-encoded: no manifest survives, nor the watermark,
+ * which does not survive crops. Only the fingerprint can find such a copy.
+ */
+export async function degradedCopy(bytes: Buffer): Promise<Buffer> {
+  const half = await sharp(bytes)
+    .resize({ width: Math.round(((await sharp(bytes).metadata()).width ?? 0) / 2) })
+    .jpeg({ quality: 60 })
+    .toBuffer();
+  const { width = 0, height = 0 } = await sharp(half).metadata();
+  return sharp(half)
+    .extract({
+      left: Math.round(width * 0.05),
+      top: Math.round(height * 0.05),
+      width: Math.round(width * 0.95),
+      height: Math.round(height * 0.95),
+    })
+    .jpeg({ quality: 60 })
+    .toBuffer();
 }

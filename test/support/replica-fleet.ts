@@ -1,24 +1,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { databaseRole, SERVICE_NAMES, SERVICE_NODE_FLAGS } from '@cairn/config';
+import { SERVICE_NAMES, SERVICE_NODE_FLAGS } from '@cairn/config';
 import {
-  APP_ROLE,
   createSandbox,
   freePort,
   makeDevPki,
-  PG_ADMIN_URL,
-  provisionServiceRoles,
   startHardhat,
   waitFor,
   type HardhatNode,
   type Sandbox,
   type TlsFiles,
 } from '@cairn/testing';
+import { portFree } from './ports.js';
+import { provisionFleetRoles } from './fleet-setup.js';
 import { allPorts, planFleet, type FleetPlan, type ServicePlan } from '../../tools/dev/src/plan.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -53,12 +51,7 @@ export class ReplicaFleet {
     const missing = SERVICE_NAMES.filter((name) => !existsSync(join(ROOT, `services/${name}/dist/main.js`)));
     if (missing.length) throw new Error(`build the bundles first (node tools/dev/build.mjs): ${missing.join(', ')}`);
     const sandbox = await createSandbox();
-    await provisionServiceRoles(
-      PG_ADMIN_URL,
-      sandbox.databaseName,
-      APP_ROLE,
-      SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })),
-    );
+    await provisionFleetRoles(sandbox.databaseName);
     const chain = await startHardhat(await freePort());
     const tlsDir = join(tmpdir(), `cairn-replicas-tls-${sandbox.id}`);
     const tls = await makeDevPki(tlsDir, SERVICE_NAMES);
@@ -177,14 +170,6 @@ export class ReplicaFleet {
     await this.sandbox.dispose();
     await rm(this.tlsDir, { recursive: true, force: true });
   }
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
 }
 
 /**

@@ -1,13 +1,11 @@
 import type { DestinationStream } from 'pino';
 import { startService, type RunningService } from '@cairn/runtime';
 import {
-  APP_ROLE,
   apiRequester,
   createSandbox,
   databaseUrl,
   makeDevPki,
   PG_ADMIN_URL,
-  provisionServiceRoles,
   type ApiRequest,
   type Sandbox,
   type TlsFiles,
@@ -28,6 +26,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectGarbage } from '../../services/signer/test/c2pa-fixtures.js';
+import { FLEET_ORDER, provisionFleetRoles } from './fleet-setup.js';
 import { multipart } from './multipart.js';
 
 export { multipart };
@@ -105,14 +104,7 @@ export async function startStack(
   }
   if (options.external) names = names.filter((name) => !options.external!.includes(name));
   const sandbox = await createSandbox(overrides);
-  // Each service connects as its own role, as in the chart: a query that strays into another service's schema
-  // fails here as it would in production.
-  await provisionServiceRoles(
-    PG_ADMIN_URL,
-    sandbox.databaseName,
-    APP_ROLE,
-    SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })),
-  );
+  await provisionFleetRoles(sandbox.databaseName);
   const ports = new Map<ServiceName, number>();
   for (const name of names) ports.set(name, await freePort());
   const httpPort = await freePort();
@@ -139,19 +131,7 @@ export async function startStack(
     services.set(name, service);
     return service;
   };
-  // Dependencies first: the verifier reads the signer's trust anchors, the signer calls the watermark service.
-  const order: ServiceName[] = [
-    'tenant',
-    'watermark',
-    'signer',
-    'verifier',
-    'softbinding',
-    'anchor',
-    'billing',
-    'audit',
-    'webhook',
-    'gateway',
-  ];
+  const order = FLEET_ORDER;
   for (const name of order) if (names.includes(name)) await start(name);
   const baseUrl = `http://127.0.0.1:${httpPort}`;
   return {
@@ -193,6 +173,23 @@ export async function onboard(
   });
   if (res.status !== 201) throw new Error(`onboard: ${res.status} ${await res.text()}`);
   return (await res.json()) as { tenant_id: string; api_key: string };
+}
+
+/**
+ * Onboards a tenant and makes it an enterprise one (a plan no self-service onboarding gives) with a rate limit of
+ * 100 requests a second, as an operator does in the database.
+ */
+export async function onboardEnterprise(stack: Stack): Promise<{ tenant_id: string; api_key: string }> {
+  const tenant = await onboard(stack, 'free');
+  const admin = await stack.sandbox.adminClient();
+  try {
+    await admin.query(`update tenant.tenants set plan = 'enterprise', rate_limit_rps = 100 where tenant_id = $1`, [
+      tenant.tenant_id,
+    ]);
+  } finally {
+    await admin.end();
+  }
+  return tenant;
 }
 
 /** Signs `bytes` under `recipe` through `POST /v1/sign` (it must answer 200) and downloads the signed content. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from '../../../test/support/events.js';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
 import { createClient } from '@cairn/rpc';
@@ -19,11 +20,7 @@ let admin: pg.Client;
 beforeAll(async () => {
   sandbox = await createSandbox();
   service = await startService(auditService(sandbox.env));
-  bus = await Bus.connect({
-    url: String(sandbox.env.NATS_URL),
-    stream: String(sandbox.env.NATS_STREAM),
-    subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
-  });
+  bus = await connectBus(sandbox.env);
   audit = auditClient(`127.0.0.1:${service.grpcPort}`);
   admin = await sandbox.adminClient();
 });

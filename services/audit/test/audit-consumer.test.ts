@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Bus } from '@cairn/bus';
+import { type Bus } from '@cairn/bus';
+import { connectBus } from '../../../test/support/events.js';
 import { type AnyEvent } from '@cairn/events';
 import { newId } from '@cairn/ids';
 import { auditV1 } from '@cairn/proto';
@@ -17,11 +18,7 @@ let audit: ClientOf<typeof auditV1.AuditService>;
 beforeAll(async () => {
   sandbox = await createSandbox();
   service = await startService(auditService(sandbox.env));
-  bus = await Bus.connect({
-    url: String(sandbox.env.NATS_URL),
-    stream: String(sandbox.env.NATS_STREAM),
-    subjectPrefix: String(sandbox.env.NATS_SUBJECT_PREFIX),
-  });
+  bus = await connectBus(sandbox.env);
   audit = createClient(auditV1.AuditService, `127.0.0.1:${service.grpcPort}`);
 });
 

@@ -4,6 +4,7 @@ import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { ReadingMemo } from '../src/app/verify/reading-memo.js';
 import type { ManifestReading, ReadManifestInput } from '../src/domain/c2pa/types.js';
+import { trustedReading } from './support/readings.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -37,27 +38,12 @@ function input(overrides: Partial<ReadManifestInput> = {}): ReadManifestInput {
 
 /** A valid, trusted reading under a chain (leaf, CA), as c2pa-rs reports a Cairn-signed file. */
 function reading(chain: string[], overrides: Partial<ManifestReading> = {}): ManifestReading {
-  return {
-    kind: 'manifest',
-    activeLabel: 'urn:c2pa:1',
-    validationState: 'Trusted',
-    signatureValid: true,
-    assertionsValid: true,
-    hardBindingValid: true,
-    trusted: true,
-    certificateExpired: false,
-    revoked: false,
-    ocspStatus: 'not_checked',
-    timestamped: false,
-    timestampTrusted: false,
+  return trustedReading({
     signer: { certChainPem: chain },
     claims: { aiGenerated: true, aiAssisted: false },
-    softBindings: [],
-    validationCodes: [],
-    validationEntries: [],
     manifestStore: Buffer.alloc(1000),
     ...overrides,
-  };
+  });
 }
 
 describe('ReadingMemo', () => {

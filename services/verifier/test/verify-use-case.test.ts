@@ -12,6 +12,7 @@ import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
 import { outboundPolicy } from '@cairn/outbound';
 import { signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
 import type { C2paReading, ManifestReading } from '../src/domain/c2pa/types.js';
+import { trustedReading } from './support/readings.js';
 import type {
   ManifestReader,
   TrustInForce,
@@ -124,29 +125,15 @@ function deps(world: World): VerifyDeps {
 }
 
 function manifestReading(overrides: Partial<ManifestReading> = {}): ManifestReading {
-  return {
-    kind: 'manifest',
-    activeLabel: 'urn:c2pa:1',
-    validationState: 'Trusted',
-    signatureValid: true,
-    assertionsValid: true,
-    hardBindingValid: true,
-    trusted: true,
-    certificateExpired: false,
-    revoked: false,
-    ocspStatus: 'not_checked',
+  return trustedReading({
     timestamped: true,
     timestampTrusted: true,
     signer: { commonName: 'Cairn Signing', certChainPem: [] },
     signedAt: '2026-11-20T10:00:00Z',
-    claims: { aiGenerated: false, aiAssisted: false },
     softBinding: { alg: 'com.cairn.watermark.sync.2', value: PAYLOAD },
     softBindings: [{ alg: 'com.cairn.watermark.sync.2', value: PAYLOAD }],
-    validationCodes: [],
-    validationEntries: [],
-    manifestStore: null,
     ...overrides,
-  };
+  });
 }
 
 const png = () =>

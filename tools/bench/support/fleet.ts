@@ -7,33 +7,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { databaseRole, grpcAddrVar, SERVICE_NAMES, type ServiceName } from '../../../packages/config/src/index.js';
 import {
-  APP_ROLE,
   createSandbox,
   databaseUrl,
   freePort,
   makeDevPki,
   PG_ADMIN_URL,
-  provisionServiceRoles,
   startHardhat,
   waitFor,
   type HardhatNode,
   type Sandbox,
 } from '@cairn/testing';
+import { FLEET_ORDER, provisionFleetRoles } from '../../../test/support/fleet-setup.js';
 import { spawnService, type ServiceProcess } from '../../../test/support/process.js';
 
-/** Start order: the gateway authenticates, and billing and audit read plans, through the tenant service. */
-export const FLEET_ORDER: ServiceName[] = [
-  'tenant',
-  'watermark',
-  'signer',
-  'verifier',
-  'softbinding',
-  'anchor',
-  'billing',
-  'audit',
-  'webhook',
-  'gateway',
-];
+export { FLEET_ORDER };
 
 export interface ProcessFleetOptions {
   /** Environment on top of the sandbox's, for every service. */
@@ -79,12 +66,7 @@ export async function startProcessFleet(options: ProcessFleetOptions = {}): Prom
     if (tlsDir) await rm(tlsDir, { recursive: true, force: true });
   };
   try {
-    await provisionServiceRoles(
-      PG_ADMIN_URL,
-      sandbox.databaseName,
-      APP_ROLE,
-      SERVICE_NAMES.map((name) => ({ schema: name, role: databaseRole(name) })),
-    );
+    await provisionFleetRoles(sandbox.databaseName);
     const tls = tlsDir ? await makeDevPki(tlsDir, SERVICE_NAMES) : undefined;
     const httpPort = await freePort();
     const env: NodeJS.ProcessEnv = {
