@@ -107,7 +107,7 @@ export interface ContentComparison {
  * and stands MIN_PEAK_MARGIN above what the picture reaches off it (the OFF_QUANTILE of the placements an eighth of
  * a period apart, a quarter of a period and more from the peak, within half a period). Fine texture (grain, grass,
  * line art, small text, a photo's foliage) decorrelates under the few tenths of a sample the recovered geometry is
- * off after a crop or a rotation (honest copies measured 0.58–0.95, margins 0.36 and more), but nowhere else does it
+ * off after a crop or a rotation (honest tuning copies measured 0.58–0.95, margins 0.36 and more), but nowhere else does it
  * correlate; unrelated content either correlates little or, when smooth (gradients, skies, a grey photo's sky), about
  * as much off the peak (the nearest transplant on the judging set: 0.64 with a margin of 0.287). Chosen on the
  * `tuning` set of bench/watermark-image-content.ts (docs/content-classes.md, "Content check").
