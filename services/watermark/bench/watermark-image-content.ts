@@ -15,7 +15,7 @@
  *    named is the line, 0 %); hosts showing the same picture (another crop, in grey) are counted apart.
  * A copy whose mark does not read is no watermark lead (the fingerprint lookup finds it, or nothing): `unread`.
  *
- * Sets: `tuning` (low-texture seed 47: what MIN_PEAK_CORRELATION and MIN_PEAK_MARGIN were chosen on) and `judging`
+ * Sets: `tuning` (low-texture seed 47: what MIN_PEAK_CORRELATION, MIN_PEAK_MARGIN and the off-peak grid were chosen on) and `judging`
  * (other crops and scales, seed 59, other textures; the default).
  *   pnpm bench:watermark-image-content [--set tuning|judging] [--hosts N]
  */
@@ -23,7 +23,12 @@ import { randomBytes } from 'node:crypto';
 import sharp from 'sharp';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 import { analyseSync, SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
-import { compareContent, registeredPoints } from '../src/domain/image/content-registration.js';
+import {
+  compareContent,
+  MIN_PEAK_CORRELATION,
+  MIN_PEAK_MARGIN,
+  registeredPoints,
+} from '../src/domain/image/content-registration.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
 import { keyedPayloadFor } from '../src/domain/payload.js';
 import { decode, ISSUE_ATTACKS, type Attack } from './image/attacks.js';
@@ -194,7 +199,10 @@ const total: Tally = {
   maxOtherR: -1,
   failures: [],
 };
-/** Transplants correlating at all (r ≥ 0.4), with their peak margin: how near the rule they came. */
+/**
+ * Transplants correlating at all (r ≥ 0.4), with how near the peak rule they came: the lesser of r − MIN_PEAK_CORRELATION
+ * and (r − off) − MIN_PEAK_MARGIN (named when both reach 0).
+ */
 const margins: Array<[number, string]> = [];
 for (const [line, attack] of lines) {
   const t: Tally = {
@@ -244,7 +252,7 @@ for (const [line, attack] of lines) {
         }
         if (c.correlation >= 0.4)
           margins.push([
-            c.correlation - c.offCorrelation,
+            Math.min(c.correlation - MIN_PEAK_CORRELATION, c.correlation - c.offCorrelation - MIN_PEAK_MARGIN),
             `${victim.host.label} ← ${owner.host.label} r ${c.correlation.toFixed(3)} off ${c.offCorrelation.toFixed(3)} (${line})`,
           ]);
         t.maxOtherR = Math.max(t.maxOtherR, c.correlation);
@@ -275,7 +283,7 @@ console.log(
 );
 margins.sort((a, b) => b[0] - a[0]);
 console.log(
-  `# transplants with r ≥ 0.4: ${margins.length}; the highest peak margins (r − off): ${margins
+  `# transplants with r ≥ 0.4: ${margins.length}; the nearest the peak rule (min(r − ${MIN_PEAK_CORRELATION}, r − off − ${MIN_PEAK_MARGIN})): ${margins
     .slice(0, 5)
     .map(([m, what]) => `${m.toFixed(3)} ${what}`)
     .join('; ')}`,
