@@ -9,8 +9,13 @@
 // tenants × 4, the per-tenant sign limit), verify of the signed file and of a stripped copy against a bare
 // c2pa-node Reader + decode, and the idle fleet's CPU and Postgres transactions.
 //
-//   pnpm bench:fleet-cost [--n 10] [--n-media 3] [--modalities image-1mp,image-12mp,song-30s,clip-720p]
-//                         [--idle-seconds 60] [--quiet-cap-seconds 30] [--c8-signs max(8, 2n)] [--from-source]
+//   pnpm bench:fleet-cost [--n 10] [--n-media 3] [--modalities image-1mp,image-12mp,song-30s,clip-720p | none]
+//                         [--idle-seconds 60] [--settle-seconds 60] [--quiet-cap-seconds 30] [--c8-signs max(8, 2n)]
+//                         [--from-source]
+//
+// --settle-seconds: how long the started fleet is left alone before the idle window. The first minute after a start
+// is not idle: V8 still compiles and collects what start-up allocated (3.9 % of a core in a window 5 s after the
+// start, 0.3 % a minute later, docs/performance.md).
 //
 // Postgres, NATS and Redis are the machine's, shared with whatever else runs: their per-sign figures are the
 // cluster's processes minus their idle rate, and "postgres (own db)" is the backends serving this fleet's
@@ -39,6 +44,7 @@ const { values } = parseArgs({
     'n-media': { type: 'string', default: '3' },
     modalities: { type: 'string', default: 'image-1mp,image-12mp,song-30s,clip-720p' },
     'idle-seconds': { type: 'string', default: '60' },
+    'settle-seconds': { type: 'string', default: '60' },
     'quiet-cap-seconds': { type: 'string', default: '30' },
     'c8-signs': { type: 'string' },
     'from-source': { type: 'boolean', default: false },
@@ -282,7 +288,8 @@ const MODALITIES: Modality[] = [
     kernels: clipKernels,
   },
 ];
-const chosen = String(values.modalities).split(',');
+// `none`: the idle figures alone.
+const chosen = values.modalities === 'none' ? [] : String(values.modalities).split(',');
 for (const name of chosen)
   if (!MODALITIES.some((m) => m.name === name))
     throw new Error(`unknown modality ${name}; one of ${MODALITIES.map((m) => m.name).join(', ')}`);
@@ -329,7 +336,7 @@ try {
   console.log(
     `fleet-cost: ${FLEET_ORDER.length} services as processes (${values['from-source'] ? 'sources via tsx' : 'built bundles'}, mutual TLS, hardhat chain), ${CORES} cores, Node ${process.version}`,
   );
-  await sleep(5000);
+  await sleep(Number(values['settle-seconds']) * 1000);
   meter.start();
   const idleFrom = meter.read();
   const xFrom = await xacts();

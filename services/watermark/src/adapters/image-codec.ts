@@ -63,7 +63,7 @@ export async function encodeMarked(
  * the v1 marks 256²): past a few megapixels, more pixels only add decode and resampling time, linear in the
  * picture's size up to the media limit (a 12 MP photo took 5× a 1 MP one). At 2 MP a sample of the finer grid still
  * spans about three pixels; a 12 or 24 MP copy read at half size gave the same payload, confidence and content
- * correlation as at full size (docs/performance.md, "Verify of a stripped copy").
+ * correlation as at full size (docs/performance.md, "Verify").
  */
 export const DETECTION_WORKING_PIXELS = 2_000_000;
 
