@@ -13,7 +13,13 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { DEFAULT_GATEWAY_HTTP_PORT, DEFAULT_PORTS, SERVICE_NAMES, type ServiceName } from '@cairn/config';
+import {
+  DEFAULT_GATEWAY_HTTP_PORT,
+  DEFAULT_PORTS,
+  SERVICE_NAMES,
+  SERVICE_NODE_FLAGS,
+  type ServiceName,
+} from '@cairn/config';
 import { createSandbox, PG_ADMIN_URL, type Sandbox } from '@cairn/testing';
 import { dockerEnv, imageName, missingImages, removeContainers } from '../tools/dev/src/images.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
@@ -157,7 +163,8 @@ describe('the service images (Dockerfile, tools/dev/images.sh)', () => {
     'cairn-%s holds its dist and the lockfile’s production dependencies, no workspace sources, runs as node',
     (name) => {
       const config = docker(['image', 'inspect', '-f', '{{.Config.User}} {{json .Config.Cmd}}', imageName(name, TAG)]);
-      expect(config.stdout.trim()).toBe('node ["node","dist/main.js"]');
+      // The service processes' V8 flags (SERVICE_NODE_FLAGS), as `npm run up` passes them.
+      expect(config.stdout.trim()).toBe(`node ${JSON.stringify(['node', ...SERVICE_NODE_FLAGS, 'dist/main.js'])}`);
       const run = docker(
         ['run', '--rm', '--network=none', imageName(name, TAG), 'node', '--input-type=module', '-e', INSPECT],
         120_000,
