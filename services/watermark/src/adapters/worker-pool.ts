@@ -180,29 +180,24 @@ export class ImageWorkerPool implements WorkerPool {
     syncGridAreas?: ReadonlyArray<number>,
     lane: Lane = 'foreground',
   ): Promise<DetectOutcome> {
-    const response = await this.run(
-      (id) => ({
-        id,
-        op: 'detect',
-        image: { ...image, pixels: owned(image.pixels) },
-        keys,
-        ...(syncGridAreas ? { syncGridAreas } : {}),
-      }),
-      lane,
-    );
-    if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
-    return response.outcome;
+    return this.search(image, keys, syncGridAreas ? { syncGridAreas } : {}, lane);
   }
 
   /** Reads the cairn-sync-v2 mark just written under `key` (the v1 marks are not tried), with detect's hand-over. */
-  async readBack(image: RawImage, key: WatermarkKey): Promise<DetectOutcome> {
-    const response = await this.run((id) => ({
-      id,
-      op: 'detect',
-      image: { ...image, pixels: owned(image.pixels) },
-      keys: [key],
-      syncOnly: true,
-    }));
+  readBack(image: RawImage, key: WatermarkKey): Promise<DetectOutcome> {
+    return this.search(image, [key], { syncOnly: true }, 'foreground');
+  }
+
+  private async search(
+    image: RawImage,
+    keys: ReadonlyArray<WatermarkKey>,
+    scope: { syncGridAreas?: ReadonlyArray<number>; syncOnly?: boolean },
+    lane: Lane,
+  ): Promise<DetectOutcome> {
+    const response = await this.run(
+      (id) => ({ id, op: 'detect', image: { ...image, pixels: owned(image.pixels) }, keys, ...scope }),
+      lane,
+    );
     if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
     return response.outcome;
   }
