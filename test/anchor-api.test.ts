@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { newId } from '@cairn/ids';
 import { freePort, type HardhatNode, startHardhat, waitFor } from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../tools/anchor/verify-proof.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, postSign, startStack, type Stack, verifyUpload } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 let chain: HardhatNode;
@@ -41,12 +41,7 @@ afterAll(async () => {
 });
 
 const sign = async (key = tenant.api_key) => {
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: image, name: 'a.jpg' }),
-  });
+  const res = await postSign(stack, key, { recipe: 'image-genai-v1', bytes: image, name: 'a.jpg' });
   expect(res.status).toBe(200);
   return (await res.json()) as { asset_id: string; manifest_id: string; anchor?: { batch_id: string; status: string } };
 };
@@ -169,14 +164,7 @@ const anchored = (): Promise<AnchoredAsset> =>
     await anchoredBatch(batchId);
     return { asset_id: signed.asset_id, batch_id: batchId, file: await signedFile(signed.asset_id) };
   })());
-const verifyFile = async (bytes: Buffer): Promise<Verdict> => {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    body: multipart({}, { field: 'file', bytes, name: 'signed.jpg' }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Verdict;
-};
+const verifyFile = (bytes: Buffer): Promise<Verdict> => verifyUpload<Verdict>(stack, bytes, 'signed.jpg');
 
 describe('the verifier’s anchor signal', () => {
   it('proves the manifest store found in the file is included in the root on chain: anchor_match', async () => {

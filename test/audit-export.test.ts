@@ -3,19 +3,14 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import {
-  CreateBucketCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { type Bus } from '@cairn/bus';
 import { connectBus } from './support/events.js';
 import { newId } from '@cairn/ids';
 import { waitFor, sampleEvent } from '@cairn/testing';
 import { onboard, startStack, type Stack } from './support/stack.js';
+import { s3rverBucket } from './support/s3.js';
 
 // Continuous export: 2-second windows, written as soon as they close, to s3rver and to a directory.
 const KEY = /^(?:[\w./=-]+\/)?year=\d{4}\/month=\d{2}\/day=\d{2}\/\d{6}-\d{6}\.ndjson$/;
@@ -34,13 +29,7 @@ beforeAll(async () => {
   s3rver = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: s3Dir });
   const { port } = await s3rver.run();
   endpoint = `http://127.0.0.1:${port}`;
-  s3 = new S3Client({
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  });
-  await s3.send(new CreateBucketCommand({ Bucket: 'audit-exports' }));
+  s3 = await s3rverBucket(endpoint, 'audit-exports');
   stack = await startStack(['gateway', 'audit'], {
     AUDIT_EXPORT_WINDOW_SECONDS: '2',
     AUDIT_EXPORT_GRACE_SECONDS: '0',

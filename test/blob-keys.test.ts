@@ -39,6 +39,11 @@ async function storedUpload(owner: string): Promise<string> {
   return key;
 }
 
+/** A sign of `tenant`'s own stored upload, under a new asset id. */
+async function signOwnUpload(tenant: string) {
+  return signer.sign({ tenantId: tenant, assetId: newId('asset'), recipe, uploadBlobKey: await storedUpload(tenant) });
+}
+
 const refusal = (promise: Promise<unknown>) =>
   promise.then(
     () => undefined,
@@ -50,12 +55,7 @@ describe('blob keys from a request', () => {
     const tenant = newId('tenant');
     const other = newId('tenant');
     // The control: the same call with the tenant's own upload signs.
-    const own = await signer.sign({
-      tenantId: tenant,
-      assetId: newId('asset'),
-      recipe,
-      uploadBlobKey: await storedUpload(tenant),
-    });
+    const own = await signOwnUpload(tenant);
     expect(own.assetId).toMatch(/^a_/);
 
     const theirs = await storedUpload(other);
@@ -76,12 +76,7 @@ describe('blob keys from a request', () => {
 
   it('refuses keys outside the uploads: a signed asset, a traversal, an absolute path', async () => {
     const tenant = newId('tenant');
-    const signed = await signer.sign({
-      tenantId: tenant,
-      assetId: newId('asset'),
-      recipe,
-      uploadBlobKey: await storedUpload(tenant),
-    });
+    const signed = await signOwnUpload(tenant);
     const { asset } = await signer.getAsset({ tenantId: tenant, assetId: signed.assetId });
     const theirs = await storedUpload(newId('tenant'));
     for (const key of [asset!.blobKey, `${tenant}/uploads/../../${theirs}`, `/${theirs}`, `../${theirs}`]) {

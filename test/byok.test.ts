@@ -1,21 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  createHash,
-  createHmac,
-  createPrivateKey,
-  generateKeyPairSync,
-  randomBytes,
-  sign as ecdsaSign,
-  timingSafeEqual,
-  X509Certificate,
-} from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, onboardEnterprise, startStack, type Stack } from './support/stack.js';
 import { settledUsage } from './support/usage.js';
+import { proofOfPossession, signingEndpoint, type SigningEndpoint } from './support/byok.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // docs/decisions/0026-byok-remote-signing-endpoint.md: an Enterprise tenant signs with a key it holds (BYOK). Cairn
@@ -30,70 +20,7 @@ let stack: Stack;
 let enterprise: { tenant_id: string; api_key: string };
 let credential: TestCredential;
 let photo: Buffer;
-let endpoint: {
-  url: string;
-  close(): Promise<void>;
-  requests: number;
-  badMacs: number;
-  secret: string;
-  mode: EndpointMode;
-};
-/** 'wrong_key': a well-formed ES256 signature, by a key that is not the registered certificate's. */
-type EndpointMode = 'sign' | 'fail' | 'wrong_key';
-
-/** The tenant's own signing service: checks Cairn's HMAC, signs ES256 with the key only it holds. */
-async function signingEndpoint(key: string): Promise<typeof endpoint> {
-  const state = { requests: 0, badMacs: 0, secret: '', mode: 'sign' as EndpointMode };
-  const otherKey = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      state.requests += 1;
-      const body = Buffer.concat(chunks);
-      const expected = Buffer.from(
-        `sha256=${createHmac('sha256', state.secret)
-          .update(`${String(req.headers['cairn-timestamp'])}.`)
-          .update(body)
-          .digest('hex')}`,
-      );
-      const given = Buffer.from(String(req.headers['cairn-signature'] ?? ''));
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        state.badMacs += 1;
-        return void res.writeHead(401).end();
-      }
-      if (state.mode === 'fail') return void res.writeHead(500).end();
-      const { to_be_signed } = JSON.parse(body.toString('utf8')) as { to_be_signed: string };
-      const signature = ecdsaSign('sha256', Buffer.from(to_be_signed, 'base64'), {
-        key: state.mode === 'wrong_key' ? otherKey : createPrivateKey(key),
-        dsaEncoding: 'ieee-p1363',
-      });
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ signature: signature.toString('base64') }));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return Object.assign(state, {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sign`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  });
-}
-
-/**
- * What a tenant that holds the leaf key signs to register it: ES256 over
- * `cairn-byok-registration\n<tenant_id>\n<hex SHA-256 of the leaf DER>` (the README's bytes, spelled out here).
- */
-function proofOfPossession(
-  tenantId: string,
-  leafCertPem: string,
-  privateKeyPem: string,
-  encoding: 'ieee-p1363' | 'der' = 'ieee-p1363',
-): string {
-  const leafSha256 = createHash('sha256').update(new X509Certificate(leafCertPem).raw).digest('hex');
-  const message = Buffer.from(`cairn-byok-registration\n${tenantId}\n${leafSha256}`, 'utf8');
-  return ecdsaSign('sha256', message, { key: privateKeyPem, dsaEncoding: encoding }).toString('base64');
-}
+let endpoint: SigningEndpoint;
 
 /** The fields a 400 problem names. */
 async function refusedFields(res: Response): Promise<string[]> {

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Builder } from '@contentauth/c2pa-node';
 import sharp from 'sharp';
 import { newId } from '@cairn/ids';
+import { waitFor } from '@cairn/testing';
 import { createBlobStore } from '../packages/blob/src/index.js';
 import { activeManifestLabel, manifestLabels } from '../packages/jumbf/src/index.js';
 import { hashImageBytes } from '../services/softbinding/src/adapters/image-hash.js';
@@ -99,6 +100,7 @@ async function expectProblem(res: Response, status: number, code?: string): Prom
 beforeAll(async () => {
   stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
     PUBLIC_RESOLUTION_PER_MINUTE: '1000',
+    REFERENCE_FETCHES_AT_ONCE: '2',
   });
   owner = await onboard(stack);
   ({ signed, signedBytes } = await signAstronaut<typeof signed>(stack, owner.api_key));
@@ -255,33 +257,16 @@ describe(`${API}/matches/byBinding`, () => {
       `${API}/matches/byBinding?alg=cairn.pdq.v1&alg=cairn-dct-v1&value=${encodeURIComponent(value)}`,
     ];
     for (const path of bad) await expectProblem(await stack.request(path), 400, 'cairn.validation.invalid_body');
-    await expectProblem(
-      await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: { alg: 'cairn.pdq.v1' } }),
-      400,
-      'cairn.validation.invalid_body',
-    );
-    await expectProblem(
-      await stack.request(`${API}/matches/byBinding`, { method: 'POST', json: [1, 2] }),
-      400,
-      'cairn.validation.invalid_body',
-    );
-    await expectProblem(
-      await stack.request(`${API}/matches/byBinding`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{"alg":',
-      }),
-      400,
-      'cairn.validation.invalid_body',
-    );
-    await expectProblem(
-      await stack.request(`${API}/matches/byBinding`, {
-        method: 'POST',
-        headers: { 'content-type': 'text/plain' },
-        body: 'x',
-      }),
-      415,
-    );
+    const post = (init: { json?: unknown; headers?: Record<string, string>; body?: string }) =>
+      stack.request(`${API}/matches/byBinding`, { method: 'POST', ...init });
+    // Bodies that are no binding query: a query without a value, an array, JSON cut short.
+    for (const init of [
+      { json: { alg: 'cairn.pdq.v1' } },
+      { json: [1, 2] },
+      { headers: { 'content-type': 'application/json' }, body: '{"alg":' },
+    ])
+      await expectProblem(await post(init), 400, 'cairn.validation.invalid_body');
+    await expectProblem(await post({ headers: { 'content-type': 'text/plain' }, body: 'x' }), 415);
   });
 });
 
@@ -293,11 +278,18 @@ describe(`POST ${API}/matches/byReference`, () => {
   const uploadsDir = () => join(fileURLToPath(String(stack.env.BLOB_STORE_URL)), 'public', 'uploads');
   const byReference = (json: unknown, query = '') =>
     stack.request(`${API}/matches/byReference${query}`, { method: 'POST', json });
+  /** Fetches of /slow.jpg waiting to be finished. */
+  const held: Array<() => void> = [];
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       const path = req.url ?? '/';
       if (path === '/photo.jpg') return res.writeHead(200, { 'content-type': 'image/jpeg' }).end(copy);
+      if (path === '/slow.jpg') {
+        // Headers and half the bytes now, the rest when the test lets go: a fetch held open.
+        res.writeHead(200, { 'content-type': 'image/jpeg' }).write(copy.subarray(0, copy.length >> 1));
+        return void held.push(() => res.end(copy.subarray(copy.length >> 1)));
+      }
       if (path === '/hop') return res.writeHead(302, { location: '/photo.jpg' }).end();
       if (path === '/loop') return res.writeHead(302, { location: '/loop' }).end();
       if (path === '/to-private') return res.writeHead(302, { location: 'http://10.0.0.1/photo.jpg' }).end();
@@ -362,6 +354,21 @@ describe(`POST ${API}/matches/byReference`, () => {
       413,
       'cairn.validation.body_too_large',
     );
+    expect(await readdir(uploadsDir())).toEqual([]);
+  });
+
+  it('runs at most REFERENCE_FETCHES_AT_ONCE fetches: one more is 503 with Retry-After at once, the held ones answer', async () => {
+    const slow = () => byReference({ referenceUrl: `${origin}/slow.jpg`, assetLength: copy.length });
+    const first = [slow(), slow()];
+    await waitFor('both fetches held open', () => held.length === 2);
+    const refused = await byReference({ referenceUrl: `${origin}/photo.jpg`, assetLength: copy.length });
+    await expectProblem(refused, 503, 'cairn.unavailable');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    for (const finish of held.splice(0)) finish();
+    for (const answer of await Promise.all(first)) expect((await matchesOf(answer))[0]?.manifestId).toBe(manifestId);
+    // The slots are given back: the next fetch runs.
+    const after = await byReference({ referenceUrl: `${origin}/photo.jpg`, assetLength: copy.length });
+    expect((await matchesOf(after))[0]?.manifestId).toBe(manifestId);
     expect(await readdir(uploadsDir())).toEqual([]);
   });
 

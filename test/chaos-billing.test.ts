@@ -4,19 +4,15 @@
  * its reserve and its commit, or during the commit. The client does what the API tells it: a 503 is retried
  * with the same Idempotency-Key. Billing runs as its own process; the rest of the fleet in this process.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type pg from 'pg';
+import { describe, expect, it } from '@jest/globals';
 import { waitFor } from '@cairn/testing';
 import {
+  chaosFleetForFile,
   killAndRestart,
   retryUntilSigned,
   signStreamWith,
-  startChaosFleet,
-  stopChaosFleet,
   type SignOutcome,
 } from './support/chaos.js';
-import type { ServiceProcesses } from './support/service-processes.js';
-import type { Stack } from './support/stack.js';
 
 const STREAM = 16;
 /**
@@ -24,28 +20,19 @@ const STREAM = 16;
  * time to come back, so a commit due meanwhile is lost for good on the gateway's side, not just delayed.
  */
 const DOWN_MS = 12_000;
-let stack: Stack;
-let tenant: { tenant_id: string; api_key: string };
-let admin: pg.Client;
-let processes: ServiceProcesses;
-
-beforeAll(async () => {
-  // growth: units above the quota are billed, never refused, so every sign here is metered.
-  ({ stack, processes, tenant, admin } = await startChaosFleet(
-    ['watermark', 'signer', 'gateway'],
-    ['billing'],
-    { SIGN_CONCURRENCY_PER_TENANT: '100' },
-    'growth',
-  ));
-}, 240_000);
-
-afterAll(() => stopChaosFleet({ processes, admin, stack }));
+// growth: units above the quota are billed, never refused, so every sign here is metered.
+const fleet = chaosFleetForFile(
+  ['watermark', 'signer', 'gateway'],
+  ['billing'],
+  { SIGN_CONCURRENCY_PER_TENANT: '100' },
+  'growth',
+);
 
 /** Retries a sign that did not answer 200 with its own Idempotency-Key, as a client should, until it does. */
 function untilSigned(first: SignOutcome): Promise<SignOutcome> {
   return retryUntilSigned(
-    stack,
-    tenant.api_key,
+    fleet.stack,
+    fleet.tenant.api_key,
     first,
     (outcome) => {
       // Billing down is a clean 503 with a problem (never a 500); a retry that finds its first attempt still
@@ -59,10 +46,10 @@ function untilSigned(first: SignOutcome): Promise<SignOutcome> {
 
 describe('kill -9 billing in the middle of a stream of signs', () => {
   it('meters every sign that answered 200 exactly once: /v1/usage and billing rows agree with the assets', async () => {
-    const outcomes = await signStreamWith(stack, tenant.api_key, {
+    const outcomes = await signStreamWith(fleet.stack, fleet.tenant.api_key, {
       count: STREAM,
       disruptAfter: 4,
-      disrupt: killAndRestart(processes, 'billing', DOWN_MS),
+      disrupt: killAndRestart(fleet.processes, 'billing', DOWN_MS),
     });
     const first = outcomes.filter((o) => o.status !== 200).map((o) => `${o.status} ${o.code ?? ''}`);
     const settled = await Promise.all(outcomes.map(untilSigned));
@@ -72,7 +59,7 @@ describe('kill -9 billing in the middle of a stream of signs', () => {
     expect(assets.size).toBe(STREAM);
 
     const usage = async () => {
-      const res = await stack.request('/v1/usage', { key: tenant.api_key });
+      const res = await fleet.stack.request('/v1/usage', { key: fleet.tenant.api_key });
       if (res.status !== 200) return undefined; // billing still starting
       return ((await res.json()) as { meters: Record<string, { used: number }> }).meters.image_sign?.used ?? 0;
     };
@@ -80,9 +67,9 @@ describe('kill -9 billing in the middle of a stream of signs', () => {
     // (A wait that runs out leaves the assertion below to say how many were metered.)
     await waitFor('every sign metered', async () => ((await usage()) ?? 0) >= STREAM, 60_000, 250).catch(() => 0);
     expect(await usage()).toBe(STREAM);
-    const { rows } = await admin.query<{ status: string; n: number }>(
+    const { rows } = await fleet.admin.query<{ status: string; n: number }>(
       "select status, count(*)::int as n from billing.reservations where tenant_id = $1 and meter = 'image_sign' group by 1",
-      [tenant.tenant_id],
+      [fleet.tenant.tenant_id],
     );
     const byStatus = Object.fromEntries(rows.map((r) => [r.status, r.n]));
     expect(byStatus.committed).toBe(STREAM);

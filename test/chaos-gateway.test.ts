@@ -9,61 +9,51 @@
  * reservations, and a verify of each asset.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type pg from 'pg';
+import { describe, expect, it } from '@jest/globals';
 import { waitFor } from '@cairn/testing';
-import { killAndRestart, retryUntilSigned, signStreamWith, startChaosFleet, stopChaosFleet } from './support/chaos.js';
-import type { ServiceProcesses } from './support/service-processes.js';
-import { multipart, type Stack } from './support/stack.js';
+import { chaosFleetForFile, killAndRestart, retryUntilSigned, signStreamWith } from './support/chaos.js';
+import { multipart } from './support/stack.js';
 
 const STREAM = 12;
-let stack: Stack;
-let tenant: { tenant_id: string; api_key: string };
-let admin: pg.Client;
-let processes: ServiceProcesses;
 
-beforeAll(async () => {
-  // The gateway runs as its own process and answers on the stack's own HTTP port.
-  ({ stack, processes, tenant, admin } = await startChaosFleet(
-    ['gateway', 'signer', 'watermark', 'verifier', 'billing', 'audit'],
-    ['gateway'],
-    {
-      SIGN_CONCURRENCY_PER_TENANT: '100',
-      // A claim of the killed gateway lapses 2 s after it was taken, so the clients' retries take it over.
-      SIGN_CLAIM_LEASE_SECONDS: '2',
-      DATABASE_POOL_MAX: '4',
-    },
-    'growth',
-  ));
-}, 240_000);
-
-afterAll(() => stopChaosFleet({ processes, admin, stack }));
+// The gateway runs as its own process and answers on the stack's own HTTP port.
+const fleet = chaosFleetForFile(
+  ['gateway', 'signer', 'watermark', 'verifier', 'billing', 'audit'],
+  ['gateway'],
+  {
+    SIGN_CONCURRENCY_PER_TENANT: '100',
+    // A claim of the killed gateway lapses 2 s after it was taken, so the clients' retries take it over.
+    SIGN_CLAIM_LEASE_SECONDS: '2',
+    DATABASE_POOL_MAX: '4',
+  },
+  'growth',
+);
 
 /** The signer's assets made from this upload (each key has a file of its own). */
 async function assetsOfUpload(bytes: Buffer): Promise<Array<{ asset_id: string; manifest_id: string }>> {
-  const { rows } = await admin.query<{ asset_id: string; manifest_id: string }>(
+  const { rows } = await fleet.admin.query<{ asset_id: string; manifest_id: string }>(
     'select asset_id, manifest_id from signer.assets where tenant_id = $1 and upload_sha256 = $2',
-    [tenant.tenant_id, createHash('sha256').update(bytes).digest('hex')],
+    [fleet.tenant.tenant_id, createHash('sha256').update(bytes).digest('hex')],
   );
   return rows;
 }
 
 /** asset.signed events audited for this tenant, by asset. */
 async function auditedSigns(): Promise<Map<string, number>> {
-  const { rows } = await admin.query<{ asset_id: string; n: number }>(
+  const { rows } = await fleet.admin.query<{ asset_id: string; n: number }>(
     "select data->>'asset_id' as asset_id, count(*)::int as n from audit.entries where tenant_id = $1 and event_type = 'asset.signed' group by 1",
-    [tenant.tenant_id],
+    [fleet.tenant.tenant_id],
   );
   return new Map(rows.map((r) => [r.asset_id, r.n]));
 }
 
 async function verifyAsset(assetId: string): Promise<{ httpStatus: number; status?: string }> {
-  const content = await stack.request(`/v1/assets/${assetId}/content`, { key: tenant.api_key });
+  const content = await fleet.stack.request(`/v1/assets/${assetId}/content`, { key: fleet.tenant.api_key });
   expect(content.status).toBe(200);
   const bytes = Buffer.from(await content.arrayBuffer());
-  const res = await stack.request('/v1/verify', {
+  const res = await fleet.stack.request('/v1/verify', {
     method: 'POST',
-    key: tenant.api_key,
+    key: fleet.tenant.api_key,
     body: multipart({}, { field: 'file', bytes, name: 'signed.png' }),
   });
   return { httpStatus: res.status, ...((await res.json()) as { status?: string }) };
@@ -71,16 +61,16 @@ async function verifyAsset(assetId: string): Promise<{ httpStatus: number; statu
 
 describe('kill -9 the gateway while signs are in flight', () => {
   it('every Idempotency-Key ends with exactly one asset and one asset.signed, its retry names it, billed once', async () => {
-    const outcomes = await signStreamWith(stack, tenant.api_key, {
+    const outcomes = await signStreamWith(fleet.stack, fleet.tenant.api_key, {
       count: STREAM,
       concurrency: 4,
       disruptAfter: 3,
-      disrupt: killAndRestart(processes, 'gateway'),
+      disrupt: killAndRestart(fleet.processes, 'gateway'),
     });
     const cut = outcomes.filter((o) => o.status !== 200);
     const settled = await Promise.all(
       outcomes.map((first) =>
-        retryUntilSigned(stack, tenant.api_key, first, (outcome) => {
+        retryUntilSigned(fleet.stack, fleet.tenant.api_key, first, (outcome) => {
           // Cut by the kill (no answer: 0), the gateway not listening yet (0), or a retry that finds the dead
           // gateway's sign still running in the signer or its claim still live (409 in_progress). Never a 500.
           if (outcome.status !== 0)
@@ -99,9 +89,9 @@ describe('kill -9 the gateway while signs are in flight', () => {
     }
     const ids = settled.map((o) => o.asset_id!);
     expect(new Set(ids).size).toBe(STREAM);
-    const { rows } = await admin.query<{ n: number }>(
+    const { rows } = await fleet.admin.query<{ n: number }>(
       'select count(*)::int as n from signer.assets where tenant_id = $1',
-      [tenant.tenant_id],
+      [fleet.tenant.tenant_id],
     );
     expect(rows[0]!.n).toBe(STREAM);
     // Exactly one asset.signed per key: each asset audited once, and no other.
@@ -120,15 +110,15 @@ describe('kill -9 the gateway while signs are in flight', () => {
     // Billed once per key: the dead gateway's reservations are committed from asset.signed, a takeover's spare
     // one is released (or left to the expiry sweep), never committed.
     const committed = async () => {
-      const { rows: byStatus } = await admin.query<{ n: number }>(
+      const { rows: byStatus } = await fleet.admin.query<{ n: number }>(
         "select count(*)::int as n from billing.reservations where tenant_id = $1 and meter = 'image_sign' and status = 'committed'",
-        [tenant.tenant_id],
+        [fleet.tenant.tenant_id],
       );
       return byStatus[0]!.n;
     };
     await waitFor('every sign billed', async () => (await committed()) >= STREAM, 60_000, 250).catch(() => 0);
     expect(await committed()).toBe(STREAM);
-    const usage = await stack.request('/v1/usage', { key: tenant.api_key });
+    const usage = await fleet.stack.request('/v1/usage', { key: fleet.tenant.api_key });
     expect(usage.status).toBe(200);
     expect(((await usage.json()) as { meters: Record<string, { used: number }> }).meters.image_sign?.used).toBe(STREAM);
 

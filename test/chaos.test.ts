@@ -4,32 +4,24 @@
  * the fleet in this process); the proof is taken from the outside: the answers the clients got and the rows in
  * the audit schema.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type pg from 'pg';
+import { describe, expect, it } from '@jest/globals';
 import type { ServiceName } from '@cairn/config';
 import { waitFor } from '@cairn/testing';
-import {
-  killAndRestart,
-  signOnce,
-  signStreamWith,
-  startChaosFleet,
-  stopChaosFleet,
-  type SignOutcome,
-} from './support/chaos.js';
-import type { ServiceProcesses } from './support/service-processes.js';
-import type { Stack } from './support/stack.js';
+import { chaosFleetForFile, killAndRestart, signOnce, signStreamWith, type SignOutcome } from './support/chaos.js';
 
 const STREAM = 16;
-let stack: Stack;
-let tenant: { tenant_id: string; api_key: string };
-let admin: pg.Client;
-let processes: ServiceProcesses;
+const fleet = chaosFleetForFile(
+  ['watermark', 'verifier', 'softbinding', 'gateway'],
+  ['signer', 'audit'],
+  { SIGN_CONCURRENCY_PER_TENANT: '100' },
+  'growth',
+);
 
 /** Audit entries recorded per event id for this tenant's asset.signed events, by asset. */
 async function auditedSigns(): Promise<Map<string, number>> {
-  const { rows } = await admin.query<{ asset_id: string; n: number }>(
+  const { rows } = await fleet.admin.query<{ asset_id: string; n: number }>(
     "select data->>'asset_id' as asset_id, count(*)::int as n from audit.entries where tenant_id = $1 and event_type = 'asset.signed' group by 1",
-    [tenant.tenant_id],
+    [fleet.tenant.tenant_id],
   );
   return new Map(rows.map((r) => [r.asset_id, r.n]));
 }
@@ -47,23 +39,12 @@ function untilAudited(what: string, signed: string[]): Promise<Map<string, numbe
   );
 }
 
-beforeAll(async () => {
-  ({ stack, processes, tenant, admin } = await startChaosFleet(
-    ['watermark', 'verifier', 'softbinding', 'gateway'],
-    ['signer', 'audit'],
-    { SIGN_CONCURRENCY_PER_TENANT: '100' },
-    'growth',
-  ));
-}, 240_000);
-
-afterAll(() => stopChaosFleet({ processes, admin, stack }));
-
 /** Signs `STREAM` images two at a time; after the first few answers, SIGKILLs `victim` and starts it again. */
 function streamWithKill(victim: ServiceName): Promise<SignOutcome[]> {
-  return signStreamWith(stack, tenant.api_key, {
+  return signStreamWith(fleet.stack, fleet.tenant.api_key, {
     count: STREAM,
     disruptAfter: 4,
-    disrupt: killAndRestart(processes, victim),
+    disrupt: killAndRestart(fleet.processes, victim),
   });
 }
 
@@ -75,9 +56,9 @@ describe('kill -9 in the middle of a stream of signs', () => {
     const signed = outcomes.map((o) => o.asset_id!);
     const audited = await untilAudited('every sign audited', signed);
     for (const id of signed) expect(audited.get(id)).toBe(1);
-    const { rows } = await admin.query<{ n: number; max: number; events: number }>(
+    const { rows } = await fleet.admin.query<{ n: number; max: number; events: number }>(
       'select count(*)::int as n, max(seq)::int as max, count(distinct event_id)::int as events from audit.entries where tenant_id = $1',
-      [tenant.tenant_id],
+      [fleet.tenant.tenant_id],
     );
     expect(rows[0]!.max).toBe(rows[0]!.n);
     expect(rows[0]!.events).toBe(rows[0]!.n);
@@ -95,14 +76,14 @@ describe('kill -9 in the middle of a stream of signs', () => {
     }
     const signed = outcomes.filter((o) => o.status === 200).map((o) => o.asset_id!);
     expect(signed.length).toBeGreaterThan(0);
-    const after = await signOnce(stack, tenant.api_key);
+    const after = await signOnce(fleet.stack, fleet.tenant.api_key);
     expect(after.status).toBe(200);
     signed.push(after.asset_id!);
     const audited = await untilAudited('every successful sign audited', signed);
     for (const id of signed) expect(audited.get(id)).toBe(1);
     // A sign whose answer the kill cut may still have completed: then it is an asset the tenant can fetch.
     for (const id of audited.keys()) {
-      const content = await stack.request(`/v1/assets/${id}/content`, { key: tenant.api_key });
+      const content = await fleet.stack.request(`/v1/assets/${id}/content`, { key: fleet.tenant.api_key });
       await content.arrayBuffer();
       expect(content.status).toBe(200);
     }

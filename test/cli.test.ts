@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { REPO_ROOT, waitFor } from '@cairn/testing';
-import { onboard, startStack, type Stack } from './support/stack.js';
+import { runChild, type Run } from './support/child.js';
+import { photoJpeg } from './support/photos.js';
+import { onboard, startStack, type Stack, stopAndRemove } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // The binary `npx cairn` / `pnpm exec cairn` runs: the SDK package's bin, linked by pnpm install.
@@ -18,12 +20,6 @@ let signedPath: string;
 let strippedPath: string;
 let plainPath: string;
 let signed: { asset_id: string; asset_url: string; manifest_uri: string } | undefined;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /** Runs the binary with a private config directory; `env` adds to (or, as undefined, removes from) it. */
 function cairn(
@@ -38,16 +34,7 @@ function cairn(
     ...options.env,
   };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(CAIRN, args, { env, cwd: dir });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
-  });
+  return runChild(CAIRN, args, { cwd: dir, env, ...(options.input === undefined ? {} : { input: options.input }) });
 }
 
 const withKey = { env: { CAIRN_API_KEY: '' } };
@@ -79,24 +66,11 @@ beforeAll(async () => {
     .jpeg({ quality: 85 })
     .toBuffer();
   await writeFile(join(dir, 'astronaut.jpg'), photo);
-  await writeFile(
-    join(dir, 'chelsea.jpg'),
-    await sharp(await readFile(`${PHOTOS}/chelsea.png`))
-      .jpeg({ quality: 85 })
-      .toBuffer(),
-  );
+  await writeFile(join(dir, 'chelsea.jpg'), await photoJpeg('chelsea', 85));
   plainPath = join(dir, 'coffee.jpg');
-  await writeFile(
-    plainPath,
-    await sharp(await readFile(`${PHOTOS}/coffee.png`))
-      .jpeg()
-      .toBuffer(),
-  );
+  await writeFile(plainPath, await photoJpeg('coffee'));
 }, 120_000);
-afterAll(async () => {
-  await stack?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => stopAndRemove(stack, dir));
 
 describe('the cairn command line, run as a child process against the fleet', () => {
   it('login checks the key, stores it 0600 in the config directory, and later commands use it', async () => {

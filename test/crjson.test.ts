@@ -16,7 +16,7 @@ import { bufferAccess, extractManifestStore } from '../services/verifier/src/dom
 import type { ManifestReading } from '../services/verifier/src/domain/c2pa/types.js';
 import { makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { signedElsewhere } from './support/signed-elsewhere.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { multipart, signAndFetch, stackForFile, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { waitFor } from '@cairn/testing';
 
@@ -99,19 +99,10 @@ function reportCodes(report: Report): string[] {
 }
 
 describe('crJSON validation reports under the default trust list', () => {
-  let stack: Stack;
-  let tenant: { tenant_id: string; api_key: string };
-
-  beforeAll(async () => {
-    stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
-    tenant = await onboard(stack);
-  }, 120_000);
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  const file = stackForFile(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
 
   const publicVerify = (bytes: Buffer, query = '', headers: Record<string, string> = {}) =>
-    stack.request(`/v1/verify${query}`, {
+    file.stack.request(`/v1/verify${query}`, {
       method: 'POST',
       headers,
       body: multipart({}, { field: 'file', bytes, name: 'f' }),
@@ -234,19 +225,20 @@ describe('crJSON validation reports under the default trust list', () => {
       .resize(512)
       .jpeg({ quality: 90 })
       .toBuffer();
-    const { signed } = await signAndFetch<{ asset_id: string; manifest_id: string }>(stack, tenant.api_key, {
+    const { signed } = await signAndFetch<{ asset_id: string; manifest_id: string }>(file.stack, file.tenant.api_key, {
       recipe: 'image-capture-v1',
       bytes: photo,
       name: 'p.jpg',
     });
     const path = `/v1/verify/${signed.manifest_id}`;
     type Verdict = { status: string; verified_at: string };
-    const readVerdict = async () => (await (await stack.request(path, { key: tenant.api_key })).json()) as Verdict;
+    const readVerdict = async () =>
+      (await (await file.stack.request(path, { key: file.tenant.api_key })).json()) as Verdict;
     const readReport = async (how: 'query' | 'accept') => {
       const res =
         how === 'query'
-          ? await stack.request(`${path}?format=crjson`, { key: tenant.api_key })
-          : await stack.request(path, { key: tenant.api_key, headers: { accept: 'application/ld+json' } });
+          ? await file.stack.request(`${path}?format=crjson`, { key: file.tenant.api_key })
+          : await file.stack.request(path, { key: file.tenant.api_key, headers: { accept: 'application/ld+json' } });
       expect(res.status).toBe(200);
       return (await res.json()) as Report;
     };
@@ -273,7 +265,7 @@ describe('crJSON validation reports under the default trust list', () => {
     expect(report.manifests[0]!.validationResults.success.map((s) => s.code)).toContain('signingCredential.trusted');
     expect(report['cairn:trustList']).toMatchObject({ list: 'cairn', source: 'signer', certificates: 1 });
     expect(byAccept).toEqual(report);
-    expect((await stack.request(`${path}?format=crjson`)).status).toBe(401);
+    expect((await file.stack.request(`${path}?format=crjson`)).status).toBe(401);
   }, 60_000);
 
   it('a verdict kept before reports were is computed again for its report; past its file’s retention it has none', async () => {
@@ -281,14 +273,14 @@ describe('crJSON validation reports under the default trust list', () => {
       .resize(320)
       .jpeg({ quality: 85 })
       .toBuffer();
-    const { signed } = await signAndFetch<{ asset_id: string; manifest_id: string }>(stack, tenant.api_key, {
+    const { signed } = await signAndFetch<{ asset_id: string; manifest_id: string }>(file.stack, file.tenant.api_key, {
       recipe: 'image-capture-v1',
       bytes: photo,
       name: 'old.jpg',
     });
     const path = `/v1/verify/${signed.manifest_id}`;
-    await stack.request(path, { key: tenant.api_key });
-    const db = await stack.sandbox.adminClient();
+    await file.stack.request(path, { key: file.tenant.api_key });
+    const db = await file.stack.sandbox.adminClient();
     try {
       // The sign's own background verdict (asset.signed) rewrites the row when it lands: the rows below are
       // written only once it has, or it would overwrite them (the verifier claims the event as it commits).
@@ -308,19 +300,23 @@ describe('crJSON validation reports under the default trust list', () => {
       );
       // As a row written before the report column: the verdict alone.
       await db.query('UPDATE verifier.results SET report = NULL WHERE manifest_id = $1', [signed.manifest_id]);
-      const report = (await (await stack.request(`${path}?format=crjson`, { key: tenant.api_key })).json()) as Report;
+      const report = (await (
+        await file.stack.request(`${path}?format=crjson`, { key: file.tenant.api_key })
+      ).json()) as Report;
       expectValid(report);
-      const verdict = (await (await stack.request(path, { key: tenant.api_key })).json()) as { verified_at: string };
+      const verdict = (await (await file.stack.request(path, { key: file.tenant.api_key })).json()) as {
+        verified_at: string;
+      };
       expect(report['cairn:validationTime']).toBe(verdict.verified_at);
       // Its file past retention: the verdict stands, but no reading is left to make a report from.
       await db.query(
         "UPDATE verifier.results SET report = NULL, expires_at = now() - interval '1 second' WHERE manifest_id = $1",
         [signed.manifest_id],
       );
-      const gone = await stack.request(`${path}?format=crjson`, { key: tenant.api_key });
+      const gone = await file.stack.request(`${path}?format=crjson`, { key: file.tenant.api_key });
       expect(gone.status).toBe(404);
       expect(((await gone.json()) as { code: string; detail: string }).detail).toMatch(/No validation report/);
-      expect((await stack.request(path, { key: tenant.api_key })).status).toBe(200);
+      expect((await file.stack.request(path, { key: file.tenant.api_key })).status).toBe(200);
     } finally {
       await db.end();
     }

@@ -1,55 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, waitFor } from '@cairn/testing';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { freePort, startPrivateNats, startPrivateRedis, waitFor, type PrivateServer } from '@cairn/testing';
+import { onboard, startStack, type Stack, postSign } from './support/stack.js';
 
 // Redis and NATS of this file's own (private servers on free ports), so stopping them touches no other test.
 // docs/decisions/0017-degraded-dependencies.md: Redis down is a degraded gateway (limits kept in process), never a 500;
 // NATS down is a degraded fleet whose signs still answer, their events delivered once NATS is back; neither takes a pod
 // out of service (/readyz stays 200 "degraded"), while Postgres down or draining does (503).
 
-interface Server {
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function run(command: string, args: string[], port: number): Promise<Server> {
-  const child = spawn(command, args, { stdio: 'ignore' });
-  await waitFor(`${command} listening on ${port}`, () => listening(port), 15_000, 50);
-  return {
-    child,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-    },
-  };
-}
-
-const startRedis = (port: number) =>
-  run('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], port);
-const startNats = (port: number, dir: string) =>
-  run('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], port);
-
 let stack: Stack;
 let redisPort: number;
 let natsPort: number;
 let natsDir: string;
-let redis: Server | undefined;
-let nats: Server | undefined;
+let redis: PrivateServer | undefined;
+let nats: PrivateServer | undefined;
 let tenant: { tenant_id: string; api_key: string };
 
 type Readiness = { status: string; checks: Record<string, string> };
@@ -62,8 +28,8 @@ beforeAll(async () => {
   redisPort = await freePort();
   natsPort = await freePort();
   natsDir = await mkdtemp(join(tmpdir(), 'cairn-degraded-nats-'));
-  redis = await startRedis(redisPort);
-  nats = await startNats(natsPort, natsDir);
+  redis = await startPrivateRedis(redisPort);
+  nats = await startPrivateNats(natsPort, natsDir);
   stack = await startStack(['gateway', 'signer', 'audit'], {
     REDIS_URL: `redis://127.0.0.1:${redisPort}`,
     NATS_URL: `nats://127.0.0.1:${natsPort}`,
@@ -75,15 +41,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  await redis?.stop();
-  await nats?.stop();
+  await redis?.kill();
+  await nats?.kill();
   await rm(natsDir, { recursive: true, force: true });
 });
 
 describe('Redis down', () => {
   it('rate-limited routes answer (limits kept in process, 429 past them), never 500; readiness says degraded, then ready when Redis is back', async () => {
     expect((await readyz('gateway')).body.status).toBe('ready');
-    await redis!.stop();
+    await redis!.kill();
 
     // A tenant-limited route still answers.
     const recipes = await stack.request('/v1/recipes', { key: tenant.api_key });
@@ -114,7 +80,7 @@ describe('Redis down', () => {
     expect(degraded.body.checks.postgres).toBe('ok');
     expect(degraded.body.checks.redis).not.toBe('ok');
 
-    redis = await startRedis(redisPort);
+    redis = await startPrivateRedis(redisPort);
     await waitFor(
       'the gateway ready again with Redis back',
       async () => (await readyz('gateway')).body.status === 'ready',
@@ -127,21 +93,14 @@ describe('Redis down', () => {
 
 describe('NATS down', () => {
   it('a sign still answers 200; its asset.signed event is delivered (an audit entry) once NATS is back; readiness says degraded meanwhile', async () => {
-    await nats!.stop();
+    await nats!.kill();
 
-    const res = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart(
-        { recipe: 'text-genai-v1', metadata: JSON.stringify({ generator: 'Cairn Text Studio', model: 'lm-1' }) },
-        {
-          field: 'asset',
-          bytes: Buffer.from('A passage written while the bus was away.\n', 'utf8'),
-          name: 'gen.txt',
-          type: 'text/plain',
-        },
-      ),
+    const res = await postSign(stack, tenant.api_key, {
+      recipe: 'text-genai-v1',
+      metadata: { generator: 'Cairn Text Studio', model: 'lm-1' },
+      bytes: Buffer.from('A passage written while the bus was away.\n', 'utf8'),
+      name: 'gen.txt',
+      type: 'text/plain',
     });
     expect(res.status).toBe(200);
     const { asset_id } = (await res.json()) as { asset_id: string };
@@ -153,7 +112,7 @@ describe('NATS down', () => {
       expect(ready.body.checks.nats).not.toBe('ok');
     }
 
-    nats = await startNats(natsPort, natsDir);
+    nats = await startPrivateNats(natsPort, natsDir);
     const entry = await waitFor(
       'the asset.signed audit entry after NATS is back',
       async () => {

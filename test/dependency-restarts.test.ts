@@ -199,44 +199,35 @@ async function expectAuditedOnce(outcomes: Array<{ status: number; asset_id?: st
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * A dependency taken away half a second into a stream of signs and brought back 2 s later: every answer a clean
+ * problem or a sign, and every sign audited once. Answers the outcomes for what a test checks beyond that.
+ */
+async function throughOutage(name: string, away: () => unknown, back: () => unknown): Promise<Outcome[]> {
+  const outcomes = await underLoad(async () => {
+    await pause(500);
+    await away();
+    await pause(2000);
+    await back();
+  });
+  if (process.env.CHAOS_REPORT)
+    console.log(name, outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
+  expectClean(outcomes);
+  await expectAuditedOnce(outcomes);
+  return outcomes;
+}
+
 describe('dependencies restarted under a stream of signs', () => {
   it('Postgres (stopped immediate, 2 s away, started): failures are clean problems, the fleet recovers by itself', async () => {
-    const outcomes = await underLoad(async () => {
-      await pause(500);
-      stopPostgres();
-      await pause(2000);
-      startPostgres();
-    });
-    if (process.env.CHAOS_REPORT)
-      console.log('postgres', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
-    expectClean(outcomes);
+    const outcomes = await throughOutage('postgres', stopPostgres, startPostgres);
     expect(outcomes.some((o) => o.status === 200)).toBe(true);
-    await expectAuditedOnce(outcomes);
   }, 180_000);
 
   it('Redis (killed, 2 s away, started empty): signs go on or fail cleanly, and recover', async () => {
-    const outcomes = await underLoad(async () => {
-      await pause(500);
-      await redis!.kill();
-      await pause(2000);
-      await startRedis();
-    });
-    if (process.env.CHAOS_REPORT)
-      console.log('redis', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
-    expectClean(outcomes);
-    await expectAuditedOnce(outcomes);
+    await throughOutage('redis', () => redis!.kill(), startRedis);
   }, 180_000);
 
   it('NATS (killed, 2 s away, started on its JetStream store): signs go on, every event delivered once after', async () => {
-    const outcomes = await underLoad(async () => {
-      await pause(500);
-      await nats!.kill();
-      await pause(2000);
-      await startNats();
-    });
-    if (process.env.CHAOS_REPORT)
-      console.log('nats', outcomes.map((o) => `${o.status}${o.code ? ` ${o.code}` : ''}`).join(', '));
-    expectClean(outcomes);
-    await expectAuditedOnce(outcomes);
+    await throughOutage('nats', () => nats!.kill(), startNats);
   }, 180_000);
 });

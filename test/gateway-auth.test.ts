@@ -1,20 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
+import { gatewayForFile, problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
 
-let gw: GatewayHarness;
-let admin: { tenant_id: string; api_key: string };
-
-beforeAll(async () => {
-  gw = await startGateway();
-  admin = await gw.onboard('developer');
-});
-afterAll(() => gw.stop());
+const gw = gatewayForFile();
 
 async function mintKey(scope: string, extra: Record<string, unknown> = {}) {
-  const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+  const res = await gw.request(`/v1/tenants/${gw.admin.tenant_id}/keys`, {
     method: 'POST',
-    key: admin.api_key,
+    key: gw.admin.api_key,
     json: { scope, description: `${scope} key`, ...extra },
   });
   expect(res.status).toBe(201);
@@ -37,7 +30,7 @@ describe('API key authentication', () => {
   });
 
   it('refuses a key whose secret part was altered', async () => {
-    const tampered = admin.api_key.slice(0, -4) + (admin.api_key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
+    const tampered = gw.admin.api_key.slice(0, -4) + (gw.admin.api_key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
     const res = await gw.request('/v1/recipes', { key: tampered });
     expect(res.status).toBe(401);
   });
@@ -45,9 +38,9 @@ describe('API key authentication', () => {
   it('refuses a revoked key, immediately', async () => {
     const key = await mintKey('read');
     expect((await gw.request('/v1/recipes', { key: key.api_key })).status).toBe(200);
-    const revoke = await gw.request(`/v1/tenants/${admin.tenant_id}/keys/${key.key_id}`, {
+    const revoke = await gw.request(`/v1/tenants/${gw.admin.tenant_id}/keys/${key.key_id}`, {
       method: 'DELETE',
-      key: admin.api_key,
+      key: gw.admin.api_key,
     });
     expect(revoke.status).toBe(200);
     expect(await revoke.json()).toMatchObject({ key_id: key.key_id, status: 'revoked' });
@@ -66,9 +59,9 @@ describe('API key authentication', () => {
   });
 
   it('refuses an expiry in the past when minting', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+    const res = await gw.request(`/v1/tenants/${gw.admin.tenant_id}/keys`, {
       method: 'POST',
-      key: admin.api_key,
+      key: gw.admin.api_key,
       json: { scope: 'sign', expires_at: '2020-01-01T00:00:00Z' },
     });
     expect(res.status).toBe(400);
@@ -78,7 +71,7 @@ describe('API key authentication', () => {
   it('shows a key once: the listing never contains a secret', async () => {
     const key = await mintKey('sign');
     expect(key.api_key).toMatch(/^cairn_sk_/);
-    const list = await gw.request(`/v1/tenants/${admin.tenant_id}/keys?limit=100`, { key: admin.api_key });
+    const list = await gw.request(`/v1/tenants/${gw.admin.tenant_id}/keys?limit=100`, { key: gw.admin.api_key });
     const text = await list.text();
     expect(text).toContain(key.key_id);
     expect(text).not.toContain('cairn_sk_');
@@ -132,10 +125,10 @@ describe('scopes', () => {
     const sign = await mintKey('sign');
     expect((await gw.request('/v1/recipes', { key: sign.api_key })).status).toBe(200);
     for (const [path, init] of [
-      [`/v1/tenants/${admin.tenant_id}/keys`, { method: 'POST', json: { scope: 'admin' } }],
-      [`/v1/tenants/${admin.tenant_id}/keys`, { method: 'GET' }],
+      [`/v1/tenants/${gw.admin.tenant_id}/keys`, { method: 'POST', json: { scope: 'admin' } }],
+      [`/v1/tenants/${gw.admin.tenant_id}/keys`, { method: 'GET' }],
       ['/v1/tenants', { method: 'POST', json: { name: 'x', plan: 'free' } }],
-      [`/v1/tenants/${admin.tenant_id}/settings`, { method: 'PATCH', json: { spending_cap_usd: 1 } }],
+      [`/v1/tenants/${gw.admin.tenant_id}/settings`, { method: 'PATCH', json: { spending_cap_usd: 1 } }],
     ] as const) {
       const res = await gw.request(path, { ...init, key: sign.api_key });
       expect(res.status).toBe(403);
@@ -151,9 +144,9 @@ describe('scopes', () => {
   });
 
   it('refuses an unknown scope', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+    const res = await gw.request(`/v1/tenants/${gw.admin.tenant_id}/keys`, {
       method: 'POST',
-      key: admin.api_key,
+      key: gw.admin.api_key,
       json: { scope: 'root' },
     });
     expect(res.status).toBe(400);

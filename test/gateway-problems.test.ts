@@ -1,14 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { problemOf, startGateway, type GatewayHarness } from './support/gateway.js';
+import { describe, expect, it } from '@jest/globals';
+import { gatewayForFile, problemOf } from './support/gateway.js';
 
-let gw: GatewayHarness;
-let admin: { tenant_id: string; api_key: string };
-
-beforeAll(async () => {
-  gw = await startGateway();
-  admin = await gw.onboard('developer');
-});
-afterAll(() => gw.stop());
+const gw = gatewayForFile();
 
 function expectShape(problem: Awaited<ReturnType<typeof problemOf>>, res: Response, status: number, code: string) {
   expect(problem).toMatchObject({
@@ -38,37 +31,37 @@ describe('every error is RFC 7807 Problem+JSON with a cairn code and the request
   });
 
   it('unknown route, even with a key → 404', async () => {
-    const res = await gw.request('/v2/recipes', { key: admin.api_key });
+    const res = await gw.request('/v2/recipes', { key: gw.admin.api_key });
     expectShape(await problemOf(res), res, 404, 'cairn.not_found');
   });
 
-  it('malformed JSON → 400 cairn.validation.invalid_body', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
+  // Bodies the admin's key-minting endpoint refuses, each with its status and code.
+  it.each([
+    {
+      name: 'malformed JSON → 400 cairn.validation.invalid_body',
+      body: { headers: { 'content-type': 'application/json' }, body: '{"scope": "sign",' },
+      status: 400,
+      code: 'cairn.validation.invalid_body',
+    },
+    {
+      name: 'oversize body → 413 cairn.validation.body_too_large',
+      body: { json: { scope: 'sign', description: 'x'.repeat(2 * 1024 * 1024) } },
+      status: 413,
+      code: 'cairn.validation.body_too_large',
+    },
+    {
+      name: 'non-JSON body on a JSON endpoint → 415',
+      body: { headers: { 'content-type': 'text/plain' }, body: 'scope=sign' },
+      status: 415,
+      code: 'cairn.validation.unsupported_media_type',
+    },
+  ])('$name', async ({ body, status, code }) => {
+    const res = await gw.request(`/v1/tenants/${gw.admin.tenant_id}/keys`, {
       method: 'POST',
-      key: admin.api_key,
-      headers: { 'content-type': 'application/json' },
-      body: '{"scope": "sign",',
+      key: gw.admin.api_key,
+      ...body,
     });
-    expectShape(await problemOf(res), res, 400, 'cairn.validation.invalid_body');
-  });
-
-  it('oversize body → 413 cairn.validation.body_too_large', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
-      method: 'POST',
-      key: admin.api_key,
-      json: { scope: 'sign', description: 'x'.repeat(2 * 1024 * 1024) },
-    });
-    expectShape(await problemOf(res), res, 413, 'cairn.validation.body_too_large');
-  });
-
-  it('non-JSON body on a JSON endpoint → 415', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys`, {
-      method: 'POST',
-      key: admin.api_key,
-      headers: { 'content-type': 'text/plain' },
-      body: 'scope=sign',
-    });
-    expectShape(await problemOf(res), res, 415, 'cairn.validation.unsupported_media_type');
+    expectShape(await problemOf(res), res, status, code);
   });
 
   it('a JSON array where an object belongs → 400', async () => {
@@ -81,7 +74,7 @@ describe('every error is RFC 7807 Problem+JSON with a cairn code and the request
   });
 
   it('bad query parameter → 400', async () => {
-    const res = await gw.request(`/v1/tenants/${admin.tenant_id}/keys?limit=5000`, { key: admin.api_key });
+    const res = await gw.request(`/v1/tenants/${gw.admin.tenant_id}/keys?limit=5000`, { key: gw.admin.api_key });
     expectShape(await problemOf(res), res, 400, 'cairn.validation.invalid_body');
   });
 
@@ -95,7 +88,7 @@ describe('every error is RFC 7807 Problem+JSON with a cairn code and the request
 
   it('no answer may be sniffed into another type: nosniff on JSON, problems and the error catalogue page alike', async () => {
     const answers = await Promise.all([
-      gw.request('/v1/recipes', { key: admin.api_key }),
+      gw.request('/v1/recipes', { key: gw.admin.api_key }),
       gw.request('/v1/no-such-thing'),
       gw.request('/v1/recipes'),
       gw.request('/docs/api/errors'),
@@ -104,7 +97,7 @@ describe('every error is RFC 7807 Problem+JSON with a cairn code and the request
   });
 
   it('successful answers carry X-Request-Id too', async () => {
-    const res = await gw.request('/v1/recipes', { key: admin.api_key });
+    const res = await gw.request('/v1/recipes', { key: gw.admin.api_key });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toMatch(/^req_/);
   });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import sharp from 'sharp';
-import { CairnError, parseSignMetadata } from '../packages/errors/src/index.js';
+import { CairnError, parseSignMetadata, SIGN_METADATA_FIELDS } from '../packages/errors/src/index.js';
 import {
   activeManifestLabel,
   childBoxes,
@@ -26,7 +26,7 @@ import { bufferAccess, extractManifestStore } from '../services/verifier/src/dom
 import { CborError, decodeCbor } from '../services/verifier/src/domain/c2pa/cbor.js';
 import { coseCertificateChain, signatureCose } from '../services/verifier/src/domain/c2pa/jumbf.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, startStack, type Stack, postSign } from './support/stack.js';
 
 const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((a) => Buffer.from(a));
 
@@ -145,13 +145,8 @@ describe('fuzzed parsers (fast-check)', () => {
   it('the sign metadata validator answers parsed metadata or a cairn.validation.invalid_body CairnError, nothing else', () => {
     const key = fc.oneof(
       fc.constantFrom(
-        'generator',
-        'model',
-        'prompt_hash',
-        'created_at',
-        'creator',
-        'legal_entity',
-        'legal_case_ref',
+        // The validator's own fields, then names it must refuse.
+        ...SIGN_METADATA_FIELDS,
         'prompt',
         'Prompt_text',
         '__proto__',
@@ -306,12 +301,7 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 const sign = (file: Buffer, recipe: string, name: string) =>
-  stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe }, { field: 'asset', bytes: file, name }),
-  });
+  postSign(stack, tenant.api_key, { recipe, bytes: file, name });
 const verify = (file: Buffer, name: string) =>
   stack.request('/v1/verify', {
     method: 'POST',

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, startStack, type Stack, postSign } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 /**
@@ -66,13 +66,7 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => stack?.stop());
 
-const sign = (bytes: Buffer, recipe: string, name: string) =>
-  stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe }, { field: 'asset', bytes, name }),
-  });
+const sign = (bytes: Buffer, recipe: string, name: string) => postSign(stack, tenant.api_key, { recipe, bytes, name });
 
 describe('a 100-megapixel PNG bomb', () => {
   it('is a few hundred KB', () => {

@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { REPO_ROOT, waitFor } from '@cairn/testing';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { runChild, type Run } from './support/child.js';
+import { multipart, onboard, startStack, type Stack, stopAndRemove } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // The README's five-minute tour, run line by line as a user pastes it, against a sandboxed fleet: when the code
@@ -32,12 +33,6 @@ function line(prefix: string): string {
   return found[0]!.replaceAll(README_GATEWAY, stack.baseUrl);
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 let stack: Stack;
 let tenant: { tenant_id: string; api_key: string };
 let dir: string;
@@ -57,16 +52,7 @@ function env(): NodeJS.ProcessEnv {
 
 /** Runs one tour line with bash in the user's directory; `input` is what the user types or pipes in. */
 function shell(command: string, input = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', command], { cwd: dir, env: env() });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
+  return runChild('bash', ['-c', command], { cwd: dir, env: env(), input });
 }
 
 beforeAll(async () => {
@@ -104,10 +90,7 @@ beforeAll(async () => {
       .toBuffer(),
   );
 }, 120_000);
-afterAll(async () => {
-  await stack?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => stopAndRemove(stack, dir));
 
 describe("the README's five-minute tour, run as written", () => {
   it('covers the steps this test runs, and nothing else', () => {

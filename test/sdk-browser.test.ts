@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from './support/browser.js';
 import { REPO_ROOT } from '@cairn/testing';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, postSign, startStack, type Stack } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 let stack: Stack;
@@ -40,12 +40,7 @@ describe('@cairn/sdk in a browser (Chromium)', () => {
     const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/chelsea.png`))
       .jpeg({ quality: 90 })
       .toBuffer();
-    const res = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'c.jpg' }),
-    });
+    const res = await postSign(stack, tenant.api_key, { recipe: 'image-genai-v1', bytes: photo, name: 'c.jpg' });
     expect(res.status).toBe(200);
     const signed = (await res.json()) as { asset_id: string };
     const bytes = Buffer.from(

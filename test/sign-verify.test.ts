@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, startStack, type Stack, verifyUpload } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -31,19 +31,14 @@ async function sign(
   });
 }
 
-async function verifyFile(bytes: Buffer, key?: string) {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    ...(key ? { key } : {}),
-    body: multipart({}, { field: 'file', bytes, name: 'x' }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Record<string, unknown> & {
-    status: string;
-    confidence: number | null;
-    matches: Array<Record<string, unknown>>;
-  };
-}
+const verifyFile = (bytes: Buffer, key?: string) =>
+  verifyUpload<
+    Record<string, unknown> & {
+      status: string;
+      confidence: number | null;
+      matches: Array<Record<string, unknown>>;
+    }
+  >(stack, bytes, 'x', key);
 
 describe('image sign → verify through HTTP', () => {
   let signed: Record<string, string>;

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { clip } from './support/video.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, startStack, type Stack, postSign } from './support/stack.js';
 import { verifyFile } from './support/watermark-fleet.js';
 
 const SYNC_MAX = 64 * 1024;
@@ -35,12 +35,7 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 async function startJob(video: Buffer): Promise<string> {
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: owner.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: video, name: 'clip.mp4' }),
-  });
+  const res = await postSign(stack, owner.api_key, { recipe: 'video-genai-v1', bytes: video, name: 'clip.mp4' });
   expect(res.status).toBe(202);
   return ((await res.json()) as { job_id: string }).job_id;
 }

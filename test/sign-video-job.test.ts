@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { clip } from './support/video.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, startStack, type Stack, postSign } from './support/stack.js';
 import { verifyFile } from './support/watermark-fleet.js';
 
 const SYNC_MAX = 64 * 1024;
@@ -42,12 +42,7 @@ async function poll(jobId: string, key: string): Promise<{ status: number; body:
 
 describe('a video sign job shows its progress (GET /v1/jobs/{id})', () => {
   it('202, then a fraction that rises while the frames are marked, then done with a file that verifies', async () => {
-    const res = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: owner.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'video-genai-v1' }, { field: 'asset', bytes: video, name: 'clip.mp4' }),
-    });
+    const res = await postSign(stack, owner.api_key, { recipe: 'video-genai-v1', bytes: video, name: 'clip.mp4' });
     expect(res.status).toBe(202);
     const accepted = (await res.json()) as { job_id: string; poll_url: string };
     expect(accepted.poll_url).toBe(`${stack.baseUrl}/v1/jobs/${accepted.job_id}`);

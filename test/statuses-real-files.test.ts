@@ -1,16 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { createImageWatermark } from '../services/watermark/src/domain/image/cairn-dct-v1.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { signAndFetch, stackForFile, verifyUpload } from './support/stack.js';
+import { expectConflict } from './support/watermark-fleet.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // Two statuses that only hand-built evidence used to produce, made here from real files through HTTP.
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
-let stack: Stack;
-let tenant: { tenant_id: string; api_key: string };
+const file = stackForFile(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
 
 type Result = {
   status: string;
@@ -21,27 +21,12 @@ type Result = {
   developer_explanation: string;
 };
 
-beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'verifier', 'gateway'], { PUBLIC_VERIFY_PER_MINUTE: '1000' });
-  tenant = await onboard(stack);
-}, 120_000);
-afterAll(async () => {
-  await stack?.stop();
-});
-
 async function sign(bytes: Buffer, recipe: string): Promise<{ asset_id: string; bytes: Buffer }> {
-  const { signed, signedBytes } = await signAndFetch(stack, tenant.api_key, { recipe, bytes, name: 'p.jpg' });
+  const { signed, signedBytes } = await signAndFetch(file.stack, file.tenant.api_key, { recipe, bytes, name: 'p.jpg' });
   return { asset_id: signed.asset_id, bytes: signedBytes };
 }
 
-async function publicVerify(bytes: Buffer): Promise<Result> {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    body: multipart({}, { field: 'file', bytes, name: 'f' }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Result;
-}
+const publicVerify = (bytes: Buffer): Promise<Result> => verifyUpload<Result>(file.stack, bytes, 'f');
 
 describe('statuses from real files', () => {
   it('manifest_watermark_conflict: a photo carrying asset B’s watermark, signed again by Cairn as asset A', async () => {
@@ -55,10 +40,7 @@ describe('statuses from real files', () => {
     // Signed as a captured photograph: a valid Cairn manifest of A, pixels (and so B's mark) left as they are.
     const a = await sign(stripped, 'image-capture-v1');
     const result = await publicVerify(a.bytes);
-    expect(result.status).toBe('manifest_watermark_conflict');
-    expect(result.asset_id).toBe(a.asset_id);
-    expect(result.developer_explanation).toContain(b.asset_id);
-    expect(result.confidence).toBeLessThanOrEqual(0.35);
+    expectConflict(result, a.asset_id, b.asset_id);
   }, 60_000);
 
   it('a captured photograph signed without a watermark verifies as verified_manifest, not AI-generated', async () => {

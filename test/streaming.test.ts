@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, open, readdir, rm, stat } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { collectGarbage } from '../services/signer/test/c2pa-fixtures.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, startStack, type Stack, postSign } from './support/stack.js';
+import { s3rverBucket, spawnS3rver } from './support/s3.js';
 
 // Uploads stream into the blob store (filesystem and S3) with the size cap counted while
 // streaming, so the gateway's memory does not grow with the body; downloads stream, and one whose blob ends
@@ -21,12 +21,6 @@ const LIMIT = 90 * MiB;
 let fsStack: Stack;
 let s3Stack: Stack;
 let s3rver: ChildProcess;
-const S3RVER_SCRIPT = `
-import S3rver from 's3rver';
-const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: process.argv[1] });
-const { port } = await server.run();
-process.stdout.write(port + '\\n');
-`;
 let s3Dir: string;
 let s3: S3Client;
 const gatewayLog: string[] = [];
@@ -34,19 +28,9 @@ const gatewayLog: string[] = [];
 beforeAll(async () => {
   s3Dir = await mkdtemp(join(tmpdir(), 'cairn-stream-s3rver-'));
   // s3rver in a process of its own, so the memory measured below is the gateway's, not the S3 server's.
-  s3rver = spawn(process.execPath, ['--input-type=module', '-e', S3RVER_SCRIPT, s3Dir], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const [line] = (await once(s3rver.stdout!, 'data')) as [Buffer];
-  const port = Number(line.toString().trim());
-  const endpoint = `http://127.0.0.1:${port}`;
-  s3 = new S3Client({
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  });
-  await s3.send(new CreateBucketCommand({ Bucket: 'cairn-stream' }));
+  let endpoint: string;
+  ({ process: s3rver, endpoint } = await spawnS3rver(s3Dir));
+  s3 = await s3rverBucket(endpoint, 'cairn-stream');
   const capture = new Writable({
     write(chunk: Buffer, _encoding, done) {
       gatewayLog.push(chunk.toString());
@@ -190,14 +174,11 @@ describe('downloads', () => {
   it('a blob that ends mid-stream cuts the response off (never a hung or complete-looking download) and the gateway serves the next request', async () => {
     const tenant = await onboard(fsStack, 'developer');
     const sign = async (text: string): Promise<string> => {
-      const res = await fsStack.request('/v1/sign', {
-        method: 'POST',
-        key: tenant.api_key,
-        headers: { 'idempotency-key': crypto.randomUUID() },
-        body: multipart(
-          { recipe: 'text-genai-v1' },
-          { field: 'asset', bytes: Buffer.from(text, 'utf8'), name: 'gen.txt', type: 'text/plain' },
-        ),
+      const res = await postSign(fsStack, tenant.api_key, {
+        recipe: 'text-genai-v1',
+        bytes: Buffer.from(text, 'utf8'),
+        name: 'gen.txt',
+        type: 'text/plain',
       });
       expect(res.status).toBe(200);
       return ((await res.json()) as { asset_id: string }).asset_id;

@@ -3,28 +3,29 @@
 // The TSA answers application/timestamp-query over HTTP beside the OCSP responder, refusing what it cannot grant
 // with an RFC 3161 status rather than an error, and its certificate rotates like the responder's.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  createHash,
-  createHmac,
-  createPrivateKey,
-  sign as ecdsaSign,
-  timingSafeEqual,
-  X509Certificate,
-} from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { Builder } from '@contentauth/c2pa-node';
-import { runFfmpeg } from '@cairn/media';
 import { waitFor } from '@cairn/testing';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { HASH_OIDS, readTimeStampReply, timeStampQuery } from '../services/signer/test/tsp-client.js';
 import { startExternalTsa, type ExternalTsa } from '../services/signer/test/external-tsa.js';
-import { multipart, onboard, onboardEnterprise, signAndFetch, startStack, type Stack } from './support/stack.js';
+import {
+  onboard,
+  onboardEnterprise,
+  postSign,
+  signAndFetch,
+  startStack,
+  type Stack,
+  verifyUpload,
+  stopAndRemove,
+} from './support/stack.js';
 import { toneWav } from './support/tone-wav.js';
+import { photoSlideshow } from './support/video.js';
+import { proofOfPossession, signingEndpoint, type SigningEndpoint } from './support/byok.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -42,44 +43,20 @@ interface Verdict {
   warnings: string[];
 }
 
-async function verifyFile(key: string, bytes: Buffer, name: string): Promise<Verdict> {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    key,
-    body: multipart({}, { field: 'file', bytes, name }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Verdict;
-}
+const verifyFile = (key: string, bytes: Buffer, name: string): Promise<Verdict> =>
+  verifyUpload<Verdict>(stack, bytes, name, key);
 
 async function postTsa(body: Buffer | string, contentType = 'application/timestamp-query'): Promise<Response> {
   return fetch(tsaUrl, { method: 'POST', headers: { 'content-type': contentType }, body });
 }
 
-async function mp4(): Promise<Buffer> {
-  const out = join(dir, 'a.mp4');
-  const photos = ['astronaut', 'coffee'].map((p) => `${PHOTOS}/${p}.png`);
-  const frame =
-    'scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1,fps=10,format=yuv420p';
-  await runFfmpeg({
-    args: [
-      '-y',
-      ...photos.flatMap((p) => ['-loop', '1', '-t', '1', '-i', p]),
-      '-filter_complex',
-      `[0]${frame}[v0];[1]${frame}[v1];[v0][v1]concat=n=2:v=1:a=0[v]`,
-      '-map',
-      '[v]',
-      '-c:v',
-      'libx264',
-      '-preset',
-      'veryfast',
-      '-movflags',
-      '+faststart',
-      out,
-    ],
-    timeoutMs: 60_000,
-  });
-  return readFile(out);
+/** Two photos, a second each, as an MP4 (at CRF 23, libx264's default, which this clip was always made with). */
+function mp4(): Promise<Buffer> {
+  return photoSlideshow(
+    ['astronaut', 'coffee'].map((p) => `${PHOTOS}/${p}.png`),
+    join(dir, 'a.mp4'),
+    1,
+  );
 }
 
 async function sql<Row extends Record<string, unknown>>(query: string, params: unknown[] = []): Promise<Row[]> {
@@ -89,6 +66,27 @@ async function sql<Row extends Record<string, unknown>>(query: string, params: u
   } finally {
     await admin.end();
   }
+}
+
+/** The tenant's photo signed under image-genai-v1 as `name`, and the signed file. */
+const signPhoto = (name: string) =>
+  signAndFetch(stack, tenant.api_key, { recipe: 'image-genai-v1', bytes: photo, name });
+
+/** Cairn's active root as a trust-list entry: what a tenant lists to trust the time-stamps Cairn's TSA makes. */
+async function cairnRootEntry(): Promise<{ issuer_cn: string; certificate_pem: string }> {
+  const [root] = await sql<{ pem: string }>(
+    `select pem from signer.certificates where role = 'root' and status = 'active'`,
+  );
+  return { issuer_cn: 'Cairn Root CA', certificate_pem: root!.pem };
+}
+
+/** Replaces the trust list of `key`'s tenant with `entries`; it must answer 200. */
+async function setTrustList(
+  key: string,
+  entries: Array<{ issuer_cn: string; certificate_pem: string }>,
+): Promise<void> {
+  const res = await stack.request('/v1/trust-list', { method: 'POST', key, json: { entries } });
+  expect(res.status).toBe(200);
 }
 
 beforeAll(async () => {
@@ -101,10 +99,7 @@ beforeAll(async () => {
     .jpeg({ quality: 90 })
     .toBuffer();
 }, 120_000);
-afterAll(async () => {
-  await stack?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => stopAndRemove(stack, dir));
 
 describe("Cairn's time-stamping authority over HTTP", () => {
   it('grants a SHA-256 query: the imprint and nonce echoed, a fresh serial, signed by a certificate whose only, critical EKU is time-stamping', async () => {
@@ -215,40 +210,7 @@ describe('every manifest Cairn signs carries a trusted time-stamp', () => {
 describe('a time-stamped signature outlives its certificate', () => {
   let enterprise: { tenant_id: string; api_key: string };
   let credential: TestCredential;
-  let endpoint: { url: string; secret: string; close(): Promise<void> };
-
-  /** The tenant's own signing service (BYOK): checks Cairn's HMAC and signs ES256 with the key only it holds. */
-  async function signingEndpoint(key: string): Promise<typeof endpoint> {
-    const state = { secret: '' };
-    const server: Server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks);
-        const expected = Buffer.from(
-          `sha256=${createHmac('sha256', state.secret)
-            .update(`${String(req.headers['cairn-timestamp'])}.`)
-            .update(body)
-            .digest('hex')}`,
-        );
-        const given = Buffer.from(String(req.headers['cairn-signature'] ?? ''));
-        if (given.length !== expected.length || !timingSafeEqual(given, expected)) return void res.writeHead(401).end();
-        const { to_be_signed } = JSON.parse(body.toString('utf8')) as { to_be_signed: string };
-        const signature = ecdsaSign('sha256', Buffer.from(to_be_signed, 'base64'), {
-          key: createPrivateKey(key),
-          dsaEncoding: 'ieee-p1363',
-        });
-        res
-          .writeHead(200, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ signature: signature.toString('base64') }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return Object.assign(state, {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sign`,
-      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-    });
-  }
+  let endpoint: SigningEndpoint;
 
   afterAll(async () => {
     await endpoint?.close();
@@ -264,12 +226,7 @@ describe('a time-stamped signature outlives its certificate', () => {
       leafNotAfter: notAfter,
     });
     endpoint = await signingEndpoint(credential.privateKeyPem);
-    const leafSha256 = createHash('sha256').update(new X509Certificate(credential.leafCertPem).raw).digest('hex');
-    const proof = ecdsaSign(
-      'sha256',
-      Buffer.from(`cairn-byok-registration\n${enterprise.tenant_id}\n${leafSha256}`, 'utf8'),
-      { key: credential.privateKeyPem, dsaEncoding: 'ieee-p1363' },
-    ).toString('base64');
+    const proof = proofOfPossession(enterprise.tenant_id, credential.leafCertPem, credential.privateKeyPem);
     const registered = await stack.request('/v1/signing-credentials', {
       method: 'POST',
       key: enterprise.api_key,
@@ -279,29 +236,16 @@ describe('a time-stamped signature outlives its certificate', () => {
     const { credential_id, hmac_secret } = (await registered.json()) as { credential_id: string; hmac_secret: string };
     endpoint.secret = hmac_secret;
     // The tenant trusts its own CA for signatures and Cairn's root for the time-stamps Cairn's TSA makes.
-    const [cairnRoot] = await sql<{ pem: string }>(
-      `select pem from signer.certificates where role = 'root' and status = 'active'`,
-    );
-    const trust = await stack.request('/v1/trust-list', {
-      method: 'POST',
-      key: enterprise.api_key,
-      json: {
-        entries: [
-          { issuer_cn: 'Cairn Test Root CA', certificate_pem: credential.caCertPem },
-          { issuer_cn: 'Cairn Root CA', certificate_pem: cairnRoot!.pem },
-        ],
-      },
-    });
-    expect(trust.status).toBe(200);
+    await setTrustList(enterprise.api_key, [
+      { issuer_cn: 'Cairn Test Root CA', certificate_pem: credential.caCertPem },
+      await cairnRootEntry(),
+    ]);
 
-    const res = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: enterprise.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart(
-        { recipe: 'image-genai-v1', signing_credential: credential_id },
-        { field: 'asset', bytes: photo, name: 'p.jpg' },
-      ),
+    const res = await postSign(stack, enterprise.api_key, {
+      recipe: 'image-genai-v1',
+      fields: { signing_credential: credential_id },
+      bytes: photo,
+      name: 'p.jpg',
     });
     expect(res.status).toBe(200);
     const { asset_id } = (await res.json()) as { asset_id: string };
@@ -354,7 +298,7 @@ describe('a time-stamped signature outlives its certificate', () => {
 
 describe('rotation of the TSA certificate', () => {
   it('a manifest stamped by the previous TSA certificate still verifies after the TSA certificate is renewed', async () => {
-    const before = await signAndFetch(stack, tenant.api_key, { recipe: 'image-genai-v1', bytes: photo, name: 'r.jpg' });
+    const before = await signPhoto('r.jpg');
     const [previous] = await sql<{ serial_hex: string }>(
       `select serial_hex from signer.certificates where role = 'tsa' and status = 'active'`,
     );
@@ -386,7 +330,7 @@ describe('rotation of the TSA certificate', () => {
     );
     expect(reply.token?.signerSerialHex).toBe(current);
 
-    const after = await signAndFetch(stack, tenant.api_key, { recipe: 'image-genai-v1', bytes: photo, name: 'r2.jpg' });
+    const after = await signPhoto('r2.jpg');
     for (const bytes of [before.signedBytes, after.signedBytes]) {
       const verdict = await verifyFile(tenant.api_key, bytes, 'r.jpg');
       expect(verdict.status).toMatch(/^verified_manifest/);
@@ -417,12 +361,7 @@ describe('Cairn’s TSA unable to sign', () => {
         ),
       );
       expect([reply.status, reply.failureBits, reply.token]).toEqual([2, [25], undefined]);
-      const res = await stack.request('/v1/sign', {
-        method: 'POST',
-        key: tenant.api_key,
-        headers: { 'idempotency-key': crypto.randomUUID() },
-        body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'w.jpg' }),
-      });
+      const res = await postSign(stack, tenant.api_key, { recipe: 'image-genai-v1', bytes: photo, name: 'w.jpg' });
       expect(res.status).toBe(503);
       expect(((await res.json()) as { code: string }).code).toBe('cairn.signer.unavailable');
     } finally {
@@ -434,11 +373,7 @@ describe('Cairn’s TSA unable to sign', () => {
       await stack.restart('signer');
     }
     // Its key back, the TSA stamps again.
-    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
-      recipe: 'image-genai-v1',
-      bytes: photo,
-      name: 'v.jpg',
-    });
+    const { signedBytes } = await signPhoto('v.jpg');
     expect((await verifyFile(tenant.api_key, signedBytes, 'v.jpg')).signals.timestamp_valid).toBe(true);
   }, 120_000);
 });
@@ -458,11 +393,7 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
     stack.env.TSA_URL = external.url;
     await stack.stopService('signer');
     await stack.restart('signer');
-    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
-      recipe: 'image-genai-v1',
-      bytes: photo,
-      name: 'x.jpg',
-    });
+    const { signedBytes } = await signPhoto('x.jpg');
     expect(external.requests).toBeGreaterThanOrEqual(1);
 
     // The default list does not know the operator's TSA: the signature verifies, its time-stamp is not trusted.
@@ -472,20 +403,10 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
 
     // A tenant whose list holds Cairn's root and the operator's TSA root trusts the time-stamp too.
     const own = await onboardEnterprise(stack);
-    const [cairnRoot] = await sql<{ pem: string }>(
-      `select pem from signer.certificates where role = 'root' and status = 'active'`,
-    );
-    const trust = await stack.request('/v1/trust-list', {
-      method: 'POST',
-      key: own.api_key,
-      json: {
-        entries: [
-          { issuer_cn: 'Cairn Root CA', certificate_pem: cairnRoot!.pem },
-          { issuer_cn: 'Cairn Root CA', certificate_pem: external.rootPem },
-        ],
-      },
-    });
-    expect(trust.status).toBe(200);
+    await setTrustList(own.api_key, [
+      await cairnRootEntry(),
+      { issuer_cn: 'Cairn Root CA', certificate_pem: external.rootPem },
+    ]);
     const trusted = await verifyFile(own.api_key, signedBytes, 'x.jpg');
     expect(trusted.signals.timestamp_valid).toBe(true);
   }, 120_000);
@@ -495,12 +416,7 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
     const assetsBefore = await sql<{ n: string }>(`select count(*) as n from signer.assets where tenant_id = $1`, [
       tenant.tenant_id,
     ]);
-    const res = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'y.jpg' }),
-    });
+    const res = await postSign(stack, tenant.api_key, { recipe: 'image-genai-v1', bytes: photo, name: 'y.jpg' });
     expect(res.status).toBe(503);
     expect(((await res.json()) as { code: string }).code).toBe('cairn.signer.unavailable');
     const assetsAfter = await sql<{ n: string }>(`select count(*) as n from signer.assets where tenant_id = $1`, [
@@ -518,12 +434,7 @@ describe("an operator's own time-stamping authority (TSA_URL)", () => {
     const before = await count();
     await stack.stopService('signer');
     await stack.restart('signer');
-    const res = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'image-genai-v1' }, { field: 'asset', bytes: photo, name: 'z.jpg' }),
-    });
+    const res = await postSign(stack, tenant.api_key, { recipe: 'image-genai-v1', bytes: photo, name: 'z.jpg' });
     expect(res.status).toBe(503);
     expect(((await res.json()) as { code: string }).code).toBe('cairn.sign.worker_failed');
     expect(external.requests).toBeGreaterThanOrEqual(1);
@@ -556,11 +467,7 @@ describe('the public time-stamping path is bounded; the signer’s own signs are
 
     // The bucket is empty again; the sign's own time-stamp does not come out of it.
     await Promise.all(Array.from({ length: 5 }, () => postTsa(query())));
-    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
-      recipe: 'image-genai-v1',
-      bytes: photo,
-      name: 'bounded.jpg',
-    });
+    const { signedBytes } = await signPhoto('bounded.jpg');
     const verdict = await verifyFile(tenant.api_key, signedBytes, 'bounded.jpg');
     expect(verdict.status).toMatch(/^verified_manifest/);
     expect(verdict.signals.timestamp_valid).toBe(true);
@@ -572,11 +479,7 @@ describe('the public time-stamping path is bounded; the signer’s own signs are
     await stack.restart('signer');
     const res = await postTsa(timeStampQuery({ hashOid: HASH_OIDS.sha256, digest: Buffer.alloc(32, 3) }));
     expect(res.status).toBe(404);
-    const { signedBytes } = await signAndFetch(stack, tenant.api_key, {
-      recipe: 'image-genai-v1',
-      bytes: photo,
-      name: 'private.jpg',
-    });
+    const { signedBytes } = await signPhoto('private.jpg');
     expect((await verifyFile(tenant.api_key, signedBytes, 'private.jpg')).signals.timestamp_valid).toBe(true);
   }, 120_000);
 });

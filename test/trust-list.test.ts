@@ -39,37 +39,35 @@ type TrustListBody = {
   entries: Array<{ subject: string; origin: string; sha256_fingerprint: string; not_after: string }>;
 };
 
+/**
+ * A published list read from `source` ('builtin', a path or a URL) with `builtin` as its shipped copy, refreshed each
+ * minute, under `policy` (HTTPS only, no internal addresses, unless a test says otherwise).
+ */
+function publishedList(
+  source: string,
+  builtin: URL,
+  options: { policy?: { httpsOnly: boolean; blockInternal: boolean; allowLoopback?: boolean }; name?: string } = {},
+): PublishedTrustList {
+  return new PublishedTrustList(parseTrustSource(source, builtin), {
+    builtin,
+    refreshMs: 60_000,
+    policy: options.policy ?? { httpsOnly: true, blockInternal: true },
+    ...(options.name === undefined ? {} : { shipped: { name: options.name } }),
+  });
+}
+
 describe('the shipped C2PA lists', () => {
   it('hold the 30 signing CAs and 22 TSAs of the published lists, read as the builtin source', async () => {
-    const policy = { httpsOnly: true, blockInternal: true };
-    const c2pa = new PublishedTrustList(parseTrustSource('builtin', SHIPPED), {
-      builtin: SHIPPED,
-      refreshMs: 60_000,
-      policy,
-    });
-    const tsa = new PublishedTrustList(parseTrustSource('builtin', SHIPPED_TSA), {
-      builtin: SHIPPED_TSA,
-      refreshMs: 60_000,
-      policy,
-    });
+    const c2pa = publishedList('builtin', SHIPPED);
+    const tsa = publishedList('builtin', SHIPPED_TSA);
     expect(await c2pa.pems()).toHaveLength(30);
     expect(await tsa.pems()).toHaveLength(22);
     expect(c2pa.origin()).toBe('shipped with Cairn');
   });
 
   it('the shipped interim list holds its 18 roots, none of them on the official list', async () => {
-    const policy = { httpsOnly: true, blockInternal: true };
-    const interim = new PublishedTrustList(parseTrustSource('builtin', SHIPPED_INTERIM), {
-      builtin: SHIPPED_INTERIM,
-      refreshMs: 60_000,
-      policy,
-      shipped: { name: 'Interim Trust List (frozen)' },
-    });
-    const official = new PublishedTrustList(parseTrustSource('builtin', SHIPPED), {
-      builtin: SHIPPED,
-      refreshMs: 60_000,
-      policy,
-    });
+    const interim = publishedList('builtin', SHIPPED_INTERIM, { name: 'Interim Trust List (frozen)' });
+    const official = publishedList('builtin', SHIPPED);
     const fingerprints = (pems: string[]) => pems.map((p) => new X509Certificate(p).fingerprint256);
     const roots = fingerprints(await interim.pems());
     expect(roots).toHaveLength(18);
@@ -87,17 +85,8 @@ describe('the shipped C2PA lists', () => {
 
   it('the C2PA JSON list (List of Trusted Entities) is read with its issue date and the SHA-256 of its text', async () => {
     const path = `${SHARED_DIR}/trust/C2PA-TRUST-LIST.json`;
-    const policy = { httpsOnly: true, blockInternal: true };
-    const fromJson = new PublishedTrustList(parseTrustSource(path, SHIPPED), {
-      builtin: SHIPPED,
-      refreshMs: 60_000,
-      policy,
-    });
-    const fromPem = new PublishedTrustList(parseTrustSource('builtin', SHIPPED), {
-      builtin: SHIPPED,
-      refreshMs: 60_000,
-      policy,
-    });
+    const fromJson = publishedList(path, SHIPPED);
+    const fromPem = publishedList('builtin', SHIPPED);
     const fingerprints = (pems: string[]) => pems.map((p) => new X509Certificate(p).fingerprint256).sort();
     // The same 30 certificates as the PEM bundle the programme made from it.
     expect(fingerprints(await fromJson.pems())).toEqual(fingerprints(await fromPem.pems()));
@@ -114,9 +103,7 @@ describe('the shipped C2PA lists', () => {
   });
 
   it('a URL that never answers falls back to the shipped copy, and says so', async () => {
-    const list = new PublishedTrustList(parseTrustSource('http://127.0.0.1:1/list.pem', SHIPPED), {
-      builtin: SHIPPED,
-      refreshMs: 60_000,
+    const list = publishedList('http://127.0.0.1:1/list.pem', SHIPPED, {
       policy: { httpsOnly: false, blockInternal: true, allowLoopback: true },
     });
     expect(await list.pems()).toHaveLength(30);

@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { appendFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { CreateBucketCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { runFfmpeg } from '@cairn/media';
 import { waitFor } from '@cairn/testing';
 import { collectGarbage } from '../services/signer/test/c2pa-fixtures.js';
 import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { s3rverBucket, spawnS3rver } from './support/s3.js';
 
 // Files above the 100 MB direct limit go by upload session (POST /v1/uploads, then a PUT to
 // the URL it answers) and a sign or verify names them by upload_id, once.
@@ -28,13 +28,6 @@ let bigMp4: string;
 let bigSize: number;
 let owner: { tenant_id: string; api_key: string };
 let other: { tenant_id: string; api_key: string };
-
-const S3RVER_SCRIPT = `
-import S3rver from 's3rver';
-const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: process.argv[1] });
-const { port } = await server.run();
-process.stdout.write(port + '\\n');
-`;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cairn-upload-sessions-'));
@@ -71,18 +64,9 @@ beforeAll(async () => {
     await appendFile(bigMp4, zeros.subarray(0, Math.min(zeros.length, left)));
   bigSize = (await stat(bigMp4)).size;
 
-  s3rver = spawn(process.execPath, ['--input-type=module', '-e', S3RVER_SCRIPT, join(dir, 's3')], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const [line] = (await once(s3rver.stdout!, 'data')) as [Buffer];
-  const endpoint = `http://127.0.0.1:${Number(line.toString().trim())}`;
-  s3 = new S3Client({
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  });
-  await s3.send(new CreateBucketCommand({ Bucket: 'cairn-uploads' }));
+  let endpoint: string;
+  ({ process: s3rver, endpoint } = await spawnS3rver(join(dir, 's3')));
+  s3 = await s3rverBucket(endpoint, 'cairn-uploads');
 
   stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
     UPLOAD_SESSION_TTL_SECONDS: String(TTL_SECONDS),

@@ -11,7 +11,7 @@ import { buildAndSign } from '../services/signer/src/adapters/c2pa/index.js';
 import { answerOcspRequest } from '../services/signer/src/domain/pki/ocsp-response.js';
 import { localSignerFor, makeTestCredential, type TestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { signedElsewhere } from './support/signed-elsewhere.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { multipart, onboard, signAndFetch, startStack, type Stack, verifyUpload } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 // docs/decisions/0010-stored-verdicts.md, 0015-outbound-requests-vetted.md: what anyone is told about an asset Cairn
@@ -56,14 +56,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function publicVerify(bytes: Buffer): Promise<Result> {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    body: multipart({}, { field: 'file', bytes, name: 'f.jpg' }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Result;
-}
+const publicVerify = (bytes: Buffer): Promise<Result> => verifyUpload<Result>(stack, bytes, 'f.jpg');
 
 /** What everyone is told about the victim's asset: its public page and its stored result. */
 async function victimView(): Promise<{ page: string; pageStatus: string | undefined; stored: Result }> {
@@ -198,23 +191,19 @@ describe('no upload rewrites a public verdict', () => {
   });
 
   it('uploads while the watermark or anchor service is down are inconclusive for their uploader only', async () => {
-    await stack.stopService('watermark');
-    try {
-      const answer = await publicVerify(signedBytes);
-      expect(answer.status).toBe('inconclusive');
-      expect(answer.warnings).toContain('watermark_unavailable');
-      await expectVictimUnchanged();
-    } finally {
-      await stack.restart('watermark');
-    }
-    await stack.stopService('anchor');
-    try {
-      const answer = await publicVerify(signedBytes);
-      expect(answer.status).toBe('inconclusive');
-      expect(answer.warnings).toContain('anchor_unavailable');
-      await expectVictimUnchanged();
-    } finally {
-      await stack.restart('anchor');
+    for (const [service, warning] of [
+      ['watermark', 'watermark_unavailable'],
+      ['anchor', 'anchor_unavailable'],
+    ] as const) {
+      await stack.stopService(service);
+      try {
+        const answer = await publicVerify(signedBytes);
+        expect(answer.status).toBe('inconclusive');
+        expect(answer.warnings).toContain(warning);
+        await expectVictimUnchanged();
+      } finally {
+        await stack.restart(service);
+      }
     }
   }, 60_000);
 });

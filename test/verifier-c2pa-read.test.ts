@@ -28,6 +28,21 @@ const SHARED = `${SHARED_DIR}/fixtures/`;
 const CORPUS = `${SHARED}c2pa-rs`;
 const PHOTO = `${SHARED}photos/astronaut.png`;
 const AI = 'http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia';
+
+type SignInput = Parameters<typeof buildAndSign>[0];
+
+/** Signs `input.asset` with `credential` as Cairn, an AI-generated asset with no metadata unless `input` says. */
+const signAsCairn = (
+  credential: Parameters<typeof localSignerFor>[0],
+  input: Pick<SignInput, 'asset' | 'mimeType'> & Partial<SignInput>,
+) =>
+  buildAndSign({
+    signer: localSignerFor(credential),
+    claimGenerator: { name: 'cairn', version: '0.3.0' },
+    digitalSourceType: AI,
+    metadata: {},
+    ...input,
+  });
 const TEST_ANCHORS = readFileSync(`${CORPUS}/test-trust-anchors.pem`, 'utf8');
 
 let reader: ManifestReader;
@@ -354,14 +369,7 @@ describe('Cairn-signed assets', () => {
       ['audio/wav', readFileSync(`${CORPUS}/sample1.wav`)],
     ];
     for (const [mimeType, asset] of assets) {
-      const result = await buildAndSign({
-        asset,
-        mimeType: mimeType as 'image/png',
-        signer: localSignerFor(credential),
-        claimGenerator: { name: 'cairn', version: '0.3.0' },
-        digitalSourceType: AI,
-        metadata: {},
-      });
+      const result = await signAsCairn(credential, { asset, mimeType: mimeType as 'image/png' });
       const m = manifest((await readAsset(result.signed, mimeType, [credential.caCertPem])).reading);
       expect(m.trusted).toBe(true);
       expect(m.manifestStore?.equals(result.manifestStore)).toBe(true);
@@ -382,13 +390,9 @@ describe('Cairn-signed assets', () => {
     })
       .jpeg({ quality: 95 })
       .toBuffer();
-    const result = await buildAndSign({
+    const result = await signAsCairn(credential, {
       asset: jpeg,
       mimeType: 'image/jpeg',
-      signer: localSignerFor(credential),
-      claimGenerator: { name: 'cairn', version: '0.3.0' },
-      digitalSourceType: AI,
-      metadata: {},
       thumbnail: { bytes: noisy, mimeType: 'image/jpeg' },
     });
     expect(result.manifestStore.length).toBeGreaterThan(65_535);
@@ -402,14 +406,7 @@ describe('Cairn-signed assets', () => {
   it('a certificate that expired after signing (no time-stamp) → certificateExpired', async () => {
     // c2pa-rs refuses to sign with an expired certificate, so sign with one that expires in ~2 s and wait.
     const shortLived = await makeTestCredential({ leafNotAfter: new Date(Date.now() + 2000) });
-    const result = await buildAndSign({
-      asset: jpeg,
-      mimeType: 'image/jpeg',
-      signer: localSignerFor(shortLived),
-      claimGenerator: { name: 'cairn', version: '0.3.0' },
-      digitalSourceType: AI,
-      metadata: {},
-    });
+    const result = await signAsCairn(shortLived, { asset: jpeg, mimeType: 'image/jpeg' });
     await new Promise((resolve) => setTimeout(resolve, 3200));
     const m = manifest((await readAsset(result.signed, 'image/jpeg', [shortLived.caCertPem])).reading);
     expect(m.certificateExpired).toBe(true);
@@ -443,16 +440,7 @@ describe('large files and the time budget', () => {
   let big: Buffer;
 
   beforeAll(async () => {
-    big = (
-      await buildAndSign({
-        asset: wav(64 * 1024 * 1024),
-        mimeType: 'audio/wav',
-        signer: localSignerFor(credential),
-        claimGenerator: { name: 'cairn', version: '0.3.0' },
-        digitalSourceType: AI,
-        metadata: {},
-      })
-    ).signed;
+    big = (await signAsCairn(credential, { asset: wav(64 * 1024 * 1024), mimeType: 'audio/wav' })).signed;
   });
 
   it('reads a 64 MiB signed WAV', async () => {

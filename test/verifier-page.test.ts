@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir, readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { launchChromium } from './support/browser.js';
-import { multipart, onboard, startStack, type Stack } from './support/stack.js';
+import { onboard, startStack, type Stack, postSign } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 import { createBlobStore } from '../packages/blob/src/index.js';
 
@@ -17,14 +17,11 @@ beforeAll(async () => {
   const photo = await sharp(await readFile(`${SHARED_DIR}/fixtures/photos/astronaut.png`))
     .jpeg()
     .toBuffer();
-  const res = await stack.request('/v1/sign', {
-    method: 'POST',
-    key: tenant.api_key,
-    headers: { 'idempotency-key': crypto.randomUUID() },
-    body: multipart(
-      { recipe: 'image-genai-v1', metadata: JSON.stringify({ generator: 'Orbit Studio', model: 'orbit-xl-2' }) },
-      { field: 'asset', bytes: photo, name: 'a.jpg' },
-    ),
+  const res = await postSign(stack, tenant.api_key, {
+    recipe: 'image-genai-v1',
+    metadata: { generator: 'Orbit Studio', model: 'orbit-xl-2' },
+    bytes: photo,
+    name: 'a.jpg',
   });
   signed = (await res.json()) as typeof signed;
 }, 120_000);
@@ -70,14 +67,11 @@ describe('the public verifier page /v/{asset_id}', () => {
   });
 
   it('answers a bare 404 for the thumbnail of an unknown asset, of a malformed id and of an asset that is no image', async () => {
-    const text = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart(
-        { recipe: 'text-genai-v1' },
-        { field: 'asset', bytes: Buffer.from('A signed paragraph.\n'), name: 'a.txt', type: 'text/plain' },
-      ),
+    const text = await postSign(stack, tenant.api_key, {
+      recipe: 'text-genai-v1',
+      bytes: Buffer.from('A signed paragraph.\n'),
+      name: 'a.txt',
+      type: 'text/plain',
     });
     expect(text.status).toBe(200);
     const { asset_id: textAsset } = (await text.json()) as { asset_id: string };
@@ -90,11 +84,11 @@ describe('the public verifier page /v/{asset_id}', () => {
 
   it('shows no picture on the /v/ page of a signed asset that is no image (the signer makes thumbnails of images only)', async () => {
     const words = Buffer.from(`A paragraph signed for the page test, ${crypto.randomUUID()}.\n`);
-    const text = await stack.request('/v1/sign', {
-      method: 'POST',
-      key: tenant.api_key,
-      headers: { 'idempotency-key': crypto.randomUUID() },
-      body: multipart({ recipe: 'text-genai-v1' }, { field: 'asset', bytes: words, name: 'a.txt', type: 'text/plain' }),
+    const text = await postSign(stack, tenant.api_key, {
+      recipe: 'text-genai-v1',
+      bytes: words,
+      name: 'a.txt',
+      type: 'text/plain',
     });
     expect(text.status).toBe(200);
     const { asset_id: textAsset } = (await text.json()) as { asset_id: string };

@@ -6,7 +6,7 @@ import { createClient } from '@cairn/rpc';
 import { waitFor } from '@cairn/testing';
 import { collectGarbage, makeTestCredential } from '../services/signer/test/c2pa-fixtures.js';
 import { signedElsewhere } from './support/signed-elsewhere.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { onboard, signAndFetch, startStack, type Stack, verifyUpload } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -29,19 +29,13 @@ afterAll(async () => {
   collectGarbage();
 });
 
-async function verify(bytes: Buffer) {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    body: multipart({}, { field: 'file', bytes, name: 'f' }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as {
+const verify = (bytes: Buffer) =>
+  verifyUpload<{
     status: string;
     confidence: number | null;
     warnings: string[];
     signals: Record<string, unknown>;
-  };
-}
+  }>(stack, bytes, 'f');
 
 async function manifestBytes(): Promise<Buffer> {
   return Buffer.from(await (await stack.request(`/v1/manifests/${signed.manifest_id}`)).arrayBuffer());

@@ -1,16 +1,25 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { runFfmpeg } from '@cairn/media';
 import { recording, withSoundtrack } from './support/audio.js';
 import { clip } from './support/video.js';
-import { onboard, startStack, type Stack } from './support/stack.js';
-import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';
+import { clipUpload, expectWatermarkOnly, signedForFile, verifyFile } from './support/watermark-fleet.js';
 
-let stack: Stack;
-let signed: SignedAsset;
-let signedBytes: Buffer;
+// 8 s of a moving test pattern, 640×360 at 25 fps, with speech-like sound (AAC 128k), made here with ffmpeg. Not
+// shorter: after the signer's AAC and the copy's, 5 s of this speech no longer held the mark
+// (services/watermark/docs/audio.md, "Limits").
+const file = signedForFile(
+  async () =>
+    clipUpload(
+      await withSoundtrack(
+        await clip('testsrc2', { seconds: 8, width: 640, height: 360 }),
+        await recording('speech', 8, 2),
+      ),
+    ),
+  300_000,
+);
 
 /**
  * The signed clip with its frames shrunk to 160×90 and re-encoded at H.264 CRF 34: below the 96 pixels a side the video
@@ -21,7 +30,7 @@ let signedBytes: Buffer;
 async function crushed(sound: string[]): Promise<Buffer> {
   const dir = await mkdtemp(join(tmpdir(), 'cairn-crushed-'));
   try {
-    await writeFile(join(dir, 'signed.mp4'), signedBytes);
+    await writeFile(join(dir, 'signed.mp4'), file.signedBytes);
     await runFfmpeg({
       args: [
         '-i',
@@ -46,42 +55,19 @@ async function crushed(sound: string[]): Promise<Buffer> {
   }
 }
 
-beforeAll(async () => {
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
-    PUBLIC_VERIFY_PER_MINUTE: '1000',
-  });
-  const owner = await onboard(stack);
-  // 8 s of a moving test pattern, 640×360 at 25 fps, with speech-like sound (AAC 128k), made here with ffmpeg. Not
-  // shorter: after the signer's AAC and the copy's, 5 s of this speech no longer held the mark
-  // (services/watermark/docs/audio.md, "Limits").
-  const upload = await withSoundtrack(
-    await clip('testsrc2', { seconds: 8, width: 640, height: 360 }),
-    await recording('speech', 8, 2),
-  );
-  ({ signed, signedBytes } = await signAndIndex(stack, owner.api_key, {
-    recipe: 'video-genai-v1',
-    metadata: { generator: 'ClipGen', model: 'v1' },
-    bytes: upload,
-    name: 'clip.mp4',
-  }));
-}, 300_000);
-afterAll(() => stack?.stop());
-
 describe('the audio track of a signed video carries its mark (video-genai-v1)', () => {
   it('frames crushed, sound re-encoded to AAC 96k: verifies watermark_only naming the asset, through the audio', async () => {
     const copy = await crushed(['-c:a', 'aac', '-b:a', '96k']);
-    const result = await verifyFile(stack, copy, 'copy.mp4');
-    expect(result.signals.c2pa_manifest_present).toBe(false);
-    expect(result.status).toBe('watermark_only');
-    expect(result.matches[0]).toMatchObject({ asset_id: signed.asset_id, via: 'watermark' });
+    const result = await verifyFile(file.stack, copy, 'copy.mp4');
+    expectWatermarkOnly(result, file.signed.asset_id);
   }, 120_000);
 
   it('the same frames without the sound name the asset only by fingerprint: the audio carried the mark', async () => {
     const copy = await crushed(['-an']);
-    const result = await verifyFile(stack, copy, 'silent.mp4');
+    const result = await verifyFile(file.stack, copy, 'silent.mp4');
     // Frames under the detector's floor and no sound: no watermark was read (the signal is absent, nothing was readable).
     expect(result.signals.watermark_present).not.toBe(true);
     expect(result.status).toBe('fingerprint_match_only');
-    expect(result.matches[0]).toMatchObject({ asset_id: signed.asset_id, via: 'fingerprint' });
+    expect(result.matches[0]).toMatchObject({ asset_id: file.signed.asset_id, via: 'fingerprint' });
   }, 120_000);
 });

@@ -5,15 +5,26 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { runFfmpeg } from '@cairn/media';
 import { recording, withSoundtrack } from './support/audio.js';
 import { clip } from './support/video.js';
+import { transplanted } from './support/camera-clip.js';
 import { lookupFile, matchesOf } from './support/lookup.js';
-import { onboard, startStack, type Stack } from './support/stack.js';
-import { signAndIndex, verifyFile, type SignedAsset } from './support/watermark-fleet.js';
+import { onboard, type Stack } from './support/stack.js';
+import {
+  clipUpload,
+  expectHonestCopy,
+  expectTransplantRefused,
+  signAndIndex,
+  startWatermarkStack,
+  verifyFile,
+  type SignedAsset,
+} from './support/watermark-fleet.js';
 
 let stack: Stack;
 let owner: { tenant_id: string; api_key: string };
 let other: { tenant_id: string; api_key: string };
 let signed: SignedAsset;
 let signedBytes: Buffer;
+/** The clip as uploaded (unmarked): what a mark is lifted against. */
+let upload: Buffer;
 let dir: string;
 
 /** The sound of the signed video alone, as someone would take it out: `ffmpeg -i signed.mp4 -vn <args> out.<ext>`. */
@@ -25,23 +36,16 @@ async function soundOf(args: string[], ext: string): Promise<Buffer> {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cairn-video-sound-'));
-  stack = await startStack(['watermark', 'signer', 'verifier', 'softbinding', 'gateway'], {
-    PUBLIC_VERIFY_PER_MINUTE: '1000',
-  });
+  stack = await startWatermarkStack();
   owner = await onboard(stack);
   other = await onboard(stack);
   // 8 s of a moving test pattern with speech-like sound (AAC), small: the frames are not what is looked up here.
-  const upload = await withSoundtrack(
+  upload = await withSoundtrack(
     await clip('testsrc2', { seconds: 8, width: 320, height: 180 }),
     await recording('speech', 8, 1),
   );
   // Waits until the frames are indexed: the sound is indexed in the same transaction.
-  ({ signed, signedBytes } = await signAndIndex(stack, owner.api_key, {
-    recipe: 'video-genai-v1',
-    metadata: { generator: 'ClipGen', model: 'v1' },
-    bytes: upload,
-    name: 'clip.mp4',
-  }));
+  ({ signed, signedBytes } = await signAndIndex(stack, owner.api_key, clipUpload(upload)));
   await writeFile(join(dir, 'signed.mp4'), signedBytes);
 }, 300_000);
 afterAll(async () => {
@@ -75,4 +79,46 @@ describe('the sound of a signed video is indexed as audio of the same asset', ()
     expect(result.status).toBe('watermark_only');
     expect(result.matches[0]).toMatchObject({ asset_id: signed.asset_id, via: 'watermark' });
   }, 60_000);
+});
+
+/** The signed video through ffmpeg: `args` between its input (0) and the output; input 1 is 8 s of other music. */
+async function copyOf(args: string[]): Promise<Buffer> {
+  const out = join(dir, 'copy.mp4');
+  await writeFile(join(dir, 'music.wav'), await recording('music', 8, 1));
+  const inputs = ['-i', join(dir, 'signed.mp4'), '-i', join(dir, 'music.wav')];
+  await runFfmpeg({ args: ['-y', ...inputs, ...args, out], timeoutMs: 60_000 });
+  return readFile(out);
+}
+
+const X264 = ['-c:v', 'libx264', '-crf', '23'];
+
+describe('the content check hears the sound when the pictures no longer show the asset', () => {
+  // Mirrored, cropped to a quarter of the picture or recoloured, the frames move beyond the frame check's radius
+  // while a mark still reads: without the sound these honest copies were reported watermark_content_mismatch. The
+  // quarter (160×90) is too small for the frame mark: its sound's mark names the asset, and only the sound can show
+  // the content is the asset's. A mirrored copy's frames still carry the mark, whose geometry may show it too.
+  it.each([
+    ['mirrored', ['-vf', 'hflip', ...X264, '-c:a', 'copy']],
+    ['cropped to its centre quarter', ['-vf', 'crop=160:90', ...X264, '-c:a', 'copy']],
+    ['mirrored and recoloured', ['-vf', 'hflip,hue=h=90:s=1.5', ...X264, '-c:a', 'copy']],
+  ])(
+    'a copy %s with its own sound verifies watermark_only naming the asset',
+    async (_name, args) => {
+      expectHonestCopy(await verifyFile(stack, await copyOf(args), 'copy.mp4'), signed.asset_id);
+    },
+    120_000,
+  );
+
+  it('the mark lifted onto other pictures, with other sound, names no asset: the mark is read, the content is not the asset’s', async () => {
+    const host = await clip('mandelbrot', { seconds: 8, width: 320, height: 180 });
+    await writeFile(join(dir, 'forged.mp4'), await transplanted(upload, signedBytes, host));
+    await writeFile(join(dir, 'music.wav'), await recording('music', 8, 1));
+    const out = join(dir, 'forged-with-music.mp4');
+    const inputs = ['-i', join(dir, 'forged.mp4'), '-i', join(dir, 'music.wav')];
+    await runFfmpeg({
+      args: ['-y', ...inputs, '-map', '0:v', '-map', '1:a', '-c:v', 'copy', '-c:a', 'aac', '-shortest', out],
+      timeoutMs: 60_000,
+    });
+    expectTransplantRefused(await verifyFile(stack, await readFile(out), 'forged.mp4'), signed.asset_id);
+  }, 120_000);
 });

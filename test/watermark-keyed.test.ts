@@ -6,7 +6,7 @@ import { createKeyedImageWatermark } from '../services/watermark/src/domain/imag
 import { createImageWatermark } from '../services/watermark/src/domain/image/cairn-dct-v1.js';
 import { SyncTileWatermark } from '../services/watermark/src/domain/image/cairn-sync-v2.js';
 import { watermarkBindingOf } from './support/soft-binding.js';
-import { multipart, onboard, signAndFetch, startStack, type Stack } from './support/stack.js';
+import { onboard, signAndFetch, startStack, type Stack, verifyUpload } from './support/stack.js';
 import { SHARED_DIR } from '../packages/testing/src/shared.js';
 
 const PHOTOS = `${SHARED_DIR}/fixtures/photos`;
@@ -22,14 +22,7 @@ interface Verification {
   matches: Array<{ asset_id?: string; via?: string }>;
 }
 
-async function verifyFile(bytes: Buffer): Promise<Verification> {
-  const res = await stack.request('/v1/verify', {
-    method: 'POST',
-    body: multipart({}, { field: 'file', bytes, name: 'x.jpg' }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as Verification;
-}
+const verifyFile = (bytes: Buffer): Promise<Verification> => verifyUpload<Verification>(stack, bytes, 'x.jpg');
 
 /** A photo as raw RGB pixels, and back to a JPEG: what an attacker holding the published code works with. */
 async function pixelsOf(file: string): Promise<{ pixels: Uint8Array; width: number; height: number; channels: 3 }> {

@@ -5,6 +5,17 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { decodeAudioMono, runFfmpeg } from '@cairn/media';
 
+/** ffmpeg's output arguments for 16-bit PCM WAV with `channels` channels on stdout. */
+const wavToStdout = (channels: number): string[] => [
+  '-ac',
+  String(channels),
+  '-c:a',
+  'pcm_s16le',
+  '-f',
+  'wav',
+  'pipe:1',
+];
+
 /**
  * Test recordings made here with ffmpeg (no espeak-ng or sox on this machine): a speech-like voice (a glottal
  * buzz with a wandering pitch through three formants, in syllables and pauses) and a music-like mix (a
@@ -37,13 +48,7 @@ export async function recording(name: RecordingName, seconds: number, channels =
       `anoisesrc=c=pink:r=44100:a=0.003:d=${seconds}:s=7`,
       '-filter_complex',
       'amix=inputs=2:duration=first,volume=2',
-      '-ac',
-      String(channels),
-      '-c:a',
-      'pcm_s16le',
-      '-f',
-      'wav',
-      'pipe:1',
+      ...wavToStdout(channels),
     ],
   });
 }
@@ -146,23 +151,7 @@ export async function espeakSpeech(seconds: number, channels = 1): Promise<Buffe
       },
     );
     return await runFfmpeg({
-      args: [
-        '-stream_loop',
-        '-1',
-        '-i',
-        voice,
-        '-t',
-        String(seconds),
-        '-ar',
-        '44100',
-        '-ac',
-        String(channels),
-        '-c:a',
-        'pcm_s16le',
-        '-f',
-        'wav',
-        'pipe:1',
-      ],
+      args: ['-stream_loop', '-1', '-i', voice, '-t', String(seconds), '-ar', '44100', ...wavToStdout(channels)],
     });
   } finally {
     await rm(dir, { recursive: true, force: true });

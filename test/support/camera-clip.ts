@@ -93,3 +93,25 @@ export async function transplanted(original: Buffer, signed: Buffer, host: Buffe
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * The copies a content check must name as the asset (label, ffmpeg output options, container): a re-encode, a
+ * halving, 10 % crops central and off two sides, a frame-rate change, VP9, and the three at once.
+ */
+export const HONEST_VIDEO_COPIES: ReadonlyArray<readonly [string, string[], 'mp4' | 'webm']> = [
+  ['CRF 28', ['-c:v', 'libx264', '-crf', '28'], 'mp4'],
+  ['0.5×', ['-vf', 'scale=trunc(iw/4)*2:-2', '-c:v', 'libx264', '-crf', '23'], 'mp4'],
+  ['crop 10 % (central)', ['-vf', 'crop=trunc(iw*0.9/2)*2:trunc(ih*0.9/2)*2', '-c:v', 'libx264', '-crf', '23'], 'mp4'],
+  [
+    'crop 10 % (two sides)',
+    ['-vf', 'crop=trunc(iw*0.9/2)*2:trunc(ih*0.9/2)*2:0:0', '-c:v', 'libx264', '-crf', '23'],
+    'mp4',
+  ],
+  ['24 fps', ['-r', '24', '-c:v', 'libx264', '-crf', '23'], 'mp4'],
+  ['VP9', ['-c:v', 'libvpx-vp9', '-crf', '34', '-b:v', '0', '-deadline', 'realtime', '-cpu-used', '8'], 'webm'],
+  [
+    '0.5× + crop 10 % + CRF 28',
+    ['-vf', 'crop=trunc(iw*0.9/2)*2:trunc(ih*0.9/2)*2,scale=trunc(iw/4)*2:-2', '-c:v', 'libx264', '-crf', '28'],
+    'mp4',
+  ],
+];

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from '@jest/globals';
 import type pg from 'pg';
 import sharp from 'sharp';
 import type { ServiceName } from '@cairn/config';
@@ -34,6 +35,26 @@ export async function startChaosFleet(
     await stopChaosFleet({ stack, processes, admin });
     throw error;
   }
+}
+
+/**
+ * One chaos fleet for a whole test file: started (startChaosFleet's arguments) in a beforeAll registered here, stopped
+ * in an afterAll. Answers the fleet, whose fields are set once that beforeAll has run: read them inside tests and
+ * hooks, not at load.
+ */
+export function chaosFleetForFile(
+  names: ServiceName[],
+  external: ServiceName[],
+  overrides: NodeJS.ProcessEnv,
+  plan: Parameters<typeof onboard>[1] = 'developer',
+): ChaosFleet {
+  // Filled in place, so a test file can hold the one object from load on (as it would its own `let`s).
+  const fleet = {} as ChaosFleet;
+  beforeAll(async () => {
+    Object.assign(fleet, await startChaosFleet(names, external, overrides, plan));
+  }, 240_000);
+  afterAll(() => stopChaosFleet(fleet));
+  return fleet;
 }
 
 /** Stops whatever part of a chaos fleet started (afterAll runs even when beforeAll failed). */

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from '@jest/globals';
 import { apiRequester, createSandbox, type ApiRequest, type Sandbox } from '@cairn/testing';
 import type { RunningService } from '@cairn/runtime';
 import { startFleetService } from './stack.js';
@@ -56,6 +57,21 @@ export async function startGateway(overrides: NodeJS.ProcessEnv = {}): Promise<G
       await sandbox.dispose();
     },
   };
+}
+
+/**
+ * A gateway for a whole test file, with one developer tenant whose admin key the tests use (`admin`): started in a
+ * beforeAll registered here, stopped in an afterAll. Its fields are set once that beforeAll has run.
+ */
+export function gatewayForFile(): GatewayHarness & { admin: { tenant_id: string; api_key: string } } {
+  // Filled in place, so a test file can hold the one object from load on (as it would its own `let`s).
+  const gw = {} as GatewayHarness & { admin: { tenant_id: string; api_key: string } };
+  beforeAll(async () => {
+    Object.assign(gw, await startGateway());
+    gw.admin = await gw.onboard('developer');
+  });
+  afterAll(() => gw.stop());
+  return gw;
 }
 
 export async function problemOf(

@@ -22,6 +22,25 @@ export async function matchesOf(res: Response): Promise<LookupMatch[]> {
   return ((await res.json()) as { matches: LookupMatch[] }).matches;
 }
 
+/**
+ * The first match of a lookup, which must name `signed` (its asset and manifest, and its verifier page when
+ * `verifierUrl` is given) found by `alg`; answered for the caller's check of the score.
+ */
+export function expectFirstMatch(
+  matches: LookupMatch[],
+  signed: { asset_id: string; manifest_uri: string },
+  alg: string,
+  verifierUrl?: string,
+): LookupMatch {
+  expect(matches[0]).toMatchObject({
+    asset_id: signed.asset_id,
+    manifest_uri: signed.manifest_uri,
+    ...(verifierUrl === undefined ? {} : { verifier_url: verifierUrl }),
+    alg,
+  });
+  return matches[0]!;
+}
+
 /** Indexing follows asset.signed asynchronously: waits until looking the signed file up finds something. */
 export async function untilIndexed(lookup: () => Promise<Response>): Promise<void> {
   await waitFor('the signed asset indexed', async () => (await matchesOf(await lookup())).length > 0, 30_000, 250);

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, expect } from '@jest/globals';
 import type { DestinationStream } from 'pino';
 import { startService, type RunningService } from '@cairn/runtime';
 import {
@@ -179,6 +180,25 @@ export async function onboard(
  * Onboards a tenant and makes it an enterprise one (a plan no self-service onboarding gives) with a rate limit of
  * 100 requests a second, as an operator does in the database.
  */
+/**
+ * A stack of `names` started before the tests of the file (or describe block) that calls this and stopped after
+ * them, with one developer tenant onboarded. Filled in place, so the caller holds the one object from load on.
+ */
+export function stackForFile(
+  names: ServiceName[],
+  overrides: NodeJS.ProcessEnv = {},
+): { stack: Stack; tenant: { tenant_id: string; api_key: string } } {
+  const held = {} as { stack: Stack; tenant: { tenant_id: string; api_key: string } };
+  beforeAll(async () => {
+    held.stack = await startStack(names, overrides);
+    held.tenant = await onboard(held.stack);
+  }, 120_000);
+  afterAll(async () => {
+    await held.stack?.stop();
+  });
+  return held;
+}
+
 export async function onboardEnterprise(stack: Stack): Promise<{ tenant_id: string; api_key: string }> {
   const tenant = await onboard(stack, 'free');
   const admin = await stack.sandbox.adminClient();
@@ -192,25 +212,71 @@ export async function onboardEnterprise(stack: Stack): Promise<{ tenant_id: stri
   return tenant;
 }
 
-/** Signs `bytes` under `recipe` through `POST /v1/sign` (it must answer 200) and downloads the signed content. */
-export async function signAndFetch<Signed extends { asset_id: string } = { asset_id: string }>(
-  stack: Stack,
-  apiKey: string,
-  upload: { recipe: string; metadata?: Record<string, string>; bytes: Buffer; name: string },
-): Promise<{ signed: Signed; signedBytes: Buffer }> {
-  const res = await stack.request('/v1/sign', {
+/** One file for `POST /v1/sign`: its recipe, the generator's metadata if any, and the file itself. */
+export interface SignUpload {
+  recipe: string;
+  metadata?: Record<string, string>;
+  bytes: Buffer;
+  name: string;
+  /** The part's content type (application/octet-stream when not given). */
+  type?: string;
+  /** Further form fields after the recipe and metadata (a BYOK sign names its `signing_credential`). */
+  fields?: Record<string, string>;
+}
+
+/** `POST /v1/sign` of one file with a fresh Idempotency-Key; the caller judges the answer. */
+export function postSign(stack: Pick<Stack, 'request'>, apiKey: string, upload: SignUpload): Promise<Response> {
+  return stack.request('/v1/sign', {
     method: 'POST',
     key: apiKey,
     headers: { 'idempotency-key': crypto.randomUUID() },
     body: multipart(
-      { recipe: upload.recipe, ...(upload.metadata ? { metadata: JSON.stringify(upload.metadata) } : {}) },
-      { field: 'asset', bytes: upload.bytes, name: upload.name },
+      {
+        recipe: upload.recipe,
+        ...(upload.metadata ? { metadata: JSON.stringify(upload.metadata) } : {}),
+        ...upload.fields,
+      },
+      { field: 'asset', bytes: upload.bytes, name: upload.name, ...(upload.type ? { type: upload.type } : {}) },
     ),
   });
+}
+
+/** Signs `bytes` under `recipe` through `POST /v1/sign` (it must answer 200) and downloads the signed content. */
+export async function signAndFetch<Signed extends { asset_id: string } = { asset_id: string }>(
+  stack: Stack,
+  apiKey: string,
+  upload: SignUpload,
+): Promise<{ signed: Signed; signedBytes: Buffer }> {
+  const res = await postSign(stack, apiKey, upload);
   if (res.status !== 200) throw new Error(`sign: ${res.status} ${await res.text()}`);
   const signed = (await res.json()) as Signed;
   const signedBytes = Buffer.from(
     await (await stack.request(`/v1/assets/${signed.asset_id}/content`, { key: apiKey })).arrayBuffer(),
   );
   return { signed, signedBytes };
+}
+
+/**
+ * `POST /v1/verify` of a file, public unless `key` is given; it must answer 200. `Result` is what the caller reads
+ * of the verdict.
+ */
+export async function verifyUpload<Result>(
+  stack: Pick<Stack, 'request'>,
+  bytes: Buffer,
+  name: string,
+  key?: string,
+): Promise<Result> {
+  const res = await stack.request('/v1/verify', {
+    method: 'POST',
+    ...(key ? { key } : {}),
+    body: multipart({}, { field: 'file', bytes, name }),
+  });
+  expect(res.status).toBe(200);
+  return (await res.json()) as Result;
+}
+
+/** afterAll's clean-up of a stack and a scratch directory, either of which beforeAll may not have made. */
+export async function stopAndRemove(stack: Stack | undefined, dir: string | undefined): Promise<void> {
+  await stack?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
 }

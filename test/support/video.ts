@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { runFfmpeg } from '@cairn/media';
 import { SHARED_DIR } from '../../packages/testing/src/shared.js';
 
@@ -51,6 +52,23 @@ export async function clip(
     ],
     timeoutMs: 120_000,
   });
+}
+
+/**
+ * A slideshow of real photos (`photos`, file paths), `secondsEach` a photo, 320×240 at 10 fps, H.264 CRF 23 with the
+ * index first, written to `out` (a file, as most tools write MP4) and read back: hard cuts are real scene changes.
+ */
+export async function photoSlideshow(photos: string[], out: string, secondsEach: number): Promise<Buffer> {
+  const inputs = photos.flatMap((p) => ['-loop', '1', '-t', String(secondsEach), '-i', p]);
+  const frame =
+    'scale=320:240:force_original_aspect_ratio=decrease,pad=320:240:(ow-iw)/2:(oh-ih)/2,setsar=1,fps=10,format=yuv420p';
+  const graph = `${photos.map((_, i) => `[${i}]${frame}[v${i}]`).join(';')};${photos.map((_, i) => `[v${i}]`).join('')}concat=n=${photos.length}:v=1:a=0[v]`;
+  const encode = ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-movflags', '+faststart'];
+  await runFfmpeg({
+    args: ['-y', ...inputs, '-filter_complex', graph, '-map', '[v]', ...encode, out],
+    timeoutMs: 60_000,
+  });
+  return readFile(out);
 }
 
 /** The clip re-encoded through ffmpeg with `args` (output options), as MP4 unless the args name a format. */

@@ -57,21 +57,19 @@ try {
   wav.writeUInt32LE(288_000_000, 40);
   const form = (field: string, bytes: Buffer, name: string, fields: Record<string, string> = {}) =>
     multipart(fields, { field, bytes, name });
+  const sign = (bytes: Buffer, name: string, recipe: string) =>
+    request('/v1/sign', {
+      method: 'POST',
+      key: tenant.api_key,
+      headers: { 'idempotency-key': crypto.randomUUID() },
+      body: form('asset', bytes, name, { recipe }),
+    });
   const routes: Array<[string, () => Promise<Response>]> = [
     [
       'PNG 100 MP → public /v1/verify',
       () => request('/v1/verify', { method: 'POST', body: form('file', bomb, 'b.png') }),
     ],
-    [
-      'PNG 100 MP → /v1/sign',
-      () =>
-        request('/v1/sign', {
-          method: 'POST',
-          key: tenant.api_key,
-          headers: { 'idempotency-key': crypto.randomUUID() },
-          body: form('asset', bomb, 'b.png', { recipe: 'image-genai-v1' }),
-        }),
-    ],
+    ['PNG 100 MP → /v1/sign', () => sign(bomb, 'b.png', 'image-genai-v1')],
     [
       'PNG 100 MP → /c2pa/v1/matches/byContent',
       () =>
@@ -85,16 +83,7 @@ try {
       'PNG 100 MP → /v1/lookup',
       () => request('/v1/lookup', { method: 'POST', key: tenant.api_key, body: form('file', bomb, 'b.png') }),
     ],
-    [
-      'WAV "10 h" → /v1/sign',
-      () =>
-        request('/v1/sign', {
-          method: 'POST',
-          key: tenant.api_key,
-          headers: { 'idempotency-key': crypto.randomUUID() },
-          body: form('asset', wav, 'w.wav', { recipe: 'audio-genai-v1' }),
-        }),
-    ],
+    ['WAV "10 h" → /v1/sign', () => sign(wav, 'w.wav', 'audio-genai-v1')],
   ];
   console.log(
     `bomb PNG: ${(bomb.length / 1024).toFixed(0)} KB; ${N} requests per route (public verify limited to its per-minute budget)`,

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
 import { MeasuringStream } from './measure.js';
-import { assertBlobKey, type BlobInfo, type BlobStore } from './store.js';
+import { assertBlobKey, type BlobInfo, type BlobStore, type PutOptions } from './store.js';
 
 /**
  * The embedded default: blobs as files under `root`, each with a small JSON sidecar. Writes go to a
@@ -21,11 +21,7 @@ export class FilesystemBlobStore implements BlobStore {
     return join(this.root, key);
   }
 
-  async put(
-    key: string,
-    body: Readable | Buffer,
-    options: { contentType: string; maxBytes?: number },
-  ): Promise<BlobInfo> {
+  async put(key: string, body: Readable | Buffer, options: PutOptions): Promise<BlobInfo> {
     const target = this.path(key);
     await mkdir(dirname(target), { recursive: true });
     const temp = `${target}.${randomBytes(6).toString('hex')}.partial`;

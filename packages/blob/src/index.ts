@@ -4,7 +4,7 @@ import type { BlobStore } from './store.js';
 
 export { FilesystemBlobStore } from './filesystem.js';
 export { S3BlobStore, type S3BlobStoreOptions } from './s3.js';
-export { BlobTooLargeError, assertBlobKey, type BlobInfo, type BlobStore } from './store.js';
+export { BlobTooLargeError, assertBlobKey, type BlobInfo, type BlobStore, type PutOptions } from './store.js';
 export { MeasuringStream } from './measure.js';
 export { blobKeyOf, blobKeys, parseBlobKey, PUBLIC_OWNER, type BlobKeyKind, type ParsedBlobKey } from './keys.js';
 

@@ -16,7 +16,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MeasuringStream } from './measure.js';
-import { assertBlobKey, type BlobInfo, type BlobStore } from './store.js';
+import { assertBlobKey, type BlobInfo, type BlobStore, type PutOptions } from './store.js';
 
 export interface S3BlobStoreOptions {
   bucket: string;
@@ -52,11 +52,7 @@ export class S3BlobStore implements BlobStore {
    * one part whatever the body's size). A failure, including the size cap, aborts the multipart upload so no
    * partial object or orphaned parts remain.
    */
-  async put(
-    key: string,
-    body: Readable | Buffer,
-    options: { contentType: string; maxBytes?: number },
-  ): Promise<BlobInfo> {
+  async put(key: string, body: Readable | Buffer, options: PutOptions): Promise<BlobInfo> {
     const objectKey = this.objectKey(key);
     const partBytes = this.options.partBytes ?? DEFAULT_PART_BYTES;
     const meter = new MeasuringStream(options.maxBytes);

@@ -11,6 +11,12 @@ export interface BlobInfo {
   contentType: string;
 }
 
+/** How a blob is written: its content type, and the most bytes it may have. */
+export interface PutOptions {
+  contentType: string;
+  maxBytes?: number;
+}
+
 /**
  * Where uploads, derived assets and manifests live. Keys are opaque paths chosen by the owner
  * (`<tenant>/<kind>/<id>`); retention is the owner's job (it knows when an asset expires).
@@ -21,7 +27,7 @@ export interface BlobStore {
    * Writes a blob from a stream or buffer without holding a stream whole (S3: multipart, one part in memory);
    * refuses more than `maxBytes` while streaming (the partial write is removed).
    */
-  put(key: string, body: Readable | Buffer, options: { contentType: string; maxBytes?: number }): Promise<BlobInfo>;
+  put(key: string, body: Readable | Buffer, options: PutOptions): Promise<BlobInfo>;
   /** The content as a stream, or null when absent. */
   get(key: string): Promise<Readable | null>;
   getBuffer(key: string): Promise<Buffer | null>;

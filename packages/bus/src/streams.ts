@@ -16,7 +16,7 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = { replicas: 1, maxBytes: 1024
  * What a full stream does. The event stream is a log every consumer reads at its own pace, kept by age: when full,
  * its oldest events go (a consumer more than the limit behind loses them; size the limit for the longest consumer
  * outage). A work queue holds work not done yet: when full, the new item is refused (the publisher fails and says
- * so, see SignJobs.enqueue) rather than dropping queued work.
+ * so, see JobRunner.enqueue in @cairn/runtime) rather than dropping queued work.
  */
 export type StreamRole = 'events' | 'work';
 

@@ -27,6 +27,14 @@ export function assetContentUrl(base: string, assetId: string): string {
   return publicUrl(base, `/v1/assets/${assetId}/content`);
 }
 
+/**
+ * A page of the documentation site (DOCS_URL: its own base, by default PUBLIC_BASE_URL/docs), `page` possibly with a
+ * `#fragment`: the onboarding's next steps and a problem's `type`.
+ */
+export function docsUrl(docsBase: string, page: `/${string}`): string {
+  return publicUrl(docsBase, page);
+}
+
 /** An asynchronous job's status (GET /v1/jobs/{id}): the poll_url of a 202. */
 export function jobUrl(base: string, jobId: string): string {
   return publicUrl(base, `/v1/jobs/${jobId}`);

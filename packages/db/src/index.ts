@@ -11,4 +11,5 @@ export {
   type RlsSettings,
 } from './tenant.js';
 export { processedEventsTable, outboxTable, claimEvent, pgDedupeStore } from './events.js';
+export { JobRows, type JobTable } from './jobs.js';
 export { assertRlsSubjectRole, currentRole, type DatabaseRole } from './role.js';

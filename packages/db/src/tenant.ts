@@ -8,10 +8,21 @@ export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 /**
  * Session settings that row-level security policies read. `cairn.tenant_id` scopes every tenant-owned row;
  * the others open exactly one row to a caller that already holds its identifier (an API key's id, an
- * idempotency key, an upload session's id from its signed URL), which is how a request finds its tenant before it knows it.
+ * idempotency key, an upload session's id from its signed URL), which is how a request finds its tenant before it knows it,
+ * or the rows a public lookup names (the signer's assets by id or content digest, its manifests by id or label).
  */
 export type RlsSettings = Partial<
-  Record<'cairn.tenant_id' | 'cairn.key_id' | 'cairn.idempotency_key' | 'cairn.upload_id', string>
+  Record<
+    | 'cairn.tenant_id'
+    | 'cairn.key_id'
+    | 'cairn.idempotency_key'
+    | 'cairn.upload_id'
+    | 'cairn.asset_id'
+    | 'cairn.content_sha256'
+    | 'cairn.manifest_id'
+    | 'cairn.manifest_label',
+    string
+  >
 >;
 
 /** Runs `fn` in a transaction whose RLS settings are `settings` (transaction-local: nothing leaks to the pool). */

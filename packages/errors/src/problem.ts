@@ -1,3 +1,4 @@
+import { docsUrl } from '@cairn/config';
 import { ERROR_CATALOG, isErrorCode, type ErrorCode } from './catalog.js';
 
 /** RFC 7807 Problem Details as Cairn answers them. */
@@ -80,7 +81,7 @@ export function toProblem(error: unknown, context: { docsUrl: string; requestId:
   const entry = ERROR_CATALOG[known.code];
   return {
     ...known.extensions,
-    type: `${context.docsUrl.replace(/\/$/, '')}/api/errors#${known.code}`,
+    type: docsUrl(context.docsUrl, `/api/errors#${known.code}`),
     title: entry.title,
     status: entry.status,
     detail: known.message,

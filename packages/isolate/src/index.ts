@@ -1,4 +1,5 @@
 export {
+  childEntryBeside,
   WorkerPool,
   WorkerCrashedError,
   WorkerTimeoutError,

@@ -8,6 +8,15 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isChildMessage, type ParentMessage } from './protocol.js';
 
+/**
+ * The child entry `name` beside the module at `moduleUrl` (pass import.meta.url): `.js` inside an esbuild bundle
+ * (dist/main.js → dist/<name>.js), `.ts` when running from source (jest, `node --import tsx`).
+ */
+export function childEntryBeside(moduleUrl: string, name: string): URL {
+  const ext = new URL(moduleUrl).pathname.endsWith('.js') ? 'js' : 'ts';
+  return new URL(`./${name}.${ext}`, moduleUrl);
+}
+
 export interface WorkerPoolOptions {
   /** Names the pool in errors and logs, e.g. "c2pa-sign". */
   name: string;

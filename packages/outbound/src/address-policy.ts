@@ -27,6 +27,20 @@ export function outboundPolicy(env: 'development' | 'production', overrides: { a
   } satisfies DestinationPolicy;
 }
 
+/**
+ * outboundPolicy from a service's settings: CAIRN_ENV, and OUTBOUND_ALLOW_LOOPBACK when set (`true` lets loopback
+ * through in production too, for a deployment whose peers share the node; `false` refuses it in development).
+ */
+export function outboundPolicyOf(config: {
+  CAIRN_ENV: 'development' | 'production';
+  OUTBOUND_ALLOW_LOOPBACK?: 'true' | 'false' | undefined;
+}) {
+  return outboundPolicy(
+    config.CAIRN_ENV,
+    config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
+  );
+}
+
 const V4_BLOCKS: Array<[string, number, string]> = [
   ['0.0.0.0', 8, 'unspecified'],
   ['10.0.0.0', 8, 'private'],
@@ -54,16 +68,16 @@ const V6_BLOCKS: Array<[string, number, string]> = [
   ['100::', 64, 'discard'],
 ];
 
-const v4 = V4_BLOCKS.map(([net, prefix, reason]) => {
-  const list = new BlockList();
-  list.addSubnet(net, prefix, 'ipv4');
-  return { list, reason };
-});
-const v6 = V6_BLOCKS.map(([net, prefix, reason]) => {
-  const list = new BlockList();
-  list.addSubnet(net, prefix, 'ipv6');
-  return { list, reason };
-});
+/** One BlockList per block, so a match names the block's reason. */
+function blockLists(blocks: Array<[string, number, string]>, family: 'ipv4' | 'ipv6') {
+  return blocks.map(([net, prefix, reason]) => {
+    const list = new BlockList();
+    list.addSubnet(net, prefix, family);
+    return { list, reason };
+  });
+}
+const v4 = blockLists(V4_BLOCKS, 'ipv4');
+const v6 = blockLists(V6_BLOCKS, 'ipv6');
 
 /** The 16 bytes of an IPv6 literal (any spelling isIP accepts: `::` anywhere, a trailing dotted quad), or undefined. */
 function ipv6Bytes(address: string): number[] | undefined {

@@ -2,6 +2,7 @@ export {
   BlockedAddressError,
   disallowedReason,
   outboundPolicy,
+  outboundPolicyOf,
   refusedReason,
   systemResolveAll,
   vetLiteralHost,

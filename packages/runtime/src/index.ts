@@ -13,3 +13,14 @@ export { createOpsServer, listen, closeServer, type ReadinessReport } from './op
 export { every } from './every.js';
 export { ByteBoundedLru } from './byte-bounded-lru.js';
 export { unqueued } from './unqueued.js';
+export {
+  JobRunner,
+  TRANSIENT_JOB_ERRORS,
+  type JobItem,
+  type JobKind,
+  type JobMark,
+  type JobRecords,
+  type JobRun,
+  type JobRunnerDeps,
+  type JobStatus,
+} from './jobs.js';

@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import { createSandbox, sampleEvent, waitFor, writeMigrations, type Sandbox } from '@cairn/testing';
 import { Outbox, startService, type RunningService } from '../src/index.js';
+import { outboxTablesSql } from './service-tables.js';
 
 let sandbox: Sandbox;
 let service: RunningService;
@@ -10,16 +11,7 @@ const applied: string[] = [];
 
 beforeAll(async () => {
   sandbox = await createSandbox();
-  // What a service's outbox and its consumers need (packages/db events.ts), under a schema of the service's name.
-  const migrations = await writeMigrations([
-    'CREATE SCHEMA IF NOT EXISTS "webhook";\n--> statement-breakpoint\n' +
-      'CREATE TABLE "webhook"."processed_events" ("consumer" text NOT NULL, "event_id" text NOT NULL, ' +
-      '"processed_at" timestamptz DEFAULT now() NOT NULL, PRIMARY KEY ("consumer", "event_id"));\n' +
-      '--> statement-breakpoint\n' +
-      'CREATE TABLE "webhook"."outbox" ("seq" bigserial PRIMARY KEY, "event_id" text NOT NULL UNIQUE, ' +
-      '"subject" text NOT NULL, "envelope" jsonb NOT NULL, "headers" jsonb DEFAULT \'{}\'::jsonb NOT NULL, ' +
-      '"created_at" timestamptz DEFAULT now() NOT NULL, "published_at" timestamptz);\n',
-  ]);
+  const migrations = await writeMigrations([outboxTablesSql('webhook')]);
   service = await startService({
     name: 'webhook',
     configShape: {},

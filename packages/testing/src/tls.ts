@@ -15,6 +15,8 @@ export interface TlsFiles {
 
 /** The certificate name of a service (packages/rpc serviceTlsName: the name its clients check). */
 const tlsName = (service: string) => `cairn-${service}`;
+/** openssl req's arguments for a new, unencrypted EC P-256 key (the CA's and each service's). */
+const NEW_P256_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
 
 async function openssl(args: string[]): Promise<void> {
   try {
@@ -42,11 +44,7 @@ export async function makeDevPki(dir: string, services: ReadonlyArray<string>): 
     await openssl([
       'req',
       '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
+      ...NEW_P256_KEY,
       '-keyout',
       caKey,
       '-out',
@@ -77,20 +75,7 @@ export async function makeDevPki(dir: string, services: ReadonlyArray<string>): 
           'extendedKeyUsage=serverAuth,clientAuth',
         ].join('\n'),
       );
-      await openssl([
-        'req',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        key,
-        '-out',
-        csr,
-        '-subj',
-        `/CN=${tlsName(service)}`,
-      ]);
+      await openssl(['req', ...NEW_P256_KEY, '-keyout', key, '-out', csr, '-subj', `/CN=${tlsName(service)}`]);
       await openssl([
         'x509',
         '-req',

@@ -1,44 +1,34 @@
-import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createPublicClient, http, type Hex } from 'viem';
 import { newId } from '@cairn/ids';
 import { commonV1 } from '@cairn/proto';
-import { type HardhatNode, type Sandbox, waitFor } from '@cairn/testing';
+import { waitFor } from '@cairn/testing';
 import { verifyAnchorProof, type AnchorProof } from '../../../tools/anchor/verify-proof.js';
 import { fromHex, leafHash, verifyInclusion } from '@cairn/merkle';
-import { type AnchorFleet, startAnchorFleet, stopAnchorFleet } from './support/anchor-fleet.js';
+import { anchorFleetFor, batchIn, digestOf, manifestOf } from './support/anchor-fleet.js';
 
-let fleet: AnchorFleet;
-let chain: HardhatNode;
-let sandbox: Sandbox;
-let anchor: AnchorFleet['anchor'];
-let admin: pg.Client;
-
-const digestOf = (text: string) => createHash('sha256').update(text).digest('hex');
-
-beforeAll(async () => {
-  fleet = await startAnchorFleet({
-    ANCHOR_BATCH_MAX: '4',
-    ANCHOR_BATCH_MAX_AGE_MS: '2000',
-    ANCHOR_POLL_MS: '100',
-    ANCHOR_RETRY_MAX_MS: '400',
-    ANCHOR_CONFIRMATIONS: '1',
-  });
-  ({ chain, sandbox, anchor, admin } = fleet);
+const fleet = anchorFleetFor({
+  ANCHOR_BATCH_MAX: '4',
+  ANCHOR_BATCH_MAX_AGE_MS: '2000',
+  ANCHOR_POLL_MS: '100',
+  ANCHOR_RETRY_MAX_MS: '400',
+  ANCHOR_CONFIRMATIONS: '1',
 });
 
-afterAll(() => stopAnchorFleet(fleet));
-
-/** Polls until `check` returns a value (no timing is asserted; the jest timeout is the only limit). */
+/** Polls until the batch is anchored (no timing is asserted; the jest timeout is the only limit). */
 const anchored = (batchId: string) =>
-  waitFor(`batch ${batchId} anchored`, async () => {
-    const { batch } = await anchor.getBatch({ batchId });
-    return batch?.status === commonV1.AnchorBatchState.ANCHORED ? batch : undefined;
-  });
+  batchIn(fleet.anchor, batchId, commonV1.AnchorBatchState.ANCHORED, `batch ${batchId} anchored`);
+
+/** Enqueues every item; answers the batches they went to. */
+async function enqueueAll(items: ReadonlyArray<ReturnType<typeof manifestOf>>): Promise<Set<string>> {
+  const batchIds = new Set<string>();
+  for (const item of items) batchIds.add((await fleet.anchor.enqueue(item)).batchId);
+  return batchIds;
+}
 
 async function proofJson(tenantId: string, batchId: string, assetId: string): Promise<AnchorProof> {
-  const p = await anchor.getProof({ tenantId, batchId, assetId });
+  const p = await fleet.anchor.getProof({ tenantId, batchId, assetId });
   return {
     batch_id: batchId,
     merkle_root: p.batch!.merkleRoot,
@@ -56,14 +46,9 @@ async function proofJson(tenantId: string, batchId: string, assetId: string): Pr
 describe('anchor service on a local chain', () => {
   it('batches by size and age, anchors the roots, and proves every member', async () => {
     const tenants = [newId('tenant'), newId('tenant')];
-    const items = Array.from({ length: 6 }, (_, i) => ({
-      tenantId: tenants[i % 2]!,
-      assetId: newId('asset'),
-      manifestId: newId('manifest'),
-      manifestDigest: digestOf(`m${i}-${Math.random()}`),
-    }));
+    const items = Array.from({ length: 6 }, (_, i) => manifestOf(tenants[i % 2]!, `m${i}`));
     const queued = [];
-    for (const item of items) queued.push(await anchor.enqueue(item));
+    for (const item of items) queued.push(await fleet.anchor.enqueue(item));
     expect(queued.every((q) => q.status === commonV1.AnchorBatchState.QUEUED && q.batchId.startsWith('b_'))).toBe(true);
     // Size 4 closes the first batch; the last two close by age (2 s: long enough that four enqueues on a loaded
     // machine never straddle it, which a 300 ms age did).
@@ -71,9 +56,9 @@ describe('anchor service on a local chain', () => {
     expect(queued[4]!.batchId).not.toBe(queued[0]!.batchId);
     expect(queued[5]!.batchId).toBe(queued[4]!.batchId);
     // A repeat enqueue of the same manifest returns its batch, adding nothing.
-    expect((await anchor.enqueue(items[0]!)).batchId).toBe(queued[0]!.batchId);
+    expect((await fleet.anchor.enqueue(items[0]!)).batchId).toBe(queued[0]!.batchId);
 
-    const client = createPublicClient({ transport: http(chain.url) });
+    const client = createPublicClient({ transport: http(fleet.chain.url) });
     for (const batchId of [queued[0]!.batchId, queued[4]!.batchId]) {
       const batch = await anchored(batchId);
       expect(batch).toMatchObject({ chainId: 31337n, size: batchId === queued[0]!.batchId ? 4 : 2 });
@@ -87,12 +72,12 @@ describe('anchor service on a local chain', () => {
 
     for (const [i, item] of items.entries()) {
       const proof = await proofJson(item.tenantId, queued[i]!.batchId, item.assetId);
-      const report = await verifyAnchorProof(proof, item.manifestDigest, chain.url);
+      const report = await verifyAnchorProof(proof, item.manifestDigest, fleet.chain.url);
       expect(report).toMatchObject({ valid: true });
       // An altered digest and a non-member fail against the same proof.
       const altered = (item.manifestDigest[0] === 'a' ? 'b' : 'a') + item.manifestDigest.slice(1);
-      expect((await verifyAnchorProof(proof, altered, chain.url)).checks.inclusion).toBe(false);
-      expect((await verifyAnchorProof(proof, digestOf('not a member'), chain.url)).valid).toBe(false);
+      expect((await verifyAnchorProof(proof, altered, fleet.chain.url)).checks.inclusion).toBe(false);
+      expect((await verifyAnchorProof(proof, digestOf('not a member'), fleet.chain.url)).valid).toBe(false);
       expect(
         verifyInclusion(
           leafHash(fromHex(item.manifestDigest)),
@@ -106,11 +91,11 @@ describe('anchor service on a local chain', () => {
 
     // Proofs are tenant-scoped: the other tenant gets not-found for the same asset.
     await expect(
-      anchor.getProof({ tenantId: tenants[1]!, batchId: queued[0]!.batchId, assetId: items[0]!.assetId }),
+      fleet.anchor.getProof({ tenantId: tenants[1]!, batchId: queued[0]!.batchId, assetId: items[0]!.assetId }),
     ).rejects.toThrow(/not in batch|not_found|NOT_FOUND/i);
 
     // One anchor.confirmed per tenant per batch, with that tenant's manifest count and the anchor_batch meter.
-    const { rows } = await admin.query<{ envelope: { tenant_id: string; data: Record<string, unknown> } }>(
+    const { rows } = await fleet.admin.query<{ envelope: { tenant_id: string; data: Record<string, unknown> } }>(
       `select envelope from anchor.outbox where envelope->>'type' = 'anchor.confirmed' and envelope->'data'->>'batch_id' = any($1)`,
       [[queued[0]!.batchId, queued[4]!.batchId]],
     );
@@ -132,19 +117,13 @@ describe('anchor service on a local chain', () => {
 
   it('checks a presented manifest digest against the root its batch carries on chain (CheckAnchor)', async () => {
     const tenantId = newId('tenant');
-    const items = Array.from({ length: 3 }, (_, i) => ({
-      tenantId,
-      assetId: newId('asset'),
-      manifestId: newId('manifest'),
-      manifestDigest: digestOf(`check ${i} ${Math.random()}`),
-    }));
-    const batchIds = new Set<string>();
-    for (const item of items) batchIds.add((await anchor.enqueue(item)).batchId);
+    const items = Array.from({ length: 3 }, (_, i) => manifestOf(tenantId, `check ${i}`));
+    const batchIds = await enqueueAll(items);
     for (const batchId of batchIds) await anchored(batchId);
 
     // Every member's own digest is proved included in the root the chain carries.
     for (const item of items) {
-      const answer = await anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest });
+      const answer = await fleet.anchor.checkAnchor({ assetId: item.assetId, manifestDigest: item.manifestDigest });
       expect(answer).toMatchObject({
         status: commonV1.AnchorBatchState.ANCHORED,
         match: true,
@@ -155,31 +134,36 @@ describe('anchor service on a local chain', () => {
     }
     // Another manifest presented for an anchored asset is not what was anchored.
     expect(
-      await anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: digestOf('another manifest') }),
+      await fleet.anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: digestOf('another manifest') }),
     ).toMatchObject({ status: commonV1.AnchorBatchState.ANCHORED, match: false, reason: 'digest_not_anchored' });
     // Rewriting the stored digest cannot make another manifest pass: the proof is checked against the chain's root.
     const forged = digestOf(`forged ${Math.random()}`);
-    await admin.query('update anchor.leaves set manifest_digest = $1 where asset_id = $2', [forged, items[1]!.assetId]);
-    expect(await anchor.checkAnchor({ assetId: items[1]!.assetId, manifestDigest: forged })).toMatchObject({
+    await fleet.admin.query('update anchor.leaves set manifest_digest = $1 where asset_id = $2', [
+      forged,
+      items[1]!.assetId,
+    ]);
+    expect(await fleet.anchor.checkAnchor({ assetId: items[1]!.assetId, manifestDigest: forged })).toMatchObject({
       status: commonV1.AnchorBatchState.ANCHORED,
       match: false,
       reason: 'root_not_on_chain',
     });
     // An asset in no batch, and malformed input.
     expect(
-      await anchor.checkAnchor({ assetId: newId('asset'), manifestDigest: items[0]!.manifestDigest }),
+      await fleet.anchor.checkAnchor({ assetId: newId('asset'), manifestDigest: items[0]!.manifestDigest }),
     ).toMatchObject({ status: commonV1.AnchorBatchState.NOT_ANCHORED, match: false });
-    await expect(anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: 'xyz' })).rejects.toMatchObject({
-      code: 'cairn.validation.invalid_body',
-    });
+    await expect(fleet.anchor.checkAnchor({ assetId: items[0]!.assetId, manifestDigest: 'xyz' })).rejects.toMatchObject(
+      {
+        code: 'cairn.validation.invalid_body',
+      },
+    );
   });
 
   it('keeps leaves tenant-private in the database (RLS forced on the owner)', async () => {
-    const { rows } = await admin.query<{ relforcerowsecurity: boolean; relrowsecurity: boolean }>(
+    const { rows } = await fleet.admin.query<{ relforcerowsecurity: boolean; relrowsecurity: boolean }>(
       `select relrowsecurity, relforcerowsecurity from pg_class where oid = 'anchor.leaves'::regclass`,
     );
     expect(rows[0]).toEqual({ relrowsecurity: true, relforcerowsecurity: true });
-    const url = String(sandbox.env.DATABASE_URL);
+    const url = String(fleet.sandbox.env.DATABASE_URL);
     const app = new pg.Client({ connectionString: url });
     await app.connect();
     try {
@@ -190,67 +174,53 @@ describe('anchor service on a local chain', () => {
   });
 
   it('waits out an RPC outage and anchors everything once the node is back', async () => {
-    await chain.stop();
+    await fleet.chain.stop();
     const tenantId = newId('tenant');
-    const items = Array.from({ length: 3 }, (_, i) => ({
-      tenantId,
-      assetId: newId('asset'),
-      manifestId: newId('manifest'),
-      manifestDigest: digestOf(`outage ${i} ${Math.random()}`),
-    }));
-    const batchIds = new Set<string>();
-    for (const item of items) batchIds.add((await anchor.enqueue(item)).batchId);
+    const items = Array.from({ length: 3 }, (_, i) => manifestOf(tenantId, `outage ${i}`));
+    const batchIds = await enqueueAll(items);
     // The batch closes, fails to send, and backs off; it is still there, queued.
     for (const batchId of batchIds) {
       await waitFor('a failed send', async () => {
-        const { rows } = await admin.query<{ attempts: number; last_error: string | null }>(
+        const { rows } = await fleet.admin.query<{ attempts: number; last_error: string | null }>(
           'select attempts, last_error from anchor.batches where batch_id = $1',
           [batchId],
         );
         return rows[0] && rows[0].attempts >= 1 && rows[0].last_error !== null;
       });
-      expect((await anchor.getBatch({ batchId })).batch?.status).toBe(commonV1.AnchorBatchState.QUEUED);
+      expect((await fleet.anchor.getBatch({ batchId })).batch?.status).toBe(commonV1.AnchorBatchState.QUEUED);
     }
-    await chain.restart();
+    await fleet.chain.restart();
     for (const batchId of batchIds) await anchored(batchId);
     for (const item of items) {
-      const { rows } = await admin.query<{ batch_id: string }>(
+      const { rows } = await fleet.admin.query<{ batch_id: string }>(
         'select batch_id from anchor.leaves where manifest_id = $1',
         [item.manifestId],
       );
       const proof = await proofJson(tenantId, rows[0]!.batch_id, item.assetId);
-      expect(await verifyAnchorProof(proof, item.manifestDigest, chain.url)).toMatchObject({ valid: true });
+      expect(await verifyAnchorProof(proof, item.manifestDigest, fleet.chain.url)).toMatchObject({ valid: true });
     }
   });
 
   it('re-broadcasts a transaction the node dropped', async () => {
-    await chain.rpc('evm_setAutomine', [false]);
+    await fleet.chain.rpc('evm_setAutomine', [false]);
     const tenantId = newId('tenant');
-    const item = {
-      tenantId,
-      assetId: newId('asset'),
-      manifestId: newId('manifest'),
-      manifestDigest: digestOf(`dropped ${Math.random()}`),
-    };
-    const { batchId } = await anchor.enqueue(item);
-    const sent = await waitFor('sent', async () => {
-      const { batch } = await anchor.getBatch({ batchId });
-      return batch?.status === commonV1.AnchorBatchState.PENDING ? batch : undefined;
-    });
-    await chain.rpc('hardhat_dropTransaction', [sent.txHash]);
+    const item = manifestOf(tenantId, 'dropped');
+    const { batchId } = await fleet.anchor.enqueue(item);
+    const sent = await batchIn(fleet.anchor, batchId, commonV1.AnchorBatchState.PENDING, 'sent');
+    await fleet.chain.rpc('hardhat_dropTransaction', [sent.txHash]);
     await waitFor('re-broadcast', async () => {
-      const { rows } = await admin.query<{ broadcasts: number }>(
+      const { rows } = await fleet.admin.query<{ broadcasts: number }>(
         'select broadcasts from anchor.batches where batch_id = $1',
         [batchId],
       );
       return (rows[0]?.broadcasts ?? 0) >= 2;
     });
-    await chain.rpc('evm_setAutomine', [true]);
-    await chain.rpc('evm_mine');
+    await fleet.chain.rpc('evm_setAutomine', [true]);
+    await fleet.chain.rpc('evm_mine');
     const batch = await anchored(batchId);
     // The same signed transaction (same hash), not a second one.
     expect(batch.txHash).toBe(sent.txHash);
     const proof = await proofJson(tenantId, batchId, item.assetId);
-    expect(await verifyAnchorProof(proof, item.manifestDigest, chain.url)).toMatchObject({ valid: true });
+    expect(await verifyAnchorProof(proof, item.manifestDigest, fleet.chain.url)).toMatchObject({ valid: true });
   });
 });

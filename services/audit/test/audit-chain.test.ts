@@ -114,57 +114,70 @@ describe('audit hash chain', () => {
     expect(verdict.reason).toMatch(/missing/);
   });
 
-  it('detects an entry whose own hash was overwritten with garbage', async () => {
-    const tenantId = newId('tenant');
-    await record(tenantId, 5);
-    await admin.query(`update audit.entries set hash = repeat('a', 64) where tenant_id = $1 and seq = 2`, [tenantId]);
-    const verdict = await audit.verifyChain({ tenantId });
-    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 2n, entriesChecked: 1n });
-    expect(verdict.reason).toMatch(/hash mismatch/);
-  });
+  /** A forgery of a fresh chain of 5 entries, and where verification then finds the chain broken. */
+  interface Forgery {
+    readonly what: string;
+    readonly forge: (tenantId: string) => Promise<void>;
+    /** firstBrokenSeq, entriesChecked, and the reason given. */
+    readonly broken: readonly [bigint, bigint, RegExp];
+  }
 
-  it('detects an edited entry whose own hash was recomputed, through the next entry’s prev_hash link', async () => {
+  it.each<Forgery>([
+    {
+      what: 'an entry whose own hash was overwritten with garbage',
+      forge: async (tenantId) => {
+        await admin.query(`update audit.entries set hash = repeat('a', 64) where tenant_id = $1 and seq = 2`, [
+          tenantId,
+        ]);
+      },
+      broken: [2n, 1n, /hash mismatch/],
+    },
+    {
+      what: 'an edited entry whose own hash was recomputed, through the next entry’s prev_hash link',
+      forge: async (tenantId) => {
+        // The forger rewrites what entry 2 says and gives it a hash consistent with its new content and its
+        // prev_hash: entry 2 alone checks out, so only the link from entry 3 can catch it.
+        await rewrite(tenantId, 2, (row) => ({
+          ...row,
+          data: { ...(row.data as Record<string, unknown>), asset_id: 'asset_forged' },
+        }));
+        const forged = await rowOf(tenantId, 2);
+        expect(forged.data).toMatchObject({ asset_id: 'asset_forged' });
+        expect(entryHash(forged, forged.prevHash)).toBe(forged.hash);
+      },
+      broken: [3n, 2n, /prev_hash/],
+    },
+    {
+      what: 'a deleted entry whose gap was closed by renumbering and re-hashing the entries after it',
+      forge: async (tenantId) => {
+        await admin.query('delete from audit.entries where tenant_id = $1 and seq = 3', [tenantId]);
+        // Entries 4 and 5 move down to 3 and 4 with hashes recomputed over their new seq: no gap, each self-consistent.
+        for (const seq of [4, 5]) await rewrite(tenantId, seq, (row) => ({ ...row, seq: seq - 1 }));
+        const { entries } = await audit.listEntries({ tenantId, limit: 10 });
+        expect(entries.map((e) => Number(e.seq))).toEqual([4, 3, 2, 1]);
+      },
+      broken: [3n, 2n, /prev_hash/],
+    },
+    {
+      what: 'a reordered pair of entries, each re-hashed at its new place',
+      forge: async (tenantId) => {
+        const [second, third] = [await rowOf(tenantId, 2), await rowOf(tenantId, 3)];
+        // Swap 2 and 3 (through a free seq, the (tenant, seq) index is unique), each keeping its prev_hash.
+        await rewrite(tenantId, 2, (row) => ({ ...row, seq: 100 }));
+        await rewrite(tenantId, 3, (row) => ({ ...row, seq: 2 }));
+        await rewrite(tenantId, 100, (row) => ({ ...row, seq: 3 }));
+        expect((await rowOf(tenantId, 2)).entryId).toBe(third.entryId);
+        expect((await rowOf(tenantId, 3)).entryId).toBe(second.entryId);
+      },
+      broken: [2n, 1n, /prev_hash/],
+    },
+  ])('detects $what', async ({ forge, broken: [firstBrokenSeq, entriesChecked, reason] }) => {
     const tenantId = newId('tenant');
     await record(tenantId, 5);
-    // The forger rewrites what entry 2 says and gives it a hash consistent with its new content and its
-    // prev_hash: entry 2 alone checks out, so only the link from entry 3 can catch it.
-    await rewrite(tenantId, 2, (row) => ({
-      ...row,
-      data: { ...(row.data as Record<string, unknown>), asset_id: 'asset_forged' },
-    }));
-    const forged = await rowOf(tenantId, 2);
-    expect(forged.data).toMatchObject({ asset_id: 'asset_forged' });
-    expect(entryHash(forged, forged.prevHash)).toBe(forged.hash);
+    await forge(tenantId);
     const verdict = await audit.verifyChain({ tenantId });
-    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 3n, entriesChecked: 2n });
-    expect(verdict.reason).toMatch(/prev_hash/);
-  });
-
-  it('detects a deleted entry whose gap was closed by renumbering and re-hashing the entries after it', async () => {
-    const tenantId = newId('tenant');
-    await record(tenantId, 5);
-    await admin.query('delete from audit.entries where tenant_id = $1 and seq = 3', [tenantId]);
-    // Entries 4 and 5 move down to 3 and 4 with hashes recomputed over their new seq: no gap, each self-consistent.
-    for (const seq of [4, 5]) await rewrite(tenantId, seq, (row) => ({ ...row, seq: seq - 1 }));
-    expect((await audit.listEntries({ tenantId, limit: 10 })).entries.map((e) => Number(e.seq))).toEqual([4, 3, 2, 1]);
-    const verdict = await audit.verifyChain({ tenantId });
-    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 3n, entriesChecked: 2n });
-    expect(verdict.reason).toMatch(/prev_hash/);
-  });
-
-  it('detects a reordered pair of entries, each re-hashed at its new place', async () => {
-    const tenantId = newId('tenant');
-    await record(tenantId, 5);
-    const [second, third] = [await rowOf(tenantId, 2), await rowOf(tenantId, 3)];
-    // Swap 2 and 3 (through a free seq, the (tenant, seq) index is unique), each keeping its prev_hash.
-    await rewrite(tenantId, 2, (row) => ({ ...row, seq: 100 }));
-    await rewrite(tenantId, 3, (row) => ({ ...row, seq: 2 }));
-    await rewrite(tenantId, 100, (row) => ({ ...row, seq: 3 }));
-    expect((await rowOf(tenantId, 2)).entryId).toBe(third.entryId);
-    expect((await rowOf(tenantId, 3)).entryId).toBe(second.entryId);
-    const verdict = await audit.verifyChain({ tenantId });
-    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq: 2n, entriesChecked: 1n });
-    expect(verdict.reason).toMatch(/prev_hash/);
+    expect(verdict).toMatchObject({ intact: false, firstBrokenSeq, entriesChecked });
+    expect(verdict.reason).toMatch(reason);
   });
 
   it('a retention purge keeps the remaining chain verifiable from its checkpoint', async () => {

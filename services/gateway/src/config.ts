@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { publicUrlSetting, storedManifestConfigShape } from '@cairn/config';
+import { positiveIntSetting, publicUrlSetting, storedManifestConfigShape } from '@cairn/config';
 
 /** Gateway-only settings (the common ones come from @cairn/config). */
 export const gatewayConfigShape = {
@@ -37,26 +37,14 @@ export const gatewayConfigShape = {
    */
   BLOB_STORE_URL: z.string().default('file:///tmp/cairn/blobs'),
   /** Signs of uploads up to this size answer 200 with the result; larger ones answer 202 with a job. */
-  SYNC_SIGN_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(5 * 1024 * 1024),
+  SYNC_SIGN_MAX_BYTES: positiveIntSetting(5 * 1024 * 1024),
   /** Direct upload limit of sign and verify (413 above it). */
-  UPLOAD_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(100 * 1024 * 1024),
+  UPLOAD_MAX_BYTES: positiveIntSetting(100 * 1024 * 1024),
   /**
    * Largest file an upload session (`POST /v1/uploads`) takes on any plan: its declared size (413 above) and its PUT
    * are held to this.
    */
-  UPLOAD_SESSION_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(5 * 1024 * 1024 * 1024),
+  UPLOAD_SESSION_MAX_BYTES: positiveIntSetting(5 * 1024 * 1024 * 1024),
   /** How long an upload session's URL and its uploaded file live unused; past it the sweep deletes the file. */
   UPLOAD_SESSION_TTL_SECONDS: z.coerce
     .number()
@@ -86,32 +74,20 @@ export const gatewayConfigShape = {
    * An upload PUT may take as long as its declared size needs at this rate, plus the usual request timeout: a 5 GiB
    * file at the default 1 MiB/s has 87 minutes. Other requests keep the 120 s timeout.
    */
-  UPLOAD_MIN_BYTES_PER_SECOND: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(1024 * 1024),
+  UPLOAD_MIN_BYTES_PER_SECOND: positiveIntSetting(1024 * 1024),
   /** How often expired upload sessions' files are deleted. */
-  UPLOAD_SESSION_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
+  UPLOAD_SESSION_SWEEP_INTERVAL_MS: positiveIntSetting(60_000),
   /** Authenticated verifies of uploads above this size answer 202 with a job (so does Prefer: respond-async). */
-  SYNC_VERIFY_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(5 * 1024 * 1024),
+  SYNC_VERIFY_MAX_BYTES: positiveIntSetting(5 * 1024 * 1024),
   /** The public verify stays synchronous: it takes files up to this size (413 above; verify with a key instead). */
-  PUBLIC_VERIFY_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(25 * 1024 * 1024),
+  PUBLIC_VERIFY_MAX_BYTES: positiveIntSetting(25 * 1024 * 1024),
   /** Unauthenticated verifies per client address per minute (the address is hashed, never stored or logged). */
-  PUBLIC_VERIFY_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  PUBLIC_VERIFY_PER_MINUTE: positiveIntSetting(10),
   /**
    * Unauthenticated C2PA soft-binding queries (`/c2pa/v1/matches/*`) per client address per minute (hashed like the
    * above); manifest fetches and the algorithm list are not limited.
    */
-  PUBLIC_RESOLUTION_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  PUBLIC_RESOLUTION_PER_MINUTE: positiveIntSetting(30),
   /**
    * `POST /c2pa/v1/matches/byReference`: the whole fetch of the referenced asset, connect to last byte (past it: 502
    * `cairn.resolution.fetch_failed`).
@@ -121,11 +97,13 @@ export const gatewayConfigShape = {
    * byReference: the largest `assetLength` taken (at most `UPLOAD_MAX_BYTES`; 413 above). The answer is held in
    * memory while it is read, so this stays well below the streamed upload limit.
    */
-  REFERENCE_FETCH_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(25 * 1024 * 1024),
+  REFERENCE_FETCH_MAX_BYTES: positiveIntSetting(25 * 1024 * 1024),
+  /**
+   * byReference: how many referenced assets this gateway process fetches and queries at once (each is held in memory,
+   * up to `REFERENCE_FETCH_MAX_BYTES`, for up to `REFERENCE_FETCH_TIMEOUT_MS`); one more is answered 503
+   * `cairn.unavailable` with `Retry-After` at once, so callers from many addresses cannot pile fetches up in memory.
+   */
+  REFERENCE_FETCHES_AT_ONCE: positiveIntSetting(4),
   /**
    * Whether byReference fetches may reach loopback: they go through the outbound address policy, where private,
    * link-local and metadata addresses are always refused and production takes https only.
@@ -146,16 +124,16 @@ export const gatewayConfigShape = {
    * Signs of one tenant running at once, across replicas (a Redis semaphore); one more answers 429
    * `cairn.ratelimit.exceeded` with `Retry-After`.
    */
-  SIGN_CONCURRENCY_PER_TENANT: z.coerce.number().int().positive().default(4),
+  SIGN_CONCURRENCY_PER_TENANT: positiveIntSetting(4),
   /**
    * Failed authentications (401) per client address (hashed) per minute; past it every request with an
    * `Authorization` header from that address answers 429 with `Retry-After`, before any database work, until the
    * minute from its first failure ends, except a key that authenticated from that address within the last hour: it
    * is held only to the failures made with its own key id there.
    */
-  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(20),
+  AUTH_FAILURES_PER_MINUTE: positiveIntSetting(20),
   /** Self-onboarding attempts per client address per minute. */
-  ONBOARD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  ONBOARD_RATE_LIMIT_PER_MINUTE: positiveIntSetting(10),
   /**
    * How long a successful authentication is reused without asking the tenant service, and how many keys are
    * remembered (the oldest dropped first). A key revoked, or a setting changed, through a gateway takes effect there
@@ -163,7 +141,7 @@ export const gatewayConfigShape = {
    * service's catalog is reused as long (one gRPC round trip less per sign).
    */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
-  AUTH_CACHE_MAX_ENTRIES: z.coerce.number().int().positive().default(10_000),
+  AUTH_CACHE_MAX_ENTRIES: positiveIntSetting(10_000),
 };
 
 /** Development runs without configuring a data key; production must never silently use this one. */

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
-import { createBlobStore } from '@cairn/blob';
+import { createBlobStore, type BlobStore } from '@cairn/blob';
 import { publicUrl } from '@cairn/config';
-import { outboundPolicy } from '@cairn/outbound';
+import { outboundPolicyOf } from '@cairn/outbound';
 import {
   anchorV1,
   auditV1,
@@ -14,7 +14,7 @@ import {
   watermarkV1,
   webhookV1,
 } from '@cairn/proto';
-import { closeServer, listen, defineService } from '@cairn/runtime';
+import { closeServer, listen, defineService, type ServiceContext } from '@cairn/runtime';
 import { gatewayConfigShape, resolveDataKey } from './config.js';
 import { RedisRateLimiter } from './adapters/rate-limit.js';
 import { AuthFailureLimit } from './adapters/auth-failures.js';
@@ -40,17 +40,7 @@ export const gatewayService = defineService('gateway', gatewayConfigShape, migra
   const blobs = createBlobStore(config.BLOB_STORE_URL, env);
   await blobs.ping();
 
-  const uploadSessions = new UploadSessions({
-    store: new UploadSessionStore(ctx.db),
-    blobs,
-    urls: new UploadUrlSigner(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY)),
-    publicBaseUrl: config.PUBLIC_BASE_URL,
-    maxBytes: config.UPLOAD_SESSION_MAX_BYTES,
-    directMaxBytes: config.UPLOAD_MAX_BYTES,
-    minFreeBytes: config.UPLOAD_MIN_FREE_BYTES,
-    ttlSeconds: config.UPLOAD_SESSION_TTL_SECONDS,
-    logger: ctx.logger,
-  });
+  const uploadSessions = uploadSessionsOf(ctx, blobs);
 
   const redisDown = throttledWarning(
     ctx.logger,
@@ -110,23 +100,14 @@ export const gatewayService = defineService('gateway', gatewayConfigShape, migra
     softbinding: ctx.client(softbindingV1.SoftBindingService, 'softbinding'),
     watermark: ctx.client(watermarkV1.WatermarkService, 'watermark'),
     publicResolutionPerMinute: config.PUBLIC_RESOLUTION_PER_MINUTE,
-    resolutionOutbound: outboundPolicy(
-      config.CAIRN_ENV,
-      config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
-    ),
+    resolutionOutbound: outboundPolicyOf(config),
     referenceFetchTimeoutMs: config.REFERENCE_FETCH_TIMEOUT_MS,
     referenceFetchMaxBytes: Math.min(config.REFERENCE_FETCH_MAX_BYTES, config.UPLOAD_MAX_BYTES),
+    referenceFetchesAtOnce: config.REFERENCE_FETCHES_AT_ONCE,
     storedManifestMaxBytes: config.STORED_MANIFEST_MAX_BYTES,
     uploadSessions,
   });
-  const server = createServer(app);
-  // Each request's body deadline is the app's (http/request-deadline.ts): an upload PUT's follows its size.
-  server.requestTimeout = 0;
-  server.headersTimeout = 30_000;
-  server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
-  const port = await listen(server, config.HTTP_HOST ?? config.GRPC_HOST, config.HTTP_PORT);
-  ctx.expose('http', port);
-  ctx.onShutdown(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  await serveHttp(ctx, app);
   ctx.onShutdown(uploadSessions.startSweep(config.UPLOAD_SESSION_SWEEP_INTERVAL_MS));
 });
 
@@ -144,4 +125,35 @@ function throttledWarning(logger: Logger, message: string): (error: unknown) => 
     last = now;
     suppressed = 0;
   };
+}
+
+type GatewayContext = ServiceContext<typeof gatewayConfigShape>;
+
+/** Resumable uploads: sessions in the gateway's schema, chunks in the blob store, URLs signed with the data key. */
+function uploadSessionsOf(ctx: GatewayContext, blobs: BlobStore): UploadSessions {
+  const { config } = ctx;
+  return new UploadSessions({
+    store: new UploadSessionStore(ctx.db),
+    blobs,
+    urls: new UploadUrlSigner(resolveDataKey(config.CAIRN_ENV, config.CAIRN_DATA_KEY)),
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    maxBytes: config.UPLOAD_SESSION_MAX_BYTES,
+    directMaxBytes: config.UPLOAD_MAX_BYTES,
+    minFreeBytes: config.UPLOAD_MIN_FREE_BYTES,
+    ttlSeconds: config.UPLOAD_SESSION_TTL_SECONDS,
+    logger: ctx.logger,
+  });
+}
+
+/** The public HTTP listener; each request's body deadline is the app's (http/request-deadline.ts). */
+async function serveHttp(ctx: GatewayContext, app: Parameters<typeof createServer>[1]): Promise<void> {
+  const { config } = ctx;
+  const server = createServer(app);
+  // An upload PUT's deadline follows its size, so Node's own whole-request timeout is off.
+  server.requestTimeout = 0;
+  server.headersTimeout = 30_000;
+  server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
+  const port = await listen(server, config.HTTP_HOST ?? config.GRPC_HOST, config.HTTP_PORT);
+  ctx.expose('http', port);
+  ctx.onShutdown(() => closeServer(server, config.SHUTDOWN_GRACE_MS));
 }

@@ -15,6 +15,20 @@ let subjectSeq = 0;
 // Each test gets its own subject so buckets never leak between tests.
 const freshSubject = (label: string): string => `${label}-${++subjectSeq}`;
 
+type Policies = Parameters<RedisRateLimiter['consume']>[1];
+
+/** Whether each of `calls` consumes in a row, one after the other, was allowed. */
+async function allowedInTurn(
+  on: RedisRateLimiter,
+  subject: string,
+  policies: Policies,
+  calls: number,
+): Promise<boolean[]> {
+  const allowed: boolean[] = [];
+  for (let i = 0; i < calls; i++) allowed.push((await on.consume(subject, policies)).allowed);
+  return allowed;
+}
+
 async function keysUnderPrefix(): Promise<string[]> {
   const found: string[] = [];
   let cursor = '0';
@@ -64,16 +78,12 @@ describe('RedisRateLimiter', () => {
     const subject = freshSubject('refill');
     const policies = [{ name: 'rps', policy: { limit: 2, windowSeconds: 1 } }];
 
-    expect((await limiter.consume(subject, policies)).allowed).toBe(true);
-    expect((await limiter.consume(subject, policies)).allowed).toBe(true);
-    const refused = await limiter.consume(subject, policies);
-    expect(refused.allowed).toBe(false);
-    expect(refused.retryAfterSeconds).toBe(1);
+    expect(await allowedInTurn(limiter, subject, policies, 2)).toEqual([true, true]);
+    expect(await limiter.consume(subject, policies)).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
 
     // 2 per second refills one token every 500 ms.
     await sleep(600);
-    expect((await limiter.consume(subject, policies)).allowed).toBe(true);
-    expect((await limiter.consume(subject, policies)).allowed).toBe(false);
+    expect(await allowedInTurn(limiter, subject, policies, 2)).toEqual([true, false]);
   });
 
   it('keeps separate buckets per subject', async () => {
@@ -81,11 +91,8 @@ describe('RedisRateLimiter', () => {
     const b = freshSubject('tenant-b');
     const policies = [{ name: 'rpm', policy: { limit: 1, windowSeconds: 60 } }];
 
-    expect((await limiter.consume(a, policies)).allowed).toBe(true);
-    expect((await limiter.consume(a, policies)).allowed).toBe(false);
-    const forB = await limiter.consume(b, policies);
-    expect(forB.allowed).toBe(true);
-    expect(forB.remaining).toBe(0);
+    expect(await allowedInTurn(limiter, a, policies, 2)).toEqual([true, false]);
+    expect(await limiter.consume(b, policies)).toMatchObject({ allowed: true, remaining: 0 });
   });
 
   it('does not consume from other policies when one refuses, and reports the most restrictive', async () => {
@@ -124,9 +131,7 @@ describe('RedisRateLimiter', () => {
     const subject = freshSubject('burst-capacity');
     const policies = [{ name: 'daily', policy: { limit: 1, windowSeconds: 86_400, burst: 4 } }];
 
-    const results: boolean[] = [];
-    for (let i = 0; i < 5; i++) results.push((await limiter.consume(subject, policies)).allowed);
-    expect(results).toEqual([true, true, true, true, false]);
+    expect(await allowedInTurn(limiter, subject, policies, 5)).toEqual([true, true, true, true, false]);
   });
 
   it('allows exactly the limit under 50 concurrent calls from several connections', async () => {
@@ -193,13 +198,19 @@ describe('RedisRateLimiter with Redis unreachable', () => {
       retryStrategy: () => null,
     });
 
-  it('keeps the same buckets in process (refusing past the limit, per subject), reporting each fallback, and never throws', async () => {
+  /** A limiter on that client, keeping each fallback it reports in `errors`. */
+  const unreachableLimiter = async (retryRedisAfterMs: number) => {
     const dead = await unreachableRedis();
     const errors: unknown[] = [];
     const fallback = new RedisRateLimiter(dead, PREFIX, {
       onFallback: (error) => errors.push(error),
-      retryRedisAfterMs: 0,
+      retryRedisAfterMs,
     });
+    return { dead, errors, fallback };
+  };
+
+  it('keeps the same buckets in process (refusing past the limit, per subject), reporting each fallback, and never throws', async () => {
+    const { dead, errors, fallback } = await unreachableLimiter(0);
     const policy = [{ name: 'rps', policy: { limit: 3, windowSeconds: 60 } }];
     const decisions: RateLimitDecision[] = [];
     for (let i = 0; i < 4; i += 1) decisions.push(await fallback.consume('subject-a', policy));
@@ -212,16 +223,9 @@ describe('RedisRateLimiter with Redis unreachable', () => {
   });
 
   it('after a failure leaves Redis alone for a while (a hung Redis would cost every request its timeout)', async () => {
-    const dead = await unreachableRedis();
-    const errors: unknown[] = [];
-    const fallback = new RedisRateLimiter(dead, PREFIX, {
-      onFallback: (error) => errors.push(error),
-      retryRedisAfterMs: 600_000,
-    });
+    const { dead, errors, fallback } = await unreachableLimiter(600_000);
     const policy = [{ name: 'rps', policy: { limit: 2, windowSeconds: 60 } }];
-    const allowed: boolean[] = [];
-    for (let i = 0; i < 3; i += 1) allowed.push((await fallback.consume('subject-c', policy)).allowed);
-    expect(allowed).toEqual([true, true, false]);
+    expect(await allowedInTurn(fallback, 'subject-c', policy, 3)).toEqual([true, true, false]);
     expect(errors).toHaveLength(1);
     dead.disconnect();
   });

@@ -83,6 +83,7 @@ function presentAsset(row: AssetRow): signerV1.Asset {
 }
 
 /** cairn.signer.v1.SignerService. */
+// eslint-disable-next-line max-lines-per-function -- the service's handler table: one short mapping per RPC, read whole
 export function signerHandlers(
   deps: PipelineDeps & {
     assets: Assets;
@@ -105,7 +106,7 @@ export function signerHandlers(
       return { jobId, status: jobStates.toProto(status), replayed };
     },
     getJob: async (request) => {
-      const job = await deps.assets.job(request.tenantId, request.jobId);
+      const job = await deps.jobs.job(request.tenantId, request.jobId);
       const progress = storedJobProgress(job.progress);
       return {
         job: {

@@ -1,15 +1,15 @@
 import { mediaLimitsOf } from '@cairn/media';
 import { fileURLToPath } from 'node:url';
 import { Histogram } from 'prom-client';
-import { blobKeys, createBlobStore } from '@cairn/blob';
+import { blobKeys, createBlobStore, type BlobStore } from '@cairn/blob';
 import { WorkQueue } from '@cairn/bus';
-import { outboundPolicy } from '@cairn/outbound';
+import { outboundPolicyOf } from '@cairn/outbound';
 import { Sealer } from '@cairn/sealing';
 import { Assets } from './app/assets.js';
 import { cairnIdentity, Credentials } from './app/credentials.js';
 import { CredentialStore } from './store/credentials.js';
 import { anchorV1, signerV1, watermarkV1 } from '@cairn/proto';
-import { defineService, every } from '@cairn/runtime';
+import { defineService, every, type ServiceContext } from '@cairn/runtime';
 import { pkiSettingsFromConfig, signerConfigShape } from './config.js';
 import { IsolatedC2pa } from './adapters/c2pa/isolated.js';
 import { KeyMaterial } from './adapters/key-material.js';
@@ -22,6 +22,7 @@ import { CertificateAuthority } from './app/pki/certificate-authority.js';
 import { signerHandlers } from './rpc.js';
 import { AssetStore } from './store/assets.js';
 import { CertificateStore } from './store/certificates.js';
+import { SignJobStore } from './store/jobs.js';
 
 export const migrationsFolder = fileURLToPath(new URL('./db/migrations', import.meta.url));
 const VERSION = '0.1.0';
@@ -39,22 +40,7 @@ export const signerService = defineService('signer', signerConfigShape, migratio
   });
   await authority.ensureDevelopmentPki();
 
-  // One listener: the time-stamping authority at TSA_PUBLIC_URL's path, the OCSP responder at the rest.
-  const tsaDeps = authority.tsaResponderDeps({ onError: (error) => logger.error({ err: error }, 'TSA error') });
-  const ocspHost = config.OCSP_HOST ?? config.GRPC_HOST;
-  const ocsp = await startOcspServer(
-    createTsaHandler(
-      tsaDeps,
-      createOcspHandler(
-        authority.ocspResponderDeps({ onError: (error) => logger.error({ err: error }, 'OCSP responder error') }),
-      ),
-    ),
-    ocspHost,
-    config.OCSP_PORT,
-  );
-  ctx.expose('ocsp', ocsp.port);
-  ctx.onShutdown(() => ocsp.close());
-  const tsaUrl = pki.tsaUrl ?? localTsaUrl(ocspHost, ocsp.port, tsaDeps.ownPath ?? tsaDeps.basePath ?? '/tsa');
+  const tsaUrl = await startResponders(ctx, authority, pki.tsaUrl);
 
   const store = new AssetStore(ctx.db);
   const c2pa = new IsolatedC2pa({
@@ -65,22 +51,12 @@ export const signerService = defineService('signer', signerConfigShape, migratio
   ctx.onShutdown(() => c2pa.close());
   // Children started before the service reports ready, so the first sign's budget is not spent on process start.
   await c2pa.pool.ready();
-  const stageSeconds = new Histogram({
-    name: 'cairn_sign_stage_seconds',
-    help: 'Time spent in each stage of a sign',
-    labelNames: ['stage'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [ctx.metrics.registry],
-  });
   const credentials = new Credentials({
     store: new CredentialStore(ctx.db),
     remoteKey: remoteKeyBackend,
     // The KEK that seals the CA's keys also seals the BYOK endpoints' HMAC secrets (bound to their rows).
     sealer: new Sealer(pki.kek.toString('hex'), 'SIGNER_KEK'),
-    policy: outboundPolicy(
-      config.CAIRN_ENV,
-      config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
-    ),
+    policy: outboundPolicyOf(config),
     timeoutMs: config.BYOK_SIGN_TIMEOUT_MS,
     cairnIdentity: () => cairnIdentity(authority, pki.org),
     outbox: ctx.outbox,
@@ -102,10 +78,10 @@ export const signerService = defineService('signer', signerConfigShape, migratio
     mediaLimits: mediaLimitsOf(config),
     watermarkWaitMs: config.SIGN_JOB_WATERMARK_WAIT_MS,
     version: VERSION,
-    observeStage: (stage, seconds) => stageSeconds.observe({ stage }, seconds),
+    observeStage: signStageMetric(ctx),
   };
   const queue = await WorkQueue.open<SignJobItem>(ctx.bus, 'sign');
-  const jobs = new SignJobs(deps, queue, logger);
+  const jobs = new SignJobs({ ...deps, jobs: new SignJobStore(ctx.db) }, queue, logger);
   ctx.rpc.add(
     signerV1.SignerService,
     signerHandlers({ ...deps, assets: new Assets(store, blobs, mediaLimitsOf(config)), jobs, credentials }),
@@ -113,7 +89,7 @@ export const signerService = defineService('signer', signerConfigShape, migratio
 
   const worker = await queue.consume({
     durable: 'signer-jobs',
-    // One delivery more than the job's attempts: the last one only records the failure (jobs.ts).
+    // One delivery more than the job's attempts: the last one only records the failure (JobRunner, @cairn/runtime).
     maxAttempts: config.SIGN_JOB_MAX_ATTEMPTS + 1,
     ackWaitMs: 120_000,
     logger,
@@ -121,6 +97,41 @@ export const signerService = defineService('signer', signerConfigShape, migratio
   });
   ctx.onShutdown(() => worker.stop(config.SHUTDOWN_GRACE_MS));
 
+  startChores(ctx, authority, store, blobs);
+});
+
+type SignerContext = ServiceContext<typeof signerConfigShape>;
+
+/**
+ * The CA's public responders on one listener: the time-stamping authority at TSA_PUBLIC_URL's path, the OCSP
+ * responder at the rest. Answers the TSA URL signs use (the configured one, else this listener's).
+ */
+async function startResponders(
+  ctx: SignerContext,
+  authority: CertificateAuthority,
+  configuredTsaUrl: string | undefined,
+): Promise<string> {
+  const { config, logger } = ctx;
+  const tsaDeps = authority.tsaResponderDeps({ onError: (error) => logger.error({ err: error }, 'TSA error') });
+  const ocspHost = config.OCSP_HOST ?? config.GRPC_HOST;
+  const ocsp = await startOcspServer(
+    createTsaHandler(
+      tsaDeps,
+      createOcspHandler(
+        authority.ocspResponderDeps({ onError: (error) => logger.error({ err: error }, 'OCSP responder error') }),
+      ),
+    ),
+    ocspHost,
+    config.OCSP_PORT,
+  );
+  ctx.expose('ocsp', ocsp.port);
+  ctx.onShutdown(() => ocsp.close());
+  return configuredTsaUrl ?? localTsaUrl(ocspHost, ocsp.port, tsaDeps.ownPath ?? tsaDeps.basePath ?? '/tsa');
+}
+
+/** The periodic chores: certificate rotation and expiry notices, and deleting derived assets past retention. */
+function startChores(ctx: SignerContext, authority: CertificateAuthority, store: AssetStore, blobs: BlobStore): void {
+  const { config, logger } = ctx;
   const onError = (what: string) => (error: unknown) => logger.error({ err: error }, `${what} failed`);
   const stopPki = every(
     config.PKI_CHECK_INTERVAL_MS,
@@ -145,4 +156,16 @@ export const signerService = defineService('signer', signerConfigShape, migratio
   );
   ctx.onShutdown(stopPki);
   ctx.onShutdown(stopSweep);
-});
+}
+
+/** cairn_sign_stage_seconds: how long each stage of a sign takes. */
+function signStageMetric(ctx: SignerContext): PipelineDeps['observeStage'] {
+  const stageSeconds = new Histogram({
+    name: 'cairn_sign_stage_seconds',
+    help: 'Time spent in each stage of a sign',
+    labelNames: ['stage'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [ctx.metrics.registry],
+  });
+  return (stage, seconds) => stageSeconds.observe({ stage }, seconds);
+}

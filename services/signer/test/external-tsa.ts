@@ -2,14 +2,8 @@
 // (made with the signer's certificate profiles) behind a loopback HTTP server that answers like any TSA, or fails.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  createIntermediateCertificate,
-  createRootCertificate,
-  createTsaCertificate,
-  generateP256KeyPair,
-  newSerialHex,
-  parseCertificatePem,
-} from '../src/domain/pki/ca.js';
+import { createTsaCertificate, generateP256KeyPair, newSerialHex, parseCertificatePem } from '../src/domain/pki/ca.js';
+import { createRootAndIntermediate } from './fixtures/hierarchy.js';
 import type { TsaCredential } from '../src/domain/pki/time-stamp-token.js';
 import { answerTimeStampRequest } from '../src/domain/pki/time-stamp-answer.js';
 
@@ -26,16 +20,7 @@ export interface ExternalTsa {
 /** A TSA hierarchy of its own (root → intermediate → TSA certificate) made with the signer's profiles. */
 export async function makeTsaHierarchy(org: string): Promise<{ rootPem: string; credential: TsaCredential }> {
   const now = new Date();
-  const rootKeys = await generateP256KeyPair();
-  const root = await createRootCertificate({ org, keys: rootKeys, serialHex: newSerialHex(), now });
-  const caKeys = await generateP256KeyPair();
-  const ca = await createIntermediateCertificate({
-    org,
-    publicKey: caKeys.publicKey,
-    issuer: { certificate: parseCertificatePem(root.pem), privateKey: rootKeys.privateKey },
-    serialHex: newSerialHex(),
-    now,
-  });
+  const { root, intermediate: ca, intermediateKeys: caKeys } = await createRootAndIntermediate(org, now);
   const tsaKeys = await generateP256KeyPair();
   const tsa = await createTsaCertificate({
     org,

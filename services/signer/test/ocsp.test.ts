@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateKeyPairSync, randomBytes, webcrypto } from 'node:crypto';
 import * as asn1js from 'asn1js';
@@ -7,7 +13,7 @@ import * as pkijs from 'pkijs';
 import { sql } from 'drizzle-orm';
 import type { CertificateAuthority, PkiOverview } from '../src/app/pki/certificate-authority.js';
 import { createOcspHandler, startOcspServer, type OcspServer } from '../src/adapters/ocsp-responder.js';
-import { checkOcsp, ocspUrlsOfCertificate } from '@cairn/ocsp';
+import { checkOcsp, ocspUrlsOfCertificate, type OcspCheckOptions } from '@cairn/ocsp';
 import {
   OID,
   nonceExtensionValue,
@@ -50,6 +56,16 @@ beforeEach(async () => {
   overview = await ca.ensureDevelopmentPki();
   inner = createOcspHandler(ca.ocspResponderDeps());
 });
+
+/** The development signing certificate's status as a relying party checks it at `responderUrl`. */
+const checkSigning = (responderUrl: string, timeoutMs = 2000, options: OcspCheckOptions = {}) =>
+  checkOcsp(overview.signing.pem, overview.intermediate.pem, responderUrl, timeoutMs, { ...LOOPBACK, ...options });
+
+/** Starts a stand-in responder on a loopback port; answers its OCSP URL. */
+async function listenOnLoopback(responder: Server): Promise<string> {
+  await new Promise<void>((resolve) => responder.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(responder.address() as AddressInfo).port}/ocsp`;
+}
 
 async function post(
   body: Buffer,
@@ -98,24 +114,21 @@ async function requestFor(
 describe('OCSP responder and client over HTTP', () => {
   it('answers good, then revoked (with time and reason) after revoke()', async () => {
     expect(ocspUrlsOfCertificate(overview.signing.pem)).toEqual([url]);
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
+    expect(await checkSigning(url)).toEqual({
       status: 'good',
       nextUpdate: expect.any(Date),
     });
 
     const revoked = await ca.revoke(overview.signing.serialHex, 'keyCompromise');
     expect(revoked.ok).toBe(true);
-    const after = await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK);
+    const after = await checkSigning(url);
     expect(after.status).toBe('revoked');
     expect(after.revocationReason).toBe('keyCompromise');
     const revokedAt = new Date(after.revokedAt as string).getTime();
     expect(Math.abs(revokedAt - Date.now())).toBeLessThan(60_000);
 
     // Also through the GET form, and for the replacement, which is good.
-    expect(
-      (await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, { method: 'GET', ...LOOPBACK }))
-        .status,
-    ).toBe('revoked');
+    expect((await checkSigning(url, 2000, { method: 'GET' })).status).toBe('revoked');
     if (revoked.ok && revoked.replacement) {
       expect(
         await checkOcsp(revoked.replacement.pem, overview.intermediate.pem, url, 2000, {
@@ -132,7 +145,7 @@ describe('OCSP responder and client over HTTP', () => {
     );
     const rotation = await ca.rotateIfDue();
     expect(rotation.rotated).toBe(true);
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
+    expect(await checkSigning(url)).toEqual({
       status: 'good',
       nextUpdate: expect.any(Date),
     });
@@ -251,7 +264,7 @@ describe('OCSP responder and client over HTTP', () => {
       ...deps,
       issuers: async () => (await deps.issuers()).map(({ responder: _unused, ...issuer }) => issuer),
     });
-    expect(await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK)).toEqual({
+    expect(await checkSigning(url)).toEqual({
       status: 'good',
       nextUpdate: expect.any(Date),
     });
@@ -294,7 +307,7 @@ describe('OCSP responder and client over HTTP', () => {
           },
         })),
     });
-    const result = await checkOcsp(overview.signing.pem, overview.intermediate.pem, url, 2000, LOOPBACK);
+    const result = await checkSigning(url);
     expect(result).toMatchObject({
       status: 'unavailable',
       detail: 'delegated responder certificate is not signed by the issuer',
@@ -333,15 +346,9 @@ describe('OCSP responder and client over HTTP', () => {
         upstream.end(Buffer.concat(chunks));
       });
     });
-    await new Promise<void>((resolve) => tamper.listen(0, '127.0.0.1', resolve));
+    const tamperUrl = await listenOnLoopback(tamper);
     try {
-      const result = await checkOcsp(
-        overview.signing.pem,
-        overview.intermediate.pem,
-        `http://127.0.0.1:${(tamper.address() as AddressInfo).port}/ocsp`,
-        2000,
-        LOOPBACK,
-      );
+      const result = await checkSigning(tamperUrl);
       expect(result).toEqual({ status: 'unavailable', detail: 'response signature does not verify' });
     } finally {
       await new Promise((resolve) => tamper.close(resolve));
@@ -350,28 +357,16 @@ describe('OCSP responder and client over HTTP', () => {
 
   it('client: unreachable and slow responders are unavailable within the timeout', async () => {
     const silent = createServer(() => undefined);
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentUrl = await listenOnLoopback(silent);
     try {
       // A responder that never answers: the client's own deadline ends the check (its detail says so).
-      const slow = await checkOcsp(
-        overview.signing.pem,
-        overview.intermediate.pem,
-        `http://127.0.0.1:${(silent.address() as AddressInfo).port}/ocsp`,
-        300,
-        LOOPBACK,
-      );
+      const slow = await checkSigning(silentUrl, 300);
       expect(slow).toMatchObject({ status: 'unavailable', detail: 'responder timed out' });
     } finally {
       silent.closeAllConnections();
       await new Promise((resolve) => silent.close(resolve));
     }
-    const closed = await checkOcsp(
-      overview.signing.pem,
-      overview.intermediate.pem,
-      'http://127.0.0.1:1/ocsp',
-      1000,
-      LOOPBACK,
-    );
+    const closed = await checkSigning('http://127.0.0.1:1/ocsp', 1000);
     expect(closed.status).toBe('unavailable');
   });
 

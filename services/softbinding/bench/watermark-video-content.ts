@@ -26,30 +26,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ffmpegPath } from '@cairn/media';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
-import { cameraClip, QUICK_HAND, SHAKY_HAND, STEADY_HAND, type Motion } from '../../../test/support/camera-clip.js';
+import {
+  cameraClip,
+  HONEST_VIDEO_COPIES,
+  QUICK_HAND,
+  SHAKY_HAND,
+  STEADY_HAND,
+  type Motion,
+} from '../../../test/support/camera-clip.js';
 import { fingerprintVideo, sampleVideo } from '../src/adapters/video-fingerprint.js';
 import { compareVideoContent, frameRows, indexedFrames, type IndexedVideoFrame } from '../src/domain/video.js';
 
 const run = promisify(execFile);
 const SHARED = `${SHARED_DIR}/fixtures/`;
-
-const TRANSFORMS: ReadonlyArray<readonly [string, string[], string]> = [
-  ['CRF 28', ['-c:v', 'libx264', '-crf', '28'], 'mp4'],
-  ['0.5×', ['-vf', 'scale=trunc(iw/4)*2:-2', '-c:v', 'libx264', '-crf', '23'], 'mp4'],
-  ['crop 10 % (central)', ['-vf', 'crop=trunc(iw*0.9/2)*2:trunc(ih*0.9/2)*2', '-c:v', 'libx264', '-crf', '23'], 'mp4'],
-  [
-    'crop 10 % (two sides)',
-    ['-vf', 'crop=trunc(iw*0.9/2)*2:trunc(ih*0.9/2)*2:0:0', '-c:v', 'libx264', '-crf', '23'],
-    'mp4',
-  ],
-  ['24 fps', ['-r', '24', '-c:v', 'libx264', '-crf', '23'], 'mp4'],
-  ['VP9', ['-c:v', 'libvpx-vp9', '-crf', '34', '-b:v', '0', '-deadline', 'realtime', '-cpu-used', '8'], 'webm'],
-  [
-    '0.5× + crop 10 % + CRF 28',
-    ['-vf', 'crop=trunc(iw*0.9/2)*2:trunc(ih*0.9/2)*2,scale=trunc(iw/4)*2:-2', '-c:v', 'libx264', '-crf', '28'],
-    'mp4',
-  ],
-];
 
 async function ffmpeg(args: string[]): Promise<void> {
   await run(ffmpegPath(), ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], { maxBuffer: 1 << 20 });
@@ -108,7 +97,7 @@ async function bench(set: SetName, dir: string): Promise<void> {
   const all = await clips(set, dir);
   console.log(`# ${set} set: ${all.map((c) => `${c.name} (${c.index.length} indexed frames)`).join(', ')}`);
   const copies = new Map<string, string[]>();
-  for (const [label, args, ext] of TRANSFORMS) {
+  for (const [label, args, ext] of HONEST_VIDEO_COPIES) {
     let named = 0;
     const detail: string[] = [];
     for (const [i, clip] of all.entries()) {

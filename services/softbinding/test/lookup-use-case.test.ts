@@ -59,7 +59,10 @@ function world() {
     blobs: { getBuffer: async (key: string) => blobs.get(key) ?? null },
     indexes: {
       images,
-      audio: { search: async () => Promise.reject(new Error('not an audio test')) },
+      audio: {
+        search: async () => Promise.reject(new Error('not an audio test')),
+        alignmentWith: async () => Promise.reject(new Error('not an audio test')),
+      },
       text: { search: async () => Promise.reject(new Error('not a text test')) },
     },
     fingerprints: fingerprinters,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { hamming, HASH_BYTES } from '../src/domain/pdq.js';
+import { randomBytes } from 'node:crypto';
+import { decimate, hamming, HASH_BYTES, luminance, pdqGrid, WORK_SIDE } from '../src/domain/pdq.js';
 import { hashImageBytes, pdqFingerprinter } from '../src/adapters/image-hash.js';
 import sharp from 'sharp';
 import { CROP_FRACTION, indexHashes } from '../src/adapters/image-variants.js';
@@ -27,6 +28,20 @@ describe('PDQ-class image hash', () => {
     for (const byte of a.bits) for (let i = 0; i < 8; i++) ones += (byte >> i) & 1;
     expect(ones).toBeGreaterThanOrEqual(120);
     expect(ones).toBeLessThanOrEqual(136);
+  });
+
+  it('takes the grid of a working-size picture from its cells alone, the values the box-filter passes give', () => {
+    // Grey, RGB and RGBA at the working size take the short path; 200×150 takes the passes on both sides.
+    for (const [width, height, channels] of [
+      [WORK_SIDE, WORK_SIDE, 1],
+      [WORK_SIDE, WORK_SIDE, 3],
+      [WORK_SIDE, WORK_SIDE, 4],
+      [200, 150, 3],
+    ] as const) {
+      const pixels = new Uint8Array(randomBytes(width * height * channels));
+      const passes = decimate(luminance(pixels, width, height, channels), width, height);
+      expect(Buffer.from(pdqGrid(pixels, width, height, channels).buffer)).toEqual(Buffer.from(passes.buffer));
+    }
   });
 
   it('indexes each variant as the hash of a lossless file of it (an 8-bit file is cut and shrunk as raw pixels)', async () => {

@@ -23,6 +23,14 @@ afterAll(async () => {
   await sandbox.dispose();
 });
 
+/** A tenant changes its own settings (its actor is itself). */
+function ownSettings(
+  tenant: { tenantId: string },
+  settings: { spendingCap?: { usd?: number }; auditRetentionDays?: number },
+) {
+  return tenants.updateSettings({ actorTenantId: tenant.tenantId, tenantId: tenant.tenantId, ...settings });
+}
+
 async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string; errors?: unknown }> {
   try {
     await promise;
@@ -153,11 +161,7 @@ describe('cairn.tenant.v1.TenantService', () => {
   it('keeps the tenant tree: sub-tenants under a growth parent, caps under the parent’s, other tenants invisible', async () => {
     const parent = await onboard('growth');
     const stranger = await onboard('growth');
-    await tenants.updateSettings({
-      actorTenantId: parent.tenantId,
-      tenantId: parent.tenantId,
-      spendingCap: { usd: 100 },
-    });
+    await ownSettings(parent, { spendingCap: { usd: 100 } });
     const { tenant: child } = await tenants.createSubTenant({
       actorTenantId: parent.tenantId,
       name: 'Child',
@@ -190,29 +194,17 @@ describe('cairn.tenant.v1.TenantService', () => {
     });
 
     // The parent lowers its cap: the child's follows in the same transaction.
-    await tenants.updateSettings({
-      actorTenantId: parent.tenantId,
-      tenantId: parent.tenantId,
-      spendingCap: { usd: 40 },
-    });
+    await ownSettings(parent, { spendingCap: { usd: 40 } });
     const { tenant: lowered } = await tenants.getManagedTenant({
       actorTenantId: parent.tenantId,
       tenantId: child!.tenantId,
     });
     expect(lowered?.spendingCapUsd).toBe(40);
     // The child may not change its own cap; it may change its retention, within its plan.
-    expect(
-      await failure(
-        tenants.updateSettings({ actorTenantId: child!.tenantId, tenantId: child!.tenantId, spendingCap: {} }),
-      ),
-    ).toMatchObject({
+    expect(await failure(ownSettings(child!, { spendingCap: {} }))).toMatchObject({
       code: 'cairn.auth.forbidden',
     });
-    expect(
-      await failure(
-        tenants.updateSettings({ actorTenantId: child!.tenantId, tenantId: child!.tenantId, auditRetentionDays: 400 }),
-      ),
-    ).toMatchObject({
+    expect(await failure(ownSettings(child!, { auditRetentionDays: 400 }))).toMatchObject({
       code: 'cairn.settings.out_of_range',
       errors: [{ path: 'audit_retention_days', message: 'at most 30 on developer' }],
     });

@@ -1,10 +1,11 @@
 import { mediaLimitsOf } from '@cairn/media';
 import { fileURLToPath } from 'node:url';
 import { createBlobStore } from '@cairn/blob';
-import { outboundPolicy as sharedOutboundPolicy } from '@cairn/outbound';
+import { outboundPolicyOf } from '@cairn/outbound';
 import { WorkQueue } from '@cairn/bus';
+import type { ClientOf } from '@cairn/rpc';
 import { anchorV1, signerV1, softbindingV1, verifierV1, watermarkV1 } from '@cairn/proto';
-import { defineService } from '@cairn/runtime';
+import { defineService, type ServiceConfig, type ServiceContext } from '@cairn/runtime';
 import { anchorsFile, parseTrustSource, PublishedTrustList } from './adapters/trust-sources.js';
 import { createManifestReader } from './adapters/c2pa/index.js';
 import { TrustLists } from './app/trust-lists.js';
@@ -44,33 +45,8 @@ export const verifierService = defineService('verifier', verifierConfigShape, mi
   await reader.ready();
   ctx.onShutdown(() => reader.close());
   const signer = ctx.client(signerV1.SignerService, 'signer');
-  // OCSP responders answer over plain http (RFC 6960 A.1), so only the trust lists take https-only below.
-  const outboundPolicy = {
-    ...sharedOutboundPolicy(
-      config.CAIRN_ENV,
-      config.OUTBOUND_ALLOW_LOOPBACK ? { allowLoopback: config.OUTBOUND_ALLOW_LOOPBACK === 'true' } : {},
-    ),
-    httpsOnly: false,
-  };
-  const published = (setting: string, builtin: URL, shipped: (typeof SHIPPED_LISTS)[keyof typeof SHIPPED_LISTS]) =>
-    new PublishedTrustList(parseTrustSource(setting, builtin), {
-      builtin,
-      shipped,
-      refreshMs: config.TRUST_LIST_REFRESH_SECONDS * 1000,
-      policy: { ...outboundPolicy, httpsOnly: config.CAIRN_ENV === 'production' },
-      logger: ctx.logger,
-    });
-  const trust = new TrustLists(
-    new TrustListStore(ctx.db),
-    async () => (await signer.getTrustAnchors({})).rootPem,
-    {
-      c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE, SHIPPED_LISTS.c2pa),
-      tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE, SHIPPED_LISTS.tsa),
-      interim: published(config.C2PA_INTERIM_TRUST_LIST, INTERIM_TRUST_LIST_FILE, SHIPPED_LISTS.interim),
-    },
-    anchorsFile(config.TRUST_ANCHORS_FILE),
-    ctx.outbox,
-  );
+  const outboundPolicy = verifierOutboundPolicy(config);
+  const trust = trustLists(ctx, signer, outboundPolicy);
   const results = new ResultStore(ctx.db);
   // The ports' implementations (app/ports.ts), with their full types: the RPC handlers use more of them.
   const deps = {
@@ -100,7 +76,7 @@ export const verifierService = defineService('verifier', verifierConfigShape, mi
   ctx.rpc.add(verifierV1.VerifierService, verifierHandlers({ ...deps, verifyJobs }));
   const worker = await queue.consume({
     durable: 'verifier-jobs',
-    // One delivery more than the attempts: the last one only records the failure (app/verify-jobs.ts).
+    // One delivery more than the attempts: the last one only records the failure (JobRunner, @cairn/runtime).
     maxAttempts: config.VERIFY_JOB_MAX_ATTEMPTS + 1,
     ackWaitMs: 120_000,
     logger: ctx.logger,
@@ -119,3 +95,41 @@ export const verifierService = defineService('verifier', verifierConfigShape, mi
   }
   await ctx.consume(RESULTS_CONSUMER, RESULTS_EVENT_TYPES, verifierResultEvents(deps, newVerdicts));
 });
+
+type VerifierContext = ServiceContext<typeof verifierConfigShape>;
+
+/** OCSP responders answer over plain http (RFC 6960 A.1), so only the trust lists take https-only (trustLists). */
+function verifierOutboundPolicy(config: ServiceConfig<typeof verifierConfigShape>) {
+  return {
+    ...outboundPolicyOf(config),
+    httpsOnly: false,
+  };
+}
+
+/** The trust lists in force: the published C2PA, TSA and interim lists (shipped copies first), and Cairn's roots. */
+function trustLists(
+  ctx: VerifierContext,
+  signer: ClientOf<typeof signerV1.SignerService>,
+  outboundPolicy: ReturnType<typeof verifierOutboundPolicy>,
+): TrustLists {
+  const { config } = ctx;
+  const published = (setting: string, builtin: URL, shipped: (typeof SHIPPED_LISTS)[keyof typeof SHIPPED_LISTS]) =>
+    new PublishedTrustList(parseTrustSource(setting, builtin), {
+      builtin,
+      shipped,
+      refreshMs: config.TRUST_LIST_REFRESH_SECONDS * 1000,
+      policy: { ...outboundPolicy, httpsOnly: config.CAIRN_ENV === 'production' },
+      logger: ctx.logger,
+    });
+  return new TrustLists(
+    new TrustListStore(ctx.db),
+    async () => (await signer.getTrustAnchors({})).rootPem,
+    {
+      c2pa: published(config.C2PA_TRUST_LIST, C2PA_TRUST_LIST_FILE, SHIPPED_LISTS.c2pa),
+      tsa: published(config.C2PA_TSA_TRUST_LIST, C2PA_TSA_TRUST_LIST_FILE, SHIPPED_LISTS.tsa),
+      interim: published(config.C2PA_INTERIM_TRUST_LIST, INTERIM_TRUST_LIST_FILE, SHIPPED_LISTS.interim),
+    },
+    anchorsFile(config.TRUST_ANCHORS_FILE),
+    ctx.outbox,
+  );
+}

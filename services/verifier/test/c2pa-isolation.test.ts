@@ -32,6 +32,18 @@ async function withReader(
   }
 }
 
+/**
+ * Freezes the reader's only child (SIGSTOP), so a read handed to it is certainly in flight and goes unanswered,
+ * as a parser stuck in native code would; answers its pid.
+ */
+async function freezeChild(reader: ManifestReader): Promise<number> {
+  await reader.ready();
+  const [pid] = reader.pids;
+  if (pid === undefined) throw new Error('no child');
+  process.kill(pid, 'SIGSTOP');
+  return pid;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('C2PA reader crash isolation', () => {
@@ -51,11 +63,8 @@ describe('C2PA reader crash isolation', () => {
 
   it('a child killed while reading → malformed, and the next read works', async () => {
     await withReader({ size: 1 }, async (reader) => {
-      await reader.ready();
-      const [pid] = reader.pids;
-      if (pid === undefined) throw new Error('no child');
-      // Freeze the child so the read is certainly in flight when it is killed.
-      process.kill(pid, 'SIGSTOP');
+      // Frozen, so the read is certainly in flight when it is killed.
+      const pid = await freezeChild(reader);
       const pending = read(reader, CA_JPG, 'image/jpeg');
       await sleep(200);
       process.kill(pid, 'SIGKILL');
@@ -66,10 +75,7 @@ describe('C2PA reader crash isolation', () => {
 
   it('a hung child is killed at the budget → malformed "timed out", and the next read works', async () => {
     await withReader({ size: 1, timeoutMs: 300 }, async (reader) => {
-      await reader.ready();
-      const [pid] = reader.pids;
-      if (pid === undefined) throw new Error('no child');
-      process.kill(pid, 'SIGSTOP'); // stands in for a parser stuck in native code
+      const pid = await freezeChild(reader); // stands in for a parser stuck in native code
       expect(await read(reader, CA_JPG, 'image/jpeg')).toEqual({ kind: 'malformed', detail: 'timed out after 300 ms' });
       expect(reader.pids).not.toContain(pid);
       expect((await read(reader, CA_JPG, 'image/jpeg')).kind).toBe('manifest');
@@ -86,10 +92,7 @@ describe('C2PA reader crash isolation', () => {
 
   it('a queued read’s budget starts at hand-over, not while it waits', async () => {
     await withReader({ size: 1 }, async (reader) => {
-      await reader.ready();
-      const [pid] = reader.pids;
-      if (pid === undefined) throw new Error('no child');
-      process.kill(pid, 'SIGSTOP');
+      await freezeChild(reader);
       // The first read holds the only child until its 4000 ms budget kills it; the second waits at least that
       // long in the queue, longer than its own 3000 ms budget. Counted from enqueue it would time out unread;
       // counted from hand-over it gets a fresh child and the whole budget.
@@ -125,10 +128,7 @@ describe('C2PA reader crash isolation', () => {
 
   it('closing the reader fails the read in flight as an outage, not as a verdict', async () => {
     const reader = createManifestReader({ size: 1 });
-    await reader.ready();
-    const [pid] = reader.pids;
-    if (pid === undefined) throw new Error('no child');
-    process.kill(pid, 'SIGSTOP');
+    await freezeChild(reader);
     const outcome = expect(read(reader, CA_JPG, 'image/jpeg')).rejects.toBeInstanceOf(C2paReaderUnavailableError);
     await sleep(100);
     await reader.close();

@@ -30,6 +30,18 @@ function setUp(options: { maxPending?: number; compute?: (id: string) => Promise
   };
 }
 
+/** A compute that records each id it starts and holds the ones `held` picks until `release` is called. */
+function heldCompute(held: (id: string) => boolean) {
+  let release!: () => void;
+  const blocked = new Promise<void>((resolve) => (release = resolve));
+  const started: string[] = [];
+  const compute = async (id: string): Promise<void> => {
+    started.push(id);
+    if (held(id)) await blocked;
+  };
+  return { compute, started, release: () => release() };
+}
+
 /** Long enough for the queue's timers to have fired several times. */
 const fewTimerRounds = () => new Promise((resolve) => setTimeout(resolve, QUIET_MS * 5));
 
@@ -48,15 +60,8 @@ describe('new assets’ stored verdicts wait for a pause in signing', () => {
   });
 
   it('a sign that arrives while one verdict is computed holds the rest back until the next pause', async () => {
-    let release!: () => void;
-    const blocked = new Promise<void>((resolve) => (release = resolve));
-    const started: string[] = [];
-    const { verdicts, computed, pause } = setUp({
-      compute: async (id) => {
-        started.push(id);
-        if (id === 'm1') await blocked;
-      },
-    });
+    const { compute, started, release } = heldCompute((id) => id === 'm1');
+    const { verdicts, computed, pause } = setUp({ compute });
     verdicts.add('m1');
     verdicts.add('m2');
     pause();
@@ -108,15 +113,8 @@ describe('new assets’ stored verdicts wait for a pause in signing', () => {
   });
 
   it('on close, the verdict being computed finishes and the waiting ones are left to their first read', async () => {
-    let release!: () => void;
-    const blocked = new Promise<void>((resolve) => (release = resolve));
-    const started: string[] = [];
-    const { verdicts, computed, pause } = setUp({
-      compute: async (id) => {
-        started.push(id);
-        await blocked;
-      },
-    });
+    const { compute, started, release } = heldCompute(() => true);
+    const { verdicts, computed, pause } = setUp({ compute });
     verdicts.add('m1');
     verdicts.add('m2');
     pause();

@@ -44,16 +44,18 @@ const SHARED = `${SHARED_DIR}/fixtures/`;
  */
 const pictureOf = new Map<string, string>();
 
-/** A fixture photograph cut and scaled: `region` in source pixels (default: all), then `size`. */
-async function photo(
+/** A fixture photograph cut and scaled: `region` in source pixels (left, top, width, height; default: all), then `size`. */
+type Photo = readonly [
   label: string,
   file: string,
-  size: [number, number],
+  size: readonly [number, number],
   format: ClassHost['format'],
-  region?: { left: number; top: number; width: number; height: number },
-): Promise<ClassHost> {
+  region?: readonly [number, number, number, number],
+];
+
+async function photo([label, file, size, format, region]: Photo): Promise<ClassHost> {
   let pipeline = sharp(`${SHARED}${file}`).rotate().removeAlpha().toColourspace('srgb');
-  if (region) pipeline = pipeline.extract(region);
+  if (region) pipeline = pipeline.extract({ left: region[0], top: region[1], width: region[2], height: region[3] });
   const image = await decode(pipeline.resize(size[0], size[1], { fit: 'fill' }).toColourspace('srgb'));
   if (image.channels !== 3) throw new Error(`${file}: ${image.channels} channels after conversion to sRGB`);
   pictureOf.set(label, file === 'c2pa-rs/E-sig-CA.jpg' ? 'c2pa-rs/XCA.jpg' : file);
@@ -65,88 +67,56 @@ type SetName = 'tuning' | 'judging';
 /** The low-texture class at seeds neither the strength levels nor the low-texture bench (30, 31) used. */
 const SEEDS: Record<SetName, number> = { tuning: 47, judging: 59 };
 
+const PHOTOS: Record<SetName, readonly Photo[]> = {
+  tuning: [
+    ['astronaut, top-left 400×300 ×3', 'photos/astronaut.png', [1200, 900], 'image/jpeg', [0, 0, 400, 300]],
+    ['coffee ×2.5', 'photos/coffee.png', [1500, 1000], 'image/jpeg'],
+    ['chelsea, right 300² ×2', 'photos/chelsea.png', [600, 600], 'image/png', [151, 0, 300, 300]],
+    ['camera (grey), centre 448² ×2', 'photos/camera.png', [896, 896], 'image/png', [32, 32, 448, 448]],
+    ['no_manifest, native crop 1200×900', 'c2pa-rs/no_manifest.jpg', [1200, 900], 'image/jpeg', [840, 560, 1200, 900]],
+    ['E-sig-CA ×0.78', 'c2pa-rs/E-sig-CA.jpg', [800, 533], 'image/jpeg'],
+    ['XCA (grey), portrait 500×683 ×1.3', 'c2pa-rs/XCA.jpg', [650, 888], 'image/jpeg', [262, 0, 500, 683]],
+    ['cloud ×2.4', 'c2pa-rs/cloud.jpg', [900, 900], 'image/jpeg'],
+  ],
+  judging: [
+    ['astronaut, bottom-right 300² ×3.2', 'photos/astronaut.png', [960, 960], 'image/png', [212, 212, 300, 300]],
+    ['coffee, left 400² ×2', 'photos/coffee.png', [800, 800], 'image/jpeg', [0, 0, 400, 400]],
+    ['chelsea ×2.2', 'photos/chelsea.png', [992, 660], 'image/jpeg'],
+    ['camera (grey) ×1.37', 'photos/camera.png', [700, 700], 'image/jpeg'],
+    ['no_manifest ×0.6', 'c2pa-rs/no_manifest.jpg', [1260, 900], 'image/jpeg'],
+    ['XCA (grey), native', 'c2pa-rs/XCA.jpg', [1024, 683], 'image/png'],
+    ['E-sig-CA, native left 700×683', 'c2pa-rs/E-sig-CA.jpg', [700, 683], 'image/jpeg', [0, 0, 700, 683]],
+    ['cloud, top 375×250 ×3', 'c2pa-rs/cloud.jpg', [1125, 750], 'image/jpeg', [0, 0, 375, 250]],
+  ],
+};
+
+/** Two colour textures a set: [seed index, width, height, format]. */
+const TEXTURES: Record<SetName, ReadonlyArray<readonly [number, number, number, ClassHost['format']]>> = {
+  tuning: [
+    [4242, 1000, 750, 'image/jpeg'],
+    [4243, 1280, 720, 'image/png'],
+  ],
+  judging: [
+    [4244, 900, 900, 'image/jpeg'],
+    [4245, 1400, 800, 'image/png'],
+  ],
+};
+
 async function hosts(set: SetName): Promise<ClassHost[]> {
-  const region = (left: number, top: number, width: number, height: number) => ({ left, top, width, height });
-  const photos: ClassHost[] =
-    set === 'tuning'
-      ? [
-          await photo(
-            'astronaut, top-left 400×300 ×3',
-            'photos/astronaut.png',
-            [1200, 900],
-            'image/jpeg',
-            region(0, 0, 400, 300),
-          ),
-          await photo('coffee ×2.5', 'photos/coffee.png', [1500, 1000], 'image/jpeg'),
-          await photo(
-            'chelsea, right 300² ×2',
-            'photos/chelsea.png',
-            [600, 600],
-            'image/png',
-            region(151, 0, 300, 300),
-          ),
-          await photo(
-            'camera (grey), centre 448² ×2',
-            'photos/camera.png',
-            [896, 896],
-            'image/png',
-            region(32, 32, 448, 448),
-          ),
-          await photo(
-            'no_manifest, native crop 1200×900',
-            'c2pa-rs/no_manifest.jpg',
-            [1200, 900],
-            'image/jpeg',
-            region(840, 560, 1200, 900),
-          ),
-          await photo('E-sig-CA ×0.78', 'c2pa-rs/E-sig-CA.jpg', [800, 533], 'image/jpeg'),
-          await photo(
-            'XCA (grey), portrait 500×683 ×1.3',
-            'c2pa-rs/XCA.jpg',
-            [650, 888],
-            'image/jpeg',
-            region(262, 0, 500, 683),
-          ),
-          await photo('cloud ×2.4', 'c2pa-rs/cloud.jpg', [900, 900], 'image/jpeg'),
-        ]
-      : [
-          await photo(
-            'astronaut, bottom-right 300² ×3.2',
-            'photos/astronaut.png',
-            [960, 960],
-            'image/png',
-            region(212, 212, 300, 300),
-          ),
-          await photo('coffee, left 400² ×2', 'photos/coffee.png', [800, 800], 'image/jpeg', region(0, 0, 400, 400)),
-          await photo('chelsea ×2.2', 'photos/chelsea.png', [992, 660], 'image/jpeg'),
-          await photo('camera (grey) ×1.37', 'photos/camera.png', [700, 700], 'image/jpeg'),
-          await photo('no_manifest ×0.6', 'c2pa-rs/no_manifest.jpg', [1260, 900], 'image/jpeg'),
-          await photo('XCA (grey), native', 'c2pa-rs/XCA.jpg', [1024, 683], 'image/png'),
-          await photo(
-            'E-sig-CA, native left 700×683',
-            'c2pa-rs/E-sig-CA.jpg',
-            [700, 683],
-            'image/jpeg',
-            region(0, 0, 700, 683),
-          ),
-          await photo('cloud, top 375×250 ×3', 'c2pa-rs/cloud.jpg', [1125, 750], 'image/jpeg', region(0, 0, 375, 250)),
-        ];
+  // One at a time, in order: `photo` also records each label's picture.
+  const photos: ClassHost[] = [];
+  for (const p of PHOTOS[set]) photos.push(await photo(p));
   const seed = SEEDS[set];
   const synthetic: ClassHost[] = (await lowTextureClass(seed)).map((h) => ({
     ...h,
     label: `${h.label} (seed ${seed})`,
   }));
   for (const h of synthetic) if (/^(plain grey|near-plain) /.test(h.label)) pictureOf.set(h.label, 'plain grey');
-  const textures: ClassHost[] =
-    set === 'tuning'
-      ? [
-          { label: 'texture 1000×750', image: syntheticTexture(4242, 1000, 750), format: 'image/jpeg' },
-          { label: 'texture 1280×720', image: syntheticTexture(4243, 1280, 720), format: 'image/png' },
-        ]
-      : [
-          { label: 'texture 900×900', image: syntheticTexture(4244, 900, 900), format: 'image/jpeg' },
-          { label: 'texture 1400×800', image: syntheticTexture(4245, 1400, 800), format: 'image/png' },
-        ];
+  const textures: ClassHost[] = TEXTURES[set].map(([index, width, height, format]) => ({
+    label: `texture ${width}×${height}`,
+    image: syntheticTexture(index, width, height),
+    format,
+  }));
   return [...photos, ...synthetic, ...textures];
 }
 
@@ -162,6 +132,34 @@ interface Tally {
   minOwnR: number;
   maxOtherR: number;
   failures: string[];
+}
+
+const newTally = (): Tally => ({
+  samePicture: 0,
+  samePictureNamed: 0,
+  honestRead: 0,
+  honestNamed: 0,
+  unread: 0,
+  transplants: 0,
+  transplantsNamed: 0,
+  minOwnR: 1,
+  maxOtherR: -1,
+  failures: [],
+});
+
+/** The counts a line adds to the total (its r extremes and failures are the line's own). */
+const COUNTS = [
+  'samePicture',
+  'samePictureNamed',
+  'honestRead',
+  'honestNamed',
+  'unread',
+  'transplants',
+  'transplantsNamed',
+] as const;
+
+function addCounts(total: Tally, line: Tally): void {
+  for (const k of COUNTS) total[k] += line[k];
 }
 
 const hostArg = process.argv.indexOf('--hosts');
@@ -187,36 +185,14 @@ for (const host of chosen) {
 console.log(`# ${signed.length} signed hosts: ${signed.map((s) => s.host.label).join('; ')}`);
 
 const lines: ReadonlyArray<readonly [string, Attack]> = [...ISSUE_ATTACKS, ...COPY_CHAINS];
-const total: Tally = {
-  samePicture: 0,
-  samePictureNamed: 0,
-  honestRead: 0,
-  honestNamed: 0,
-  unread: 0,
-  transplants: 0,
-  transplantsNamed: 0,
-  minOwnR: 1,
-  maxOtherR: -1,
-  failures: [],
-};
+const total = newTally();
 /**
  * Transplants correlating at all (r ≥ 0.4), with how near the peak rule they came: the lesser of r − MIN_PEAK_CORRELATION
  * and (r − off) − MIN_PEAK_MARGIN (named when both reach 0).
  */
 const margins: Array<[number, string]> = [];
 for (const [line, attack] of lines) {
-  const t: Tally = {
-    ...total,
-    samePicture: 0,
-    samePictureNamed: 0,
-    honestRead: 0,
-    honestNamed: 0,
-    unread: 0,
-    failures: [],
-  };
-  t.transplants = t.transplantsNamed = 0;
-  t.minOwnR = 1;
-  t.maxOtherR = -1;
+  const t = newTally();
   for (const owner of signed) {
     const copy = await attack(owner.image);
     const analysis = analyseSync(copy);
@@ -264,13 +240,7 @@ for (const [line, attack] of lines) {
       `  transplant named ${t.transplantsNamed}/${t.transplants}  (unread ${t.unread}; r own min ${t.minOwnR.toFixed(3)}, other max ${t.maxOtherR.toFixed(3)})`,
   );
   for (const f of t.failures) console.log(`#   ${f}`);
-  total.honestRead += t.honestRead;
-  total.honestNamed += t.honestNamed;
-  total.unread += t.unread;
-  total.transplants += t.transplants;
-  total.transplantsNamed += t.transplantsNamed;
-  total.samePicture += t.samePicture;
-  total.samePictureNamed += t.samePictureNamed;
+  addCounts(total, t);
 }
 console.log(
   `ratio image-content honest named ${total.honestNamed}/${total.honestRead} = ${(total.honestNamed / Math.max(1, total.honestRead)).toFixed(3)} (copies whose mark reads; ${total.unread} did not read)`,

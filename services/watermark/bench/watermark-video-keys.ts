@@ -16,6 +16,7 @@ import { keyedPayloadFor, payloadHex } from '../src/domain/payload.js';
 import { defaultPoolSize, ImageWorkerPool } from '../src/adapters/worker-pool.js';
 import { clip, transcoded, type ClipKind } from '../../../test/support/video.js';
 import { mediaCodecs } from '../src/adapters/media-codecs.js';
+import { vp9Webm } from './video/transcodes.js';
 
 const KEYS = Number(process.env.KEYS ?? 16);
 const FIRST_KEY = Number(process.env.FIRST_KEY ?? 0);
@@ -30,10 +31,7 @@ const ALL_TRANSFORMS: Readonly<Record<string, { name: string; args: string[] }>>
   crf33: { name: 'CRF 33', args: X264(33) },
   crop: { name: 'crop 10 % + CRF 28', args: ['-vf', 'crop=trunc(iw*0.45)*2:trunc(ih*0.45)*2', ...X264(28)] },
   fps24: { name: '24 fps + CRF 28', args: ['-r', '24', ...X264(28)] },
-  vp9: {
-    name: 'VP9 CRF 36',
-    args: ['-c:v', 'libvpx-vp9', '-crf', '36', '-b:v', '0', '-deadline', 'realtime', '-cpu-used', '8', '-f', 'webm'],
-  },
+  vp9: { name: 'VP9 CRF 36', args: vp9Webm(36, []) },
   excerpt: { name: '2 s excerpt + CRF 23', args: ['-ss', '1.3', '-t', '2', ...X264(23)] },
 };
 const TRANSFORMS = (process.env.TRANSFORMS ?? 'halved').split(',').map((short) => {

@@ -31,6 +31,7 @@ import { defaultPoolSize, ImageWorkerPool } from '../src/adapters/worker-pool.js
 import { videoEncoderArgs } from '../src/adapters/video-codec.js';
 import { clip, transcoded, type ClipKind } from '../../../test/support/video.js';
 import { cameraClip, type CameraSet } from './watermark-video-camera.js';
+import { vp9Webm } from './video/transcodes.js';
 import { mediaCodecs } from '../src/adapters/media-codecs.js';
 
 const SECONDS = Number(process.env.SECONDS_OF_VIDEO ?? 3);
@@ -121,25 +122,7 @@ const TRANSFORMS: ReadonlyArray<readonly [string, string[]]> = [
   ['scale 0.75× + CRF 23', ['-vf', 'scale=trunc(iw*0.375)*2:trunc(ih*0.375)*2', ...X264(23)]],
   ['crop 10 % + CRF 28', ['-vf', 'crop=trunc(iw*0.45)*2:trunc(ih*0.45)*2', ...X264(28)]],
   ['24 fps + CRF 28', ['-r', '24', ...X264(28)]],
-  [
-    'VP9 WebM CRF 36',
-    [
-      '-c:v',
-      'libvpx-vp9',
-      '-crf',
-      '36',
-      '-b:v',
-      '0',
-      '-deadline',
-      'realtime',
-      '-cpu-used',
-      '8',
-      '-c:a',
-      'libopus',
-      '-f',
-      'webm',
-    ],
-  ],
+  ['VP9 WebM CRF 36', vp9Webm(36, ['-c:a', 'libopus'])],
   ['2 s excerpt from 1.3 s + CRF 23', ['-ss', '1.3', '-t', '2', ...X264(23)]],
 ];
 

@@ -5,10 +5,11 @@ import { gridSize } from '../src/domain/image/cairn-sync-v2.js';
 import { lumaGrid } from '../src/domain/image/luma.js';
 import { psnr } from '../src/domain/image/psnr.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
-import { ImageAlgorithms, runImageTask } from '../src/domain/image-tasks.js';
+import { ImageAlgorithms } from '../src/domain/image-tasks.js';
 import type { WatermarkKey } from '../src/domain/keys.js';
 import { keyedPayloadFor } from '../src/domain/payload.js';
 import { loadPhoto, type PhotoOptions } from './support/images.js';
+import { embedTask } from './support/tasks.js';
 
 // The pixels cairn-sync-v2 writes, pinned: a mark already issued is only read back if the embedder keeps writing
 // exactly it, and a speed-up of the embed path must leave every marked sample, the content description
@@ -156,16 +157,7 @@ describe('cairn-sync-v2 embed output', () => {
     const image = await c.image();
     const key = keyOf(c.key);
     const payload = keyedPayloadFor(key.secret, `w_pinned_${c.name}`);
-    const { response } = runImageTask(algorithms, {
-      id: 1,
-      op: 'embed',
-      image,
-      payload,
-      key,
-      algorithm: 'cairn-sync-v2',
-    });
-    if (!response.ok || response.op !== 'embed') throw new Error('embed failed');
-    const { outcome } = response;
+    const outcome = embedTask(algorithms, { image, payload, key, algorithm: 'cairn-sync-v2' });
     expect({
       input: sha256(image.pixels),
       marked: sha256(outcome.image.pixels),
@@ -190,35 +182,19 @@ describe('cairn-sync-v2 embed output', () => {
     });
     expect(outcome.image).toMatchObject({ width: image.width, height: image.height, channels: image.channels });
     // A worker marks the pixels it was handed in place: the same mark and PSNR.
-    const owned = runImageTask(
+    const owned = embedTask(
       algorithms,
-      {
-        id: 2,
-        op: 'embed',
-        image: { ...image, pixels: image.pixels.slice() },
-        payload,
-        key,
-        algorithm: 'cairn-sync-v2',
-      },
+      { image: { ...image, pixels: image.pixels.slice() }, payload, key, algorithm: 'cairn-sync-v2' },
       { pixelsOwned: true },
-    ).response;
-    if (!owned.ok || owned.op !== 'embed') throw new Error('embed failed');
-    expect([sha256(owned.outcome.image.pixels), owned.outcome.psnrDb]).toEqual([c.marked, c.psnrDb]);
+    );
+    expect([sha256(owned.image.pixels), owned.psnrDb]).toEqual([c.marked, c.psnrDb]);
     // cairn-dct-keyed-v1 the same way: its mark, and the PSNR a comparison with the original gives.
-    const dct = runImageTask(
+    const dct = embedTask(
       algorithms,
-      {
-        id: 3,
-        op: 'embed',
-        image: { ...image, pixels: image.pixels.slice() },
-        payload,
-        key,
-        algorithm: 'cairn-dct-keyed-v1',
-      },
+      { image: { ...image, pixels: image.pixels.slice() }, payload, key, algorithm: 'cairn-dct-keyed-v1' },
       { pixelsOwned: true },
-    ).response;
-    if (!dct.ok || dct.op !== 'embed') throw new Error('embed failed');
-    expect(sha256(dct.outcome.image.pixels)).toBe(c.dctKeyed);
-    expect(dct.outcome.psnrDb).toBe(psnr(image, dct.outcome.image));
+    );
+    expect(sha256(dct.image.pixels)).toBe(c.dctKeyed);
+    expect(dct.psnrDb).toBe(psnr(image, dct.image));
   });
 });

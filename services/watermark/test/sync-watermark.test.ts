@@ -8,12 +8,13 @@ import { CAIRN_SYNC_V2_NAME, SyncTileWatermark } from '../src/domain/image/cairn
 import { compareContent } from '../src/domain/image/content-registration.js';
 import { psnr } from '../src/domain/image/psnr.js';
 import type { RawImage } from '../src/domain/image/raw-image.js';
-import { ImageAlgorithms, runImageTask } from '../src/domain/image-tasks.js';
+import { ImageAlgorithms } from '../src/domain/image-tasks.js';
 import type { WatermarkKey } from '../src/domain/keys.js';
 import { keyedPayloadFor, payloadFor, payloadHex } from '../src/domain/payload.js';
 import { DEFAULT_MEDIA_LIMITS } from '@cairn/media';
 import { decodeForDetection, detectionShrink } from '../src/adapters/image-codec.js';
 import { decode, encoder, loadPhoto } from './support/images.js';
+import { detectTask, embedTask } from './support/tasks.js';
 
 // Fixed keys, so that a failure reproduces; the robustness claims are measured over random keys by the bench.
 const keyOf = (label: string): WatermarkKey => ({
@@ -120,25 +121,13 @@ describe('cairn-sync-v2', () => {
 
 describe('worker tasks with cairn-sync-v2', () => {
   const algorithms = new ImageAlgorithms();
-  const detect = (image: RawImage, keys: WatermarkKey[]) => {
-    const { response } = runImageTask(algorithms, { id: 1, op: 'detect', image, keys });
-    if (!response.ok || response.op !== 'detect') throw new Error('detect failed');
-    return response.outcome;
-  };
+  const detect = (image: RawImage, keys: WatermarkKey[]) => detectTask(algorithms, image, keys);
 
   it('embeds cairn-sync-v2 when asked by name, and detection names it and the key', () => {
     const photo = photos.get('chelsea.png')!;
-    const { response } = runImageTask(algorithms, {
-      id: 1,
-      op: 'embed',
-      image: photo,
-      payload,
-      key,
-      algorithm: CAIRN_SYNC_V2_NAME,
-    });
-    if (!response.ok || response.op !== 'embed') throw new Error('embed failed');
-    expect(response.outcome).toMatchObject({ algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid });
-    const outcome = detect(response.outcome.image, [otherKey, key]);
+    const embedded = embedTask(algorithms, { image: photo, payload, key, algorithm: CAIRN_SYNC_V2_NAME });
+    expect(embedded).toMatchObject({ algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid });
+    const outcome = detect(embedded.image, [otherKey, key]);
     expect(outcome).toMatchObject({ algorithm: CAIRN_SYNC_V2_NAME, keyId: key.kid });
     expect(payloadHex(outcome.detection!.payload)).toBe(payloadHex(payload));
   });
@@ -155,16 +144,9 @@ describe('worker tasks with cairn-sync-v2', () => {
 
   /** Embeds through the worker task, so the outcome carries the content description the registry keeps. */
   const embedV2 = (image: RawImage) => {
-    const { response } = runImageTask(algorithms, {
-      id: 1,
-      op: 'embed',
-      image,
-      payload,
-      key,
-      algorithm: CAIRN_SYNC_V2_NAME,
-    });
-    if (!response.ok || response.op !== 'embed' || !response.outcome.content) throw new Error('embed failed');
-    return { image: response.outcome.image, content: response.outcome.content };
+    const outcome = embedTask(algorithms, { image, payload, key, algorithm: CAIRN_SYNC_V2_NAME });
+    if (!outcome.content) throw new Error('embed described no content');
+    return { image: outcome.image, content: outcome.content };
   };
 
   it.each([['none', (i: RawImage) => Promise.resolve(i)] as const, ...ATTACKS, ['the social chain', social] as const])(

@@ -8,8 +8,10 @@ import { ImageWorkerPool } from '../src/adapters/worker-pool.js';
 import { mediaCodecs } from '../src/adapters/media-codecs.js';
 import { LumaFrameMarker, syncTile, videoGridArea } from '../src/domain/video/luma-frame-mark.js';
 import { VideoFile, parseVideoStream } from '../src/adapters/video-codec.js';
+import { addLuma, lumaSum, meanLuma } from '../src/domain/video/luma-mean.js';
 import { clip, transcoded } from '../../../test/support/video.js';
 import { loadPhoto } from './support/images.js';
+import { vp9Webm } from '../bench/video/transcodes.js';
 
 const key = { kid: 'video-test', secret: Uint8Array.from(randomBytes(32)) };
 const payload = keyedPayloadFor(key.secret, 'w_01JVIDEOTEST00000000000000');
@@ -98,22 +100,7 @@ describe('video watermark (cairn-sync-v2 on every frame)', () => {
     expect(await read(await transcoded(marked.encoded, ['-r', '24', '-c:v', 'libx264', '-crf', '23']))).toBe(
       payloadHex(payload),
     );
-    const webm = [
-      '-c:v',
-      'libvpx-vp9',
-      '-crf',
-      '34',
-      '-b:v',
-      '0',
-      '-deadline',
-      'realtime',
-      '-cpu-used',
-      '8',
-      '-an',
-      '-f',
-      'webm',
-    ];
-    expect(await read(await transcoded(marked.encoded, webm))).toBe(payloadHex(payload));
+    expect(await read(await transcoded(marked.encoded, vp9Webm(34, ['-an'])))).toBe(payloadHex(payload));
   }, 120_000);
 
   it('marks frames below 720p on a coarser grid that H.264 CRF 28 keeps: a 360p clip reads after it', async () => {
@@ -149,4 +136,19 @@ describe('video watermark (cairn-sync-v2 on every frame)', () => {
     expect(found.outcome).toBeUndefined();
     expect(found.applicable).toBe(true);
   }, 60_000);
+
+  it('averages windows of frames into the mean the detector reads: each pixel Math.round(sum / count)', () => {
+    // Every sum a window of up to 30 frames or a mean of up to 12 windows can hold, each count, halves included.
+    for (const count of [1, 2, 3, 4, 5, 6, 7, 8, 12, 24, 25, 30]) {
+      const sum = lumaSum(255 * count + 1);
+      for (let frame = 0; frame < count; frame++)
+        addLuma(
+          sum,
+          Uint8Array.from(sum, (_, i) => (i + frame) % 256),
+        );
+      const sums = Array.from(sum);
+      const mean = meanLuma(sum, count);
+      expect(Array.from(mean)).toEqual(sums.map((s) => Math.round(s / count)));
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { watermarkV1 } from '@cairn/proto';
 import { createClient, type ClientOf } from '@cairn/rpc';
 import { startService, type RunningService } from '@cairn/runtime';
 import { createSandbox, type Sandbox } from '@cairn/testing';
+import type { NewMark } from '../src/app/ports.js';
 import { MarkRegistry } from '../src/store/marks.js';
 import { createKeyedImageWatermark } from '../src/domain/image/cairn-dct-keyed-v1.js';
 import { createImageWatermark } from '../src/domain/image/cairn-dct-v1.js';
@@ -27,6 +28,15 @@ async function start(
 }
 
 const ids = () => ({ tenantId: newId('tenant'), watermarkId: newId('watermark'), assetId: newId('asset') });
+
+/** Records `id`'s mark as signs recorded it before the present algorithms: what a retry of that id must write again. */
+const recordIssued = (
+  running: Awaited<ReturnType<typeof start>>,
+  id: ReturnType<typeof ids>,
+  payload: Uint8Array,
+  mark: Pick<NewMark, 'algorithm' | 'keyId'>,
+) => new MarkRegistry(running.service.context.db).record({ ...id, payloadHex: payloadHex(payload), ...mark });
+
 const hexKey = () => randomBytes(32).toString('hex');
 
 let photos: Record<'coffee' | 'chelsea' | 'astronaut' | 'camera', RawImage>;
@@ -127,12 +137,7 @@ describe('development key (WATERMARK_KEYS unset)', () => {
     const old = ids();
     const payload = payloadFor(old.watermarkId);
     // A mark issued before keyed marks existed: recorded as cairn-dct-v1 with no key, embedded with v1's code.
-    await new MarkRegistry(running.service.context.db).record({
-      ...old,
-      payloadHex: payloadHex(payload),
-      algorithm: 'cairn-dct-v1',
-      keyId: null,
-    });
+    await recordIssued(running, old, payload, { algorithm: 'cairn-dct-v1', keyId: null });
     const marked = createImageWatermark().embed(photos.camera, payload);
     const detected = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](marked)) });
     expect(detected).toMatchObject({
@@ -214,12 +219,7 @@ describe('configured keys and rotation', () => {
       const old = ids();
       const payload = keyedPayloadFor(Buffer.from(k1, 'hex'), old.watermarkId);
       // Recorded and embedded as signs did before the switch: keyed v1 under k1.
-      await new MarkRegistry(running.service.context.db).record({
-        ...old,
-        payloadHex: payloadHex(payload),
-        algorithm: 'cairn-dct-keyed-v1',
-        keyId: 'k1',
-      });
+      await recordIssued(running, old, payload, { algorithm: 'cairn-dct-keyed-v1', keyId: 'k1' });
       const marked = createKeyedImageWatermark(Buffer.from(k1, 'hex')).embed(photos.coffee, payload);
       const detected = await running.client.detectImage({ encoded: await png(await ATTACKS['JPEG q75'](marked)) });
       expect(detected).toMatchObject({
@@ -261,12 +261,7 @@ describe('configured keys and rotation', () => {
       // Recorded as signs did before the switch: v1 under k1. A retry of that id writes v1 again, which is read.
       const old = ids();
       const payload = audioPayloadFor(Buffer.from(k1, 'hex'), old.watermarkId);
-      await new MarkRegistry(running.service.context.db).record({
-        ...old,
-        payloadHex: payloadHex(payload),
-        algorithm: 'cairn-audio-wm-v1',
-        keyId: 'k1',
-      });
+      await recordIssued(running, old, payload, { algorithm: 'cairn-audio-wm-v1', keyId: 'k1' });
       const again = await running.client.embedAudio({ ...old, encoded: speech });
       expect(again).toMatchObject({ payloadHex: payloadHex(payload), algorithm: 'cairn-audio-wm-v1', keyId: 'k1' });
       const reread = await running.client.detectAudio({ encoded: again.encoded });

@@ -1,5 +1,6 @@
 import { blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
 import { isImageWatermarkAlg, type ImageWatermarkAlg } from '@cairn/catalog';
+import { publicUrl } from '@cairn/config';
 import { absentAsUndefined, CairnError, isCairnError } from '@cairn/errors';
 import { isId, newId } from '@cairn/ids';
 import type { softbindingV1 } from '@cairn/proto';
@@ -37,6 +38,8 @@ export interface ResolutionDeps {
   fetchReference: ReferenceFetcher;
   /** byReference: the largest asset fetched (held in memory while it is read, so smaller than uploads). */
   referenceMaxBytes: number;
+  /** byReference: fetches this process runs at once; one more is refused, not queued. */
+  referenceFetchesAtOnce: number;
 }
 
 /** A query on content: the algorithm asked for (optional, as in the spec) and how many matches. */
@@ -55,9 +58,11 @@ export class SoftBindingResolution {
   readonly apiBase: string;
   readonly algorithms: () => Promise<softbindingV1.Algorithm[]>;
   private readonly repository: ManifestRepositoryApi;
+  /** byReference fetches running in this process (deps.referenceFetchesAtOnce at most). */
+  private referencesInFlight = 0;
 
   constructor(private readonly deps: ResolutionDeps) {
-    this.apiBase = `${deps.publicBaseUrl.replace(/\/$/, '')}${C2PA_RESOLUTION_PREFIX}`;
+    this.apiBase = publicUrl(deps.publicBaseUrl, C2PA_RESOLUTION_PREFIX);
     this.algorithms = supportedAlgorithmsCache(deps.softbinding);
     this.repository = new ManifestRepositoryApi(deps.softbinding, this.apiBase);
   }
@@ -214,6 +219,23 @@ export class SoftBindingResolution {
         'cairn.validation.body_too_large',
         `assetLength is over the ${Math.round(this.deps.referenceMaxBytes / (1024 * 1024))} MB this service fetches; upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent instead.`,
       );
+    // Refused rather than queued: a queue would hold the callers' connections and hand the next fetch to whoever
+    // waits longest, and the bytes each fetch holds are what the cap bounds.
+    if (this.referencesInFlight >= this.deps.referenceFetchesAtOnce)
+      throw new CairnError(
+        'cairn.unavailable',
+        `This service is already fetching ${this.deps.referenceFetchesAtOnce} referenced assets; retry shortly, or upload the asset to POST ${C2PA_RESOLUTION_PREFIX}/matches/byContent.`,
+      );
+    this.referencesInFlight++;
+    try {
+      return await this.fetchAndQuery(referenceUrl, assetLength, query);
+    } finally {
+      this.referencesInFlight--;
+    }
+  }
+
+  /** The referenced asset fetched into a public upload, queried, and the upload deleted. */
+  private async fetchAndQuery(referenceUrl: string, assetLength: number, query: ContentQuery): Promise<SpecMatch[]> {
     const key = await this.fetchReference(referenceUrl, assetLength);
     try {
       return await this.byUpload(key, query);

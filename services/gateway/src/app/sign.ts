@@ -1,3 +1,4 @@
+import { jobUrl } from '@cairn/config';
 import { CairnError } from '@cairn/errors';
 import { jobStates, type signerV1, type tenantV1 } from '@cairn/proto';
 import type { Logger } from '@cairn/logging';
@@ -94,11 +95,7 @@ interface HeldSlot {
  * settling of the units.
  */
 export class SignAssets {
-  readonly #base: string;
-
-  constructor(private readonly deps: SignDeps) {
-    this.#base = deps.publicBaseUrl.replace(/\/$/, '');
-  }
+  constructor(private readonly deps: SignDeps) {}
 
   async sign(request: SignRequest): Promise<SignOutcome> {
     const recipe = await this.#recipe(request);
@@ -251,7 +248,7 @@ export class SignAssets {
     const body = {
       job_id: job.jobId,
       status: jobStates.fromProto(job.status),
-      poll_url: `${this.#base}/v1/jobs/${job.jobId}`,
+      poll_url: jobUrl(this.deps.publicBaseUrl, job.jobId),
     };
     return { replayed: job.replayed, answer: { assetId, httpStatus: 202, body } };
   }

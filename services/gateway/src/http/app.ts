@@ -83,6 +83,7 @@ export interface GatewayDeps {
   resolutionOutbound: DestinationPolicy;
   referenceFetchTimeoutMs: number;
   referenceFetchMaxBytes: number;
+  referenceFetchesAtOnce: number;
   /** Largest manifest store POST /c2pa/v1/manifests takes. */
   storedManifestMaxBytes: number;
   /** Upload sessions (POST /v1/uploads, the signed PUT, upload_id in sign and verify). */
@@ -211,6 +212,7 @@ function publicRoutes(deps: GatewayDeps): Router[] {
       outbound: deps.resolutionOutbound,
       referenceTimeoutMs: deps.referenceFetchTimeoutMs,
       referenceMaxBytes: deps.referenceFetchMaxBytes,
+      referenceFetchesAtOnce: deps.referenceFetchesAtOnce,
     }),
     pageRoutes({ signer: deps.signer, verifier: deps.verifier, publicBaseUrl: deps.publicBaseUrl }),
     verifyPageRoutes({

@@ -1,9 +1,9 @@
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { createHash } from 'node:crypto';
 import { CairnError } from '@cairn/errors';
 import { parseApiKey } from '@cairn/ids';
 import type { AuthFailureLimit } from '../adapters/auth-failures.js';
-import { rateLimitHeaders } from '../domain/rate-limit.js';
+import { rateLimitHeaders, type RateLimitDecision } from '../domain/rate-limit.js';
 import type { RedisRateLimiter } from '../adapters/rate-limit.js';
 import { bearerToken } from './auth.js';
 import './types.js';
@@ -17,16 +17,15 @@ export function tenantRateLimit(limiter: RedisRateLimiter): RequestHandler {
       { name: 'rps', policy: { limit: tenant.rateLimitRps, windowSeconds: 1 } },
       { name: 'daily', policy: { limit: tenant.rateLimitDaily, windowSeconds: 86_400, burst: tenant.rateLimitDaily } },
     ]);
-    res.set(rateLimitHeaders(decision));
-    if (!decision.allowed)
-      return next(
-        new CairnError(
-          'cairn.ratelimit.exceeded',
-          `Rate limit exceeded for this tenant; retry after ${decision.retryAfterSeconds} s.`,
-        ),
-      );
-    next();
+    next(answered(res, decision, 'Rate limit exceeded for this tenant'));
   };
+}
+
+/** Sets the RateLimit-* headers every limited answer carries; the error to pass on when the limit refused. */
+function answered(res: Response, decision: RateLimitDecision, exceeded: string): CairnError | undefined {
+  res.set(rateLimitHeaders(decision));
+  if (decision.allowed) return undefined;
+  return new CairnError('cairn.ratelimit.exceeded', `${exceeded}; retry after ${decision.retryAfterSeconds} s.`);
 }
 
 /**
@@ -43,15 +42,7 @@ export function addressRateLimit(
     const decision = await limiter.consume(`${bucket}:ip:${address}`, [
       { name: bucket, policy: { ...policy, burst: policy.limit } },
     ]);
-    res.set(rateLimitHeaders(decision));
-    if (!decision.allowed)
-      return next(
-        new CairnError(
-          'cairn.ratelimit.exceeded',
-          `Too many requests from this address; retry after ${decision.retryAfterSeconds} s.`,
-        ),
-      );
-    next();
+    next(answered(res, decision, 'Too many requests from this address'));
   };
 }
 

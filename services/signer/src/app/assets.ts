@@ -3,10 +3,10 @@ import { CairnError } from '@cairn/errors';
 import { isId } from '@cairn/ids';
 import type { MediaLimits } from '@cairn/media';
 import { activeManifestOnly } from '../domain/manifest-store.js';
-import type { AssetRecords, AssetRow, JobRow, ManifestRow } from './ports.js';
+import type { AssetRecords, AssetRow, ManifestRow } from './ports.js';
 import { pageThumbnail } from './thumbnails.js';
 
-export type { AssetRow, JobRow, ManifestRow };
+export type { AssetRow, ManifestRow };
 
 /** A manifest store as served: its bytes, its row, and the asset it belongs to (when still held). */
 export interface ServedManifest {
@@ -15,19 +15,13 @@ export interface ServedManifest {
   asset: AssetRow | null;
 }
 
-/** Reads of signed assets, their manifests and sign jobs. */
+/** Reads of signed assets and their manifests. */
 export class Assets {
   constructor(
     private readonly store: AssetRecords,
     private readonly blobs: BlobStore,
     private readonly mediaLimits: MediaLimits,
   ) {}
-
-  async job(tenantId: string, jobId: string): Promise<JobRow> {
-    const job = isId('job', jobId) ? await this.store.getJob(tenantId, jobId) : null;
-    if (!job) throw new CairnError('cairn.not_found', `Job ${jobId} not found.`);
-    return job;
-  }
 
   async ofTenant(tenantId: string, assetId: string): Promise<AssetRow> {
     const row = await this.store.getForTenant(tenantId, assetId);

@@ -2,15 +2,14 @@ import { create, fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
 import { z } from 'zod';
 import { type WorkQueue } from '@cairn/bus';
 import { newEvent, type EventDataInput } from '@cairn/events';
-import { withTenant } from '@cairn/db';
-import { asCairnError, CairnError, toJobProblem } from '@cairn/errors';
-import { unqueued } from '@cairn/runtime';
-import { newId } from '@cairn/ids';
+import { CairnError, type ErrorCode } from '@cairn/errors';
+import { JobRunner, TRANSIENT_JOB_ERRORS, type JobItem, type JobRun } from '@cairn/runtime';
+import { isId, newId } from '@cairn/ids';
 import type { Logger } from '@cairn/logging';
 import { anchorBatchStates, signerV1, type AnchorBatchStateName } from '@cairn/proto';
 import { parseSignMetadata } from '../domain/metadata.js';
 import type { StoredJobProgress } from '../db/assets-schema.js';
-import type { JobRow } from './ports.js';
+import type { JobRow, SignJobRecords } from './ports.js';
 import { JobProgressWriter } from './job-progress.js';
 import { signAsset, type PipelineDeps, type SignRequest, type SignResult } from './sign/index.js';
 
@@ -53,16 +52,12 @@ function finalProgress(): StoredJobProgress {
   return { stage: 'storing', fraction: 1, updatedAt: new Date().toISOString() };
 }
 
-export interface SignJobItem {
-  jobId: string;
-  tenantId: string;
-}
+export type SignJobItem = JobItem;
 
 /** Failures worth another attempt: the key service or a peer was briefly away, or the C2PA worker died on it. */
-const TRANSIENT = new Set([
+const TRANSIENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  ...TRANSIENT_JOB_ERRORS,
   'cairn.signer.unavailable',
-  'cairn.unavailable',
-  'cairn.internal_error',
   'cairn.sign.worker_failed',
   // Another attempt is signing this asset id (its claim lapses if its signer died).
   'cairn.idempotency.in_progress',
@@ -89,16 +84,48 @@ export function jobCompletedData(
 }
 
 /**
- * Asynchronous signs: the job row is the source of truth for its status; the work queue only carries
- * "run job X". A signer that dies mid-job leaves the item unacknowledged, and another (or the restarted
- * one) runs it again; a job already done or failed is skipped.
+ * Asynchronous signs, run by the jobs' runner (JobRunner of @cairn/runtime: a job already done or failed skipped,
+ * retries, the attempts' budget, the end in one transaction with its event, the upload deleted either way). A
+ * job's done is committed with its asset (signAsset's onCommitted), so a job is done exactly when its sign is
+ * recorded.
  */
 export class SignJobs {
+  readonly #runner: JobRunner<JobRow, signerV1.SignRequest>;
+
   constructor(
-    private readonly deps: PipelineDeps,
-    private readonly queue: WorkQueue<SignJobItem>,
+    private readonly deps: PipelineDeps & { jobs: SignJobRecords },
+    queue: WorkQueue<SignJobItem>,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    const { jobs } = deps;
+    this.#runner = new JobRunner(
+      { db: deps.db, outbox: deps.outbox, blobs: deps.blobs, logger, queue },
+      {
+        what: 'sign',
+        records: {
+          get: (tenantId, jobId) => jobs.get(tenantId, jobId),
+          deleteQueued: (tenantId, jobId) => jobs.deleteQueued(tenantId, jobId),
+          // The progress an earlier attempt reached stays while the job runs: what GET /v1/jobs shows never falls
+          // (markProgress); a done job's is all of it.
+          mark: (tx, jobId, fields) =>
+            jobs.mark(tx, jobId, fields.status === 'done' ? { ...fields, progress: finalProgress() } : fields),
+        },
+        transient: TRANSIENT,
+        exhaustedCode: 'cairn.sign.worker_failed',
+        input: (row) => fromJson(signerV1.SignRequestSchema, row.request as JsonValue),
+        uploadKey: (request) => request.uploadBlobKey,
+        failedEvent: (item, request, problem) =>
+          newEvent('job.failed', item.tenantId, {
+            job_id: item.jobId,
+            reservation_id: request.reservationId || null,
+            ...(request.byokReservationId ? { byok_reservation_id: request.byokReservationId } : {}),
+            recipe_id: request.recipe?.recipeId ?? null,
+            problem,
+          }),
+        work: (run) => this.sign(run),
+      },
+    );
+  }
 
   /**
    * Creates the job of a sign and queues it, once per asset id: the same asset id again (a caller that died before
@@ -118,61 +145,41 @@ export class SignJobs {
       signerV1.SignRequestSchema,
       create(signerV1.SignRequestSchema, { ...request, metadata, jobId }),
     );
-    const job = await this.deps.store.createJob(request.tenantId, jobId, request.assetId, stored);
+    const job = await this.deps.jobs.create(request.tenantId, jobId, request.assetId, stored);
     if (!job)
       throw new CairnError('cairn.sign.idempotency_conflict', `Asset id ${request.assetId} belongs to another sign.`);
     if (!job.created) return { jobId: job.row.jobId, status: job.row.status, replayed: true };
-    try {
-      await this.queue.enqueue({ jobId, tenantId: request.tenantId }, jobId);
-    } catch (error) {
-      // Without its row gone, a retry of this asset id would find the job, answer it as replayed and queue nothing:
-      // a job `queued` forever. Gone, the retry creates and queues it afresh.
-      throw await unqueued('sign', error, () => this.deps.store.deleteQueuedJob(request.tenantId, jobId), this.logger);
-    }
+    await this.#runner.enqueue({ jobId, tenantId: request.tenantId });
     return { jobId, status: 'queued', replayed: false };
   }
 
-  async run(item: SignJobItem, attempt: number, maxAttempts: number): Promise<void> {
-    const job = await this.deps.store.getJob(item.tenantId, item.jobId);
-    if (!job || job.status === 'done' || job.status === 'failed') return;
-    // The work queue delivers once more than maxAttempts (service.ts): a delivery past the budget means every
-    // attempt ended without an answer (the signer process itself died on it), so the job ends here, not `running` forever.
-    if (attempt > maxAttempts) {
-      const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
-      await this.fail(
-        item,
-        request,
-        new CairnError('cairn.sign.worker_failed', `The sign was attempted ${maxAttempts} times and never finished.`),
-      );
-      // Best effort: the job is failed either way; a failed delete leaves an unreferenced upload blob behind.
-      await this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
-      return;
-    }
-    await withTenant(this.deps.db, item.tenantId, (tx) =>
-      // The progress an earlier attempt reached stays: what GET /v1/jobs shows never falls (markJobProgress).
-      this.deps.store.markJob(tx, item.jobId, { status: 'running', attempts: attempt }),
-    );
-    const request = fromJson(signerV1.SignRequestSchema, job.request as JsonValue);
-    // The upload is the job's input until the job ends, either way.
-    const finished = () => this.deps.blobs.delete(request.uploadBlobKey).catch(() => undefined);
+  /** The tenant's job; not found when it has none by that id. */
+  async job(tenantId: string, jobId: string): Promise<JobRow> {
+    const job = isId('job', jobId) ? await this.deps.jobs.get(tenantId, jobId) : null;
+    if (!job) throw new CairnError('cairn.not_found', `Job ${jobId} not found.`);
+    return job;
+  }
+
+  run(item: SignJobItem, attempt: number, maxAttempts: number): Promise<void> {
+    return this.#runner.run(item, attempt, maxAttempts);
+  }
+
+  private async sign({ item, input: request, doneIn, done }: JobRun<signerV1.SignRequest>): Promise<void> {
     // How far the run is, on the job row at most every 500 ms (GET /v1/jobs shows it); stopped before the job ends.
     const progress = new JobProgressWriter(
-      (value) => this.deps.store.markJobProgress(item.tenantId, item.jobId, value),
+      (value) => this.deps.jobs.markProgress(item.tenantId, item.jobId, value),
       (error) => this.logger.warn({ err: error, job_id: item.jobId }, 'sign job progress not written'),
     );
+    let result: SignResult;
     try {
-      const result = await signAsset(
+      result = await signAsset(
         this.deps,
         request,
         async (tx, result) => {
           await progress.close();
-          await this.deps.store.markJob(tx, item.jobId, {
-            status: 'done',
-            result,
-            progress: finalProgress(),
-          });
-          await this.deps.outbox.enqueue(
+          await doneIn(
             tx,
+            result,
             newEvent(
               'job.completed',
               item.tenantId,
@@ -188,56 +195,22 @@ export class SignJobs {
         },
         progress.report,
       );
+    } finally {
       await progress.close();
-      if (result.replayed) await this.completeReplayed(item, request, result);
-      await finished();
-    } catch (error) {
-      await progress.close();
-      const known = asCairnError(error, 'The sign failed unexpectedly.');
-      if (TRANSIENT.has(known.code) && attempt < maxAttempts) throw error;
-      this.logger.warn({ err: error, job_id: item.jobId, code: known.code }, 'sign job failed');
-      await this.fail(item, request, known);
-      await finished();
     }
-  }
-
-  /**
-   * A job whose asset id was already recorded by another sign (EnqueueSign dedupes by asset id, so only a caller
-   * that also signed that id synchronously gets here): done with that answer, and its reservations named nowhere,
-   * so the unit is billed once, by the sign that recorded it (this job's reservations lapse unbilled).
-   */
-  private async completeReplayed(item: SignJobItem, request: signerV1.SignRequest, result: SignResult): Promise<void> {
-    const { replayed: _replayed, ...stored } = result;
-    await withTenant(this.deps.db, item.tenantId, async (tx) => {
-      await this.deps.store.markJob(tx, item.jobId, { status: 'done', result: stored, progress: finalProgress() });
-      await this.deps.outbox.enqueue(
-        tx,
+    // A job whose asset id was already recorded by another sign (EnqueueSign dedupes by asset id, so only a caller
+    // that also signed that id synchronously gets here): done with that answer, and its reservations named
+    // nowhere, so the unit is billed once, by the sign that recorded it (this job's reservations lapse unbilled).
+    if (result.replayed) {
+      const { replayed: _replayed, ...stored } = result;
+      await done(
+        stored,
         newEvent(
           'job.completed',
           item.tenantId,
           jobCompletedData(item.jobId, request.recipe?.recipeId ?? '', result, ''),
         ),
       );
-    });
-    void this.deps.outbox.flush();
-  }
-
-  /** Ends the job `failed` with its problem and job.failed, once (the row's status decides). */
-  private async fail(item: SignJobItem, request: signerV1.SignRequest, known: CairnError): Promise<void> {
-    const problem = toJobProblem(known);
-    await withTenant(this.deps.db, item.tenantId, async (tx) => {
-      await this.deps.store.markJob(tx, item.jobId, { status: 'failed', problem });
-      await this.deps.outbox.enqueue(
-        tx,
-        newEvent('job.failed', item.tenantId, {
-          job_id: item.jobId,
-          reservation_id: request.reservationId || null,
-          ...(request.byokReservationId ? { byok_reservation_id: request.byokReservationId } : {}),
-          recipe_id: request.recipe?.recipeId ?? null,
-          problem,
-        }),
-      );
-    });
-    void this.deps.outbox.flush();
+    }
   }
 }

@@ -6,6 +6,7 @@ import type { KeyObject, webcrypto } from 'node:crypto';
 import type { Tx } from '@cairn/db';
 import type { AnyEvent } from '@cairn/events';
 import type { DestinationPolicy } from '@cairn/outbound';
+import type { JobMark, JobRecords } from '@cairn/runtime';
 import type { assets, jobs, manifests, StoredJobProgress } from '../db/assets-schema.js';
 import type { CertificateRole, CertificateRow, KeyBackendKind, NewCertificateRow } from '../db/pki-schema.js';
 import type { signingCredentials } from '../db/schema.js';
@@ -32,7 +33,7 @@ export type AssetClaim =
   /** Another tenant signed, or is signing, an asset with this id. */
   | { kind: 'foreign' };
 
-/** Assets, manifests and jobs of the signer, under row-level security (store/assets.ts). */
+/** Assets and manifests of the signer, under row-level security (store/assets.ts). */
 export interface AssetRecords {
   /**
    * Claims `assetId` for one sign, in one short transaction (no connection is held while the sign runs). Already
@@ -57,32 +58,30 @@ export interface AssetRecords {
   getManifestByLabel(label: string): Promise<ManifestRow | null>;
   /** Assets past their retention that still hold a file: the expiry sweep's work list. */
   claimExpired(limit: number, remove: (row: AssetRow) => Promise<void>): Promise<number>;
+}
+
+/** The rows of sign jobs, under row-level security (store/jobs.ts). */
+export interface SignJobRecords extends JobRecords<JobRow> {
   /**
    * The job of a sign, one per asset id: a second EnqueueSign of the same asset id (its caller died before
    * recording the first answer) finds the first job (`created: false`); undefined when another tenant's job holds
    * that asset id.
    */
-  createJob(
+  create(
     tenantId: string,
     jobId: string,
     assetId: string,
     request: unknown,
   ): Promise<{ row: JobRow; created: boolean } | undefined>;
-  /** Removes a job nobody was told about (its queue item was refused), while it is still only queued. */
-  deleteQueuedJob(tenantId: string, jobId: string): Promise<void>;
-  getJob(tenantId: string, jobId: string): Promise<JobRow | null>;
-  markJob(
-    tx: Tx,
-    jobId: string,
-    fields: Partial<Pick<JobRow, 'status' | 'result' | 'problem' | 'attempts' | 'progress'>>,
-  ): Promise<void>;
+  /** Changes the job's row in the caller's transaction: its start, its end, and a done job's final progress. */
+  mark(tx: Tx, jobId: string, fields: JobMark & { progress?: StoredJobProgress }): Promise<void>;
   /**
    * A running job's progress. Only while it runs: a write that lands after the job ended (done or failed in another
    * transaction) changes nothing. Never below the fraction already shown: a retried attempt starts again from 0, and
    * the row holds the earlier attempt's stage and fraction until the new one passes it. Leaves updated_at (the job's
    * last change of state) alone.
    */
-  markJobProgress(tenantId: string, jobId: string, progress: StoredJobProgress): Promise<void>;
+  markProgress(tenantId: string, jobId: string, progress: StoredJobProgress): Promise<void>;
 }
 
 /** A tenant's BYOK credentials, under its row-level security (store/credentials.ts). */

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
-import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
-import type { AssetClaim, AssetRecords, AssetRow, JobRow, ManifestRow } from '../app/ports.js';
-import { assets, jobs, manifests, signClaims, type StoredJobProgress } from '../db/assets-schema.js';
+import { rowOrNull, withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
+import type { AssetClaim, AssetRecords, AssetRow, ManifestRow } from '../app/ports.js';
+import { assets, manifests, signClaims } from '../db/assets-schema.js';
 
-/** Assets, manifests and jobs of the signer; every query under row-level security. */
+/** Assets and manifests of the signer; every query under row-level security. */
 export class AssetStore implements AssetRecords {
   constructor(private readonly db: Database) {}
 
@@ -98,54 +98,48 @@ export class AssetStore implements AssetRecords {
   }
 
   getForTenant(tenantId: string, assetId: string): Promise<AssetRow | null> {
-    return withTenant(
-      this.db,
-      tenantId,
-      async (tx) =>
-        (
-          await tx
-            .select()
-            .from(assets)
-            .where(and(eq(assets.assetId, assetId), eq(assets.tenantId, tenantId)))
-        )[0] ?? null,
+    return withTenant(this.db, tenantId, (tx) =>
+      rowOrNull(
+        tx
+          .select()
+          .from(assets)
+          .where(and(eq(assets.assetId, assetId), eq(assets.tenantId, tenantId))),
+      ),
     );
   }
 
   /** One asset by id for the public verifier page (the caller exposes only public fields). */
-  async getPublic(assetId: string): Promise<AssetRow | null> {
-    return withRlsSettings(this.db, {}, async (tx) => {
-      await tx.execute(sql`select set_config('cairn.asset_id', ${assetId}, true)`);
-      return (await tx.select().from(assets).where(eq(assets.assetId, assetId)))[0] ?? null;
-    });
+  getPublic(assetId: string): Promise<AssetRow | null> {
+    return withRlsSettings(this.db, { 'cairn.asset_id': assetId }, (tx) =>
+      rowOrNull(tx.select().from(assets).where(eq(assets.assetId, assetId))),
+    );
   }
 
   /** The newest asset whose signed file is exactly the bytes of this SHA-256 and is still kept. */
-  async findByContent(contentSha256: string): Promise<AssetRow | null> {
-    return withRlsSettings(this.db, {}, async (tx) => {
-      await tx.execute(sql`select set_config('cairn.content_sha256', ${contentSha256}, true)`);
-      const rows = await tx
-        .select()
-        .from(assets)
-        .where(and(eq(assets.contentSha256, contentSha256), isNull(assets.deletedAt)))
-        .orderBy(desc(assets.createdAt))
-        .limit(1);
-      return rows[0] ?? null;
-    });
+  findByContent(contentSha256: string): Promise<AssetRow | null> {
+    return withRlsSettings(this.db, { 'cairn.content_sha256': contentSha256 }, (tx) =>
+      rowOrNull(
+        tx
+          .select()
+          .from(assets)
+          .where(and(eq(assets.contentSha256, contentSha256), isNull(assets.deletedAt)))
+          .orderBy(desc(assets.createdAt))
+          .limit(1),
+      ),
+    );
   }
 
-  async getManifest(manifestId: string): Promise<ManifestRow | null> {
-    return withRlsSettings(this.db, {}, async (tx) => {
-      await tx.execute(sql`select set_config('cairn.manifest_id', ${manifestId}, true)`);
-      return (await tx.select().from(manifests).where(eq(manifests.manifestId, manifestId)))[0] ?? null;
-    });
+  getManifest(manifestId: string): Promise<ManifestRow | null> {
+    return withRlsSettings(this.db, { 'cairn.manifest_id': manifestId }, (tx) =>
+      rowOrNull(tx.select().from(manifests).where(eq(manifests.manifestId, manifestId))),
+    );
   }
 
   /** The manifest whose active manifest has this C2PA label (a public lookup, like by id). */
-  async getManifestByLabel(label: string): Promise<ManifestRow | null> {
-    return withRlsSettings(this.db, {}, async (tx) => {
-      await tx.execute(sql`select set_config('cairn.manifest_label', ${label}, true)`);
-      return (await tx.select().from(manifests).where(eq(manifests.label, label)))[0] ?? null;
-    });
+  getManifestByLabel(label: string): Promise<ManifestRow | null> {
+    return withRlsSettings(this.db, { 'cairn.manifest_label': label }, (tx) =>
+      rowOrNull(tx.select().from(manifests).where(eq(manifests.label, label))),
+    );
   }
 
   /** Assets past their retention that still hold a file: the expiry sweep's work list. */
@@ -164,85 +158,5 @@ export class AssetStore implements AssetRecords {
       }
       return due.length;
     });
-  }
-
-  /**
-   * The job of a sign, one per asset id: a second EnqueueSign of the same asset id (its caller died before
-   * recording the first answer) finds the first job (`created: false`); undefined when another tenant's job holds
-   * that asset id.
-   */
-  async createJob(
-    tenantId: string,
-    jobId: string,
-    assetId: string,
-    request: unknown,
-  ): Promise<{ row: JobRow; created: boolean } | undefined> {
-    return withTenant(this.db, tenantId, async (tx) => {
-      const [row] = await tx
-        .insert(jobs)
-        .values({ jobId, tenantId, status: 'queued', request })
-        .onConflictDoNothing()
-        .returning();
-      if (row) return { row, created: true };
-      const [existing] = await tx
-        .select()
-        .from(jobs)
-        .where(and(sql`${jobs.request}->>'assetId' = ${assetId}`, eq(jobs.tenantId, tenantId)));
-      return existing ? { row: existing, created: false } : undefined;
-    });
-  }
-
-  /** Removes a job nobody was told about (its queue item was refused), while it is still only queued. */
-  async deleteQueuedJob(tenantId: string, jobId: string): Promise<void> {
-    await withTenant(this.db, tenantId, (tx) =>
-      tx.delete(jobs).where(and(eq(jobs.jobId, jobId), eq(jobs.tenantId, tenantId), eq(jobs.status, 'queued'))),
-    );
-  }
-
-  getJob(tenantId: string, jobId: string): Promise<JobRow | null> {
-    return withTenant(
-      this.db,
-      tenantId,
-      async (tx) =>
-        (
-          await tx
-            .select()
-            .from(jobs)
-            .where(and(eq(jobs.jobId, jobId), eq(jobs.tenantId, tenantId)))
-        )[0] ?? null,
-    );
-  }
-
-  async markJob(
-    tx: Tx,
-    jobId: string,
-    fields: Partial<Pick<JobRow, 'status' | 'result' | 'problem' | 'attempts' | 'progress'>>,
-  ): Promise<void> {
-    await tx
-      .update(jobs)
-      .set({ ...fields, updatedAt: new Date() })
-      .where(eq(jobs.jobId, jobId));
-  }
-
-  /**
-   * A running job's progress. Only while it runs: a write that lands after the job ended (done or failed in another
-   * transaction) changes nothing. Never below the fraction already shown: a retried attempt starts again from 0, and
-   * the row holds the earlier attempt's stage and fraction until the new one passes it. Leaves updated_at (the job's
-   * last change of state) alone.
-   */
-  async markJobProgress(tenantId: string, jobId: string, progress: StoredJobProgress): Promise<void> {
-    await withTenant(this.db, tenantId, (tx) =>
-      tx
-        .update(jobs)
-        .set({ progress })
-        .where(
-          and(
-            eq(jobs.jobId, jobId),
-            eq(jobs.tenantId, tenantId),
-            eq(jobs.status, 'running'),
-            sql`coalesce((${jobs.progress} ->> 'fraction')::float8, 0) <= ${progress.fraction}`,
-          ),
-        ),
-    );
   }
 }

@@ -1,5 +1,5 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import { withTenant, type Database, type Tx } from '@cairn/db';
+import { rowOrNull, withTenant, type Database, type Tx } from '@cairn/db';
 import type { CredentialRecords, CredentialRow } from '../app/ports.js';
 import { signingCredentials } from '../db/schema.js';
 
@@ -21,22 +21,19 @@ export class CredentialStore implements CredentialRecords {
   }
 
   get(tenantId: string, credentialId: string): Promise<CredentialRow | null> {
-    return withTenant(
-      this.db,
-      tenantId,
-      async (tx) =>
-        (
-          await tx
-            .select()
-            .from(signingCredentials)
-            .where(
-              and(
-                eq(signingCredentials.credentialId, credentialId),
-                eq(signingCredentials.tenantId, tenantId),
-                isNull(signingCredentials.deletedAt),
-              ),
-            )
-        )[0] ?? null,
+    return withTenant(this.db, tenantId, (tx) =>
+      rowOrNull(
+        tx
+          .select()
+          .from(signingCredentials)
+          .where(
+            and(
+              eq(signingCredentials.credentialId, credentialId),
+              eq(signingCredentials.tenantId, tenantId),
+              isNull(signingCredentials.deletedAt),
+            ),
+          ),
+      ),
     );
   }
 

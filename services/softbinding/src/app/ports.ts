@@ -2,7 +2,7 @@
 // implemented in store/ (the fingerprint and feature indexes, in Postgres), in adapters/ (the fingerprinters, which
 // decode with sharp and ffmpeg) and by the blob store; service.ts builds the implementations and injects them.
 import type { Tx } from '@cairn/db';
-import type { AudioFingerprint } from '../domain/audio.js';
+import type { AlignmentScore, AudioFingerprint } from '../domain/audio.js';
 import type { PerceptualHash } from '../domain/pdq.js';
 import type { TextFingerprint } from '../domain/text.js';
 import type { VideoFrameHash } from '../domain/video.js';
@@ -30,6 +30,8 @@ export interface HashIndex {
 /** Audio landmarks (store/feature-index.ts). */
 export interface AudioSearch {
   search(scope: LookupScope, query: AudioFingerprint, limit: number): Promise<PublicMatch[]>;
+  /** How `query` lines up with one asset's indexed sound (none indexed: nothing aligns), for the content check. */
+  alignmentWith(assetId: string, query: AudioFingerprint): Promise<AlignmentScore>;
 }
 
 /** Text MinHash signatures, by LSH band (store/feature-index.ts). */

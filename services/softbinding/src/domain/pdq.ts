@@ -172,9 +172,30 @@ export function thresholdAtMedian(coefficients: Float64Array): Uint8Array {
   return bits;
 }
 
+/**
+ * The 64×64 grid the hash is taken of: decimate(luminance(…)). At the working size (128 a side, every hashed
+ * picture) the Jarosz window is one sample, so the box passes copy and the grid is the luminance of the cells'
+ * centre pixels: computed for those 4 096 pixels alone, the same values (each rounded to float32 as the passes
+ * store it), at a tenth of the work, for twelve hashes a signed image and seven a video frame.
+ */
+export function pdqGrid(pixels: Uint8Array, width: number, height: number, channels: number): Float32Array {
+  if (jaroszWindow(width, GRID) !== 1 || jaroszWindow(height, GRID) !== 1)
+    return decimate(luminance(pixels, width, height, channels), width, height);
+  const out = new Float32Array(GRID * GRID);
+  for (let i = 0; i < GRID; i++) {
+    const row = (((i + 0.5) * height) / GRID) | 0;
+    for (let j = 0; j < GRID; j++) {
+      const p = (row * width + ((((j + 0.5) * width) / GRID) | 0)) * channels;
+      out[i * GRID + j] =
+        channels < 3 ? pixels[p]! : 0.299 * pixels[p]! + 0.587 * pixels[p + 1]! + 0.114 * pixels[p + 2]!;
+    }
+  }
+  return out;
+}
+
 /** The hash of decoded pixels. */
 export function hashPixels(pixels: Uint8Array, width: number, height: number, channels: number): PerceptualHash {
-  const grid = decimate(luminance(pixels, width, height, channels), width, height);
+  const grid = pdqGrid(pixels, width, height, channels);
   return { bits: thresholdAtMedian(dct16(grid)), quality: gradientQuality(grid), alg: PDQ_ALG };
 }
 

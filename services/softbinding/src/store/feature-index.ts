@@ -5,6 +5,7 @@ import {
   AUDIO_ALG,
   isAudioMatch,
   queryHashes,
+  type AlignmentScore,
   type AudioFingerprint,
   type Landmark,
 } from '../domain/audio.js';
@@ -53,15 +54,16 @@ export class AudioIndex implements AudioSearch {
     }
   }
 
+  async alignmentWith(assetId: string, query: AudioFingerprint): Promise<AlignmentScore> {
+    const rows = await inScope(this.db, 'public', (tx) => landmarksSharing(tx, query, assetId));
+    return alignment(query.landmarks, rows);
+  }
+
   async search(scope: LookupScope, query: AudioFingerprint, limit: number): Promise<PublicMatch[]> {
-    const hashes = [...new Set(query.landmarks.flatMap((l: Landmark) => queryHashes(l.hash)))];
-    if (hashes.length === 0) return [];
+    if (query.landmarks.length === 0) return [];
     return inScope(this.db, scope, async (tx) => {
-      const hits = await tx.execute<{ tenant_id: string; asset_id: string; hash: number; t: number }>(
-        sql`select tenant_id, asset_id, hash, t from softbinding.audio_landmarks where hash = any(${`{${hashes.join(',')}}`}::int[])`,
-      );
       const byAsset = new Map<string, Array<{ hash: number; t: number }>>();
-      for (const row of hits.rows) {
+      for (const row of await landmarksSharing(tx, query)) {
         const key = `${row.tenant_id}\u0000${row.asset_id}`;
         const list = byAsset.get(key);
         if (list) list.push(row);
@@ -96,6 +98,24 @@ export class AudioIndex implements AudioSearch {
       });
     });
   }
+}
+
+/**
+ * The indexed landmarks (of one asset, when named) sharing a hash with the query's own or the neighbours a codec's
+ * shift of a frame makes: one scan of the hash index, which also serves one asset (it has no index of its own).
+ */
+async function landmarksSharing(
+  tx: Tx,
+  query: AudioFingerprint,
+  assetId?: string,
+): Promise<Array<{ tenant_id: string; asset_id: string; hash: number; t: number }>> {
+  const hashes = [...new Set(query.landmarks.flatMap((l: Landmark) => queryHashes(l.hash)))];
+  if (hashes.length === 0) return [];
+  const ofAsset = assetId === undefined ? sql`` : sql` and asset_id = ${assetId}`;
+  const hits = await tx.execute<{ tenant_id: string; asset_id: string; hash: number; t: number }>(
+    sql`select tenant_id, asset_id, hash, t from softbinding.audio_landmarks where hash = any(${`{${hashes.join(',')}}`}::int[])${ofAsset}`,
+  );
+  return hits.rows;
 }
 
 /**

@@ -1,9 +1,9 @@
 // The ports the verifier's use cases run over, declared here (where the use cases can see them) and implemented
 // elsewhere: the C2PA reader in adapters/c2pa, the kept verdicts and the verify jobs in store/, the other services
 // by their typed gRPC clients. service.ts builds the implementations and injects them.
-import type { Tx } from '@cairn/db';
 import type { anchorV1, signerV1, softbindingV1, watermarkV1 } from '@cairn/proto';
 import type { ClientOf } from '@cairn/rpc';
+import type { JobRecords } from '@cairn/runtime';
 import type { verifyJobs } from '../db/schema.js';
 import type { JsonValue } from '../domain/c2pa/crjson.js';
 import type { C2paReading, ReadManifestInput } from '../domain/c2pa/types.js';
@@ -83,13 +83,6 @@ export interface VerdictRecords {
 export type VerifyJobRow = typeof verifyJobs.$inferSelect;
 
 /** The rows of asynchronous verifies, each under its tenant (store/jobs.ts). */
-export interface VerifyJobRecords {
+export interface VerifyJobRecords extends JobRecords<VerifyJobRow> {
   create(tenantId: string, jobId: string, uploadBlobKey: string, reservationId: string): Promise<void>;
-  /** Removes a job nobody was told about (its queue item was refused), while it is still only queued. */
-  deleteQueued(tenantId: string, jobId: string): Promise<void>;
-  get(tenantId: string, jobId: string): Promise<VerifyJobRow | null>;
-  mark(tx: Tx, jobId: string, fields: VerifyJobFields): Promise<void>;
 }
-
-/** What a verify job's run changes on its row. */
-export type VerifyJobFields = Partial<Pick<VerifyJobRow, 'status' | 'result' | 'problem' | 'attempts'>>;

@@ -113,14 +113,11 @@ export class TrustLists {
     const custom = await this.custom(tenantId);
     if (custom) {
       const pems = custom.map((e) => e.certificate_pem);
-      const identity: TrustListIdentity = {
-        list: 'custom',
-        name: 'the tenant’s own trust list',
-        source: 'tenant',
-        sha256: certificatesDigest(pems),
-        certificates: pems.length,
+      return {
+        pems,
+        source: 'custom',
+        lists: [heldListInForce('custom', 'the tenant’s own trust list', 'tenant', pems)],
       };
-      return { pems, source: 'custom', lists: [{ identity, pems }] };
     }
     const defaults = await this.loadDefaults();
     return { pems: defaults.pems, source: 'default', lists: defaults.lists };
@@ -254,17 +251,8 @@ export class TrustLists {
 
   /** Cairn's root as a list in force: its snapshot is the certificates the signer last answered. */
   private cairnInForce(cairn: string[]): ListInForce {
-    return {
-      identity: {
-        list: 'cairn',
-        name: 'Cairn’s root',
-        source: 'signer',
-        sha256: certificatesDigest(cairn),
-        certificates: cairn.length,
-        ...(this.roots ? { loadedAt: new Date(this.roots.loadedAt).toISOString() } : {}),
-      },
-      pems: cairn,
-    };
+    const loadedAt = this.roots ? new Date(this.roots.loadedAt).toISOString() : undefined;
+    return heldListInForce('cairn', 'Cairn’s root', 'signer', cairn, loadedAt);
   }
 
   private async cairnRootsCached(): Promise<string[]> {
@@ -320,16 +308,29 @@ function publishedInForce(kind: 'c2pa' | 'c2pa_tsa' | 'interim', list: Published
 
 /** The anchors of TRUST_ANCHORS_FILE as a list in force. */
 function configuredInForce(configured: string[]): ListInForce {
-  return {
-    identity: {
-      list: 'configured',
-      name: 'configured trust anchors',
-      source: 'TRUST_ANCHORS_FILE',
-      sha256: certificatesDigest(configured),
-      certificates: configured.length,
-    },
-    pems: configured,
+  return heldListInForce('configured', 'configured trust anchors', 'TRUST_ANCHORS_FILE', configured);
+}
+
+/**
+ * A list in force that has no published copy (a tenant's own, Cairn's root, the configured anchors): named here,
+ * its snapshot the digest of its certificates.
+ */
+function heldListInForce(
+  list: 'custom' | 'cairn' | 'configured',
+  name: string,
+  source: string,
+  pems: string[],
+  loadedAt?: string,
+): ListInForce {
+  const identity: TrustListIdentity = {
+    list,
+    name,
+    source,
+    sha256: certificatesDigest(pems),
+    certificates: pems.length,
+    ...(loadedAt ? { loadedAt } : {}),
   };
+  return { identity, pems };
 }
 
 function sameStrings(a: readonly string[], b: readonly string[]): boolean {

@@ -46,21 +46,25 @@ export const resize =
         fit: 'fill',
       }),
     );
+/**
+ * A `width`×`height` window of `i`, its left and top edges at `fx` and `fy` of the room the window leaves
+ * (0.5, 0.5: centred).
+ */
+const windowOf = (i: RawImage, width: number, height: number, fx: number, fy: number): Promise<RawImage> =>
+  decode(
+    encoder(i).extract({
+      left: Math.floor((i.width - width) * fx),
+      top: Math.floor((i.height - height) * fy),
+      width,
+      height,
+    }),
+  );
 /** Keeps the central `area` fraction (same aspect). */
 export const cropCentral =
   (area: number): Attack =>
   (i) => {
     const s = Math.sqrt(area);
-    const width = Math.round(i.width * s);
-    const height = Math.round(i.height * s);
-    return decode(
-      encoder(i).extract({
-        left: Math.floor((i.width - width) / 2),
-        top: Math.floor((i.height - height) / 2),
-        width,
-        height,
-      }),
-    );
+    return windowOf(i, Math.round(i.width * s), Math.round(i.height * s), 0.5, 0.5);
   };
 /** Cuts `fraction` of the width off the right side. */
 export const cropSide =
@@ -72,16 +76,7 @@ export const cropOffCentre =
   (area: number): Attack =>
   (i) => {
     const s = Math.sqrt(1 - area);
-    const width = Math.round(i.width * s);
-    const height = Math.round(i.height * s);
-    return decode(
-      encoder(i).extract({
-        left: Math.floor((i.width - width) / 4),
-        top: Math.floor((i.height - height) * 0.75),
-        width,
-        height,
-      }),
-    );
+    return windowOf(i, Math.round(i.width * s), Math.round(i.height * s), 0.25, 0.75);
   };
 /** Rotates by `degrees` and crops to the largest axis-aligned rectangle with no filled corners, as editors do. */
 export const rotate =
@@ -94,16 +89,7 @@ export const rotate =
     const sin = Math.sin(t);
     // Largest inscribed rectangle of the original's aspect inside the rotated frame.
     const k = Math.min(i.width / (i.width * cos + i.height * sin), i.height / (i.width * sin + i.height * cos));
-    const width = Math.floor(i.width * k);
-    const height = Math.floor(i.height * k);
-    return decode(
-      encoder(rotated).extract({
-        left: Math.floor((rotated.width - width) / 2),
-        top: Math.floor((rotated.height - height) / 2),
-        width,
-        height,
-      }),
-    );
+    return windowOf(rotated, Math.floor(i.width * k), Math.floor(i.height * k), 0.5, 0.5);
   };
 export const flip: Attack = (i) => decode(encoder(i).flop());
 /** Multiplies every channel by `factor` (brightness ±20 %: 0.8 and 1.2). */

@@ -4,7 +4,11 @@
 import type { RawImage } from '../../src/domain/image/raw-image.js';
 import type { Attack } from './attacks.js';
 
-function xorshift(seed: number): () => number {
+/**
+ * A deterministic generator for synthetic images (so a run or a failing test reproduces): xorshift32, shifts and
+ * xors only, because Math calls are very slow inside jest's module sandbox.
+ */
+export function xorshift(seed: number): () => number {
   let state = seed >>> 0 || 1;
   return () => {
     state ^= state << 13;

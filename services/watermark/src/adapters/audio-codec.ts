@@ -2,17 +2,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CairnError } from '@cairn/errors';
-import {
-  checkMediaLimits,
-  decodeAudioMono,
-  FfmpegError,
-  probeFfmpeg,
-  runFfmpeg,
-  sniffMediaType,
-  SNIFF_BYTES,
-  type MediaLimits,
-} from '@cairn/media';
+import { decodeAudioMono, FfmpegError, probeFfmpeg, runFfmpeg, type MediaLimits } from '@cairn/media';
 import { ANALYSIS_RATE, type AudioFormat, type DecodedAudio, type VideoAudioTrack } from '../domain/media-formats.js';
+import { admitEncoded, invalidEncoded } from './encoded-file.js';
 
 /**
  * The service's own decode and re-encode of audio files (callers send files, never samples): the header is
@@ -22,10 +14,6 @@ import { ANALYSIS_RATE, type AudioFormat, type DecodedAudio, type VideoAudioTrac
  */
 
 const EMBEDDABLE: ReadonlySet<string> = new Set(['audio/wav', 'audio/flac', 'audio/mpeg', 'audio/ogg']);
-
-function invalid(detail: string): CairnError {
-  return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
-}
 
 /** The first audio stream of ffmpeg's description: codec, rate, channels, sample format, bit rate. */
 export function parseAudioStream(text: string, mediaType: string): Omit<AudioFormat, 'seconds'> | null {
@@ -108,11 +96,12 @@ async function decodeInterleaved(
 
 /** The upload to mark: limits from its header, then its samples as they are and the 16 kHz mono mix. */
 export async function decodeAudioForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedAudio> {
-  const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
-  const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType))
-    throw invalid(`encoded must be a WAV, FLAC, MP3 or OGG file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
-  const probe = await checkMediaLimits(bytes, sniffed, limits);
+  const { bytes, sniffed, probe } = await admitEncoded(
+    encoded,
+    limits,
+    (type) => EMBEDDABLE.has(type.mediaType),
+    (type) => `encoded must be a WAV, FLAC, MP3 or OGG file${type ? `, got ${type.mediaType}` : ''}`,
+  );
   const description = await withTemp(async (dir) => {
     const path = join(dir, 'input');
     await writeFile(path, bytes);
@@ -159,11 +148,12 @@ export async function decodeAudioForDetection(
   /** Decode no more than this (the detector reads only its first seconds). */
   readSeconds = Infinity,
 ): Promise<Float32Array | null> {
-  const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
-  const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || (sniffed.modality !== 'audio' && sniffed.modality !== 'video'))
-    throw invalid(`encoded must be an audio or video file${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
-  await checkMediaLimits(bytes, sniffed, limits);
+  const { bytes, sniffed } = await admitEncoded(
+    encoded,
+    limits,
+    (type) => type.modality === 'audio' || type.modality === 'video',
+    (type) => `encoded must be an audio or video file${type ? `, got ${type.mediaType}` : ''}`,
+  );
   const maxSeconds = Math.min(readSeconds, sniffed.modality === 'audio' ? limits.audioSeconds : limits.videoSeconds);
   try {
     return await decodeAudioMono(bytes, ANALYSIS_RATE, maxSeconds);
@@ -212,7 +202,7 @@ export function encoderArgs(format: AudioFormat): { args: string[]; extension: s
         ? { args: ['-c:a', 'libopus', '-b:a', `${kbps}k`, '-f', 'ogg'], extension: 'ogg' }
         : { args: ['-c:a', 'libvorbis', '-b:a', `${kbps}k`, '-f', 'ogg'], extension: 'ogg' };
     default:
-      throw invalid(`cannot re-encode ${format.mediaType}`);
+      throw invalidEncoded(`cannot re-encode ${format.mediaType}`);
   }
 }
 

@@ -1,17 +1,15 @@
 import { CairnError } from '@cairn/errors';
 import {
-  checkMediaLimits,
   decodeImage,
   decodeRgb,
   encodeImage,
   makeThumbnail,
-  sniffMediaType,
-  SNIFF_BYTES,
   type EncodableImageType,
   type MediaLimits,
 } from '@cairn/media';
 import { isChannels, type RawImage } from '../domain/image/raw-image.js';
 import type { DecodedForEmbedding } from '../domain/media-formats.js';
+import { admitEncoded, invalidEncoded } from './encoded-file.js';
 
 /**
  * The service's own decode of the files callers send (they send encoded bytes, never pixels): header first
@@ -20,18 +18,15 @@ import type { DecodedForEmbedding } from '../domain/media-formats.js';
 
 const EMBEDDABLE: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/webp']);
 
-function invalid(detail: string): CairnError {
-  return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
-}
-
 /** The upload to mark, decoded once the way it will be re-encoded (its own format, alpha kept where it has one). */
 export async function decodeForEmbedding(encoded: Uint8Array, limits: MediaLimits): Promise<DecodedForEmbedding> {
-  const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
-  const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType))
-    throw invalid(`encoded must be a JPEG, PNG or WebP image${sniffed ? `, got ${sniffed.mediaType}` : ''}`);
-  const probe = await checkMediaLimits(bytes, sniffed, limits);
-  if (!probe) throw invalid(`encoded looks like ${sniffed.mediaType} but its header cannot be read`);
+  const { bytes, sniffed, probe } = await admitEncoded(
+    encoded,
+    limits,
+    (type) => EMBEDDABLE.has(type.mediaType),
+    (type) => `encoded must be a JPEG, PNG or WebP image${type ? `, got ${type.mediaType}` : ''}`,
+  );
+  if (!probe) throw invalidEncoded(`encoded looks like ${sniffed.mediaType} but its header cannot be read`);
   const mediaType = sniffed.mediaType as EncodableImageType;
   // Embedding serves a sign: an upload that only looks like an image is the sign's unsupported_mime, as it was
   // when the signer decoded it itself.
@@ -86,15 +81,17 @@ export async function decodeForDetection(
   limits: MediaLimits,
   { workingSize = false }: { workingSize?: boolean } = {},
 ): Promise<RawImage> {
-  const bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
-  const sniffed = sniffMediaType(bytes.subarray(0, SNIFF_BYTES));
-  if (!sniffed || sniffed.modality !== 'image') throw invalid('encoded must be an image file');
-  const probe = await checkMediaLimits(bytes, sniffed, limits);
+  const { bytes, sniffed, probe } = await admitEncoded(
+    encoded,
+    limits,
+    (type) => type.modality === 'image',
+    () => 'encoded must be an image file',
+  );
   const shrink = workingSize && probe?.width && probe.height ? detectionShrink(probe.width, probe.height) : 1;
   const longestSide =
     probe?.width && probe.height && shrink > 1 ? Math.round(Math.max(probe.width, probe.height) / shrink) : undefined;
   const decoded = await decodeRgb(bytes, limits.imagePixels, longestSide === undefined ? {} : { longestSide });
   if (!decoded || !isChannels(decoded.channels))
-    throw invalid(`encoded looks like ${sniffed.mediaType} but cannot be decoded`);
+    throw invalidEncoded(`encoded looks like ${sniffed.mediaType} but cannot be decoded`);
   return { pixels: decoded.pixels, width: decoded.width, height: decoded.height, channels: decoded.channels };
 }

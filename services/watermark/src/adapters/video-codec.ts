@@ -5,17 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { CairnError } from '@cairn/errors';
-import {
-  checkMediaLimits,
-  ffmpegPath,
-  FfmpegError,
-  probeFfmpeg,
-  runFfmpeg,
-  sniffMediaType,
-  SNIFF_BYTES,
-  type MediaLimits,
-} from '@cairn/media';
+import { ffmpegPath, FfmpegError, probeFfmpeg, runFfmpeg, type MediaLimits } from '@cairn/media';
 import { MIN_VIDEO_SIDE, type Transcoded, type VideoFormat, type VideoScratch } from '../domain/media-formats.js';
+import { admitEncoded, invalidEncoded } from './encoded-file.js';
+import { addLuma, lumaSum, meanLuma } from '../domain/video/luma-mean.js';
 
 /**
  * The service's own decode and re-encode of video files (callers send files, never frames). The upload is written
@@ -53,10 +46,6 @@ const MAX_CRF = 36;
  * encode, which was a fifth of a 3 s clip's whole CPU.
  */
 const PROBE_SECONDS = 0.5;
-
-function invalid(detail: string): CairnError {
-  return new CairnError('cairn.validation.invalid_body', detail, { errors: [{ path: 'encoded', message: detail }] });
-}
 
 /** A size of one raw YUV 4:2:0 frame (the luma plane first). */
 export function yuv420FrameBytes(width: number, height: number): number {
@@ -119,19 +108,21 @@ export async function probeVideoForEmbedding(
   file: VideoScratch,
   limits: MediaLimits,
 ): Promise<VideoFormat> {
-  const sniffed = sniffMediaType(Buffer.from(bytes.subarray(0, SNIFF_BYTES)));
-  if (!sniffed || !EMBEDDABLE.has(sniffed.mediaType))
-    throw invalid(`the file is ${sniffed?.mediaType ?? 'not a recognised format'}; MP4 and WebM videos are marked`);
-  await checkMediaLimits(Buffer.from(bytes), sniffed, limits);
+  const { sniffed } = await admitEncoded(
+    bytes,
+    limits,
+    (type) => EMBEDDABLE.has(type.mediaType),
+    (type) => `the file is ${type?.mediaType ?? 'not a recognised format'}; MP4 and WebM videos are marked`,
+  );
   const text = await probeFfmpeg(file.path);
   const stream = parseVideoStream(text);
-  if (!stream) throw invalid('the file has no video stream ffmpeg can read');
+  if (!stream) throw invalidEncoded('the file has no video stream ffmpeg can read');
   if (Math.min(stream.width, stream.height) < MIN_VIDEO_SIDE)
-    throw invalid(
+    throw invalidEncoded(
       `frames are ${stream.width}×${stream.height}; a video watermark needs at least ${MIN_VIDEO_SIDE} pixels a side`,
     );
   if (stream.width % 2 !== 0 || stream.height % 2 !== 0)
-    throw invalid(`frames are ${stream.width}×${stream.height}; 4:2:0 video needs an even width and height`);
+    throw invalidEncoded(`frames are ${stream.width}×${stream.height}; 4:2:0 video needs an even width and height`);
   const duration = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/.exec(text);
   const seconds = duration ? Number(duration[1]) * 3600 + Number(duration[2]) * 60 + Number(duration[3]) : 0;
   if (seconds > limits.videoSeconds)
@@ -307,7 +298,7 @@ export async function transcodeFrames(
     }
     for (const next of pending.splice(0)) await encode(await next);
     await decoder.exited;
-    if (frames === 0) throw invalid('no video frames could be decoded');
+    if (frames === 0) throw invalidEncoded('no video frames could be decoded');
     const { child, exited } = await encoderReady;
     child.stdin!.end();
     await exited;
@@ -341,12 +332,11 @@ export async function visitLumaWindows(
   const decoder = startRawDecoder(file, options.maxSeconds, ['-vf', `fps=${fps}`], 'gray');
   const timer = setTimeout(() => decoder.child.kill('SIGKILL'), options.timeoutMs);
   try {
-    const sum = new Float32Array(width * height);
+    const sum = lumaSum(width * height);
     let inWindow = 0;
     let window = 0;
     const flush = async (): Promise<boolean> => {
-      const luma = new Uint8Array(sum.length);
-      for (let i = 0; i < sum.length; i++) luma[i] = Math.round(sum[i]! / inWindow);
+      const luma = meanLuma(sum, inWindow);
       sum.fill(0);
       inWindow = 0;
       return visit({ luma, width, height, atSeconds: window++ });
@@ -354,7 +344,7 @@ export async function visitLumaWindows(
     // Each frame is added to the window's sum at once, so one buffer serves them all.
     const spare: Uint8Array[] = [];
     for await (const frame of rawFrames(decoder.child.stdout!, width * height, spare)) {
-      for (let i = 0; i < frame.length; i++) sum[i]! += frame[i]!;
+      addLuma(sum, frame);
       spare.push(frame);
       if (++inWindow === fps && !(await flush())) return 'visited';
     }

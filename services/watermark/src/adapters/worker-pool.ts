@@ -156,17 +156,14 @@ export class ImageWorkerPool implements WorkerPool {
     algorithm?: KeyedAlgorithmName,
     level: number | 'content' = 0,
   ): Promise<EmbedOutcome> {
-    const response = await this.run((id) => ({
-      id,
+    return this.run({
       op: 'embed',
       image: { ...image, pixels: owned(image.pixels) },
       payload: Uint8Array.from(payload),
       ...(key ? { key } : {}),
       ...(algorithm ? { algorithm } : {}),
       ...(level ? { level } : {}),
-    }));
-    if (response.op !== 'embed') throw new Error('image worker answered the wrong operation');
-    return response.outcome;
+    });
   }
 
   /**
@@ -194,12 +191,7 @@ export class ImageWorkerPool implements WorkerPool {
     scope: { syncGridAreas?: ReadonlyArray<number>; syncOnly?: boolean },
     lane: Lane,
   ): Promise<DetectOutcome> {
-    const response = await this.run(
-      (id) => ({ id, op: 'detect', image: { ...image, pixels: owned(image.pixels) }, keys, ...scope }),
-      lane,
-    );
-    if (response.op !== 'detect') throw new Error('image worker answered the wrong operation');
-    return response.outcome;
+    return this.run({ op: 'detect', image: { ...image, pixels: owned(image.pixels) }, keys, ...scope }, lane);
   }
 
   /**
@@ -212,23 +204,18 @@ export class ImageWorkerPool implements WorkerPool {
     key: WatermarkKey,
     algorithm: AudioMarkAlgorithm = CAIRN_AUDIO_WM_V3_NAME,
   ): Promise<AudioEmbedOutcome> {
-    const response = await this.run((id) => ({
-      id,
+    return this.run({
       op: 'embed-audio',
       audio: { ...audio, samples: ownedFloats(audio.samples) },
       payload: Uint8Array.from(payload),
       key,
       algorithm,
-    }));
-    if (response.op !== 'embed-audio') throw new Error('watermark worker answered the wrong operation');
-    return response.outcome;
+    });
   }
 
   /** Reads a cairn-audio-wm-v3 or v1 mark from the 16 kHz mono mix under each of `keys`, in order. */
   async detectAudio(samples: Float32Array, keys: ReadonlyArray<WatermarkKey>): Promise<DetectOutcome> {
-    const response = await this.run((id) => ({ id, op: 'detect-audio', samples: ownedFloats(samples), keys }));
-    if (response.op !== 'detect-audio') throw new Error('watermark worker answered the wrong operation');
-    return response.outcome;
+    return this.run({ op: 'detect-audio', samples: ownedFloats(samples), keys });
   }
 
   /**
@@ -242,8 +229,7 @@ export class ImageWorkerPool implements WorkerPool {
     key: WatermarkKey,
     strengthRms: number,
   ): Promise<MarkLumaOutcome> {
-    const response = await this.run((id) => ({
-      id,
+    return this.run({
       op: 'mark-luma',
       frame: owned(frame),
       width: size.width,
@@ -251,9 +237,7 @@ export class ImageWorkerPool implements WorkerPool {
       payload: Uint8Array.from(payload),
       key,
       strengthRms,
-    }));
-    if (response.op !== 'mark-luma') throw new Error('watermark worker answered the wrong operation');
-    return response.outcome;
+    });
   }
 
   /** Tasks waiting or running, in both lanes. */
@@ -282,19 +266,19 @@ export class ImageWorkerPool implements WorkerPool {
     await Promise.all([...this.slots].map((slot) => slot.worker.terminate()));
   }
 
-  private run<R extends AnyRequest>(
-    build: (id: number) => R,
-    lane: Lane = 'foreground',
-  ): Promise<Extract<ResponseTo<R>, { ok: true }>> {
+  /** Queues `task`, numbered, and answers its outcome (a worker's failure thrown as workerFailure makes it). */
+  private run<T extends Unnumbered>(task: T, lane: Lane = 'foreground'): Promise<OutcomeOf<T>> {
     if (this.closed) return Promise.reject(new PoolClosedError());
-    const request = build(this.nextId++);
+    // Every member of AnyRequest is its Unnumbered form with an id.
+    const request = { id: this.nextId++, ...task } as AnyRequest;
     const transfer = transferable(bytesOfRequest(request));
     return new Promise<AnyResponse>((resolve, reject) => {
       this.queues[lane].push({ request, transfer, resolve, reject });
       this.dispatch();
-    }).then((response) => {
+    }).then((response): OutcomeOf<T> => {
       if (!response.ok) throw workerFailure(response.error);
-      return response as Extract<ResponseTo<R>, { ok: true }>;
+      if (response.op !== request.op) throw new Error(`watermark worker answered ${response.op} to ${request.op}`);
+      return response.outcome as OutcomeOf<T>;
     });
   }
 
@@ -372,11 +356,11 @@ export class ImageWorkerPool implements WorkerPool {
 
 type AnyRequest = WorkerRequest | AudioWorkerRequest | VideoWorkerRequest;
 type AnyResponse = WorkerResponse | AudioWorkerResponse | VideoWorkerResponse;
-type ResponseTo<R extends AnyRequest> = R extends WorkerRequest
-  ? WorkerResponse
-  : R extends AudioWorkerRequest
-    ? AudioWorkerResponse
-    : VideoWorkerResponse;
+/** Each operation's outcome, as its successful answer carries it. */
+type Outcomes = { [A in Extract<AnyResponse, { ok: true }> as A['op']]: A['outcome'] };
+type OutcomeOf<T extends Unnumbered> = Outcomes[T['op']];
+/** A request as a method words it; run() gives it its id. */
+type Unnumbered = AnyRequest extends infer R ? (R extends AnyRequest ? Omit<R, 'id'> : never) : never;
 
 /** The buffer a request may hand over: its pixels or its samples. */
 function bytesOfRequest(request: AnyRequest): Uint8Array {

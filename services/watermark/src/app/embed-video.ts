@@ -49,6 +49,8 @@ export async function embedVideo(
     const unmarked = { encoded: new Uint8Array(0), payloadHex: '', psnrDb: 0, algorithm: '', keyId: '' };
     return { ...unmarked, mediaType, width, height, frames, crf, notEmbeddedReason };
   }
+  // What the mark is checked against when a copy names the asset (the first description of the id stays).
+  await deps.registry.describe(input.tenantId, input.watermarkId, marked.content);
   return {
     notEmbeddedReason: '',
     encoded,

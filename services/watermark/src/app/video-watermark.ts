@@ -6,6 +6,8 @@ import type { MediaCodecs, WorkerPool } from './ports.js';
 import type { DetectOutcome } from '../domain/worker-protocol.js';
 import { detectionSampleFps, VIDEO_GRID_AREAS } from '../domain/video/luma-frame-mark.js';
 import { MIN_VIDEO_SIDE } from '../domain/media-formats.js';
+import { addLuma, lumaSum, meanLuma } from '../domain/video/luma-mean.js';
+import { describeVideoContent } from '../domain/video/content.js';
 
 /**
  * The video watermark: every frame carries the image mark cairn-sync-v2 (the keyed tile with the payload, made
@@ -38,6 +40,8 @@ export interface MarkedVideo {
   readonly frames: number;
   readonly crf: number;
   readonly psnrDb: number;
+  /** The coarse luma map of the first second on the embedding grid, for the registry (domain/video/content.ts). */
+  readonly content: Uint8Array;
 }
 
 /**
@@ -67,11 +71,17 @@ export async function markVideo(
     const lumaBytes = format.width * format.height;
     let squaredError = 0;
     const expectedFrames = Math.max(1, Math.round(format.seconds * format.fps));
+    // The first second's luma, summed as its frames go by (before the worker takes them): the content description.
+    const firstSecond = { sum: lumaSum(lumaBytes), frames: 0, of: Math.max(1, Math.round(format.fps)) };
     const { encoded: marked, frames } = await codecs.transcodeFrames(
       file,
       format,
       crf,
       async (frame) => {
+        if (firstSecond.frames < firstSecond.of) {
+          addLuma(firstSecond.sum, frame);
+          firstSecond.frames++;
+        }
         const outcome = await pool.markLuma(frame, format, payload, key, VIDEO_MARK_STRENGTH_RMS);
         squaredError += outcome.squaredError;
         return outcome.frame;
@@ -96,6 +106,7 @@ export async function markVideo(
       frames,
       crf: await crf,
       psnrDb: mse > 0 ? 10 * Math.log10((255 * 255) / mse) : 99,
+      content: describeVideoContent(meanLuma(firstSecond.sum, firstSecond.frames), format.width, format.height),
     };
   } finally {
     // A failed transcode leaves no probe reading the file after it is gone (the probe's own failure is not the news).
@@ -132,13 +143,11 @@ export async function detectVideoMark(
     let algorithm: string | undefined;
     let windows = 0;
     let decided = 0;
-    let sum: { values: Float32Array; width: number; height: number } | undefined;
+    let sum: { values: Uint32Array; width: number; height: number } | undefined;
     const decide = async (atSeconds: number): Promise<boolean> => {
       const { values, width, height } = sum!;
       decided = windows;
-      const mean = new Uint8Array(values.length);
-      for (let i = 0; i < values.length; i++) mean[i] = Math.round(values[i]! / windows);
-      const image: RawImage = { pixels: mean, width, height, channels: 1 };
+      const image: RawImage = { pixels: meanLuma(values, windows), width, height, channels: 1 };
       const outcome = await pool.detect(image, keys, VIDEO_GRID_AREAS);
       algorithm = outcome.algorithm;
       if (!outcome.detection) return false;
@@ -153,8 +162,8 @@ export async function detectVideoMark(
         if (Math.min(width, height) < MIN_DETECT_SIDE) return false;
         windows++;
         lastSeconds = atSeconds;
-        sum ??= { values: new Float32Array(luma.length), width, height };
-        for (let i = 0; i < luma.length; i++) sum.values[i]! += luma[i]!;
+        sum ??= { values: lumaSum(luma.length), width, height };
+        addLuma(sum.values, luma);
         return !(DECISION_WINDOWS.has(windows) && (await decide(atSeconds)));
       },
     );

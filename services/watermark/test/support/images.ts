@@ -1,6 +1,11 @@
 import sharp from 'sharp';
-import type { Channels, RawImage } from '../../src/domain/image/raw-image.js';
+import type { RawImage } from '../../src/domain/image/raw-image.js';
 import { SHARED_DIR } from '../../../../packages/testing/src/shared.js';
+import { decode, encoder } from '../../bench/image/attacks.js';
+import { xorshift } from '../../bench/image/images.js';
+
+// The bench's raw-pixel plumbing and generator serve the tests too (one home: bench/image).
+export { decode, encoder, xorshift };
 
 /** Real photographs (scikit-image sample data, see the README there). */
 export const PHOTOS_DIR = `${SHARED_DIR}/fixtures/photos/`;
@@ -12,16 +17,6 @@ export interface PhotoOptions {
   readonly alpha?: boolean;
 }
 
-export async function decode(input: sharp.Sharp): Promise<RawImage> {
-  const { data, info } = await input.raw().toBuffer({ resolveWithObject: true });
-  return {
-    pixels: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-    width: info.width,
-    height: info.height,
-    channels: info.channels as Channels,
-  };
-}
-
 export function loadPhoto(file: string, options: PhotoOptions = {}): Promise<RawImage> {
   let image = sharp(PHOTOS_DIR + file);
   if (options.size) image = image.resize(options.size[0], options.size[1], { fit: 'fill' });
@@ -29,12 +24,6 @@ export function loadPhoto(file: string, options: PhotoOptions = {}): Promise<Raw
   image = options.gray ? image.toColourspace('b-w') : image.removeAlpha();
   if (options.alpha) image = image.ensureAlpha();
   return decode(image);
-}
-
-export function encoder(image: RawImage): sharp.Sharp {
-  return sharp(Buffer.from(image.pixels.buffer, image.pixels.byteOffset, image.pixels.byteLength), {
-    raw: { width: image.width, height: image.height, channels: image.channels },
-  });
 }
 
 /** What happens to a published image on its way back to a verifier. */
@@ -58,20 +47,6 @@ export const ATTACKS = {
 } as const satisfies Record<string, (image: RawImage) => Promise<RawImage>>;
 
 export type AttackName = keyof typeof ATTACKS;
-
-/**
- * A deterministic generator for synthetic test images (so a failure reproduces): xorshift32, shifts and
- * xors only, because Math calls are very slow inside jest's module sandbox.
- */
-export function xorshift(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 4294967296;
-  };
-}
 
 const KINDS = ['noise', 'flat', 'gradient', 'waves', 'checker', 'blocks'] as const;
 

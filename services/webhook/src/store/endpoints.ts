@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { withTenant, type Database, type Tx } from '@cairn/db';
 import { attempts, deliveries, endpoints } from '../db/schema.js';
 import type { AttemptRow, DeliveryRow, EndpointRecords, EndpointRow, NewEndpoint } from '../app/ports.js';
@@ -35,32 +36,32 @@ export class EndpointStore implements EndpointRecords {
     return row;
   }
 
-  async markDeleted(tx: Tx, webhookId: string): Promise<EndpointRow> {
-    const [deleted] = await tx
-      .update(endpoints)
-      .set({ deletedAt: sql`now()` })
-      .where(eq(endpoints.webhookId, webhookId))
-      .returning();
-    return deleted!;
+  markDeleted(tx: Tx, webhookId: string): Promise<EndpointRow> {
+    return this.updateEndpoint(tx, webhookId, { deletedAt: sql`now()` });
   }
 
   /** The new secret, and the one it replaces while it keeps signing (none: null, null). */
-  async setSealedSecret(
+  setSealedSecret(
     tx: Tx,
     webhookId: string,
     sealedSecret: string,
     previous: { sealedSecret: string; expiresAt: Date } | null,
   ): Promise<EndpointRow> {
-    const [rotated] = await tx
-      .update(endpoints)
-      .set({
-        sealedSecret,
-        previousSealedSecret: previous?.sealedSecret ?? null,
-        previousSecretExpiresAt: previous?.expiresAt ?? null,
-      })
-      .where(eq(endpoints.webhookId, webhookId))
-      .returning();
-    return rotated!;
+    return this.updateEndpoint(tx, webhookId, {
+      sealedSecret,
+      previousSealedSecret: previous?.sealedSecret ?? null,
+      previousSecretExpiresAt: previous?.expiresAt ?? null,
+    });
+  }
+
+  /** Sets `values` on one endpoint; its row as it is then. */
+  private async updateEndpoint(
+    tx: Tx,
+    webhookId: string,
+    values: PgUpdateSetSource<typeof endpoints>,
+  ): Promise<EndpointRow> {
+    const [updated] = await tx.update(endpoints).set(values).where(eq(endpoints.webhookId, webhookId)).returning();
+    return updated!;
   }
 
   /** An endpoint's latest deliveries, newest first, with the attempts of each. */

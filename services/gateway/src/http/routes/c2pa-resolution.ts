@@ -48,6 +48,8 @@ export interface C2paResolutionDeps {
   referenceTimeoutMs: number;
   /** byReference: the largest asset fetched (held in memory while it is read, so smaller than uploads). */
   referenceMaxBytes: number;
+  /** byReference: fetches this process runs at once (each holds up to referenceMaxBytes). */
+  referenceFetchesAtOnce: number;
 }
 
 /**
@@ -149,7 +151,7 @@ export const operations = operationsOf(C2PA_RESOLUTION_TAG, PUBLIC, {
     route: `post ${C2PA_RESOLUTION_PREFIX}/matches/byReference`,
     summary: 'Soft-binding matches for an asset fetched from a URL',
     description:
-      'Cairn fetches referenceUrl under its outbound address policy (private, link-local and metadata addresses refused, checked after DNS and on every redirect, at most 3 redirects), at most assetLength bytes (≤ UPLOAD_MAX_BYTES) within REFERENCE_FETCH_TIMEOUT_MS, then answers as byContent. A failed fetch is 502 naming only the class of failure.',
+      'Cairn fetches referenceUrl under its outbound address policy (private, link-local and metadata addresses refused, checked after DNS and on every redirect, at most 3 redirects), at most assetLength bytes (≤ UPLOAD_MAX_BYTES) within REFERENCE_FETCH_TIMEOUT_MS, then answers as byContent. A failed fetch is 502 naming only the class of failure. Each gateway process runs at most REFERENCE_FETCHES_AT_ONCE fetches; one more is 503 with Retry-After.',
     query: byContentQuery,
     body: jsonRequest(byReferenceBody, {
       referenceUrl: 'https://images.example.com/photo.jpg',
@@ -162,6 +164,7 @@ export const operations = operationsOf(C2PA_RESOLUTION_TAG, PUBLIC, {
       'cairn.verify.unsupported_file_type',
       'cairn.validation.body_too_large',
       'cairn.ratelimit.exceeded',
+      'cairn.unavailable',
     ],
   },
   c2paGetManifest: {

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
+import { docsUrl } from '@cairn/config';
 import { CairnError } from '@cairn/errors';
 import type { TenantDirectory } from '../../adapters/tenant-directory.js';
 import { requestHash } from '../../domain/request-hash.js';
@@ -103,7 +104,7 @@ export function onboardRoutes(deps: { tenants: TenantDirectory; docsUrl: string 
       api_key: answer.apiKey,
       recipe_defaults: answer.recipeDefaults,
       rate_limits: { rps: answer.rateLimitRps, daily: answer.rateLimitDaily },
-      next_steps_url: `${deps.docsUrl.replace(/\/$/, '')}/quickstart`,
+      next_steps_url: docsUrl(deps.docsUrl, '/quickstart'),
     });
   });
   return router;

@@ -6,6 +6,7 @@
 import { CairnError } from '@cairn/errors';
 import {
   asBuffer,
+  childEntryBeside,
   TaskFailedError,
   WorkerCrashedError,
   WorkerPool,
@@ -27,18 +28,13 @@ export interface IsolatedC2paOptions {
 
 const DEFAULT_RESERVE_SIZE = 10_240;
 
-function defaultEntry(): URL {
-  const ext = new URL(import.meta.url).pathname.endsWith('.js') ? 'js' : 'ts';
-  return new URL(`./sign-child.${ext}`, import.meta.url);
-}
-
 export class IsolatedC2pa implements C2paSigning {
   readonly pool: WorkerPool;
 
   constructor(options: IsolatedC2paOptions) {
     this.pool = new WorkerPool({
       name: 'c2pa-sign',
-      entry: options.entry ?? defaultEntry(),
+      entry: options.entry ?? childEntryBeside(import.meta.url, 'sign-child'),
       size: options.size,
       timeoutMs: options.timeoutMs,
       maxOldSpaceMb: options.maxOldSpaceMb,

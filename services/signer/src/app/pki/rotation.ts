@@ -43,8 +43,8 @@ export interface RotationDeps {
  * responder's and the TSA's certificates when they have under 30 days left. Call it periodically (e.g. hourly).
  */
 export async function rotateIfDue(deps: RotationDeps, now: Date): Promise<RotationResult> {
-  const renewed = await renewOcspResponderIfDue(deps, now);
-  const tsaRenewed = await renewTsaIfDue(deps, now);
+  const renewed = await renewDelegateIfDue(deps, now, 'ocspResponder');
+  const tsaRenewed = await renewDelegateIfDue(deps, now, 'tsa');
   const result = await rotateSigningIfDue(deps, now);
   return {
     ...result,
@@ -55,17 +55,54 @@ export async function rotateIfDue(deps: RotationDeps, now: Date): Promise<Rotati
 
 type DelegateRole = 'ocspResponder' | 'tsa';
 
+/** Per delegate: how its certificate is issued, who is told when it changed, and its name in the log. */
+const DELEGATES: Record<
+  DelegateRole,
+  {
+    create: (
+      deps: RotationDeps,
+      tx: Tx,
+      org: string,
+      intermediate: CertificateRow,
+      now: Date,
+    ) => Promise<CertificateRow>;
+    changed: (deps: RotationDeps) => void;
+    name: string;
+  }
+> = {
+  ocspResponder: {
+    create: (deps, ...args) => deps.issuance.createOcspResponder(...args),
+    changed: (deps) => deps.responderChanged(),
+    name: 'OCSP responder',
+  },
+  tsa: {
+    create: (deps, ...args) => deps.issuance.createTsa(...args),
+    changed: (deps) => deps.tsaChanged(),
+    name: 'time-stamping authority',
+  },
+};
+
+/** A delegate's certificate renewed when due (renewIfDue), and then announced. */
+async function renewDelegateIfDue(
+  deps: RotationDeps,
+  now: Date,
+  role: DelegateRole,
+): Promise<CertificateInfo | undefined> {
+  const delegate = DELEGATES[role];
+  const renewed = await renewIfDue(deps, now, role);
+  if (renewed) {
+    delegate.changed(deps);
+    deps.logger?.info({ serial: renewed.serialHex }, `${delegate.name} certificate renewed`);
+  }
+  return renewed;
+}
+
 /**
  * A new delegated certificate of the intermediate (the OCSP responder's or the TSA's) when the active one has
  * under 30 days left, is missing, or was issued by another intermediate. The previous one is retired, not revoked:
  * answers and time-stamps it signed stay verifiable.
  */
-async function renewDelegateIfDue(
-  deps: RotationDeps,
-  now: Date,
-  role: DelegateRole,
-  create: (tx: Tx, org: string, intermediate: CertificateRow) => Promise<CertificateRow>,
-): Promise<CertificateInfo | undefined> {
+async function renewIfDue(deps: RotationDeps, now: Date, role: DelegateRole): Promise<CertificateInfo | undefined> {
   const due = (delegate: CertificateRow | undefined, intermediate: CertificateRow): boolean =>
     !delegate ||
     delegate.issuerSerial !== intermediate.serialHex ||
@@ -87,30 +124,9 @@ async function renewDelegateIfDue(
     if (!current.intermediate || !due(current[role], current.intermediate)) return undefined;
     const previous = current[role];
     if (previous) await deps.store.retire(tx, previous.serialHex, now);
-    return info(await create(tx, deps.issuance.orgOf(current.intermediate), current.intermediate));
+    const org = deps.issuance.orgOf(current.intermediate);
+    return info(await DELEGATES[role].create(deps, tx, org, current.intermediate, now));
   });
-}
-
-async function renewOcspResponderIfDue(deps: RotationDeps, now: Date): Promise<CertificateInfo | undefined> {
-  const renewed = await renewDelegateIfDue(deps, now, 'ocspResponder', (tx, org, intermediate) =>
-    deps.issuance.createOcspResponder(tx, org, intermediate, now),
-  );
-  if (renewed) {
-    deps.responderChanged();
-    deps.logger?.info({ serial: renewed.serialHex }, 'OCSP responder certificate renewed');
-  }
-  return renewed;
-}
-
-async function renewTsaIfDue(deps: RotationDeps, now: Date): Promise<CertificateInfo | undefined> {
-  const renewed = await renewDelegateIfDue(deps, now, 'tsa', (tx, org, intermediate) =>
-    deps.issuance.createTsa(tx, org, intermediate, now),
-  );
-  if (renewed) {
-    deps.tsaChanged();
-    deps.logger?.info({ serial: renewed.serialHex }, 'time-stamping authority certificate renewed');
-  }
-  return renewed;
 }
 
 async function rotateSigningIfDue(deps: RotationDeps, now: Date): Promise<RotationResult> {

@@ -123,10 +123,38 @@ export async function createIntermediateCertificate(params: {
   now: Date;
   validityDays?: number;
 }): Promise<IssuedCertificate> {
-  const { notBefore, notAfter } = validity(params.now, params.validityDays ?? 1825, params.issuer.certificate.notAfter);
+  return issue({ ...params, commonName: 'Cairn Intermediate CA', validityDays: params.validityDays ?? 1825 }, [
+    // pathLen 0: this CA issues end-entity certificates only.
+    new x509.BasicConstraintsExtension(true, 0, true),
+    // digitalSignature because this CA signs OCSP responses itself when its delegated responder is missing.
+    new x509.KeyUsagesExtension(
+      x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+      true,
+    ),
+  ]);
+}
+
+/**
+ * A certificate the issuer signs: its validity capped by the issuer's end, and after `extensions` the subject's and
+ * the authority's key identifiers, then `trailing`.
+ */
+async function issue(
+  params: {
+    org: string;
+    commonName: string;
+    publicKey: CryptoKey | x509.PublicKey;
+    issuer: Issuer;
+    serialHex: string;
+    now: Date;
+    validityDays: number;
+  },
+  extensions: x509.Extension[],
+  trailing: x509.Extension[] = [],
+): Promise<IssuedCertificate> {
+  const { notBefore, notAfter } = validity(params.now, params.validityDays, params.issuer.certificate.notAfter);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: params.serialHex,
-    subject: name(params.org, 'Cairn Intermediate CA'),
+    subject: name(params.org, params.commonName),
     issuer: params.issuer.certificate.subjectName,
     notBefore,
     notAfter,
@@ -134,15 +162,10 @@ export async function createIntermediateCertificate(params: {
     signingKey: params.issuer.privateKey,
     signingAlgorithm: P256_SHA256,
     extensions: [
-      // pathLen 0: this CA issues end-entity certificates only.
-      new x509.BasicConstraintsExtension(true, 0, true),
-      // digitalSignature because this CA signs OCSP responses itself when its delegated responder is missing.
-      new x509.KeyUsagesExtension(
-        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
-        true,
-      ),
+      ...extensions,
       await x509.SubjectKeyIdentifierExtension.create(params.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
+      ...trailing,
     ],
   });
   return issued(cert, params.serialHex);
@@ -160,27 +183,24 @@ export async function createSigningCertificate(params: {
   now: Date;
   validityDays: number;
 }): Promise<IssuedCertificate> {
-  const { notBefore, notAfter } = validity(params.now, params.validityDays, params.issuer.certificate.notAfter);
-  const publicKey = new x509.PublicKey(params.subjectPublicKey);
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: params.serialHex,
-    subject: name(params.org, `Cairn Signing ${params.sequence}`),
-    issuer: params.issuer.certificate.subjectName,
-    notBefore,
-    notAfter,
-    publicKey,
-    signingKey: params.issuer.privateKey,
-    signingAlgorithm: P256_SHA256,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, false),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([EKU_C2PA_CLAIM_SIGNING, EKU_EMAIL_PROTECTION], false),
-      await x509.SubjectKeyIdentifierExtension.create(publicKey),
-      await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
-      new x509.AuthorityInfoAccessExtension({ ocsp: [new x509.GeneralName('url', params.ocspUrl)] }),
-    ],
-  });
-  return issued(cert, params.serialHex);
+  return issue(
+    {
+      ...params,
+      commonName: `Cairn Signing ${params.sequence}`,
+      publicKey: new x509.PublicKey(params.subjectPublicKey),
+    },
+    endEntity([EKU_C2PA_CLAIM_SIGNING, EKU_EMAIL_PROTECTION], false),
+    [new x509.AuthorityInfoAccessExtension({ ocsp: [new x509.GeneralName('url', params.ocspUrl)] })],
+  );
+}
+
+/** An end entity's leading extensions: not a CA, digitalSignature only, these extended key usages. */
+function endEntity(ekus: string[], ekuCritical: boolean): x509.Extension[] {
+  return [
+    new x509.BasicConstraintsExtension(false, undefined, false),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+    new x509.ExtendedKeyUsageExtension(ekus, ekuCritical),
+  ];
 }
 
 /** What the intermediate's short-lived service certificates (OCSP responder, time-stamping authority) are made from. */
@@ -202,26 +222,11 @@ async function createServiceCertificate(
   params: ServiceCertificateParams,
   profile: { commonName: string; eku: string; ekuCritical: boolean; extra?: x509.Extension[] },
 ): Promise<IssuedCertificate> {
-  const { notBefore, notAfter } = validity(params.now, params.validityDays, params.issuer.certificate.notAfter);
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: params.serialHex,
-    subject: name(params.org, `${profile.commonName} ${params.sequence}`),
-    issuer: params.issuer.certificate.subjectName,
-    notBefore,
-    notAfter,
-    publicKey: params.publicKey,
-    signingKey: params.issuer.privateKey,
-    signingAlgorithm: P256_SHA256,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, false),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([profile.eku], profile.ekuCritical),
-      await x509.SubjectKeyIdentifierExtension.create(params.publicKey),
-      await x509.AuthorityKeyIdentifierExtension.create(params.issuer.certificate.publicKey),
-      ...(profile.extra ?? []),
-    ],
-  });
-  return issued(cert, params.serialHex);
+  return issue(
+    { ...params, commonName: `${profile.commonName} ${params.sequence}` },
+    endEntity([profile.eku], profile.ekuCritical),
+    profile.extra,
+  );
 }
 
 /**

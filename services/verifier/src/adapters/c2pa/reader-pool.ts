@@ -8,6 +8,7 @@ import { unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  childEntryBeside,
   TaskFailedError,
   WorkerCrashedError,
   WorkerPool,
@@ -29,13 +30,9 @@ export interface ReaderPoolOptions {
   childEntry?: string | URL;
 }
 
-/**
- * reader-child next to the running module: `.js` inside the esbuild bundle (dist/main.js → dist/reader-child.js),
- * `.ts` when running from source (jest, `node --import tsx`).
- */
+/** reader-child next to the running module (the bundle's or the source's: childEntryBeside). */
 export function defaultChildEntry(moduleUrl: string = import.meta.url): URL {
-  const ext = new URL(moduleUrl).pathname.endsWith('.js') ? 'js' : 'ts';
-  return new URL(`./reader-child.${ext}`, moduleUrl);
+  return childEntryBeside(moduleUrl, 'reader-child');
 }
 
 /** A read's failure as the verifier answers it: a reading when the file is to blame, an error when it is not. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { manifestUrl, verifierPageUrl } from '@cairn/config';
 import { absentAsUndefined } from '@cairn/errors';
 import { cairnLinkOf } from '../../domain/cairn-link.js';
 import type { C2paReading } from '../../domain/c2pa/types.js';
@@ -42,11 +43,10 @@ export async function publicAsset(deps: VerifyDeps, assetId: string | undefined)
 }
 
 export function matchOf(deps: VerifyDeps, asset: PublicRecord, via: SoftMatch['via'], similarity: number): SoftMatch {
-  const base = deps.publicBaseUrl.replace(/\/$/, '');
   return {
     assetId: asset.assetId,
-    manifestUri: `${base}/v1/manifests/${asset.manifestId}`,
-    verifierUrl: `${base}/v/${asset.assetId}`,
+    manifestUri: manifestUrl(deps.publicBaseUrl, asset.manifestId),
+    verifierUrl: verifierPageUrl(deps.publicBaseUrl, asset.assetId),
     via,
     similarity,
   };

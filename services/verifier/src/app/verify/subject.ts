@@ -1,4 +1,5 @@
 import { blobKeyOf, PUBLIC_OWNER } from '@cairn/blob';
+import { manifestUrl } from '@cairn/config';
 import { CairnError } from '@cairn/errors';
 import { fromTimestamp, type verifierV1 } from '@cairn/proto';
 import type { VerifyDeps } from './deps.js';
@@ -65,7 +66,7 @@ async function manifestFile(deps: VerifyDeps, uri: string): Promise<Subject> {
   if (!manifestId) {
     throw new CairnError(
       'cairn.validation.invalid_body',
-      `manifest_uri must be a Cairn manifest URL (${deps.publicBaseUrl.replace(/\/$/, '')}/v1/manifests/<id>); other hosts are not fetched.`,
+      `manifest_uri must be a Cairn manifest URL (${manifestUrl(deps.publicBaseUrl, '<id>')}); other hosts are not fetched.`,
       {
         errors: [{ path: 'manifest_uri', message: 'not a Cairn manifest URL' }],
       },

@@ -24,7 +24,7 @@ import {
 import { checkAnchor, checkRevocation, lookupFingerprint } from './signals.js';
 import { ReadingMemo } from './reading-memo.js';
 import { resolveSubject, type Subject } from './subject.js';
-import { contentMatchesAsset, detectAudioWatermark, detectVideoWatermark, detectWatermark } from './watermark.js';
+import { contentMatchesAsset, detectStreamWatermark, detectWatermark } from './watermark.js';
 
 /**
  * A verify in the steps its story reads: gather every signal (C2PA in an isolated reader, watermark, then OCSP and
@@ -147,11 +147,9 @@ async function gatherSignals(
       ? inSpan('verify.watermark', () =>
           detectWatermark(deps, subject.bytes, { cairnCopy, byDigest: keptReading !== undefined }),
         )
-      : sniffed.modality === 'audio'
-        ? detectAudioWatermark(deps, subject.bytes)
-        : sniffed.modality === 'video'
-          ? detectVideoWatermark(deps, subject.bytes)
-          : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' });
+      : sniffed.modality === 'audio' || sniffed.modality === 'video'
+        ? detectStreamWatermark(deps, sniffed.modality, subject.bytes)
+        : Promise.resolve<WatermarkEvidence>({ ran: false, reason: 'not_applicable' });
   // What follows from the manifest alone (its record, OCSP, the anchor, the asset's public record) starts as soon as
   // the reading is there, while the watermark detection (the slower signal) still runs: none of it waits for the
   // mark, so a verify takes about as long as its slowest signal rather than the sum of both chains.

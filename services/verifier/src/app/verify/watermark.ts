@@ -84,36 +84,44 @@ async function keptAnswer(deps: VerifyDeps, bytes: Buffer): Promise<DetectAnswer
   }
 }
 
-/** The audio watermark (cairn-audio-wm-v3, or v1 on audio marked before it). */
-export function detectAudioWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
-  return detectMark(
-    deps,
-    'audio',
-    () => deps.watermark.detectAudio({ encoded: bytes }, { deadlineMs: 60_000 }),
-    'no decodable audio, or shorter than one repetition of the mark',
-  );
-}
+/**
+ * The marks of audio and video, which the watermark service reads from the whole encoded file: its call for each, and
+ * what "not applicable" means there.
+ */
+const STREAM_MARKS = {
+  /** cairn-audio-wm-v3, or v1 on audio marked before it. */
+  audio: {
+    detect: (deps: VerifyDeps, encoded: Buffer) => deps.watermark.detectAudio({ encoded }, { deadlineMs: 60_000 }),
+    notApplicable: 'no decodable audio, or shorter than one repetition of the mark',
+  },
+  /** Frames carrying cairn-sync-v2, read from one-second averages of the first seconds. */
+  video: {
+    detect: (deps: VerifyDeps, encoded: Buffer) => deps.watermark.detectVideo({ encoded }, { deadlineMs: 60_000 }),
+    notApplicable: 'no decodable video stream, or frames too small to carry a mark',
+  },
+} as const;
 
-/** The video watermark: frames carrying cairn-sync-v2, read from one-second averages of the first seconds. */
-export function detectVideoWatermark(deps: VerifyDeps, bytes: Buffer): Promise<WatermarkEvidence> {
-  return detectMark(
-    deps,
-    'video',
-    () => deps.watermark.detectVideo({ encoded: bytes }, { deadlineMs: 60_000 }),
-    'no decodable video stream, or frames too small to carry a mark',
-  );
+/** The audio or the video watermark (STREAM_MARKS). */
+export function detectStreamWatermark(
+  deps: VerifyDeps,
+  modality: keyof typeof STREAM_MARKS,
+  bytes: Buffer,
+): Promise<WatermarkEvidence> {
+  const mark = STREAM_MARKS[modality];
+  return detectMark(deps, modality, () => mark.detect(deps, bytes), mark.notApplicable);
 }
 
 /**
  * A registered watermark names an asset, but a mark proves only that someone with the key embedded it (or copied
  * its signal): the content must also look like that asset. A cairn-sync-v2 mark is checked by the watermark
  * service itself, which knows the geometry it read the mark under and compares the picture, registered back, with
- * what the mark was embedded in (crops and rotations included; its answer is the evidence's contentConsistent).
- * Other marks are compared by the soft-binding service: first its content check against that one asset (a video's
- * indexed frames and their crops, the copy sampled densely, so re-encodes, scaling, crops and frame-rate changes
- * compare as the same content), and where that does not name the asset (not a video, nothing indexed, or no
- * match), by perceptual fingerprint within the lookup radius, asked across tenants with public fields only. Undefined when it cannot be
- * told (the calls failed or the file has no fingerprint).
+ * what the mark was embedded in (crops and rotations included; its answer is the evidence's contentConsistent): an
+ * image's yes or no, a video's first second only when it is a yes. Other marks, and videos without that yes, are
+ * compared by the soft-binding service: first its content check against that one asset (a video's indexed frames
+ * and their crops, the copy sampled densely, so re-encodes, scaling, crops and frame-rate changes compare as the same
+ * content; where the frames do not, the asset's indexed sound), and where that does not name the asset (not a
+ * video, nothing indexed, or no match), by perceptual fingerprint within the lookup radius, asked across tenants
+ * with public fields only. Undefined when it cannot be told (the calls failed or the file has no fingerprint).
  */
 export async function contentMatchesAsset(
   deps: VerifyDeps,

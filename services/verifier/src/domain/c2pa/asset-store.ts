@@ -80,27 +80,36 @@ function fromJpeg(src: RandomAccess): Buffer | null {
 
 /** PNG: the whole store is the data of a `caBX` chunk. */
 function fromPng(src: RandomAccess): Buffer | null {
-  let offset = 8;
-  for (let items = 0; items < MAX_ITEMS && offset + 8 <= src.size; items++) {
-    const head = src.read(offset, 8);
+  return fromChunks(src, 8, 'caBX', 'IEND', (head) => {
     const length = head.readUInt32BE(0);
-    const type = head.toString('latin1', 4, 8);
-    if (type === 'caBX') return length <= MAX_STORE_BYTES ? whole(src, offset + 8, length) : null;
-    if (type === 'IEND') return null;
-    offset += 12 + length;
-  }
-  return null;
+    return { type: head.toString('latin1', 4, 8), length, next: 12 + length };
+  });
 }
 
 /** RIFF (WAV, WebP, AVI): a top-level `C2PA` chunk; sizes are little-endian, chunks padded to even length. */
 function fromRiff(src: RandomAccess): Buffer | null {
-  let offset = 12;
-  for (let items = 0; items < MAX_ITEMS && offset + 8 <= src.size; items++) {
-    const head = src.read(offset, 8);
-    const id = head.toString('latin1', 0, 4);
+  return fromChunks(src, 12, 'C2PA', undefined, (head) => {
     const length = head.readUInt32LE(4);
-    if (id === 'C2PA') return length <= MAX_STORE_BYTES ? whole(src, offset + 8, length) : null;
-    offset += 8 + length + (length % 2);
+    return { type: head.toString('latin1', 0, 4), length, next: 8 + length + (length % 2) };
+  });
+}
+
+/**
+ * A flat run of chunks from `offset`, each an 8-byte header (which `header` reads: its type, its data's length and
+ * how far the next chunk is) and its data: the store is the data of the `store` chunk; none follows an `end` chunk.
+ */
+function fromChunks(
+  src: RandomAccess,
+  offset: number,
+  store: string,
+  end: string | undefined,
+  header: (head: Buffer) => { type: string; length: number; next: number },
+): Buffer | null {
+  for (let items = 0; items < MAX_ITEMS && offset + 8 <= src.size; items++) {
+    const { type, length, next } = header(src.read(offset, 8));
+    if (type === store) return length <= MAX_STORE_BYTES ? whole(src, offset + 8, length) : null;
+    if (type === end) return null;
+    offset += next;
   }
   return null;
 }

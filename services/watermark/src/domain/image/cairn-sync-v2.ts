@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { WATERMARK_ALG } from '@cairn/catalog';
 import type { Detection, ImageWatermarkAlgorithm } from './algorithm.js';
+import { boxMean } from './box-mean.js';
 import { codedLength, convEncode, listViterbiDecode, viterbiDecode } from './conv-code.js';
 import { fft2d, nextPowerOfTwo } from '@cairn/media/fft';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
@@ -847,7 +848,7 @@ function whiten(plane: Float32Array, w: number, h: number): Float64Array {
   // instead of letting edges and texture drown the rest; then clipped against single outliers.
   const magnitude = new Float64Array(out.length);
   for (let i = 0; i < out.length; i++) magnitude[i] = Math.abs(out[i]!);
-  const local = boxMean(magnitude, w, h, 3);
+  const local = boxMean(magnitude, w, h, 3, new Float64Array(w * h));
   const floor = (WHITENING_FLOOR * absSum) / out.length + 0.05;
   for (let i = 0; i < out.length; i++) out[i] = Math.max(-3, Math.min(3, out[i]! / (local[i]! + floor)));
   return out;
@@ -1161,34 +1162,6 @@ function harmonics(
     weight += k * k;
   }
   return { v: [sx / weight, sy / weight], value };
-}
-
-/** Mean over the (2·radius + 1)² neighbourhood clipped to the plane (integral image). */
-function boxMean(plane: Float64Array, w: number, h: number, radius: number): Float64Array {
-  const integral = new Float64Array((w + 1) * (h + 1));
-  for (let y = 0; y < h; y++) {
-    let row = 0;
-    for (let x = 0; x < w; x++) {
-      row += plane[y * w + x]!;
-      integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1]! + row;
-    }
-  }
-  const out = new Float64Array(w * h);
-  for (let y = 0; y < h; y++) {
-    const y0 = Math.max(0, y - radius);
-    const y1 = Math.min(h, y + radius + 1);
-    for (let x = 0; x < w; x++) {
-      const x0 = Math.max(0, x - radius);
-      const x1 = Math.min(w, x + radius + 1);
-      const sum =
-        integral[y1 * (w + 1) + x1]! -
-        integral[y0 * (w + 1) + x1]! -
-        integral[y1 * (w + 1) + x0]! +
-        integral[y0 * (w + 1) + x0]!;
-      out[y * w + x] = sum / ((y1 - y0) * (x1 - x0));
-    }
-  }
-  return out;
 }
 
 /** Mean over the 3×3 neighbourhood with the edges replicated (separable: rows of three, then columns of three). */

@@ -13,6 +13,8 @@
  * picture. Measured (services/watermark/docs/image.md, "Content check"; docs/content-classes.md): the signed images
  * after every attack of the table against the same images carrying a transplanted mark.
  */
+import { boxMean } from './box-mean.js';
+
 export interface SyncGeometry {
   /** Embedding-grid coordinates of detection-grid sample (x, y), modulo `period`: (m0·x + m1·y + t0, m2·x + m3·y + t1). */
   readonly m: readonly [number, number, number, number];
@@ -66,7 +68,7 @@ export function registeredPoints(luma: Float32Array, w: number, h: number, geome
   const scale = Math.sqrt(Math.abs(m0 * m3 - m1 * m2));
   const stride = Math.max(1, CELL / scale);
   const radius = Math.max(0, Math.round(stride / 2 - 0.5));
-  const smooth = boxMean(luma, w, h, radius);
+  const smooth = radius === 0 ? luma : boxMean(luma, w, h, radius, new Float32Array(w * h));
   const nx = Math.floor(w / stride);
   const ny = Math.floor(h / stride);
   const xs = new Float32Array(nx * ny);
@@ -262,33 +264,4 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
     peak.correlation >= MIN_CORRELATION ||
     (peak.correlation >= MIN_PEAK_CORRELATION && peak.correlation - off >= MIN_PEAK_MARGIN);
   return { correlation: peak.correlation, offCorrelation: off, inside: peak.inside, consistent };
-}
-
-/** Mean over the (2·radius + 1)² neighbourhood clipped to the plane (integral image). */
-function boxMean(plane: Float32Array, w: number, h: number, radius: number): Float32Array {
-  if (radius === 0) return plane;
-  const integral = new Float64Array((w + 1) * (h + 1));
-  for (let y = 0; y < h; y++) {
-    let row = 0;
-    for (let x = 0; x < w; x++) {
-      row += plane[y * w + x]!;
-      integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1]! + row;
-    }
-  }
-  const out = new Float32Array(w * h);
-  for (let y = 0; y < h; y++) {
-    const y0 = Math.max(0, y - radius);
-    const y1 = Math.min(h, y + radius + 1);
-    for (let x = 0; x < w; x++) {
-      const x0 = Math.max(0, x - radius);
-      const x1 = Math.min(w, x + radius + 1);
-      out[y * w + x] =
-        (integral[y1 * (w + 1) + x1]! -
-          integral[y0 * (w + 1) + x1]! -
-          integral[y1 * (w + 1) + x0]! +
-          integral[y0 * (w + 1) + x0]!) /
-        ((y1 - y0) * (x1 - x0));
-    }
-  }
-  return out;
 }

@@ -22,6 +22,16 @@ function outputs(state: number, bit: number): [number, number] {
   return [parity(reg & G0), parity(reg & G1)];
 }
 
+/** Each state's two branches: the code bits a 0 and a 1 entering it emit (outputs, looked up by the decoders). */
+const BRANCHES = Array.from({ length: STATES }, (_, s) => [outputs(s, 0), outputs(s, 1)] as const);
+
+/** The trellis steps of a decode of `bits` message bits (tail included), refusing soft values of another length. */
+function decodeSteps(soft: Float64Array, bits: number): number {
+  const steps = bits + MEMORY;
+  if (soft.length !== 2 * steps) throw new Error(`expected ${2 * steps} soft values, got ${soft.length}`);
+  return steps;
+}
+
 /** Coded length for `bits` message bits (tail included). */
 export function codedLength(bits: number): number {
   return 2 * (bits + MEMORY);
@@ -44,14 +54,12 @@ export function convEncode(bits: Uint8Array): Uint8Array {
  * Most likely message for soft code values: soft[i] > 0 votes for code bit 0, < 0 for 1, magnitude is trust.
  */
 export function viterbiDecode(soft: Float64Array, bits: number): Uint8Array {
-  const steps = bits + MEMORY;
-  if (soft.length !== 2 * steps) throw new Error(`expected ${2 * steps} soft values, got ${soft.length}`);
+  const steps = decodeSteps(soft, bits);
   let metric = new Float64Array(STATES).fill(-Infinity);
   let next = new Float64Array(STATES);
   metric[0] = 0;
   // from[step * STATES + s]: the predecessor chosen for state s after `step`.
   const from = new Uint8Array(steps * STATES);
-  const table = Array.from({ length: STATES }, (_, s) => [outputs(s, 0), outputs(s, 1)] as const);
   for (let t = 0; t < steps; t++) {
     next.fill(-Infinity);
     const s0 = soft[2 * t]!;
@@ -61,7 +69,7 @@ export function viterbiDecode(soft: Float64Array, bits: number): Uint8Array {
       const m = metric[s]!;
       if (m === -Infinity) continue;
       for (let bit = 0; bit <= maxBit; bit++) {
-        const [a, b] = table[s]![bit]!;
+        const [a, b] = BRANCHES[s]![bit]!;
         const candidate = m + (a ? -s0 : s0) + (b ? -s1 : s1);
         const ns = ((s << 1) | bit) & (STATES - 1);
         if (candidate > next[ns]!) {
@@ -89,8 +97,7 @@ export function viterbiDecode(soft: Float64Array, bits: number): Uint8Array {
  * it, so the caller counts `list` checks per decode in its false-positive bound.
  */
 export function listViterbiDecode(soft: Float64Array, bits: number, list: number): Uint8Array[] {
-  const steps = bits + MEMORY;
-  if (soft.length !== 2 * steps) throw new Error(`expected ${2 * steps} soft values, got ${soft.length}`);
+  const steps = decodeSteps(soft, bits);
   const width = STATES * list;
   let metric = new Float64Array(width).fill(-Infinity);
   let next = new Float64Array(width);
@@ -98,7 +105,6 @@ export function listViterbiDecode(soft: Float64Array, bits: number, list: number
   // Per step and (state, rank): the predecessor's state and rank.
   const fromState = new Uint8Array(steps * width);
   const fromRank = new Uint8Array(steps * width);
-  const table = Array.from({ length: STATES }, (_, s) => [outputs(s, 0), outputs(s, 1)] as const);
   for (let t = 0; t < steps; t++) {
     next.fill(-Infinity);
     const s0 = soft[2 * t]!;
@@ -110,8 +116,8 @@ export function listViterbiDecode(soft: Float64Array, bits: number, list: number
       // The two states a bit can enter ns from (the register's oldest bit 0 or 1); their lists merged, best first.
       const pa = ns >> 1;
       const pb = pa | (STATES >> 1);
-      const [a0, a1] = table[pa]![bit]!;
-      const [b0, b1] = table[pb]![bit]!;
+      const [a0, a1] = BRANCHES[pa]![bit]!;
+      const [b0, b1] = BRANCHES[pb]![bit]!;
       const branchA = (a0 ? -s0 : s0) + (a1 ? -s1 : s1);
       const branchB = (b0 ? -s0 : s0) + (b1 ? -s1 : s1);
       const o = ns * list;

@@ -106,41 +106,18 @@ export class LumaResampler {
    */
   addDelta(image: RawImage, delta: Float32Array): number {
     this.check(image);
-    const { pixels, width, height, channels } = image;
+    const { pixels, width, channels } = image;
     // A gray image is one plane: the same samples, the same sums.
     if (channels === 1) return this.addPlaneDelta(pixels, delta);
-    const {
-      wide,
-      row,
-      enlargement: { y: ky },
-    } = this;
+    const { wide } = this;
     this.enlargeRows(delta);
     // Writing through a clamped view rounds and clamps to 0..255 without a Math call per sample (the edge rows).
     const clamped = new Uint8ClampedArray(pixels.buffer, pixels.byteOffset, pixels.byteLength);
-    let squaredError = 0;
-    for (let y = 0; y < height; y++) {
-      const first = ky.start[y]!;
-      const taps = ky.start[y + 1]! - first;
-      const offset = y * width * channels;
-      if (taps === 2) {
-        // Bilinear between two enlarged rows (the case of every row but the edges), added as it is interpolated.
-        squaredError += addInterpolatedRow(
-          pixels,
-          offset,
-          wide,
-          ky.index[first]! * width,
-          ky.weight[first]!,
-          ky.index[first + 1]! * width,
-          ky.weight[first + 1]!,
-          width,
-          channels,
-        );
-        continue;
-      }
-      this.interpolatedRow(y, row);
-      squaredError += addRow(pixels, clamped, offset, row, width, channels);
-    }
-    return squaredError;
+    return this.addRows(
+      width * channels,
+      (offset, a, w0, b, w1) => addInterpolatedRow(pixels, offset, wide, a, w0, b, w1, width, channels),
+      (offset, row) => addRow(pixels, clamped, offset, row, width, channels),
+    );
   }
 
   /**
@@ -148,36 +125,49 @@ export class LumaResampler {
    * the squared changes as they were written (after rounding and clamping), for a PSNR without a copy of the plane.
    */
   addPlaneDelta(plane: Uint8Array, delta: Float32Array): number {
-    const {
-      width,
-      height,
-      wide,
-      row,
-      enlargement: { y: ky },
-    } = this;
+    const { width, height, wide } = this;
     if (plane.length < width * height) throw new Error(`a ${width}×${height} plane needs ${width * height} bytes`);
     this.enlargeRows(delta);
     const clamped = new Uint8ClampedArray(plane.buffer, plane.byteOffset, width * height);
+    return this.addRows(
+      width,
+      (offset, a, w0, b, w1) => addInterpolatedPlaneRow(plane, clamped, offset, wide, a, w0, b, w1, width),
+      (offset, row) => addRow(plane, clamped, offset, row, width, 1),
+    );
+  }
+
+  /**
+   * The enlarged rows (enlargeRows) added row by row, `rowLength` samples apart, answering the sum of the squared
+   * changes: a row between two enlarged rows (every row but the edges) through `interpolated` (enlarged row
+   * offsets and weights), as it is interpolated; an edge row through `edge` once interpolatedRow has built it.
+   */
+  private addRows(
+    rowLength: number,
+    interpolated: (offset: number, a: number, w0: number, b: number, w1: number) => number,
+    edge: (offset: number, row: Float32Array) => number,
+  ): number {
+    const {
+      width,
+      height,
+      row,
+      enlargement: { y: ky },
+    } = this;
     let squaredError = 0;
     for (let y = 0; y < height; y++) {
       const first = ky.start[y]!;
-      const offset = y * width;
+      const offset = y * rowLength;
       if (ky.start[y + 1]! - first === 2) {
-        squaredError += addInterpolatedPlaneRow(
-          plane,
-          clamped,
+        squaredError += interpolated(
           offset,
-          wide,
           ky.index[first]! * width,
           ky.weight[first]!,
           ky.index[first + 1]! * width,
           ky.weight[first + 1]!,
-          width,
         );
         continue;
       }
       this.interpolatedRow(y, row);
-      squaredError += addRow(plane, clamped, offset, row, width, 1);
+      squaredError += edge(offset, row);
     }
     return squaredError;
   }

@@ -52,20 +52,25 @@ export function meanLocalContrast(image: RawImage): number {
   let n = 0;
   for (let y = 1; y < gh - 1; y++) {
     for (let x = 1; x < gw - 1; x++) {
-      let s = 0;
-      let q = 0;
-      for (let dy = -1; dy <= 1; dy++)
-        for (let dx = -1; dx <= 1; dx++) {
-          const v = luma[(y + dy) * gw + x + dx]!;
-          s += v;
-          q += v * v;
-        }
-      const mean = s / 9;
-      sum += Math.sqrt(Math.max(0, q / 9 - mean * mean));
+      sum += deviation3x3(luma, gw, x, y);
       n++;
     }
   }
   return n > 0 ? sum / n : 0;
+}
+
+/** Standard deviation of the 3×3 luma around inner grid sample (x, y) (levels). */
+function deviation3x3(luma: Float32Array, gw: number, x: number, y: number): number {
+  let s = 0;
+  let q = 0;
+  for (let dy = -1; dy <= 1; dy++)
+    for (let dx = -1; dx <= 1; dx++) {
+      const v = luma[(y + dy) * gw + x + dx]!;
+      s += v;
+      q += v * v;
+    }
+  const mean = s / 9;
+  return Math.sqrt(Math.max(0, q / 9 - mean * mean));
 }
 
 /** A grid sample whose 3×3 luma deviation is below this (levels) is flat: it has nothing to hide a mark in. */
@@ -82,18 +87,7 @@ function flatShareOfGrid(luma: Float32Array, gw: number, gh: number): number {
   let flat = 0;
   let n = 0;
   for (let y = 1; y < gh - 1; y++) {
-    for (let x = 1; x < gw - 1; x++, n++) {
-      let s = 0;
-      let q = 0;
-      for (let dy = -1; dy <= 1; dy++)
-        for (let dx = -1; dx <= 1; dx++) {
-          const v = luma[(y + dy) * gw + x + dx]!;
-          s += v;
-          q += v * v;
-        }
-      const mean = s / 9;
-      if (Math.sqrt(Math.max(0, q / 9 - mean * mean)) < FLAT_SAMPLE) flat++;
-    }
+    for (let x = 1; x < gw - 1; x++, n++) if (deviation3x3(luma, gw, x, y) < FLAT_SAMPLE) flat++;
   }
   return n > 0 ? flat / n : 0;
 }
