@@ -169,6 +169,33 @@ describe('the watermark content check on images: plain and finely textured conte
     expectTransplantRefused(await verifyFile(stack, bytes, 'forged.png'), plain.signed.asset_id);
   }, 120_000);
 
+  it('a photo with a logo laid over its sky (no manifest) names the asset: its fingerprints are the asset’s', async () => {
+    // The cameraman's wide, smooth sky correlates with itself a quarter period off as well as in place, so once a
+    // dark patch covers a corner the watermark service cannot place the picture (its check says no, at r ≈ 0.9);
+    // the copy's fingerprints are still well within the lookup radius of the asset's.
+    const photo = await sharp(await readFile(`${PHOTOS}/camera.png`))
+      .resize(1152, 864, { fit: 'fill' })
+      .removeAlpha()
+      .toColourspace('srgb')
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    const { signed: asset, signedBytes: assetBytes } = await signAndIndex(stack, apiKey, {
+      recipe: 'image-genai-v1',
+      metadata: { generator: 'ImageGen', model: 'v3' },
+      bytes: photo,
+      name: 'camera.jpg',
+    });
+    expect(asset.watermark_id).toBeTruthy();
+    const logo = await sharp({ create: { width: 259, height: 173, channels: 3, background: { r: 10, g: 10, b: 10 } } })
+      .png()
+      .toBuffer();
+    const copy = await sharp(assetBytes)
+      .composite([{ input: logo, left: 1152 - 259, top: 864 - 173 }])
+      .jpeg({ quality: 85 })
+      .toBuffer();
+    expectHonestCopy(await verifyFile(stack, copy, 'camera-logo.jpg'), asset.asset_id);
+  }, 180_000);
+
   it('a finely textured picture cropped 10 % off one side (no manifest) names the asset', async () => {
     const copy = await sharp(grain.signedBytes)
       .extract({ left: 102, top: 0, width: 922, height: 1024 })

@@ -34,10 +34,9 @@ const PAYLOAD = '0123456789abcdef';
 interface World {
   blobs: Map<string, Buffer>;
   reading: C2paReading;
-  mark?: { payloadHex: string; registered: boolean; assetId: string; confidence: number };
-  /** The soft-binding service's content check of an upload against the marked asset. */
-  contentIsAsset: boolean;
-  /** Matches of the soft-binding lookup (asset ids). */
+  /** The mark the watermark service reads, with its own content check's answer when it made one. */
+  mark?: { payloadHex: string; registered: boolean; assetId: string; confidence: number; contentConsistent?: boolean };
+  /** Matches of the soft-binding lookup (asset ids): the assets whose fingerprints the file's are near. */
   lookupMatches: string[];
 }
 
@@ -76,11 +75,8 @@ function deps(world: World): VerifyDeps {
     detectVideo: async () => Promise.reject(new Error('not a video test')),
   };
   const softbinding: VerifySoftBinding = {
-    compareContent: async () =>
-      create(softbindingV1.CompareContentResponseSchema, {
-        known: true,
-        consistent: world.contentIsAsset,
-      }),
+    // The soft-binding content check compares videos; an image's content is asked of the lookup.
+    compareContent: async () => Promise.reject(new Error('not a video test')),
     lookup: async () =>
       create(softbindingV1.LookupResponseSchema, {
         matches: world.lookupMatches.map((assetId) => ({
@@ -159,7 +155,6 @@ describe('verify', () => {
       blobs: new Map([[`signed/${ASSET}`, await png()]]),
       reading: manifestReading(),
       mark,
-      contentIsAsset: true,
       lookupMatches: [],
     };
     const request = create(verifierV1.VerifyRequestSchema, {
@@ -171,23 +166,34 @@ describe('verify', () => {
     expect(outcome.verdict.signals).toMatchObject({ signer_trusted: true, watermark_present: true });
   });
 
-  it('leads a stripped upload back to its asset through a mark on the asset’s own content', async () => {
-    const world: World = { blobs: new Map(), reading: { kind: 'none' }, mark, contentIsAsset: true, lookupMatches: [] };
+  it.each([
+    ['the watermark service placed it on the asset’s content', { ...mark, contentConsistent: true }, []],
+    [
+      'the watermark service could not, but its fingerprints are the asset’s',
+      { ...mark, contentConsistent: false },
+      [ASSET],
+    ],
+    ['a mark that carries no content check, on content whose fingerprints are the asset’s', mark, [ASSET]],
+  ])('leads a stripped upload back to its asset through its mark: %s', async (_, found, lookupMatches) => {
+    const world: World = { blobs: new Map(), reading: { kind: 'none' }, mark: found, lookupMatches };
     const outcome = await verify(deps(world), await uploaded(world, await png()));
     expect(outcome.verdict.status).toBe('watermark_only');
     expect(outcome.assetId).toBe(ASSET);
+    expect(outcome.verdict.warnings).not.toContain('watermark_content_mismatch');
     expect(outcome.verdict.matches).toEqual([
       expect.objectContaining({ assetId: ASSET, via: 'watermark', verifierUrl: `${BASE}/v/${ASSET}` }),
     ]);
   });
 
-  it('names no asset for a mark copied onto other content', async () => {
+  it.each([
+    ['the watermark service’s check', { ...mark, contentConsistent: false }],
+    ['a mark that carries no content check', mark],
+  ])('names no asset for a mark copied onto other content (%s; fingerprints elsewhere)', async (_, found) => {
     const world: World = {
       blobs: new Map(),
       reading: { kind: 'none' },
-      mark,
-      contentIsAsset: false,
-      lookupMatches: [],
+      mark: found,
+      lookupMatches: ['a_01JBBBBBBBBBBBBBBBBBBBBBBB'],
     };
     const outcome = await verify(deps(world), await uploaded(world, await png()));
     expect(outcome.verdict.status).toBe('watermark_only');
@@ -197,7 +203,7 @@ describe('verify', () => {
   });
 
   it('says no provenance, and names no asset, when nothing leads to a record', async () => {
-    const world: World = { blobs: new Map(), reading: { kind: 'none' }, contentIsAsset: false, lookupMatches: [] };
+    const world: World = { blobs: new Map(), reading: { kind: 'none' }, lookupMatches: [] };
     const outcome = await verify(deps(world), await uploaded(world, await png()));
     expect(outcome.verdict.status).toBe('no_provenance');
     expect(outcome.assetId).toBeUndefined();
@@ -209,7 +215,6 @@ describe('verify', () => {
       blobs: new Map(),
       reading: manifestReading(),
       mark,
-      contentIsAsset: true,
       lookupMatches: [],
     };
     const request = await uploaded(world, Buffer.from([0x00, 0x01, 0x02, 0x03, 0xff, 0xfe, 0x00, 0x00]));

@@ -204,18 +204,21 @@ async function identify(deps: VerifyDeps, gathered: Gathered): Promise<Identity>
   const { subject, linked, reading, watermark, knownRecord } = gathered;
   const manifestAssetId = subject.assetId ?? linked?.assetId;
   const markedAssetId = watermark.ran && watermark.detected && watermark.registered ? watermark.assetId : undefined;
-  // A watermark-only lead must also be the asset's content, not merely carry its mark.
+  // A watermark-only lead must also be the asset's content, not merely carry its mark. The watermark service's own
+  // check settles a yes; its no (an image's picture, placed through the mark's geometry, unlike the asset's: also an
+  // honest copy with a caption bar or a logo over a smooth sky) and its silence are asked of the content's
+  // fingerprints, which a transplant onto other content does not match.
   let watermarkEvidence = watermark;
   if (
     watermark.ran &&
     watermark.detected &&
     watermark.registered &&
-    watermark.contentConsistent === undefined &&
+    watermark.contentConsistent !== true &&
     reading.kind !== 'manifest' &&
     markedAssetId &&
     subject.uploadBlobKey
   ) {
-    const consistent = await contentMatchesAsset(deps, subject.uploadBlobKey, markedAssetId);
+    const consistent = await contentMatchesAsset(deps, subject.uploadBlobKey, markedAssetId, gathered.sniffed.modality);
     watermarkEvidence = { ...watermark, ...(consistent === undefined ? {} : { contentConsistent: consistent }) };
   }
   // A mark on other content (copied) names no asset.

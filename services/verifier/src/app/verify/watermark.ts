@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { probeImage } from '@cairn/media';
+import { probeImage, type Modality } from '@cairn/media';
 import type { WatermarkEvidence } from '../../domain/evidence.js';
 import type { VerifyDeps } from './deps.js';
 
@@ -115,11 +115,11 @@ export function detectStreamWatermark(
  * A registered watermark names an asset, but a mark proves only that someone with the key embedded it (or copied
  * its signal): the content must also look like that asset. A cairn-sync-v2 mark is checked by the watermark
  * service itself, which knows the geometry it read the mark under and compares the picture, registered back, with
- * what the mark was embedded in (crops and rotations included; its answer is the evidence's contentConsistent): an
- * image's yes or no, a video's first second only when it is a yes. Other marks, and videos without that yes, are
- * compared by the soft-binding service: first its content check against that one asset (a video's indexed frames
- * and their crops, the copy sampled densely, so re-encodes, scaling, crops and frame-rate changes compare as the same
- * content; where the frames do not, the asset's indexed sound), and where that does not name the asset (not a
+ * what the mark was embedded in (crops and rotations included; its answer is the evidence's contentConsistent).
+ * Its yes settles it; what it does not confirm (an image's no, a video's silence) and other marks are compared by
+ * the soft-binding service: a video first by its content check against that one asset (the asset's indexed frames
+ * and their crops, the copy sampled densely, so re-encodes, scaling, crops and frame-rate changes compare as the
+ * same content; where the frames do not, the asset's indexed sound), and where that does not name the asset (not a
  * video, nothing indexed, or no match), by perceptual fingerprint within the lookup radius, asked across tenants
  * with public fields only. Undefined when it cannot be told (the calls failed or the file has no fingerprint).
  */
@@ -127,14 +127,18 @@ export async function contentMatchesAsset(
   deps: VerifyDeps,
   uploadBlobKey: string,
   assetId: string,
+  modality: Modality,
 ): Promise<boolean | undefined> {
-  try {
-    const check = await deps.softbinding.compareContent({ uploadBlobKey, assetId }, { deadlineMs: 30_000 });
-    // A refusal is not final: the lookup samples at the index's own instants, which a copy of a clip whose every
-    // frame differs (a moving test pattern) meets exactly where the dense sampling falls between frames.
-    if (check.known && check.consistent) return true;
-  } catch (error) {
-    deps.logger.warn({ err: error }, 'soft-binding content check failed; looking the file up instead');
+  // The soft-binding content check compares videos only: other media go straight to the lookup.
+  if (modality === 'video') {
+    try {
+      const check = await deps.softbinding.compareContent({ uploadBlobKey, assetId }, { deadlineMs: 30_000 });
+      // A refusal is not final: the lookup samples at the index's own instants, which a copy of a clip whose every
+      // frame differs (a moving test pattern) meets exactly where the dense sampling falls between frames.
+      if (check.known && check.consistent) return true;
+    } catch (error) {
+      deps.logger.warn({ err: error }, 'soft-binding content check failed; looking the file up instead');
+    }
   }
   try {
     const { matches } = await deps.softbinding.lookup(
