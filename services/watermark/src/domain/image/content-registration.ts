@@ -89,8 +89,9 @@ export function registeredPoints(luma: Float32Array, w: number, h: number, geome
 
 export interface ContentComparison {
   /**
-   * Best Pearson correlation over the whole-period translations, or below MIN_CORRELATION the best within an
-   * eighth of a period of it (−1..1; 0 when nothing overlapped).
+   * The first Pearson correlation over the whole-period translations (most overlap first) to reach
+   * MIN_CORRELATION; short of that the best, or the best within an eighth of a period of it (−1..1; 0 when nothing
+   * overlapped).
    */
   readonly correlation: number;
   /**
@@ -184,8 +185,46 @@ function spread(cells: Uint8Array): number {
 }
 
 /**
+ * The whole-period translations that can put any of the picture inside the asset's frame (ew × eh embedding
+ * samples), those whose bounding box overlaps it most first: an honest copy reaches MIN_CORRELATION at (or next to)
+ * the placement that covers the frame best, and the first placement that reaches it settles the answer. A plain
+ * asset's rule keeps the placement with the most inside in the order found, so its placements are not reordered.
+ */
+function wholePeriodPlacements(
+  points: RegisteredPoints,
+  ew: number,
+  eh: number,
+  flat: boolean,
+): Array<{ dx: number; dy: number }> {
+  const { xs, ys, period } = points;
+  let minX = Infinity;
+  let maxX = -Infinity;
+  let minY = Infinity;
+  let maxY = -Infinity;
+  for (let k = 0; k < xs.length; k++) {
+    minX = Math.min(minX, xs[k]!);
+    maxX = Math.max(maxX, xs[k]!);
+    minY = Math.min(minY, ys[k]!);
+    maxY = Math.max(maxY, ys[k]!);
+  }
+  const placements: Array<{ dx: number; dy: number; overlap: number }> = [];
+  for (let i = Math.floor(-maxX / period) - 1; i <= Math.ceil((ew - minX) / period) + 1; i++) {
+    for (let j = Math.floor(-maxY / period) - 1; j <= Math.ceil((eh - minY) / period) + 1; j++) {
+      const dx = i * period;
+      const dy = j * period;
+      const overlapX = Math.min(maxX + dx, ew) - Math.max(minX + dx, 0);
+      const overlapY = Math.min(maxY + dy, eh) - Math.max(minY + dy, 0);
+      if (overlapX < 0 || overlapY < 0) continue;
+      placements.push({ dx, dy, overlap: overlapX * overlapY });
+    }
+  }
+  if (!flat) placements.sort((a, b) => b.overlap - a.overlap);
+  return placements;
+}
+
+/**
  * The received picture's luma against the asset's descriptor at every translation by whole tile periods that
- * puts at least MIN_INSIDE of it inside the asset's frame. The content is the asset's when the best correlation
+ * puts at least MIN_INSIDE of it inside the asset's frame. The content is the asset's when a correlation
  * reaches MIN_CORRELATION, or MIN_PEAK_CORRELATION with a peak MIN_PEAK_MARGIN above the correlation off it. A
  * plain asset (a descriptor with no variance to correlate) is matched by a copy that is plain as well.
  */
@@ -197,40 +236,31 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
   const ch = view.getUint16(2);
   if (cw < 2 || ch < 2 || descriptor.length !== HEADER_BYTES + cw * ch) return none;
   const cells = descriptor.subarray(HEADER_BYTES);
-  const { xs, ys, values, period } = points;
+  const { values, period } = points;
   const total = values.length;
   if (total < MIN_POINTS) return none;
-  let minX = Infinity;
-  let maxX = -Infinity;
-  let minY = Infinity;
-  let maxY = -Infinity;
-  for (let k = 0; k < total; k++) {
-    minX = Math.min(minX, xs[k]!);
-    maxX = Math.max(maxX, xs[k]!);
-    minY = Math.min(minY, ys[k]!);
-    maxY = Math.max(maxY, ys[k]!);
-  }
   const ew = cw * CELL;
   const eh = ch * CELL;
   const enough = (n: number) => n >= MIN_POINTS && n >= MIN_INSIDE * total;
   const flat = spread(cells) < FLAT_DESCRIPTOR;
+  const placements = wholePeriodPlacements(points, ew, eh, flat);
   let best = none;
   let bestShift: [number, number] = [0, 0];
-  for (let i = Math.floor(-maxX / period) - 1; i <= Math.ceil((ew - minX) / period) + 1; i++) {
-    for (let j = Math.floor(-maxY / period) - 1; j <= Math.ceil((eh - minY) / period) + 1; j++) {
-      const at = correlationAt(points, cells, cw, ch, i * period, j * period);
-      if (!enough(at.n)) continue;
-      if (flat) {
-        // Where the most of the picture lies inside, the plainest placement: plain content is plain everywhere.
-        const consistent = at.deviation < FLAT_RECEIVED;
-        if (at.n / total > best.inside || (consistent && !best.consistent))
-          best = { correlation: at.correlation, offCorrelation: 0, inside: at.n / total, consistent };
-        continue;
-      }
-      if (at.correlation > best.correlation) {
-        best = { correlation: at.correlation, offCorrelation: 0, inside: at.n / total, consistent: false };
-        bestShift = [i * period, j * period];
-      }
+  for (const { dx, dy } of placements) {
+    const at = correlationAt(points, cells, cw, ch, dx, dy);
+    if (!enough(at.n)) continue;
+    if (flat) {
+      // Where the most of the picture lies inside, the plainest placement: plain content is plain everywhere.
+      const consistent = at.deviation < FLAT_RECEIVED;
+      if (at.n / total > best.inside || (consistent && !best.consistent))
+        best = { correlation: at.correlation, offCorrelation: 0, inside: at.n / total, consistent };
+      continue;
+    }
+    if (at.correlation > best.correlation) {
+      best = { correlation: at.correlation, offCorrelation: 0, inside: at.n / total, consistent: false };
+      bestShift = [dx, dy];
+      // The first placement to reach it settles the answer: the search need not go on for a higher one.
+      if (best.correlation >= MIN_CORRELATION) break;
     }
   }
   if (flat || best === none) return best;
