@@ -169,30 +169,48 @@ describe('the watermark content check on images: plain and finely textured conte
     expectTransplantRefused(await verifyFile(stack, bytes, 'forged.png'), plain.signed.asset_id);
   }, 120_000);
 
-  it('a photo with a logo laid over its sky (no manifest) names the asset: its fingerprints are the asset’s', async () => {
-    // The cameraman's wide, smooth sky correlates with itself a quarter period off as well as in place, so once a
-    // dark patch covers a corner the watermark service cannot place the picture (its check says no, at r ≈ 0.9);
-    // the copy's fingerprints are still well within the lookup radius of the asset's.
-    const photo = await sharp(await readFile(`${PHOTOS}/camera.png`))
+  /** A fixture photograph at 1152×864, signed as a JPEG; the signed file. */
+  const signedPhoto = async (name: string) => {
+    const photo = await sharp(await readFile(`${PHOTOS}/${name}.png`))
       .resize(1152, 864, { fit: 'fill' })
       .removeAlpha()
       .toColourspace('srgb')
       .jpeg({ quality: 90 })
       .toBuffer();
-    const { signed: asset, signedBytes: assetBytes } = await signAndIndex(stack, apiKey, {
+    const asset = await signAndIndex(stack, apiKey, {
       recipe: 'image-genai-v1',
       metadata: { generator: 'ImageGen', model: 'v3' },
       bytes: photo,
-      name: 'camera.jpg',
+      name: `${name}.jpg`,
     });
-    expect(asset.watermark_id).toBeTruthy();
-    const logo = await sharp({ create: { width: 259, height: 173, channels: 3, background: { r: 10, g: 10, b: 10 } } })
+    expect(asset.signed.watermark_id).toBeTruthy();
+    return asset;
+  };
+  /** A dark patch `width`×`height` in the bottom-right corner, then JPEG q85. */
+  const overlaid = async (bytes: Buffer, width: number, height: number) => {
+    const patch = await sharp({ create: { width, height, channels: 3, background: { r: 10, g: 10, b: 10 } } })
       .png()
       .toBuffer();
-    const copy = await sharp(assetBytes)
-      .composite([{ input: logo, left: 1152 - 259, top: 864 - 173 }])
+    return sharp(bytes)
+      .composite([{ input: patch, left: 1152 - width, top: 864 - height }])
       .jpeg({ quality: 85 })
       .toBuffer();
+  };
+
+  it('a photo under a caption bar over a fifth of its height (no manifest) names the asset', async () => {
+    // The bar pulls the whole picture's correlation with the asset's luma map to about 0.35; the rest still follows
+    // it, and the copy's fingerprints are beyond the lookup radius, so only the watermark service can name it.
+    const { signed: asset, signedBytes } = await signedPhoto('chelsea');
+    const copy = await overlaid(signedBytes, 1152, 173);
+    expectHonestCopy(await verifyFile(stack, copy, 'chelsea-caption.jpg'), asset.asset_id);
+  }, 180_000);
+
+  it('a photo with a logo over its sky (no manifest) names the asset', async () => {
+    // The cameraman's wide, smooth sky correlates with itself off its place as well as in it: with a dark patch in a
+    // corner the whole picture's check says no (r ≈ 0.9). The rest of it follows the map, and the copy's
+    // fingerprints are well within the lookup radius of the asset's.
+    const { signed: asset, signedBytes } = await signedPhoto('camera');
+    const copy = await overlaid(signedBytes, 259, 173);
     expectHonestCopy(await verifyFile(stack, copy, 'camera-logo.jpg'), asset.asset_id);
   }, 180_000);
 

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { aspect, rotate, type Attack } from '../bench/image/attacks.js';
+import sharp from 'sharp';
+import { SHARED_DIR } from '@cairn/testing';
+import { aspect, chain, decode, jpeg, overlay, rotate, type Attack } from '../bench/image/attacks.js';
 import { lowTextureClass } from '../bench/image/images.js';
 import { SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
 import { compareContent } from '../src/domain/image/content-registration.js';
@@ -52,5 +54,39 @@ describe('content check of a periodic host (a scan)', () => {
   )('after %s, does not name the scan for its mark on the %s', async (_, host, attack) => {
     const copy = registered(await attack(marked.get(host)!.image));
     expect(compareContent(copy, marked.get('scan')!.content)).toMatchObject({ consistent: false });
+  });
+});
+
+// An overlay replaces part of an honest copy with content of its own: the whole picture's correlation falls far below
+// the line (a fifth of the height under a dark bar: 0.35 for this photo), while the rest still follows the map.
+describe('content check of a copy under an overlay (a caption bar, a logo)', () => {
+  const photo = async (name: string) =>
+    decode(
+      sharp(`${SHARED_DIR}/fixtures/photos/${name}.png`)
+        .removeAlpha()
+        .toColourspace('srgb')
+        .resize(1152, 864, { fit: 'fill' }),
+    );
+  const wm = new SyncTileWatermark(key.secret);
+  const OVERLAYS: ReadonlyArray<readonly [string, Attack]> = [
+    ['a caption bar over a fifth of its height', chain(overlay(0.2, 'caption'), jpeg(85))],
+    ['a logo over a third of its height in a corner', chain(overlay(0.35, 'logo'), jpeg(85))],
+  ];
+
+  it.each(OVERLAYS)('names a photo with %s', async (_, attack) => {
+    const { image, content } = wm.embedDescribed(await photo('chelsea'), payload);
+    expect(compareContent(registered(await attack(image)), content)).toMatchObject({ consistent: true });
+  });
+
+  it.each(OVERLAYS)('does not name the photo for its mark on other pictures with %s', async (_, attack) => {
+    const { content } = wm.embedDescribed(await photo('chelsea'), payload);
+    for (const other of ['coffee', 'astronaut'])
+      expect(
+        compareContent(registered(await attack(wm.embedDescribed(await photo(other), payload).image)), content),
+      ).toMatchObject({ consistent: false });
+    for (const host of ['linear gradient', 'line art'])
+      expect(compareContent(registered(await attack(marked.get(host)!.image)), content)).toMatchObject({
+        consistent: false,
+      });
   });
 });

@@ -148,6 +148,20 @@ export const border =
     const y = Math.round(i.height * fraction);
     return decode(encoder(i).extend({ top: y, bottom: y, left: x, right: x, background: { r: 255, g: 255, b: 255 } }));
   };
+/**
+ * A dark patch laid over the picture, as a caption bar across the bottom (`height` of the picture's height) or a logo
+ * in the bottom-right corner (`height` of the height, 1.5 times as wide in the width's share).
+ */
+export const overlay =
+  (height: number, where: 'caption' | 'logo'): Attack =>
+  async (i) => {
+    const h = Math.round(i.height * height);
+    const w = where === 'caption' ? i.width : Math.round(i.width * height * 1.5);
+    const patch = await sharp({ create: { width: w, height: h, channels: 3, background: { r: 10, g: 10, b: 10 } } })
+      .png()
+      .toBuffer();
+    return decode(encoder(i).composite([{ input: patch, left: i.width - w, top: i.height - h }]));
+  };
 export const chain =
   (...steps: Attack[]): Attack =>
   async (i) => {

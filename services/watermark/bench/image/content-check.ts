@@ -12,7 +12,7 @@ import { SyncTileWatermark, analyseSync } from '../../src/domain/image/cairn-syn
 import { compareContent, registeredPoints } from '../../src/domain/image/content-registration.js';
 import type { RawImage } from '../../src/domain/image/raw-image.js';
 import { keyedPayloadFor } from '../../src/domain/payload.js';
-import { ISSUE_ATTACKS, chain, cropCentral, decode, flip, jpeg, rotate, type Attack } from './attacks.js';
+import { ISSUE_ATTACKS, chain, cropCentral, decode, flip, jpeg, overlay, rotate, type Attack } from './attacks.js';
 
 // The shared folder beside the repository (a worktree sits one level deeper than the main checkout).
 const SHARED = `${SHARED_DIR}/fixtures/`;
@@ -43,11 +43,18 @@ function check(v2: SyncTileWatermark, image: RawImage, descriptor: Uint8Array) {
   return compareContent(registeredPoints(analysis.luma, analysis.width, analysis.height, read.geometry), descriptor);
 }
 
-/** Honest copies a user makes beside the attack table: a 10 % crop, a quarter turn or a mirror, each saved as JPEG q50. */
+/**
+ * Honest copies a user makes beside the attack table: a 10 % crop, a quarter turn or a mirror, each saved as JPEG q50;
+ * a caption bar or a logo laid over the picture, saved as JPEG q85.
+ */
 export const COPY_CHAINS: ReadonlyArray<readonly [string, Attack]> = [
   ['crop 10% + JPEG q50', chain(cropCentral(0.81), jpeg(50))],
   ['rotate 90° + JPEG q50', chain(rotate(90), jpeg(50))],
   ['mirror + JPEG q50', chain(flip, jpeg(50))],
+  ['caption bar 10% + JPEG q85', chain(overlay(0.1, 'caption'), jpeg(85))],
+  ['caption bar 20% + JPEG q85', chain(overlay(0.2, 'caption'), jpeg(85))],
+  ['logo 20% + JPEG q85', chain(overlay(0.2, 'logo'), jpeg(85))],
+  ['logo 35% + JPEG q85', chain(overlay(0.35, 'logo'), jpeg(85))],
 ];
 
 export async function contentCheck(
