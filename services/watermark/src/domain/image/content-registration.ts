@@ -126,9 +126,8 @@ const FLAT_DESCRIPTOR = 1;
 /** A plain asset's copy is plain too: its registered luma varies by less than this (levels) inside the frame. */
 const FLAT_RECEIVED = 1.5;
 
-/** The descriptor bilinearly interpolated at cell coordinates (cx, cy), which lie inside its grid. */
-function cellAt(cells: Uint8Array, cw: number, cx: number, cy: number): number {
-  const ch = cells.length / cw;
+/** The descriptor (cw × ch cells) bilinearly interpolated at cell coordinates (cx, cy), which lie inside its grid. */
+function cellAt(cells: Uint8Array, cw: number, ch: number, cx: number, cy: number): number {
   const x0 = Math.min(cw - 2, cx | 0);
   const y0 = Math.min(ch - 2, cy | 0);
   const fx = cx - x0;
@@ -162,7 +161,7 @@ function correlationAt(
     const cx = (xs[k]! + dx - half) / CELL;
     const cy = (ys[k]! + dy - half) / CELL;
     if (cx < 0 || cy < 0 || cx > cw - 1 || cy > ch - 1) continue;
-    const b = cellAt(cells, cw, cx, cy);
+    const b = cellAt(cells, cw, ch, cx, cy);
     const a = values[k]!;
     n++;
     sa += a;
@@ -172,10 +171,27 @@ function correlationAt(
     sab += a * b;
   }
   if (n === 0) return { n, correlation: 0, deviation: 0 };
+  const { correlation, va } = pearson(n, sa, sb, saa, sbb, sab);
+  return { n, correlation, deviation: Math.sqrt(Math.max(0, va / n)) };
+}
+
+/**
+ * Pearson correlation from the sums over n pairs (a, b), with a's sum of squared deviations (va) and the least-squares
+ * fit a ≈ slope·b + intercept.
+ */
+function pearson(
+  n: number,
+  sa: number,
+  sb: number,
+  saa: number,
+  sbb: number,
+  sab: number,
+): { correlation: number; va: number; slope: number; intercept: number } {
   const va = saa - (sa * sa) / n;
   const vb = sbb - (sb * sb) / n;
-  const correlation = va > 0 && vb > 0 ? (sab - (sa * sb) / n) / Math.sqrt(va * vb) : 0;
-  return { n, correlation, deviation: Math.sqrt(Math.max(0, va / n)) };
+  const cov = sab - (sa * sb) / n;
+  const slope = vb > 0 ? cov / vb : 0;
+  return { correlation: va > 0 && vb > 0 ? cov / Math.sqrt(va * vb) : 0, va, slope, intercept: (sa - slope * sb) / n };
 }
 
 /** Standard deviation of the descriptor's cells (levels). */
@@ -226,11 +242,7 @@ function fitted(
     sbb += b[i]! * b[i]!;
     sab += a[i]! * b[i]!;
   }
-  const va = saa - (sa * sa) / n;
-  const vb = sbb - (sb * sb) / n;
-  const cov = sab - (sa * sb) / n;
-  const slope = vb > 0 ? cov / vb : 0;
-  return { correlation: va > 0 && vb > 0 ? cov / Math.sqrt(va * vb) : 0, slope, intercept: (sa - slope * sb) / n };
+  return pearson(n, sa, sb, saa, sbb, sab);
 }
 
 /** The correlation of the points at (dx, dy) that follow the map best: TRIM_KEEP of them, nearest the fit. */
@@ -252,7 +264,7 @@ function trimmedCorrelationAt(
     const cy = (ys[k]! + dy - half) / CELL;
     if (cx < 0 || cy < 0 || cx > cw - 1 || cy > ch - 1) continue;
     a[n] = values[k]!;
-    b[n] = cellAt(cells, cw, cx, cy);
+    b[n] = cellAt(cells, cw, ch, cx, cy);
     n++;
   }
   if (n < MIN_POINTS) return { n, correlation: 0 };
@@ -260,31 +272,34 @@ function trimmedCorrelationAt(
   const pb = b.subarray(0, n);
   const use = new Uint8Array(n).fill(1);
   const residuals = new Float32Array(n);
+  const sorted = new Float32Array(n);
   let fit = fitted(pa, pb, use);
   for (let round = 0; round < TRIM_ROUNDS; round++) {
     for (let i = 0; i < n; i++) residuals[i] = Math.abs(pa[i]! - (fit.slope * pb[i]! + fit.intercept));
-    const cut = Float32Array.from(residuals).sort()[Math.floor(n * TRIM_KEEP) - 1]!;
+    sorted.set(residuals);
+    const cut = sorted.sort()[Math.floor(n * TRIM_KEEP) - 1]!;
     for (let i = 0; i < n; i++) use[i] = residuals[i]! <= cut ? 1 : 0;
     fit = fitted(pa, pb, use);
   }
   return { n, correlation: fit.correlation };
 }
 
-/** The best trimmed correlation at the TRIM_PLACEMENTS placements covering the frame most (`placements` is so sorted). */
-function overlaidCorrelation(
+/**
+ * Whether the trimmed correlation reaches MIN_TRIMMED_CORRELATION at one of the TRIM_PLACEMENTS placements covering
+ * the frame most (`placements` is so sorted); the first that does settles it.
+ */
+function namedUnderOverlay(
   points: RegisteredPoints,
   cells: Uint8Array,
   cw: number,
   ch: number,
   placements: ReadonlyArray<{ dx: number; dy: number }>,
   enough: (n: number) => boolean,
-): number {
-  let best = -1;
-  for (const { dx, dy } of placements.slice(0, TRIM_PLACEMENTS)) {
+): boolean {
+  return placements.slice(0, TRIM_PLACEMENTS).some(({ dx, dy }) => {
     const at = trimmedCorrelationAt(points, cells, cw, ch, dx, dy);
-    if (enough(at.n)) best = Math.max(best, at.correlation);
-  }
-  return best;
+    return enough(at.n) && at.correlation >= MIN_TRIMMED_CORRELATION;
+  });
 }
 
 /**
@@ -397,6 +412,6 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
   const consistent =
     peak.correlation >= MIN_CORRELATION ||
     (peak.correlation >= MIN_PEAK_CORRELATION && peak.correlation - off >= MIN_PEAK_MARGIN) ||
-    overlaidCorrelation(points, cells, cw, ch, placements, enough) >= MIN_TRIMMED_CORRELATION;
+    namedUnderOverlay(points, cells, cw, ch, placements, enough);
   return { correlation: peak.correlation, offCorrelation: off, inside: peak.inside, consistent };
 }
