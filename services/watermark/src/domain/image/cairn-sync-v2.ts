@@ -61,6 +61,13 @@ const REFINE_STEPS = [0.3, 0.1, 0.04];
 const REFINE_ROUNDS = 6;
 /** An alignment z-score that settles the lattice search (chance reaches about 5). */
 const SURE_ALIGNMENT = 8;
+/**
+ * A read on the lattice as found at or above this confidence (raw code-bit errors ≤ 5 %) is answered without
+ * refinement. Below it the refined lattice is read too: after JPEG q75 of coffee and chelsea (600×400 and 451×300,
+ * 150 keys each) it raised the mean confidence from 0.84 and 0.78 to 0.90 and 0.84, the lowest from 0.63 and 0.37
+ * to 0.75 and 0.67.
+ */
+const CLEAR_READ = 0.8;
 /** The z-score below which a lattice is not refined (see decodeRegistered). */
 const PLAUSIBLE_ALIGNMENT = 5;
 /** Side of the autocorrelation window (power of two). */
@@ -393,12 +400,15 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     }
     if (!best) return null;
     // A sure alignment on the lattice as found usually reads without refinement (the picture was re-encoded,
-    // filtered or resized, not cropped far off its grid): one read, and the refinement's hundred folds are saved.
+    // filtered or resized, not cropped far off its grid): one read, and the refinement's hundred folds are saved
+    // when that read is clear. A weak one is kept while the refined lattice is read too, and the clearer answers.
+    let sure: { detection: Detection; geometry: SyncGeometry } | null = null;
     if (best.alignment.score >= SURE_ALIGNMENT) {
       const { d, shift } = best.alignment;
       const [sx, sy] = [shift % BINS, Math.floor(shift / BINS)];
       const detection = this.read(best.fold.folded, DIHEDRAL[d]!, sx, sy);
-      if (detection) return { detection, geometry: geometryOf(best.fold.a, best.fold.b, DIHEDRAL[d]!, sx, sy) };
+      if (detection) sure = { detection, geometry: geometryOf(best.fold.a, best.fold.b, DIHEDRAL[d]!, sx, sy) };
+      if (sure && sure.detection.confidence >= CLEAR_READ) return sure;
     }
     // Below this no mark has been read in measurement (reads start at z 6.4), while most unmarked pictures stop
     // here (93 % of 150 at z < 5): the refinement and its reads are skipped.
@@ -407,8 +417,13 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
     for (const { d, shift } of this.align(refined).slice(0, CANDIDATES)) {
       const [sx, sy] = [shift % BINS, Math.floor(shift / BINS)];
       const detection = this.read(refined.folded, DIHEDRAL[d]!, sx, sy);
-      if (detection) return { detection, geometry: geometryOf(refined.a, refined.b, DIHEDRAL[d]!, sx, sy) };
+      if (!detection) continue;
+      // Each read passed the 32-bit check; two different payloads are beyond chance, and the first read stands.
+      if (sure && !(samePayload(sure.detection, detection) && detection.confidence > sure.detection.confidence))
+        return sure;
+      return { detection, geometry: geometryOf(refined.a, refined.b, DIHEDRAL[d]!, sx, sy) };
     }
+    if (sure) return sure;
     // The same lattice on the finer grid, folded into the same tile coordinates (so the geometry is the refined one's).
     const fine = analysis.fine();
     const folded = fine && fineFold(fine, refined.a, refined.b);
@@ -1237,6 +1252,10 @@ export function analyseSync(
     [0, (TILE * CHIP * gh) / eh],
   ];
   return new SyncAnalysis(luma, r, gw, gh, nominal, image);
+}
+
+function samePayload(a: Detection, b: Detection): boolean {
+  return a.payload.length === b.payload.length && a.payload.every((byte, i) => byte === b.payload[i]);
 }
 
 function withSpectrum(folded: Float64Array): { folded: Float64Array; re: Float64Array; im: Float64Array } {
