@@ -23,7 +23,7 @@ const marked = new Map<string, { image: RawImage; content: Uint8Array }>();
 beforeAll(async () => {
   const wm = new SyncTileWatermark(key.secret);
   for (const host of await lowTextureClass(SEED))
-    if (['scan', 'linear gradient', 'line art'].includes(host.label))
+    if (['scan', 'linear gradient', 'line art', 'plain grey', 'near-plain'].includes(host.label))
       marked.set(host.label, wm.embedDescribed(host.image, payload));
 });
 
@@ -89,4 +89,31 @@ describe('content check of a copy under an overlay (a caption bar, a logo)', () 
         consistent: false,
       });
   });
+});
+
+// A plain picture has no map to correlate: its copy is named for being plain too, at its level. Under an overlay
+// most of it still is; the bar or logo is not, and other content is not plain at that level over most of the frame.
+describe('content check of a plain picture under an overlay', () => {
+  const OVERLAYS: ReadonlyArray<readonly [string, Attack]> = [
+    ['a caption bar over a fifth of its height', chain(overlay(0.2, 'caption'), jpeg(85))],
+    ['a logo over a third of its height in a corner', chain(overlay(0.35, 'logo'), jpeg(85))],
+  ];
+  const wm = new SyncTileWatermark(key.secret);
+
+  it.each(
+    OVERLAYS.flatMap(([name, attack]) => ['plain grey', 'near-plain'].map((host) => [host, name, attack] as const)),
+  )('names the %s picture with %s', async (host, _, attack) => {
+    const { image, content } = marked.get(host)!;
+    expect(compareContent(registered(await attack(image)), content)).toMatchObject({ consistent: true });
+  });
+
+  it.each(OVERLAYS)(
+    'does not name it for its mark on a plain picture of another grey, or on a gradient, with %s',
+    async (_, attack) => {
+      const plain = marked.get('plain grey')!;
+      const lighter = { ...plain.image, pixels: plain.image.pixels.map((v) => Math.min(255, v + 24)) };
+      for (const other of [wm.embedDescribed(lighter, payload).image, marked.get('linear gradient')!.image])
+        expect(compareContent(registered(await attack(other)), plain.content)).toMatchObject({ consistent: false });
+    },
+  );
 });

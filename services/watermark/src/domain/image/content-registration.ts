@@ -125,6 +125,13 @@ const OFF_QUANTILE = 0.25;
 const FLAT_DESCRIPTOR = 1;
 /** A plain asset's copy is plain too: its registered luma varies by less than this (levels) inside the frame. */
 const FLAT_RECEIVED = 1.5;
+/**
+ * A plain asset's copy under an overlay (a caption bar, a logo): the PLAIN_KEEP of its points nearest their median
+ * vary by less than FLAT_RECEIVED, within PLAIN_LEVEL levels of the asset's own. Other content is not one level
+ * over seven tenths of the frame, least of all the asset's; an overlay over up to three tenths of it is outside them.
+ */
+const PLAIN_KEEP = 0.7;
+const PLAIN_LEVEL = 4;
 
 /** The descriptor (cw × ch cells) bilinearly interpolated at cell coordinates (cx, cy), which lie inside its grid. */
 function cellAt(cells: Uint8Array, cw: number, ch: number, cx: number, cy: number): number {
@@ -302,6 +309,46 @@ function namedUnderOverlay(
   });
 }
 
+/** Whether the points at (dx, dy) are the plain asset's colour but for an overlay (see PLAIN_KEEP). */
+function plainUnderOverlay(
+  points: RegisteredPoints,
+  cells: Uint8Array,
+  cw: number,
+  ch: number,
+  dx: number,
+  dy: number,
+): boolean {
+  const { xs, ys, values } = points;
+  const half = (CELL - 1) / 2;
+  const inside: number[] = [];
+  for (let k = 0; k < values.length; k++) {
+    const cx = (xs[k]! + dx - half) / CELL;
+    const cy = (ys[k]! + dy - half) / CELL;
+    if (cx >= 0 && cy >= 0 && cx <= cw - 1 && cy <= ch - 1) inside.push(values[k]!);
+  }
+  if (inside.length < MIN_POINTS) return false;
+  inside.sort((p, q) => p - q);
+  const median = inside[inside.length >> 1]!;
+  const kept = inside
+    .map((v) => Math.abs(v - median))
+    .map((distance, i) => ({ distance, v: inside[i]! }))
+    .sort((p, q) => p.distance - q.distance)
+    .slice(0, Math.floor(inside.length * PLAIN_KEEP))
+    .map(({ v }) => v);
+  let s = 0;
+  let q = 0;
+  for (const v of kept) {
+    s += v;
+    q += v * v;
+  }
+  const mean = s / kept.length;
+  const deviation = Math.sqrt(Math.max(0, q / kept.length - mean * mean));
+  let level = 0;
+  for (const c of cells) level += c;
+  level /= cells.length;
+  return deviation < FLAT_RECEIVED && Math.abs(mean - level) < PLAIN_LEVEL;
+}
+
 /**
  * The whole-period translations that can put any of the picture inside the asset's frame (ew × eh embedding
  * samples), those whose bounding box overlaps it most first: an honest copy reaches MIN_CORRELATION at (or next to)
@@ -345,7 +392,8 @@ function wholePeriodPlacements(
  * puts at least MIN_INSIDE of it inside the asset's frame. The content is the asset's when a correlation
  * reaches MIN_CORRELATION, or MIN_PEAK_CORRELATION with a peak MIN_PEAK_MARGIN above the correlation off it, or (a
  * copy under an overlay) when four fifths of it correlate at MIN_TRIMMED_CORRELATION. A plain asset (a descriptor
- * with no variance to correlate) is matched by a copy that is plain as well.
+ * with no variance to correlate) is matched by a copy that is plain as well, or plain at its level but for an
+ * overlay (PLAIN_KEEP).
  */
 export function compareContent(points: RegisteredPoints, descriptor: Uint8Array): ContentComparison {
   const none: ContentComparison = { correlation: 0, offCorrelation: 0, inside: 0, consistent: false };
@@ -371,8 +419,10 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
     if (flat) {
       // Where the most of the picture lies inside, the plainest placement: plain content is plain everywhere.
       const consistent = at.deviation < FLAT_RECEIVED;
-      if (at.n / total > best.inside || (consistent && !best.consistent))
+      if (at.n / total > best.inside || (consistent && !best.consistent)) {
         best = { correlation: at.correlation, offCorrelation: 0, inside: at.n / total, consistent };
+        bestShift = [dx, dy];
+      }
       continue;
     }
     if (at.correlation > best.correlation) {
@@ -382,6 +432,8 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
       if (best.correlation >= MIN_CORRELATION) break;
     }
   }
+  if (flat && best !== none && !best.consistent && plainUnderOverlay(points, cells, cw, ch, ...bestShift))
+    return { ...best, consistent: true };
   if (flat || best === none) return best;
   if (best.correlation >= MIN_CORRELATION) return { ...best, consistent: true };
   // The recovered translation can be a fraction of a period off its place (an off-centre crop of the screenshot
