@@ -24,8 +24,12 @@ export function spawnService(
   env: NodeJS.ProcessEnv,
   entry: 'source' | 'bundle' = 'source',
 ): ServiceProcess {
+  // CAIRN_CPU_PROFILE_DIR=<dir> in a bench's environment: each thread of the service writes a V8 CPU profile to
+  // <dir>/<service>/ when it exits on SIGTERM (docs/performance.md).
+  const profileDir = process.env.CAIRN_CPU_PROFILE_DIR;
   const args = [
     ...SERVICE_NODE_FLAGS,
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/${name}`] : []),
     ...(entry === 'bundle' ? [`services/${name}/dist/main.js`] : ['--import', 'tsx', `services/${name}/src/main.ts`]),
   ];
   const child = spawn(process.execPath, args, {
