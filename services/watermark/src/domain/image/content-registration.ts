@@ -133,6 +133,13 @@ const FLAT_RECEIVED = 1.5;
 const PLAIN_KEEP = 0.7;
 const PLAIN_LEVEL = 4;
 
+/** A descriptor's cells: cw × ch coarse luma means of the embedding grid (describeContent). */
+interface LumaMap {
+  readonly cells: Uint8Array;
+  readonly cw: number;
+  readonly ch: number;
+}
+
 /** The descriptor (cw × ch cells) bilinearly interpolated at cell coordinates (cx, cy), which lie inside its grid. */
 function cellAt(cells: Uint8Array, cw: number, ch: number, cx: number, cy: number): number {
   const x0 = Math.min(cw - 2, cx | 0);
@@ -148,13 +155,12 @@ function cellAt(cells: Uint8Array, cw: number, ch: number, cx: number, cy: numbe
 /** Pearson correlation of the points, moved by (dx, dy) embedding samples, with the descriptor; n = points inside. */
 function correlationAt(
   points: RegisteredPoints,
-  cells: Uint8Array,
-  cw: number,
-  ch: number,
+  map: LumaMap,
   dx: number,
   dy: number,
 ): { n: number; correlation: number; deviation: number } {
   const { xs, ys, values } = points;
+  const { cells, cw, ch } = map;
   // Cell coordinates of an embedding-grid position: cell c covers samples [c·CELL, (c + 1)·CELL), centred at
   // c·CELL + (CELL − 1) / 2.
   const half = (CELL - 1) / 2;
@@ -201,16 +207,23 @@ function pearson(
   return { correlation: va > 0 && vb > 0 ? cov / Math.sqrt(va * vb) : 0, va, slope, intercept: (sa - slope * sb) / n };
 }
 
-/** Standard deviation of the descriptor's cells (levels). */
-function spread(cells: Uint8Array): number {
+/** Mean and standard deviation of the values (levels). */
+function meanAndDeviation(values: Iterable<number>): { mean: number; deviation: number } {
+  let n = 0;
   let s = 0;
   let q = 0;
-  for (const v of cells) {
+  for (const v of values) {
+    n++;
     s += v;
     q += v * v;
   }
-  const mean = s / cells.length;
-  return Math.sqrt(Math.max(0, q / cells.length - mean * mean));
+  const mean = n > 0 ? s / n : 0;
+  return { mean, deviation: n > 0 ? Math.sqrt(Math.max(0, q / n - mean * mean)) : 0 };
+}
+
+/** Standard deviation of the descriptor's cells (levels). */
+function spread(cells: Uint8Array): number {
+  return meanAndDeviation(cells).deviation;
 }
 
 /**
@@ -252,28 +265,41 @@ function fitted(
   return pearson(n, sa, sb, saa, sbb, sab);
 }
 
-/** The correlation of the points at (dx, dy) that follow the map best: TRIM_KEEP of them, nearest the fit. */
-function trimmedCorrelationAt(
+/**
+ * Visits each point moved by (dx, dy) embedding samples that lies inside the cw × ch descriptor, with its luma and
+ * its cell coordinates (cell c covers samples [c·CELL, (c + 1)·CELL), centred at c·CELL + (CELL − 1) / 2).
+ */
+function forEachInside(
   points: RegisteredPoints,
-  cells: Uint8Array,
-  cw: number,
-  ch: number,
+  { cw, ch }: LumaMap,
   dx: number,
   dy: number,
-): { n: number; correlation: number } {
+  visit: (value: number, cx: number, cy: number) => void,
+): void {
   const { xs, ys, values } = points;
   const half = (CELL - 1) / 2;
-  const a = new Float32Array(values.length);
-  const b = new Float32Array(values.length);
-  let n = 0;
   for (let k = 0; k < values.length; k++) {
     const cx = (xs[k]! + dx - half) / CELL;
     const cy = (ys[k]! + dy - half) / CELL;
-    if (cx < 0 || cy < 0 || cx > cw - 1 || cy > ch - 1) continue;
-    a[n] = values[k]!;
-    b[n] = cellAt(cells, cw, ch, cx, cy);
-    n++;
+    if (cx >= 0 && cy >= 0 && cx <= cw - 1 && cy <= ch - 1) visit(values[k]!, cx, cy);
   }
+}
+
+/** The correlation of the points at (dx, dy) that follow the map best: TRIM_KEEP of them, nearest the fit. */
+function trimmedCorrelationAt(
+  points: RegisteredPoints,
+  map: LumaMap,
+  dx: number,
+  dy: number,
+): { n: number; correlation: number } {
+  const a = new Float32Array(points.values.length);
+  const b = new Float32Array(points.values.length);
+  let n = 0;
+  forEachInside(points, map, dx, dy, (value, cx, cy) => {
+    a[n] = value;
+    b[n] = cellAt(map.cells, map.cw, map.ch, cx, cy);
+    n++;
+  });
   if (n < MIN_POINTS) return { n, correlation: 0 };
   const pa = a.subarray(0, n);
   const pb = b.subarray(0, n);
@@ -297,56 +323,30 @@ function trimmedCorrelationAt(
  */
 function namedUnderOverlay(
   points: RegisteredPoints,
-  cells: Uint8Array,
-  cw: number,
-  ch: number,
+  map: LumaMap,
   placements: ReadonlyArray<{ dx: number; dy: number }>,
   enough: (n: number) => boolean,
 ): boolean {
   return placements.slice(0, TRIM_PLACEMENTS).some(({ dx, dy }) => {
-    const at = trimmedCorrelationAt(points, cells, cw, ch, dx, dy);
+    const at = trimmedCorrelationAt(points, map, dx, dy);
     return enough(at.n) && at.correlation >= MIN_TRIMMED_CORRELATION;
   });
 }
 
 /** Whether the points at (dx, dy) are the plain asset's colour but for an overlay (see PLAIN_KEEP). */
-function plainUnderOverlay(
-  points: RegisteredPoints,
-  cells: Uint8Array,
-  cw: number,
-  ch: number,
-  dx: number,
-  dy: number,
-): boolean {
-  const { xs, ys, values } = points;
-  const half = (CELL - 1) / 2;
+function plainUnderOverlay(points: RegisteredPoints, map: LumaMap, dx: number, dy: number): boolean {
   const inside: number[] = [];
-  for (let k = 0; k < values.length; k++) {
-    const cx = (xs[k]! + dx - half) / CELL;
-    const cy = (ys[k]! + dy - half) / CELL;
-    if (cx >= 0 && cy >= 0 && cx <= cw - 1 && cy <= ch - 1) inside.push(values[k]!);
-  }
+  forEachInside(points, map, dx, dy, (value) => inside.push(value));
   if (inside.length < MIN_POINTS) return false;
   inside.sort((p, q) => p - q);
   const median = inside[inside.length >> 1]!;
   const kept = inside
-    .map((v) => Math.abs(v - median))
-    .map((distance, i) => ({ distance, v: inside[i]! }))
+    .map((v) => ({ v, distance: Math.abs(v - median) }))
     .sort((p, q) => p.distance - q.distance)
     .slice(0, Math.floor(inside.length * PLAIN_KEEP))
     .map(({ v }) => v);
-  let s = 0;
-  let q = 0;
-  for (const v of kept) {
-    s += v;
-    q += v * v;
-  }
-  const mean = s / kept.length;
-  const deviation = Math.sqrt(Math.max(0, q / kept.length - mean * mean));
-  let level = 0;
-  for (const c of cells) level += c;
-  level /= cells.length;
-  return deviation < FLAT_RECEIVED && Math.abs(mean - level) < PLAIN_LEVEL;
+  const { mean, deviation } = meanAndDeviation(kept);
+  return deviation < FLAT_RECEIVED && Math.abs(mean - meanAndDeviation(map.cells).mean) < PLAIN_LEVEL;
 }
 
 /**
@@ -403,6 +403,7 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
   const ch = view.getUint16(2);
   if (cw < 2 || ch < 2 || descriptor.length !== HEADER_BYTES + cw * ch) return none;
   const cells = descriptor.subarray(HEADER_BYTES);
+  const map: LumaMap = { cells, cw, ch };
   const { values, period } = points;
   const total = values.length;
   if (total < MIN_POINTS) return none;
@@ -414,7 +415,7 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
   let best = none;
   let bestShift: [number, number] = [0, 0];
   for (const { dx, dy } of placements) {
-    const at = correlationAt(points, cells, cw, ch, dx, dy);
+    const at = correlationAt(points, map, dx, dy);
     if (!enough(at.n)) continue;
     if (flat) {
       // Where the most of the picture lies inside, the plainest placement: plain content is plain everywhere.
@@ -432,7 +433,7 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
       if (best.correlation >= MIN_CORRELATION) break;
     }
   }
-  if (flat && best !== none && !best.consistent && plainUnderOverlay(points, cells, cw, ch, ...bestShift))
+  if (flat && best !== none && !best.consistent && plainUnderOverlay(points, map, ...bestShift))
     return { ...best, consistent: true };
   if (flat || best === none) return best;
   if (best.correlation >= MIN_CORRELATION) return { ...best, consistent: true };
@@ -445,7 +446,7 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
   let peak = { correlation: best.correlation, inside: best.inside, gx: 0, gy: 0 };
   for (let gy = -half; gy <= half; gy++) {
     for (let gx = -half; gx <= half; gx++) {
-      const at = correlationAt(points, cells, cw, ch, bestShift[0] + gx * step, bestShift[1] + gy * step);
+      const at = correlationAt(points, map, bestShift[0] + gx * step, bestShift[1] + gy * step);
       if (!enough(at.n)) continue;
       grid.push({ at, gx, gy });
       if (Math.abs(gx) <= 1 && Math.abs(gy) <= 1 && at.correlation > peak.correlation)
@@ -464,6 +465,6 @@ export function compareContent(points: RegisteredPoints, descriptor: Uint8Array)
   const consistent =
     peak.correlation >= MIN_CORRELATION ||
     (peak.correlation >= MIN_PEAK_CORRELATION && peak.correlation - off >= MIN_PEAK_MARGIN) ||
-    namedUnderOverlay(points, cells, cw, ch, placements, enough);
+    namedUnderOverlay(points, map, placements, enough);
   return { correlation: peak.correlation, offCorrelation: off, inside: peak.inside, consistent };
 }
