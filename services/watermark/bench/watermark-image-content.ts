@@ -17,9 +17,9 @@
  *
  * Sets: `tuning` (low-texture seed 47: what MIN_PEAK_CORRELATION, MIN_PEAK_MARGIN and the off-peak grid were chosen on) and `judging`
  * (other crops and scales, seed 59, other textures; the default).
- *   pnpm bench:watermark-image-content [--set tuning|judging] [--hosts N]
+ *   pnpm bench:watermark-image-content [--set tuning|judging] [--hosts N] [--seed S]
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import sharp from 'sharp';
 import { SHARED_DIR } from '../../../packages/testing/src/shared.js';
 import { analyseSync, SyncTileWatermark } from '../src/domain/image/cairn-sync-v2.js';
@@ -168,7 +168,17 @@ const set: SetName = setArg > 0 && process.argv[setArg + 1] === 'tuning' ? 'tuni
 const all = await hosts(set);
 console.log(`# ${set} set`);
 const chosen = hostArg > 0 ? all.slice(0, Number(process.argv[hostArg + 1])) : all;
-const key = Uint8Array.from(randomBytes(32));
+// --seed S: the key (and so every mark) is the same in every run, so two versions of the code compare on the same
+// copies; without it each run draws a key, and the copies whose mark does not read vary with it.
+const seedArg = process.argv.indexOf('--seed');
+const key = Uint8Array.from(
+  seedArg > 0
+    ? createHash('sha256')
+        .update(`image-content|${process.argv[seedArg + 1]}`)
+        .digest()
+    : randomBytes(32),
+);
+if (seedArg > 0) console.log(`# key from --seed ${process.argv[seedArg + 1]}`);
 const wm = new SyncTileWatermark(key);
 const payload = keyedPayloadFor(key, 'w_image_content_bench');
 const hex = (p: Uint8Array) => Buffer.from(p).toString('hex');
