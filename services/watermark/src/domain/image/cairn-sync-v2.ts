@@ -7,6 +7,7 @@ import { fft2d, nextPowerOfTwo } from '@cairn/media/fft';
 import { FRAME_BITS, frameBits, PAYLOAD_BYTES, unframe } from './frame.js';
 import { describeContent, type SyncGeometry } from './content-registration.js';
 import { LumaResampler, lumaGrid } from './luma.js';
+import { payloadHex } from '../payload.js';
 import { psnrOfChange } from './psnr.js';
 import { keyedRandom, permutation } from './prng.js';
 import { assertWellFormed, ImageRejectedError, type RawImage } from './raw-image.js';
@@ -419,7 +420,13 @@ export class SyncTileWatermark implements ImageWatermarkAlgorithm {
       const detection = this.read(refined.folded, DIHEDRAL[d]!, sx, sy);
       if (!detection) continue;
       // Each read passed the 32-bit check; two different payloads are beyond chance, and the first read stands.
-      if (sure && !(samePayload(sure.detection, detection) && detection.confidence > sure.detection.confidence))
+      if (
+        sure &&
+        !(
+          payloadHex(sure.detection.payload) === payloadHex(detection.payload) &&
+          detection.confidence > sure.detection.confidence
+        )
+      )
         return sure;
       return { detection, geometry: geometryOf(refined.a, refined.b, DIHEDRAL[d]!, sx, sy) };
     }
@@ -1252,10 +1259,6 @@ export function analyseSync(
     [0, (TILE * CHIP * gh) / eh],
   ];
   return new SyncAnalysis(luma, r, gw, gh, nominal, image);
-}
-
-function samePayload(a: Detection, b: Detection): boolean {
-  return a.payload.length === b.payload.length && a.payload.every((byte, i) => byte === b.payload[i]);
 }
 
 function withSpectrum(folded: Float64Array): { folded: Float64Array; re: Float64Array; im: Float64Array } {

@@ -140,8 +140,8 @@ interface LumaMap {
   readonly ch: number;
 }
 
-/** The descriptor (cw × ch cells) bilinearly interpolated at cell coordinates (cx, cy), which lie inside its grid. */
-function cellAt(cells: Uint8Array, cw: number, ch: number, cx: number, cy: number): number {
+/** The descriptor bilinearly interpolated at cell coordinates (cx, cy), which lie inside its grid. */
+function cellAt({ cells, cw, ch }: LumaMap, cx: number, cy: number): number {
   const x0 = Math.min(cw - 2, cx | 0);
   const y0 = Math.min(ch - 2, cy | 0);
   const fx = cx - x0;
@@ -160,51 +160,57 @@ function correlationAt(
   dy: number,
 ): { n: number; correlation: number; deviation: number } {
   const { xs, ys, values } = points;
-  const { cells, cw, ch } = map;
+  const { cw, ch } = map;
   // Cell coordinates of an embedding-grid position: cell c covers samples [c·CELL, (c + 1)·CELL), centred at
   // c·CELL + (CELL − 1) / 2.
   const half = (CELL - 1) / 2;
-  let n = 0;
-  let sa = 0;
-  let sb = 0;
-  let saa = 0;
-  let sbb = 0;
-  let sab = 0;
+  const sums = new PearsonSums();
   for (let k = 0; k < values.length; k++) {
     const cx = (xs[k]! + dx - half) / CELL;
     const cy = (ys[k]! + dy - half) / CELL;
     if (cx < 0 || cy < 0 || cx > cw - 1 || cy > ch - 1) continue;
-    const b = cellAt(cells, cw, ch, cx, cy);
-    const a = values[k]!;
-    n++;
-    sa += a;
-    sb += b;
-    saa += a * a;
-    sbb += b * b;
-    sab += a * b;
+    sums.add(values[k]!, cellAt(map, cx, cy));
   }
+  const { n } = sums;
   if (n === 0) return { n, correlation: 0, deviation: 0 };
-  const { correlation, va } = pearson(n, sa, sb, saa, sbb, sab);
+  const { correlation, va } = sums.fit();
   return { n, correlation, deviation: Math.sqrt(Math.max(0, va / n)) };
 }
 
 /**
- * Pearson correlation from the sums over n pairs (a, b), with a's sum of squared deviations (va) and the least-squares
- * fit a ≈ slope·b + intercept.
+ * The sums over pairs (a, b) that give their Pearson correlation, a's sum of squared deviations (va) and the
+ * least-squares fit a ≈ slope·b + intercept.
  */
-function pearson(
-  n: number,
-  sa: number,
-  sb: number,
-  saa: number,
-  sbb: number,
-  sab: number,
-): { correlation: number; va: number; slope: number; intercept: number } {
-  const va = saa - (sa * sa) / n;
-  const vb = sbb - (sb * sb) / n;
-  const cov = sab - (sa * sb) / n;
-  const slope = vb > 0 ? cov / vb : 0;
-  return { correlation: va > 0 && vb > 0 ? cov / Math.sqrt(va * vb) : 0, va, slope, intercept: (sa - slope * sb) / n };
+class PearsonSums {
+  n = 0;
+  private sa = 0;
+  private sb = 0;
+  private saa = 0;
+  private sbb = 0;
+  private sab = 0;
+
+  add(a: number, b: number): void {
+    this.n++;
+    this.sa += a;
+    this.sb += b;
+    this.saa += a * a;
+    this.sbb += b * b;
+    this.sab += a * b;
+  }
+
+  fit(): { correlation: number; va: number; slope: number; intercept: number } {
+    const { n, sa, sb, saa, sbb, sab } = this;
+    const va = saa - (sa * sa) / n;
+    const vb = sbb - (sb * sb) / n;
+    const cov = sab - (sa * sb) / n;
+    const slope = vb > 0 ? cov / vb : 0;
+    return {
+      correlation: va > 0 && vb > 0 ? cov / Math.sqrt(va * vb) : 0,
+      va,
+      slope,
+      intercept: (sa - slope * sb) / n,
+    };
+  }
 }
 
 /** Mean and standard deviation of the values (levels). */
@@ -247,22 +253,9 @@ function fitted(
   b: Float32Array,
   use: Uint8Array,
 ): { correlation: number; slope: number; intercept: number } {
-  let n = 0;
-  let sa = 0;
-  let sb = 0;
-  let saa = 0;
-  let sbb = 0;
-  let sab = 0;
-  for (let i = 0; i < a.length; i++) {
-    if (!use[i]) continue;
-    n++;
-    sa += a[i]!;
-    sb += b[i]!;
-    saa += a[i]! * a[i]!;
-    sbb += b[i]! * b[i]!;
-    sab += a[i]! * b[i]!;
-  }
-  return pearson(n, sa, sb, saa, sbb, sab);
+  const sums = new PearsonSums();
+  for (let i = 0; i < a.length; i++) if (use[i]) sums.add(a[i]!, b[i]!);
+  return sums.fit();
 }
 
 /**
@@ -297,7 +290,7 @@ function trimmedCorrelationAt(
   let n = 0;
   forEachInside(points, map, dx, dy, (value, cx, cy) => {
     a[n] = value;
-    b[n] = cellAt(map.cells, map.cw, map.ch, cx, cy);
+    b[n] = cellAt(map, cx, cy);
     n++;
   });
   if (n < MIN_POINTS) return { n, correlation: 0 };
