@@ -148,6 +148,8 @@ export class Bus {
     // One filter subject: several (filter_subjects) needs NATS 2.10; a consumer of several types takes the
     // whole prefix and acknowledges the other types without handling them.
     const wanted = options.types === 'all' ? null : new Set<string>(options.types);
+    // Under the shared prefix every event arrives: another type is told by its subject and acknowledged unread.
+    const wantedSubjects = options.types === 'all' ? null : new Set(options.types.map((type) => this.subject(type)));
     const filterSubject =
       options.types !== 'all' && options.types.length === 1
         ? this.subject(options.types[0]!)
@@ -169,6 +171,10 @@ export class Bus {
     const consumer = await this.js.consumers.get(this.options.stream, options.durable);
     const log = this.options.logger;
     const handle = async (msg: JsMsg, abandoned: AbortSignal): Promise<void> => {
+      if (wantedSubjects && !wantedSubjects.has(msg.subject)) {
+        msg.ack();
+        return;
+      }
       let json: unknown;
       try {
         json = msg.json();

@@ -176,5 +176,11 @@ describe('a consumer of several event types', () => {
     await consumer.stop();
     expect(mine()).toEqual(['asset.signed', 'job.failed']);
     expect(seen.every((e) => e.type === 'asset.signed' || e.type === 'job.failed')).toBe(true);
+    // The other types were acknowledged, not left to come back after the ack wait.
+    const info = await bus.jsm.consumers.info(`TEST_BUS_${id}`, 'several-types');
+    expect({ pending: info.num_pending, unacknowledged: info.num_ack_pending }).toEqual({
+      pending: 0,
+      unacknowledged: 0,
+    });
   });
 });

@@ -66,7 +66,7 @@ export interface ServiceContext<S extends z.ZodRawShape = z.ZodRawShape> {
   consume<T extends EventType>(
     durable: string,
     types: ReadonlyArray<T> | 'all',
-    apply: (event: EventOf<T>, tx: Tx) => Promise<void>,
+    apply: (event: NoInfer<EventOf<T>>, tx: Tx) => Promise<void>,
   ): Promise<void>;
   /** Publishes a port the service listens on besides gRPC and ops (the gateway's HTTP API). */
   expose(name: string, port: number): void;

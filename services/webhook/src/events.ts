@@ -1,12 +1,16 @@
 import type { AnyEvent } from '@cairn/events';
 import type { Tx } from '@cairn/db';
 import { fanOut } from './app/fan-out.js';
+import { WEBHOOK_EVENTS } from './domain/events.js';
 import type { FanOutRecords } from './app/ports.js';
 
 /** Durable consumer name of the fan-out (one per purpose, stable across deploys). */
 export const FANOUT_CONSUMER = 'webhook-fanout';
-/** Every event is read; app/fan-out.ts keeps the subscribable ones. */
-export const FANOUT_TYPES = 'all';
+/**
+ * The subscribable events only: the bus acknowledges every other type unread, so an event no endpoint can
+ * subscribe to (asset.signed, asset.verified, …) costs the fan-out no transaction.
+ */
+export const FANOUT_TYPES = WEBHOOK_EVENTS;
 
 /** The fan-out consumer: deliveries for the subscribed endpoints, then a wake-up of the dispatcher. */
 export function fanOutHandler(records: FanOutRecords, wake: () => void) {

@@ -5,7 +5,7 @@ import type { AnyEvent, EventType } from '@cairn/events';
  * administrative facts (docs/decisions/0040-admin-changes-audited.md). Verification is recorded only when
  * authenticated: a public verify has no tenant and must leave no personal trace.
  */
-const AUDITED: ReadonlySet<EventType> = new Set([
+export const AUDITED_TYPES = [
   'asset.signed',
   'asset.verified',
   'asset.lookup',
@@ -15,7 +15,9 @@ const AUDITED: ReadonlySet<EventType> = new Set([
   'key.revoked',
   'settings.changed',
   'admin.changed',
-]);
+] as const satisfies ReadonlyArray<EventType>;
+
+const AUDITED: ReadonlySet<EventType> = new Set(AUDITED_TYPES);
 
 export function isAudited(event: Pick<AnyEvent, 'type' | 'tenant_id'>): boolean {
   return AUDITED.has(event.type) && event.tenant_id.startsWith('t_');
