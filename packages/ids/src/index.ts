@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ulid } from 'ulid';
+import { encodeTime } from 'ulid';
 
 /**
  * The id prefixes (docs/decisions/0007-identifiers-and-blob-keys.md); every public identifier is one of these followed
@@ -33,7 +33,25 @@ const ULID_PATTERN = '[0-9A-HJKMNP-TV-Z]{26}';
  * may order by id within a millisecond (chains and pages use their own sequence columns).
  */
 export function newId(kind: IdKind): string {
-  return ID_PREFIXES[kind] + ulid();
+  return ID_PREFIXES[kind] + encodeTime(Date.now(), 10) + randomPart();
+}
+
+/** Crockford's base32, the ULID alphabet. */
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * A ULID's 16 random characters: 80 bits from one read of the CSPRNG, five bits a character (the ulid package's own
+ * generator reads one byte per character, and scales it with a slight bias).
+ */
+function randomPart(): string {
+  const bytes = randomBytes(10);
+  let out = '';
+  // Two groups of 40 bits (exact in a double), eight characters each, most significant first.
+  for (const offset of [0, 5]) {
+    const group = bytes[offset]! * 2 ** 32 + bytes.readUInt32BE(offset + 1);
+    for (let shift = 35; shift >= 0; shift -= 5) out += CROCKFORD[Math.floor(group / 2 ** shift) % 32];
+  }
+  return out;
 }
 
 export function isId(kind: IdKind, value: string): boolean {

@@ -45,7 +45,7 @@ export class Outbox {
     private readonly metrics: ServiceMetrics,
   ) {}
 
-  async enqueue(tx: Tx, event: AnyEvent): Promise<void> {
+  async enqueue(tx: Tx | Database, event: AnyEvent): Promise<void> {
     const headers: Record<string, string> = {};
     propagation.inject(context.active(), headers);
     await tx.execute(
@@ -54,6 +54,15 @@ export class Outbox {
     // The row is not committed yet, so no flush here; the sweep comes soon in case the writer never flushes.
     this.active = true;
     this.sweep?.wake(this.sweepBaseMs);
+  }
+
+  /**
+   * Writes an event that announces nothing else written (no change of the caller's commits with it) in a statement
+   * of its own, one round trip instead of a transaction's, then relays it at once.
+   */
+  async enqueueAlone(event: AnyEvent): Promise<void> {
+    await this.enqueue(this.db, event);
+    void this.flush();
   }
 
   /** Publishes what is pending now; call after a commit that enqueued events. Never throws. */

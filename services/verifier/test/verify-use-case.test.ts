@@ -110,6 +110,7 @@ function deps(world: World): VerifyDeps {
     trust,
     outbox: {
       enqueue: async () => Promise.reject(new Error('a public verify records no event')),
+      enqueueAlone: async () => Promise.reject(new Error('a public verify records no event')),
       flush: async () => undefined,
     },
     logger: createLogger({ service: 'verifier-test', level: 'silent' }),

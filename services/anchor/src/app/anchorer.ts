@@ -34,12 +34,20 @@ export class Anchorer {
   constructor(private readonly o: AnchorerOptions) {}
 
   /**
-   * A tick, then how long the loop may sleep: until the open batch is due to close, `pollMs` while a batch is
-   * closed or sent (until its retry time when it waits on one), and the idle back-off when there is no batch.
+   * A tick when a batch is due, then how long the loop may sleep: until the open batch is due to close, `pollMs`
+   * while a batch is closed or sent (until its retry time when it waits on one), and the idle back-off when there is
+   * no batch.
    */
   async pass(): Promise<number> {
+    // One statement when nothing is due (no batch, or an open one still filling): the tick's statements and its
+    // sender lock only when a batch is to close, seal, send or watch now.
+    const ahead = await this.o.store.outlook(this.o.batchMaxAgeMs);
+    if (ahead.openClosesInMs !== 0 && ahead.dueInMs !== 0) return this.sleepFor(ahead);
     await this.tick();
-    const { openClosesInMs, dueInMs } = await this.o.store.outlook(this.o.batchMaxAgeMs);
+    return this.sleepFor(await this.o.store.outlook(this.o.batchMaxAgeMs));
+  }
+
+  private sleepFor({ openClosesInMs, dueInMs }: { openClosesInMs: number | null; dueInMs: number | null }): number {
     if (openClosesInMs === null && dueInMs === null) return this.o.idle.next(false);
     this.o.idle.reset();
     // At least a few ms: a batch that is due as the outlook is read must not make the loop spin.

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
 import type pg from 'pg';
 import { withRlsSettings, withTenant, type Database, type Tx } from '@cairn/db';
 import { newId } from '@cairn/ids';
@@ -186,18 +186,15 @@ export class BatchStore implements BatchRecords {
   }
 
   /** The latest leaf of an asset, any tenant (an asset has one manifest, hence one leaf, in practice). */
+  /** One statement: anchor.latest_leaf_of_asset (migration 0004) opens the batcher's scope for itself. */
   async latestLeafOfAsset(
     assetId: string,
   ): Promise<{ batchId: string; leafIndex: number; manifestDigest: string } | undefined> {
-    const [leaf] = await asBatcher(this.db, (tx) =>
-      tx
-        .select({ batchId: leaves.batchId, leafIndex: leaves.leafIndex, manifestDigest: leaves.manifestDigest })
-        .from(leaves)
-        .where(eq(leaves.assetId, assetId))
-        .orderBy(desc(leaves.createdAt))
-        .limit(1),
+    const { rows } = await this.db.execute<{ batch_id: string; leaf_index: number; manifest_digest: string }>(
+      sql`select batch_id, leaf_index, manifest_digest from anchor.latest_leaf_of_asset(${assetId})`,
     );
-    return leaf;
+    const [leaf] = rows;
+    return leaf && { batchId: leaf.batch_id, leafIndex: leaf.leaf_index, manifestDigest: leaf.manifest_digest };
   }
 
   /**

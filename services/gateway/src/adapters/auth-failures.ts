@@ -13,9 +13,14 @@ export interface AuthFailureLimitOptions {
   fallbackMaxSubjects?: number;
 }
 
+/** A trust mark is rewritten at most this often per subject by one process. */
+const TRUST_REWRITE_MS = 60_000;
+const countOf = (reply: unknown): number => (typeof reply === 'string' ? Number(reply) : 0);
+const ttlOf = (reply: unknown): number => (typeof reply === 'number' ? reply : -2);
+
 /**
  * Failed authentications per subject (a hashed client address, or an address and key id) in a fixed window that
- * starts at the first failure. `check` is one Redis read and runs before any database work; `recordFailure` counts
+ * starts at the first failure. `admit` is one Redis round trip and runs before any database work; `recordFailure` counts
  * a 401. `trust` marks a subject that authenticated (an address and key id) for `trustSeconds`, so that key keeps
  * working from an address another client's guesses have locked. With Redis unreachable all of it runs in this
  * process, as the rate limiter does (docs/decisions/0021-limits-in-redis-with-fallback.md).
@@ -29,6 +34,8 @@ export class AuthFailureLimit {
   readonly #onFallback: (error: unknown) => void;
   readonly #maxLocal: number;
   readonly #local = new Map<string, { count: number; resetAt: number }>();
+  /** When this process last wrote each trust mark (epoch ms). */
+  readonly #marked = new Map<string, number>();
 
   constructor(
     redis: Redis,
@@ -54,28 +61,39 @@ export class AuthFailureLimit {
     this.#maxLocal = options.fallbackMaxSubjects ?? 100_000;
   }
 
-  async check(subject: string): Promise<AuthFailureCheck> {
-    const key = this.#key(subject);
+  /**
+   * Whether a request from `address` (with `keySubject`, its address and key id, when the key is well formed) may
+   * try to authenticate: held to the key's own failures when that key authenticated from the address within the
+   * trust period, else to the address's. One Redis round trip for the trust mark and both counts.
+   */
+  async admit(address: string, keySubject: string | undefined): Promise<AuthFailureCheck & { trusted: boolean }> {
+    const addressKey = this.#key(address);
+    const subjectKey = keySubject === undefined ? undefined : this.#key(keySubject);
+    let trusted: boolean;
     let count: number;
     let ttlMs: number;
     try {
-      const [[countError, rawCount], [ttlError, rawTtl]] = ((await this.#redis.multi().get(key).pttl(key).exec()) ?? [
-        [new Error('transaction discarded'), null],
-        [null, null],
-      ]) as [[Error | null, unknown], [Error | null, unknown]];
-      if (countError) throw countError;
-      if (ttlError) throw ttlError;
-      count = typeof rawCount === 'string' ? Number(rawCount) : 0;
-      ttlMs = typeof rawTtl === 'number' ? rawTtl : -2;
+      const multi = this.#redis.multi().get(addressKey).pttl(addressKey);
+      if (keySubject !== undefined && subjectKey !== undefined)
+        multi.exists(this.#trustKey(keySubject)).get(subjectKey).pttl(subjectKey);
+      const replies = (await multi.exec()) ?? [[new Error('transaction discarded'), null]];
+      for (const [error] of replies) if (error) throw error;
+      const [addressCount, addressTtl, trustMark, subjectCount, subjectTtl] = replies.map(([, value]) => value);
+      trusted = trustMark === 1;
+      count = countOf(trusted ? subjectCount : addressCount);
+      ttlMs = ttlOf(trusted ? subjectTtl : addressTtl);
     } catch (error) {
       this.#onFallback(error);
-      const local = this.#liveLocal(key, Date.now());
+      const now = Date.now();
+      trusted = keySubject !== undefined && this.#liveLocal(this.#trustKey(keySubject), now) !== undefined;
+      const local = this.#liveLocal(trusted && subjectKey !== undefined ? subjectKey : addressKey, now);
       count = local?.count ?? 0;
-      ttlMs = local ? local.resetAt - Date.now() : -2;
+      ttlMs = local ? local.resetAt - now : -2;
     }
-    if (count < this.#limit) return { blocked: false, retryAfterSeconds: 0 };
+    if (count < this.#limit) return { trusted, blocked: false, retryAfterSeconds: 0 };
     // A key without a TTL (-1) should not exist; treat it as a full window rather than "retry now".
-    return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((ttlMs > 0 ? ttlMs : this.#windowMs) / 1000)) };
+    const retryAfterSeconds = Math.max(1, Math.ceil((ttlMs > 0 ? ttlMs : this.#windowMs) / 1000));
+    return { trusted, blocked: true, retryAfterSeconds };
   }
 
   async recordFailure(subject: string): Promise<void> {
@@ -92,20 +110,19 @@ export class AuthFailureLimit {
     }
   }
 
-  /** Whether `subject` authenticated within the last trustSeconds. */
-  async isTrusted(subject: string): Promise<boolean> {
-    const key = this.#trustKey(subject);
-    try {
-      return (await this.#redis.exists(key)) === 1;
-    } catch (error) {
-      this.#onFallback(error);
-      return this.#liveLocal(key, Date.now()) !== undefined;
-    }
-  }
-
-  /** Marks `subject` as having authenticated; each success restarts its trustSeconds. */
+  /**
+   * Marks `subject` as having authenticated: a success restarts its trustSeconds, written at most once a minute per
+   * subject by this process (a key in steady use costs no write per request; its mark outlives the last success by
+   * trustSeconds less at most that minute).
+   */
   async trust(subject: string): Promise<void> {
     const key = this.#trustKey(subject);
+    const now = Date.now();
+    const marked = this.#marked.get(key);
+    if (marked !== undefined && now - marked < TRUST_REWRITE_MS) return;
+    this.#marked.delete(key);
+    this.#marked.set(key, now);
+    this.#bound(this.#marked);
     try {
       await this.#redis.set(key, '1', 'PX', this.#trustMs);
     } catch (error) {
@@ -127,10 +144,15 @@ export class AuthFailureLimit {
   #remember(key: string, entry: { count: number; resetAt: number }): void {
     this.#local.delete(key);
     this.#local.set(key, entry);
-    while (this.#local.size > this.#maxLocal) {
-      const oldest = this.#local.keys().next().value;
+    this.#bound(this.#local);
+  }
+
+  /** Forgets the oldest entries of `map` (insertion order) beyond fallbackMaxSubjects. */
+  #bound(map: Map<string, unknown>): void {
+    while (map.size > this.#maxLocal) {
+      const oldest = map.keys().next().value;
       if (oldest === undefined) break;
-      this.#local.delete(oldest);
+      map.delete(oldest);
     }
   }
 

@@ -70,8 +70,8 @@ export function authFailureLimit(failures: AuthFailureLimit): RequestHandler {
     const address = `ip:${clientAddressHash(req)}`;
     const keyId = parseApiKey(bearerToken(header) ?? '')?.keyId;
     const keySubject = keyId ? `${address}:${keyId}` : undefined;
-    const trusted = keySubject !== undefined && (await failures.isTrusted(keySubject));
-    const check = await failures.check(trusted ? keySubject : address);
+    const check = await failures.admit(address, keySubject);
+    const trusted = check.trusted;
     if (check.blocked) {
       res.set('Retry-After', String(check.retryAfterSeconds));
       return next(

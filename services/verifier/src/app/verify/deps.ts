@@ -35,7 +35,7 @@ export interface VerifyDeps {
   anchor: VerifyAnchor;
   trust: TrustInForce;
   /** Where asset.verified goes, in the tenant's transaction. */
-  outbox: Pick<Outbox, 'enqueue' | 'flush'>;
+  outbox: Pick<Outbox, 'enqueue' | 'enqueueAlone' | 'flush'>;
   logger: Logger;
   publicBaseUrl: string;
   ocspTimeoutMs: number;

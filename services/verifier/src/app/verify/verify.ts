@@ -1,5 +1,4 @@
 import { newEvent } from '@cairn/events';
-import { withTenant } from '@cairn/db';
 import { CairnError } from '@cairn/errors';
 import { checkMediaLimits, isSidecarMediaType, sniffMediaType, SNIFF_BYTES, type SniffedType } from '@cairn/media';
 import { isoTimestamp, type verifierV1 } from '@cairn/proto';
@@ -302,23 +301,20 @@ async function record(
   verdict: Verdict,
 ): Promise<void> {
   const { sniffed } = gathered;
+  // The event is the only row a verify writes: a statement of its own, not a transaction.
   await inSpan('verify.event', () =>
-    withTenant(deps.db, request.tenantId, (tx) =>
-      deps.outbox.enqueue(
-        tx,
-        newEvent('asset.verified', request.tenantId, {
-          status: verdict.status,
-          confidence: verdict.confidence,
-          manifest_id: identity.manifestId ?? null,
-          asset_id: identity.assetId ?? null,
-          media_type: sniffed.mediaType,
-          ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
-          ...(request.reservationId ? { reservation_id: request.reservationId } : {}),
-        }),
-      ),
+    deps.outbox.enqueueAlone(
+      newEvent('asset.verified', request.tenantId, {
+        status: verdict.status,
+        confidence: verdict.confidence,
+        manifest_id: identity.manifestId ?? null,
+        asset_id: identity.assetId ?? null,
+        media_type: sniffed.mediaType,
+        ...(sniffed.modality === 'text' ? {} : { 'billing.meter': `${sniffed.modality}_verify` }),
+        ...(request.reservationId ? { reservation_id: request.reservationId } : {}),
+      }),
     ),
   );
-  void deps.outbox.flush();
 }
 
 /** Who writes the reports: this verifier, reading with c2pa-rs 0.90.1 through c2pa-node 0.8.0. */
