@@ -146,7 +146,8 @@ export class SoftBindingResolution {
    * byContent / byReference on a stored upload: without `alg` every algorithm runs (the watermark, an exact
    * identification, first; then fingerprints); with one, that algorithm only.
    */
-  async byUpload(key: string, query: ContentQuery): Promise<SpecMatch[]> {
+  async byUpload(upload: { key: string; head?: Buffer }, query: ContentQuery): Promise<SpecMatch[]> {
+    const { key } = upload;
     const found: SpecMatch[] = [];
     const fingerprints = await this.fingerprintAlgs();
     const watermarkAlg = isImageWatermarkAlg(query.alg) ? query.alg : undefined;
@@ -157,7 +158,7 @@ export class SoftBindingResolution {
         `Unsupported soft binding algorithm "${query.alg}"; GET ${C2PA_RESOLUTION_PREFIX}/services/supportedAlgorithms lists the supported ones.`,
       );
     }
-    const head = await uploadHead(this.deps.blobs, key);
+    const head = upload.head ?? (await uploadHead(this.deps.blobs, key));
     if (!head) throw new CairnError('cairn.validation.invalid_body', 'The upload is gone; send the asset again.');
     const sniffed = sniffMediaType(head);
     if (!sniffed)
@@ -238,7 +239,7 @@ export class SoftBindingResolution {
   private async fetchAndQuery(referenceUrl: string, assetLength: number, query: ContentQuery): Promise<SpecMatch[]> {
     const key = await this.fetchReference(referenceUrl, assetLength);
     try {
-      return await this.byUpload(key, query);
+      return await this.byUpload({ key }, query);
     } finally {
       // Best effort, as for byContent's upload: the answer does not depend on it; a failed delete leaves an
       // unreferenced public upload behind.

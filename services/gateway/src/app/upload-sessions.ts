@@ -15,6 +15,8 @@ import { uploadHead } from './upload-head.js';
 export interface StoredUpload extends BlobInfo {
   fieldname: string;
   originalname: string;
+  /** Its first bytes (SNIFF_BYTES) as this request streamed it into the blob store; absent for a session's upload. */
+  head?: Buffer;
   /**
    * A session an earlier request already used (take's `describeSpent`): its size and hash as that request saw them,
    * so an idempotent retry can find its recorded answer, but no file to use: the blob belongs to that request.

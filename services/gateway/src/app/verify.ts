@@ -21,8 +21,8 @@ export interface VerifyDeps {
 export interface VerifyRequest {
   tenant: Tenant | undefined;
   input: verifierV1.VerifyRequest['input'];
-  /** The stored upload when the input is a file. */
-  upload: { key: string; size: number } | undefined;
+  /** The stored upload when the input is a file, with its first bytes when this request streamed it. */
+  upload: { key: string; size: number; head?: Buffer } | undefined;
   /** The client asked for an asynchronous answer (RFC 7240 Prefer: respond-async). */
   respondAsync: boolean;
   /** Called once the upload belongs to a verify job (the verifier deletes it when the job ends). */
@@ -61,7 +61,7 @@ export class VerifyFiles {
     const { tenant, upload } = request;
     let metered: MeteredUnit | undefined;
     if (tenant && upload) {
-      const meter = verifyMeter((await this.uploadModality(upload.key)) ?? '');
+      const meter = verifyMeter((await this.uploadModality(upload)) ?? '');
       if (meter) metered = await reserveUnit(deps.billing, tenant, meter);
     }
     if (tenant && upload && (request.respondAsync || upload.size > deps.syncVerifyMaxBytes)) {
@@ -122,8 +122,8 @@ export class VerifyFiles {
   }
 
   /** The sniffed modality of an uploaded file (its first bytes), or null when it is gone or no known type. */
-  private async uploadModality(key: string): Promise<string | null> {
-    const head = await uploadHead(this.deps.blobs, key);
+  private async uploadModality(upload: { key: string; head?: Buffer }): Promise<string | null> {
+    const head = upload.head ?? (await uploadHead(this.deps.blobs, upload.key));
     return head ? (sniffMediaType(head)?.modality ?? null) : null;
   }
 }

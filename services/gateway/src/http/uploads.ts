@@ -1,6 +1,8 @@
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import type { NextFunction, Request, RequestHandler } from 'express';
 import multer, { type StorageEngine } from 'multer';
-import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobStore } from '@cairn/blob';
+import { BlobTooLargeError, blobKeys, PUBLIC_OWNER, type BlobInfo, type BlobStore, type PutOptions } from '@cairn/blob';
+import { SNIFF_BYTES } from '@cairn/sniff';
 import { CairnError, type ErrorCode } from '@cairn/errors';
 import { newId } from '@cairn/ids';
 import { inSpan } from '@cairn/telemetry';
@@ -12,6 +14,48 @@ declare global {
     interface Request {
       upload?: StoredUpload;
     }
+  }
+}
+
+/** Passes bytes through unchanged and keeps the first SNIFF_BYTES of them. */
+class HeadTap extends Transform {
+  private readonly kept: Buffer[] = [];
+  private keptBytes = 0;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (this.keptBytes < SNIFF_BYTES) {
+      const part = chunk.subarray(0, SNIFF_BYTES - this.keptBytes);
+      this.kept.push(Buffer.from(part));
+      this.keptBytes += part.length;
+    }
+    callback(null, chunk);
+  }
+
+  get head(): Buffer {
+    return Buffer.concat(this.kept);
+  }
+}
+
+/**
+ * Streams an upload into the blob store and answers what was stored with its first bytes (`head`, what its media
+ * type is sniffed from), so the request's later steps need not read the blob back for them.
+ */
+export async function storeUpload(
+  blobs: BlobStore,
+  key: string,
+  body: Readable,
+  options: PutOptions,
+): Promise<BlobInfo & { head: Buffer }> {
+  const tap = new HeadTap();
+  body.on('error', (error) => tap.destroy(error));
+  try {
+    const info = await blobs.put(key, body.pipe(tap), options);
+    return { ...info, head: tap.head };
+  } catch (error) {
+    // As when the store read the body itself: a refused or failed upload is not read any further.
+    body.unpipe(tap);
+    body.destroy();
+    throw error;
   }
 }
 
@@ -31,7 +75,10 @@ class BlobStorage implements StorageEngine {
     callback: (error?: unknown, info?: Partial<Express.Multer.File>) => void,
   ): void {
     const key = blobKeys.upload(req.auth?.tenant.tenantId ?? PUBLIC_OWNER, newId('request').slice(4));
-    this.blobs.put(key, file.stream, { contentType: 'application/octet-stream', maxBytes: this.maxBytes }).then(
+    storeUpload(this.blobs, key, file.stream, {
+      contentType: 'application/octet-stream',
+      maxBytes: this.maxBytes,
+    }).then(
       (info) => {
         req.upload = { ...info, fieldname: file.fieldname, originalname: file.originalname };
         callback(null, { size: info.size, path: key });

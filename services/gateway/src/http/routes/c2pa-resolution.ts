@@ -18,7 +18,7 @@ import {
 } from '../../app/c2pa-resolution.js';
 import { referenceFetcher } from '../../adapters/reference-fetch.js';
 import { addressRateLimit } from '../limits.js';
-import { singleUpload, withUpload } from '../uploads.js';
+import { singleUpload, storeUpload, withUpload } from '../uploads.js';
 import { jsonBody, queryParams } from '../validate.js';
 import { bytes, EXAMPLE, json, jsonRequest, NOT_FOUND, operationsOf, PUBLIC } from '../openapi/describe.js';
 
@@ -280,7 +280,7 @@ function matchByContent(resolution: SoftBindingResolution, blobs: BlobStore): Re
           'cairn.validation.invalid_body',
           'The request body is empty; send the asset bytes (e.g. Content-Type: image/jpeg).',
         );
-      return resolution.byUpload(req.upload.key, { alg: query.alg, limit: limitOf(query.maxResults) });
+      return resolution.byUpload(req.upload, { alg: query.alg, limit: limitOf(query.maxResults) });
     });
     answerMatches(res, matches);
   };
@@ -405,6 +405,6 @@ function assetUpload(deps: Pick<C2paResolutionDeps, 'blobs' | 'uploadMaxBytes'>)
 
 async function storeRaw(blobs: BlobStore, req: Request, maxBytes: number): Promise<void> {
   const key = blobKeys.upload(PUBLIC_OWNER, newId('request').slice(4));
-  const info = await blobs.put(key, req, { contentType: 'application/octet-stream', maxBytes });
+  const info = await storeUpload(blobs, key, req, { contentType: 'application/octet-stream', maxBytes });
   req.upload = { ...info, fieldname: 'body', originalname: '' };
 }
