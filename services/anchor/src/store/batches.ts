@@ -185,8 +185,10 @@ export class BatchStore implements BatchRecords {
     );
   }
 
-  /** The latest leaf of an asset, any tenant (an asset has one manifest, hence one leaf, in practice). */
-  /** One statement: anchor.latest_leaf_of_asset (migration 0004) opens the batcher's scope for itself. */
+  /**
+   * The latest leaf of an asset, any tenant (an asset has one manifest, hence one leaf, in practice), in one
+   * statement: anchor.latest_leaf_of_asset (migration 0004) opens the batcher's scope for itself.
+   */
   async latestLeafOfAsset(
     assetId: string,
   ): Promise<{ batchId: string; leafIndex: number; manifestDigest: string } | undefined> {

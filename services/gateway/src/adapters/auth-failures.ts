@@ -68,14 +68,14 @@ export class AuthFailureLimit {
    */
   async admit(address: string, keySubject: string | undefined): Promise<AuthFailureCheck & { trusted: boolean }> {
     const addressKey = this.#key(address);
-    const subjectKey = keySubject === undefined ? undefined : this.#key(keySubject);
+    const subject =
+      keySubject === undefined ? undefined : { key: this.#key(keySubject), trustKey: this.#trustKey(keySubject) };
     let trusted: boolean;
     let count: number;
     let ttlMs: number;
     try {
       const multi = this.#redis.multi().get(addressKey).pttl(addressKey);
-      if (keySubject !== undefined && subjectKey !== undefined)
-        multi.exists(this.#trustKey(keySubject)).get(subjectKey).pttl(subjectKey);
+      if (subject) multi.exists(subject.trustKey).get(subject.key).pttl(subject.key);
       const replies = (await multi.exec()) ?? [[new Error('transaction discarded'), null]];
       for (const [error] of replies) if (error) throw error;
       const [addressCount, addressTtl, trustMark, subjectCount, subjectTtl] = replies.map(([, value]) => value);
@@ -85,8 +85,8 @@ export class AuthFailureLimit {
     } catch (error) {
       this.#onFallback(error);
       const now = Date.now();
-      trusted = keySubject !== undefined && this.#liveLocal(this.#trustKey(keySubject), now) !== undefined;
-      const local = this.#liveLocal(trusted && subjectKey !== undefined ? subjectKey : addressKey, now);
+      trusted = subject !== undefined && this.#liveLocal(subject.trustKey, now) !== undefined;
+      const local = this.#liveLocal(trusted && subject ? subject.key : addressKey, now);
       count = local?.count ?? 0;
       ttlMs = local ? local.resetAt - now : -2;
     }
@@ -120,9 +120,7 @@ export class AuthFailureLimit {
     const now = Date.now();
     const marked = this.#marked.get(key);
     if (marked !== undefined && now - marked < TRUST_REWRITE_MS) return;
-    this.#marked.delete(key);
-    this.#marked.set(key, now);
-    this.#bound(this.#marked);
+    this.#touch(this.#marked, key, now);
     try {
       await this.#redis.set(key, '1', 'PX', this.#trustMs);
     } catch (error) {
@@ -142,13 +140,13 @@ export class AuthFailureLimit {
   }
 
   #remember(key: string, entry: { count: number; resetAt: number }): void {
-    this.#local.delete(key);
-    this.#local.set(key, entry);
-    this.#bound(this.#local);
+    this.#touch(this.#local, key, entry);
   }
 
-  /** Forgets the oldest entries of `map` (insertion order) beyond fallbackMaxSubjects. */
-  #bound(map: Map<string, unknown>): void {
+  /** Sets `key` as the newest entry of `map` and forgets the oldest beyond fallbackMaxSubjects. */
+  #touch<V>(map: Map<string, V>, key: string, value: V): void {
+    map.delete(key);
+    map.set(key, value);
     while (map.size > this.#maxLocal) {
       const oldest = map.keys().next().value;
       if (oldest === undefined) break;

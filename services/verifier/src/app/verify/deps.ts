@@ -34,7 +34,7 @@ export interface VerifyDeps {
   softbinding: VerifySoftBinding;
   anchor: VerifyAnchor;
   trust: TrustInForce;
-  /** Where asset.verified goes, in the tenant's transaction. */
+  /** Where asset.verified goes (a statement of its own), and a verify job's ending event (in its transaction). */
   outbox: Pick<Outbox, 'enqueue' | 'enqueueAlone' | 'flush'>;
   logger: Logger;
   publicBaseUrl: string;

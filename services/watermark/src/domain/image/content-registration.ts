@@ -159,18 +159,8 @@ function correlationAt(
   dx: number,
   dy: number,
 ): { n: number; correlation: number; deviation: number } {
-  const { xs, ys, values } = points;
-  const { cw, ch } = map;
-  // Cell coordinates of an embedding-grid position: cell c covers samples [c·CELL, (c + 1)·CELL), centred at
-  // c·CELL + (CELL − 1) / 2.
-  const half = (CELL - 1) / 2;
   const sums = new PearsonSums();
-  for (let k = 0; k < values.length; k++) {
-    const cx = (xs[k]! + dx - half) / CELL;
-    const cy = (ys[k]! + dy - half) / CELL;
-    if (cx < 0 || cy < 0 || cx > cw - 1 || cy > ch - 1) continue;
-    sums.add(values[k]!, cellAt(map, cx, cy));
-  }
+  forEachInside(points, map, dx, dy, (value, cx, cy) => sums.add(value, cellAt(map, cx, cy)));
   const { n } = sums;
   if (n === 0) return { n, correlation: 0, deviation: 0 };
   const { correlation, va } = sums.fit();
